@@ -1,0 +1,132 @@
+"""The one cattrs converter for messages, events and effects.
+
+Unions are tagged with a ``type`` field: content blocks and messages use the API's snake_case
+names (``tool_use``, ``assistant``), events and effects their class names (``ModelStreamEvent``).
+The converter is strict (unknown keys are refused) and loose coercion is switched off where it
+would hide a broken trace (a string is never silently turned into a number or a boolean).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+import cattrs
+from cattrs.strategies import configure_tagged_union
+
+from fsm_agent.core import effects, events, messages
+
+T = TypeVar("T")
+
+_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
+
+_BLOCK_TAGS = {
+    messages.TextBlock: "text",
+    messages.ThinkingBlock: "thinking",
+    messages.RedactedThinkingBlock: "redacted_thinking",
+    messages.ToolUseBlock: "tool_use",
+    messages.ToolResultBlock: "tool_result",
+    messages.ImageBlock: "image",
+    messages.DocumentBlock: "document",
+}
+_MESSAGE_TAGS = {
+    messages.UserMessage: "user",
+    messages.AssistantMessage: "assistant",
+    messages.ApiErrorMessage: "api_error",
+    messages.AttachmentMessage: "attachment",
+    messages.ProgressMessage: "progress",
+    messages.SystemMessage: "system",
+    messages.TombstoneMessage: "tombstone",
+}
+
+
+def _strict_scalar(kind: type) -> Any:
+    def structure(value: Any, _type: Any) -> Any:
+        # bool is an int subclass; a trace with true where a count belongs is broken.
+        if type(value) is not kind and not (kind is float and type(value) is int):
+            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    return structure
+
+
+def make_converter() -> cattrs.Converter:
+    """Build the converter (once per process is enough; ``CONVERTER`` is that one)."""
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    for kind in (str, int, bool, float):
+        conv.register_structure_hook(kind, _strict_scalar(kind))
+    configure_tagged_union(
+        messages.ResultPart, conv, tag_name="type", tag_generator=_BLOCK_TAGS.__getitem__
+    )
+    parts = tuple[messages.ResultPart, ...]  # type: ignore[valid-type]
+
+    def structure_result_content(value: Any, _type: Any) -> messages.ToolResultContent:
+        if isinstance(value, str):
+            return value
+        result: messages.ToolResultContent = conv.structure(value, parts)
+        return result
+
+    def unstructure_result_content(value: messages.ToolResultContent) -> Any:
+        if isinstance(value, str):
+            return value
+        return [conv.unstructure(part, unstructure_as=messages.ResultPart) for part in value]
+
+    conv.register_structure_hook(messages.ToolResultContent, structure_result_content)
+    conv.register_unstructure_hook(messages.ToolResultContent, unstructure_result_content)
+    configure_tagged_union(
+        messages.ContentBlock, conv, tag_name="type", tag_generator=_BLOCK_TAGS.__getitem__
+    )
+    configure_tagged_union(
+        messages.Message, conv, tag_name="type", tag_generator=_MESSAGE_TAGS.__getitem__
+    )
+    configure_tagged_union(events.Event, conv, tag_name="type", tag_generator=_class_name)
+    configure_tagged_union(effects.Effect, conv, tag_name="type", tag_generator=_class_name)
+    return conv
+
+
+def _class_name(cls: type) -> str:
+    return cls.__name__
+
+
+def snake_name(cls: type) -> str:
+    """``ModelStreamEvent`` → ``model_stream_event`` (used in diagrams and summaries)."""
+    return _SNAKE.sub("_", cls.__name__).lower()
+
+
+CONVERTER = make_converter()
+
+
+def dump_event(event: events.Event) -> dict[str, Any]:
+    """An event as a JSON-ready dict with its ``type`` tag."""
+    result: dict[str, Any] = CONVERTER.unstructure(event, unstructure_as=events.Event)
+    return result
+
+
+def load_event(data: Any) -> events.Event:
+    """Structure an event dict; raises cattrs errors (the trace reader turns them into paths)."""
+    result: events.Event = CONVERTER.structure(data, events.Event)  # type: ignore[arg-type]
+    return result
+
+
+def dump_effect(effect: effects.Effect) -> dict[str, Any]:
+    """An effect as a JSON-ready dict with its ``type`` tag."""
+    result: dict[str, Any] = CONVERTER.unstructure(effect, unstructure_as=effects.Effect)
+    return result
+
+
+def load_effect(data: Any) -> effects.Effect:
+    """Structure an effect dict."""
+    result: effects.Effect = CONVERTER.structure(data, effects.Effect)  # type: ignore[arg-type]
+    return result
+
+
+def dump_message(message: messages.Message) -> dict[str, Any]:
+    """A transcript message as a JSON-ready dict with its ``type`` tag."""
+    result: dict[str, Any] = CONVERTER.unstructure(message, unstructure_as=messages.Message)
+    return result
+
+
+def load_message(data: Any) -> messages.Message:
+    """Structure a transcript message dict."""
+    result: messages.Message = CONVERTER.structure(data, messages.Message)  # type: ignore[arg-type]
+    return result

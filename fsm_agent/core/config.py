@@ -1,0 +1,127 @@
+"""Loop configuration: every bound the machine enforces is a value here, with its default.
+
+The reference's feature flags and environment variables become plain options (SPEC §0).
+``LoopConfig.from_env`` applies ``FSM_AGENT_*`` overrides; the core itself never reads the
+environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from fsm_agent.errors import ConfigError
+
+
+def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise ConfigError(f"{attribute.name} must be at least 1, got {value}")
+
+
+def _non_negative(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 0:
+        raise ConfigError(f"{attribute.name} must not be negative, got {value}")
+
+
+def _optional_positive(
+    _instance: object, attribute: attrs.Attribute[int | None], value: int | None
+) -> None:
+    if value is not None and value < 1:
+        raise ConfigError(f"{attribute.name} must be at least 1 or None, got {value}")
+
+
+@attrs.frozen(kw_only=True)
+class LoopConfig:
+    """Options of the loop machine. All bounds have a property test (DESIGN §2)."""
+
+    model: str = "claude-sonnet-4-5"
+    fallback_model: str | None = None
+    max_turns: int | None = attrs.field(default=None, validator=_optional_positive)
+
+    # Output-token recovery (SPEC §2.1, §8.3).
+    max_output_tokens: int = attrs.field(default=32_000, validator=_positive)
+    escalated_max_output_tokens: int = attrs.field(default=64_000, validator=_positive)
+    escalate_output_tokens: bool = False  # the reference's tengu_otk_slot_v1 (default off)
+    max_output_tokens_override: int | None = attrs.field(
+        default=None, validator=_optional_positive
+    )  # CLAUDE_CODE_MAX_OUTPUT_TOKENS: when set, escalation never applies
+    max_output_tokens_recoveries: int = attrs.field(default=3, validator=_non_negative)
+
+    # Stop hooks (SPEC §6.3; the cap is our addition: it ends in a terminal, not a loop).
+    stop_hook_block_cap: int = attrs.field(default=8, validator=_positive)
+
+    # Compaction (SPEC §7).
+    autocompact: bool = True
+    reactive_compact: bool = True
+    context_collapse: bool = False
+    autocompact_failure_limit: int = attrs.field(default=3, validator=_positive)
+    context_window: int = attrs.field(default=200_000, validator=_positive)
+    autocompact_buffer_tokens: int = attrs.field(default=13_000, validator=_non_negative)
+    blocking_buffer_tokens: int = attrs.field(default=3_000, validator=_non_negative)
+    summary_output_reserve: int = attrs.field(default=20_000, validator=_non_negative)
+
+    # Retries and fallback (SPEC §8.3). Backoff has no jitter: the core draws no randoms.
+    max_retries: int = attrs.field(default=10, validator=_non_negative)
+    overloaded_before_fallback: int = attrs.field(default=3, validator=_positive)
+    retry_base_ms: int = attrs.field(default=500, validator=_non_negative)
+    retry_cap_ms: int = attrs.field(default=32_000, validator=_non_negative)
+
+    # Tools (SPEC §5).
+    streaming_tool_execution: bool = True
+    max_tool_concurrency: int = attrs.field(default=10, validator=_positive)
+
+    # Token budget (SPEC §7.6); None disables it.
+    token_budget: int | None = attrs.field(default=None, validator=_optional_positive)
+    is_subagent: bool = False
+
+    @property
+    def effective_window(self) -> int:
+        """Context window minus the space reserved for a summary (SPEC §7.5)."""
+        return self.context_window - min(self.max_output_tokens, self.summary_output_reserve)
+
+    @property
+    def autocompact_threshold(self) -> int:
+        """Estimated tokens at which autocompact starts (SPEC §7.5)."""
+        return self.effective_window - self.autocompact_buffer_tokens
+
+    @property
+    def blocking_limit(self) -> int:
+        """Estimated tokens at which a request is refused before it is sent (SPEC §7.5)."""
+        return self.effective_window - self.blocking_buffer_tokens
+
+    def retry_delay_ms(self, attempt: int, retry_after_ms: int | None = None) -> int:
+        """Backoff before ``attempt`` (2 = first retry): base·2^(n−2), capped; retry-after wins."""
+        if retry_after_ms is not None:
+            return min(retry_after_ms, self.retry_cap_ms)
+        return min(self.retry_base_ms * 2 ** max(attempt - 2, 0), self.retry_cap_ms)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], **overrides: object) -> LoopConfig:
+        """Build a config from ``FSM_AGENT_<OPTION>`` variables, then explicit overrides."""
+        values: dict[str, object] = {}
+        for field in attrs.fields(cls):
+            raw = environ.get(f"FSM_AGENT_{field.name.upper()}")
+            if raw is None:
+                continue
+            values[field.name] = _parse_env_value(field.name, field.type, raw)
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _parse_env_value(name: str, annotation: object, raw: str) -> object:
+    text = str(annotation)
+    if raw.lower() in {"none", ""} and "None" in text:
+        return None
+    if text.startswith("bool"):
+        if raw.lower() in {"1", "true", "yes", "on"}:
+            return True
+        if raw.lower() in {"0", "false", "no", "off"}:
+            return False
+        raise ConfigError(f"FSM_AGENT_{name.upper()} must be true or false, got {raw!r}")
+    if text.startswith("int"):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"FSM_AGENT_{name.upper()} must be an integer, got {raw!r}") from None
+    return raw

@@ -1,0 +1,165 @@
+"""Effects: imperative commands the core hands to the driver (DESIGN §4).
+
+An effect says what to do, never how. Ids come from a counter in the core; the event that
+answers an effect carries its id. Effects carry no transcript: the driver reads the request
+messages from ``AgentCore.api_messages()`` when it performs ``CallModel`` or a compaction, so
+a trace stays linear in the run's length.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, TypeAlias
+
+import attrs
+
+from fsm_agent.core.messages import Message
+
+frozen = attrs.frozen(kw_only=True)
+
+
+@frozen
+class CallModel:
+    """Stream one model response for the current request messages.
+
+    ``delay_ms`` is the backoff to wait before sending (0 for a first attempt).
+    """
+
+    effect_id: str
+    request_id: str
+    model: str
+    max_output_tokens: int
+    attempt: int = 1
+    delay_ms: int = 0
+    message_count: int = 0
+
+
+class ToolStep(enum.Enum):
+    """The steps of a tool call the driver performs (the rest are decided in the core)."""
+
+    VALIDATE = "validate"
+    CALL = "call"
+
+
+@frozen
+class RunToolStep:
+    """Validate a tool call's input, or call the tool."""
+
+    effect_id: str
+    call_id: str
+    step: ToolStep
+    tool_name: str
+    input: dict[str, Any] = attrs.field(factory=dict)
+
+
+class HookEvent(enum.Enum):
+    """Hook points the loop runs (SPEC §6)."""
+
+    PRE_TOOL_USE = "PreToolUse"
+    POST_TOOL_USE = "PostToolUse"
+    STOP = "Stop"
+    STOP_FAILURE = "StopFailure"
+
+
+@frozen
+class RunHooks:
+    """Run every hook registered for ``hook_event``; the answer is ``HooksFinished``."""
+
+    effect_id: str
+    hook_event: HookEvent
+    call_id: str | None = None
+    tool_name: str | None = None
+    payload: dict[str, Any] = attrs.field(factory=dict)
+
+
+@frozen
+class AskPermission:
+    """Decide whether a tool call may run; ``hook_decision`` is a PreToolUse hook's say."""
+
+    effect_id: str
+    call_id: str
+    tool_name: str
+    input: dict[str, Any] = attrs.field(factory=dict)
+    read_only: bool = False
+    hook_decision: str | None = None
+    hook_reason: str = ""
+
+
+class CompactKind(enum.Enum):
+    """Why a compaction is asked for."""
+
+    AUTO = "auto"
+    REACTIVE = "reactive"
+
+
+@frozen
+class Compact:
+    """Compact the current history (``AgentCore.messages_for_query()``)."""
+
+    effect_id: str
+    kind: CompactKind
+    trigger: str = ""
+
+
+@frozen
+class DrainCollapse:
+    """Commit staged context collapses (SPEC §7.4)."""
+
+    effect_id: str
+
+
+class CancelReason(enum.Enum):
+    """Why a tool call was cancelled (SPEC §5.2); each has its own synthetic result."""
+
+    SIBLING_ERROR = "sibling_error"
+    USER_INTERRUPTED = "user_interrupted"
+    STREAMING_FALLBACK = "streaming_fallback"
+
+
+@frozen
+class CancelTool:
+    """Stop a running tool call (kill its subprocess); its result is already decided."""
+
+    effect_id: str
+    call_id: str
+    reason: CancelReason
+
+
+@frozen
+class FetchAttachments:
+    """Collect attachments, prefetch results and queued commands for the next turn."""
+
+    effect_id: str
+    turn: int
+
+
+@frozen
+class Emit:
+    """A message was added to the transcript; show it to the consumer."""
+
+    message: Message
+
+
+Effect: TypeAlias = (
+    CallModel
+    | RunToolStep
+    | RunHooks
+    | AskPermission
+    | Compact
+    | DrainCollapse
+    | CancelTool
+    | FetchAttachments
+    | Emit
+)
+
+EFFECT_TYPES: tuple[type, ...] = (
+    CallModel,
+    RunToolStep,
+    RunHooks,
+    AskPermission,
+    Compact,
+    DrainCollapse,
+    CancelTool,
+    FetchAttachments,
+    Emit,
+)

@@ -1,0 +1,240 @@
+"""Events: past-tense facts fed to the core (DESIGN §4).
+
+The driver turns everything that happens outside the core (a stream event, a finished tool
+step, a hook result, a user's permission answer, a compaction, an abort) into one of these and
+feeds it to ``AgentCore.feed``. Result events carry the id of the effect that asked for them.
+Time, where a decision needs it, arrives inside an event; the core reads no clock.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, TypeAlias
+
+import attrs
+
+from fsm_agent.core.messages import Message, ToolResultContent
+
+frozen = attrs.frozen(kw_only=True)
+
+
+@frozen
+class TurnStarted:
+    """A user turn begins with this transcript (the new prompt is its last message)."""
+
+    messages: tuple[Message, ...]
+
+
+@frozen
+class ModelStreamEvent:
+    """One raw Messages-API stream event, as a dict in the shape the SDK yields."""
+
+    request_id: str
+    event: dict[str, Any]
+
+
+@frozen
+class ModelStreamClosed:
+    """The model's stream iterator finished without raising (it may still be truncated)."""
+
+    request_id: str
+
+
+class FailureKind(enum.Enum):
+    """How a model request failed; each kind maps to a named transition (DESIGN §8)."""
+
+    PROMPT_TOO_LONG = "prompt_too_long"  # 400 "prompt is too long", or 413
+    MEDIA_TOO_LARGE = "media_too_large"  # 400 naming an image/PDF size limit
+    IMAGE_INVALID = "image_invalid"  # an image could not be sent at all (client-side)
+    OVERLOADED = "overloaded"  # 529, or an overloaded_error SSE event
+    RATE_LIMITED = "rate_limited"  # 429
+    SERVER_ERROR = "server_error"  # other 5xx
+    CONNECTION = "connection"  # could not connect, or the connection dropped
+    TIMEOUT = "timeout"  # read timeout or idle stream
+    OTHER = "other"  # anything else: not retried
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the loop retries this kind (SPEC §8.3)."""
+        return self in _RETRYABLE
+
+
+_RETRYABLE = frozenset(
+    {
+        FailureKind.OVERLOADED,
+        FailureKind.RATE_LIMITED,
+        FailureKind.SERVER_ERROR,
+        FailureKind.CONNECTION,
+        FailureKind.TIMEOUT,
+    }
+)
+
+
+@frozen
+class ModelStreamFailed:
+    """The model request raised; ``status`` is the HTTP status when there was one."""
+
+    request_id: str
+    kind: FailureKind
+    message: str = ""
+    status: int | None = None
+    retry_after_ms: int | None = None
+
+
+@frozen
+class ToolInputValidated:
+    """The tool checked a call's input (schema and ``validate_input``) and classified it."""
+
+    call_id: str
+    ok: bool
+    error: str = ""
+    concurrency_safe: bool = False
+    read_only: bool = False
+
+
+@frozen
+class ToolCallFinished:
+    """The tool's ``call`` returned (or raised: then ``is_error`` and the formatted error)."""
+
+    call_id: str
+    content: ToolResultContent = ""
+    is_error: bool = False
+    context_update: dict[str, Any] | None = None
+
+
+@frozen
+class ToolProgressReported:
+    """A running tool reported progress; shown to the user, never sent to the model."""
+
+    call_id: str
+    text: str
+
+
+class HookDecision(enum.Enum):
+    """A PreToolUse hook's permission decision (SPEC §6.1)."""
+
+    ALLOW = "allow"
+    DENY = "deny"
+    ASK = "ask"
+
+
+@frozen
+class HookOutcome:
+    """The aggregate of every hook that ran for one hook event (SPEC §6.1)."""
+
+    blocking_errors: tuple[str, ...] = ()
+    prevent_continuation: bool = False
+    stop_reason: str = ""
+    decision: HookDecision | None = None
+    decision_reason: str = ""
+    updated_input: dict[str, Any] | None = None
+    additional_context: tuple[str, ...] = ()
+    system_messages: tuple[str, ...] = ()
+
+
+@frozen
+class HooksFinished:
+    """The hooks asked for by a ``RunHooks`` effect have all finished."""
+
+    effect_id: str
+    outcome: HookOutcome = attrs.field(factory=HookOutcome)
+
+
+class PermissionBehavior(enum.Enum):
+    """The final permission answer for one tool call."""
+
+    ALLOW = "allow"
+    DENY = "deny"
+
+
+class DecisionSource(enum.Enum):
+    """Who decided a permission question (DESIGN §3: the reason goes into the trace)."""
+
+    RULE = "rule"
+    MODE = "mode"
+    HOOK = "hook"
+    CLASSIFIER = "classifier"
+    SAFETY_CHECK = "safety_check"
+    TOOL = "tool"
+    USER = "user"
+    POLICY = "policy"
+
+
+@frozen
+class PermissionDecided:
+    """The answer to an ``AskPermission`` effect, with why it was given."""
+
+    effect_id: str
+    behavior: PermissionBehavior
+    source: DecisionSource
+    reason: str = ""
+    message: str = ""
+    updated_input: dict[str, Any] | None = None
+    abort_turn: bool = False
+
+
+@frozen
+class CompactionFinished:
+    """An autocompact or reactive compact finished; ``messages`` replace the history on success."""
+
+    effect_id: str
+    ok: bool
+    messages: tuple[Message, ...] = ()
+    error: str = ""
+
+
+@frozen
+class CollapseDrained:
+    """Staged context collapses were committed; ``messages`` is the drained view."""
+
+    effect_id: str
+    committed: int
+    messages: tuple[Message, ...] = ()
+
+
+@frozen
+class AttachmentsReady:
+    """Attachments, prefetch results and queued commands for the next turn."""
+
+    effect_id: str
+    messages: tuple[Message, ...] = ()
+
+
+@frozen
+class AbortRequested:
+    """The user (or the caller) asked to stop; ``reason`` ``interrupt`` means a new prompt waits."""
+
+    reason: str = "user"
+
+
+Event: TypeAlias = (
+    TurnStarted
+    | ModelStreamEvent
+    | ModelStreamClosed
+    | ModelStreamFailed
+    | ToolInputValidated
+    | ToolCallFinished
+    | ToolProgressReported
+    | HooksFinished
+    | PermissionDecided
+    | CompactionFinished
+    | CollapseDrained
+    | AttachmentsReady
+    | AbortRequested
+)
+
+EVENT_TYPES: tuple[type, ...] = (
+    TurnStarted,
+    ModelStreamEvent,
+    ModelStreamClosed,
+    ModelStreamFailed,
+    ToolInputValidated,
+    ToolCallFinished,
+    ToolProgressReported,
+    HooksFinished,
+    PermissionDecided,
+    CompactionFinished,
+    CollapseDrained,
+    AttachmentsReady,
+    AbortRequested,
+)

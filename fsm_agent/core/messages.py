@@ -1,0 +1,283 @@
+"""The message model: transcript messages and their content blocks.
+
+Everything here is a frozen, slotted, keyword-only attrs class, so a transcript is a value that
+can be compared, hashed into a trace and replayed. Message ids (``uuid``) are assigned by the
+core from a counter, never drawn at random, so the same events always give the same ids.
+
+Content blocks mirror the Messages API shapes (SPEC §3, §8). Transcript-only messages (progress,
+system, attachments, tombstones, synthetic API errors) never reach the API as such:
+``normalize_for_api`` converts or drops them (SPEC §8.1).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, TypeAlias
+
+import attrs
+
+frozen = attrs.frozen(kw_only=True)
+
+
+# --- content blocks ------------------------------------------------------------------------
+
+
+@frozen
+class TextBlock:
+    """Plain text."""
+
+    text: str
+
+
+@frozen
+class ThinkingBlock:
+    """Extended thinking with its signature."""
+
+    thinking: str
+    signature: str = ""
+
+
+@frozen
+class RedactedThinkingBlock:
+    """Thinking the API returned encrypted."""
+
+    data: str
+
+
+@frozen
+class ToolUseBlock:
+    """A request from the model to call a tool."""
+
+    id: str
+    name: str
+    input: dict[str, Any] = attrs.field(factory=dict)
+
+
+@frozen
+class ImageBlock:
+    """An image; ``source`` is the API's source object (base64 or url)."""
+
+    source: dict[str, Any] = attrs.field(factory=dict)
+
+
+@frozen
+class DocumentBlock:
+    """A document (PDF or text); ``source`` is the API's source object."""
+
+    source: dict[str, Any] = attrs.field(factory=dict)
+
+
+ResultPart: TypeAlias = TextBlock | ImageBlock | DocumentBlock
+ToolResultContent: TypeAlias = str | tuple[ResultPart, ...]
+
+
+@frozen
+class ToolResultBlock:
+    """The answer to one ``tool_use``; content is a string or text/image blocks."""
+
+    tool_use_id: str
+    content: ToolResultContent = ""
+    is_error: bool = False
+
+
+ContentBlock: TypeAlias = (
+    TextBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ImageBlock
+    | DocumentBlock
+)
+
+CONTENT_BLOCK_TYPES: tuple[type, ...] = (
+    TextBlock,
+    ThinkingBlock,
+    RedactedThinkingBlock,
+    ToolUseBlock,
+    ToolResultBlock,
+    ImageBlock,
+    DocumentBlock,
+)
+
+
+# --- usage ---------------------------------------------------------------------------------
+
+
+@frozen
+class Usage:
+    """Token usage of one API response (``message_delta`` usage is cumulative)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens
+            + other.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens the request occupied in the context window (input side plus output)."""
+        return (
+            self.input_tokens
+            + self.cache_creation_input_tokens
+            + self.cache_read_input_tokens
+            + self.output_tokens
+        )
+
+
+# --- messages ------------------------------------------------------------------------------
+
+
+@frozen
+class UserMessage:
+    """A user turn: prompt text, tool results, or a meta message written by the loop.
+
+    ``is_meta`` marks messages the loop wrote (recovery nudges, stop-hook feedback): they go
+    to the API but are not shown as the user's words.
+    """
+
+    uuid: str
+    content: tuple[ContentBlock, ...]
+    is_meta: bool = False
+
+
+@frozen
+class AssistantMessage:
+    """One completed content block of a model response (SPEC §3: one message per block).
+
+    All messages of one response share ``message_id``; ``normalize_for_api`` merges them back.
+    """
+
+    uuid: str
+    message_id: str
+    content: tuple[ContentBlock, ...]
+    model: str = ""
+    stop_reason: str | None = None
+    usage: Usage = attrs.field(factory=Usage)
+
+
+class ApiErrorKind(enum.Enum):
+    """What a synthetic API-error message is about (decides which recovery may apply)."""
+
+    PROMPT_TOO_LONG = "prompt_too_long"
+    MEDIA_TOO_LARGE = "media_too_large"
+    MAX_OUTPUT_TOKENS = "max_output_tokens"
+    OTHER = "other"
+
+
+@frozen
+class ApiErrorMessage:
+    """A synthetic assistant message standing for an API error.
+
+    ``withheld`` errors are kept in the iteration's assistant messages but not shown to
+    consumers until recovery has failed (SPEC §2.3, last paragraph).
+    """
+
+    uuid: str
+    kind: ApiErrorKind
+    text: str
+    withheld: bool = False
+
+
+class AttachmentKind(enum.Enum):
+    """Kinds of attachment the loop produces (SPEC §6, §2.2)."""
+
+    HOOK_BLOCKING_ERROR = "hook_blocking_error"
+    HOOK_ADDITIONAL_CONTEXT = "hook_additional_context"
+    HOOK_STOPPED_CONTINUATION = "hook_stopped_continuation"
+    HOOK_SYSTEM_MESSAGE = "hook_system_message"
+    MAX_TURNS_REACHED = "max_turns_reached"
+    QUEUED_COMMAND = "queued_command"
+    FILE = "file"
+    MEMORY = "memory"
+    OTHER = "other"
+
+
+@frozen
+class AttachmentMessage:
+    """Context attached to the next user turn; sent as ``<system-reminder>`` text."""
+
+    uuid: str
+    kind: AttachmentKind
+    text: str = ""
+
+
+@frozen
+class ProgressMessage:
+    """Progress reported by a running tool; never sent to the API."""
+
+    uuid: str
+    tool_use_id: str
+    text: str
+
+
+@frozen
+class SystemMessage:
+    """A notice for the user (warnings, fallback notes, compact boundaries); not sent."""
+
+    uuid: str
+    subtype: str
+    text: str = ""
+
+
+@frozen
+class TombstoneMessage:
+    """Marks an earlier message as withdrawn (a discarded streaming attempt, SPEC §3)."""
+
+    uuid: str
+    target_uuid: str
+
+
+Message: TypeAlias = (
+    UserMessage
+    | AssistantMessage
+    | ApiErrorMessage
+    | AttachmentMessage
+    | ProgressMessage
+    | SystemMessage
+    | TombstoneMessage
+)
+
+MESSAGE_TYPES: tuple[type, ...] = (
+    UserMessage,
+    AssistantMessage,
+    ApiErrorMessage,
+    AttachmentMessage,
+    ProgressMessage,
+    SystemMessage,
+    TombstoneMessage,
+)
+
+COMPACT_BOUNDARY = "compact_boundary"
+"""``SystemMessage.subtype`` that marks where a compaction cut the history (SPEC §7.5)."""
+
+
+def tool_uses(message: Message) -> tuple[ToolUseBlock, ...]:
+    """The tool_use blocks of an assistant message (empty for any other message)."""
+    if not isinstance(message, AssistantMessage):
+        return ()
+    return tuple(block for block in message.content if isinstance(block, ToolUseBlock))
+
+
+def tool_results(message: Message) -> tuple[ToolResultBlock, ...]:
+    """The tool_result blocks of a user message (empty for any other message)."""
+    if not isinstance(message, UserMessage):
+        return ()
+    return tuple(block for block in message.content if isinstance(block, ToolResultBlock))
+
+
+def text_of(message: Message) -> str:
+    """The text blocks of a message joined by newlines (for hooks, token estimates, display)."""
+    if isinstance(message, UserMessage | AssistantMessage):
+        return "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+    if isinstance(message, ApiErrorMessage | AttachmentMessage | SystemMessage):
+        return message.text
+    return ""

@@ -1,0 +1,100 @@
+"""The whole exception tree of fsm_agent.
+
+Tool failures, denials and aborts are *data* (tool_results and named transitions), never
+exceptions. What is raised here is one of: a definition error (a bad table or config, found
+when something is built), a usage error (an event fed where it is not legal), a model-protocol
+error (a malformed stream), or a trace error (a bad file, a newer schema, a divergence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+class FsmAgentError(Exception):
+    """Root of every error fsm_agent raises on purpose."""
+
+
+class DefinitionError(FsmAgentError):
+    """A machine table, a tool or a config is inconsistent; raised when it is built."""
+
+
+class ConfigError(DefinitionError):
+    """A configuration value is out of its allowed range."""
+
+
+class UsageError(FsmAgentError):
+    """The library was called in a way it does not allow."""
+
+
+class IllegalTransition(UsageError):
+    """An event was fed in a phase where no row of the table accepts it."""
+
+    def __init__(self, *, phase: str, event: str, legal: Sequence[str]) -> None:
+        self.phase = phase
+        self.event = event
+        self.legal = tuple(legal)
+        listed = ", ".join(self.legal) if self.legal else "nothing (final phase)"
+        super().__init__(
+            f"event {event} is not legal in phase {phase!r}; legal there: {listed}"
+        )
+
+
+class CorePoisoned(UsageError):
+    """The core raised before and refuses further events (it may be half-changed)."""
+
+
+class ModelProtocolError(FsmAgentError):
+    """The model's stream broke the Messages API protocol (events out of order, bad shape)."""
+
+
+class TraceError(FsmAgentError):
+    """Base of everything that can go wrong reading, replaying or resuming a trace."""
+
+
+class TraceFormatError(TraceError):
+    """A trace line is not a valid record; names the line number and the JSON path."""
+
+    def __init__(self, *, line: int, path: str, problem: str, source: str | None = None) -> None:
+        self.line = line
+        self.path = path
+        self.problem = problem
+        self.source = source
+        where = f"{source}: " if source else ""
+        super().__init__(f"{where}line {line}: {path}: {problem}")
+
+
+class TraceTruncated(TraceFormatError):
+    """The last line of a trace is cut off (the writer crashed mid-record)."""
+
+
+class TraceVersionError(TraceError):
+    """The trace was written by a newer schema than this library understands."""
+
+
+class TableDigestMismatch(TraceError):
+    """The trace was recorded against different machine tables than the code has now."""
+
+
+class TraceDivergence(TraceError):
+    """Replay produced a record that differs from the recorded one."""
+
+    def __init__(
+        self,
+        *,
+        seq: int,
+        expected: dict[str, Any] | None,
+        actual: dict[str, Any] | None,
+        context: Sequence[dict[str, Any]] = (),
+        source: str | None = None,
+    ) -> None:
+        self.seq = seq
+        self.expected = expected
+        self.actual = actual
+        self.context = tuple(context)
+        self.source = source
+        where = f"{source}: " if source else ""
+        super().__init__(
+            f"{where}replay diverged at seq {seq}:\n  expected: {expected}\n  actual:   {actual}"
+        )
