@@ -50,6 +50,7 @@ class RunToolStep:
     step: ToolStep
     tool_name: str
     input: dict[str, Any] = attrs.field(factory=dict)
+    context: dict[str, Any] = attrs.field(factory=dict)
 
 
 class HookEvent(enum.Enum):
@@ -114,6 +115,7 @@ class CancelReason(enum.Enum):
     SIBLING_ERROR = "sibling_error"
     USER_INTERRUPTED = "user_interrupted"
     STREAMING_FALLBACK = "streaming_fallback"
+    MODEL_ERROR = "model_error"  # ours: the response failed while its calls were running
 
 
 @frozen

@@ -1,0 +1,1044 @@
+"""``AgentCore``: the pure loop. Events in, a ``Step`` (transitions, effects, terminal) out.
+
+Theory of operation. ``feed(event)`` looks up the rows of ``tables.LOOP_ROWS`` for the current
+phase and the event's type; events that a phase consumes without changing phase (stream
+deltas, tool-call results while tools run) go to a handler first. Then the core *settles*:
+it tries the automatic rows of the phase it is in, first guard that holds wins, until it
+rests in a phase that waits for an event (or a final state). Guards read, ``_on_<name>``
+methods write. Any exception poisons the core: later calls raise ``CorePoisoned`` instead of
+working on a half-changed state (h11's rule).
+
+The core reads no clock, draws no random number and does no I/O: ids come from counters, and
+everything from the outside world arrives as an event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from fsm_agent.core import effects as fx
+from fsm_agent.core import events as ev
+from fsm_agent.core import loop_texts
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.loop_state import AutoCompactTracking, LoopState
+from fsm_agent.core.messages import (
+    COMPACT_BOUNDARY,
+    ApiErrorKind,
+    ApiErrorMessage,
+    AssistantMessage,
+    AttachmentKind,
+    AttachmentMessage,
+    Message,
+    SystemMessage,
+    TextBlock,
+    TombstoneMessage,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    UserMessage,
+    text_of,
+)
+from fsm_agent.core.normalize import normalize_for_api
+from fsm_agent.core.step import Step, TransitionTaken
+from fsm_agent.core.stream import StreamAssembler
+from fsm_agent.core.tables import (
+    FINAL_STATES,
+    LOOP_MACHINE,
+    LOOP_ROWS,
+    CallState,
+    Phase,
+    Row,
+    check_table,
+)
+from fsm_agent.core.tool_calls import ToolCall, ToolExecutor
+from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.errors import CorePoisoned, DefinitionError, FsmAgentError, IllegalTransition, UsageError
+
+_TOOL_EVENTS = (
+    ev.ToolInputValidated,
+    ev.ToolCallFinished,
+    ev.ToolProgressReported,
+    ev.HooksFinished,
+    ev.PermissionDecided,
+)
+_P = Phase
+
+# Events a phase consumes without (necessarily) a transition; rows for the same pair run after.
+INTERNAL_EVENTS: frozenset[tuple[str, type]] = frozenset(
+    {(_P.STREAMING.value, ev.ModelStreamEvent)}
+    | {(_P.STREAMING.value, t) for t in _TOOL_EVENTS}
+    | {(_P.TOOL_EXEC.value, t) for t in _TOOL_EVENTS}
+    | {(_P.TOOL_EXEC.value, ev.AbortRequested)}
+)
+
+# Phases that wait for the answer to one effect (the event must carry that effect's id).
+_AWAITING_PHASES = frozenset(
+    p.value
+    for p in (
+        _P.AUTOCOMPACTING,
+        _P.REACTIVE_COMPACTING,
+        _P.COLLAPSE_DRAINING,
+        _P.STOP_HOOKS,
+        _P.ATTACHMENTS,
+    )
+)
+
+
+def _index(rows: tuple[Row, ...]) -> dict[tuple[str, type | None], tuple[Row, ...]]:
+    index: dict[tuple[str, type | None], list[Row]] = {}
+    for row in rows:
+        for source in row.source:
+            index.setdefault((source, row.on), []).append(row)
+    return {key: tuple(value) for key, value in index.items()}
+
+
+_LOOP_INDEX = _index(LOOP_ROWS)
+_LOOP_EVENTS = {name: LOOP_MACHINE.events[name] for name in {row.name for row in LOOP_ROWS}}
+
+
+@attrs.define(slots=True)
+class _LoopModel:
+    """The object the ``transitions`` loop machine moves (only its ``state``)."""
+
+    state: str = Phase.IDLE.value
+
+
+class AgentCore:
+    """The pure agent loop (DESIGN §1–4).
+
+    Args:
+        config: bounds and options of the loop.
+        tools: what the core knows of each tool (names, schemas, flags).
+
+    Example:
+        >>> core = AgentCore(config=LoopConfig(), tools=())
+        >>> core.phase
+        'idle'
+    """
+
+    def __init__(self, *, config: LoopConfig | None = None, tools: Sequence[ToolSpec] = ()) -> None:
+        self.config = config if config is not None else LoopConfig()
+        self.tools = tuple(tools)
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in self.tools:
+            for name in (spec.name, *spec.aliases):
+                if name in self._specs:
+                    raise DefinitionError(f"two tools are called {name!r}")
+                self._specs[name] = spec
+        self._machine_model = _LoopModel()
+        self._state = LoopState()
+        self._model_name = self.config.model
+        self._poisoned: BaseException | None = None
+        self._terminal: str | None = None
+        self._event: Any = None
+        self._transitions: list[TransitionTaken] = []
+        self._effects: list[fx.Effect] = []
+        self._transcript: list[Message] = []
+        self._usage = Usage()
+        self._effect_counter = 0
+        self._uuid_counter = 0
+        self._request_counter = 0
+        self._tool_context: dict[str, Any] = {}
+        # per-iteration containers (SPEC §1.1 "Per iteration")
+        self._assistant: list[Message] = []
+        self._tool_results: list[Message] = []
+        self._executor: ToolExecutor | None = None
+        self._assembler: StreamAssembler | None = None
+        self._request_id = ""
+        self._attempt = 0
+        self._consecutive_overloaded = 0
+        self._stream_error: str | None = None
+        self._abort_reason: str | None = None
+        self._awaiting: str | None = None
+        self._compacted_this_iteration = False
+        self._collapse_drain_attempted = False
+        self._answered: set[str] = set()
+        # token budget tracking (SPEC §7.6)
+        self._turn_output_tokens = 0
+        self._budget_continuations = 0
+        self._budget_last_delta = 0
+        self._budget_previous_delta = 0
+
+    # --- public queries ------------------------------------------------------------------------
+
+    @property
+    def phase(self) -> str:
+        """The current state of the loop machine (a phase or a terminal reason)."""
+        return self._machine_model.state
+
+    @property
+    def terminal(self) -> str | None:
+        """The terminal reason once the run has ended."""
+        return self._terminal
+
+    @property
+    def poisoned(self) -> bool:
+        """True once any call raised; the core then refuses further events."""
+        return self._poisoned is not None
+
+    @property
+    def state(self) -> LoopState:
+        """The carried loop state (SPEC §1.1)."""
+        return self._state
+
+    @property
+    def transcript(self) -> tuple[Message, ...]:
+        """Every message the run has shown, in order (prompt first)."""
+        return tuple(self._transcript)
+
+    @property
+    def usage(self) -> Usage:
+        """Token usage summed over completed model responses."""
+        return self._usage
+
+    @property
+    def model(self) -> str:
+        """The model requests go to (changes after ``model_fallback``)."""
+        return self._model_name
+
+    @property
+    def tool_context(self) -> dict[str, Any]:
+        """Context that tools' updates have changed (SPEC §5 context modifiers)."""
+        return self._tool_context
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls of the current iteration."""
+        return tuple(self._executor.order) if self._executor is not None else ()
+
+    def messages_for_query(self) -> tuple[Message, ...]:
+        """The history the current or next request is built from."""
+        return self._state.messages
+
+    def api_messages(self) -> list[dict[str, Any]]:
+        """The current request's messages, normalized for the Messages API (SPEC §8.1)."""
+        return normalize_for_api(self._state.messages)
+
+    def legal_events(self) -> tuple[str, ...]:
+        """Names of the event types the current phase accepts."""
+        phase = self.phase
+        names = {on.__name__ for (source, on) in _LOOP_INDEX if source == phase and on is not None}
+        names |= {t.__name__ for (source, t) in INTERNAL_EVENTS if source == phase}
+        return tuple(sorted(names))
+
+    # --- feeding -------------------------------------------------------------------------------
+
+    def feed(self, event: ev.Event) -> Step:
+        """Apply one event; return the transitions taken and the effects to perform."""
+        if self._poisoned is not None:
+            raise CorePoisoned(
+                "the core raised earlier and may be half-changed; build a new one "
+                f"(first error: {self._poisoned!r})"
+            )
+        self._transitions = []
+        self._effects = []
+        try:
+            self._dispatch(event)
+            self._settle()
+        except BaseException as exc:
+            self._poisoned = exc
+            raise
+        return Step(
+            transitions=tuple(self._transitions),
+            effects=tuple(self._effects),
+            terminal=self._terminal,
+        )
+
+    def _dispatch(self, event: ev.Event) -> None:
+        phase = self.phase
+        kind = type(event)
+        internal = (phase, kind) in INTERNAL_EVENTS
+        rows = _LOOP_INDEX.get((phase, kind))
+        if not internal and rows is None:
+            raise IllegalTransition(phase=phase, event=kind.__name__, legal=self.legal_events())
+        if phase in _AWAITING_PHASES and not isinstance(event, ev.AbortRequested):
+            effect_id = getattr(event, "effect_id", None)
+            if effect_id != self._awaiting:
+                raise UsageError(
+                    f"{kind.__name__} answers effect {effect_id!r}, but phase {phase!r} "
+                    f"waits for {self._awaiting!r}"
+                )
+        self._event = event
+        if internal:
+            self._handle_internal(event)
+        if rows is not None and not self._fire_first(rows) and not internal:
+            raise DefinitionError(f"no row fired for {kind.__name__} in {phase}")
+
+    def _settle(self) -> None:
+        while self._terminal is None:
+            rows = _LOOP_INDEX.get((self.phase, None))
+            if rows is None or not self._fire_first(rows):
+                return
+
+    def _fire_first(self, rows: tuple[Row, ...]) -> bool:
+        for row in rows:
+            if row.guard is None or _LOOP_GUARDS[row.guard](self):
+                self._fire(row)
+                return True
+        return False
+
+    def _fire(self, row: Row) -> None:
+        source = self.phase
+        _LOOP_EVENTS[row.name].trigger(self._machine_model)
+        self._transitions.append(
+            TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest)
+        )
+        action = _LOOP_ACTIONS.get(row.name)
+        if action is not None:
+            action(self)
+        if row.dest in FINAL_STATES:
+            self._terminal = row.dest
+
+    def _handle_internal(self, event: ev.Event) -> None:
+        if isinstance(event, ev.ModelStreamEvent):
+            self._on_stream_event(event)
+        elif isinstance(event, ev.AbortRequested):
+            self._abort_tools(event.reason)
+        elif self._executor is not None and self._executor.owns(event) is not None:
+            self._executor.handle(event)
+        else:
+            raise IllegalTransition(
+                phase=self.phase,
+                event=f"{type(event).__name__} for no current tool call",
+                legal=self.legal_events(),
+            )
+
+    # --- the tool sink (what the executor calls back) -------------------------------------------
+
+    def new_effect_id(self) -> str:
+        """Next effect id (a counter: replay gives the same ids)."""
+        self._effect_counter += 1
+        return f"e{self._effect_counter}"
+
+    def new_uuid(self) -> str:
+        """Next message id."""
+        self._uuid_counter += 1
+        return f"m{self._uuid_counter}"
+
+    def add_effect(self, effect: fx.Effect) -> None:
+        """Queue an effect for the driver."""
+        self._effects.append(effect)
+
+    def add_transition(self, transition: TransitionTaken) -> None:
+        """Record a tool-machine transition in the current step."""
+        self._transitions.append(transition)
+
+    def hand_back(self, call: ToolCall, messages: list[Message]) -> None:
+        """A tool call's result reaches the loop (SPEC §3 tool dispatch)."""
+        self._answered.add(call.call_id)
+        for message in messages:
+            self._tool_results.append(message)
+            self._show(message)
+
+    def request_abort(self, reason: str) -> None:
+        """A permission rejection ends the turn (SPEC §9.6)."""
+        if self._abort_reason is None:
+            self._abort_reason = reason
+        if self._executor is not None:
+            self._executor.cancel_all(fx.CancelReason.USER_INTERRUPTED)
+
+    def apply_context_update(self, update: dict[str, Any]) -> None:
+        """Apply a tool's context modifier."""
+        self._tool_context.update(update)
+
+    # --- helpers ---------------------------------------------------------------------------------
+
+    def _show(self, message: Message) -> None:
+        self._transcript.append(message)
+        self._effects.append(fx.Emit(message=message))
+
+    def _new_executor(self, *, batch_mode: bool) -> ToolExecutor:
+        return ToolExecutor(
+            self,
+            self._specs,
+            batch_mode=batch_mode,
+            max_concurrency=self.config.max_tool_concurrency,
+        )
+
+    def _last_assistant(self) -> Message | None:
+        return self._assistant[-1] if self._assistant else None
+
+    def _withheld(self, kind: ApiErrorKind) -> bool:
+        last = self._last_assistant()
+        return isinstance(last, ApiErrorMessage) and last.withheld and last.kind is kind
+
+    def _surface_withheld(self) -> None:
+        last = self._last_assistant()
+        if isinstance(last, ApiErrorMessage) and last.withheld:
+            surfaced = attrs.evolve(last, withheld=False)
+            self._assistant[-1] = surfaced
+            self._show(surfaced)
+
+    def _stop_failure_hooks(self) -> None:
+        last = self._last_assistant()
+        self._effects.append(
+            fx.RunHooks(
+                effect_id=self.new_effect_id(),
+                hook_event=fx.HookEvent.STOP_FAILURE,
+                payload={"error": text_of(last) if last is not None else ""},
+            )
+        )
+
+    def _api_error(self, kind: ApiErrorKind, text: str, *, withheld: bool) -> None:
+        message = ApiErrorMessage(uuid=self.new_uuid(), kind=kind, text=text, withheld=withheld)
+        self._assistant.append(message)
+        if not withheld:
+            self._show(message)
+
+    def _meta_user(self, text: str) -> UserMessage:
+        message = UserMessage(uuid=self.new_uuid(), content=(TextBlock(text=text),), is_meta=True)
+        self._show(message)
+        return message
+
+    def _estimate_tokens(self) -> int:
+        """SPEC §7.5: last API usage plus chars/4 of everything after it."""
+        chars = 0
+        for message in reversed(self._state.messages):
+            if isinstance(message, AssistantMessage) and message.usage.context_tokens:
+                return message.usage.context_tokens + chars // 4
+            chars += _message_chars(message)
+        return chars // 4
+
+    def _max_output_tokens(self) -> int:
+        return (
+            self._state.max_output_tokens_override
+            or self.config.max_output_tokens_override
+            or self.config.max_output_tokens
+        )
+
+    def _start_request(self, *, attempt: int, delay_ms: int = 0) -> None:
+        self._request_counter += 1
+        self._request_id = f"r{self._request_counter}"
+        self._attempt = attempt
+        self._stream_error = None
+        max_tokens = self._max_output_tokens()
+        self._assembler = StreamAssembler(
+            request_id=self._request_id,
+            model=self._model_name,
+            new_uuid=self.new_uuid,
+            max_output_tokens=max_tokens,
+        )
+        self._executor = (
+            self._new_executor(batch_mode=False) if self.config.streaming_tool_execution else None
+        )
+        self._effects.append(
+            fx.CallModel(
+                effect_id=self.new_effect_id(),
+                request_id=self._request_id,
+                model=self._model_name,
+                max_output_tokens=max_tokens,
+                attempt=attempt,
+                delay_ms=delay_ms,
+                message_count=len(self._state.messages),
+            )
+        )
+
+    def _discard_attempt(self) -> None:
+        """Withdraw a failed attempt's messages and calls (SPEC §3 streaming fallback)."""
+        if self._executor is not None:
+            self._executor.discard()
+        for message in self._assistant:
+            if message in self._transcript:
+                self._show(TombstoneMessage(uuid=self.new_uuid(), target_uuid=message.uuid))
+        self._assistant = []
+
+    def _answer_everything(self, reason: fx.CancelReason, text: str) -> None:
+        """Give every tool_use of this iteration its one result (SPEC §12 invariant 1)."""
+        if self._executor is not None:
+            self._executor.cancel_all(reason, message=text)
+            self._executor.flush()
+        for message in list(self._assistant):
+            for block in message.content if isinstance(message, AssistantMessage) else ():
+                if isinstance(block, ToolUseBlock) and block.id not in self._answered:
+                    self._answered.add(block.id)
+                    result_text = (
+                        loop_texts.model_error_result(text)
+                        if reason is fx.CancelReason.MODEL_ERROR
+                        else loop_texts.USER_REJECTED_TOOL
+                    )
+                    result = UserMessage(
+                        uuid=self.new_uuid(),
+                        content=(
+                            ToolResultBlock(tool_use_id=block.id, content=result_text, is_error=True),
+                        ),
+                    )
+                    self._tool_results.append(result)
+                    self._show(result)
+
+    def _abort_tools(self, reason: str) -> None:
+        if self._abort_reason is None:
+            self._abort_reason = reason
+        if self._executor is not None:
+            self._executor.cancel_all(
+                fx.CancelReason.USER_INTERRUPTED, only_interruptible=reason == "interrupt"
+            )
+            self._executor.pump()
+
+    def _continue_with(self, state: LoopState, name: str) -> None:
+        self._state = attrs.evolve(state, transition=name)
+
+    def _iteration_messages(self) -> tuple[Message, ...]:
+        """messagesForQuery + this iteration's assistant messages (API errors left out)."""
+        kept = [m for m in self._assistant if not isinstance(m, ApiErrorMessage)]
+        return (*self._state.messages, *kept)
+
+    # --- stream handling (inside `streaming`, no transition per delta) ------------------------
+
+    def _on_stream_event(self, event: ev.ModelStreamEvent) -> None:
+        if event.request_id != self._request_id or self._stream_error is not None:
+            return  # a stale request's event: recorded, ignored
+        assert self._assembler is not None
+        try:
+            completed = self._assembler.feed(event.event)
+        except FsmAgentError as exc:  # ModelProtocolError: a named model_error, not a crash
+            self._stream_error = str(exc)
+            return
+        for message in completed:
+            self._assistant.append(message)
+            if isinstance(message, ApiErrorMessage):
+                if not message.withheld:
+                    self._show(message)
+                continue
+            self._show(message)
+            if self._executor is None:
+                continue
+            for block in message.content:
+                if isinstance(block, ToolUseBlock):
+                    self._executor.add(block, self._assembler.tool_input_errors.get(block.id))
+        if completed and self._executor is not None:
+            self._executor.pump()
+
+    # --- guards (read, never write) -------------------------------------------------------------
+
+    def _guard_should_autocompact(self) -> bool:
+        tracking = self._state.auto_compact
+        failures = tracking.consecutive_failures if tracking is not None else 0
+        return (
+            self.config.autocompact
+            and not self.config.context_collapse
+            and failures < self.config.autocompact_failure_limit
+            and self._estimate_tokens() >= self.config.autocompact_threshold
+        )
+
+    def _guard_compaction_succeeded(self) -> bool:
+        return bool(self._event.ok)
+
+    def _guard_at_blocking_limit(self) -> bool:
+        # SPEC §2.2 blocking_limit: skipped when compaction can still rescue the request.
+        if self._compacted_this_iteration or self.config.context_collapse:
+            return False
+        if self.config.reactive_compact and self.config.autocompact:
+            return False
+        return self._estimate_tokens() >= self.config.blocking_limit
+
+    def _guard_stream_broken(self) -> bool:
+        return self._stream_error is not None
+
+    def _guard_abort_pending(self) -> bool:
+        return self._abort_reason is not None
+
+    def _guard_stream_finished(self) -> bool:
+        return (
+            self._event.request_id == self._request_id
+            and self._assembler is not None
+            and self._assembler.truncated_reason() is None
+        )
+
+    def _guard_retry_allowed(self) -> bool:
+        event = self._event
+        if isinstance(event, ev.ModelStreamFailed) and not event.kind.retryable:
+            return False
+        return self._attempt <= self.config.max_retries
+
+    def _guard_request_refused(self) -> bool:
+        return self._event.kind in (ev.FailureKind.PROMPT_TOO_LONG, ev.FailureKind.MEDIA_TOO_LARGE)
+
+    def _guard_image_invalid(self) -> bool:
+        return bool(self._event.kind is ev.FailureKind.IMAGE_INVALID)
+
+    def _guard_fallback_due(self) -> bool:
+        fallback = self.config.fallback_model
+        return (
+            self._event.kind is ev.FailureKind.OVERLOADED
+            and fallback is not None
+            and fallback != self._model_name
+            and self._consecutive_overloaded + 1 >= self.config.overloaded_before_fallback
+        )
+
+    def _guard_tool_use_seen(self) -> bool:
+        # SPEC §1.2: needsFollowUp comes from the content, not from stop_reason.
+        return any(
+            isinstance(block, ToolUseBlock)
+            for message in self._assistant
+            if isinstance(message, AssistantMessage)
+            for block in message.content
+        )
+
+    def _guard_collapse_drain_applicable(self) -> bool:
+        return (
+            self.config.context_collapse
+            and self._withheld(ApiErrorKind.PROMPT_TOO_LONG)
+            and self._state.transition != "collapse_drain_retry"
+            and not self._collapse_drain_attempted
+        )
+
+    def _guard_collapse_committed(self) -> bool:
+        return bool(self._event.committed > 0)
+
+    def _guard_reactive_compact_applicable(self) -> bool:
+        return (
+            self.config.reactive_compact
+            and not self._state.has_attempted_reactive_compact
+            and (
+                self._withheld(ApiErrorKind.PROMPT_TOO_LONG)
+                or self._withheld(ApiErrorKind.MEDIA_TOO_LARGE)
+            )
+        )
+
+    def _guard_withheld_prompt_too_long(self) -> bool:
+        return self._withheld(ApiErrorKind.PROMPT_TOO_LONG)
+
+    def _guard_withheld_media_error(self) -> bool:
+        return self._withheld(ApiErrorKind.MEDIA_TOO_LARGE)
+
+    def _guard_escalation_applicable(self) -> bool:
+        return (
+            self._withheld(ApiErrorKind.MAX_OUTPUT_TOKENS)
+            and self.config.escalate_output_tokens
+            and self._state.max_output_tokens_override is None
+            and self.config.max_output_tokens_override is None
+        )
+
+    def _guard_recovery_applicable(self) -> bool:
+        return (
+            self._withheld(ApiErrorKind.MAX_OUTPUT_TOKENS)
+            and self._state.max_output_tokens_recovery_count
+            < self.config.max_output_tokens_recoveries
+        )
+
+    def _guard_last_is_api_error(self) -> bool:
+        return isinstance(self._last_assistant(), ApiErrorMessage)
+
+    def _guard_hook_prevented_continuation(self) -> bool:
+        return bool(self._event.outcome.prevent_continuation)
+
+    def _guard_stop_hook_blocked(self) -> bool:
+        return bool(self._event.outcome.blocking_errors)
+
+    def _guard_stop_hook_block_cap_reached(self) -> bool:
+        return (
+            self._guard_stop_hook_blocked()
+            and self._state.stop_hook_blocks >= self.config.stop_hook_block_cap
+        )
+
+    def _guard_token_budget_continues(self) -> bool:
+        budget = self.config.token_budget
+        if budget is None or self.config.is_subagent:
+            return False
+        diminishing = (
+            self._budget_continuations >= 3
+            and self._budget_last_delta < 500
+            and self._budget_previous_delta < 500
+        )
+        return not diminishing and self._turn_output_tokens < budget * 0.9
+
+    def _guard_tools_done(self) -> bool:
+        return self._executor is None or self._executor.all_yielded
+
+    def _guard_tools_done_after_abort(self) -> bool:
+        return self._abort_reason is not None and self._guard_tools_done()
+
+    def _guard_tools_done_hook_stopped(self) -> bool:
+        return (
+            self._executor is not None and self._executor.hook_stopped and self._guard_tools_done()
+        )
+
+    def _guard_turn_limit_reached(self) -> bool:
+        limit = self.config.max_turns
+        return limit is not None and self._state.turn_count + 1 > limit
+
+    # --- row actions ----------------------------------------------------------------------------
+
+    def _on_run_started(self) -> None:
+        event: ev.TurnStarted = self._event
+        self._state = LoopState(messages=tuple(event.messages))
+        self._transcript.extend(event.messages)
+        self._turn_output_tokens = 0
+        self._budget_continuations = 0
+
+    def _on_iteration_started(self) -> None:
+        self._assistant = []
+        self._tool_results = []
+        self._executor = None
+        self._assembler = None
+        self._compacted_this_iteration = False
+        self._collapse_drain_attempted = False
+        self._consecutive_overloaded = 0
+
+    def _await(self, effect: fx.Effect) -> None:
+        self._awaiting = getattr(effect, "effect_id", None)
+        self._effects.append(effect)
+
+    def _on_autocompact_started(self) -> None:
+        self._await(fx.Compact(effect_id=self.new_effect_id(), kind=fx.CompactKind.AUTO))
+
+    def _adopt_compacted(self, messages: tuple[Message, ...]) -> None:
+        self._show(SystemMessage(uuid=self.new_uuid(), subtype=COMPACT_BOUNDARY))
+        for message in messages:
+            self._show(message)
+        self._state = attrs.evolve(self._state, messages=tuple(messages))
+
+    def _on_autocompact_done(self) -> None:
+        event: ev.CompactionFinished = self._event
+        self._adopt_compacted(event.messages)
+        self._compacted_this_iteration = True
+        self._state = attrs.evolve(
+            self._state,
+            auto_compact=AutoCompactTracking(compacted=True, turn_id=event.effect_id),
+        )
+
+    def _on_autocompact_failed(self) -> None:
+        tracking = self._state.auto_compact or AutoCompactTracking()
+        self._state = attrs.evolve(
+            self._state,
+            auto_compact=attrs.evolve(
+                tracking, consecutive_failures=tracking.consecutive_failures + 1
+            ),
+        )
+
+    def _on_blocking_limit(self) -> None:
+        self._api_error(ApiErrorKind.PROMPT_TOO_LONG, loop_texts.PROMPT_TOO_LONG, withheld=False)
+
+    def _on_request_sent(self) -> None:
+        self._start_request(attempt=1)
+
+    def _on_model_error(self) -> None:
+        event = self._event
+        if isinstance(event, ev.ModelStreamFailed):
+            text = event.message or event.kind.value
+        elif self._stream_error is not None:
+            text = self._stream_error
+        else:
+            reason = self._assembler.truncated_reason() if self._assembler else None
+            text = f"The model's response ended early: {reason or 'stream closed'}"
+        self._answer_everything(fx.CancelReason.MODEL_ERROR, text)
+        self._api_error(ApiErrorKind.OTHER, text, withheld=False)
+
+    def _on_aborted_streaming(self) -> None:
+        reason = self._abort_reason or getattr(self._event, "reason", "user")
+        self._answer_everything(fx.CancelReason.USER_INTERRUPTED, "")
+        if reason != "interrupt":
+            self._show(
+                UserMessage(uuid=self.new_uuid(), content=(TextBlock(text=loop_texts.INTERRUPTED),))
+            )
+
+    def _on_stream_ended(self) -> None:
+        assert self._assembler is not None
+        usage = self._assembler.usage
+        self._usage = self._usage + usage
+        self._turn_output_tokens += usage.output_tokens
+        # SPEC §3: message_delta's usage and stop_reason land on the last message of the response.
+        for position in range(len(self._assistant) - 1, -1, -1):
+            message = self._assistant[position]
+            if isinstance(message, AssistantMessage):
+                patched = attrs.evolve(
+                    message, usage=usage, stop_reason=self._assembler.stop_reason
+                )
+                self._assistant[position] = patched
+                self._replace_in_transcript(message, patched)
+                break
+
+    def _replace_in_transcript(self, old: Message, new: Message) -> None:
+        for position in range(len(self._transcript) - 1, -1, -1):
+            if self._transcript[position] is old:
+                self._transcript[position] = new
+                return
+
+    def _on_request_retried(self) -> None:
+        event = self._event
+        overloaded = isinstance(event, ev.ModelStreamFailed) and event.kind is ev.FailureKind.OVERLOADED
+        self._consecutive_overloaded = self._consecutive_overloaded + 1 if overloaded else 0
+        retry_after = event.retry_after_ms if isinstance(event, ev.ModelStreamFailed) else None
+        self._discard_attempt()
+        attempt = self._attempt + 1
+        self._start_request(attempt=attempt, delay_ms=self.config.retry_delay_ms(attempt, retry_after))
+
+    def _on_model_fallback(self) -> None:
+        old = self._model_name
+        assert self.config.fallback_model is not None
+        self._discard_attempt()
+        self._model_name = self.config.fallback_model
+        self._consecutive_overloaded = 0
+        self._show(
+            SystemMessage(
+                uuid=self.new_uuid(),
+                subtype="model_fallback",
+                text=loop_texts.model_fallback_notice(self._model_name, old),
+            )
+        )
+        self._start_request(attempt=1)
+
+    def _on_api_error_received(self) -> None:
+        event: ev.ModelStreamFailed = self._event
+        self._discard_attempt()
+        if event.kind is ev.FailureKind.PROMPT_TOO_LONG:
+            kind = ApiErrorKind.PROMPT_TOO_LONG
+            recoverable = self.config.reactive_compact or self.config.context_collapse
+        else:
+            kind = ApiErrorKind.MEDIA_TOO_LARGE
+            recoverable = self.config.reactive_compact
+        # SPEC §2.3: withheld while a recovery may still fix it; else shown at once.
+        self._api_error(kind, event.message or loop_texts.PROMPT_TOO_LONG, withheld=recoverable)
+
+    def _on_image_error(self) -> None:
+        if isinstance(self._event, ev.ModelStreamFailed):
+            self._answer_everything(fx.CancelReason.MODEL_ERROR, self._event.message)
+            self._api_error(ApiErrorKind.MEDIA_TOO_LARGE, self._event.message, withheld=False)
+        else:
+            self._surface_withheld()
+        self._stop_failure_hooks()
+
+    def _on_tools_requested(self) -> None:
+        if self._executor is None:  # batch path (SPEC §5.1): every call is known now
+            self._executor = self._new_executor(batch_mode=True)
+            for message in self._assistant:
+                for block in message.content if isinstance(message, AssistantMessage) else ():
+                    if isinstance(block, ToolUseBlock):
+                        error = self._assembler.tool_input_errors.get(block.id) if self._assembler else None
+                        self._executor.add(block, error)
+        self._executor.pump()
+
+    def _on_collapse_drain_started(self) -> None:
+        self._await(fx.DrainCollapse(effect_id=self.new_effect_id()))
+
+    def _on_collapse_drain_retry(self) -> None:
+        event: ev.CollapseDrained = self._event
+        self._continue_with(
+            attrs.evolve(
+                self._state,
+                messages=tuple(event.messages),
+                max_output_tokens_override=None,
+                stop_hook_active=None,
+            ),
+            "collapse_drain_retry",
+        )
+
+    def _on_collapse_drain_empty(self) -> None:
+        self._collapse_drain_attempted = True
+
+    def _on_reactive_compact_started(self) -> None:
+        self._await(fx.Compact(effect_id=self.new_effect_id(), kind=fx.CompactKind.REACTIVE))
+
+    def _on_reactive_compact_retry(self) -> None:
+        event: ev.CompactionFinished = self._event
+        self._adopt_compacted(event.messages)
+        self._continue_with(
+            attrs.evolve(
+                self._state,
+                has_attempted_reactive_compact=True,
+                auto_compact=None,
+                max_output_tokens_override=None,
+            ),
+            "reactive_compact_retry",
+        )
+
+    def _on_prompt_too_long(self) -> None:
+        self._surface_withheld()
+        self._stop_failure_hooks()
+
+    def _on_max_output_tokens_escalate(self) -> None:
+        # SPEC §2.1: same messages (the partial output is dropped), bigger output size.
+        self._continue_with(
+            attrs.evolve(
+                self._state, max_output_tokens_override=self.config.escalated_max_output_tokens
+            ),
+            "max_output_tokens_escalate",
+        )
+
+    def _on_max_output_tokens_recovery(self) -> None:
+        nudge = self._meta_user(loop_texts.RESUME_AFTER_TRUNCATION)
+        self._continue_with(
+            attrs.evolve(
+                self._state,
+                messages=(*self._iteration_messages(), nudge),
+                max_output_tokens_recovery_count=self._state.max_output_tokens_recovery_count + 1,
+                max_output_tokens_override=None,
+            ),
+            "max_output_tokens_recovery",
+        )
+
+    def _on_completed(self) -> None:
+        if self.phase == Phase.FINALIZING.value or self._guard_last_is_api_error():
+            # SPEC §2.3 step 4: the run ends on an API error; Stop hooks are skipped.
+            if isinstance(self._last_assistant(), ApiErrorMessage):
+                self._surface_withheld()
+                self._stop_failure_hooks()
+
+    def _on_stop_hooks_started(self) -> None:
+        last = next(
+            (m for m in reversed(self._assistant) if isinstance(m, AssistantMessage)), None
+        )
+        self._await(
+            fx.RunHooks(
+                effect_id=self.new_effect_id(),
+                hook_event=fx.HookEvent.STOP,
+                payload={
+                    "stop_hook_active": bool(self._state.stop_hook_active),
+                    "last_assistant_message": text_of(last) if last is not None else "",
+                },
+            )
+        )
+
+    def _on_stop_hook_prevented(self) -> None:
+        event = self._event
+        if isinstance(event, ev.HooksFinished):
+            if event.outcome.prevent_continuation:
+                text = loop_texts.hook_stopped(event.outcome.stop_reason)
+            else:
+                text = loop_texts.stop_hook_block_cap(self.config.stop_hook_block_cap)
+        else:
+            text = loop_texts.INTERRUPTED
+        self._show(
+            AttachmentMessage(
+                uuid=self.new_uuid(), kind=AttachmentKind.HOOK_STOPPED_CONTINUATION, text=text
+            )
+        )
+
+    def _on_stop_hook_blocking(self) -> None:
+        event: ev.HooksFinished = self._event
+        feedback = [self._meta_user(loop_texts.stop_hook_feedback(t)) for t in event.outcome.blocking_errors]
+        # SPEC §2.1: hasAttemptedReactiveCompact is kept (resetting it looped forever).
+        self._continue_with(
+            attrs.evolve(
+                self._state,
+                messages=(*self._iteration_messages(), *feedback),
+                max_output_tokens_recovery_count=0,
+                max_output_tokens_override=None,
+                stop_hook_active=True,
+                stop_hook_blocks=self._state.stop_hook_blocks + 1,
+            ),
+            "stop_hook_blocking",
+        )
+
+    def _on_token_budget_continuation(self) -> None:
+        budget = self.config.token_budget or 0
+        used = self._turn_output_tokens
+        previous_total = used - self._budget_last_delta
+        self._budget_previous_delta = self._budget_last_delta
+        self._budget_last_delta = used - previous_total
+        self._budget_continuations += 1
+        nudge = self._meta_user(
+            loop_texts.token_budget_nudge(round(100 * used / budget) if budget else 0, used, budget)
+        )
+        self._continue_with(
+            attrs.evolve(
+                self._state,
+                messages=(*self._iteration_messages(), nudge),
+                max_output_tokens_recovery_count=0,
+                has_attempted_reactive_compact=False,
+                max_output_tokens_override=None,
+                stop_hook_active=None,
+            ),
+            "token_budget_continuation",
+        )
+
+    def _on_aborted_tools(self) -> None:
+        reason = self._abort_reason or getattr(self._event, "reason", "user")
+        if self._executor is not None:
+            self._executor.flush()
+        if reason != "interrupt":
+            self._show(
+                UserMessage(
+                    uuid=self.new_uuid(),
+                    content=(TextBlock(text=loop_texts.INTERRUPTED_FOR_TOOL_USE),),
+                )
+            )
+        limit = self.config.max_turns
+        if limit is not None and self._state.turn_count + 1 > limit:
+            self._show(
+                AttachmentMessage(
+                    uuid=self.new_uuid(),
+                    kind=AttachmentKind.MAX_TURNS_REACHED,
+                    text=loop_texts.max_turns_reached(limit),
+                )
+            )
+
+    def _on_tools_finished(self) -> None:
+        self._await(
+            fx.FetchAttachments(effect_id=self.new_effect_id(), turn=self._state.turn_count)
+        )
+
+    def _on_attachments_ready(self) -> None:
+        event: ev.AttachmentsReady = self._event
+        for message in event.messages:
+            self._tool_results.append(message)
+            self._show(message)
+
+    def _on_max_turns(self) -> None:
+        limit = self.config.max_turns or 0
+        self._show(
+            AttachmentMessage(
+                uuid=self.new_uuid(),
+                kind=AttachmentKind.MAX_TURNS_REACHED,
+                text=loop_texts.max_turns_reached(limit),
+            )
+        )
+
+    def _on_next_turn(self) -> None:
+        tracking = self._state.auto_compact
+        if tracking is not None and tracking.compacted:
+            tracking = attrs.evolve(tracking, turn_counter=tracking.turn_counter + 1)
+        # SPEC §2.1 next_turn: stopHookActive is carried; the recovery state resets.
+        self._continue_with(
+            attrs.evolve(
+                self._state,
+                messages=(*self._iteration_messages(), *self._tool_results),
+                auto_compact=tracking,
+                turn_count=self._state.turn_count + 1,
+                max_output_tokens_recovery_count=0,
+                has_attempted_reactive_compact=False,
+                max_output_tokens_override=None,
+                stop_hook_blocks=0,
+            ),
+            "next_turn",
+        )
+
+
+def _message_chars(message: Message) -> int:
+    if isinstance(message, UserMessage | AssistantMessage):
+        total = 0
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                total += len(block.text)
+            elif isinstance(block, ToolResultBlock):
+                content = block.content
+                total += len(content) if isinstance(content, str) else sum(
+                    len(getattr(part, "text", "")) for part in content
+                )
+            elif isinstance(block, ToolUseBlock):
+                total += len(str(block.input))
+            else:
+                total += len(getattr(block, "thinking", ""))
+        return total
+    return len(text_of(message))
+
+
+def _resolve_guards() -> dict[str, Callable[[AgentCore], bool]]:
+    check_table(LOOP_ROWS, AgentCore, internal=INTERNAL_EVENTS)
+    return {
+        row.guard: getattr(AgentCore, f"_guard_{row.guard}")
+        for row in LOOP_ROWS
+        if row.guard is not None
+    }
+
+
+_LOOP_GUARDS = _resolve_guards()
+_LOOP_ACTIONS: dict[str, Callable[[AgentCore], None]] = {
+    row.name: getattr(AgentCore, f"_on_{row.name}")
+    for row in LOOP_ROWS
+    if hasattr(AgentCore, f"_on_{row.name}")
+}
+_ = CallState  # the tool machine's states are re-exported through ToolCall.state

@@ -1,0 +1,654 @@
+"""Normalization of a transcript into the message list the Messages API accepts (SPEC §8.1, §8.2).
+
+This module owns three things:
+
+* :func:`normalize_for_api` — the transcript (every message type of ``messages.py``) to
+  API-shaped dicts: the SPEC §8.1 steps that apply to our message model, then the pairing
+  repair, then the media cap.
+* :func:`ensure_tool_result_pairing` — the SPEC §8.2 repair over API-shaped dicts. It also
+  enforces the shape invariants SPEC §8.2 lists (user first, alternation, tool_results first,
+  no trailing thinking, no empty assistant, text-only error results), so its output is valid
+  whatever it is given.
+* :func:`api_invariant_violations` — the checker for DESIGN §6 invariant 8, used by property
+  tests and the loop tests.
+
+Every pass is a single sweep over the messages with dicts and sets of ids: normalization runs
+once per request over the whole history, so nothing here may be quadratic (DESIGN §7).
+
+Deviations from the reference, on purpose:
+
+* Merged user messages keep their text blocks separate instead of joining them with ``\\n``
+  (SPEC §8.1 step 5): adjacent text blocks are one turn to the API, and keeping them apart keeps
+  the bytes of earlier blocks stable for the prompt cache.
+* A thinking-only assistant message is dropped whenever merging by ``message_id`` left it alone
+  (SPEC §8.1 step 7): a sibling that could not be merged is cut off from it by a user turn, so
+  the thinking belongs to no reply the model could continue. This also makes normalization
+  idempotent.
+* Whitespace-only text blocks are removed from both roles (the API refuses them).
+
+The output dicts share nested values (tool inputs, media sources) with the messages: treat them
+as read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from fsm_agent.core import texts
+from fsm_agent.core.messages import (
+    ApiErrorKind,
+    ApiErrorMessage,
+    AssistantMessage,
+    AttachmentMessage,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    TombstoneMessage,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+)
+from fsm_agent.errors import ModelProtocolError, UsageError
+
+MAX_MEDIA_ITEMS: Final = 100
+"""Images and documents one request may carry (SPEC §10, media items per request)."""
+
+USER: Final = "user"
+ASSISTANT: Final = "assistant"
+
+_THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
+_MEDIA_TYPES: Final = frozenset({"image", "document"})
+_USER_BLOCK_TYPES: Final = frozenset({"text", "image", "document", "tool_result"})
+_ASSISTANT_BLOCK_TYPES: Final = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
+
+ApiBlock = dict[str, Any]
+ApiMessage = dict[str, Any]
+
+
+# --- blocks to API shape ----------------------------------------------------------------------
+
+
+def _text(text: str) -> ApiBlock:
+    return {"type": "text", "text": text}
+
+
+def _part_dict(part: TextBlock | ImageBlock | DocumentBlock) -> ApiBlock:
+    if isinstance(part, TextBlock):
+        return _text(part.text)
+    if isinstance(part, ImageBlock):
+        return {"type": "image", "source": part.source}
+    return {"type": "document", "source": part.source}
+
+
+def _tool_result_dict(block: ToolResultBlock) -> ApiBlock:
+    content = block.content
+    if block.is_error:
+        # SPEC §8.1 step 12: an error result carries text only.
+        if not isinstance(content, str):
+            content = "\n".join(part.text for part in content if isinstance(part, TextBlock))
+        return {
+            "type": "tool_result",
+            "tool_use_id": block.tool_use_id,
+            "content": content,
+            "is_error": True,
+        }
+    api_content: str | list[ApiBlock] = (
+        content if isinstance(content, str) else [_part_dict(part) for part in content]
+    )
+    return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": api_content}
+
+
+def _user_block(block: ContentBlock) -> ApiBlock | None:
+    """A user-side block in API shape; assistant-only blocks are dropped (None)."""
+    if isinstance(block, ToolResultBlock):
+        return _tool_result_dict(block)
+    if isinstance(block, TextBlock | ImageBlock | DocumentBlock):
+        return _part_dict(block)
+    return None
+
+
+def _assistant_block(block: ContentBlock) -> ApiBlock | None:
+    """An assistant-side block in API shape; user-only blocks are dropped (None)."""
+    if isinstance(block, TextBlock):
+        return _text(block.text)
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ThinkingBlock):
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, RedactedThinkingBlock):
+        return {"type": "redacted_thinking", "data": block.data}
+    return None
+
+
+# --- transcript to merged turns (SPEC §8.1) ---------------------------------------------------
+
+
+@attrs.define(slots=True)
+class _Turn:
+    """One API message being assembled (mutable, private to one normalization)."""
+
+    role: str
+    blocks: list[ApiBlock]
+    message_id: str = ""
+
+
+def _live_messages(messages: Sequence[Message]) -> list[Message]:
+    """The transcript without tombstones and the messages they withdraw (SPEC §3 fallback)."""
+    withdrawn = {m.target_uuid for m in messages if isinstance(m, TombstoneMessage)}
+    return [
+        m
+        for m in messages
+        if not isinstance(m, TombstoneMessage) and (not withdrawn or m.uuid not in withdrawn)
+    ]
+
+
+def _media_strip_targets(live: Sequence[Message]) -> set[int]:
+    """Positions of meta user messages whose media must go (SPEC §8.1 step 3)."""
+    targets: set[int] = set()
+    last_meta = -1
+    for position, message in enumerate(live):
+        if isinstance(message, UserMessage) and message.is_meta:
+            last_meta = position
+        elif (
+            isinstance(message, ApiErrorMessage)
+            and message.kind is ApiErrorKind.MEDIA_TOO_LARGE
+            and last_meta >= 0
+        ):
+            targets.add(last_meta)
+    return targets
+
+
+def _starts_with_tool_result(message: Message) -> bool:
+    return (
+        isinstance(message, UserMessage)
+        and bool(message.content)
+        and isinstance(message.content[0], ToolResultBlock)
+    )
+
+
+def _reorder_attachments(live: Sequence[Message]) -> list[int]:
+    """Positions in API order, attachments moved up, transcript-only messages gone.
+
+    SPEC §8.1 step 1: walking bottom-up, attachments bubble up until an assistant message or a
+    user message starting with a tool_result and land right after it; leftovers go to the top.
+    SPEC §8.1 step 4: progress, system and API-error messages are dropped in the same sweep.
+    """
+    reversed_order: list[int] = []
+    pending: list[int] = []  # attachments seen so far, bottom-up
+    for position in range(len(live) - 1, -1, -1):
+        message = live[position]
+        if isinstance(message, AttachmentMessage):
+            pending.append(position)
+        elif isinstance(message, AssistantMessage | UserMessage):
+            if pending and (
+                isinstance(message, AssistantMessage) or _starts_with_tool_result(message)
+            ):
+                reversed_order.extend(pending)
+                pending.clear()
+            reversed_order.append(position)
+    reversed_order.extend(pending)
+    reversed_order.reverse()
+    return reversed_order
+
+
+def _merge_turns(live: Sequence[Message], order: Sequence[int], strip: set[int]) -> list[_Turn]:
+    """Convert and merge messages into turns (SPEC §8.1 step 5)."""
+    turns: list[_Turn] = []
+    # message_id -> index of the latest turn holding a part of that response
+    by_message_id: dict[str, int] = {}
+    # index of the last user turn holding anything but tool_results: merging by message_id may
+    # walk back over tool_result users and other responses only, never across such a turn.
+    barrier = -1
+    for position in order:
+        message = live[position]
+        if isinstance(message, AssistantMessage):
+            blocks = [b for b in map(_assistant_block, message.content) if b is not None]
+            target = by_message_id.get(message.message_id) if message.message_id else None
+            if target is not None and target > barrier:
+                turns[target].blocks.extend(blocks)
+                continue
+            turns.append(_Turn(role=ASSISTANT, blocks=blocks, message_id=message.message_id))
+            if message.message_id:
+                by_message_id[message.message_id] = len(turns) - 1
+            continue
+        if isinstance(message, AttachmentMessage):
+            if not message.text.strip():
+                continue
+            blocks = [_text(texts.system_reminder(message.text))]
+        else:
+            assert isinstance(message, UserMessage)
+            content: Sequence[ContentBlock] = message.content
+            if position in strip:
+                content = [b for b in content if not isinstance(b, ImageBlock | DocumentBlock)]
+            blocks = [b for b in map(_user_block, content) if b is not None]
+            if not blocks:
+                continue
+        if turns and turns[-1].role == USER:
+            turns[-1].blocks.extend(blocks)
+        else:
+            turns.append(_Turn(role=USER, blocks=blocks))
+        if any(block["type"] != "tool_result" for block in blocks):
+            barrier = len(turns) - 1
+    return turns
+
+
+def _is_thinking_only(blocks: Sequence[ApiBlock]) -> bool:
+    return bool(blocks) and all(block["type"] in _THINKING_TYPES for block in blocks)
+
+
+def _is_blank_text_only(blocks: Sequence[ApiBlock]) -> bool:
+    return bool(blocks) and all(
+        block["type"] == "text" and not block["text"].strip() for block in blocks
+    )
+
+
+def _tidy_assistants(turns: list[_Turn]) -> list[_Turn]:
+    """SPEC §8.1 steps 7, 9, 10 and 8, in the order that lets step 8 see the final turn."""
+    kept = [
+        turn
+        for turn in turns
+        if turn.role == USER
+        or not (_is_thinking_only(turn.blocks) or _is_blank_text_only(turn.blocks))
+    ]
+    # SPEC §8.1 step 10: an empty assistant gets a placeholder unless it is last (then dropped).
+    while kept and kept[-1].role == ASSISTANT and not kept[-1].blocks:
+        kept.pop()
+    for turn in kept:
+        if turn.role == ASSISTANT and not turn.blocks:
+            turn.blocks.append(_text(texts.EMPTY_ASSISTANT_PLACEHOLDER))
+    # SPEC §8.1 step 8: the final assistant must not end with thinking.
+    if kept and kept[-1].role == ASSISTANT:
+        _strip_trailing_thinking(kept[-1].blocks)
+    return kept
+
+
+def _strip_trailing_thinking(blocks: list[ApiBlock]) -> None:
+    had_blocks = bool(blocks)
+    while blocks and blocks[-1]["type"] in _THINKING_TYPES:
+        blocks.pop()
+    if had_blocks and not blocks:
+        blocks.append(_text(texts.THINKING_ONLY_PLACEHOLDER))
+
+
+def normalize_for_api(
+    messages: Sequence[Message], *, strict: bool = False, max_media: int = MAX_MEDIA_ITEMS
+) -> list[ApiMessage]:
+    """Turn a transcript into the ``messages`` list of a Messages API request (SPEC §8.1).
+
+    Args:
+        messages: The transcript, any message types, in order.
+        strict: Raise instead of repairing tool_use/tool_result pairing defects (SPEC §8.2).
+        max_media: How many images and documents to keep; the oldest go first (SPEC §10).
+
+    Returns:
+        ``{"role", "content"}`` dicts with API-shaped blocks, satisfying every check of
+        :func:`api_invariant_violations`.
+
+    Raises:
+        ModelProtocolError: Only with ``strict=True``, on the first pairing defect.
+    """
+    live = _live_messages(messages)
+    strip = _media_strip_targets(live)
+    turns = _tidy_assistants(_merge_turns(live, _reorder_attachments(live), strip))
+    api = [{"role": turn.role, "content": turn.blocks} for turn in turns]
+    return cap_media(ensure_tool_result_pairing(api, strict=strict), limit=max_media)
+
+
+# --- pairing repair (SPEC §8.2) ---------------------------------------------------------------
+
+
+def _content_list(content: object, index: int) -> list[ApiBlock]:
+    if isinstance(content, str):
+        return [_text(content)] if content else []
+    if isinstance(content, list | tuple):
+        return list(content)
+    raise UsageError(f"message {index}: content must be a string or a list of blocks")
+
+
+def _merged_roles(api_messages: Sequence[Mapping[str, Any]]) -> list[ApiMessage]:
+    """Fresh dicts with consecutive same-role messages merged (SPEC §8.1 step 9 re-merge)."""
+    merged: list[ApiMessage] = []
+    for index, message in enumerate(api_messages):
+        role = message.get("role")
+        if role not in (USER, ASSISTANT):
+            raise UsageError(f"message {index}: role {role!r} is neither 'user' nor 'assistant'")
+        content = _content_list(message.get("content"), index)
+        if merged and merged[-1]["role"] == role:
+            merged[-1]["content"].extend(content)
+        else:
+            merged.append({"role": role, "content": content})
+    return merged
+
+
+def _defect(strict: bool, index: int, problem: str) -> None:
+    if strict:
+        raise ModelProtocolError(f"message {index}: {problem} (strict pairing, SPEC §8.2)")
+
+
+def _missing_result(tool_use_id: str) -> ApiBlock:
+    return {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "content": texts.MISSING_TOOL_RESULT,
+        "is_error": True,
+    }
+
+
+def _text_only_error(block: ApiBlock) -> ApiBlock:
+    """SPEC §8.1 step 12 on API dicts; also drops an ``is_error`` that is not true."""
+    if block.get("is_error") is True:
+        content = block.get("content", "")
+        if isinstance(content, str):
+            return block
+        joined = "\n".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, Mapping) and part.get("type") == "text"
+        )
+        return {**block, "content": joined}
+    if "is_error" in block:
+        return {key: value for key, value in block.items() if key != "is_error"}
+    return block
+
+
+def _repair_assistant(
+    content: list[ApiBlock], index: int, seen_ids: set[str], strict: bool
+) -> tuple[list[ApiBlock], list[str]]:
+    kept: list[ApiBlock] = []
+    tool_ids: list[str] = []
+    visible = False
+    for block in content:
+        kind = block.get("type")
+        if kind == "tool_use":
+            tool_id = block.get("id")
+            if not isinstance(tool_id, str) or tool_id in seen_ids:
+                _defect(strict, index, f"tool_use id {tool_id!r} is used twice")
+                continue  # SPEC §8.2: the later duplicate goes
+            seen_ids.add(tool_id)
+            tool_ids.append(tool_id)
+            visible = True
+        elif kind == "text":
+            if not str(block.get("text", "")).strip():
+                continue
+            visible = True
+        elif kind not in _THINKING_TYPES:
+            continue  # not an assistant block: the API would refuse it
+        kept.append(block)
+    if not visible:
+        # SPEC §8.2: assistant content is never empty or thinking-only in the middle.
+        kept.append(_text(texts.EMPTY_ASSISTANT_PLACEHOLDER))
+    return kept, tool_ids
+
+
+def _repair_user(
+    content: list[ApiBlock], index: int, expected: list[str], strict: bool, first: bool
+) -> list[ApiBlock]:
+    expected_ids = set(expected)
+    answered: set[str] = set()
+    results: list[ApiBlock] = []
+    others: list[ApiBlock] = []
+    dropped_orphan = False
+    for block in content:
+        kind = block.get("type")
+        if kind == "tool_result":
+            tool_id = block.get("tool_use_id")
+            if tool_id in expected_ids and tool_id not in answered:
+                assert isinstance(tool_id, str)
+                answered.add(tool_id)
+                results.append(_text_only_error(block))
+                continue
+            problem = "answers it a second time" if tool_id in answered else "has no tool_use"
+            _defect(
+                strict,
+                index,
+                f"tool_result for {tool_id!r} {problem} in the preceding assistant message",
+            )
+            dropped_orphan = True
+        elif kind == "text":
+            if str(block.get("text", "")).strip():
+                others.append(block)
+        elif kind in _MEDIA_TYPES:
+            others.append(block)
+    missing = [tool_id for tool_id in expected if tool_id not in answered]
+    if missing:
+        _defect(strict, index, f"tool_use ids {missing} got no tool_result")
+    # SPEC §8.2: synthetic error results are prepended; every tool_result comes first.
+    repaired = [_missing_result(tool_id) for tool_id in missing] + results + others
+    if not repaired:
+        placeholder = (
+            texts.ORPHANED_TOOL_RESULT_REMOVED
+            if first and dropped_orphan
+            else texts.EMPTY_USER_PLACEHOLDER
+        )
+        repaired.append(_text(placeholder))
+    return repaired
+
+
+def ensure_tool_result_pairing(
+    api_messages: Sequence[Mapping[str, Any]], *, strict: bool = False
+) -> list[ApiMessage]:
+    """Repair tool_use/tool_result pairing and the message shape (SPEC §8.2).
+
+    After this, every tool_use is answered exactly once by a tool_result at the start of the
+    very next user message, tool_use ids are unique, the first message is a user message and
+    roles alternate, no assistant content is empty, whitespace-only or (when final) ends in
+    thinking, and error results are text-only. The input is not modified.
+
+    Args:
+        api_messages: ``{"role", "content"}`` dicts with API-shaped blocks.
+        strict: Raise on the first pairing defect instead of repairing it.
+
+    Returns:
+        New message dicts (blocks that needed no change are shared with the input).
+
+    Raises:
+        ModelProtocolError: With ``strict=True``, on an orphan or duplicate tool_result, a
+            duplicate tool_use id, or an unanswered tool_use.
+        UsageError: A message has a role other than user/assistant or unusable content.
+    """
+    merged = _merged_roles(api_messages)
+    repaired: list[ApiMessage] = []
+    if not merged or merged[0]["role"] != USER:
+        repaired.append({"role": USER, "content": [_text(texts.CONVERSATION_START_PLACEHOLDER)]})
+    seen_ids: set[str] = set()
+    expected: list[str] = []  # tool_use ids of the previous assistant message
+    for index, message in enumerate(merged):
+        if message["role"] == ASSISTANT:
+            content, expected = _repair_assistant(message["content"], index, seen_ids, strict)
+        else:
+            content = _repair_user(message["content"], index, expected, strict, not repaired)
+            expected = []
+        repaired.append({"role": message["role"], "content": content})
+    if expected:
+        # The transcript ends on unanswered tool_uses: answer them in a user message of their own.
+        _defect(strict, len(merged) - 1, f"tool_use ids {expected} got no tool_result")
+        repaired.append({"role": USER, "content": [_missing_result(i) for i in expected]})
+    last = repaired[-1]
+    if last["role"] == ASSISTANT:
+        _strip_trailing_thinking(last["content"])  # SPEC §8.1 step 8
+    return repaired
+
+
+# --- media cap (SPEC §8.1 tail, §10) ------------------------------------------------------------
+
+
+def _count_media(api_messages: Sequence[Mapping[str, Any]]) -> int:
+    count = 0
+    for message in api_messages:
+        for block in message["content"]:
+            kind = block.get("type")
+            if kind in _MEDIA_TYPES:
+                count += 1
+            elif kind == "tool_result" and isinstance(block.get("content"), list):
+                count += sum(1 for part in block["content"] if part.get("type") in _MEDIA_TYPES)
+    return count
+
+
+def cap_media(api_messages: list[ApiMessage], *, limit: int = MAX_MEDIA_ITEMS) -> list[ApiMessage]:
+    """Keep at most ``limit`` images and documents, replacing the oldest with a short note.
+
+    Args:
+        api_messages: Output of :func:`ensure_tool_result_pairing`.
+        limit: The most media items one request may carry (SPEC §10: 100).
+
+    Returns:
+        The same list when nothing had to go, otherwise new message dicts.
+    """
+    excess = _count_media(api_messages) - limit
+    if excess <= 0:
+        return api_messages
+
+    def replace(block: ApiBlock) -> ApiBlock:
+        nonlocal excess
+        if excess > 0 and block.get("type") in _MEDIA_TYPES:
+            excess -= 1
+            return _text(texts.media_omitted(str(block["type"])))
+        return block
+
+    capped: list[ApiMessage] = []
+    for message in api_messages:
+        if excess <= 0 or message["role"] != USER:
+            capped.append(message)
+            continue
+        content: list[ApiBlock] = []
+        for block in message["content"]:
+            if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+                content.append({**block, "content": [replace(part) for part in block["content"]]})
+            else:
+                content.append(replace(block))
+        capped.append({"role": USER, "content": content})
+    return capped
+
+
+# --- the checker (DESIGN §6 invariant 8) --------------------------------------------------------
+
+
+def api_invariant_violations(api_messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every way ``api_messages`` breaks DESIGN §6 invariant 8, as readable sentences.
+
+    Checks: at least one message; the first is a user message; roles alternate; blocks belong
+    to their role; each tool_use is answered exactly once by a tool_result at the start of the
+    very next user message; no orphan tool_result; unique tool_use ids; no trailing thinking in
+    a final assistant message; no empty or whitespace-only assistant content; no whitespace-only
+    text block; error results carry text only; at most 100 media items.
+
+    Args:
+        api_messages: ``{"role", "content"}`` dicts, as :func:`normalize_for_api` returns them.
+
+    Returns:
+        An empty list when the messages are valid.
+    """
+    problems: list[str] = []
+    if not api_messages:
+        return ["there are no messages"]
+    seen_ids: set[str] = set()
+    expected: list[str] = []
+    previous_role: str | None = None
+    for index, message in enumerate(api_messages):
+        role = message.get("role")
+        where = f"message {index} ({role})"
+        if index == 0 and role != USER:
+            problems.append(f"{where}: the first message must be a user message")
+        if role not in (USER, ASSISTANT):
+            problems.append(f"{where}: unknown role")
+            continue
+        if role == previous_role:
+            problems.append(f"{where}: follows another {role} message (roles must alternate)")
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [_text(content)]
+        if not isinstance(content, list) or not content:
+            problems.append(f"{where}: content is empty")
+            content = []
+        allowed = _USER_BLOCK_TYPES if role == USER else _ASSISTANT_BLOCK_TYPES
+        for block in content:
+            kind = block.get("type")
+            if kind not in allowed:
+                problems.append(f"{where}: a {kind!r} block does not belong in a {role} message")
+            if kind == "text" and not str(block.get("text", "")).strip():
+                problems.append(f"{where}: a text block is empty or whitespace-only")
+        if role == ASSISTANT:
+            _check_assistant(where, content, seen_ids, problems)
+            if expected:
+                problems.append(f"{where}: tool_use ids {expected} are not answered before it")
+            expected = [b["id"] for b in content if b.get("type") == "tool_use"]
+            if index == len(api_messages) - 1 and content:
+                if content[-1].get("type") in _THINKING_TYPES:
+                    problems.append(f"{where}: the final assistant message ends with thinking")
+                if expected:
+                    problems.append(f"{where}: tool_use ids {expected} are never answered")
+        else:
+            _check_user(where, content, expected, problems)
+            expected = []
+        previous_role = role
+    media = _count_media([m for m in api_messages if isinstance(m.get("content"), list)])
+    if media > MAX_MEDIA_ITEMS:
+        problems.append(f"{media} media items exceed the limit of {MAX_MEDIA_ITEMS}")
+    return problems
+
+
+def _check_assistant(
+    where: str, content: list[ApiBlock], seen_ids: set[str], problems: list[str]
+) -> None:
+    if content and all(
+        block.get("type") == "text" and not str(block.get("text", "")).strip() for block in content
+    ):
+        problems.append(f"{where}: content is only whitespace")
+    for block in content:
+        if block.get("type") == "tool_use":
+            tool_id = block.get("id")
+            if tool_id in seen_ids:
+                problems.append(f"{where}: tool_use id {tool_id!r} is not unique")
+            seen_ids.add(str(tool_id))
+
+
+def _check_user(
+    where: str, content: list[ApiBlock], expected: list[str], problems: list[str]
+) -> None:
+    expected_ids = set(expected)
+    answered: set[str] = set()
+    results_done = False
+    for block in content:
+        if block.get("type") != "tool_result":
+            results_done = True
+            continue
+        tool_id = block.get("tool_use_id")
+        if results_done:
+            problems.append(f"{where}: tool_result for {tool_id!r} comes after other content")
+        if tool_id not in expected_ids:
+            problems.append(
+                f"{where}: tool_result for {tool_id!r} answers no tool_use of the previous message"
+            )
+        elif tool_id in answered:
+            problems.append(f"{where}: tool_use {tool_id!r} is answered more than once")
+        else:
+            answered.add(str(tool_id))
+        if block.get("is_error") and not _is_text_only(block.get("content")):
+            problems.append(f"{where}: error tool_result for {tool_id!r} carries non-text content")
+    missing = [tool_id for tool_id in expected if tool_id not in answered]
+    if missing:
+        problems.append(f"{where}: tool_use ids {missing} are not answered here")
+
+
+def _is_text_only(content: object) -> bool:
+    if content is None or isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(
+        isinstance(part, Mapping) and part.get("type") == "text" for part in content
+    )
+
+
+__all__ = [
+    "MAX_MEDIA_ITEMS",
+    "api_invariant_violations",
+    "cap_media",
+    "ensure_tool_result_pairing",
+    "normalize_for_api",
+]

@@ -1,0 +1,430 @@
+"""Stream assembly: raw Messages-API stream events in, transcript messages out (SPEC §3).
+
+This module owns the fold from the events the ``anthropic`` SDK yields for a streamed request
+(as ``model_dump()`` dicts) to :class:`~fsm_agent.core.messages.AssistantMessage` values, one
+per completed content block, all sharing the response's ``message.id``. It is pure: the uuids
+of the messages it builds come from the ``new_uuid`` callable the core passes in.
+
+Theory of operation:
+
+* ``message_start`` opens the response; ``content_block_start`` opens block *i*; deltas append
+  string pieces to a list (O(delta), nothing is re-joined per delta); ``content_block_stop``
+  joins the pieces, parses tool input, and returns the block's message.
+* ``message_delta`` carries the stop reason and **cumulative** usage (replaced, not added). A
+  ``max_tokens`` or ``model_context_window_exceeded`` stop adds a withheld
+  :class:`~fsm_agent.core.messages.ApiErrorMessage` (SPEC §2.3, §3).
+* Anything out of order or malformed raises :class:`~fsm_agent.errors.ModelProtocolError`
+  naming the event and the index; after that the assembler is poisoned and refuses every
+  further event (h11's rule: never continue half-changed).
+* Bad tool input JSON is *data*: the block gets ``{}`` as input and
+  :attr:`StreamAssembler.tool_input_errors` gets the error text for the tool result.
+
+Frozen messages cannot be patched in place as the reference does with the last yielded message
+(SPEC §3 SSE assembly): the stop reason and final usage stay on the assembler, and
+:meth:`StreamAssembler.finalized` returns a copy of a message carrying them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import attrs
+import orjson
+
+from fsm_agent.core import texts
+from fsm_agent.core.messages import (
+    ApiErrorKind,
+    ApiErrorMessage,
+    AssistantMessage,
+    ContentBlock,
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
+from fsm_agent.errors import ModelProtocolError
+
+_NOTHING: Final[tuple[Message, ...]] = ()
+
+# Block kinds as the API names them in content_block_start.
+_TEXT: Final = "text"
+_THINKING: Final = "thinking"
+_REDACTED: Final = "redacted_thinking"
+_TOOL_USE: Final = "tool_use"
+
+# delta type -> (block kind it may extend, key holding the string, goes to the signature list)
+_DELTAS: Final[dict[str, tuple[str, str, bool]]] = {
+    "text_delta": (_TEXT, "text", False),
+    "input_json_delta": (_TOOL_USE, "partial_json", False),
+    "thinking_delta": (_THINKING, "thinking", False),
+    "signature_delta": (_THINKING, "signature", True),
+}
+_CITATIONS_DELTA: Final = "citations_delta"
+
+# SPEC §3 max_tokens row: both stop reasons mean the output was cut short.
+_TRUNCATING_STOPS: Final = frozenset({"max_tokens", "model_context_window_exceeded"})
+
+_USAGE_FIELDS: Final = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+@attrs.define(slots=True)
+class _OpenBlock:
+    """A content block between its start and stop events (mutable, private)."""
+
+    kind: str
+    pieces: list[str]
+    signature: list[str] = attrs.field(factory=list)
+    tool_id: str = ""
+    tool_name: str = ""
+    start_input: dict[str, Any] = attrs.field(factory=dict)
+    data: str = ""
+
+
+def _protocol_error(event_type: str, index: object, problem: str) -> ModelProtocolError:
+    where = f" (index {index})" if index is not None else ""
+    return ModelProtocolError(f"stream event {event_type}{where}: {problem}")
+
+
+def _string(value: object, event_type: str, index: object, field: str) -> str:
+    if not isinstance(value, str):
+        raise _protocol_error(
+            event_type, index, f"{field} must be a string, got {type(value).__name__}"
+        )
+    return value
+
+
+def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
+    """Usage from an event's ``usage`` dict; absent or null fields keep the previous value."""
+    if raw is None:
+        return previous
+    if not isinstance(raw, Mapping):
+        raise _protocol_error(event_type, None, "usage must be an object")
+    values: dict[str, int] = {}
+    for name in _USAGE_FIELDS:
+        value = raw.get(name)
+        if value is None:
+            values[name] = getattr(previous, name)
+        elif type(value) is int:
+            values[name] = value
+        else:
+            raise _protocol_error(event_type, None, f"usage.{name} must be an integer")
+    return Usage(**values)
+
+
+@attrs.define(slots=True)
+class StreamAssembler:
+    """Accumulates one streamed model response (mutable: one per request, SPEC §3).
+
+    Attributes:
+        request_id: The id of the ``CallModel`` effect this stream answers.
+        model: The model the request asked for; used when ``message_start`` names none.
+        new_uuid: Supplies transcript uuids (the core's counter, never random).
+        max_output_tokens: The output cap the request was sent with (for the max_tokens text).
+        message_id: ``message.id`` from ``message_start``, shared by every block's message.
+        response_model: ``message.model`` from ``message_start`` (falls back to ``model``).
+        stop_reason: From ``message_delta``; None until it arrives.
+        usage: Cumulative usage as known so far.
+        started: ``message_start`` seen.
+        finished: ``message_stop`` seen.
+        blocks_completed: Content blocks stopped so far.
+        tool_input_errors: tool_use id → error text, for tool input that was not a JSON object.
+    """
+
+    request_id: str = attrs.field(kw_only=True)
+    model: str = attrs.field(kw_only=True)
+    new_uuid: Callable[[], str] = attrs.field(kw_only=True)
+    max_output_tokens: int = attrs.field(default=0, kw_only=True)
+
+    message_id: str | None = attrs.field(default=None, init=False)
+    response_model: str = attrs.field(default="", init=False)
+    stop_reason: str | None = attrs.field(default=None, init=False)
+    stop_sequence: str | None = attrs.field(default=None, init=False)
+    usage: Usage = attrs.field(factory=Usage, init=False)
+    started: bool = attrs.field(default=False, init=False)
+    finished: bool = attrs.field(default=False, init=False)
+    blocks_completed: int = attrs.field(default=0, init=False)
+    tool_input_errors: dict[str, str] = attrs.field(factory=dict, init=False)
+
+    _open: dict[int, _OpenBlock] = attrs.field(factory=dict, init=False)
+    _used_indices: set[int] = attrs.field(factory=set, init=False)
+    _truncation_reported: bool = attrs.field(default=False, init=False)
+    _poisoned: str | None = attrs.field(default=None, init=False)
+
+    # --- public ---------------------------------------------------------------------------
+
+    def feed(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        """Fold one raw stream event into the response.
+
+        Args:
+            event: The event as the SDK's ``model_dump()`` gives it; unknown keys are ignored.
+
+        Returns:
+            The messages this event completed: one ``AssistantMessage`` per stopped content
+            block, or a withheld ``ApiErrorMessage`` when the output was cut short.
+
+        Raises:
+            ModelProtocolError: The event is malformed or out of order; the assembler then
+                refuses every later event.
+        """
+        if self._poisoned is not None:
+            raise ModelProtocolError(
+                f"stream assembler for request {self.request_id} already failed "
+                f"({self._poisoned}); start a new one for the next attempt"
+            )
+        try:
+            # The delta branch comes first and stays short: it runs once per chunk.
+            if event.get("type") == "content_block_delta":
+                return self._on_delta(event)
+            return self._on_other(event)
+        except ModelProtocolError as error:
+            self._poisoned = str(error)
+            raise
+        except (KeyError, TypeError, AttributeError) as error:
+            # A missing key or a wrong container type deep in the event.
+            problem = f"malformed event ({type(error).__name__}: {error})"
+            kind = event.get("type") if isinstance(event, Mapping) else type(event).__name__
+            wrapped = _protocol_error(str(kind), _event_index(event), problem)
+            self._poisoned = str(wrapped)
+            raise wrapped from error
+
+    def truncated_reason(self) -> str | None:
+        """Why the stream is incomplete, or None if it finished properly (SPEC §3 empty stream).
+
+        Returns:
+            None after a ``message_stop`` that closed a response with at least one block or a
+            stop reason; otherwise a short text for the fallback decision and the trace.
+        """
+        if not self.started:
+            return texts.STREAM_NO_MESSAGE_START
+        if self._open:
+            return texts.stream_block_left_open(min(self._open))
+        if self.blocks_completed == 0 and self.stop_reason is None:
+            return texts.STREAM_EMPTY
+        if not self.finished:
+            return texts.STREAM_NO_MESSAGE_STOP
+        return None
+
+    def finalized(self, message: AssistantMessage) -> AssistantMessage:
+        """A copy of ``message`` carrying the final stop reason and usage.
+
+        The reference patches these onto the last yielded message in place (SPEC §3); our
+        messages are frozen, so the loop swaps in this copy when it wants them on the message.
+        """
+        return attrs.evolve(message, stop_reason=self.stop_reason, usage=self.usage)
+
+    # --- per event ----------------------------------------------------------------------
+
+    def _on_delta(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        index = event["index"]
+        block = self._open.get(index)
+        if block is None:
+            if self.finished:
+                raise _protocol_error("content_block_delta", index, "arrived after message_stop")
+            raise _protocol_error("content_block_delta", index, "no open block at this index")
+        delta = event["delta"]
+        delta_type = delta["type"]
+        rule = _DELTAS.get(delta_type)
+        if rule is None:
+            if delta_type == _CITATIONS_DELTA and block.kind == _TEXT:
+                return _NOTHING  # citations are accepted but not kept
+            raise _protocol_error(
+                "content_block_delta", index, f"unknown delta type {delta_type!r}"
+            )
+        kind, key, to_signature = rule
+        if block.kind != kind:
+            raise _protocol_error(
+                "content_block_delta",
+                index,
+                f"{delta_type} cannot extend a {block.kind} block",
+            )
+        piece = delta[key]
+        if piece.__class__ is not str:
+            _string(piece, "content_block_delta", index, f"delta.{key}")
+        if to_signature:
+            block.signature.append(piece)
+        else:
+            block.pieces.append(piece)
+        return _NOTHING
+
+    def _on_other(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        event_type = event.get("type")
+        if event_type == "ping":
+            return _NOTHING
+        if event_type == "content_block_start":
+            self._require_open_message("content_block_start", event.get("index"))
+            return self._on_block_start(event)
+        if event_type == "content_block_stop":
+            self._require_open_message("content_block_stop", event.get("index"))
+            return self._on_block_stop(event)
+        if event_type == "message_delta":
+            self._require_open_message("message_delta", None)
+            return self._on_message_delta(event)
+        if event_type == "message_start":
+            return self._on_message_start(event)
+        if event_type == "message_stop":
+            self._require_open_message("message_stop", None)
+            if self._open:
+                raise _protocol_error(
+                    "message_stop", None, f"content blocks {sorted(self._open)} are still open"
+                )
+            self.finished = True
+            return _NOTHING
+        if event_type == "error":
+            raise _protocol_error("error", None, f"the stream reported an error: {event!r}")
+        raise _protocol_error(str(event_type), None, "unknown event type")
+
+    def _require_open_message(self, event_type: str, index: object) -> None:
+        if not self.started:
+            raise _protocol_error(event_type, index, "arrived before message_start")
+        if self.finished:
+            raise _protocol_error(event_type, index, "arrived after message_stop")
+
+    def _on_message_start(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        if self.started:
+            raise _protocol_error("message_start", None, "a second message_start in one stream")
+        message = event["message"]
+        if not isinstance(message, Mapping):
+            raise _protocol_error("message_start", None, "message must be an object")
+        self.message_id = _string(message["id"], "message_start", None, "message.id")
+        model = message.get("model")
+        self.response_model = model if isinstance(model, str) and model else self.model
+        self.usage = _usage_from(message.get("usage"), self.usage, "message_start")
+        self.started = True
+        return _NOTHING
+
+    def _on_block_start(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        index = event["index"]
+        if type(index) is not int or index < 0:
+            raise _protocol_error("content_block_start", index, "index must be an integer ≥ 0")
+        if index in self._used_indices:
+            raise _protocol_error("content_block_start", index, "index already used")
+        raw = event["content_block"]
+        kind = raw["type"]
+        if kind == _TEXT:
+            text = _string(raw.get("text", ""), "content_block_start", index, "text")
+            block = _OpenBlock(kind=kind, pieces=[text] if text else [])
+        elif kind == _THINKING:
+            thinking = _string(raw.get("thinking", ""), "content_block_start", index, "thinking")
+            signature = raw.get("signature") or ""
+            signature = _string(signature, "content_block_start", index, "signature")
+            block = _OpenBlock(
+                kind=kind,
+                pieces=[thinking] if thinking else [],
+                signature=[signature] if signature else [],
+            )
+        elif kind == _REDACTED:
+            data = _string(raw["data"], "content_block_start", index, "data")
+            block = _OpenBlock(kind=kind, pieces=[], data=data)
+        elif kind == _TOOL_USE:
+            tool_id = _string(raw["id"], "content_block_start", index, "id")
+            name = _string(raw["name"], "content_block_start", index, "name")
+            if not tool_id:
+                raise _protocol_error("content_block_start", index, "tool_use id is empty")
+            start_input = raw.get("input") or {}
+            if not isinstance(start_input, dict):
+                raise _protocol_error("content_block_start", index, "input must be an object")
+            block = _OpenBlock(
+                kind=kind, pieces=[], tool_id=tool_id, tool_name=name, start_input=start_input
+            )
+        else:
+            raise _protocol_error(
+                "content_block_start", index, f"unsupported content block type {kind!r}"
+            )
+        self._used_indices.add(index)
+        self._open[index] = block
+        return _NOTHING
+
+    def _on_block_stop(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        index = event["index"]
+        block = self._open.pop(index, None)
+        if block is None:
+            problem = "block already stopped" if index in self._used_indices else "never started"
+            raise _protocol_error("content_block_stop", index, problem)
+        content: ContentBlock
+        if block.kind == _TEXT:
+            content = TextBlock(text="".join(block.pieces))
+        elif block.kind == _THINKING:
+            content = ThinkingBlock(
+                thinking="".join(block.pieces), signature="".join(block.signature)
+            )
+        elif block.kind == _REDACTED:
+            content = RedactedThinkingBlock(data=block.data)
+        else:
+            content = ToolUseBlock(
+                id=block.tool_id, name=block.tool_name, input=self._tool_input(block)
+            )
+        self.blocks_completed += 1
+        assert self.message_id is not None  # set by message_start, checked before this
+        return (
+            AssistantMessage(
+                uuid=self.new_uuid(),
+                message_id=self.message_id,
+                content=(content,),
+                model=self.response_model,
+                usage=self.usage,
+            ),
+        )
+
+    def _tool_input(self, block: _OpenBlock) -> dict[str, Any]:
+        """Parse the streamed input JSON; a bad one becomes ``{}`` plus an error text."""
+        raw = "".join(block.pieces)
+        if not raw.strip():
+            return dict(block.start_input)  # SPEC §3: no input deltas means the start's input ({})
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError as error:
+            self.tool_input_errors[block.tool_id] = texts.invalid_tool_input(
+                block.tool_name, f"not valid JSON: {error}"
+            )
+            return {}
+        if not isinstance(parsed, dict):
+            self.tool_input_errors[block.tool_id] = texts.invalid_tool_input(
+                block.tool_name, f"expected a JSON object, got {type(parsed).__name__}"
+            )
+            return {}
+        return parsed
+
+    def _on_message_delta(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        delta = event.get("delta") or {}
+        if not isinstance(delta, Mapping):
+            raise _protocol_error("message_delta", None, "delta must be an object")
+        stop_reason = delta.get("stop_reason")
+        if stop_reason is not None:
+            self.stop_reason = _string(stop_reason, "message_delta", None, "stop_reason")
+        stop_sequence = delta.get("stop_sequence")
+        if stop_sequence is not None:
+            self.stop_sequence = _string(stop_sequence, "message_delta", None, "stop_sequence")
+        # NOTES: message_delta usage is cumulative, so it replaces what we had.
+        self.usage = _usage_from(event.get("usage"), self.usage, "message_delta")
+        if self.stop_reason in _TRUNCATING_STOPS and not self._truncation_reported:
+            # SPEC §3 max_tokens row, SPEC §2.3: withheld until recovery has failed.
+            self._truncation_reported = True
+            text = (
+                texts.max_output_tokens_reached(self.max_output_tokens)
+                if self.stop_reason == "max_tokens"
+                else texts.CONTEXT_WINDOW_EXCEEDED
+            )
+            return (
+                ApiErrorMessage(
+                    uuid=self.new_uuid(),
+                    kind=ApiErrorKind.MAX_OUTPUT_TOKENS,
+                    text=text,
+                    withheld=True,
+                ),
+            )
+        return _NOTHING
+
+
+def _event_index(event: object) -> object:
+    """The ``index`` of a raw event when it has one (for error messages), else None."""
+    if isinstance(event, Mapping):
+        return event.get("index")
+    return None

@@ -1,0 +1,278 @@
+"""The two machine tables: every legal phase change of the loop and of a tool call is a row here.
+
+Rules of this module:
+
+* A row is ``(name, on, source, dest, guard)``. ``on`` is the event type that can fire it, or
+  ``None`` for an automatic row, tried when the machine settles after an event.
+* Rows sharing a source and an ``on`` are tried top to bottom; the first whose guard holds
+  wins. Every such group ends with an unguarded row, unless the event may also be consumed
+  inside the phase without a transition (``INTERNAL_EVENTS``).
+* Guards read, never write. They are methods ``_guard_<predicate>`` of the core; the names are
+  resolved when the machines are built, so a typo fails at import, not when the edge fires.
+* What a row does to the loop state lives in the core's ``_on_<name>`` method (SPEC §2.1 says
+  what each continue resets and keeps).
+* Stream deltas and tool progress are handled inside a phase without a transition: a
+  transition per delta would cost a trigger each for nothing (DESIGN §2).
+
+The ``transitions`` machines are built once per process from these rows, without models; a
+core fires a row with ``machine.events[name].trigger(model)`` on its own slotted state object,
+which is cheaper than ``add_model`` and leaves nothing registered to leak.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Iterable
+
+import attrs
+from transitions import Machine
+
+from fsm_agent.core import events as ev
+from fsm_agent.errors import DefinitionError
+
+
+class Phase(enum.Enum):
+    """Non-final states of the loop machine (DESIGN §2, SPEC §1.2)."""
+
+    IDLE = "idle"
+    ITER_INIT = "iter_init"
+    PREPROCESS = "preprocess"
+    AUTOCOMPACTING = "autocompacting"
+    SETUP = "setup"
+    STREAMING = "streaming"
+    POST_STREAM = "post_stream"
+    FINALIZING = "finalizing"
+    COLLAPSE_DRAINING = "collapse_draining"
+    REACTIVE_COMPACTING = "reactive_compacting"
+    STOP_HOOKS = "stop_hooks"
+    TOOL_EXEC = "tool_exec"
+    ATTACHMENTS = "attachments"
+    POST_TOOLS = "post_tools"
+
+
+class Terminal(enum.Enum):
+    """Why a run ended; each is a final state of the same name (SPEC §2.2)."""
+
+    COMPLETED = "completed"
+    BLOCKING_LIMIT = "blocking_limit"
+    IMAGE_ERROR = "image_error"
+    MODEL_ERROR = "model_error"
+    ABORTED_STREAMING = "aborted_streaming"
+    ABORTED_TOOLS = "aborted_tools"
+    PROMPT_TOO_LONG = "prompt_too_long"
+    STOP_HOOK_PREVENTED = "stop_hook_prevented"
+    HOOK_STOPPED = "hook_stopped"
+    MAX_TURNS = "max_turns"
+
+
+class ContinueReason(enum.Enum):
+    """Transitions that start another iteration (SPEC §2.1)."""
+
+    NEXT_TURN = "next_turn"
+    REACTIVE_COMPACT_RETRY = "reactive_compact_retry"
+    COLLAPSE_DRAIN_RETRY = "collapse_drain_retry"
+    MAX_OUTPUT_TOKENS_ESCALATE = "max_output_tokens_escalate"
+    MAX_OUTPUT_TOKENS_RECOVERY = "max_output_tokens_recovery"
+    STOP_HOOK_BLOCKING = "stop_hook_blocking"
+    TOKEN_BUDGET_CONTINUATION = "token_budget_continuation"
+
+
+class CallState(enum.Enum):
+    """States of one tool call (DESIGN §3)."""
+
+    QUEUED = "queued"
+    VALIDATING = "validating"
+    PRE_HOOKS = "pre_hooks"
+    PERMISSION = "permission"
+    RUNNING = "running"
+    POST_HOOKS = "post_hooks"
+    COMPLETED = "completed"
+    REJECTED = "rejected"
+    DENIED = "denied"
+    CANCELLED = "cancelled"
+    ERRORED = "errored"
+    YIELDED = "yielded"
+
+
+@attrs.frozen
+class Row:
+    """One row of a machine table."""
+
+    name: str
+    on: type | None
+    source: tuple[str, ...]
+    dest: str
+    guard: str | None = None
+
+
+def _row(
+    name: str,
+    on: type | None,
+    source: enum.Enum | Iterable[enum.Enum],
+    dest: enum.Enum,
+    guard: str | None = None,
+) -> Row:
+    sources = (source,) if isinstance(source, enum.Enum) else tuple(source)
+    return Row(name, on, tuple(s.value for s in sources), dest.value, guard)
+
+
+P, T, C = Phase, Terminal, CallState
+_NOT_WAITING_ON_TOOLS = (
+    P.IDLE, P.ITER_INIT, P.PREPROCESS, P.AUTOCOMPACTING, P.SETUP, P.STREAMING, P.POST_STREAM,
+    P.FINALIZING, P.COLLAPSE_DRAINING, P.REACTIVE_COMPACTING,
+)
+_AFTER_TOOLS = (P.TOOL_EXEC, P.ATTACHMENTS, P.POST_TOOLS)
+
+# fmt: off
+LOOP_ROWS: tuple[Row, ...] = (
+    # name                         on                     source                  dest                       guard
+    _row("run_started",            ev.TurnStarted,        P.IDLE,                 P.ITER_INIT),
+    # S0 → S1 → S2 (SPEC §1.2, §7.5)
+    _row("iteration_started",      None,                  P.ITER_INIT,            P.PREPROCESS),
+    _row("autocompact_started",    None,                  P.PREPROCESS,           P.AUTOCOMPACTING,         "should_autocompact"),
+    _row("context_prepared",       None,                  P.PREPROCESS,           P.SETUP),
+    _row("autocompact_done",       ev.CompactionFinished, P.AUTOCOMPACTING,       P.SETUP,                  "compaction_succeeded"),
+    _row("autocompact_failed",     ev.CompactionFinished, P.AUTOCOMPACTING,       P.SETUP),
+    _row("blocking_limit",         None,                  P.SETUP,                T.BLOCKING_LIMIT,         "at_blocking_limit"),
+    _row("request_sent",           None,                  P.SETUP,                P.STREAMING),
+    # S3: the stream and its failures (SPEC §3, §8.3)
+    _row("model_error",            ev.ModelStreamEvent,   P.STREAMING,            T.MODEL_ERROR,            "stream_broken"),
+    _row("aborted_streaming",      None,                  P.STREAMING,            T.ABORTED_STREAMING,      "abort_pending"),
+    _row("stream_ended",           ev.ModelStreamClosed,  P.STREAMING,            P.POST_STREAM,            "stream_finished"),
+    _row("request_retried",        ev.ModelStreamClosed,  P.STREAMING,            P.STREAMING,              "retry_allowed"),
+    _row("model_error",            ev.ModelStreamClosed,  P.STREAMING,            T.MODEL_ERROR),
+    _row("api_error_received",     ev.ModelStreamFailed,  P.STREAMING,            P.POST_STREAM,            "request_refused"),
+    _row("image_error",            ev.ModelStreamFailed,  P.STREAMING,            T.IMAGE_ERROR,            "image_invalid"),
+    _row("model_fallback",         ev.ModelStreamFailed,  P.STREAMING,            P.STREAMING,              "fallback_due"),
+    _row("request_retried",        ev.ModelStreamFailed,  P.STREAMING,            P.STREAMING,              "retry_allowed"),
+    _row("model_error",            ev.ModelStreamFailed,  P.STREAMING,            T.MODEL_ERROR),
+    # S4
+    _row("tools_requested",        None,                  P.POST_STREAM,          P.TOOL_EXEC,              "tool_use_seen"),
+    _row("no_tools",               None,                  P.POST_STREAM,          P.FINALIZING),
+    # S5: the no-tools decision order (SPEC §2.3)
+    _row("collapse_drain_started", None,                  P.FINALIZING,           P.COLLAPSE_DRAINING,      "collapse_drain_applicable"),
+    _row("reactive_compact_started", None,                P.FINALIZING,           P.REACTIVE_COMPACTING,    "reactive_compact_applicable"),
+    _row("prompt_too_long",        None,                  P.FINALIZING,           T.PROMPT_TOO_LONG,        "withheld_prompt_too_long"),
+    _row("image_error",            None,                  P.FINALIZING,           T.IMAGE_ERROR,            "withheld_media_error"),
+    _row("max_output_tokens_escalate", None,              P.FINALIZING,           P.ITER_INIT,              "escalation_applicable"),
+    _row("max_output_tokens_recovery", None,              P.FINALIZING,           P.ITER_INIT,              "recovery_applicable"),
+    _row("completed",              None,                  P.FINALIZING,           T.COMPLETED,              "last_is_api_error"),
+    _row("stop_hooks_started",     None,                  P.FINALIZING,           P.STOP_HOOKS),
+    _row("collapse_drain_retry",   ev.CollapseDrained,    P.COLLAPSE_DRAINING,    P.ITER_INIT,              "collapse_committed"),
+    _row("collapse_drain_empty",   ev.CollapseDrained,    P.COLLAPSE_DRAINING,    P.FINALIZING),
+    _row("reactive_compact_retry", ev.CompactionFinished, P.REACTIVE_COMPACTING,  P.ITER_INIT,              "compaction_succeeded"),
+    _row("prompt_too_long",        ev.CompactionFinished, P.REACTIVE_COMPACTING,  T.PROMPT_TOO_LONG,        "withheld_prompt_too_long"),
+    _row("image_error",            ev.CompactionFinished, P.REACTIVE_COMPACTING,  T.IMAGE_ERROR),
+    _row("stop_hook_prevented",    ev.HooksFinished,      P.STOP_HOOKS,           T.STOP_HOOK_PREVENTED,    "hook_prevented_continuation"),
+    _row("stop_hook_prevented",    ev.HooksFinished,      P.STOP_HOOKS,           T.STOP_HOOK_PREVENTED,    "stop_hook_block_cap_reached"),
+    _row("stop_hook_blocking",     ev.HooksFinished,      P.STOP_HOOKS,           P.ITER_INIT,              "stop_hook_blocked"),
+    _row("token_budget_continuation", ev.HooksFinished,   P.STOP_HOOKS,           P.ITER_INIT,              "token_budget_continues"),
+    _row("completed",              ev.HooksFinished,      P.STOP_HOOKS,           T.COMPLETED),
+    # S6, S7
+    _row("aborted_tools",          None,                  P.TOOL_EXEC,            T.ABORTED_TOOLS,          "tools_done_after_abort"),
+    _row("hook_stopped",           None,                  P.TOOL_EXEC,            T.HOOK_STOPPED,           "tools_done_hook_stopped"),
+    _row("tools_finished",         None,                  P.TOOL_EXEC,            P.ATTACHMENTS,            "tools_done"),
+    _row("attachments_ready",      ev.AttachmentsReady,   P.ATTACHMENTS,          P.POST_TOOLS),
+    _row("max_turns",              None,                  P.POST_TOOLS,           T.MAX_TURNS,              "turn_limit_reached"),
+    _row("next_turn",              None,                  P.POST_TOOLS,           P.ITER_INIT),
+    # Abort is legal in every non-final phase (SPEC §2.2).
+    _row("stop_hook_prevented",    ev.AbortRequested,     P.STOP_HOOKS,           T.STOP_HOOK_PREVENTED),
+    _row("aborted_streaming",      ev.AbortRequested,     _NOT_WAITING_ON_TOOLS,  T.ABORTED_STREAMING),
+    _row("aborted_tools",          ev.AbortRequested,     (P.ATTACHMENTS, P.POST_TOOLS), T.ABORTED_TOOLS),
+)
+# fmt: on
+
+_TOOL_ACTIVE = (C.QUEUED, C.VALIDATING, C.PRE_HOOKS, C.PERMISSION, C.RUNNING, C.POST_HOOKS)
+
+# fmt: off
+TOOL_ROWS: tuple[Row, ...] = (
+    # name                     on                         source          dest           guard
+    _row("validation_requested", None,                    C.QUEUED,       C.VALIDATING),
+    _row("input_rejected",     ev.ToolInputValidated,     C.VALIDATING,   C.REJECTED,    "input_invalid"),
+    _row("input_accepted",     ev.ToolInputValidated,     C.VALIDATING,   C.VALIDATING),
+    _row("started",            None,                      C.VALIDATING,   C.PRE_HOOKS,   "slot_free"),
+    _row("hook_denied",        ev.HooksFinished,          C.PRE_HOOKS,    C.DENIED,      "pre_hook_denied"),
+    _row("permission_requested", ev.HooksFinished,        C.PRE_HOOKS,    C.PERMISSION),
+    _row("permission_granted", ev.PermissionDecided,      C.PERMISSION,   C.RUNNING,     "permission_allowed"),
+    _row("permission_denied",  ev.PermissionDecided,      C.PERMISSION,   C.DENIED),
+    _row("call_failed",        ev.ToolCallFinished,       C.RUNNING,      C.ERRORED,     "call_errored"),
+    _row("call_returned",      ev.ToolCallFinished,       C.RUNNING,      C.POST_HOOKS),
+    _row("post_hooks_done",    ev.HooksFinished,          C.POST_HOOKS,   C.COMPLETED),
+    _row("cancelled",          None,                      _TOOL_ACTIVE,   C.CANCELLED),
+    _row("result_yielded",     None,                      (C.COMPLETED, C.REJECTED, C.DENIED, C.CANCELLED, C.ERRORED), C.YIELDED),
+)
+# fmt: on
+
+LOOP_INITIAL = Phase.IDLE.value
+TOOL_INITIAL = CallState.QUEUED.value
+FINAL_STATES = frozenset(t.value for t in Terminal)
+CONTINUE_NAMES = frozenset(c.value for c in ContinueReason)
+
+
+def _build_machine(rows: tuple[Row, ...], states: list[str], initial: str) -> Machine:
+    seen: dict[tuple[str, str], str] = {}
+    unique: list[dict[str, object]] = []
+    for row in rows:
+        for source in row.source:
+            if source not in states or row.dest not in states:
+                raise DefinitionError(f"row {row.name}: unknown state {source} or {row.dest}")
+            key = (row.name, source)
+            if key in seen:
+                if seen[key] != row.dest:
+                    raise DefinitionError(
+                        f"row {row.name} from {source} leads to both {seen[key]} and {row.dest}"
+                    )
+                continue
+            seen[key] = row.dest
+            unique.append({"trigger": row.name, "source": source, "dest": row.dest})
+    return Machine(
+        model=None,
+        states=states,
+        transitions=unique,
+        initial=initial,
+        auto_transitions=False,
+        send_event=False,
+    )
+
+
+def check_table(rows: tuple[Row, ...], owner: type, *, internal: frozenset[tuple[str, type]]) -> None:
+    """Fail at build time when a guard or an ``_on_`` method is missing, or a group is open.
+
+    A group of rows sharing (source, on) must end with an unguarded row, unless the event is
+    consumed inside the phase (``internal``) or the rows are automatic (settling may rest).
+    """
+    groups: dict[tuple[str, type | None], list[Row]] = {}
+    for row in rows:
+        if row.guard is not None and not callable(getattr(owner, f"_guard_{row.guard}", None)):
+            raise DefinitionError(f"row {row.name}: {owner.__name__} has no _guard_{row.guard}")
+        for source in row.source:
+            groups.setdefault((source, row.on), []).append(row)
+    for (source, on), group in groups.items():
+        if on is None or (source, on) in internal:
+            continue
+        if group[-1].guard is not None:
+            raise DefinitionError(
+                f"rows from {source} on {on.__name__} end with a guarded row ({group[-1].name})"
+            )
+
+
+LOOP_MACHINE = _build_machine(
+    LOOP_ROWS, [p.value for p in Phase] + [t.value for t in Terminal], LOOP_INITIAL
+)
+TOOL_MACHINE = _build_machine(TOOL_ROWS, [c.value for c in CallState], TOOL_INITIAL)
+
+
+def rows_digest_text(rows: tuple[Row, ...]) -> str:
+    """A stable text form of a table (what the digest covers)."""
+    lines = []
+    for row in rows:
+        on = row.on.__name__ if row.on is not None else "-"
+        lines.append(f"{row.name}|{on}|{','.join(row.source)}|{row.dest}|{row.guard or ''}")
+    return "\n".join(lines)
+
+
+def table_digest() -> str:
+    """A short digest of both tables; a trace recorded against other tables is refused."""
+    text = rows_digest_text(LOOP_ROWS) + "\n--\n" + rows_digest_text(TOOL_ROWS)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,108 @@
+"""Every text the loop shows to the model or to the user, in one place.
+
+SPEC §0 asks for our own wording, kept in one module: recovery nudges, placeholders that keep a
+transcript valid for the API, synthetic error results and the notices about truncated output
+all live here as constants or small functions, so a reviewer can read (and a translator can
+change) them without hunting through the machine. Nothing here decides anything.
+
+Tags such as ``<system-reminder>`` and ``<tool_use_error>`` are protocol markers the model is
+trained to recognise, not prose; they are kept as the conventions require.
+"""
+
+from __future__ import annotations
+
+# --- stream assembly (SPEC §3) --------------------------------------------------------------
+
+
+def max_output_tokens_reached(limit: int) -> str:
+    """The notice for a response cut off by ``stop_reason == "max_tokens"`` (SPEC §3).
+
+    Args:
+        limit: The output-token cap the request was sent with; 0 when unknown.
+
+    Returns:
+        A sentence naming the cap (when known) and the setting that raises it.
+    """
+    cap = f"the {limit}-token output limit" if limit > 0 else "its output-token limit"
+    return (
+        f"The model stopped mid-response because it used up {cap}. "
+        "To allow longer responses, raise max_output_tokens in the agent config "
+        "(or set FSM_AGENT_MAX_OUTPUT_TOKENS)."
+    )
+
+
+CONTEXT_WINDOW_EXCEEDED = (
+    "The model stopped mid-response because the conversation filled its whole context "
+    "window. Compact the conversation or start a new one to continue."
+)
+"""Notice for ``stop_reason == "model_context_window_exceeded"`` (SPEC §3)."""
+
+
+def invalid_tool_input(tool_name: str, problem: str) -> str:
+    """The error result for a tool call whose streamed input was not a JSON object (SPEC §4 step 1).
+
+    Args:
+        tool_name: The name of the tool the model asked for.
+        problem: What was wrong with the input, in a few words.
+
+    Returns:
+        A ``<tool_use_error>`` text the model can read and correct itself from.
+    """
+    return (
+        f"<tool_use_error>InputValidationError: the input sent for {tool_name} could not be "
+        f"used ({problem}). Send the arguments again as one JSON object."
+        "</tool_use_error>"
+    )
+
+
+STREAM_NO_MESSAGE_START = "the stream never sent message_start"
+"""Why a stream is incomplete: nothing describing the response arrived (SPEC §3 empty stream)."""
+
+
+def stream_block_left_open(index: int) -> str:
+    """Why a stream is incomplete: a content block was started but never stopped."""
+    return f"content block {index} was started but never closed"
+
+
+STREAM_NO_MESSAGE_STOP = "the stream ended before message_stop"
+"""Why a stream is incomplete: the body ended early (NOTES: stop_reason stays None)."""
+
+STREAM_EMPTY = "the stream was empty: no content block completed and no stop_reason arrived"
+"""Why a stream is incomplete: it carried nothing usable (SPEC §3 empty stream)."""
+
+
+# --- normalization for the API (SPEC §8.1, §8.2) --------------------------------------------
+
+
+def system_reminder(text: str) -> str:
+    """Wrap attachment text so the model reads it as loop context, not the user's words."""
+    return f"<system-reminder>\n{text}\n</system-reminder>"
+
+
+MISSING_TOOL_RESULT = (
+    "[No result was recorded for this tool call: it was interrupted or lost before it "
+    "finished. Do not assume it ran.]"
+)
+"""Synthetic ``is_error`` result for a tool_use that nothing answered (SPEC §8.2)."""
+
+ORPHANED_TOOL_RESULT_REMOVED = (
+    "[A tool result whose call is no longer in the conversation was removed]"
+)
+"""Placeholder for a first user message emptied by dropping orphaned results (SPEC §8.2)."""
+
+EMPTY_USER_PLACEHOLDER = "(empty message)"
+"""Placeholder for a user message left with nothing in it, so roles keep alternating."""
+
+CONVERSATION_START_PLACEHOLDER = "(conversation resumed)"
+"""Leading user message added when a transcript would otherwise start with the assistant."""
+
+EMPTY_ASSISTANT_PLACEHOLDER = "(empty response)"
+"""Text for a non-final assistant message with no content (SPEC §8.1 step 10)."""
+
+THINKING_ONLY_PLACEHOLDER = "(response had no visible content)"
+"""Text for a final assistant message whose content was nothing but thinking (SPEC §8.1 step 8)."""
+
+
+def media_omitted(kind: str) -> str:
+    """Stands in for an image or document dropped to respect the per-request media cap."""
+    return f"[{kind} omitted: the request already carried the most media items allowed]"

@@ -1,0 +1,598 @@
+"""Tool calls: one small machine per call, and the scheduler that decides which may start.
+
+Each call walks the tool table (``tables.TOOL_ROWS``): queued → validating → pre_hooks →
+permission → running → post_hooks → completed → yielded, or leaves early through rejected,
+denied, cancelled or errored — and every exit is followed by ``result_yielded`` too, so each
+call hands exactly one tool_result back to the loop, whatever happens.
+
+``validating`` covers both the validation effect and the wait for a slot: a call can only be
+scheduled once its concurrency safety is known, and safety is a function of the parsed input
+(SPEC §5.1: "schema-parse input; if parse fails → unsafe"), which validation reports.
+
+Scheduling has two modes:
+
+* streaming (SPEC §5.2): calls are added as their tool_use blocks complete; a safe call starts
+  when nothing unsafe runs, an unsafe one only when nothing runs; the queue scan stops at the
+  first unsafe call that cannot start. Results are handed back in model order except that a
+  running *safe* call does not hold back later finished ones. Only unsafe calls' context
+  updates apply. A failing shell call cancels its running siblings.
+* batch (SPEC §5.1): all calls are known at once and partitioned into batches; a safe batch
+  runs up to ``max_tool_concurrency`` at once and its context updates apply after the batch in
+  model order; batches run strictly one after another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import attrs
+
+from fsm_agent.core import effects as fx
+from fsm_agent.core import events as ev
+from fsm_agent.core import loop_texts
+from fsm_agent.core.messages import (
+    AttachmentKind,
+    AttachmentMessage,
+    Message,
+    ToolResultBlock,
+    ToolResultContent,
+    ToolUseBlock,
+    UserMessage,
+)
+from fsm_agent.core.step import TransitionTaken
+from fsm_agent.core.tables import TOOL_MACHINE, TOOL_ROWS, CallState, Row
+from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.errors import DefinitionError, IllegalTransition
+
+_EXECUTING = frozenset(
+    s.value for s in (CallState.PRE_HOOKS, CallState.PERMISSION, CallState.RUNNING, CallState.POST_HOOKS)
+)
+_RESULT_READY = frozenset(
+    s.value
+    for s in (
+        CallState.COMPLETED,
+        CallState.REJECTED,
+        CallState.DENIED,
+        CallState.CANCELLED,
+        CallState.ERRORED,
+    )
+)
+_YIELDED = CallState.YIELDED.value
+
+
+class ToolSink(Protocol):
+    """What the scheduler needs from the loop core."""
+
+    def new_effect_id(self) -> str: ...
+    def new_uuid(self) -> str: ...
+    def add_effect(self, effect: fx.Effect) -> None: ...
+    def add_transition(self, transition: TransitionTaken) -> None: ...
+    def hand_back(self, call: ToolCall, messages: list[Message]) -> None: ...
+    def request_abort(self, reason: str) -> None: ...
+    @property
+    def tool_context(self) -> dict[str, Any]: ...
+    def apply_context_update(self, update: dict[str, Any]) -> None: ...
+
+
+@attrs.define(slots=True, kw_only=True, eq=False)
+class ToolCall:
+    """One tool call; ``state`` is driven by the shared ``transitions`` tool machine."""
+
+    call_id: str
+    tool_name: str
+    input: dict[str, Any]
+    index: int
+    spec: ToolSpec | None
+    state: str = CallState.QUEUED.value
+    validated: bool = False
+    safe: bool = False
+    read_only: bool = False
+    awaiting: str | None = None
+    content: ToolResultContent = ""
+    is_error: bool = False
+    context_update: dict[str, Any] | None = None
+    cancel_reason: fx.CancelReason | None = None
+    hook_stopped: bool = False
+    hook_stop_reason: str = ""
+    extra: list[Message] = attrs.field(factory=list)
+    handed_back: bool = False
+
+    @property
+    def executing(self) -> bool:
+        """Started and not yet finished (holds a slot)."""
+        return self.state in _EXECUTING
+
+    @property
+    def result_ready(self) -> bool:
+        """Its tool_result is decided but not yet handed back."""
+        return self.state in _RESULT_READY
+
+    @property
+    def main_argument(self) -> str:
+        """The first string argument (shown in sibling-cancel texts, SPEC §5.2)."""
+        for value in self.input.values():
+            if isinstance(value, str):
+                return value
+        return ""
+
+
+def _index_rows(rows: tuple[Row, ...]) -> dict[tuple[str, type | None], tuple[Row, ...]]:
+    index: dict[tuple[str, type | None], list[Row]] = {}
+    for row in rows:
+        for source in row.source:
+            index.setdefault((source, row.on), []).append(row)
+    return {key: tuple(value) for key, value in index.items()}
+
+
+_TOOL_INDEX = _index_rows(TOOL_ROWS)
+_TOOL_EVENTS = {name: TOOL_MACHINE.events[name] for name in {row.name for row in TOOL_ROWS}}
+
+
+class ToolExecutor:
+    """Schedules the tool calls of one model response and hands their results back."""
+
+    def __init__(
+        self,
+        sink: ToolSink,
+        specs: dict[str, ToolSpec],
+        *,
+        batch_mode: bool,
+        max_concurrency: int,
+    ) -> None:
+        self._sink = sink
+        self._specs = specs
+        self._batch_mode = batch_mode
+        self._max_concurrency = max_concurrency
+        self.calls: dict[str, ToolCall] = {}
+        self.order: list[ToolCall] = []
+        self._by_effect: dict[str, ToolCall] = {}
+        self._event: Any = None
+        self._sibling_error: ToolCall | None = None
+        self._discarded = False
+        self._batches: list[list[ToolCall]] | None = None
+        self._batch_index = 0
+        self._deferred_updates: list[tuple[int, dict[str, Any]]] = []
+
+    # --- queries -----------------------------------------------------------------------------
+
+    @property
+    def all_yielded(self) -> bool:
+        """Every call has handed back its result."""
+        return all(call.state == _YIELDED for call in self.order)
+
+    @property
+    def hook_stopped(self) -> bool:
+        """A hook asked the loop not to continue after these tools (SPEC §4 step 10)."""
+        return any(call.hook_stopped for call in self.order)
+
+    def owns(self, event: ev.Event) -> ToolCall | None:
+        """The call an event is about, or None when it is not one of this executor's."""
+        if isinstance(event, ev.HooksFinished | ev.PermissionDecided):
+            return self._by_effect.get(event.effect_id)
+        call_id = getattr(event, "call_id", None)
+        return self.calls.get(call_id) if isinstance(call_id, str) else None
+
+    # --- adding calls ------------------------------------------------------------------------
+
+    def add(self, block: ToolUseBlock, input_error: str | None) -> None:
+        """Register a tool_use block and ask for its validation (or reject it at once)."""
+        spec = self._specs.get(block.name)
+        call = ToolCall(
+            call_id=block.id,
+            tool_name=spec.name if spec is not None else block.name,
+            input=dict(block.input),
+            index=len(self.order),
+            spec=spec,
+        )
+        self.calls[call.call_id] = call
+        self.order.append(call)
+        self._fire(call, "validation_requested")
+        if self._discarded or self._sibling_error is not None:
+            reason = (
+                fx.CancelReason.STREAMING_FALLBACK
+                if self._discarded
+                else fx.CancelReason.SIBLING_ERROR
+            )
+            self._cancel(call, reason, message="")
+            return
+        if spec is None:
+            # SPEC §5.2 addTool: an unknown tool completes at once with an error (treated safe).
+            error = f"<tool_use_error>Error: No such tool available: {block.name}</tool_use_error>"
+            self._deliver(call, ev.ToolInputValidated(call_id=call.call_id, ok=False, error=error))
+            return
+        if input_error is not None:
+            self._deliver(
+                call, ev.ToolInputValidated(call_id=call.call_id, ok=False, error=input_error)
+            )
+            return
+        effect_id = self._sink.new_effect_id()
+        call.awaiting = effect_id
+        self._sink.add_effect(
+            fx.RunToolStep(
+                effect_id=effect_id,
+                call_id=call.call_id,
+                step=fx.ToolStep.VALIDATE,
+                tool_name=call.tool_name,
+                input=call.input,
+            )
+        )
+
+    # --- events ------------------------------------------------------------------------------
+
+    def handle(self, event: ev.Event) -> None:
+        """Feed a tool event (validation, hooks, permission, call result, progress)."""
+        call = self.owns(event)
+        if call is None:
+            raise IllegalTransition(
+                phase="tool calls",
+                event=f"{type(event).__name__} for an unknown call or effect",
+                legal=[f"events for {', '.join(self.calls) or 'no calls'}"],
+            )
+        if isinstance(event, ev.ToolProgressReported):
+            return  # shown by the driver; no transition (DESIGN §2)
+        if call.state in _RESULT_READY or call.state == _YIELDED:
+            return  # a late answer for a call that was cancelled: already decided
+        self._deliver(call, event)
+        self.pump()
+
+    def _deliver(self, call: ToolCall, event: ev.Event) -> None:
+        rows = _TOOL_INDEX.get((call.state, type(event)))
+        if rows is None:
+            raise IllegalTransition(
+                phase=f"tool call {call.call_id} in {call.state}",
+                event=type(event).__name__,
+                legal=sorted({r.on.__name__ for (s, on), rs in _TOOL_INDEX.items() for r in rs if s == call.state and on is not None}),
+            )
+        self._event = event
+        try:
+            for row in rows:
+                if row.guard is None or _TOOL_GUARDS[row.guard](self, call):
+                    self._fire(call, row.name)
+                    return
+        finally:
+            self._event = None
+        raise DefinitionError(f"no tool row fired for {type(event).__name__} in {call.state}")
+
+    def _fire(self, call: ToolCall, name: str) -> None:
+        source = call.state
+        _TOOL_EVENTS[name].trigger(call)
+        self._sink.add_transition(
+            TransitionTaken(
+                machine="tool", name=name, source=source, dest=call.state, call_id=call.call_id
+            )
+        )
+        action = _TOOL_ACTIONS.get(name)
+        if action is not None:
+            action(self, call)
+
+    # --- guards (read, never write) ----------------------------------------------------------
+
+    def _guard_input_invalid(self, call: ToolCall) -> bool:
+        return not self._event.ok
+
+    def _guard_slot_free(self, call: ToolCall) -> bool:
+        return self._can_start(call)
+
+    def _guard_pre_hook_denied(self, call: ToolCall) -> bool:
+        outcome: ev.HookOutcome = self._event.outcome
+        return outcome.decision is ev.HookDecision.DENY or bool(outcome.blocking_errors)
+
+    def _guard_permission_allowed(self, call: ToolCall) -> bool:
+        return bool(self._event.behavior is ev.PermissionBehavior.ALLOW)
+
+    def _guard_call_errored(self, call: ToolCall) -> bool:
+        return bool(self._event.is_error)
+
+    # --- row actions -------------------------------------------------------------------------
+
+    def _on_input_rejected(self, call: ToolCall) -> None:
+        call.content = self._event.error
+        call.is_error = True
+        call.safe = True
+
+    def _on_input_accepted(self, call: ToolCall) -> None:
+        event: ev.ToolInputValidated = self._event
+        call.validated = True
+        call.safe = event.concurrency_safe
+        call.read_only = event.read_only
+        call.awaiting = None
+
+    def _on_started(self, call: ToolCall) -> None:
+        effect_id = self._sink.new_effect_id()
+        call.awaiting = effect_id
+        self._by_effect[effect_id] = call
+        self._sink.add_effect(
+            fx.RunHooks(
+                effect_id=effect_id,
+                hook_event=fx.HookEvent.PRE_TOOL_USE,
+                call_id=call.call_id,
+                tool_name=call.tool_name,
+                payload={"tool_input": call.input},
+            )
+        )
+
+    def _on_hook_denied(self, call: ToolCall) -> None:
+        outcome: ev.HookOutcome = self._event.outcome
+        if outcome.blocking_errors:
+            text = loop_texts.pre_tool_hook_error(call.tool_name, "\n".join(outcome.blocking_errors))
+        else:
+            text = loop_texts.hook_denied(outcome.decision_reason)
+        call.content = text
+        call.is_error = True
+        self._note_hook_outcome(call, outcome)
+
+    def _on_permission_requested(self, call: ToolCall) -> None:
+        outcome: ev.HookOutcome = self._event.outcome
+        if outcome.updated_input is not None:
+            call.input = dict(outcome.updated_input)
+        self._note_hook_outcome(call, outcome)
+        effect_id = self._sink.new_effect_id()
+        call.awaiting = effect_id
+        self._by_effect[effect_id] = call
+        self._sink.add_effect(
+            fx.AskPermission(
+                effect_id=effect_id,
+                call_id=call.call_id,
+                tool_name=call.tool_name,
+                input=call.input,
+                read_only=call.read_only,
+                hook_decision=outcome.decision.value if outcome.decision is not None else None,
+                hook_reason=outcome.decision_reason,
+            )
+        )
+
+    def _on_permission_granted(self, call: ToolCall) -> None:
+        event: ev.PermissionDecided = self._event
+        if event.updated_input is not None:
+            call.input = dict(event.updated_input)
+        effect_id = self._sink.new_effect_id()
+        call.awaiting = effect_id
+        self._sink.add_effect(
+            fx.RunToolStep(
+                effect_id=effect_id,
+                call_id=call.call_id,
+                step=fx.ToolStep.CALL,
+                tool_name=call.tool_name,
+                input=call.input,
+                context=dict(self._sink.tool_context),
+            )
+        )
+
+    def _on_permission_denied(self, call: ToolCall) -> None:
+        event: ev.PermissionDecided = self._event
+        call.content = loop_texts.permission_denied(call.tool_name, event.message)
+        call.is_error = True
+        if event.abort_turn:
+            # SPEC §9.6: a main-thread rejection without feedback ends the turn.
+            self._sink.request_abort("user")
+
+    def _on_call_failed(self, call: ToolCall) -> None:
+        event: ev.ToolCallFinished = self._event
+        call.content = event.content
+        call.is_error = True
+        if call.spec is not None and call.spec.is_shell and self._sibling_error is None:
+            # SPEC §5.2: only a shell tool's error cancels its running siblings.
+            self._sibling_error = call
+            for other in self.order:
+                if other is not call and (other.executing or other.state == CallState.VALIDATING.value):
+                    self._cancel(other, fx.CancelReason.SIBLING_ERROR, message="")
+
+    def _on_call_returned(self, call: ToolCall) -> None:
+        event: ev.ToolCallFinished = self._event
+        call.content = event.content
+        call.context_update = event.context_update
+        effect_id = self._sink.new_effect_id()
+        call.awaiting = effect_id
+        self._by_effect[effect_id] = call
+        self._sink.add_effect(
+            fx.RunHooks(
+                effect_id=effect_id,
+                hook_event=fx.HookEvent.POST_TOOL_USE,
+                call_id=call.call_id,
+                tool_name=call.tool_name,
+                payload={"tool_input": call.input, "tool_response": _as_text(call.content)},
+            )
+        )
+
+    def _on_post_hooks_done(self, call: ToolCall) -> None:
+        outcome: ev.HookOutcome = self._event.outcome
+        for text in outcome.blocking_errors:
+            # SPEC §6.1: a PostToolUse blocking error is fed to the model, not a denial.
+            call.extra.append(self._attachment(AttachmentKind.HOOK_BLOCKING_ERROR, text))
+        self._note_hook_outcome(call, outcome)
+        if call.context_update is not None:
+            if self._batch_mode and call.safe:
+                self._deferred_updates.append((call.index, call.context_update))
+            elif not call.safe:
+                self._sink.apply_context_update(call.context_update)
+            # SPEC §5.2: in the streaming executor, safe calls' updates are dropped.
+
+    def _note_hook_outcome(self, call: ToolCall, outcome: ev.HookOutcome) -> None:
+        for text in outcome.additional_context:
+            call.extra.append(self._attachment(AttachmentKind.HOOK_ADDITIONAL_CONTEXT, text))
+        for text in outcome.system_messages:
+            call.extra.append(self._attachment(AttachmentKind.HOOK_SYSTEM_MESSAGE, text))
+        if outcome.prevent_continuation and not call.hook_stopped:
+            call.hook_stopped = True
+            call.hook_stop_reason = outcome.stop_reason
+            call.extra.append(
+                self._attachment(
+                    AttachmentKind.HOOK_STOPPED_CONTINUATION,
+                    loop_texts.hook_stopped(outcome.stop_reason),
+                )
+            )
+
+    def _attachment(self, kind: AttachmentKind, text: str) -> AttachmentMessage:
+        return AttachmentMessage(uuid=self._sink.new_uuid(), kind=kind, text=text)
+
+    def _on_result_yielded(self, call: ToolCall) -> None:
+        if self._discarded:
+            return  # the tool_use was withdrawn with its response (SPEC §3 fallback)
+        call.handed_back = True
+        result = ToolResultBlock(
+            tool_use_id=call.call_id, content=call.content, is_error=call.is_error
+        )
+        messages: list[Message] = [
+            UserMessage(uuid=self._sink.new_uuid(), content=(result,)),
+            *call.extra,
+        ]
+        self._sink.hand_back(call, messages)
+
+    # --- cancellation ------------------------------------------------------------------------
+
+    def cancel_all(self, reason: fx.CancelReason, *, message: str = "", only_interruptible: bool = False) -> None:
+        """Cancel every call that has not finished (abort, model error)."""
+        for call in self.order:
+            if call.result_ready or call.state == _YIELDED:
+                continue
+            if only_interruptible and not (call.spec is not None and call.spec.interrupt_cancels):
+                continue
+            self._cancel(call, reason, message=message)
+
+    def discard(self) -> None:
+        """Drop this attempt's calls: a fallback or retry re-requests the response."""
+        self._discarded = True
+        self.cancel_all(fx.CancelReason.STREAMING_FALLBACK)
+        self.pump()
+
+    def _cancel(self, call: ToolCall, reason: fx.CancelReason, *, message: str) -> None:
+        was_waiting = call.awaiting is not None or call.executing
+        self._fire(call, "cancelled")
+        call.cancel_reason = reason
+        call.is_error = True
+        call.content = self._cancel_text(reason, message)
+        if was_waiting:
+            self._sink.add_effect(
+                fx.CancelTool(effect_id=self._sink.new_effect_id(), call_id=call.call_id, reason=reason)
+            )
+        call.awaiting = None
+
+    def _cancel_text(self, reason: fx.CancelReason, message: str) -> str:
+        if reason is fx.CancelReason.SIBLING_ERROR and self._sibling_error is not None:
+            return loop_texts.sibling_error(
+                self._sibling_error.tool_name, self._sibling_error.main_argument
+            )
+        if reason is fx.CancelReason.STREAMING_FALLBACK:
+            return loop_texts.DISCARDED_BY_FALLBACK
+        if reason is fx.CancelReason.MODEL_ERROR:
+            return loop_texts.model_error_result(message)
+        return loop_texts.USER_REJECTED_TOOL
+
+    # --- scheduling --------------------------------------------------------------------------
+
+    def pump(self) -> None:
+        """Start what may start and hand back what may be handed back, until nothing changes."""
+        changed = True
+        while changed:
+            changed = self._hand_back_ready()
+            changed = self._start_ready() or changed
+
+    def flush(self) -> None:
+        """Hand back every decided result in model order (used when the loop ends)."""
+        for call in self.order:
+            if call.result_ready:
+                self._fire(call, "result_yielded")
+
+    def _hand_back_ready(self) -> bool:
+        changed = False
+        for call in self.order:
+            if call.state == _YIELDED:
+                continue
+            if call.result_ready:
+                self._fire(call, "result_yielded")
+                changed = True
+            elif call.executing and not call.safe and not self._batch_mode:
+                break  # SPEC §5.2: a running unsafe call holds back everything after it
+        return changed
+
+    def _start_ready(self) -> bool:
+        if self._discarded:
+            return False
+        if self._batch_mode:
+            return self._start_batch()
+        changed = False
+        for call in self.order:
+            if call.state != CallState.VALIDATING.value:
+                continue
+            if not call.validated:
+                break  # safety unknown yet: keep model order
+            if self._can_start(call):
+                self._fire(call, "started")
+                changed = True
+            elif not call.safe:
+                break  # SPEC §5.2 processQueue: stop at the first unsafe call that must wait
+        return changed
+
+    def _can_start(self, call: ToolCall) -> bool:
+        if self._batch_mode:
+            if self._batches is None or call not in self._batches[self._batch_index]:
+                return False
+            running = sum(1 for c in self._batches[self._batch_index] if c.executing)
+            return running < (self._max_concurrency if call.safe else 1)
+        executing = [c for c in self.order if c.executing]
+        return not executing or (call.safe and all(c.safe for c in executing))
+
+    def _start_batch(self) -> bool:
+        if self._batches is None:
+            if any(c.state == CallState.VALIDATING.value and not c.validated for c in self.order):
+                return False
+            self._batches = _partition(self.order)
+        changed = False
+        while self._batch_index < len(self._batches):
+            batch = self._batches[self._batch_index]
+            for call in batch:
+                if call.state == CallState.VALIDATING.value and self._can_start(call):
+                    self._fire(call, "started")
+                    changed = True
+            if not all(c.result_ready or c.state == _YIELDED for c in batch):
+                return changed
+            # SPEC §5.1: a safe batch's context updates apply after it, in model order.
+            for _, update in sorted(self._deferred_updates, key=lambda item: item[0]):
+                self._sink.apply_context_update(update)
+            self._deferred_updates.clear()
+            self._batch_index += 1
+            changed = True
+        return changed
+
+    def __iter__(self) -> Iterator[ToolCall]:
+        return iter(self.order)
+
+
+def _partition(calls: list[ToolCall]) -> list[list[ToolCall]]:
+    """SPEC §5.1: a safe call joins the previous batch iff that batch is safe."""
+    batches: list[list[ToolCall]] = []
+    for call in calls:
+        safe = call.safe and call.validated
+        if batches and safe and all(c.safe and c.validated for c in batches[-1]):
+            batches[-1].append(call)
+        else:
+            batches.append([call])
+    return batches
+
+
+def _as_text(content: ToolResultContent) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(getattr(part, "text", "") for part in content)
+
+
+def _resolve(prefix: str, names: set[str]) -> dict[str, Callable[..., Any]]:
+    found = {}
+    for name in names:
+        method = getattr(ToolExecutor, f"{prefix}{name}", None)
+        if method is not None:
+            found[name] = method
+    return found
+
+
+_TOOL_GUARDS: dict[str, Callable[[ToolExecutor, ToolCall], bool]] = {}
+for _row_ in TOOL_ROWS:
+    if _row_.guard is not None:
+        _guard = getattr(ToolExecutor, f"_guard_{_row_.guard}", None)
+        if _guard is None:
+            raise DefinitionError(f"tool row {_row_.name}: no ToolExecutor._guard_{_row_.guard}")
+        _TOOL_GUARDS[_row_.guard] = _guard
+_TOOL_ACTIONS: dict[str, Callable[[ToolExecutor, ToolCall], None]] = _resolve(
+    "_on_", {row.name for row in TOOL_ROWS}
+)

@@ -1,0 +1,400 @@
+"""Model clients: the ``Model`` protocol, the Anthropic client, and failure classification.
+
+This module owns the boundary between the driver and a language model. A model streams one
+response as raw Messages-API event dicts (``message_start``, ``content_block_start``,
+``content_block_delta``, ``content_block_stop``, ``message_delta``, ``message_stop``) and
+raises ``ModelFailure`` for every way a request can fail. The driver turns each yielded dict
+into ``ModelStreamEvent``, the end of the iterator into ``ModelStreamClosed`` and a
+``ModelFailure`` into ``ModelStreamFailed``; the core decides what happens next (DESIGN §8,
+SPEC §8.3). A stream that ends without ``message_stop`` is *not* a failure here: the core sees
+the missing stop reason and treats it as truncated.
+
+``classify_failure`` is the one place that maps SDK and transport exceptions to a
+``FailureKind``; ``classify_api_error`` holds the status/type/message rules so that the scripted
+model in ``fsm_agent.testing`` reaches the same verdict without the SDK.
+
+``anthropic`` takes about two seconds to import, so it is imported lazily inside methods:
+importing this module never loads it (NOTES.md).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import attrs
+
+from fsm_agent.core.events import FailureKind
+from fsm_agent.errors import FsmAgentError
+
+if TYPE_CHECKING:
+    import anthropic
+
+__all__ = [
+    "AnthropicModel",
+    "Model",
+    "ModelFailure",
+    "ModelRequest",
+    "classify_api_error",
+    "classify_failure",
+    "is_media_too_large_message",
+    "is_prompt_too_long_message",
+    "parse_retry_after_ms",
+]
+
+
+@attrs.frozen(kw_only=True)
+class ModelRequest:
+    """One request to a model, in API shapes.
+
+    Attributes:
+        model: The model id to ask (the loop may switch it on fallback, SPEC §8.3).
+        max_output_tokens: The output cap sent as ``max_tokens``.
+        messages: API-shaped messages (``{"role": ..., "content": ...}``).
+        system: The system prompt; empty means none is sent.
+        tools: API tool definitions (``name``, ``description``, ``input_schema``).
+    """
+
+    model: str
+    max_output_tokens: int
+    messages: list[dict[str, Any]]
+    system: str = ""
+    tools: list[dict[str, Any]] = attrs.field(factory=list)
+
+
+class ModelFailure(FsmAgentError):
+    """A model request failed; carries what the core needs to pick a transition.
+
+    Attributes:
+        kind: How it failed (decides retry, compaction or a terminal reason).
+        message: A human-readable explanation (the API's error message when there was one).
+        status: The HTTP status of the response, if one arrived. An error event in the middle
+            of a stream arrives on a ``200`` response, so it carries ``200``.
+        retry_after_ms: The server's ``retry-after`` advice in milliseconds, if it gave one.
+    """
+
+    def __init__(
+        self,
+        *,
+        kind: FailureKind,
+        message: str,
+        status: int | None = None,
+        retry_after_ms: int | None = None,
+    ) -> None:
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.retry_after_ms = retry_after_ms
+        where = f" (HTTP {status})" if status is not None else ""
+        super().__init__(f"{kind.value}{where}: {message}")
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelFailure(kind={self.kind}, message={self.message!r}, "
+            f"status={self.status!r}, retry_after_ms={self.retry_after_ms!r})"
+        )
+
+
+class Model(Protocol):
+    """Anything that can stream one model response.
+
+    ``stream`` yields raw stream-event dicts in the Messages API wire shapes (no ``ping``),
+    and raises ``ModelFailure`` for every failure. Ending without ``message_stop`` is allowed:
+    that is a truncated stream, which the core recognises.
+    """
+
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+        """Stream the response to ``request`` as raw event dicts."""
+        ...
+
+
+# --- classification ------------------------------------------------------------------------
+
+_PROMPT_TOO_LONG = re.compile(r"prompt is too long", re.IGNORECASE)
+_MEDIA_TOO_LARGE = re.compile(
+    r"image exceeds|image dimensions exceed|pdf exceeds|maximum of \d+ pdf pages",
+    re.IGNORECASE,
+)
+_MEDIA_ERROR_CODES = frozenset({"image_dimensions_too_large"})
+
+
+def is_prompt_too_long_message(text: str) -> bool:
+    """Whether an API error message says the prompt is over the context window.
+
+    The API gives this only as text ("prompt is too long: N tokens > M maximum"); this is the
+    one place that reads it (NOTES.md).
+    """
+    return _PROMPT_TOO_LONG.search(text) is not None
+
+
+def is_media_too_large_message(text: str) -> bool:
+    """Whether an API error message says an image or PDF is over a size, dimension or page limit."""
+    return _MEDIA_TOO_LARGE.search(text) is not None
+
+
+def parse_retry_after_ms(headers: Mapping[str, str] | None) -> int | None:
+    """The ``retry-after-ms`` or ``retry-after`` (seconds) header in milliseconds.
+
+    HTTP-date values are ignored (reading them needs the wall clock); so are negative or
+    unparsable values.
+    """
+    if not headers:
+        return None
+    lowered = {key.lower(): value for key, value in headers.items()}
+    for name, scale in (("retry-after-ms", 1.0), ("retry-after", 1000.0)):
+        raw = lowered.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) * scale
+        except ValueError:
+            continue
+        if math.isfinite(value) and value >= 0:
+            return math.ceil(value)
+    return None
+
+
+def classify_api_error(
+    *,
+    status: int,
+    error_type: str | None,
+    message: str,
+    retry_after_ms: int | None = None,
+    error_code: str | None = None,
+) -> ModelFailure:
+    """Classify an error response from the API (an HTTP error or an SSE ``error`` event).
+
+    ``status`` is the HTTP status of the response; an SSE ``error`` event arrives on a ``200``
+    response, so for it the body's ``error_type`` decides (NOTES.md: branch on the type, not the
+    class). The rules, in order: overloaded (529 or ``overloaded_error``); request too large
+    (413 or ``request_too_large``) counts as prompt too long; a 400 (or an in-stream
+    ``invalid_request_error``) naming the prompt length or a media limit; rate limited (429 or
+    ``rate_limit_error``); server error (5xx or ``api_error``); anything else is ``OTHER``.
+
+    Args:
+        status: The HTTP status of the response.
+        error_type: ``error.type`` from the error body, if any.
+        message: ``error.message`` from the body (or the whole error text).
+        retry_after_ms: Parsed ``retry-after`` advice, if the response carried it.
+        error_code: ``error.details.error_code`` from the body, if any.
+
+    Returns:
+        The failure to raise.
+    """
+
+    def failure(kind: FailureKind) -> ModelFailure:
+        return ModelFailure(
+            kind=kind, message=message, status=status, retry_after_ms=retry_after_ms
+        )
+
+    if status == 529 or error_type == "overloaded_error":
+        return failure(FailureKind.OVERLOADED)
+    if status == 413 or error_type == "request_too_large":
+        return failure(FailureKind.PROMPT_TOO_LONG)
+    if status == 400 or (status < 300 and error_type == "invalid_request_error"):
+        if is_prompt_too_long_message(message):
+            return failure(FailureKind.PROMPT_TOO_LONG)
+        if error_code in _MEDIA_ERROR_CODES or is_media_too_large_message(message):
+            return failure(FailureKind.MEDIA_TOO_LARGE)
+        return failure(FailureKind.OTHER)
+    if status == 429 or error_type == "rate_limit_error":
+        return failure(FailureKind.RATE_LIMITED)
+    if status >= 500 or error_type == "api_error":
+        return failure(FailureKind.SERVER_ERROR)
+    return failure(FailureKind.OTHER)
+
+
+def classify_failure(exc: BaseException) -> ModelFailure:
+    """Map any exception raised while talking to a model to a ``ModelFailure``.
+
+    Handles the ``anthropic`` SDK's errors (``APIStatusError`` and its subclasses, including
+    the status-200 error raised for an SSE ``error`` event; ``APITimeoutError``;
+    ``APIConnectionError``), the raw ``httpx2`` transport errors the SDK lets through in the
+    middle of a body (``ReadTimeout``, ``RemoteProtocolError``, ``ReadError``...), and the
+    builtin ``TimeoutError`` / ``ConnectionError``. Everything else is ``OTHER``. Neither the
+    SDK nor ``httpx2`` is imported by this function: an exception of theirs can only exist
+    once they are loaded.
+
+    Args:
+        exc: The exception caught around a model call.
+
+    Returns:
+        The failure to raise in its place (``exc`` itself if it already is one).
+    """
+    if isinstance(exc, ModelFailure):
+        return exc
+    text = str(exc) or type(exc).__name__
+    anthropic_module = sys.modules.get("anthropic")
+    if anthropic_module is not None:
+        sdk = cast("Any", anthropic_module)
+        if isinstance(exc, sdk.APIStatusError):
+            status_error = cast("anthropic.APIStatusError", exc)
+            api_message = status_error.api_message
+            return classify_api_error(
+                status=status_error.status_code,
+                error_type=status_error.type,
+                message=api_message if isinstance(api_message, str) else text,
+                retry_after_ms=parse_retry_after_ms(status_error.response.headers),
+                error_code=status_error.error_code,
+            )
+        # APITimeoutError subclasses APIConnectionError: test it first.
+        if isinstance(exc, sdk.APITimeoutError):
+            return ModelFailure(kind=FailureKind.TIMEOUT, message=text)
+        if isinstance(exc, sdk.APIConnectionError):
+            return ModelFailure(kind=FailureKind.CONNECTION, message=_with_cause(text, exc))
+    httpx2_module = sys.modules.get("httpx2")
+    if httpx2_module is not None:
+        transport = cast("Any", httpx2_module)
+        if isinstance(exc, transport.TimeoutException):
+            return ModelFailure(kind=FailureKind.TIMEOUT, message=_with_cause(text, exc))
+        if isinstance(exc, transport.NetworkError | transport.RemoteProtocolError):
+            return ModelFailure(kind=FailureKind.CONNECTION, message=text)
+    if isinstance(exc, TimeoutError):
+        return ModelFailure(kind=FailureKind.TIMEOUT, message=text)
+    if isinstance(exc, ConnectionError):
+        return ModelFailure(kind=FailureKind.CONNECTION, message=text)
+    return ModelFailure(kind=FailureKind.OTHER, message=f"{type(exc).__name__}: {text}")
+
+
+def _with_cause(text: str, exc: BaseException) -> str:
+    """``text`` followed by the underlying cause, when the SDK wrapped one."""
+    cause = exc.__cause__
+    if cause is None or not str(cause):
+        return text
+    return f"{text} ({type(cause).__name__}: {cause})"
+
+
+# --- the Anthropic client ------------------------------------------------------------------
+
+
+class AnthropicModel:
+    """A ``Model`` backed by the ``anthropic`` SDK's async client.
+
+    The client is created on first use with ``max_retries=0``: the loop retries, bounded and
+    recorded, instead of the SDK's unbounded ``retry-after`` waits (NOTES.md, SPEC §8.3).
+    Events are dumped with ``exclude_unset=True`` so each dict has exactly the keys the wire
+    JSON had (the SDK's models would otherwise add a ``None`` for every optional field).
+
+    Use it as an async context manager, or call ``aclose`` when done, to release the
+    connection pool.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 600.0,
+    ) -> None:
+        """Configure the client; nothing is imported or connected yet.
+
+        Args:
+            name: The model id this client stands for (requests carry their own ``model``).
+            api_key: The API key; ``None`` lets the SDK find credentials (environment, profile).
+            base_url: Another API endpoint (a proxy, or the fake server in tests).
+            timeout: Seconds allowed for connecting and for each read.
+        """
+        self.name = name
+        self._api_key = api_key
+        self._base_url = base_url
+        self._timeout = timeout
+        self._client: anthropic.AsyncAnthropic | None = None
+
+    def __repr__(self) -> str:
+        # Never show the key.
+        return f"AnthropicModel(name={self.name!r}, base_url={self._base_url!r})"
+
+    def _get_client(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            import anthropic  # noqa: PLC0415 - lazy on purpose: the import costs ~2 s
+
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._api_key,
+                base_url=self._base_url,
+                timeout=self._timeout,
+                max_retries=0,
+            )
+        return self._client
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+        """Stream the response to ``request`` as raw event dicts (``ping`` dropped).
+
+        Raises:
+            ModelFailure: For every failure, classified by ``classify_failure``.
+        """
+        import anthropic  # noqa: PLC0415 - lazy on purpose: the import costs ~2 s
+
+        try:
+            client = self._get_client()
+            response = await client.messages.create(
+                model=request.model,
+                max_tokens=request.max_output_tokens,
+                messages=cast("Any", request.messages),
+                system=request.system or anthropic.omit,
+                tools=cast("Any", request.tools) if request.tools else anthropic.omit,
+                stream=True,
+            )
+        except Exception as exc:
+            raise classify_failure(exc) from exc
+        try:
+            iterator = response.__aiter__()
+            while True:
+                # Only the SDK's own reads are classified: an exception thrown into this
+                # generator by its consumer propagates unchanged.
+                try:
+                    event = await anext(iterator)
+                except StopAsyncIteration:
+                    return
+                except Exception as exc:
+                    raise classify_failure(exc) from exc
+                raw = event.model_dump(mode="json", exclude_unset=True)
+                if raw.get("type") == "ping":
+                    continue
+                yield raw
+        finally:
+            await response.close()
+
+    async def count_tokens(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        system: str = "",
+        tools: list[dict[str, Any]] | None = None,
+        model: str | None = None,
+    ) -> int:
+        """Ask the API how many input tokens ``messages`` (with ``system`` and ``tools``) take.
+
+        Raises:
+            ModelFailure: For every failure, classified by ``classify_failure``.
+        """
+        import anthropic  # noqa: PLC0415 - lazy on purpose: the import costs ~2 s
+
+        try:
+            client = self._get_client()
+            counted = await client.messages.count_tokens(
+                model=model or self.name,
+                messages=cast("Any", messages),
+                system=system or anthropic.omit,
+                tools=cast("Any", tools) if tools else anthropic.omit,
+            )
+        except Exception as exc:
+            raise classify_failure(exc) from exc
+        return counted.input_tokens
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its connection pool (a later request opens a new one)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    async def __aenter__(self) -> AnthropicModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

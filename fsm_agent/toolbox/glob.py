@@ -1,0 +1,91 @@
+"""Glob: file paths matching a pattern such as ``**/*.py``, sorted and capped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import attrs
+
+from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
+from fsm_agent.toolbox.paths import PathOutsideWorkingDirectory, display_path, resolve_in_cwd
+
+MAX_RESULTS = 100
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
+"""Version-control internals: never listed (nobody globs for object files)."""
+
+
+@attrs.frozen(kw_only=True)
+class GlobInput:
+    """Parameters of Glob."""
+
+    pattern: str = attrs.field(
+        metadata={"description": "A glob pattern relative to path, e.g. '**/*.py' or 'src/*.ts'."}
+    )
+    path: str | None = attrs.field(
+        default=None,
+        metadata={"description": "The directory to search in (default: the working directory)."},
+    )
+
+
+class Glob(Tool[GlobInput]):
+    """Lists files whose path matches a glob pattern."""
+
+    name = "Glob"
+    description = (
+        "Find files by name pattern ('**' matches any number of directories). Returns matching "
+        f"file paths sorted by name, at most {MAX_RESULTS}. Use Grep to search file contents."
+    )
+    input_type = GlobInput
+
+    def is_concurrency_safe(self, data: GlobInput) -> bool:
+        """Listing never conflicts with other reads."""
+        return True
+
+    def is_read_only(self, data: GlobInput) -> bool:
+        """Listing changes nothing."""
+        return True
+
+    async def validate_input(self, data: GlobInput, ctx: ToolContext) -> str | None:
+        """The pattern must be relative; the directory inside the working directory."""
+        if not data.pattern or Path(data.pattern).is_absolute():
+            return "pattern must be a non-empty relative pattern; put the directory in path"
+        try:
+            root = resolve_in_cwd(data.path or ".", ctx)
+        except PathOutsideWorkingDirectory as exc:
+            return str(exc)
+        if not root.is_dir():
+            return f"Not a directory: {data.path}"
+        return None
+
+    async def call(
+        self, data: GlobInput, ctx: ToolContext, progress: ProgressCallback
+    ) -> ToolOutput:
+        """Return the sorted matches, one per line."""
+        root = resolve_in_cwd(data.path or ".", ctx)
+        matches = await asyncio.to_thread(_matches, root, data.pattern, ctx)
+        if not matches:
+            return ToolOutput(content="No files found")
+        lines = matches[:MAX_RESULTS]
+        if len(matches) > MAX_RESULTS:
+            lines.append(
+                f"(showing the first {MAX_RESULTS} of {len(matches)} files; "
+                "use a more specific pattern or path)"
+            )
+        return ToolOutput(content="\n".join(lines))
+
+
+def _matches(root: Path, pattern: str, ctx: ToolContext) -> list[str]:
+    found: set[str] = set()
+    for candidate in root.glob(pattern):
+        if SKIPPED_DIRS.intersection(candidate.relative_to(root).parts):
+            continue
+        try:
+            # a match reached through `..` or a symlink must still lie inside the cwd
+            resolved = resolve_in_cwd(str(candidate), ctx)
+        except PathOutsideWorkingDirectory:
+            continue
+        if resolved.is_file():
+            found.add(display_path(Path(os.path.normpath(candidate)), ctx))
+    return sorted(found)

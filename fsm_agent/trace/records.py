@@ -1,0 +1,408 @@
+"""Trace records: what one JSONL line holds, and how record dicts are built and checked.
+
+A trace is one JSON object per line, keys sorted, every object tagged ``"record": <kind>``:
+
+* ``header`` (line 1): ``schema``, ``library_version``, ``table_digest``, ``config`` (a
+  :class:`~fsm_agent.core.config.LoopConfig` unstructured), ``tools`` (the
+  :class:`~fsm_agent.core.tool_spec.ToolSpec` list) and ``meta`` (free-form: wall time, host,
+  anything replay must ignore).
+* ``event`` (``seq``, ``event``: the event with its ``type`` tag), ``transition`` (``seq``,
+  ``machine``, ``name``, ``source``, ``dest``, ``call_id``), ``effect`` (``seq``, ``effect``),
+  ``end`` (``seq``, ``terminal``, ``usage``).
+
+``seq`` is one counter over every record after the header, starting at 1, so record ``seq``
+sits on line ``seq + 1``. Nothing compared by replay depends on the wall clock.
+
+The builders here (:func:`event_fields`, :func:`transition_fields`, ...) are shared by the
+writer and by replay, so a replayed record is built exactly the way the recorded one was.
+Records stay plain dicts: replay compares dicts (or their serialized bytes), and only events
+are structured back into objects.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+import cattrs
+import orjson
+
+from fsm_agent.core.codec import CONVERTER, dump_effect, dump_event, load_effect, load_event
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.effects import Effect
+from fsm_agent.core.events import EVENT_TYPES, Event, ModelStreamEvent
+from fsm_agent.core.effects import EFFECT_TYPES
+from fsm_agent.core.messages import Usage
+from fsm_agent.core.step import Step, TransitionTaken
+from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.errors import ConfigError, TraceFormatError
+
+SCHEMA_VERSION: Final = 1
+"""The schema this library writes, and the newest it reads."""
+
+RECORD_KINDS: Final = ("header", "event", "transition", "effect", "end")
+
+JSON_OPTIONS: Final = orjson.OPT_SORT_KEYS
+"""orjson options of every trace line; replay serializes with the same ones to compare bytes."""
+
+_EVENT_TAGS: Final = frozenset(cls.__name__ for cls in EVENT_TYPES)
+_EFFECT_TAGS: Final = frozenset(cls.__name__ for cls in EFFECT_TYPES)
+
+_FIELDS: Final[dict[str, frozenset[str]]] = {
+    "header": frozenset(
+        {"record", "schema", "library_version", "table_digest", "config", "tools", "meta"}
+    ),
+    "event": frozenset({"record", "seq", "event"}),
+    "transition": frozenset({"record", "seq", "machine", "name", "source", "dest", "call_id"}),
+    "effect": frozenset({"record", "seq", "effect"}),
+    "end": frozenset({"record", "seq", "terminal", "usage"}),
+}
+_OPTIONAL: Final[dict[str, frozenset[str]]] = {
+    "header": frozenset({"meta"}),
+    "transition": frozenset({"call_id"}),
+}
+
+
+def refuse_unknown(value: object) -> Any:
+    """orjson ``default=``: a trace holds JSON values only, never a ``repr`` of an object.
+
+    Raises:
+        TypeError: always; the message names the type that should have been unstructured.
+    """
+    raise TypeError(
+        f"a trace record may hold only JSON values; got {type(value).__qualname__} "
+        "(unstructure it with fsm_agent.core.codec first)"
+    )
+
+
+def dumps(record: Mapping[str, Any]) -> bytes:
+    """Serialize one record exactly as the writer does (without the newline)."""
+    return orjson.dumps(record, default=refuse_unknown, option=JSON_OPTIONS)
+
+
+# --- the header ------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class TraceHeader:
+    """The first record of a trace: enough to rebuild the core that wrote it.
+
+    Attributes:
+        schema: the record schema version (after upgrades, always :data:`SCHEMA_VERSION`).
+        library_version: the fsm_agent version that wrote the trace (informational).
+        table_digest: the digest of both machine tables at recording time.
+        config: the loop configuration of the recorded core.
+        tools: the tool specs of the recorded core.
+        meta: free-form metadata (wall time and such); replay and diff ignore it.
+    """
+
+    schema: int
+    library_version: str
+    table_digest: str
+    config: LoopConfig
+    tools: tuple[ToolSpec, ...]
+    meta: dict[str, Any] = attrs.field(factory=dict)
+
+    def to_record(self) -> dict[str, Any]:
+        """The header as a record dict (what line 1 of a trace holds)."""
+        return {
+            "record": "header",
+            "schema": self.schema,
+            "library_version": self.library_version,
+            "table_digest": self.table_digest,
+            "config": CONVERTER.unstructure(self.config),
+            "tools": [CONVERTER.unstructure(tool) for tool in self.tools],
+            "meta": dict(self.meta),
+        }
+
+
+@attrs.frozen(kw_only=True)
+class TraceRecord:
+    """One record after the header, as read from a file.
+
+    Attributes:
+        line: the 1-based line number it was read from (0 when it was not read from a file).
+        data: the record dict exactly as stored (``record``, ``seq`` and its fields).
+        event: for ``event`` records, the structured event; otherwise None.
+    """
+
+    line: int
+    data: dict[str, Any]
+    event: Event | None = None
+
+    @property
+    def kind(self) -> str:
+        """The record kind: ``event``, ``transition``, ``effect`` or ``end``."""
+        kind: str = self.data["record"]
+        return kind
+
+    @property
+    def seq(self) -> int:
+        """The record's sequence number."""
+        seq: int = self.data["seq"]
+        return seq
+
+
+# --- builders shared by the writer and replay ------------------------------------------------
+
+
+def event_fields(event: Event) -> dict[str, Any]:
+    """The fields of an ``event`` record (without ``seq``)."""
+    return {"record": "event", "event": dump_event(event)}
+
+
+def transition_fields(transition: TransitionTaken) -> dict[str, Any]:
+    """The fields of a ``transition`` record (without ``seq``)."""
+    return {
+        "record": "transition",
+        "machine": transition.machine,
+        "name": transition.name,
+        "source": transition.source,
+        "dest": transition.dest,
+        "call_id": transition.call_id,
+    }
+
+
+def effect_fields(effect: Effect) -> dict[str, Any]:
+    """The fields of an ``effect`` record (without ``seq``)."""
+    return {"record": "effect", "effect": dump_effect(effect)}
+
+
+def end_fields(terminal: str | None, usage: Usage) -> dict[str, Any]:
+    """The fields of an ``end`` record (without ``seq``)."""
+    return {"record": "end", "terminal": terminal, "usage": CONVERTER.unstructure(usage)}
+
+
+def step_fields(step: Step) -> list[dict[str, Any]]:
+    """The records one ``feed`` produces: its transitions, then its effects."""
+    out = [transition_fields(t) for t in step.transitions]
+    out.extend(effect_fields(e) for e in step.effects)
+    return out
+
+
+# --- validation --------------------------------------------------------------------------------
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__  # pragma: no cover - JSON yields nothing else
+
+
+def _fail(line: int, path: str, problem: str, source: str | None) -> TraceFormatError:
+    return TraceFormatError(line=line, path=path, problem=problem, source=source)
+
+
+def _format_cattrs(exc: BaseException, kind: object) -> str:
+    """Message for one leaf error of a structuring failure (passed to ``transform_error``)."""
+    if isinstance(exc, KeyError) and _is_union(kind):
+        tag = exc.args[0] if exc.args else None
+        return f"unknown or missing type tag {tag!r}"
+    if isinstance(exc, AttributeError | TypeError) and _is_union(kind):
+        return "expected an object with a type tag"
+    if isinstance(exc, TypeError) and str(exc).startswith("expected "):
+        # Our strict scalar hooks speak Python; a trace reader speaks JSON.
+        return _PYTHON_TO_JSON.sub(lambda m: _JSON_NAMES[m.group(0)], str(exc))
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        values = ", ".join(repr(member.value) for member in kind)
+        return f"expected one of {values}"
+    if isinstance(exc, ConfigError):
+        return str(exc)
+    return cattrs.v.format_exception(exc, kind)  # type: ignore[arg-type]
+
+
+_JSON_NAMES: Final = {
+    "str": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "NoneType": "null",
+    "dict": "object",
+    "list": "array",
+}
+_PYTHON_TO_JSON: Final = re.compile(r"\b(?:str|int|float|bool|NoneType|dict|list)\b")
+
+
+def _is_union(kind: object) -> bool:
+    return type(kind).__name__ in {"UnionType", "_UnionGenericAlias"}
+
+
+def structure_error(
+    exc: BaseException, *, line: int, prefix: str, source: str | None
+) -> TraceFormatError:
+    """Turn a cattrs failure into a :class:`TraceFormatError` naming the first bad field."""
+    try:
+        messages = cattrs.transform_error(exc, path=prefix, format_exception=_format_cattrs)
+    except Exception:  # noqa: BLE001 - an odd exception shape must still become a clean error
+        messages = [f"{type(exc).__name__}: {exc} @ {prefix}"]
+    first = messages[0] if messages else f"invalid value @ {prefix}"
+    problem, _, path = first.rpartition(" @ ")
+    if not problem:
+        problem, path = first, prefix
+    if problem.startswith("unknown or missing type tag"):
+        path += ".type"
+    return _fail(line, path, problem, source)
+
+
+def _require(
+    data: dict[str, Any], key: str, types: tuple[type, ...], expected: str, line: int,
+    source: str | None,
+) -> Any:
+    if key not in data:
+        raise _fail(line, f"$.{key}", "required field missing", source)
+    value = data[key]
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise _fail(line, f"$.{key}", f"expected {expected}, got {_type_name(value)}", source)
+    return value
+
+
+def check_fields(data: dict[str, Any], kind: str, line: int, source: str | None) -> None:
+    """Refuse unknown and missing top-level fields of a record of ``kind``."""
+    allowed = _FIELDS[kind]
+    for key in data:
+        if key not in allowed:
+            raise _fail(line, f"$.{key}", f"unexpected field in a {kind} record", source)
+    for key in allowed - _OPTIONAL.get(kind, frozenset()):
+        if key not in data:
+            raise _fail(line, f"$.{key}", "required field missing", source)
+
+
+def record_kind(data: Any, line: int, source: str | None) -> str:
+    """The ``record`` tag of a parsed line, or a clear error."""
+    if not isinstance(data, dict):
+        raise _fail(line, "$", f"expected a JSON object, got {_type_name(data)}", source)
+    kind = data.get("record")
+    if kind is None:
+        raise _fail(line, "$.record", "required field missing (every line is tagged)", source)
+    if not isinstance(kind, str) or kind not in _FIELDS:
+        known = ", ".join(RECORD_KINDS)
+        raise _fail(line, "$.record", f"unknown record type {kind!r} (known: {known})", source)
+    return kind
+
+
+def parse_header(data: dict[str, Any], line: int, source: str | None) -> TraceHeader:
+    """Validate and structure a (current-schema) header record."""
+    check_fields(data, "header", line, source)
+    schema = _require(data, "schema", (int,), "integer", line, source)
+    version = _require(data, "library_version", (str,), "string", line, source)
+    digest = _require(data, "table_digest", (str,), "string", line, source)
+    raw_config = _require(data, "config", (dict,), "object", line, source)
+    raw_tools = _require(data, "tools", (list,), "array", line, source)
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise _fail(line, "$.meta", f"expected object, got {_type_name(meta)}", source)
+    try:
+        config = CONVERTER.structure(raw_config, LoopConfig)
+    except Exception as exc:  # noqa: BLE001 - cattrs and validators raise many kinds
+        raise structure_error(exc, line=line, prefix="$.config", source=source) from None
+    try:
+        tools = CONVERTER.structure(raw_tools, tuple[ToolSpec, ...])
+    except Exception as exc:  # noqa: BLE001
+        raise structure_error(exc, line=line, prefix="$.tools", source=source) from None
+    return TraceHeader(
+        schema=schema,
+        library_version=version,
+        table_digest=digest,
+        config=config,
+        tools=tools,
+        meta=meta,
+    )
+
+
+def parse_event(data: dict[str, Any], line: int, source: str | None) -> Event:
+    """Validate an ``event`` record's payload and structure the event."""
+    raw = _require(data, "event", (dict,), "object", line, source)
+    tag = raw.get("type")
+    if tag is None:
+        raise _fail(line, "$.event.type", "required field missing (the event's type tag)", source)
+    if tag not in _EVENT_TAGS:
+        raise _fail(line, "$.event.type", f"unknown event type {tag!r}", source)
+    if tag == "ModelStreamEvent" and len(raw) == 3:
+        # The hot path of replay: most lines of a trace are stream deltas. Same checks as the
+        # converter (strict str, a dict payload kept as is), without its generic machinery.
+        request_id = raw.get("request_id")
+        payload = raw.get("event")
+        if type(request_id) is str and type(payload) is dict:
+            return ModelStreamEvent(request_id=request_id, event=payload)
+    try:
+        # The converter copies before popping the tag; the shallow copy here keeps that
+        # promise even if a future cattrs pops in place (the raw dict stays in the record).
+        return load_event(dict(raw))
+    except Exception as exc:  # noqa: BLE001
+        raise structure_error(exc, line=line, prefix="$.event", source=source) from None
+
+
+def check_effect(data: dict[str, Any], line: int, source: str | None) -> Effect:
+    """Validate an ``effect`` record's payload by structuring it."""
+    raw = _require(data, "effect", (dict,), "object", line, source)
+    tag = raw.get("type")
+    if tag is None:
+        raise _fail(line, "$.effect.type", "required field missing (the effect's type tag)", source)
+    if tag not in _EFFECT_TAGS:
+        raise _fail(line, "$.effect.type", f"unknown effect type {tag!r}", source)
+    try:
+        return load_effect(dict(raw))
+    except Exception as exc:  # noqa: BLE001
+        raise structure_error(exc, line=line, prefix="$.effect", source=source) from None
+
+
+def check_record(
+    data: dict[str, Any], kind: str, line: int, source: str | None, *, deep: bool = True
+) -> Event | None:
+    """Validate a record after the header; returns the structured event of event records.
+
+    Args:
+        data: the parsed line.
+        kind: its ``record`` tag (from :func:`record_kind`).
+        line: the line number, for errors.
+        source: the file name, for errors.
+        deep: also structure effects and usage (replay skips this on lines it matched).
+
+    Raises:
+        TraceFormatError: naming the line and the JSON path of the first bad field.
+    """
+    if kind == "header":
+        raise _fail(line, "$.record", "a second header record (the header is line 1 only)", source)
+    check_fields(data, kind, line, source)
+    _require(data, "seq", (int,), "integer", line, source)
+    if kind == "event":
+        return parse_event(data, line, source)
+    if kind == "transition":
+        for key in ("machine", "name", "source", "dest"):
+            _require(data, key, (str,), "string", line, source)
+        call_id = data.get("call_id")
+        if call_id is not None and not isinstance(call_id, str):
+            raise _fail(
+                line, "$.call_id", f"expected string or null, got {_type_name(call_id)}", source
+            )
+    elif kind == "effect":
+        if deep:
+            check_effect(data, line, source)
+        else:
+            _require(data, "effect", (dict,), "object", line, source)
+    else:  # end
+        terminal = data["terminal"]
+        if terminal is not None and not isinstance(terminal, str):
+            raise _fail(
+                line, "$.terminal", f"expected string or null, got {_type_name(terminal)}", source
+            )
+        usage = _require(data, "usage", (dict,), "object", line, source)
+        if deep:
+            try:
+                CONVERTER.structure(usage, Usage)
+            except Exception as exc:  # noqa: BLE001
+                raise structure_error(exc, line=line, prefix="$.usage", source=source) from None
+    return None

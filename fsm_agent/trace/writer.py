@@ -1,0 +1,231 @@
+"""The trace writer: one JSONL record per line through structlog, write-ahead, flushed per line.
+
+The logger is built locally with ``structlog.wrap_logger`` (never ``structlog.configure``,
+which is process-global): our processors stamp ``seq`` and redact, then ``JSONRenderer`` turns
+the record into one orjson line with sorted keys, and ``BytesLogger`` writes and flushes it.
+The renderer's ``default=`` raises, so an object that was not unstructured fails loudly
+instead of leaving a ``repr`` (with a memory address) in the trace.
+
+Order of use (DESIGN §5): :meth:`TraceWriter.write_event` *before* the core sees the event,
+:meth:`TraceWriter.write_step` with what ``feed`` returned, :meth:`TraceWriter.write_end` once
+the run has ended. :class:`TracingCore` does exactly that around a core.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, MutableMapping
+from types import TracebackType
+from typing import IO, Any, Protocol
+
+import orjson
+import structlog
+
+import fsm_agent
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.events import Event
+from fsm_agent.core.messages import Message, Usage
+from fsm_agent.core.step import Step
+from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.errors import UsageError
+from fsm_agent.trace import records
+from fsm_agent.trace.redact import Redactor
+
+
+class CoreLike(Protocol):
+    """What the trace package needs from a core (``AgentCore`` satisfies it)."""
+
+    def feed(self, event: Event) -> Step:
+        """Process one event."""
+        ...
+
+    @property
+    def phase(self) -> str:
+        """The loop machine's current phase."""
+        ...
+
+    @property
+    def terminal(self) -> str | None:
+        """The terminal reason once the run has ended."""
+        ...
+
+    @property
+    def transcript(self) -> tuple[Message, ...]:
+        """The messages so far."""
+        ...
+
+    @property
+    def usage(self) -> Usage:
+        """Token usage totals."""
+        ...
+
+
+def current_table_digest() -> str:
+    """The digest of this library's machine tables (imported lazily: tables are heavy)."""
+    from fsm_agent.core.tables import table_digest  # noqa: PLC0415 - lazy on purpose
+
+    digest: str = table_digest()
+    return digest
+
+
+class TraceWriter:
+    """Writes one run's trace.
+
+    Args:
+        target: a path (the file is created or truncated) or a binary file opened for
+            writing (left open by :meth:`close`; it is flushed after every record).
+        config: the core's loop configuration (recorded in the header).
+        tools: the core's tool specs (recorded in the header).
+        secrets: strings that must never reach the file (an API key, say); see
+            :mod:`fsm_agent.trace.redact` for the key-name rules applied as well.
+        meta: free-form header metadata (wall time, host...); replay and diff ignore it.
+        table_digest: the tables digest to record; defaults to this library's tables.
+
+    Raises:
+        UsageError: from a ``write_*`` call whose record holds something that is not JSON.
+    """
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | IO[bytes],
+        *,
+        config: LoopConfig,
+        tools: Iterable[ToolSpec] = (),
+        secrets: Iterable[str] = (),
+        meta: Mapping[str, Any] | None = None,
+        table_digest: str | None = None,
+    ) -> None:
+        if isinstance(target, str | os.PathLike):
+            self._file: IO[bytes] = open(target, "wb")  # noqa: SIM115 - closed in close()
+            self._owns_file = True
+        else:
+            self._file = target
+            self._owns_file = False
+        self._redactor = Redactor(secrets)
+        self._next_seq = 1
+        self._closed = False
+        self._logger = structlog.wrap_logger(
+            structlog.BytesLogger(self._file),
+            processors=[
+                self._stamp_seq,
+                self._redact,
+                structlog.processors.JSONRenderer(
+                    serializer=orjson.dumps,
+                    option=records.JSON_OPTIONS,
+                    default=records.refuse_unknown,
+                ),
+            ],
+            # Explicit, so an application's global structlog configuration changes nothing.
+            wrapper_class=structlog.BoundLogger,
+            context_class=dict,
+            cache_logger_on_first_use=False,
+        )
+        self.header = records.TraceHeader(
+            schema=records.SCHEMA_VERSION,
+            library_version=fsm_agent.__version__,
+            table_digest=current_table_digest() if table_digest is None else table_digest,
+            config=config,
+            tools=tuple(tools),
+            meta=dict(meta or {}),
+        )
+        self._write(self.header.to_record())
+
+    # --- processors ----------------------------------------------------------------------
+
+    def _stamp_seq(
+        self, _logger: object, _method: str, event_dict: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
+        if event_dict.get("record") != "header":
+            event_dict["seq"] = self._next_seq
+        return event_dict
+
+    def _redact(
+        self, _logger: object, _method: str, event_dict: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
+        redacted: MutableMapping[str, Any] = self._redactor.value(event_dict)
+        return redacted
+
+    # --- writing -------------------------------------------------------------------------
+
+    @property
+    def next_seq(self) -> int:
+        """The ``seq`` the next record will get."""
+        return self._next_seq
+
+    def _write(self, fields: Mapping[str, Any]) -> None:
+        if self._closed:
+            raise UsageError("the trace writer is closed")
+        try:
+            self._logger.msg(**fields)
+        except (orjson.JSONEncodeError, TypeError) as exc:
+            cause = exc.__cause__ or exc
+            raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
+        if fields.get("record") != "header":
+            self._next_seq += 1
+
+    def write_record(self, fields: Mapping[str, Any]) -> None:
+        """Write a record dict as is (``seq`` is stamped); used to copy a replayed prefix."""
+        data = dict(fields)
+        data.pop("seq", None)
+        self._write(data)
+
+    def write_event(self, event: Event) -> None:
+        """Record an event; call it *before* the core processes the event (write-ahead)."""
+        self._write(records.event_fields(event))
+
+    def write_step(self, step: Step) -> None:
+        """Record what one ``feed`` returned: its transitions, then its effects."""
+        for fields in records.step_fields(step):
+            self._write(fields)
+
+    def write_end(self, terminal: str | None, usage: Usage) -> None:
+        """Record the end of the run: the terminal reason and the usage totals."""
+        self._write(records.end_fields(terminal, usage))
+
+    def close(self) -> None:
+        """Flush, and close the file if the writer opened it. Closing twice is fine."""
+        if self._closed:
+            return
+        self._closed = True
+        self._file.flush()
+        if self._owns_file:
+            self._file.close()
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class TracingCore:
+    """A core whose every ``feed`` is written to a trace (write-ahead, then the step).
+
+    When a step ends the run, the ``end`` record is written too. Attribute reads other than
+    ``feed`` go to the wrapped core.
+
+    Args:
+        core: the core to drive (an ``AgentCore``).
+        writer: the trace writer for this run.
+    """
+
+    def __init__(self, core: CoreLike, writer: TraceWriter) -> None:
+        self.core = core
+        self.writer = writer
+
+    def feed(self, event: Event) -> Step:
+        """Write the event, feed it, write the step (and the end record); return the step."""
+        self.writer.write_event(event)
+        step = self.core.feed(event)
+        self.writer.write_step(step)
+        if step.terminal is not None:
+            self.writer.write_end(step.terminal, self.core.usage)
+        return step
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.core, name)
