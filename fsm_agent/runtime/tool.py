@@ -600,6 +600,8 @@ def schema_for_type(kind: Any) -> dict[str, Any]:
     kind = _strip_annotated(kind)
     if kind is Any:
         return {}
+    if kind is None or kind is type(None):
+        return {"type": "null"}
     if isinstance(kind, type) and attrs.has(kind):
         return _object_schema(kind)
     if kind in _SCALARS:

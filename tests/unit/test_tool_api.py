@@ -25,6 +25,7 @@ from fsm_agent.runtime.tool import (
     ToolOutput,
     run_call,
     run_validation,
+    schema_for_type,
     tool,
 )
 
@@ -98,6 +99,15 @@ def test_schema_covers_field_kinds_and_required() -> None:
     assert props["inner"]["properties"] == {"depth": {"type": "integer"}}
 
 
+def test_schema_for_unions_and_any() -> None:
+    """A union of several types becomes anyOf (None as null); Any places no constraint."""
+    assert schema_for_type(int | str | None) == {
+        "anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]
+    }
+    assert schema_for_type(Any) == {}
+    assert schema_for_type(tuple[int, ...]) == {"type": "array", "items": {"type": "integer"}}
+
+
 def test_spec_carries_schema_and_flags() -> None:
     """spec() gives the core the name, description, schema and static flags."""
     spec = SampleTool().spec()
@@ -149,7 +159,10 @@ def test_parse_input_builds_the_attrs_instance() -> None:
         ({"path": "a", "extra": 1}, "InputValidationError: input: unexpected parameter(s): extra"),
         ({"path": 1}, "InputValidationError: path: expected string, got number"),
         ({"path": "a", "count": "1"}, "InputValidationError: count: expected integer, got string"),
-        ({"path": "a", "count": True}, "InputValidationError: count: expected integer, got boolean"),
+        (
+            {"path": "a", "count": True},
+            "InputValidationError: count: expected integer, got boolean",
+        ),
         ({"path": "a", "verbose": "false"}, "verbose: expected boolean, got string"),
         ({"path": "a", "tags": "ab"}, "tags: expected array, got string"),
         ({"path": "a", "tags": ["x", 2]}, "tags[1]: expected string, got number"),
@@ -412,7 +425,9 @@ def test_run_call_cancellation_propagates() -> None:
             return ToolOutput(content="late")
 
     async def scenario() -> None:
-        task = asyncio.create_task(run_call(Slow(), {"path": "a"}, ctx_for(), no_progress, call_id="c"))
+        task = asyncio.create_task(
+            run_call(Slow(), {"path": "a"}, ctx_for(), no_progress, call_id="c")
+        )
         await started.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -424,7 +439,11 @@ def test_run_call_cancellation_propagates() -> None:
 def test_run_call_reports_progress() -> None:
     """The progress callback receives the tool's progress texts."""
     seen: list[str] = []
-    run(run_call(Scripted(ToolOutput(content="x")), {"path": "a"}, ctx_for(), seen.append, call_id="c"))
+    run(
+        run_call(
+            Scripted(ToolOutput(content="x")), {"path": "a"}, ctx_for(), seen.append, call_id="c"
+        )
+    )
     assert seen == ["working"]
 
 

@@ -1,0 +1,804 @@
+"""Replay, fork, resume and diff: recorded traces fed back to a fresh core (DESIGN §5).
+
+Replay rebuilds the core from the header, feeds every recorded event and checks that the core
+produces the recorded transitions, effects and end record, in order. The first difference
+raises :class:`~fsm_agent.errors.TraceDivergence` with the seq, the recorded record
+(``expected``), the produced one (``actual``) and the records around it. A core that raises
+on a recorded event diverges too (``actual`` is ``{"record": "error", ...}``): a
+well-formed trace never gets any other exception out of replay.
+
+Speed: produced records are serialized with the writer's options and compared with the raw
+line bytes; only a mismatch is parsed (and then compared as dicts, allowing for redaction).
+Only event lines are structured. That keeps replay within a small factor of merely parsing
+the file with orjson (DESIGN §7).
+
+:func:`fork` replays up to a seq and hands back the live core; :func:`resume` does the same
+for a crashed run and lists the effects that were in flight, flagging tool calls that may
+already have had side effects. Neither re-runs anything: the caller decides.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import IO, Any
+
+import attrs
+import orjson
+
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.effects import (
+    AskPermission,
+    CallModel,
+    CancelTool,
+    Compact,
+    DrainCollapse,
+    Effect,
+    FetchAttachments,
+    RunHooks,
+    RunToolStep,
+    ToolStep,
+)
+from fsm_agent.core.events import (
+    AttachmentsReady,
+    CollapseDrained,
+    CompactionFinished,
+    Event,
+    HooksFinished,
+    ModelStreamClosed,
+    ModelStreamFailed,
+    PermissionDecided,
+    ToolCallFinished,
+    ToolInputValidated,
+)
+from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.errors import (
+    TableDigestMismatch,
+    TraceDivergence,
+    TraceFormatError,
+    TraceTruncated,
+    UsageError,
+)
+from fsm_agent.trace import records
+from fsm_agent.trace.reader import (
+    Trace,
+    TraceSource,
+    Upgrade,
+    apply_upgrades,
+    header_from_line,
+    iter_lines,
+    parse_line,
+    read_trace,
+)
+from fsm_agent.trace.records import TraceHeader
+from fsm_agent.trace.redact import KEY_RULES_ONLY
+from fsm_agent.trace.writer import CoreLike, TraceWriter, TracingCore, current_table_digest
+
+CoreFactory = Callable[[LoopConfig, tuple[ToolSpec, ...]], CoreLike]
+"""Builds a core from a trace header's config and tools."""
+
+RERECORD_COMMAND = "python tools/record_traces.py"
+
+
+def default_core_factory(config: LoopConfig, tools: tuple[ToolSpec, ...]) -> CoreLike:
+    """Build an ``AgentCore`` (imported lazily, so reading traces never builds machines)."""
+    from fsm_agent.core.agent_core import AgentCore  # noqa: PLC0415 - lazy on purpose
+
+    core: CoreLike = AgentCore(config=config, tools=tools)
+    return core
+
+
+# --- results -------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ReplayResult:
+    """What a successful replay saw.
+
+    Attributes:
+        source: the trace file, if any.
+        terminal: the terminal reason the core reached (None if the run had not ended).
+        records: records checked (header excluded).
+        events: events fed.
+        transitions: transition records matched.
+        effects: effect records matched.
+        ended: the trace had an ``end`` record (and it matched).
+        truncated: always False for replay (a cut-off trace raises); kept for symmetry.
+    """
+
+    source: str | None
+    terminal: str | None
+    records: int
+    events: int
+    transitions: int
+    effects: int
+    ended: bool
+    truncated: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Divergence:
+    """The first point where two record streams differ (a value; see :func:`diff_traces`).
+
+    Attributes:
+        seq: the seq where they differ (0 for the header).
+        expected: the record of the first trace there (None: it had ended).
+        actual: the record of the second trace there (None: it had ended).
+        context: records of the first trace around ``seq``.
+        source: the first trace's file, if any.
+    """
+
+    seq: int
+    expected: dict[str, Any] | None
+    actual: dict[str, Any] | None
+    context: tuple[dict[str, Any], ...] = ()
+    source: str | None = None
+
+    def to_error(self) -> TraceDivergence:
+        """The same facts as the exception replay raises."""
+        return TraceDivergence(
+            seq=self.seq,
+            expected=self.expected,
+            actual=self.actual,
+            context=self.context,
+            source=self.source,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class InFlight:
+    """An effect that was emitted and never answered.
+
+    Attributes:
+        effect: the effect.
+        seq: the seq of its record, or None if the crash came before it was written (the
+            driver never saw it, so performing it now is safe).
+        maybe_side_effects: a tool call whose ``RunToolStep(step=CALL)`` was recorded but
+            never finished: the tool may have run. Never re-run such a call silently.
+    """
+
+    effect: Effect
+    seq: int | None
+    maybe_side_effects: bool
+
+
+@attrs.frozen(kw_only=True)
+class ForkPoint:
+    """A core replayed up to a seq, ready to continue live.
+
+    The continuation uses this core as is (same config and tools). Driving it with another
+    model, policy or tool implementation is the driver's business: the core only sees events.
+
+    Attributes:
+        header: the recorded header.
+        core: the live core; feed it new events to continue.
+        at_seq: the seq asked for; the prefix runs to the end of that event's step.
+        records: the recorded prefix, as record dicts in seq order.
+        outstanding_effects: effects of the prefix that no event has answered yet.
+    """
+
+    header: TraceHeader
+    core: CoreLike
+    at_seq: int
+    records: tuple[dict[str, Any], ...]
+    outstanding_effects: tuple[InFlight, ...]
+
+    def writer_for(
+        self,
+        target: str | os.PathLike[str] | IO[bytes],
+        *,
+        secrets: Iterable[str] = (),
+        meta: Mapping[str, Any] | None = None,
+    ) -> TraceWriter:
+        """A writer for a new trace that starts with this prefix; keep writing the continuation."""
+        return _writer_with_prefix(self.header, self.records, target, secrets, meta)
+
+    def tracing_core(
+        self,
+        target: str | os.PathLike[str] | IO[bytes],
+        *,
+        secrets: Iterable[str] = (),
+        meta: Mapping[str, Any] | None = None,
+    ) -> TracingCore:
+        """The live core wrapped so that the continuation is traced after the prefix."""
+        return TracingCore(self.core, self.writer_for(target, secrets=secrets, meta=meta))
+
+
+@attrs.frozen(kw_only=True)
+class ResumePoint:
+    """A crashed run rebuilt from its trace.
+
+    Attributes:
+        header: the recorded header.
+        core: the rebuilt core, in the state after the last recorded event.
+        records: the run's records as dicts: those on file, then the ones the last ``feed``
+            produced but the crash kept from being written (``unwritten`` of them).
+        unwritten: how many records at the end of ``records`` were not on file.
+        in_flight: emitted, never answered effects, in emission order.
+        truncated: the file ended in a cut-off line (which was dropped).
+    """
+
+    header: TraceHeader
+    core: CoreLike
+    records: tuple[dict[str, Any], ...]
+    unwritten: int
+    in_flight: tuple[InFlight, ...]
+    truncated: bool
+
+    @property
+    def unsafe_to_rerun(self) -> tuple[InFlight, ...]:
+        """In-flight tool calls that may have had side effects: ask before running them again."""
+        return tuple(item for item in self.in_flight if item.maybe_side_effects)
+
+    def writer_for(
+        self,
+        target: str | os.PathLike[str] | IO[bytes],
+        *,
+        secrets: Iterable[str] = (),
+        meta: Mapping[str, Any] | None = None,
+    ) -> TraceWriter:
+        """A writer for a new trace holding the run so far (unwritten records included)."""
+        return _writer_with_prefix(self.header, self.records, target, secrets, meta)
+
+
+def _writer_with_prefix(
+    header: TraceHeader,
+    prefix: Iterable[Mapping[str, Any]],
+    target: str | os.PathLike[str] | IO[bytes],
+    secrets: Iterable[str],
+    meta: Mapping[str, Any] | None,
+) -> TraceWriter:
+    writer = TraceWriter(
+        target,
+        config=header.config,
+        tools=header.tools,
+        secrets=secrets,
+        meta=header.meta if meta is None else meta,
+        table_digest=header.table_digest,
+    )
+    for record in prefix:
+        writer.write_record(record)
+    return writer
+
+
+# --- lines -----------------------------------------------------------------------------------
+
+
+@attrs.define(slots=True)
+class _Line:
+    """One recorded line: raw bytes from a file, or a dict from a ``Trace`` in memory."""
+
+    number: int
+    content: bytes | None
+    complete: bool = True
+    data: dict[str, Any] | None = None
+    event: Event | None = None
+
+
+@attrs.define(slots=True)
+class _Produced:
+    """A record the replayed core produced: its dict (with seq) and its serialized bytes."""
+
+    data: dict[str, Any]
+    content: bytes | None  # None: an error record, which matches nothing
+
+
+def _file_lines(
+    file: IO[bytes], source: str | None
+) -> tuple[TraceHeader, list[Upgrade], Iterator[_Line]]:
+    lines = iter_lines(file)
+    first = next(lines, None)
+    if first is None:
+        raise TraceFormatError(line=1, path="$", problem="empty file: missing header", source=source)
+    header, upgrades = header_from_line(*first, source)
+
+    def generate() -> Iterator[_Line]:
+        for number, content, complete in lines:
+            yield _Line(number, content, complete)
+
+    return header, upgrades, generate()
+
+
+def _trace_lines(trace: Trace) -> Iterator[_Line]:
+    for record in trace.records:
+        yield _Line(record.line, None, True, record.data, record.event)
+
+
+# --- the replay engine -------------------------------------------------------------------------
+
+
+_ANSWERED_BY_EFFECT_ID = (
+    HooksFinished,
+    PermissionDecided,
+    CompactionFinished,
+    CollapseDrained,
+    AttachmentsReady,
+)
+_ASKS_BY_EFFECT_ID = (RunHooks, AskPermission, Compact, DrainCollapse, FetchAttachments)
+
+
+class _Outstanding:
+    """Effects emitted and not yet answered, keyed the way answering events name them."""
+
+    def __init__(self) -> None:
+        self.open: dict[tuple[str, ...], tuple[Effect, int | None]] = {}
+
+    def emitted(self, effect: Effect, seq: int | None) -> None:
+        if isinstance(effect, CallModel):
+            self.open["model", effect.request_id] = (effect, seq)
+        elif isinstance(effect, RunToolStep):
+            self.open["tool", effect.call_id, effect.step.value] = (effect, seq)
+        elif isinstance(effect, _ASKS_BY_EFFECT_ID):
+            self.open["effect", effect.effect_id] = (effect, seq)
+        elif isinstance(effect, CancelTool):
+            # The core has decided the cancelled call's result and awaits nothing more.
+            for step in ToolStep:
+                self.open.pop(("tool", effect.call_id, step.value), None)
+
+    def answered(self, event: Event) -> None:
+        if isinstance(event, ModelStreamClosed | ModelStreamFailed):
+            self.open.pop(("model", event.request_id), None)
+        elif isinstance(event, ToolInputValidated):
+            self.open.pop(("tool", event.call_id, ToolStep.VALIDATE.value), None)
+        elif isinstance(event, ToolCallFinished):
+            self.open.pop(("tool", event.call_id, ToolStep.CALL.value), None)
+        elif isinstance(event, _ANSWERED_BY_EFFECT_ID):
+            self.open.pop(("effect", event.effect_id), None)
+
+    def in_flight(self, written_up_to: int) -> tuple[InFlight, ...]:
+        out = []
+        for effect, seq in self.open.values():
+            on_file = seq is not None and seq <= written_up_to
+            out.append(
+                InFlight(
+                    effect=effect,
+                    seq=seq if on_file else None,
+                    maybe_side_effects=on_file
+                    and isinstance(effect, RunToolStep)
+                    and effect.step is ToolStep.CALL,
+                )
+            )
+        return tuple(out)
+
+
+class _Replayer:
+    """Feeds recorded events to a core and checks the records it produces."""
+
+    def __init__(
+        self,
+        *,
+        header: TraceHeader,
+        core: CoreLike,
+        upgrades: list[Upgrade],
+        source: str | None,
+        context: int,
+        keep: bool,
+        track: bool,
+    ) -> None:
+        self.header = header
+        self.core = core
+        self.upgrades = upgrades
+        self.source = source
+        self.context = max(context, 0)
+        self.keep: list[dict[str, Any]] | None = [] if keep else None
+        self.tracker = _Outstanding() if track else None
+        self.pending: collections.deque[_Produced] = collections.deque()
+        self.recent: collections.deque[_Line] = collections.deque(maxlen=self.context or 1)
+        self.seq = 1
+        self.events = self.transitions = self.effects = 0
+        self.ended = False
+        self.truncated = False
+        self.error: Exception | None = None
+
+    # -- parsing a recorded line, lazily ------------------------------------------------
+
+    def data_of(self, line: _Line) -> dict[str, Any]:
+        """The line's record dict, parsed and upgraded on first use."""
+        if line.data is None:
+            assert line.content is not None  # noqa: S101 - file lines always have bytes
+            data = parse_line(line.content, line.number, line.complete, self.source)
+            if self.upgrades and isinstance(data, dict):
+                data = apply_upgrades(self.upgrades, data, line.number, self.source)
+            line.data = data
+        return line.data
+
+    def checked(self, line: _Line) -> tuple[str, dict[str, Any]]:
+        """Parse and fully check a line; returns its kind and dict (structures events)."""
+        data = self.data_of(line)
+        kind = records.record_kind(data, line.number, self.source)
+        event = records.check_record(data, kind, line.number, self.source, deep=True)
+        if line.event is None:
+            line.event = event
+        if data["seq"] != self.seq:
+            raise TraceFormatError(
+                line=line.number,
+                path="$.seq",
+                problem=f"expected seq {self.seq}, got {data['seq']}",
+                source=self.source,
+            )
+        return kind, data
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def run(self, lines: Iterator[_Line], *, stop_after: int | None, tolerate_tail: bool) -> None:
+        """Consume lines; stop before the first event past ``stop_after`` once its step is done.
+
+        Raises:
+            TraceDivergence: at the first difference.
+            TraceFormatError: for a bad line.
+        """
+        for line in lines:
+            try:
+                if self.pending:
+                    self.match(line, lines)
+                    continue
+                kind, data = self.checked(line)
+            except TraceTruncated:
+                if not tolerate_tail:
+                    raise
+                self.truncated = True
+                break
+            if kind == "event":
+                if stop_after is not None and self.seq > stop_after:
+                    return
+                self.accept(line, data, kind)
+                self.feed(line)
+            elif kind == "end":
+                produced = self.produce(records.end_fields(self.core.terminal, self.core.usage))
+                self.pending.append(produced)
+                self.match(line, lines)
+                self.ended = True
+            else:
+                self.diverge(line, lines, expected=data, actual=None)
+        if self.pending and (not tolerate_tail or self.error is not None):
+            # The trace ends where the core still had records to give (for a crashed run
+            # that is fine, unless the core failed on the last event).
+            produced = self.pending[0]
+            error = self.divergence(self.seq, expected=None, actual=produced.data, after=())
+            raise error from self.error
+
+    def accept(self, line: _Line, data: dict[str, Any] | None, kind: str) -> None:
+        """A recorded line checked out: remember it and advance."""
+        if self.keep is not None:
+            self.keep.append(data if data is not None else self.data_of(line))
+        if self.context:
+            self.recent.append(line)
+        if kind == "transition":
+            self.transitions += 1
+        elif kind == "effect":
+            self.effects += 1
+        elif kind == "event":
+            self.events += 1
+        self.seq += 1
+
+    def produce(self, fields: dict[str, Any]) -> _Produced:
+        fields["seq"] = self.seq + len(self.pending)
+        return _Produced(fields, records.dumps(fields))
+
+    def feed(self, line: _Line) -> None:
+        event = line.event
+        assert event is not None  # noqa: S101 - checked() structured it
+        if self.tracker is not None:
+            self.tracker.answered(event)
+        try:
+            step = self.core.feed(event)
+        except Exception as exc:  # noqa: BLE001 - any failure on a recorded event diverges
+            error = {"record": "error", "seq": self.seq, "error": f"{type(exc).__name__}: {exc}"}
+            self.pending.append(_Produced(error, None))
+            self.error = exc
+            return
+        for fields in records.step_fields(step):
+            self.pending.append(self.produce(fields))
+        if self.tracker is not None:
+            first = self.seq + len(step.transitions)
+            for offset, effect in enumerate(step.effects):
+                self.tracker.emitted(effect, first + offset)
+
+    def match(self, line: _Line, lines: Iterator[_Line]) -> None:
+        produced = self.pending[0]
+        if (
+            line.content is not None
+            and produced.content is not None
+            and line.content == produced.content
+        ):
+            self.pending.popleft()
+            self.accept(line, None, produced.data["record"])
+            return
+        kind, data = self.checked(line)
+        if produced.content is not None and _same(data, produced.content):
+            self.pending.popleft()
+            self.accept(line, data, kind)
+            return
+        self.diverge(line, lines, expected=data, actual=produced.data)
+
+    def diverge(
+        self,
+        line: _Line,
+        lines: Iterator[_Line],
+        *,
+        expected: dict[str, Any],
+        actual: dict[str, Any] | None,
+    ) -> None:
+        after = []
+        for following in lines:
+            if len(after) >= self.context:
+                break
+            after.append(following)
+        error = self.divergence(self.seq, expected=expected, actual=actual, after=after)
+        raise error from self.error
+
+    def divergence(
+        self,
+        seq: int,
+        *,
+        expected: dict[str, Any] | None,
+        actual: dict[str, Any] | None,
+        after: Iterable[_Line],
+    ) -> TraceDivergence:
+        around: list[dict[str, Any]] = []
+        window = list(self.recent)[-self.context :] if self.context else []
+        for line in [*window, *after]:
+            try:
+                data = self.data_of(line)
+            except TraceFormatError:
+                break
+            if isinstance(data, dict):
+                around.append(data)
+        if expected is not None and self.context:
+            around.insert(len(window), expected)
+        return TraceDivergence(
+            seq=seq, expected=expected, actual=actual, context=around, source=self.source
+        )
+
+
+def _same(recorded: dict[str, Any], produced: bytes) -> bool:
+    """Equal as JSON, allowing for the writer's key-based redaction of the recorded side."""
+    normal = orjson.loads(produced)
+    return bool(recorded == normal or recorded == KEY_RULES_ONLY.value(normal))
+
+
+def _check_digest(header: TraceHeader, expected: str | None, source: str | None) -> None:
+    digest = current_table_digest() if expected is None else expected
+    if header.table_digest != digest:
+        where = source or "trace"
+        raise TableDigestMismatch(
+            f"{where}: recorded against machine tables {header.table_digest}, this fsm_agent "
+            f"has {digest}; the tables changed, so re-record the traces with "
+            f"`{RERECORD_COMMAND}` (and review the new transitions)"
+        )
+
+
+def _start(
+    source: TraceSource | Trace,
+    *,
+    context: int,
+    keep: bool,
+    track: bool,
+    core_factory: CoreFactory | None,
+    table_digest: str | None,
+    file: IO[bytes] | None,
+) -> tuple[_Replayer, Iterator[_Line]]:
+    if isinstance(source, Trace):
+        header, upgrades, lines = source.header, [], _trace_lines(source)
+        name = source.source
+    else:
+        assert file is not None  # noqa: S101 - the caller opened it
+        name = os.fspath(source)
+        header, upgrades, lines = _file_lines(file, name)
+    _check_digest(header, table_digest, name)
+    core = (core_factory or default_core_factory)(header.config, header.tools)
+    replayer = _Replayer(
+        header=header,
+        core=core,
+        upgrades=upgrades,
+        source=name,
+        context=context,
+        keep=keep,
+        track=track,
+    )
+    return replayer, lines
+
+
+def _run(
+    source: TraceSource | Trace,
+    *,
+    context: int,
+    keep: bool,
+    track: bool,
+    stop_after: int | None,
+    tolerate_tail: bool,
+    core_factory: CoreFactory | None,
+    table_digest: str | None,
+) -> _Replayer:
+    if isinstance(source, Trace):
+        replayer, lines = _start(
+            source,
+            context=context,
+            keep=keep,
+            track=track,
+            core_factory=core_factory,
+            table_digest=table_digest,
+            file=None,
+        )
+        replayer.run(lines, stop_after=stop_after, tolerate_tail=tolerate_tail)
+        replayer.truncated = replayer.truncated or source.truncated
+        return replayer
+    with open(source, "rb") as file:
+        replayer, lines = _start(
+            source,
+            context=context,
+            keep=keep,
+            track=track,
+            core_factory=core_factory,
+            table_digest=table_digest,
+            file=file,
+        )
+        replayer.run(lines, stop_after=stop_after, tolerate_tail=tolerate_tail)
+    return replayer
+
+
+# --- public functions ----------------------------------------------------------------------
+
+
+def replay(
+    source: TraceSource | Trace,
+    *,
+    context: int = 3,
+    core_factory: CoreFactory | None = None,
+    table_digest: str | None = None,
+) -> ReplayResult:
+    """Replay a trace against a fresh core and check every record.
+
+    Args:
+        source: a trace file, or a :class:`~fsm_agent.trace.reader.Trace` already read.
+        context: how many recorded records before and after a divergence to report.
+        core_factory: builds the core from the header's config and tools (default:
+            ``AgentCore``).
+        table_digest: the digest the header must carry (default: this library's tables).
+
+    Returns:
+        What was checked, and the terminal reason the core reached.
+
+    Raises:
+        TableDigestMismatch: the trace was recorded against other machine tables.
+        TraceDivergence: at the first record the core does not reproduce.
+        TraceFormatError: for a bad line (``TraceTruncated`` for a cut-off trace).
+        TraceVersionError: for a schema this library cannot read.
+    """
+    replayer = _run(
+        source,
+        context=context,
+        keep=False,
+        track=False,
+        stop_after=None,
+        tolerate_tail=False,
+        core_factory=core_factory,
+        table_digest=table_digest,
+    )
+    return ReplayResult(
+        source=replayer.source,
+        terminal=replayer.core.terminal,
+        records=replayer.seq - 1,
+        events=replayer.events,
+        transitions=replayer.transitions,
+        effects=replayer.effects,
+        ended=replayer.ended,
+    )
+
+
+def fork(
+    source: TraceSource | Trace,
+    at_seq: int,
+    *,
+    context: int = 3,
+    core_factory: CoreFactory | None = None,
+    table_digest: str | None = None,
+) -> ForkPoint:
+    """Replay events up to and including seq ``at_seq`` and return the live core.
+
+    The prefix ends after the step of the last event at or before ``at_seq`` (a step is
+    never cut in half). The prefix is checked like :func:`replay` checks a whole trace.
+
+    Raises:
+        UsageError: if ``at_seq`` is below 1 or past the end of the trace.
+        TableDigestMismatch, TraceDivergence, TraceFormatError: as :func:`replay`.
+    """
+    if at_seq < 1:
+        raise UsageError(f"fork at seq {at_seq}: seqs start at 1")
+    replayer = _run(
+        source,
+        context=context,
+        keep=True,
+        track=True,
+        stop_after=at_seq,
+        tolerate_tail=False,
+        core_factory=core_factory,
+        table_digest=table_digest,
+    )
+    if replayer.seq - 1 < at_seq:
+        raise UsageError(f"fork at seq {at_seq}: the trace has only {replayer.seq - 1} records")
+    assert replayer.keep is not None  # noqa: S101
+    assert replayer.tracker is not None  # noqa: S101
+    return ForkPoint(
+        header=replayer.header,
+        core=replayer.core,
+        at_seq=at_seq,
+        records=tuple(replayer.keep),
+        outstanding_effects=replayer.tracker.in_flight(replayer.seq - 1),
+    )
+
+
+def resume(
+    source: TraceSource | Trace,
+    *,
+    context: int = 3,
+    core_factory: CoreFactory | None = None,
+    table_digest: str | None = None,
+) -> ResumePoint:
+    """Rebuild a crashed run from its (possibly cut-off) trace.
+
+    Every recorded event is fed and checked as in :func:`replay`, except that the trace may
+    stop anywhere: a cut-off last line is dropped, and records the last ``feed`` produced
+    but the crash kept off the file are added to ``records``. Nothing is re-run.
+
+    Raises:
+        TableDigestMismatch, TraceDivergence, TraceFormatError: as :func:`replay`.
+    """
+    replayer = _run(
+        source,
+        context=context,
+        keep=True,
+        track=True,
+        stop_after=None,
+        tolerate_tail=True,
+        core_factory=core_factory,
+        table_digest=table_digest,
+    )
+    assert replayer.keep is not None  # noqa: S101
+    assert replayer.tracker is not None  # noqa: S101
+    written = replayer.seq - 1
+    unwritten = [orjson.loads(p.content) for p in replayer.pending if p.content is not None]
+    return ResumePoint(
+        header=replayer.header,
+        core=replayer.core,
+        records=(*replayer.keep, *unwritten),
+        unwritten=len(unwritten),
+        in_flight=replayer.tracker.in_flight(written),
+        truncated=replayer.truncated,
+    )
+
+
+def diff_traces(
+    a: TraceSource | Trace, b: TraceSource | Trace, *, context: int = 3
+) -> Divergence | None:
+    """The first point where two traces differ, or None when they agree.
+
+    Headers are compared without ``meta`` (and without ``library_version``); a header
+    difference is reported at seq 0. Records are compared as dicts, in order.
+    """
+    first = a if isinstance(a, Trace) else read_trace(a)
+    second = b if isinstance(b, Trace) else read_trace(b)
+    left, right = _comparable_header(first.header), _comparable_header(second.header)
+    if left != right:
+        return Divergence(seq=0, expected=left, actual=right, source=first.source)
+    ours, theirs = first.records, second.records
+    for index in range(max(len(ours), len(theirs))):
+        mine = ours[index].data if index < len(ours) else None
+        other = theirs[index].data if index < len(theirs) else None
+        if mine != other:
+            low, high = max(index - context, 0), index + context + 1
+            return Divergence(
+                seq=index + 1,
+                expected=mine,
+                actual=other,
+                context=tuple(r.data for r in ours[low:high]),
+                source=first.source,
+            )
+    return None
+
+
+def _comparable_header(header: TraceHeader) -> dict[str, Any]:
+    record = header.to_record()
+    del record["meta"], record["library_version"]
+    return record
