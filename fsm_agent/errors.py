@@ -36,9 +36,7 @@ class IllegalTransition(UsageError):
         self.event = event
         self.legal = tuple(legal)
         listed = ", ".join(self.legal) if self.legal else "nothing (final phase)"
-        super().__init__(
-            f"event {event} is not legal in phase {phase!r}; legal there: {listed}"
-        )
+        super().__init__(f"event {event} is not legal in phase {phase!r}; legal there: {listed}")
 
 
 class CorePoisoned(UsageError):

@@ -55,7 +55,13 @@ from fsm_agent.core.tables import (
 )
 from fsm_agent.core.tool_calls import ToolCall, ToolExecutor
 from fsm_agent.core.tool_spec import ToolSpec
-from fsm_agent.errors import CorePoisoned, DefinitionError, FsmAgentError, IllegalTransition, UsageError
+from fsm_agent.errors import (
+    CorePoisoned,
+    DefinitionError,
+    FsmAgentError,
+    IllegalTransition,
+    UsageError,
+)
 
 _TOOL_EVENTS = (
     ev.ToolInputValidated,
@@ -462,7 +468,9 @@ class AgentCore:
                     result = UserMessage(
                         uuid=self.new_uuid(),
                         content=(
-                            ToolResultBlock(tool_use_id=block.id, content=result_text, is_error=True),
+                            ToolResultBlock(
+                                tool_use_id=block.id, content=result_text, is_error=True
+                            ),
                         ),
                     )
                     self._tool_results.append(result)
@@ -503,7 +511,7 @@ class AgentCore:
                     self._show(message)
                 continue
             self._show(message)
-            if self._executor is None:
+            if self._executor is None or not isinstance(message, AssistantMessage):
                 continue
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
@@ -759,12 +767,16 @@ class AgentCore:
 
     def _on_request_retried(self) -> None:
         event = self._event
-        overloaded = isinstance(event, ev.ModelStreamFailed) and event.kind is ev.FailureKind.OVERLOADED
+        overloaded = (
+            isinstance(event, ev.ModelStreamFailed) and event.kind is ev.FailureKind.OVERLOADED
+        )
         self._consecutive_overloaded = self._consecutive_overloaded + 1 if overloaded else 0
         retry_after = event.retry_after_ms if isinstance(event, ev.ModelStreamFailed) else None
         self._discard_attempt()
         attempt = self._attempt + 1
-        self._start_request(attempt=attempt, delay_ms=self.config.retry_delay_ms(attempt, retry_after))
+        self._start_request(
+            attempt=attempt, delay_ms=self.config.retry_delay_ms(attempt, retry_after)
+        )
 
     def _on_model_fallback(self) -> None:
         old = self._model_name
@@ -807,7 +819,11 @@ class AgentCore:
             for message in self._assistant:
                 for block in message.content if isinstance(message, AssistantMessage) else ():
                     if isinstance(block, ToolUseBlock):
-                        error = self._assembler.tool_input_errors.get(block.id) if self._assembler else None
+                        error = (
+                            self._assembler.tool_input_errors.get(block.id)
+                            if self._assembler
+                            else None
+                        )
                         self._executor.add(block, error)
         self._executor.pump()
 
@@ -871,16 +887,14 @@ class AgentCore:
         )
 
     def _on_completed(self) -> None:
-        if self.phase == Phase.FINALIZING.value or self._guard_last_is_api_error():
+        from_stop_hooks = isinstance(self._event, ev.HooksFinished)
+        if not from_stop_hooks and isinstance(self._last_assistant(), ApiErrorMessage):
             # SPEC §2.3 step 4: the run ends on an API error; Stop hooks are skipped.
-            if isinstance(self._last_assistant(), ApiErrorMessage):
-                self._surface_withheld()
-                self._stop_failure_hooks()
+            self._surface_withheld()
+            self._stop_failure_hooks()
 
     def _on_stop_hooks_started(self) -> None:
-        last = next(
-            (m for m in reversed(self._assistant) if isinstance(m, AssistantMessage)), None
-        )
+        last = next((m for m in reversed(self._assistant) if isinstance(m, AssistantMessage)), None)
         self._await(
             fx.RunHooks(
                 effect_id=self.new_effect_id(),
@@ -909,7 +923,9 @@ class AgentCore:
 
     def _on_stop_hook_blocking(self) -> None:
         event: ev.HooksFinished = self._event
-        feedback = [self._meta_user(loop_texts.stop_hook_feedback(t)) for t in event.outcome.blocking_errors]
+        feedback = [
+            self._meta_user(loop_texts.stop_hook_feedback(t)) for t in event.outcome.blocking_errors
+        ]
         # SPEC §2.1: hasAttemptedReactiveCompact is kept (resetting it looped forever).
         self._continue_with(
             attrs.evolve(
@@ -1015,8 +1031,10 @@ def _message_chars(message: Message) -> int:
                 total += len(block.text)
             elif isinstance(block, ToolResultBlock):
                 content = block.content
-                total += len(content) if isinstance(content, str) else sum(
-                    len(getattr(part, "text", "")) for part in content
+                total += (
+                    len(content)
+                    if isinstance(content, str)
+                    else sum(len(getattr(part, "text", "")) for part in content)
                 )
             elif isinstance(block, ToolUseBlock):
                 total += len(str(block.input))

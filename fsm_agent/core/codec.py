@@ -58,7 +58,7 @@ def make_converter() -> cattrs.Converter:
     configure_tagged_union(
         messages.ResultPart, conv, tag_name="type", tag_generator=_BLOCK_TAGS.__getitem__
     )
-    parts = tuple[messages.ResultPart, ...]  # type: ignore[valid-type]
+    parts = tuple[messages.ResultPart, ...]
 
     def structure_result_content(value: Any, _type: Any) -> messages.ToolResultContent:
         if isinstance(value, str):

@@ -94,7 +94,8 @@ class LoopConfig:
         """Backoff before ``attempt`` (2 = first retry): base·2^(n−2), capped; retry-after wins."""
         if retry_after_ms is not None:
             return min(retry_after_ms, self.retry_cap_ms)
-        return min(self.retry_base_ms * 2 ** max(attempt - 2, 0), self.retry_cap_ms)
+        delay: int = self.retry_base_ms * 2 ** max(attempt - 2, 0)
+        return min(delay, self.retry_cap_ms)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **overrides: object) -> LoopConfig:

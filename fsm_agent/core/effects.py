@@ -15,10 +15,8 @@ import attrs
 
 from fsm_agent.core.messages import Message
 
-frozen = attrs.frozen(kw_only=True)
 
-
-@frozen
+@attrs.frozen(kw_only=True)
 class CallModel:
     """Stream one model response for the current request messages.
 
@@ -41,7 +39,7 @@ class ToolStep(enum.Enum):
     CALL = "call"
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class RunToolStep:
     """Validate a tool call's input, or call the tool."""
 
@@ -62,7 +60,7 @@ class HookEvent(enum.Enum):
     STOP_FAILURE = "StopFailure"
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class RunHooks:
     """Run every hook registered for ``hook_event``; the answer is ``HooksFinished``."""
 
@@ -73,7 +71,7 @@ class RunHooks:
     payload: dict[str, Any] = attrs.field(factory=dict)
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class AskPermission:
     """Decide whether a tool call may run; ``hook_decision`` is a PreToolUse hook's say."""
 
@@ -93,7 +91,7 @@ class CompactKind(enum.Enum):
     REACTIVE = "reactive"
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class Compact:
     """Compact the current history (``AgentCore.messages_for_query()``)."""
 
@@ -102,7 +100,7 @@ class Compact:
     trigger: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class DrainCollapse:
     """Commit staged context collapses (SPEC §7.4)."""
 
@@ -118,7 +116,7 @@ class CancelReason(enum.Enum):
     MODEL_ERROR = "model_error"  # ours: the response failed while its calls were running
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class CancelTool:
     """Stop a running tool call (kill its subprocess); its result is already decided."""
 
@@ -127,7 +125,7 @@ class CancelTool:
     reason: CancelReason
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class FetchAttachments:
     """Collect attachments, prefetch results and queued commands for the next turn."""
 
@@ -135,7 +133,7 @@ class FetchAttachments:
     turn: int
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class Emit:
     """A message was added to the transcript; show it to the consumer."""
 

@@ -15,17 +15,15 @@ import attrs
 
 from fsm_agent.core.messages import Message, ToolResultContent
 
-frozen = attrs.frozen(kw_only=True)
 
-
-@frozen
+@attrs.frozen(kw_only=True)
 class TurnStarted:
     """A user turn begins with this transcript (the new prompt is its last message)."""
 
     messages: tuple[Message, ...]
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ModelStreamEvent:
     """One raw Messages-API stream event, as a dict in the shape the SDK yields."""
 
@@ -33,7 +31,7 @@ class ModelStreamEvent:
     event: dict[str, Any]
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ModelStreamClosed:
     """The model's stream iterator finished without raising (it may still be truncated)."""
 
@@ -70,7 +68,7 @@ _RETRYABLE = frozenset(
 )
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ModelStreamFailed:
     """The model request raised; ``status`` is the HTTP status when there was one."""
 
@@ -81,7 +79,7 @@ class ModelStreamFailed:
     retry_after_ms: int | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ToolInputValidated:
     """The tool checked a call's input (schema and ``validate_input``) and classified it."""
 
@@ -92,7 +90,7 @@ class ToolInputValidated:
     read_only: bool = False
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ToolCallFinished:
     """The tool's ``call`` returned (or raised: then ``is_error`` and the formatted error)."""
 
@@ -102,7 +100,7 @@ class ToolCallFinished:
     context_update: dict[str, Any] | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ToolProgressReported:
     """A running tool reported progress; shown to the user, never sent to the model."""
 
@@ -118,7 +116,7 @@ class HookDecision(enum.Enum):
     ASK = "ask"
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class HookOutcome:
     """The aggregate of every hook that ran for one hook event (SPEC §6.1)."""
 
@@ -132,7 +130,7 @@ class HookOutcome:
     system_messages: tuple[str, ...] = ()
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class HooksFinished:
     """The hooks asked for by a ``RunHooks`` effect have all finished."""
 
@@ -160,7 +158,7 @@ class DecisionSource(enum.Enum):
     POLICY = "policy"
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class PermissionDecided:
     """The answer to an ``AskPermission`` effect, with why it was given."""
 
@@ -173,7 +171,7 @@ class PermissionDecided:
     abort_turn: bool = False
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class CompactionFinished:
     """An autocompact or reactive compact finished; ``messages`` replace the history on success."""
 
@@ -183,7 +181,7 @@ class CompactionFinished:
     error: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class CollapseDrained:
     """Staged context collapses were committed; ``messages`` is the drained view."""
 
@@ -192,7 +190,7 @@ class CollapseDrained:
     messages: tuple[Message, ...] = ()
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class AttachmentsReady:
     """Attachments, prefetch results and queued commands for the next turn."""
 
@@ -200,7 +198,7 @@ class AttachmentsReady:
     messages: tuple[Message, ...] = ()
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class AbortRequested:
     """The user (or the caller) asked to stop; ``reason`` ``interrupt`` means a new prompt waits."""
 

@@ -16,20 +16,17 @@ from typing import Any, TypeAlias
 
 import attrs
 
-frozen = attrs.frozen(kw_only=True)
-
-
 # --- content blocks ------------------------------------------------------------------------
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class TextBlock:
     """Plain text."""
 
     text: str
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ThinkingBlock:
     """Extended thinking with its signature."""
 
@@ -37,14 +34,14 @@ class ThinkingBlock:
     signature: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class RedactedThinkingBlock:
     """Thinking the API returned encrypted."""
 
     data: str
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ToolUseBlock:
     """A request from the model to call a tool."""
 
@@ -53,14 +50,14 @@ class ToolUseBlock:
     input: dict[str, Any] = attrs.field(factory=dict)
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ImageBlock:
     """An image; ``source`` is the API's source object (base64 or url)."""
 
     source: dict[str, Any] = attrs.field(factory=dict)
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class DocumentBlock:
     """A document (PDF or text); ``source`` is the API's source object."""
 
@@ -71,7 +68,7 @@ ResultPart: TypeAlias = TextBlock | ImageBlock | DocumentBlock
 ToolResultContent: TypeAlias = str | tuple[ResultPart, ...]
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ToolResultBlock:
     """The answer to one ``tool_use``; content is a string or text/image blocks."""
 
@@ -104,7 +101,7 @@ CONTENT_BLOCK_TYPES: tuple[type, ...] = (
 # --- usage ---------------------------------------------------------------------------------
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class Usage:
     """Token usage of one API response (``message_delta`` usage is cumulative)."""
 
@@ -136,7 +133,7 @@ class Usage:
 # --- messages ------------------------------------------------------------------------------
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class UserMessage:
     """A user turn: prompt text, tool results, or a meta message written by the loop.
 
@@ -149,7 +146,7 @@ class UserMessage:
     is_meta: bool = False
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class AssistantMessage:
     """One completed content block of a model response (SPEC §3: one message per block).
 
@@ -173,7 +170,7 @@ class ApiErrorKind(enum.Enum):
     OTHER = "other"
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ApiErrorMessage:
     """A synthetic assistant message standing for an API error.
 
@@ -201,7 +198,7 @@ class AttachmentKind(enum.Enum):
     OTHER = "other"
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class AttachmentMessage:
     """Context attached to the next user turn; sent as ``<system-reminder>`` text."""
 
@@ -210,7 +207,7 @@ class AttachmentMessage:
     text: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ProgressMessage:
     """Progress reported by a running tool; never sent to the API."""
 
@@ -219,7 +216,7 @@ class ProgressMessage:
     text: str
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class SystemMessage:
     """A notice for the user (warnings, fallback notes, compact boundaries); not sent."""
 
@@ -228,7 +225,7 @@ class SystemMessage:
     text: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class TombstoneMessage:
     """Marks an earlier message as withdrawn (a discarded streaming attempt, SPEC §3)."""
 

@@ -274,7 +274,7 @@ def _strip_trailing_thinking(blocks: list[ApiBlock]) -> None:
     while blocks and blocks[-1]["type"] in _THINKING_TYPES:
         blocks.pop()
     if had_blocks and not blocks:
-        blocks.append(_text(texts.THINKING_ONLY_PLACEHOLDER))
+        blocks.append(_text(texts.EMPTY_ASSISTANT_PLACEHOLDER))
 
 
 def normalize_for_api(

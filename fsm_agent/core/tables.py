@@ -119,8 +119,16 @@ def _row(
 
 P, T, C = Phase, Terminal, CallState
 _NOT_WAITING_ON_TOOLS = (
-    P.IDLE, P.ITER_INIT, P.PREPROCESS, P.AUTOCOMPACTING, P.SETUP, P.STREAMING, P.POST_STREAM,
-    P.FINALIZING, P.COLLAPSE_DRAINING, P.REACTIVE_COMPACTING,
+    P.IDLE,
+    P.ITER_INIT,
+    P.PREPROCESS,
+    P.AUTOCOMPACTING,
+    P.SETUP,
+    P.STREAMING,
+    P.POST_STREAM,
+    P.FINALIZING,
+    P.COLLAPSE_DRAINING,
+    P.REACTIVE_COMPACTING,
 )
 _AFTER_TOOLS = (P.TOOL_EXEC, P.ATTACHMENTS, P.POST_TOOLS)
 
@@ -236,7 +244,9 @@ def _build_machine(rows: tuple[Row, ...], states: list[str], initial: str) -> Ma
     )
 
 
-def check_table(rows: tuple[Row, ...], owner: type, *, internal: frozenset[tuple[str, type]]) -> None:
+def check_table(
+    rows: tuple[Row, ...], owner: type, *, internal: frozenset[tuple[str, type]]
+) -> None:
     """Fail at build time when a guard or an ``_on_`` method is missing, or a group is open.
 
     A group of rows sharing (source, on) must end with an unguarded row, unless the event is

@@ -99,9 +99,6 @@ CONVERSATION_START_PLACEHOLDER = "(conversation resumed)"
 EMPTY_ASSISTANT_PLACEHOLDER = "(empty response)"
 """Text for a non-final assistant message with no content (SPEC §8.1 step 10)."""
 
-THINKING_ONLY_PLACEHOLDER = "(response had no visible content)"
-"""Text for a final assistant message whose content was nothing but thinking (SPEC §8.1 step 8)."""
-
 
 def media_omitted(kind: str) -> str:
     """Stands in for an image or document dropped to respect the per-request media cap."""

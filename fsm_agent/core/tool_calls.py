@@ -46,7 +46,8 @@ from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import DefinitionError, IllegalTransition
 
 _EXECUTING = frozenset(
-    s.value for s in (CallState.PRE_HOOKS, CallState.PERMISSION, CallState.RUNNING, CallState.POST_HOOKS)
+    s.value
+    for s in (CallState.PRE_HOOKS, CallState.PERMISSION, CallState.RUNNING, CallState.POST_HOOKS)
 )
 _RESULT_READY = frozenset(
     s.value
@@ -242,7 +243,9 @@ class ToolExecutor:
             raise IllegalTransition(
                 phase=f"tool call {call.call_id} in {call.state}",
                 event=type(event).__name__,
-                legal=sorted({r.on.__name__ for (s, on), rs in _TOOL_INDEX.items() for r in rs if s == call.state and on is not None}),
+                legal=sorted(
+                    on.__name__ for (source, on) in _TOOL_INDEX if source == call.state and on
+                ),
             )
         self._event = event
         try:
@@ -315,7 +318,9 @@ class ToolExecutor:
     def _on_hook_denied(self, call: ToolCall) -> None:
         outcome: ev.HookOutcome = self._event.outcome
         if outcome.blocking_errors:
-            text = loop_texts.pre_tool_hook_error(call.tool_name, "\n".join(outcome.blocking_errors))
+            text = loop_texts.pre_tool_hook_error(
+                call.tool_name, "\n".join(outcome.blocking_errors)
+            )
         else:
             text = loop_texts.hook_denied(outcome.decision_reason)
         call.content = text
@@ -375,7 +380,9 @@ class ToolExecutor:
             # SPEC §5.2: only a shell tool's error cancels its running siblings.
             self._sibling_error = call
             for other in self.order:
-                if other is not call and (other.executing or other.state == CallState.VALIDATING.value):
+                if other is not call and (
+                    other.executing or other.state == CallState.VALIDATING.value
+                ):
                     self._cancel(other, fx.CancelReason.SIBLING_ERROR, message="")
 
     def _on_call_returned(self, call: ToolCall) -> None:
@@ -441,7 +448,9 @@ class ToolExecutor:
 
     # --- cancellation ------------------------------------------------------------------------
 
-    def cancel_all(self, reason: fx.CancelReason, *, message: str = "", only_interruptible: bool = False) -> None:
+    def cancel_all(
+        self, reason: fx.CancelReason, *, message: str = "", only_interruptible: bool = False
+    ) -> None:
         """Cancel every call that has not finished (abort, model error)."""
         for call in self.order:
             if call.result_ready or call.state == _YIELDED:
@@ -464,7 +473,9 @@ class ToolExecutor:
         call.content = self._cancel_text(reason, message)
         if was_waiting:
             self._sink.add_effect(
-                fx.CancelTool(effect_id=self._sink.new_effect_id(), call_id=call.call_id, reason=reason)
+                fx.CancelTool(
+                    effect_id=self._sink.new_effect_id(), call_id=call.call_id, reason=reason
+                )
             )
         call.awaiting = None
 

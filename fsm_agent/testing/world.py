@@ -162,7 +162,9 @@ class WorldRun:
         if isinstance(effect, fx.RunToolStep):
             script = self.world.tools.get(effect.tool_name, ToolScript())
             if effect.step is fx.ToolStep.VALIDATE:
-                error = "" if script.valid else "<tool_use_error>InputValidationError</tool_use_error>"
+                error = (
+                    "" if script.valid else "<tool_use_error>InputValidationError</tool_use_error>"
+                )
                 validated = ev.ToolInputValidated(
                     call_id=effect.call_id,
                     ok=script.valid,

@@ -125,7 +125,7 @@ def parse_line(content: bytes, number: int, complete: bool, source: str | None) 
 
 
 def header_from_line(
-    content: bytes, number: int, complete: bool, source: str | None
+    number: int, content: bytes, complete: bool, source: str | None
 ) -> tuple[TraceHeader, list[Upgrade]]:
     """Parse and check line 1; returns the header and the upgrades later lines need."""
     data = parse_line(content, number, complete, source)

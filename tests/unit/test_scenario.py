@@ -262,7 +262,10 @@ def test_thinking_ends_with_a_signature_delta() -> None:
 def test_usage_is_reported_cumulatively() -> None:
     """message_delta carries the whole usage; output tokens default to characters / 4."""
     step = one_step(
-        {"content": [{"text": "x" * 40}], "usage": {"input_tokens": 7, "cache_read_input_tokens": 3}}
+        {
+            "content": [{"text": "x" * 40}],
+            "usage": {"input_tokens": 7, "cache_read_input_tokens": 3},
+        }
     ).steps[0]
     events = render_events(step)
     assert events[0]["message"]["usage"]["input_tokens"] == 7

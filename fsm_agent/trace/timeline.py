@@ -1,0 +1,321 @@
+"""Human-readable views of a trace: a text timeline and a self-contained HTML page.
+
+Both are built from the same entries (:func:`timeline_entries`): phase changes with the
+transition that made them, tool-call steps, permission decisions with who decided and why,
+hooks, compactions, model requests with their token usage, and the terminal reason. Stream
+deltas are folded into one line per model response. The HTML has inline CSS and no external
+assets, and every piece of trace text in it is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Final
+
+import attrs
+import orjson
+
+from fsm_agent.trace.reader import Trace
+
+_WIDTH: Final = 100
+
+
+@attrs.frozen(kw_only=True)
+class TimelineEntry:
+    """One line of a timeline.
+
+    Attributes:
+        seq: the record's seq (0 for header lines).
+        category: ``phase``, ``tool``, ``permission``, ``hooks``, ``compact``, ``model``,
+            ``event``, ``effect``, ``end`` or ``info``.
+        text: what happened, in one line.
+    """
+
+    seq: int
+    category: str
+    text: str
+
+
+def _short(value: Any, width: int = 80) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _usage_text(usage: dict[str, Any]) -> str:
+    parts = [f"in {usage.get('input_tokens', 0)}", f"out {usage.get('output_tokens', 0)}"]
+    if usage.get("cache_read_input_tokens"):
+        parts.append(f"cache read {usage['cache_read_input_tokens']}")
+    if usage.get("cache_creation_input_tokens"):
+        parts.append(f"cache write {usage['cache_creation_input_tokens']}")
+    return ", ".join(parts)
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        texts = [b.get("text", "") for b in content if isinstance(b, dict) and "text" in b]
+        if texts:
+            return " ".join(texts)
+        kinds = [str(b.get("type")) for b in content if isinstance(b, dict)]
+        return "[" + ", ".join(kinds) + "]"
+    return str(message.get("text", message.get("subtype", "")))
+
+
+class _Builder:
+    """Walks the records once, keeping what later lines refer back to."""
+
+    def __init__(self) -> None:
+        self.entries: list[TimelineEntry] = []
+        self.permission_calls: dict[str, str] = {}  # AskPermission effect_id → call_id
+        self.streams: dict[str, dict[str, Any]] = {}
+        self.counts = {"event": 0, "transition": 0, "effect": 0}
+        self.terminal: str | None = None
+
+    def add(self, seq: int, category: str, text: str) -> None:
+        self.entries.append(TimelineEntry(seq=seq, category=category, text=text))
+
+    def record(self, data: dict[str, Any]) -> None:
+        kind = data["record"]
+        seq = data["seq"]
+        if kind in self.counts:
+            self.counts[kind] += 1
+        if kind == "event":
+            self.event(seq, data["event"])
+        elif kind == "transition":
+            self.transition(seq, data)
+        elif kind == "effect":
+            self.effect(seq, data["effect"])
+        elif kind == "end":
+            self.terminal = data.get("terminal")
+            self.add(
+                seq,
+                "end",
+                f"end: terminal {self.terminal or '(none)'}; usage "
+                f"{_usage_text(data.get('usage') or {})}",
+            )
+
+    def transition(self, seq: int, data: dict[str, Any]) -> None:
+        move = f"{data['source']} → {data['dest']}  [{data['name']}]"
+        if data.get("machine") == "tool":
+            self.add(seq, "tool", f"tool {data.get('call_id')}: {move}")
+        else:
+            self.add(seq, "phase", f"phase {move}")
+
+    def event(self, seq: int, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "ModelStreamEvent":
+            self.stream_event(event)
+            return
+        if kind == "TurnStarted":
+            messages = event.get("messages") or []
+            last = _message_text(messages[-1]) if messages else ""
+            self.add(seq, "event", f"turn started ({len(messages)} messages): {_short(last)}")
+        elif kind == "ModelStreamClosed":
+            self.add(seq, "model", self.stream_summary(event.get("request_id", "")))
+        elif kind == "ModelStreamFailed":
+            status = f" {event['status']}" if event.get("status") is not None else ""
+            self.add(
+                seq,
+                "model",
+                f"model request {event.get('request_id')} failed: {event.get('kind')}{status}"
+                f" {_short(event.get('message', ''), 60)}".rstrip(),
+            )
+        elif kind == "ToolInputValidated":
+            verdict = "valid" if event.get("ok") else f"invalid: {_short(event.get('error', ''))}"
+            flags = [
+                name for name in ("concurrency_safe", "read_only") if event.get(name)
+            ]
+            extra = f" ({', '.join(flags)})" if flags else ""
+            self.add(seq, "tool", f"tool {event.get('call_id')} input {verdict}{extra}")
+        elif kind == "ToolCallFinished":
+            state = "failed" if event.get("is_error") else "finished"
+            self.add(
+                seq,
+                "tool",
+                f"tool {event.get('call_id')} {state}: {_short(event.get('content', ''), 60)}",
+            )
+        elif kind == "ToolProgressReported":
+            self.add(seq, "tool", f"tool {event.get('call_id')} progress: {_short(event.get('text'))}")
+        elif kind == "PermissionDecided":
+            call = self.permission_calls.get(event.get("effect_id", ""), "?")
+            reason = event.get("reason") or event.get("message") or ""
+            because = f" — {_short(reason, 60)}" if reason else ""
+            self.add(
+                seq,
+                "permission",
+                f"permission for {call}: {event.get('behavior')} by {event.get('source')}"
+                f"{because}",
+            )
+        elif kind == "HooksFinished":
+            self.add(seq, "hooks", f"hooks {event.get('effect_id')} finished: "
+                     f"{self.hook_outcome(event.get('outcome') or {})}")
+        elif kind == "CompactionFinished":
+            result = "ok" if event.get("ok") else f"failed: {_short(event.get('error', ''))}"
+            count = len(event.get("messages") or [])
+            self.add(seq, "compact", f"compaction {event.get('effect_id')} {result} "
+                     f"({count} messages)")
+        elif kind == "CollapseDrained":
+            self.add(seq, "compact", f"collapse drained: {event.get('committed')} committed")
+        elif kind == "AttachmentsReady":
+            count = len(event.get("messages") or [])
+            self.add(seq, "event", f"attachments ready ({count} messages)")
+        elif kind == "AbortRequested":
+            self.add(seq, "event", f"abort requested ({event.get('reason')})")
+        else:
+            self.add(seq, "event", f"{kind}")
+
+    def hook_outcome(self, outcome: dict[str, Any]) -> str:
+        parts = []
+        if outcome.get("decision"):
+            reason = outcome.get("decision_reason")
+            parts.append(f"decision {outcome['decision']}" + (f" ({reason})" if reason else ""))
+        if outcome.get("blocking_errors"):
+            parts.append(f"{len(outcome['blocking_errors'])} blocking error(s)")
+        if outcome.get("prevent_continuation"):
+            parts.append(f"stop: {_short(outcome.get('stop_reason', ''), 40)}")
+        return ", ".join(parts) or "no objection"
+
+    def stream_event(self, event: dict[str, Any]) -> None:
+        stream = self.streams.setdefault(
+            event.get("request_id", ""), {"events": 0, "usage": {}, "stop_reason": None}
+        )
+        stream["events"] += 1
+        payload = event.get("event") or {}
+        kind = payload.get("type")
+        if kind == "message_start":
+            usage = (payload.get("message") or {}).get("usage") or {}
+            stream["usage"].update(usage)
+        elif kind == "message_delta":
+            stream["usage"].update(payload.get("usage") or {})
+            stop = (payload.get("delta") or {}).get("stop_reason")
+            if stop:
+                stream["stop_reason"] = stop
+
+    def stream_summary(self, request_id: str) -> str:
+        stream = self.streams.get(request_id, {"events": 0, "usage": {}, "stop_reason": None})
+        return (
+            f"model response {request_id}: {stream['events']} stream events, stop "
+            f"{stream['stop_reason'] or '(none)'}, usage {_usage_text(stream['usage'])}"
+        )
+
+    def effect(self, seq: int, effect: dict[str, Any]) -> None:
+        kind = effect.get("type")
+        if kind == "CallModel":
+            delay = f", after {effect['delay_ms']} ms" if effect.get("delay_ms") else ""
+            self.add(
+                seq,
+                "model",
+                f"call model {effect.get('model')} (request {effect.get('request_id')}, attempt "
+                f"{effect.get('attempt', 1)}, max output {effect.get('max_output_tokens')}"
+                f"{delay})",
+            )
+        elif kind == "RunToolStep":
+            self.add(
+                seq,
+                "tool",
+                f"run {effect.get('tool_name')} {effect.get('step')} for {effect.get('call_id')}"
+                f": {_short(effect.get('input', {}), 60)}",
+            )
+        elif kind == "AskPermission":
+            self.permission_calls[effect.get("effect_id", "")] = str(effect.get("call_id"))
+            hook = ""
+            if effect.get("hook_decision"):
+                hook = f"; hook says {effect['hook_decision']}"
+                if effect.get("hook_reason"):
+                    hook += f" ({_short(effect['hook_reason'], 40)})"
+            self.add(
+                seq,
+                "permission",
+                f"ask permission for {effect.get('tool_name')} {effect.get('call_id')}{hook}",
+            )
+        elif kind == "RunHooks":
+            target = f" for {effect['call_id']}" if effect.get("call_id") else ""
+            self.add(seq, "hooks", f"run {effect.get('hook_event')} hooks{target}")
+        elif kind == "Compact":
+            trigger = f" ({effect['trigger']})" if effect.get("trigger") else ""
+            self.add(seq, "compact", f"compact: {effect.get('kind')}{trigger}")
+        elif kind == "DrainCollapse":
+            self.add(seq, "compact", "drain staged context collapses")
+        elif kind == "CancelTool":
+            self.add(seq, "tool", f"cancel {effect.get('call_id')}: {effect.get('reason')}")
+        elif kind == "FetchAttachments":
+            self.add(seq, "effect", f"fetch attachments for turn {effect.get('turn')}")
+        elif kind == "Emit":
+            message = effect.get("message") or {}
+            self.add(
+                seq,
+                "effect",
+                f"emit {message.get('type')} message: {_short(_message_text(message), 60)}",
+            )
+        else:
+            self.add(seq, "effect", f"{kind}")
+
+
+def timeline_entries(trace: Trace) -> list[TimelineEntry]:
+    """The entries of a trace's timeline, header lines first, summary last."""
+    header = trace.header
+    builder = _Builder()
+    tools = ", ".join(tool.name for tool in header.tools) or "(none)"
+    builder.add(
+        0,
+        "info",
+        f"trace {trace.source or '(in memory)'}: schema {header.schema}, fsm_agent "
+        f"{header.library_version}, tables {header.table_digest}",
+    )
+    builder.add(0, "info", f"model {header.config.model}; tools: {tools}")
+    for record in trace.records:
+        builder.record(record.data)
+    counts = builder.counts
+    tail = "; trace cut off (truncated)" if trace.truncated else ""
+    builder.add(
+        0,
+        "info",
+        f"{counts['event']} events, {counts['transition']} transitions, {counts['effect']} "
+        f"effects; terminal {builder.terminal or '(none)'}{tail}",
+    )
+    return builder.entries
+
+
+def render_timeline(trace: Trace) -> str:
+    """A plain-text timeline, one line per entry: seq, category, what happened."""
+    lines = []
+    for entry in timeline_entries(trace):
+        seq = f"{entry.seq:>6}" if entry.seq else " " * 6
+        line = f"{seq}  {entry.category:<10}  {entry.text}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+_CSS: Final = """
+body { font: 14px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+       margin: 1.5em; color: #1d1d1f; background: #fafafa; }
+h1 { font-size: 1.2em; }
+table { border-collapse: collapse; width: 100%; }
+td { padding: 2px 8px; vertical-align: top; border-bottom: 1px solid #eee; }
+td.seq { text-align: right; color: #888; width: 4em; }
+td.cat { width: 7em; font-weight: bold; }
+tr.phase td.cat { color: #0a58ca; } tr.tool td.cat { color: #8a4b00; }
+tr.permission td.cat { color: #a4161a; } tr.hooks td.cat { color: #6f42c1; }
+tr.compact td.cat { color: #146c43; } tr.model td.cat { color: #055160; }
+tr.end { background: #fff3cd; } tr.info { color: #555; background: #f0f0f0; }
+"""
+
+
+def render_html(trace: Trace, *, title: str | None = None) -> str:
+    """A self-contained HTML page of the timeline (inline CSS, no scripts or external assets)."""
+    heading = html.escape(title or f"fsm_agent trace {trace.source or ''}".strip())
+    rows = []
+    for entry in timeline_entries(trace):
+        category = html.escape(entry.category)
+        seq = str(entry.seq) if entry.seq else ""
+        rows.append(
+            f'<tr class="{category}"><td class="seq">{seq}</td><td class="cat">{category}</td>'
+            f"<td>{html.escape(entry.text)}</td></tr>"
+        )
+    body = "\n".join(rows)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<title>{heading}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        f"<h1>{heading}</h1>\n<table>\n{body}\n</table>\n</body>\n</html>\n"
+    )
