@@ -97,7 +97,7 @@ CONVERSATION_START_PLACEHOLDER = "(conversation resumed)"
 """Leading user message added when a transcript would otherwise start with the assistant."""
 
 EMPTY_ASSISTANT_PLACEHOLDER = "(empty response)"
-"""Text for a non-final assistant message with no content (SPEC §8.1 step 10)."""
+"""Text for an assistant message with no visible content (SPEC §8.1 steps 8 and 10)."""
 
 
 def media_omitted(kind: str) -> str:

@@ -1,3 +1,116 @@
-"""pytest plugin: replay recorded traces as test items (``--fsm-replay PATH``)."""
+"""pytest plugin: replay recorded traces as test items (``--fsm-replay PATH``).
+
+Registered through the ``pytest11`` entry point ``fsm_agent_replay``. Give ``--fsm-replay``
+once or more, each a ``.jsonl`` trace or a folder searched recursively for ``*.jsonl``; every
+trace becomes one test item that replays it against this library's core. A divergence is
+shown as the seq, the recorded and the replayed record and the records around it, not as a
+traceback.
+
+The plugin imports nothing heavy at start-up (never ``anthropic``, and not the core either):
+the trace package is imported when the first item runs, so a broken core cannot break pytest.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_OPTION = "--fsm-replay"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--fsm-replay PATH`` (repeatable)."""
+    group = parser.getgroup("fsm_agent", "fsm_agent trace replay")
+    group.addoption(
+        _OPTION,
+        action="append",
+        default=[],
+        metavar="PATH",
+        dest="fsm_replay",
+        help="replay a recorded fsm_agent trace (a .jsonl file, or a folder of them) as a "
+        "test; repeatable",
+    )
+
+
+def _trace_files(paths: list[str]) -> Iterator[Path]:
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            yield from sorted(path.rglob("*.jsonl"))
+        else:
+            yield path
+
+
+class ReplayFile(pytest.File):
+    """A trace file given with ``--fsm-replay``; it holds one item."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        """One :class:`ReplayItem` per trace."""
+        yield ReplayItem.from_parent(self, name="replay")
+
+
+class ReplayItem(pytest.Item):
+    """Replays one trace; fails on the first divergence."""
+
+    def runtest(self) -> None:
+        """Replay the trace (raises a ``TraceError`` when it does not replay)."""
+        from fsm_agent.trace.replay import replay  # noqa: PLC0415 - keep start-up light
+
+        if not self.path.exists():
+            raise FileNotFoundError(f"--fsm-replay: no such trace: {self.path}")
+        replay(self.path)
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | Any:
+        """A readable account of why the trace did not replay."""
+        from fsm_agent.errors import TraceDivergence, TraceError  # noqa: PLC0415
+
+        error = excinfo.value
+        if isinstance(error, TraceDivergence):
+            return format_divergence(error)
+        if isinstance(error, TraceError | FileNotFoundError):
+            return f"{self.path}: {error}" if str(self.path) not in str(error) else str(error)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Where the item comes from, for pytest's report lines."""
+        return self.path, None, f"fsm replay {self.path.name}"
+
+
+def format_divergence(error: Any) -> str:
+    """Render a ``TraceDivergence`` as a short report (used by the plugin and the CLI)."""
+    import orjson  # noqa: PLC0415
+
+    def show(record: dict[str, Any] | None) -> str:
+        if record is None:
+            return "(nothing: the stream ends here)"
+        return orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode()
+
+    lines = [
+        f"{error.source or 'trace'}: replay diverged at seq {error.seq}",
+        f"  recorded: {show(error.expected)}",
+        f"  replayed: {show(error.actual)}",
+    ]
+    if error.context:
+        lines.append("  around it (recorded):")
+        for record in error.context:
+            marker = ">" if record.get("seq") == error.seq else " "
+            lines.append(f"   {marker} {show(record)}")
+    return "\n".join(lines)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Append one replay item per trace given with ``--fsm-replay``."""
+    paths: list[str] = config.getoption("fsm_replay") or []
+    for path in _trace_files(paths):
+        collector = ReplayFile.from_parent(session, path=path.resolve())
+        items.extend(collector.collect())

@@ -21,6 +21,7 @@ idempotence properties. Strategies take keyword-only arguments (Hypothesis API s
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -319,7 +320,7 @@ def loop_transcripts(draw: st.DrawFn, *, max_rounds: int = 4) -> list[Message]:
 
 def _chunks(text: str, cuts: Sequence[int]) -> list[str]:
     points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
-    return [text[a:b] for a, b in zip(points, points[1:], strict=False) if b > a]
+    return [text[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
 def stream_events_for(

@@ -13,7 +13,8 @@ import pytest
 
 from fsm_agent.core.events import FailureKind
 from fsm_agent.errors import DefinitionError
-from fsm_agent.runtime.models import ModelFailure, ModelRequest
+from fsm_agent.runtime.models import AnthropicModel, Model, ModelFailure, ModelRequest
+from fsm_agent.testing import scenario as scenario_module
 from fsm_agent.testing.scenario import (
     ErrorKind,
     Scenario,
@@ -131,6 +132,20 @@ def test_every_shipped_scenario_parses() -> None:
     assert "tool_then_reply" in names
     for name in names:
         assert load_shipped_scenario(name).steps
+
+
+def test_documented_example_parses() -> None:
+    """The example in the module docstring is a valid scenario."""
+    doc = scenario_module.__doc__ or ""
+    example = doc.split("::", 1)[1].split("A step:", 1)[0]
+    scenario = parse_scenario(json.loads(example))
+    assert len(scenario.steps) == 5
+
+
+def test_models_satisfy_the_protocol() -> None:
+    """ScriptedModel and AnthropicModel both fit where a Model is expected."""
+    models: list[Model] = [ScriptedModel(Scenario(steps=())), AnthropicModel(name="m")]
+    assert [model.name for model in models] == ["scripted-model", "m"]
 
 
 def test_load_scenario_reads_a_file(tmp_path: Path) -> None:

@@ -1,0 +1,441 @@
+"""The async driver: performs the core's effects and feeds their results back as events.
+
+The driver decides nothing the core could decide. For every effect it starts a task (stream a
+model response, validate or call a tool, run hooks, answer a permission question, compact);
+each task puts the events it produces into one queue, and the driver feeds them to the core
+one at a time, in arrival order — that order is what the trace records, so a replay needs
+none of the tasks. Cancellation is structured: ``CancelTool`` cancels the call's task (a
+shell subprocess is killed by the tool) and later reports about that call are dropped; a
+cancelled ``run``/``stream`` (Ctrl-C) is fed to the core as ``AbortRequested`` first, so every
+tool_use still gets its result and the trace ends with an ``end`` record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from fsm_agent.core import effects as fx
+from fsm_agent.core import events as ev
+from fsm_agent.core.agent_core import AgentCore
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.messages import Message, TextBlock, Usage, UserMessage
+from fsm_agent.core.step import Step, TransitionTaken
+from fsm_agent.errors import UsageError
+from fsm_agent.runtime.compaction import SummaryCompactor
+from fsm_agent.runtime.hooks import HookInput, Hooks
+from fsm_agent.runtime.models import Model, ModelFailure, ModelRequest
+from fsm_agent.runtime.permissions import PermissionPolicy
+from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, run_call, run_validation
+from fsm_agent.trace.writer import TraceWriter, TracingCore
+
+DEFAULT_TRACE_DIR = Path(".fsm_agent") / "traces"
+
+
+# --- what the caller sees -----------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class RunResult:
+    """How a run ended.
+
+    Attributes:
+        terminal: the terminal reason (``completed``, ``max_turns``, ``aborted_tools``...).
+        messages: the whole transcript, prompt first.
+        usage: tokens used over all model responses.
+        trace_path: where the trace was written, if it was.
+    """
+
+    terminal: str
+    messages: tuple[Message, ...]
+    usage: Usage
+    trace_path: Path | None = None
+
+    @property
+    def text(self) -> str:
+        """The text of the last assistant message (the answer, for a completed run)."""
+        from fsm_agent.core.messages import AssistantMessage, text_of  # noqa: PLC0415
+
+        for message in reversed(self.messages):
+            if isinstance(message, AssistantMessage) and text_of(message):
+                return text_of(message)
+        return ""
+
+
+@attrs.frozen(kw_only=True)
+class TransitionUpdate:
+    """A row of a machine table fired."""
+
+    transition: TransitionTaken
+    phase: str
+
+
+@attrs.frozen(kw_only=True)
+class MessageUpdate:
+    """A message was added to the transcript."""
+
+    message: Message
+
+
+@attrs.frozen(kw_only=True)
+class TextDelta:
+    """A piece of streamed text or thinking."""
+
+    text: str
+    thinking: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ToolProgress:
+    """A running tool reported progress."""
+
+    call_id: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class RunFinished:
+    """The last update of a run."""
+
+    result: RunResult
+
+
+Update = TransitionUpdate | MessageUpdate | TextDelta | ToolProgress | RunFinished
+
+
+# --- the agent ----------------------------------------------------------------------------------
+
+
+class Agent:
+    """An agent: a model, tools, hooks and a permission policy, run by the FSM core.
+
+    Args:
+        model: what answers (``AnthropicModel``, ``ScriptedModel``, or your own ``Model``).
+        tools: the tools the model may call.
+        config: the loop's bounds and options.
+        hooks: PreToolUse, PostToolUse and Stop hooks.
+        permissions: how ``ask`` decisions are answered (default: allow what tools allow,
+            deny what would need a prompt).
+        trace: a file or folder for the JSONL trace; None writes under
+            ``.fsm_agent/traces/`` of ``cwd``; False writes none.
+        cwd: the working directory tools act in (default: the current one).
+        system: the system prompt.
+        secrets: strings that must never reach a trace (the API key is added by itself).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        tools: Sequence[Tool[Any]] = (),
+        config: LoopConfig | None = None,
+        hooks: Hooks | None = None,
+        permissions: PermissionPolicy | None = None,
+        trace: str | os.PathLike[str] | bool | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        system: str = "",
+        secrets: Sequence[str] = (),
+    ) -> None:
+        self.model = model
+        self.tools = tuple(tools)
+        self.config = config if config is not None else LoopConfig(model=model.name)
+        self.hooks = hooks if hooks is not None else Hooks()
+        self.permissions = permissions if permissions is not None else PermissionPolicy()
+        self.trace = trace
+        self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        self.system = system
+        key = getattr(model, "api_key", None)
+        self.secrets = (*secrets, *([key] if isinstance(key, str) and key else []))
+        self._by_name: dict[str, Tool[Any]] = {}
+        for tool in self.tools:
+            for name in (tool.name, *tool.aliases):
+                self._by_name[name] = tool
+
+    async def run(self, prompt: str | Sequence[Message]) -> RunResult:
+        """Run until a terminal reason; return the result."""
+        result: RunResult | None = None
+        async for update in self.stream(prompt):
+            if isinstance(update, RunFinished):
+                result = update.result
+        assert result is not None
+        return result
+
+    def run_sync(self, prompt: str | Sequence[Message]) -> RunResult:
+        """``run`` in a fresh event loop; Ctrl-C aborts the run cleanly and re-raises."""
+        return asyncio.run(self.run(prompt))
+
+    async def stream(self, prompt: str | Sequence[Message]) -> AsyncIterator[Update]:
+        """Run, yielding stream deltas, messages, transitions and tool progress as they come."""
+        session = _Session(self, _as_messages(prompt))
+        async for update in session.run():
+            yield update
+
+    def tool(self, name: str) -> Tool[Any] | None:
+        """The tool called ``name`` (or one of its aliases)."""
+        return self._by_name.get(name)
+
+    def trace_path(self) -> Path | None:
+        """Where the next run's trace goes (None when tracing is off)."""
+        if self.trace is False:
+            return None
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S-%f")
+        if self.trace is None or self.trace is True:
+            return self.cwd / DEFAULT_TRACE_DIR / f"run-{stamp}.jsonl"
+        path = Path(self.trace)
+        if path.is_dir():
+            return path / f"run-{stamp}.jsonl"
+        return path
+
+
+def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise UsageError("the prompt is empty")
+        return (UserMessage(uuid="prompt", content=(TextBlock(text=prompt),)),)
+    return tuple(prompt)
+
+
+class _Session:
+    """One run: the core, its trace, the tasks performing effects, and the event queue."""
+
+    def __init__(self, agent: Agent, messages: tuple[Message, ...]) -> None:
+        self.agent = agent
+        self.messages = messages
+        self.core = AgentCore(config=agent.config, tools=[t.spec() for t in agent.tools])
+        self.trace_path = agent.trace_path()
+        self.writer: TraceWriter | None = None
+        if self.trace_path is not None:
+            self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+            self.writer = TraceWriter(
+                self.trace_path,
+                config=agent.config,
+                tools=[t.spec() for t in agent.tools],
+                secrets=agent.secrets,
+                meta={"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name},
+            )
+        self.feeder: AgentCore | TracingCore = (
+            TracingCore(self.core, self.writer) if self.writer is not None else self.core
+        )
+        self.queue: asyncio.Queue[ev.Event | BaseException] = asyncio.Queue()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.call_tasks: dict[str, set[asyncio.Task[None]]] = {}
+        self.call_contexts: dict[str, ToolContext] = {}
+        self.cancelled_calls: set[str] = set()
+        self.effect_calls: dict[str, str] = {}
+        self.compactor = SummaryCompactor()
+
+    async def run(self) -> AsyncIterator[Update]:
+        try:
+            for update in self._feed(ev.TurnStarted(messages=self.messages)):
+                yield update
+            while self.core.terminal is None:
+                try:
+                    item = await self.queue.get()
+                except asyncio.CancelledError:
+                    # Ctrl-C or a cancelled task: abort through the core, then re-raise.
+                    for update in self._abort("user"):
+                        yield update
+                    raise
+                if isinstance(item, BaseException):
+                    raise item
+                if self._dropped(item):
+                    continue
+                for update in self._feed(item):
+                    yield update
+        finally:
+            await self._stop_tasks()
+            if self.writer is not None:
+                self.writer.close()
+        result = RunResult(
+            terminal=self.core.terminal or "",
+            messages=self.core.transcript,
+            usage=self.core.usage,
+            trace_path=self.trace_path,
+        )
+        yield RunFinished(result=result)
+
+    def _abort(self, reason: str) -> list[Update]:
+        if self.core.terminal is not None or self.core.poisoned:
+            return []
+        return self._feed(ev.AbortRequested(reason=reason))
+
+    def _dropped(self, event: ev.Event) -> bool:
+        call_id = getattr(event, "call_id", None)
+        if call_id is None and isinstance(event, ev.HooksFinished | ev.PermissionDecided):
+            call_id = self.effect_calls.get(event.effect_id)
+        return call_id is not None and call_id in self.cancelled_calls
+
+    def _feed(self, event: ev.Event) -> list[Update]:
+        step: Step = self.feeder.feed(event)
+        updates: list[Update] = []
+        if (
+            isinstance(event, ev.ModelStreamEvent)
+            and event.event.get("type") == "content_block_delta"
+        ):
+            delta = event.event.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                updates.append(TextDelta(text=str(delta.get("text", ""))))
+            elif delta.get("type") == "thinking_delta":
+                updates.append(TextDelta(text=str(delta.get("thinking", "")), thinking=True))
+        if isinstance(event, ev.ToolProgressReported):
+            updates.append(ToolProgress(call_id=event.call_id, text=event.text))
+        for transition in step.transitions:
+            updates.append(TransitionUpdate(transition=transition, phase=self.core.phase))
+        for effect in step.effects:
+            if isinstance(effect, fx.Emit):
+                updates.append(MessageUpdate(message=effect.message))
+            else:
+                self._perform(effect)
+        return updates
+
+    # --- performing effects ---------------------------------------------------------------------
+
+    def _spawn(self, coro: Any, *, call_id: str | None = None) -> None:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._guarded(coro))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        if call_id is not None:
+            self.call_tasks.setdefault(call_id, set()).add(task)
+
+    async def _guarded(self, coro: Any) -> None:
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # a driver bug: surface it in the main loop
+            self.queue.put_nowait(exc)
+
+    def _perform(self, effect: fx.Effect) -> None:
+        if isinstance(effect, fx.CallModel):
+            request = ModelRequest(
+                model=effect.model,
+                max_output_tokens=effect.max_output_tokens,
+                messages=self.core.api_messages(),
+                system=self.agent.system,
+                tools=[
+                    {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
+                    for t in self.agent.tools
+                ],
+            )
+            self._spawn(self._call_model(effect, request))
+        elif isinstance(effect, fx.RunToolStep):
+            self._spawn(self._tool_step(effect), call_id=effect.call_id)
+        elif isinstance(effect, fx.RunHooks):
+            if effect.call_id is not None:
+                self.effect_calls[effect.effect_id] = effect.call_id
+            if effect.hook_event is not fx.HookEvent.STOP_FAILURE:
+                self._spawn(self._hooks(effect), call_id=effect.call_id)
+        elif isinstance(effect, fx.AskPermission):
+            self.effect_calls[effect.effect_id] = effect.call_id
+            self._spawn(self._permission(effect), call_id=effect.call_id)
+        elif isinstance(effect, fx.Compact):
+            self._spawn(self._compact(effect))
+        elif isinstance(effect, fx.DrainCollapse):
+            # Context collapse is not built into this driver: nothing is ever staged.
+            self.queue.put_nowait(ev.CollapseDrained(effect_id=effect.effect_id, committed=0))
+        elif isinstance(effect, fx.FetchAttachments):
+            self.queue.put_nowait(ev.AttachmentsReady(effect_id=effect.effect_id))
+        elif isinstance(effect, fx.CancelTool):
+            self.cancelled_calls.add(effect.call_id)
+            context = self.call_contexts.get(effect.call_id)
+            if context is not None:
+                context.abort.set()
+            for task in self.call_tasks.pop(effect.call_id, set()):
+                task.cancel()
+
+    async def _call_model(self, effect: fx.CallModel, request: ModelRequest) -> None:
+        rid = effect.request_id
+        if effect.delay_ms:
+            await asyncio.sleep(effect.delay_ms / 1000)
+        try:
+            async for raw in self.agent.model.stream(request):
+                self.queue.put_nowait(ev.ModelStreamEvent(request_id=rid, event=raw))
+        except ModelFailure as failure:
+            self.queue.put_nowait(
+                ev.ModelStreamFailed(
+                    request_id=rid,
+                    kind=failure.kind,
+                    message=failure.message,
+                    status=failure.status,
+                    retry_after_ms=failure.retry_after_ms,
+                )
+            )
+            return
+        self.queue.put_nowait(ev.ModelStreamClosed(request_id=rid))
+
+    def _context(self, call_id: str) -> ToolContext:
+        context = self.call_contexts.get(call_id)
+        if context is None:
+            context = ToolContext(cwd=self.agent.cwd, extra=dict(self.core.tool_context))
+            self.call_contexts[call_id] = context
+        return context
+
+    async def _tool_step(self, effect: fx.RunToolStep) -> None:
+        tool = self.agent.tool(effect.tool_name)
+        context = self._context(effect.call_id)
+        if effect.step is fx.ToolStep.VALIDATE:
+            validated = await run_validation(
+                tool, effect.tool_name, effect.input, context, call_id=effect.call_id
+            )
+            self.queue.put_nowait(validated)
+            return
+        if tool is None:
+            raise UsageError(f"the core asked to call {effect.tool_name!r}, which is not a tool")
+        context.extra.update(effect.context)
+
+        def progress(text: str) -> None:
+            self.queue.put_nowait(ev.ToolProgressReported(call_id=effect.call_id, text=text))
+
+        finished = await run_call(tool, effect.input, context, progress, call_id=effect.call_id)
+        self.queue.put_nowait(finished)
+
+    async def _hooks(self, effect: fx.RunHooks) -> None:
+        payload = dict(effect.payload)
+        tool_input = payload.pop("tool_input", {})
+        hook_input = HookInput(
+            hook_event=effect.hook_event,
+            tool_name=effect.tool_name,
+            tool_input=tool_input if isinstance(tool_input, dict) else {},
+            payload=payload,
+        )
+        outcome = await self.agent.hooks.run(hook_input)
+        self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
+
+    async def _permission(self, effect: fx.AskPermission) -> None:
+        tool = self.agent.tool(effect.tool_name)
+        check = PermissionCheck(behavior="passthrough")
+        if tool is not None:
+            try:
+                check = tool.check_permissions(
+                    tool.parse_input(effect.input), self._context(effect.call_id)
+                )
+            except Exception:  # noqa: BLE001 - SPEC §9.3 1c: a parse failure is a passthrough
+                check = PermissionCheck(behavior="passthrough")
+        decided = await self.agent.permissions.decide(effect, check)
+        self.queue.put_nowait(decided)
+
+    async def _compact(self, effect: fx.Compact) -> None:
+        result = await self.compactor.compact(
+            effect.kind, self.core.messages_for_query(), self.agent.model, self.core.model
+        )
+        self.queue.put_nowait(
+            ev.CompactionFinished(
+                effect_id=effect.effect_id,
+                ok=result.ok,
+                messages=result.messages,
+                error=result.error,
+            )
+        )
+
+    async def _stop_tasks(self) -> None:
+        pending = [task for task in self.tasks if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)

@@ -1,0 +1,223 @@
+"""The trace writer: line format, flushing, redaction, refusal of non-JSON values."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import orjson
+import pytest
+import structlog
+from test_trace_support import CONFIG, TOOLS, FakeCore, fake_events, lines_of, record_run
+
+from fsm_agent.core import effects as fx
+from fsm_agent.core import events as ev
+from fsm_agent.core.messages import Usage
+from fsm_agent.core.step import Step, TransitionTaken
+from fsm_agent.errors import UsageError
+from fsm_agent.testing.world import prompt
+from fsm_agent.trace.redact import REDACTED, Redactor, is_sensitive_key
+from fsm_agent.trace.writer import TraceWriter, TracingCore
+
+API_KEY = "sk-ant-api03-abcdefghijklmnop"
+
+
+def make_writer(target: Path | io.BytesIO, **kwargs: object) -> TraceWriter:
+    return TraceWriter(target, config=CONFIG, tools=TOOLS, table_digest="d", **kwargs)  # type: ignore[arg-type]
+
+
+def test_lines_are_sorted_json_one_record_each(tmp_path: Path) -> None:
+    """Every line is one JSON object serialized with sorted keys, tagged with its record kind."""
+    path = record_run(tmp_path / "t.jsonl")
+    raw_lines = path.read_bytes().split(b"\n")
+    assert raw_lines[-1] == b""  # the file ends with a newline
+    for raw in raw_lines[:-1]:
+        data = orjson.loads(raw)
+        assert orjson.dumps(data, option=orjson.OPT_SORT_KEYS) == raw
+        assert data["record"] in {"header", "event", "transition", "effect", "end"}
+
+
+def test_seq_counts_every_record_after_the_header(tmp_path: Path) -> None:
+    """The header has no seq; the records after it are numbered 1, 2, 3... without gaps."""
+    records = lines_of(record_run(tmp_path / "t.jsonl"))
+    assert "seq" not in records[0]
+    assert [r["seq"] for r in records[1:]] == list(range(1, len(records)))
+
+
+def test_header_holds_config_tools_and_digest(tmp_path: Path) -> None:
+    """The header records the schema, the config, the tool specs, the digest and meta."""
+    with make_writer(tmp_path / "t.jsonl", meta={"started_at": "2026-11-30"}):
+        pass
+    header = lines_of(tmp_path / "t.jsonl")[0]
+    assert header["schema"] == 1
+    assert header["table_digest"] == "d"
+    assert header["config"]["max_output_tokens"] == CONFIG.max_output_tokens
+    assert header["tools"][0]["name"] == "Read"
+    assert header["meta"] == {"started_at": "2026-11-30"}
+
+
+def test_each_record_is_flushed_at_once() -> None:
+    """A record is in the file as soon as its write call returns (write-ahead)."""
+    buffer = io.BytesIO()
+    writer = make_writer(buffer)
+    writer.write_event(ev.AbortRequested(reason="user"))
+    lines = buffer.getvalue().splitlines()
+    assert orjson.loads(lines[-1]) == {
+        "record": "event",
+        "seq": 1,
+        "event": {"type": "AbortRequested", "reason": "user"},
+    }
+
+
+def test_write_step_writes_transitions_then_effects() -> None:
+    """A step is written as its transitions followed by its effects, with consecutive seqs."""
+    buffer = io.BytesIO()
+    writer = make_writer(buffer)
+    step = Step(
+        transitions=(TransitionTaken(machine="loop", name="a", source="x", dest="y"),),
+        effects=(fx.DrainCollapse(effect_id="e1"),),
+    )
+    writer.write_step(step)
+    writer.write_end("completed", Usage(input_tokens=3))
+    records = [orjson.loads(line) for line in buffer.getvalue().splitlines()[1:]]
+    assert [(r["record"], r["seq"]) for r in records] == [
+        ("transition", 1),
+        ("effect", 2),
+        ("end", 3),
+    ]
+    assert records[2]["usage"]["input_tokens"] == 3
+
+
+def test_an_api_key_never_reaches_the_file(tmp_path: Path) -> None:
+    """A configured secret is redacted wherever it appears, and so is anything key-shaped."""
+    path = record_run(tmp_path / "t.jsonl", text=f"my key is {API_KEY}, really", secrets=(API_KEY,))
+    content = path.read_text()
+    assert API_KEY not in content
+    assert "my key is [REDACTED], really" in content
+    other = "sk-ant-zzzzzzzzzzzzzzzzzzzzz"
+    path = record_run(tmp_path / "u.jsonl", text=f"leaked {other}")
+    assert other not in path.read_text()
+
+
+def test_sensitive_keys_are_redacted_but_token_counters_are_not() -> None:
+    """Credential-named keys lose their string value; usage counters and schemas stay."""
+    record = {
+        "headers": {"Authorization": "Bearer abc", "x-api-key": "k-123", "accept": "json"},
+        "api_key": "k-456",
+        "password": "hunter2",
+        "token": "t-789",
+        "usage": {"input_tokens": 12, "output_tokens": 3, "max_output_tokens": 9},
+        "schema": {"properties": {"password": {"type": "string"}}},
+    }
+    out = Redactor().value(record)
+    assert out["headers"] == {"Authorization": REDACTED, "x-api-key": REDACTED, "accept": "json"}
+    assert out["api_key"] == out["password"] == out["token"] == REDACTED
+    assert out["usage"] == record["usage"]
+    assert out["schema"] == record["schema"]
+    assert record["api_key"] == "k-456"  # the input is not changed in place
+
+
+def test_sensitive_key_names() -> None:
+    """The key rules catch credential names and spare ``*_tokens`` counters."""
+    for key in ("api_key", "X-Api-Key", "authorization", "client_secret", "password", "token",
+                "access_token"):
+        assert is_sensitive_key(key), key
+    for key in ("input_tokens", "max_output_tokens", "token_budget", "tokens", "type"):
+        assert not is_sensitive_key(key), key
+
+
+def test_a_redacted_event_is_written_redacted(tmp_path: Path) -> None:
+    """A tool input holding a credential under a sensitive key is redacted in the event line."""
+    with make_writer(tmp_path / "t.jsonl") as writer:
+        writer.write_event(
+            ev.PermissionDecided(
+                effect_id="e1",
+                behavior=ev.PermissionBehavior.ALLOW,
+                source=ev.DecisionSource.USER,
+                updated_input={"url": "https://x", "token": "ghp_secret_value"},
+            )
+        )
+    assert "ghp_secret_value" not in (tmp_path / "t.jsonl").read_text()
+
+
+def test_too_short_secrets_are_refused() -> None:
+    """A secret shorter than four characters is refused; an empty one is ignored."""
+    with pytest.raises(ValueError, match="at least 4"):
+        Redactor(["abc"])
+    assert Redactor([""]).text("abc") == "abc"
+
+
+def test_unknown_objects_are_refused_not_repred() -> None:
+    """A value JSON cannot carry raises UsageError and leaves no partial line behind."""
+    buffer = io.BytesIO()
+    writer = make_writer(buffer)
+    before = buffer.getvalue()
+    event = ev.ModelStreamEvent(request_id="r1", event={"oops": object()})
+    with pytest.raises(UsageError, match="cannot be written"):
+        writer.write_event(event)
+    assert buffer.getvalue() == before
+    writer.write_event(ev.AbortRequested())
+    assert orjson.loads(buffer.getvalue().splitlines()[-1])["seq"] == 1  # no seq was burnt
+
+
+def test_structlog_global_configuration_is_untouched(tmp_path: Path) -> None:
+    """Building and using a writer never changes structlog's process-wide configuration."""
+    before = structlog.get_config()
+    with make_writer(tmp_path / "t.jsonl") as writer:
+        writer.write_event(ev.AbortRequested())
+    assert structlog.get_config() == before
+
+
+def test_closed_writer_refuses_records(tmp_path: Path) -> None:
+    """Writing after close raises UsageError; closing twice is harmless."""
+    writer = make_writer(tmp_path / "t.jsonl")
+    writer.close()
+    writer.close()
+    with pytest.raises(UsageError, match="closed"):
+        writer.write_event(ev.AbortRequested())
+
+
+def test_a_caller_file_is_left_open() -> None:
+    """A file object passed in is flushed but not closed by the writer."""
+    buffer = io.BytesIO()
+    with make_writer(buffer):
+        pass
+    assert not buffer.closed
+
+
+def test_tracing_core_writes_event_before_feeding(tmp_path: Path) -> None:
+    """TracingCore writes the event first, so the line exists even when the core raises."""
+    path = tmp_path / "t.jsonl"
+    core = FakeCore(CONFIG, TOOLS)
+    with make_writer(path) as writer:
+        tracing = TracingCore(core, writer)
+        with pytest.raises(UsageError):
+            tracing.feed(ev.ToolCallFinished(call_id="nope"))
+    assert lines_of(path)[-1]["event"]["type"] == "ToolCallFinished"
+
+
+def test_tracing_core_writes_the_end_record(tmp_path: Path) -> None:
+    """The step that ends the run is followed by an end record with usage totals."""
+    path = tmp_path / "t.jsonl"
+    core = FakeCore(CONFIG, TOOLS)
+    with make_writer(path) as writer:
+        tracing = TracingCore(core, writer)
+        for event in fake_events():
+            tracing.feed(event)
+        assert tracing.phase == "completed"  # attribute reads reach the core
+    end = lines_of(path)[-1]
+    assert end["record"] == "end"
+    assert end["terminal"] == "completed"
+    assert end["usage"]["output_tokens"] == 7
+
+
+def test_turn_prompt_round_trips(tmp_path: Path) -> None:
+    """An event's dict in the file is exactly the codec's dump of it."""
+    event = ev.TurnStarted(messages=prompt("hi"))
+    with make_writer(tmp_path / "t.jsonl") as writer:
+        writer.write_event(event)
+    from fsm_agent.core.codec import dump_event, load_event
+
+    stored = lines_of(tmp_path / "t.jsonl")[1]["event"]
+    assert load_event(stored) == event
+    assert stored == orjson.loads(orjson.dumps(dump_event(event)))
