@@ -21,7 +21,7 @@ import attrs
 
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
-from fsm_agent.core import loop_texts
+from fsm_agent.core import texts
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.loop_state import AutoCompactTracking, LoopState
 from fsm_agent.core.messages import (
@@ -461,9 +461,9 @@ class AgentCore:
                 if isinstance(block, ToolUseBlock) and block.id not in self._answered:
                     self._answered.add(block.id)
                     result_text = (
-                        loop_texts.model_error_result(text)
+                        texts.model_error_result(text)
                         if reason is fx.CancelReason.MODEL_ERROR
-                        else loop_texts.USER_REJECTED_TOOL
+                        else texts.USER_REJECTED_TOOL
                     )
                     result = UserMessage(
                         uuid=self.new_uuid(),
@@ -718,7 +718,7 @@ class AgentCore:
         )
 
     def _on_blocking_limit(self) -> None:
-        self._api_error(ApiErrorKind.PROMPT_TOO_LONG, loop_texts.PROMPT_TOO_LONG, withheld=False)
+        self._api_error(ApiErrorKind.PROMPT_TOO_LONG, texts.PROMPT_TOO_LONG, withheld=False)
 
     def _on_request_sent(self) -> None:
         self._start_request(attempt=1)
@@ -740,7 +740,7 @@ class AgentCore:
         self._answer_everything(fx.CancelReason.USER_INTERRUPTED, "")
         if reason != "interrupt":
             self._show(
-                UserMessage(uuid=self.new_uuid(), content=(TextBlock(text=loop_texts.INTERRUPTED),))
+                UserMessage(uuid=self.new_uuid(), content=(TextBlock(text=texts.INTERRUPTED),))
             )
 
     def _on_stream_ended(self) -> None:
@@ -788,7 +788,7 @@ class AgentCore:
             SystemMessage(
                 uuid=self.new_uuid(),
                 subtype="model_fallback",
-                text=loop_texts.model_fallback_notice(self._model_name, old),
+                text=texts.model_fallback_notice(self._model_name, old),
             )
         )
         self._start_request(attempt=1)
@@ -803,7 +803,7 @@ class AgentCore:
             kind = ApiErrorKind.MEDIA_TOO_LARGE
             recoverable = self.config.reactive_compact
         # SPEC §2.3: withheld while a recovery may still fix it; else shown at once.
-        self._api_error(kind, event.message or loop_texts.PROMPT_TOO_LONG, withheld=recoverable)
+        self._api_error(kind, event.message or texts.PROMPT_TOO_LONG, withheld=recoverable)
 
     def _on_image_error(self) -> None:
         if isinstance(self._event, ev.ModelStreamFailed):
@@ -875,7 +875,7 @@ class AgentCore:
         )
 
     def _on_max_output_tokens_recovery(self) -> None:
-        nudge = self._meta_user(loop_texts.RESUME_AFTER_TRUNCATION)
+        nudge = self._meta_user(texts.RESUME_AFTER_TRUNCATION)
         self._continue_with(
             attrs.evolve(
                 self._state,
@@ -910,11 +910,11 @@ class AgentCore:
         event = self._event
         if isinstance(event, ev.HooksFinished):
             if event.outcome.prevent_continuation:
-                text = loop_texts.hook_stopped(event.outcome.stop_reason)
+                text = texts.hook_stopped(event.outcome.stop_reason)
             else:
-                text = loop_texts.stop_hook_block_cap(self.config.stop_hook_block_cap)
+                text = texts.stop_hook_block_cap(self.config.stop_hook_block_cap)
         else:
-            text = loop_texts.INTERRUPTED
+            text = texts.INTERRUPTED
         self._show(
             AttachmentMessage(
                 uuid=self.new_uuid(), kind=AttachmentKind.HOOK_STOPPED_CONTINUATION, text=text
@@ -924,7 +924,7 @@ class AgentCore:
     def _on_stop_hook_blocking(self) -> None:
         event: ev.HooksFinished = self._event
         feedback = [
-            self._meta_user(loop_texts.stop_hook_feedback(t)) for t in event.outcome.blocking_errors
+            self._meta_user(texts.stop_hook_feedback(t)) for t in event.outcome.blocking_errors
         ]
         # SPEC §2.1: hasAttemptedReactiveCompact is kept (resetting it looped forever).
         self._continue_with(
@@ -947,7 +947,7 @@ class AgentCore:
         self._budget_last_delta = used - previous_total
         self._budget_continuations += 1
         nudge = self._meta_user(
-            loop_texts.token_budget_nudge(round(100 * used / budget) if budget else 0, used, budget)
+            texts.token_budget_nudge(round(100 * used / budget) if budget else 0, used, budget)
         )
         self._continue_with(
             attrs.evolve(
@@ -969,7 +969,7 @@ class AgentCore:
             self._show(
                 UserMessage(
                     uuid=self.new_uuid(),
-                    content=(TextBlock(text=loop_texts.INTERRUPTED_FOR_TOOL_USE),),
+                    content=(TextBlock(text=texts.INTERRUPTED_FOR_TOOL_USE),),
                 )
             )
         limit = self.config.max_turns
@@ -978,7 +978,7 @@ class AgentCore:
                 AttachmentMessage(
                     uuid=self.new_uuid(),
                     kind=AttachmentKind.MAX_TURNS_REACHED,
-                    text=loop_texts.max_turns_reached(limit),
+                    text=texts.max_turns_reached(limit),
                 )
             )
 
@@ -999,7 +999,7 @@ class AgentCore:
             AttachmentMessage(
                 uuid=self.new_uuid(),
                 kind=AttachmentKind.MAX_TURNS_REACHED,
-                text=loop_texts.max_turns_reached(limit),
+                text=texts.max_turns_reached(limit),
             )
         )
 

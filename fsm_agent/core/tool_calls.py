@@ -30,7 +30,7 @@ import attrs
 
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
-from fsm_agent.core import loop_texts
+from fsm_agent.core import texts
 from fsm_agent.core.messages import (
     AttachmentKind,
     AttachmentMessage,
@@ -318,11 +318,9 @@ class ToolExecutor:
     def _on_hook_denied(self, call: ToolCall) -> None:
         outcome: ev.HookOutcome = self._event.outcome
         if outcome.blocking_errors:
-            text = loop_texts.pre_tool_hook_error(
-                call.tool_name, "\n".join(outcome.blocking_errors)
-            )
+            text = texts.pre_tool_hook_error(call.tool_name, "\n".join(outcome.blocking_errors))
         else:
-            text = loop_texts.hook_denied(outcome.decision_reason)
+            text = texts.hook_denied(outcome.decision_reason)
         call.content = text
         call.is_error = True
         self._note_hook_outcome(call, outcome)
@@ -366,7 +364,7 @@ class ToolExecutor:
 
     def _on_permission_denied(self, call: ToolCall) -> None:
         event: ev.PermissionDecided = self._event
-        call.content = loop_texts.permission_denied(call.tool_name, event.message)
+        call.content = texts.permission_denied(call.tool_name, event.message)
         call.is_error = True
         if event.abort_turn:
             # SPEC §9.6: a main-thread rejection without feedback ends the turn.
@@ -426,7 +424,7 @@ class ToolExecutor:
             call.extra.append(
                 self._attachment(
                     AttachmentKind.HOOK_STOPPED_CONTINUATION,
-                    loop_texts.hook_stopped(outcome.stop_reason),
+                    texts.hook_stopped(outcome.stop_reason),
                 )
             )
 
@@ -481,14 +479,14 @@ class ToolExecutor:
 
     def _cancel_text(self, reason: fx.CancelReason, message: str) -> str:
         if reason is fx.CancelReason.SIBLING_ERROR and self._sibling_error is not None:
-            return loop_texts.sibling_error(
+            return texts.sibling_error(
                 self._sibling_error.tool_name, self._sibling_error.main_argument
             )
         if reason is fx.CancelReason.STREAMING_FALLBACK:
-            return loop_texts.DISCARDED_BY_FALLBACK
+            return texts.DISCARDED_BY_FALLBACK
         if reason is fx.CancelReason.MODEL_ERROR:
-            return loop_texts.model_error_result(message)
-        return loop_texts.USER_REJECTED_TOOL
+            return texts.model_error_result(message)
+        return texts.USER_REJECTED_TOOL
 
     # --- scheduling --------------------------------------------------------------------------
 

@@ -1,0 +1,353 @@
+"""Replay, fork, resume and diff of recorded traces (real core, and a fake one)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from test_trace_support import (
+    FAKE_DIGEST,
+    FakeCore,
+    lines_of,
+    record_fake,
+    record_run,
+    write_lines,
+)
+
+from fsm_agent.core import effects as fx
+from fsm_agent.errors import (
+    TableDigestMismatch,
+    TraceDivergence,
+    TraceTruncated,
+    UsageError,
+)
+from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.replay import diff_traces, fork, replay, resume
+from fsm_agent.trace.writer import TracingCore
+
+SCENARIOS = (
+    "tool_then_reply",
+    "text_reply",
+    "overloaded_then_reply",
+    "max_tokens_then_reply",
+    "prompt_too_long_then_reply",
+    "dropped_connection_then_reply",
+)
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> Path:
+    """A recorded run of the real core: one tool call, then an answer."""
+    return record_run(tmp_path / "good.jsonl")
+
+
+def index_of(records: list[dict[str, Any]], predicate: Any) -> int:
+    """Index of the first record matching a predicate."""
+    return next(i for i, r in enumerate(records) if predicate(r))
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_recorded_runs_replay(tmp_path: Path, scenario: str) -> None:
+    """Every shipped scenario recorded with the real core replays without divergence."""
+    path = record_run(tmp_path / "t.jsonl", scenario)
+    result = replay(path)
+    records = lines_of(path)
+    assert result.terminal == records[-1]["terminal"]
+    assert result.records == len(records) - 1
+    assert result.events == sum(r["record"] == "event" for r in records)
+    assert result.transitions == sum(r["record"] == "transition" for r in records)
+    assert result.ended
+
+
+def test_replay_accepts_a_trace_object(good: Path) -> None:
+    """Replay works on a Trace already read, as on a path."""
+    assert replay(read_trace(good)) == replay(good)
+
+
+def test_a_changed_transition_diverges(tmp_path: Path, good: Path) -> None:
+    """A mutated transition raises TraceDivergence with seq, recorded, replayed and context."""
+    records = lines_of(good)
+    index = index_of(records, lambda r: r["record"] == "transition" and r["name"] == "next_turn")
+    records[index]["dest"] = "somewhere_else"
+    path = write_lines(tmp_path / "bad.jsonl", records)
+    with pytest.raises(TraceDivergence) as info:
+        replay(path, context=2)
+    error = info.value
+    assert error.seq == index
+    assert error.expected == records[index]
+    assert error.actual is not None
+    assert error.actual["dest"] == "iter_init"
+    assert [r["seq"] for r in error.context] == [index - 2, index - 1, index, index + 1, index + 2]
+    assert f"replay diverged at seq {index}" in str(error)
+
+
+def test_a_changed_effect_diverges(tmp_path: Path, good: Path) -> None:
+    """A mutated effect field diverges at that effect."""
+    records = lines_of(good)
+    index = index_of(records, lambda r: r["record"] == "effect")
+    records[index]["effect"]["max_output_tokens"] = 1
+    with pytest.raises(TraceDivergence) as info:
+        replay(write_lines(tmp_path / "bad.jsonl", records))
+    assert info.value.seq == index
+
+
+def test_a_missing_record_diverges(tmp_path: Path, good: Path) -> None:
+    """A transition deleted from the trace shows up as a divergence, not a crash."""
+    records = lines_of(good)
+    index = index_of(records, lambda r: r["record"] == "transition")
+    del records[index]
+    for seq, record in enumerate(records[1:], start=1):
+        record["seq"] = seq
+    with pytest.raises(TraceDivergence) as info:
+        replay(write_lines(tmp_path / "bad.jsonl", records))
+    assert info.value.seq == index
+
+
+def test_an_extra_record_diverges(tmp_path: Path, good: Path) -> None:
+    """A transition the core does not take, inserted before the end, diverges."""
+    records = lines_of(good)
+    extra = {**records[2], "seq": len(records) - 1}
+    records.insert(len(records) - 1, extra)
+    records[-1]["seq"] = len(records) - 1
+    with pytest.raises(TraceDivergence) as info:
+        replay(write_lines(tmp_path / "bad.jsonl", records))
+    assert info.value.seq == len(records) - 2
+    assert info.value.actual is None  # the core's step was over: it had nothing to add
+
+
+def test_a_trace_that_stops_early_diverges(tmp_path: Path, good: Path) -> None:
+    """A trace cut at a line boundary mid-step diverges: the core still had records to give."""
+    records = lines_of(good)
+    index = index_of(records, lambda r: r["record"] == "transition")
+    with pytest.raises(TraceDivergence) as info:
+        replay(write_lines(tmp_path / "cut.jsonl", records[:index]))
+    assert info.value.expected is None
+    assert info.value.actual is not None
+
+
+def test_a_different_end_record_diverges(tmp_path: Path, good: Path) -> None:
+    """The end record's usage totals are checked too."""
+    records = lines_of(good)
+    records[-1]["usage"]["output_tokens"] += 1
+    with pytest.raises(TraceDivergence) as info:
+        replay(write_lines(tmp_path / "bad.jsonl", records))
+    assert info.value.seq == len(records) - 1
+
+
+def test_core_error_on_a_recorded_event_is_a_divergence(tmp_path: Path, good: Path) -> None:
+    """An event the core refuses (after the end, here) diverges with an error record."""
+    records = lines_of(good)
+    records.append(
+        {"record": "event", "seq": len(records), "event": {"type": "AbortRequested", "reason": "u"}}
+    )
+    with pytest.raises(TraceDivergence) as info:
+        replay(write_lines(tmp_path / "bad.jsonl", records))
+    assert info.value.actual is not None
+    assert info.value.actual["record"] == "error"
+    assert info.value.__cause__ is not None
+
+
+def test_truncated_trace_does_not_replay(tmp_path: Path, good: Path) -> None:
+    """Replay refuses a cut-off trace with TraceTruncated (resume is for those)."""
+    content = good.read_bytes()
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(content[:-10])
+    with pytest.raises(TraceTruncated):
+        replay(path)
+
+
+def test_table_digest_mismatch_names_the_rerecord_command(tmp_path: Path, good: Path) -> None:
+    """A trace recorded against other tables is refused before anything is fed."""
+    records = lines_of(good)
+    records[0]["table_digest"] = "0000000000000000"
+    with pytest.raises(TableDigestMismatch, match=r"python tools/record_traces\.py"):
+        replay(write_lines(tmp_path / "old.jsonl", records))
+
+
+def test_redacted_secret_still_replays(tmp_path: Path) -> None:
+    """A trace whose prompt was redacted replays: the replayed core sees the redacted text."""
+    secret = "sk-ant-api03-0123456789abcdef"
+    path = record_run(tmp_path / "t.jsonl", text=f"use {secret}", secrets=(secret,))
+    assert replay(path).terminal == "completed"
+
+
+def test_fake_core_replays(tmp_path: Path) -> None:
+    """Replay takes a core factory and a digest, so any core honouring the contract replays."""
+    path = record_fake(tmp_path / "fake.jsonl")
+    result = replay(path, core_factory=FakeCore, table_digest=FAKE_DIGEST)
+    assert result.terminal == "completed"
+    with pytest.raises(TableDigestMismatch):
+        replay(path, core_factory=FakeCore)
+
+
+# --- diff ------------------------------------------------------------------------------------
+
+
+def test_diff_of_identical_runs_is_none(tmp_path: Path) -> None:
+    """Two recordings of the same run do not differ; header meta is ignored."""
+    first = record_run(tmp_path / "a.jsonl")
+    second = lines_of(record_run(tmp_path / "b.jsonl"))
+    second[0]["meta"] = {"started_at": "another day"}
+    assert diff_traces(first, write_lines(tmp_path / "b.jsonl", second)) is None
+
+
+def test_diff_finds_the_first_difference(tmp_path: Path) -> None:
+    """Different scenarios differ at the first record that is not the same."""
+    first = record_run(tmp_path / "a.jsonl", "tool_then_reply")
+    second = record_run(tmp_path / "b.jsonl", "text_reply")
+    found = diff_traces(first, second)
+    assert found is not None
+    a, b = lines_of(first), lines_of(second)
+    assert a[found.seq] != b[found.seq]
+    assert a[1 : found.seq] == b[1 : found.seq]
+    assert isinstance(found.to_error(), TraceDivergence)
+
+
+def test_diff_of_headers_is_seq_zero(tmp_path: Path) -> None:
+    """A config difference is reported at seq 0."""
+    first = record_run(tmp_path / "a.jsonl")
+    records = lines_of(first)
+    records[0]["config"]["max_turns"] = 3
+    found = diff_traces(first, write_lines(tmp_path / "b.jsonl", records))
+    assert found is not None
+    assert found.seq == 0
+
+
+def test_diff_of_a_shorter_trace(tmp_path: Path, good: Path) -> None:
+    """When one trace is a prefix of the other, the difference is where the shorter one ends."""
+    records = lines_of(good)
+    found = diff_traces(good, write_lines(tmp_path / "short.jsonl", records[:-1]))
+    assert found is not None
+    assert found.seq == len(records) - 1
+    assert found.actual is None
+
+
+# --- fork ----------------------------------------------------------------------------------
+
+
+def test_fork_then_continue_reproduces_the_trace(tmp_path: Path, good: Path) -> None:
+    """Fork at every event, feed the recorded rest through a traced core: same trace again."""
+    original = read_trace(good)
+    events = [r for r in original.records if r.kind == "event"]
+    for at in events[:: max(len(events) // 6, 1)]:
+        point = fork(good, at.seq)
+        out = tmp_path / f"fork{at.seq}.jsonl"
+        with point.writer_for(out) as writer:
+            traced = TracingCore(point.core, writer)
+            for record in events:
+                if record.seq > at.seq:
+                    assert record.event is not None
+                    traced.feed(record.event)
+        assert diff_traces(good, out) is None, at.seq
+        assert replay(out).terminal == "completed"
+
+
+def test_fork_keeps_a_whole_step(good: Path) -> None:
+    """Forking at a transition keeps the rest of that event's step in the prefix."""
+    records = lines_of(good)
+    index = index_of(records, lambda r: r["record"] == "transition")
+    point = fork(good, index)
+    assert point.records[-1]["record"] != "event"
+    assert len(point.records) >= index
+    following = records[len(point.records) + 1]
+    assert following["record"] == "event"
+
+
+def test_fork_lists_outstanding_effects(good: Path) -> None:
+    """Right after the tool call starts, the fork lists it as outstanding."""
+    records = lines_of(good)
+    index = index_of(
+        records,
+        lambda r: r["record"] == "effect"
+        and r["effect"]["type"] == "RunToolStep"
+        and r["effect"]["step"] == "call",
+    )
+    point = fork(good, index)
+    calls = [
+        item
+        for item in point.outstanding_effects
+        if isinstance(item.effect, fx.RunToolStep) and item.effect.step is fx.ToolStep.CALL
+    ]
+    assert len(calls) == 1
+    assert calls[0].seq == index
+    assert point.core.phase == "tool_exec"
+
+
+def test_fork_past_the_end_is_refused(good: Path) -> None:
+    """A fork seq beyond the trace (or below 1) is a usage error."""
+    with pytest.raises(UsageError, match="only"):
+        fork(good, 10_000)
+    with pytest.raises(UsageError):
+        fork(good, 0)
+
+
+def test_fork_tracing_core_to_a_file_object(good: Path) -> None:
+    """tracing_core writes the prefix into any binary file and continues from there."""
+    buffer = io.BytesIO()
+    point = fork(good, 1)
+    traced = point.tracing_core(buffer)
+    assert traced.core is point.core
+    lines = buffer.getvalue().splitlines()
+    assert len(lines) == len(point.records) + 1
+
+
+# --- resume ----------------------------------------------------------------------------------
+
+
+def test_resume_flags_a_tool_call_that_may_have_run(tmp_path: Path, good: Path) -> None:
+    """A crash after a tool call started lists it as in flight and unsafe to re-run."""
+    records = lines_of(good)
+    index = index_of(
+        records,
+        lambda r: r["record"] == "effect"
+        and r["effect"]["type"] == "RunToolStep"
+        and r["effect"]["step"] == "call",
+    )
+    path = write_lines(tmp_path / "crash.jsonl", records[: index + 1])
+    partial = orjson.dumps(records[index + 1], option=orjson.OPT_SORT_KEYS)[:15]
+    path.write_bytes(path.read_bytes() + partial)
+    point = resume(path)
+    assert point.truncated
+    assert point.unwritten == 0
+    assert point.core.phase == "tool_exec"
+    assert [item.effect.call_id for item in point.unsafe_to_rerun] == ["toolu_001"]  # type: ignore[union-attr]
+    assert all(item.seq is not None for item in point.in_flight)
+
+
+def test_resume_after_a_crash_between_event_and_step(tmp_path: Path, good: Path) -> None:
+    """An event whose step never reached the file is fed; its effects are new and safe."""
+    records = lines_of(good)
+    index = index_of(
+        records,
+        lambda r: r["record"] == "event" and r["event"]["type"] == "TurnStarted",
+    )
+    path = write_lines(tmp_path / "crash.jsonl", records[: index + 1])
+    point = resume(path)
+    assert not point.truncated
+    assert point.unwritten > 0
+    assert point.records[index:] == tuple(records[index + 1 :][: point.unwritten])
+    assert point.in_flight
+    assert all(item.seq is None and not item.maybe_side_effects for item in point.in_flight)
+    assert point.unsafe_to_rerun == ()
+    out = tmp_path / "resumed.jsonl"
+    with point.writer_for(out):
+        pass
+    assert lines_of(out)[1:] == records[1 : index + 1 + point.unwritten]
+
+
+def test_resume_of_a_finished_run(good: Path) -> None:
+    """Resuming a complete trace gives the terminal core and nothing unsafe."""
+    point = resume(good)
+    assert point.core.terminal == "completed"
+    assert point.unsafe_to_rerun == ()
+
+
+def test_resume_still_checks_consistency(tmp_path: Path, good: Path) -> None:
+    """A crashed trace that disagrees with the core is refused, not silently resumed."""
+    records = lines_of(good)[:20]
+    records[3]["name"] = "teleported"
+    with pytest.raises(TraceDivergence):
+        resume(write_lines(tmp_path / "bad.jsonl", records))
