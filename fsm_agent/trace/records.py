@@ -332,7 +332,7 @@ def parse_event(data: dict[str, Any], line: int, source: str | None) -> Event:
     tag = raw.get("type")
     if tag is None:
         raise _fail(line, "$.event.type", "required field missing (the event's type tag)", source)
-    if tag not in _EVENT_TAGS:
+    if type(tag) is not str or tag not in _EVENT_TAGS:
         raise _fail(line, "$.event.type", f"unknown event type {tag!r}", source)
     if tag == "ModelStreamEvent" and len(raw) == 3:
         # The hot path of replay: most lines of a trace are stream deltas. Same checks as the
@@ -355,7 +355,7 @@ def check_effect(data: dict[str, Any], line: int, source: str | None) -> Effect:
     tag = raw.get("type")
     if tag is None:
         raise _fail(line, "$.effect.type", "required field missing (the effect's type tag)", source)
-    if tag not in _EFFECT_TAGS:
+    if type(tag) is not str or tag not in _EFFECT_TAGS:
         raise _fail(line, "$.effect.type", f"unknown effect type {tag!r}", source)
     try:
         return load_effect(dict(raw))

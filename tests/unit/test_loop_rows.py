@@ -1,0 +1,516 @@
+"""Example runs that take every row of LOOP_ROWS, each asserting the behaviour the row stands for.
+
+Every run adds the (machine, name, source, dest) triples it took to ``TAKEN``; the meta-test in
+``test_tool_rows.py`` re-runs both files' examples and fails naming any row nobody takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from fsm_agent.core import effects as fx
+from fsm_agent.core import events as ev
+from fsm_agent.core.agent_core import AgentCore
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.messages import (
+    ApiErrorKind,
+    ApiErrorMessage,
+    AttachmentKind,
+    AttachmentMessage,
+    tool_results,
+)
+from fsm_agent.core.step import Step
+from fsm_agent.core.tables import Phase
+from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.testing.invariants import check_run
+from fsm_agent.testing.scenario import parse_scenario, render_events
+from fsm_agent.testing.world import World, WorldRun, prompt
+
+TAKEN: set[tuple[str, str, str, str]] = set()
+TOOLS = [ToolSpec(name="Read"), ToolSpec(name="Write"), ToolSpec(name="Bash", is_shell=True)]
+TEXT = {"content": [{"text": "done"}]}
+READ = {"content": [{"tool_use": {"name": "Read", "input": {"path": "a"}}}]}
+PTL = {"error": {"kind": "prompt_too_long"}}
+MEDIA = {"error": {"kind": "media_too_large"}}
+CUT = {"content": [{"text": "partial"}], "stop_reason": "max_tokens"}
+
+
+def record(steps: list[tuple[ev.Event, Step]]) -> None:
+    """Add the rows a run took to ``TAKEN``."""
+    for _, step in steps:
+        for t in step.transitions:
+            TAKEN.add((t.machine, t.name, t.source, t.dest))
+
+
+def loop_names(run: WorldRun) -> list[str]:
+    """The loop transitions of a run, by name, in order."""
+    return [t.name for _, s in run.steps for t in s.transitions if t.machine == "loop"]
+
+
+def effects_of(run: WorldRun, kind: type) -> list[Any]:
+    """Every effect of one type a run produced."""
+    return [e for _, s in run.steps for e in s.effects if isinstance(e, kind)]
+
+
+def start(
+    steps: list[dict[str, Any]],
+    *,
+    config: LoopConfig | None = None,
+    specs: list[ToolSpec] | None = None,
+    **world: Any,
+) -> tuple[AgentCore, WorldRun]:
+    """Build a core and a run against a scripted world (not yet advanced)."""
+    core = AgentCore(config=config or LoopConfig(), tools=TOOLS if specs is None else specs)
+    scripted = World(scenario=parse_scenario({"steps": steps}), **world)
+    return core, WorldRun(core.feed, scripted, prompt("hi"))
+
+
+def finish(core: AgentCore, run: WorldRun, choices: Callable[[], int] | None = None) -> str:
+    """Run to the end, record the rows, check the invariants; return the terminal."""
+    terminal = run.run(choices)
+    record(run.steps)
+    assert check_run(core, run.steps, core.config) == []
+    return terminal
+
+
+def play(steps: list[dict[str, Any]], **kwargs: Any) -> tuple[AgentCore, WorldRun, str]:
+    """Build and run a scripted world to its end."""
+    core, run = start(steps, **kwargs)
+    return core, run, finish(core, run)
+
+
+def stream(step: dict[str, Any], request_id: str) -> list[ev.ModelStreamEvent]:
+    """The raw stream events of one scripted step, for hand-fed runs."""
+    scripted = parse_scenario({"steps": [step]}).steps[0]
+    return [ev.ModelStreamEvent(request_id=request_id, event=raw) for raw in render_events(scripted)]
+
+
+class Feeder:
+    """Feeds events by hand and records the rows taken."""
+
+    def __init__(self, config: LoopConfig | None = None) -> None:
+        self.core = AgentCore(config=config or LoopConfig(), tools=TOOLS)
+        self.steps: list[tuple[ev.Event, Step]] = []
+
+    def feed(self, event: ev.Event) -> Step:
+        step = self.core.feed(event)
+        self.steps.append((event, step))
+        record(self.steps[-1:])
+        return step
+
+    def effects(self, kind: type) -> list[Any]:
+        return [e for _, s in self.steps for e in s.effects if isinstance(e, kind)]
+
+
+# --- the plain path ---------------------------------------------------------------------------
+
+
+def test_text_reply_runs_stop_hooks_and_completes() -> None:
+    """A text reply goes through stop hooks and ends completed."""
+    _, run, terminal = play([TEXT])
+    assert terminal == "completed"
+    assert loop_names(run) == [
+        "run_started", "iteration_started", "context_prepared", "request_sent",
+        "stream_ended", "no_tools", "stop_hooks_started", "completed",
+    ]  # fmt: skip
+
+
+def test_tool_turn_fetches_attachments_then_next_turn() -> None:
+    """A tool_use response runs tools, fetches attachments and starts the next turn."""
+    core, run, terminal = play([READ, TEXT])
+    assert terminal == "completed"
+    names = loop_names(run)
+    assert names[4:9] == ["stream_ended", "tools_requested", "tools_finished", "attachments_ready", "next_turn"]
+    assert core.state.turn_count == 2
+
+
+def test_max_turns_ends_after_tools() -> None:
+    """With max_turns=1 a tool turn ends in max_turns with a max_turns_reached attachment."""
+    core, _, terminal = play([READ, TEXT], config=LoopConfig(max_turns=1))
+    assert terminal == "max_turns"
+    last = core.transcript[-1]
+    assert isinstance(last, AttachmentMessage) and last.kind is AttachmentKind.MAX_TURNS_REACHED
+
+
+# --- compaction and blocking ------------------------------------------------------------------
+
+
+def test_autocompact_done_replaces_history() -> None:
+    """Over the autocompact threshold, a successful compaction replaces the messages."""
+    core, run, terminal = play([TEXT], config=LoopConfig(context_window=33_000))
+    assert terminal == "completed"
+    assert "autocompact_done" in loop_names(run)
+    assert core.state.auto_compact is not None and core.state.auto_compact.compacted
+
+
+def test_autocompact_circuit_breaker_after_three_failures() -> None:
+    """Failed autocompacts count up; after 3 the breaker stops asking for compaction."""
+    config = LoopConfig(context_window=33_000, max_turns=5)
+    core, run, terminal = play(
+        [READ, READ, READ, READ, TEXT], config=config, compactions=(False,) * 5
+    )
+    assert terminal == "completed"
+    names = loop_names(run)
+    assert names.count("autocompact_failed") == 3
+    assert "autocompact_done" not in names
+    assert core.state.auto_compact is not None
+    assert core.state.auto_compact.consecutive_failures == 3
+
+
+def test_blocking_limit_without_reactive_compact() -> None:
+    """A small window with reactive compact and autocompact off refuses the request."""
+    config = LoopConfig(context_window=23_000, reactive_compact=False, autocompact=False)
+    core, run, terminal = play([TEXT], config=config)
+    assert terminal == "blocking_limit"
+    assert not effects_of(run, fx.CallModel)
+    assert isinstance(core.transcript[-1], ApiErrorMessage)
+
+
+# --- stream failures, retries, fallback -------------------------------------------------------
+
+
+def test_retries_bounded_by_max_retries_then_model_error() -> None:
+    """Retryable failures are retried max_retries times, then the run ends in model_error."""
+    config = LoopConfig(max_retries=2)
+    _, run, terminal = play([{"error": {"kind": "server_error"}}] * 4, config=config)
+    assert terminal == "model_error"
+    assert loop_names(run).count("request_retried") == 2
+    assert [c.attempt for c in effects_of(run, fx.CallModel)] == [1, 2, 3]
+
+
+def test_truncated_stream_is_retried_then_model_error() -> None:
+    """A stream closing without message_stop is retried, and with no retries left fails."""
+    truncated = {"content": [{"text": "cut"}], "error": {"kind": "truncated"}}
+    _, run, terminal = play([truncated, TEXT])
+    assert terminal == "completed"
+    assert "request_retried" in loop_names(run)
+    _, run, terminal = play([truncated], config=LoopConfig(max_retries=0))
+    assert terminal == "model_error"
+
+
+def test_other_failure_is_not_retried() -> None:
+    """A non-retryable failure ends the run in model_error at once."""
+    _, run, terminal = play([{"error": {"kind": "other"}}, TEXT])
+    assert terminal == "model_error"
+    assert "request_retried" not in loop_names(run)
+
+
+def test_model_fallback_after_three_overloaded() -> None:
+    """Three overloaded in a row with a fallback model switch core.model and retry."""
+    config = LoopConfig(fallback_model="fb")
+    overloaded = {"error": {"kind": "overloaded"}}
+    core, run, terminal = play([overloaded] * 3 + [TEXT], config=config)
+    assert terminal == "completed"
+    assert loop_names(run).count("model_fallback") == 1
+    assert core.model == "fb"
+    assert effects_of(run, fx.CallModel)[-1].model == "fb"
+
+
+def test_model_fallback_answers_streamed_tool_uses_by_withdrawal() -> None:
+    """A fallback mid-stream tombstones the attempt's tool_use; no orphan result remains."""
+    config = LoopConfig(fallback_model="fb", overloaded_before_fallback=1)
+    failing = {"content": [{"tool_use": {"name": "Read", "input": {}}}, {"text": "x"}],
+               "error": {"kind": "overloaded", "mid_stream_after": 6}}  # fmt: skip
+    core, run, terminal = play([failing, TEXT], config=config)
+    assert terminal == "completed"
+    assert "model_fallback" in loop_names(run)
+
+
+def test_stream_protocol_error_is_model_error() -> None:
+    """A malformed stream event ends the run in model_error, not an exception."""
+    f = Feeder()
+    call = f.feed(ev.TurnStarted(messages=prompt("hi"))).effects[-1]
+    assert isinstance(call, fx.CallModel)
+    step = f.feed(ev.ModelStreamEvent(request_id=call.request_id, event={"type": "bogus"}))
+    assert step.terminal == "model_error"
+
+
+def test_image_invalid_is_image_error() -> None:
+    """An image that cannot be sent ends the run in image_error."""
+    f = Feeder()
+    call = f.feed(ev.TurnStarted(messages=prompt("hi"))).effects[-1]
+    failed = ev.ModelStreamFailed(
+        request_id=call.request_id, kind=ev.FailureKind.IMAGE_INVALID, message="bad image"
+    )
+    assert f.feed(failed).terminal == "image_error"
+
+
+# --- no-tools recovery chain ------------------------------------------------------------------
+
+
+def test_reactive_compact_retry_then_second_ptl_ends_prompt_too_long() -> None:
+    """Reactive compact runs once (flag set); a second prompt-too-long ends prompt_too_long."""
+    core, run = start([PTL, PTL, TEXT])
+    for _ in range(200):
+        if "reactive_compact_retry" in loop_names(run):
+            break
+        run.advance()
+    assert core.state.has_attempted_reactive_compact
+    terminal = finish(core, run)
+    assert terminal == "prompt_too_long"
+    assert loop_names(run).count("reactive_compact_retry") == 1
+    hooks = effects_of(run, fx.RunHooks)
+    assert all(h.hook_event is not fx.HookEvent.STOP for h in hooks)
+
+
+def test_failed_reactive_compact_ends_prompt_too_long() -> None:
+    """When reactive compaction fails, the withheld error surfaces: prompt_too_long."""
+    _, run, terminal = play([PTL, TEXT], compactions=(False,))
+    assert terminal == "prompt_too_long"
+
+
+def test_media_error_reactive_compact_failure_is_image_error() -> None:
+    """A media error whose compaction fails ends image_error."""
+    _, _, terminal = play([MEDIA, TEXT], compactions=(False,))
+    assert terminal == "image_error"
+
+
+def test_second_media_error_is_image_error() -> None:
+    """A media error after reactive compact was used ends image_error from finalizing."""
+    _, run, terminal = play([MEDIA, MEDIA, TEXT])
+    assert terminal == "image_error"
+    assert "reactive_compact_retry" in loop_names(run)
+
+
+def test_prompt_too_long_without_recovery_completes() -> None:
+    """With no reactive compact nor collapse, prompt-too-long is shown and the run completes."""
+    config = LoopConfig(reactive_compact=False)
+    core, run, terminal = play([PTL, TEXT], config=config)
+    assert terminal == "completed"
+    assert "stop_hooks_started" not in loop_names(run)
+    assert isinstance(core.transcript[-1], ApiErrorMessage)
+
+
+def test_collapse_drain_retry_when_committed() -> None:
+    """With context collapse on, a committed drain retries the request."""
+    config = LoopConfig(context_collapse=True)
+    _, run, terminal = play([PTL, TEXT], config=config, collapses=(2,))
+    assert terminal == "completed"
+    assert "collapse_drain_retry" in loop_names(run)
+
+
+def test_empty_collapse_drain_falls_to_reactive_compact() -> None:
+    """An empty drain goes back to finalizing, where reactive compact takes over."""
+    config = LoopConfig(context_collapse=True)
+    _, run, terminal = play([PTL, TEXT], config=config, collapses=(0,))
+    assert terminal == "completed"
+    names = loop_names(run)
+    assert names.index("collapse_drain_empty") < names.index("reactive_compact_retry")
+
+
+def test_max_output_tokens_recovery_at_most_three_then_error_surfaces() -> None:
+    """Truncation is recovered 3 times; the 4th surfaces the error and the run completes."""
+    core, run, terminal = play([CUT] * 5)
+    assert terminal == "completed"
+    names = loop_names(run)
+    assert names.count("max_output_tokens_recovery") == 3
+    assert "stop_hooks_started" not in names
+    last = core.transcript[-1]
+    assert isinstance(last, ApiErrorMessage) and last.kind is ApiErrorKind.MAX_OUTPUT_TOKENS
+
+
+def test_escalate_fires_once_with_override_64000() -> None:
+    """With escalation on, truncation first escalates once to 64000 output tokens."""
+    config = LoopConfig(escalate_output_tokens=True)
+    core, run = start([CUT, TEXT], config=config)
+    while "max_output_tokens_escalate" not in loop_names(run):
+        run.advance()
+    assert core.state.max_output_tokens_override == 64_000
+    assert finish(core, run) == "completed"
+    assert loop_names(run).count("max_output_tokens_escalate") == 1
+    assert effects_of(run, fx.CallModel)[-1].max_output_tokens == 64_000
+
+
+def test_escalate_never_with_env_override() -> None:
+    """An explicit output-token override disables escalation."""
+    config = LoopConfig(escalate_output_tokens=True, max_output_tokens_override=8_000)
+    _, run, _ = play([CUT, TEXT], config=config)
+    assert "max_output_tokens_escalate" not in loop_names(run)
+
+
+# --- stop hooks and token budget --------------------------------------------------------------
+
+
+def test_stop_hook_blocking_continues_with_feedback() -> None:
+    """A blocking stop hook feeds its text back and continues with stop_hook_active."""
+    blocked = ev.HookOutcome(blocking_errors=("fix it",))
+    core, run, terminal = play([TEXT, TEXT], stop_hooks=(blocked,))
+    assert terminal == "completed"
+    assert "stop_hook_blocking" in loop_names(run)
+    stops = [h for h in effects_of(run, fx.RunHooks) if h.hook_event is fx.HookEvent.STOP]
+    assert [h.payload["stop_hook_active"] for h in stops] == [False, True]
+
+
+def test_stop_hook_block_cap_ends_stop_hook_prevented() -> None:
+    """An always-blocking stop hook ends in stop_hook_prevented at the cap."""
+    blocked = ev.HookOutcome(blocking_errors=("again",))
+    config = LoopConfig(stop_hook_block_cap=2)
+    _, run, terminal = play([TEXT] * 5, config=config, stop_hooks=(blocked,) * 5)
+    assert terminal == "stop_hook_prevented"
+    assert loop_names(run).count("stop_hook_blocking") == 2
+
+
+def test_stop_hook_prevent_continuation() -> None:
+    """A stop hook's continue:false ends the run in stop_hook_prevented."""
+    stop = ev.HookOutcome(prevent_continuation=True, stop_reason="enough")
+    core, _, terminal = play([TEXT], stop_hooks=(stop,))
+    assert terminal == "stop_hook_prevented"
+    last = core.transcript[-1]
+    assert isinstance(last, AttachmentMessage)
+    assert last.kind is AttachmentKind.HOOK_STOPPED_CONTINUATION
+
+
+def test_always_blocking_stop_hook_plus_prompt_too_long_ends() -> None:
+    """Prompt-too-long with an always-blocking stop hook still ends (no death loop)."""
+    blocked = ev.HookOutcome(blocking_errors=("no",))
+    steps = [PTL, TEXT, PTL, TEXT, PTL, TEXT]
+    _, run, terminal = play(steps, stop_hooks=(blocked,) * 6)
+    assert terminal in {"prompt_too_long", "stop_hook_prevented"}
+    assert loop_names(run).count("reactive_compact_retry") == 1
+
+
+def test_token_budget_continuation_nudges() -> None:
+    """Under 90% of the token budget, the run continues with a nudge."""
+    config = LoopConfig(token_budget=10_000)
+    small = {"content": [{"text": "a"}], "usage": {"output_tokens": 100}}
+    _, run, terminal = play([small] * 6, config=config)
+    assert terminal == "completed"
+    assert 1 <= loop_names(run).count("token_budget_continuation") <= 3
+
+
+def test_token_budget_keeps_going_while_output_grows() -> None:
+    """Continuations that each add ≥500 output tokens are not diminishing (SPEC §7.6).
+
+    Known core bug: ``_on_token_budget_continuation`` computes ``previous_total`` from
+    ``_budget_last_delta`` itself, so the deltas stay 0 and the run stops after 3.
+    """
+    config = LoopConfig(token_budget=100_000)
+    big = {"content": [{"text": "a"}], "usage": {"output_tokens": 2_000}}
+    _, run, terminal = play([big] * 7, config=config)
+    assert terminal == "completed"
+    assert loop_names(run).count("token_budget_continuation") >= 4
+
+
+# --- tools: abort, hook stop --------------------------------------------------------------------
+
+
+def test_hook_prevent_continuation_after_tools_is_hook_stopped() -> None:
+    """A PreToolUse hook's continue:false ends the run in hook_stopped after the tools."""
+    stop = ev.HookOutcome(prevent_continuation=True, stop_reason="halt")
+    _, _, terminal = play([READ, TEXT], pre_hooks=(stop,))
+    assert terminal == "hook_stopped"
+
+
+def test_abort_while_tools_run_is_aborted_tools() -> None:
+    """An abort while a tool runs cancels it, answers it and ends aborted_tools."""
+    core, run = start([READ, TEXT])
+    while not any(c.state == "running" for c in core.tool_calls):
+        run.advance()
+    run.abort()
+    assert finish(core, run) == "aborted_tools"
+    assert any(tool_results(m) for m in core.transcript)
+
+
+def test_abort_in_attachments_is_aborted_tools() -> None:
+    """An abort while attachments are fetched ends aborted_tools."""
+    core, run = start([READ, TEXT])
+    while core.phase != Phase.ATTACHMENTS.value:
+        run.advance()
+    run.abort()
+    assert finish(core, run) == "aborted_tools"
+
+
+def test_abort_during_stop_hooks_is_stop_hook_prevented() -> None:
+    """An abort while Stop hooks run ends stop_hook_prevented."""
+    core, run = start([TEXT])
+    while core.phase != Phase.STOP_HOOKS.value:
+        run.advance()
+    run.abort()
+    assert finish(core, run) == "stop_hook_prevented"
+
+
+@pytest.mark.parametrize(
+    "phase",
+    [Phase.STREAMING, Phase.AUTOCOMPACTING, Phase.COLLAPSE_DRAINING, Phase.REACTIVE_COMPACTING],
+)
+def test_abort_in_waiting_phase_is_aborted_streaming(phase: Phase) -> None:
+    """An abort while waiting on the model or a compaction ends aborted_streaming."""
+    config = LoopConfig(
+        context_window=33_000 if phase is Phase.AUTOCOMPACTING else 200_000,
+        context_collapse=phase is Phase.COLLAPSE_DRAINING,
+    )
+    core, run = start([PTL, TEXT], config=config)
+    while core.phase != phase.value:
+        run.advance()
+    run.abort()
+    assert finish(core, run) == "aborted_streaming"
+
+
+def test_abort_mid_stream_answers_streamed_tool_use() -> None:
+    """An abort after a tool_use streamed answers that tool_use before ending."""
+    core, run = start([{"content": [{"tool_use": {"name": "Write", "input": {}}}, {"text": "x"}]}])
+    while not core.tool_calls:
+        run.advance()
+    run.abort()
+    assert finish(core, run) == "aborted_streaming"
+
+
+def test_abort_when_idle_is_aborted_streaming() -> None:
+    """An abort before the run starts ends it aborted_streaming."""
+    f = Feeder()
+    assert f.feed(ev.AbortRequested()).terminal == "aborted_streaming"
+
+
+@pytest.mark.parametrize(
+    "phase",
+    [Phase.ITER_INIT, Phase.PREPROCESS, Phase.SETUP, Phase.POST_STREAM, Phase.FINALIZING],
+)
+def test_abort_in_passing_phase_is_aborted_streaming(phase: Phase) -> None:
+    """An abort landing in a phase the core only passes through ends aborted_streaming."""
+    f = Feeder()
+    f.feed(ev.TurnStarted(messages=prompt("hi")))
+    f.core._machine_model.state = phase.value
+    assert f.feed(ev.AbortRequested()).terminal == "aborted_streaming"
+
+
+def test_abort_in_post_tools_is_aborted_tools() -> None:
+    """An abort landing in post_tools ends aborted_tools."""
+    f = Feeder()
+    f.feed(ev.TurnStarted(messages=prompt("hi")))
+    f.core._machine_model.state = Phase.POST_TOOLS.value
+    assert f.feed(ev.AbortRequested()).terminal == "aborted_tools"
+
+
+def test_permission_rejection_mid_stream_aborts_streaming() -> None:
+    """A permission answer that aborts the turn while streaming ends aborted_streaming."""
+    f = Feeder()
+    call = f.feed(ev.TurnStarted(messages=prompt("hi"))).effects[-1]
+    events = stream({"content": [{"tool_use": {"name": "Write", "input": {}}}, {"text": "x"}]},
+                    call.request_id)  # fmt: skip
+    for event in events[:4]:  # message_start, the tool_use block, its stop
+        f.feed(event)
+    validate = f.effects(fx.RunToolStep)[-1]
+    f.feed(ev.ToolInputValidated(call_id=validate.call_id, ok=True))
+    hook = f.effects(fx.RunHooks)[-1]
+    f.feed(ev.HooksFinished(effect_id=hook.effect_id))
+    ask = f.effects(fx.AskPermission)[-1]
+    step = f.feed(
+        ev.PermissionDecided(
+            effect_id=ask.effect_id,
+            behavior=ev.PermissionBehavior.DENY,
+            source=ev.DecisionSource.USER,
+            abort_turn=True,
+        )
+    )
+    assert step.terminal == "aborted_streaming"
+    assert check_run(f.core, f.steps, f.core.config) == []
+
+
+def test_denied_tool_still_next_turn() -> None:
+    """A denied tool gets an error result and the loop goes on to the next turn."""
+    core, run, terminal = play([READ, TEXT], deny_tools=frozenset({"Read"}))
+    assert terminal == "completed"
+    assert "next_turn" in loop_names(run)
