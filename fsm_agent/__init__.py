@@ -1,3 +1,67 @@
-"""fsm_agent: an LLM agent loop run as an explicit finite-state machine with replayable traces."""
+"""fsm_agent: an LLM agent loop run as an explicit finite-state machine with replayable traces.
+
+The public names are listed in ``__all__``. They are loaded on first use, so ``import
+fsm_agent`` stays cheap (the anthropic SDK alone takes about two seconds to import).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_PUBLIC = {
+    "AgentCore": "fsm_agent.core.agent_core",
+    "Step": "fsm_agent.core.step",
+    "TransitionTaken": "fsm_agent.core.step",
+    "LoopConfig": "fsm_agent.core.config",
+    "ToolSpec": "fsm_agent.core.tool_spec",
+    "Phase": "fsm_agent.core.tables",
+    "Terminal": "fsm_agent.core.tables",
+    "ContinueReason": "fsm_agent.core.tables",
+    "normalize_for_api": "fsm_agent.core.normalize",
+    "Agent": "fsm_agent.runtime.agent",
+    "RunResult": "fsm_agent.runtime.agent",
+    "AnthropicModel": "fsm_agent.runtime.models",
+    "Model": "fsm_agent.runtime.models",
+    "Hooks": "fsm_agent.runtime.hooks",
+    "PermissionPolicy": "fsm_agent.runtime.permissions",
+    "PermissionMode": "fsm_agent.runtime.permissions",
+    "Tool": "fsm_agent.runtime.tool",
+    "tool": "fsm_agent.runtime.tool",
+    "replay": "fsm_agent.trace.replay",
+    "fork": "fsm_agent.trace.replay",
+    "resume": "fsm_agent.trace.replay",
+    "read_trace": "fsm_agent.trace.reader",
+}
+
+__all__ = ["__version__", *sorted(_PUBLIC)]
+
+if TYPE_CHECKING:
+    from fsm_agent.core.agent_core import AgentCore
+    from fsm_agent.core.config import LoopConfig
+    from fsm_agent.core.normalize import normalize_for_api
+    from fsm_agent.core.step import Step, TransitionTaken
+    from fsm_agent.core.tables import ContinueReason, Phase, Terminal
+    from fsm_agent.core.tool_spec import ToolSpec
+    from fsm_agent.runtime.agent import Agent, RunResult
+    from fsm_agent.runtime.hooks import Hooks
+    from fsm_agent.runtime.models import AnthropicModel, Model
+    from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy
+    from fsm_agent.runtime.tool import Tool, tool
+    from fsm_agent.trace.reader import read_trace
+    from fsm_agent.trace.replay import fork, replay, resume
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fsm_agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

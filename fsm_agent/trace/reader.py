@@ -88,7 +88,7 @@ def apply_upgrades(
     for upgrade in chain:
         try:
             data = upgrade(data)
-        except Exception as exc:  # noqa: BLE001 - registered upgrades are user code
+        except Exception as exc:
             raise TraceFormatError(
                 line=number,
                 path="$",
@@ -137,13 +137,14 @@ def header_from_line(
         raise TraceFormatError(
             line=number,
             path="$.record",
-            problem=f"missing header: a trace starts with a header record, this line is "
-            f"{tag!r}",
+            problem=f"missing header: a trace starts with a header record, this line is {tag!r}",
             source=source,
         )
     if not isinstance(schema, int) or isinstance(schema, bool):
         raise TraceFormatError(
-            line=number, path="$.schema", problem="expected an integer schema version",
+            line=number,
+            path="$.schema",
+            problem="expected an integer schema version",
             source=source,
         )
     chain = _upgrade_chain(schema, number, source)

@@ -32,9 +32,8 @@ import orjson
 
 from fsm_agent.core.codec import CONVERTER, dump_effect, dump_event, load_effect, load_event
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.core.effects import Effect
+from fsm_agent.core.effects import EFFECT_TYPES, Effect
 from fsm_agent.core.events import EVENT_TYPES, Event, ModelStreamEvent
-from fsm_agent.core.effects import EFFECT_TYPES
 from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tool_spec import ToolSpec
@@ -246,7 +245,7 @@ def structure_error(
     """Turn a cattrs failure into a :class:`TraceFormatError` naming the first bad field."""
     try:
         messages = cattrs.transform_error(exc, path=prefix, format_exception=_format_cattrs)
-    except Exception:  # noqa: BLE001 - an odd exception shape must still become a clean error
+    except Exception:
         messages = [f"{type(exc).__name__}: {exc} @ {prefix}"]
     first = messages[0] if messages else f"invalid value @ {prefix}"
     problem, _, path = first.rpartition(" @ ")
@@ -258,7 +257,12 @@ def structure_error(
 
 
 def _require(
-    data: dict[str, Any], key: str, types: tuple[type, ...], expected: str, line: int,
+    data: dict[str, Any],
+    key: str,
+    types: tuple[type, ...],
+    expected: str,
+    *,
+    line: int,
     source: str | None,
 ) -> Any:
     if key not in data:
@@ -298,21 +302,21 @@ def record_kind(data: Any, line: int, source: str | None) -> str:
 def parse_header(data: dict[str, Any], line: int, source: str | None) -> TraceHeader:
     """Validate and structure a (current-schema) header record."""
     check_fields(data, "header", line, source)
-    schema = _require(data, "schema", (int,), "integer", line, source)
-    version = _require(data, "library_version", (str,), "string", line, source)
-    digest = _require(data, "table_digest", (str,), "string", line, source)
-    raw_config = _require(data, "config", (dict,), "object", line, source)
-    raw_tools = _require(data, "tools", (list,), "array", line, source)
+    schema = _require(data, "schema", (int,), "integer", line=line, source=source)
+    version = _require(data, "library_version", (str,), "string", line=line, source=source)
+    digest = _require(data, "table_digest", (str,), "string", line=line, source=source)
+    raw_config = _require(data, "config", (dict,), "object", line=line, source=source)
+    raw_tools = _require(data, "tools", (list,), "array", line=line, source=source)
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise _fail(line, "$.meta", f"expected object, got {_type_name(meta)}", source)
     try:
         config = CONVERTER.structure(raw_config, LoopConfig)
-    except Exception as exc:  # noqa: BLE001 - cattrs and validators raise many kinds
+    except Exception as exc:
         raise structure_error(exc, line=line, prefix="$.config", source=source) from None
     try:
         tools = CONVERTER.structure(raw_tools, tuple[ToolSpec, ...])
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise structure_error(exc, line=line, prefix="$.tools", source=source) from None
     return TraceHeader(
         schema=schema,
@@ -328,7 +332,7 @@ def parse_event(data: dict[str, Any], line: int, source: str | None) -> Event:
     """Validate an ``event`` record's payload and structure the event."""
     raw = data.get("event")
     if type(raw) is not dict:
-        raw = _require(data, "event", (dict,), "object", line, source)
+        raw = _require(data, "event", (dict,), "object", line=line, source=source)
     tag = raw.get("type")
     if tag is None:
         raise _fail(line, "$.event.type", "required field missing (the event's type tag)", source)
@@ -345,13 +349,13 @@ def parse_event(data: dict[str, Any], line: int, source: str | None) -> Event:
         # The converter copies before popping the tag; the shallow copy here keeps that
         # promise even if a future cattrs pops in place (the raw dict stays in the record).
         return load_event(dict(raw))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise structure_error(exc, line=line, prefix="$.event", source=source) from None
 
 
 def check_effect(data: dict[str, Any], line: int, source: str | None) -> Effect:
     """Validate an ``effect`` record's payload by structuring it."""
-    raw = _require(data, "effect", (dict,), "object", line, source)
+    raw = _require(data, "effect", (dict,), "object", line=line, source=source)
     tag = raw.get("type")
     if tag is None:
         raise _fail(line, "$.effect.type", "required field missing (the effect's type tag)", source)
@@ -359,7 +363,7 @@ def check_effect(data: dict[str, Any], line: int, source: str | None) -> Effect:
         raise _fail(line, "$.effect.type", f"unknown effect type {tag!r}", source)
     try:
         return load_effect(dict(raw))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise structure_error(exc, line=line, prefix="$.effect", source=source) from None
 
 
@@ -382,12 +386,12 @@ def check_record(
         raise _fail(line, "$.record", "a second header record (the header is line 1 only)", source)
     check_fields(data, kind, line, source)
     if type(data["seq"]) is not int:
-        _require(data, "seq", (int,), "integer", line, source)
+        _require(data, "seq", (int,), "integer", line=line, source=source)
     if kind == "event":
         return parse_event(data, line, source)
     if kind == "transition":
         for key in ("machine", "name", "source", "dest"):
-            _require(data, key, (str,), "string", line, source)
+            _require(data, key, (str,), "string", line=line, source=source)
         call_id = data.get("call_id")
         if call_id is not None and not isinstance(call_id, str):
             raise _fail(
@@ -397,17 +401,17 @@ def check_record(
         if deep:
             check_effect(data, line, source)
         else:
-            _require(data, "effect", (dict,), "object", line, source)
+            _require(data, "effect", (dict,), "object", line=line, source=source)
     else:  # end
         terminal = data["terminal"]
         if terminal is not None and not isinstance(terminal, str):
             raise _fail(
                 line, "$.terminal", f"expected string or null, got {_type_name(terminal)}", source
             )
-        usage = _require(data, "usage", (dict,), "object", line, source)
+        usage = _require(data, "usage", (dict,), "object", line=line, source=source)
         if deep:
             try:
                 CONVERTER.structure(usage, Usage)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise structure_error(exc, line=line, prefix="$.usage", source=source) from None
     return None

@@ -58,9 +58,7 @@ class Redactor:
             if not secret:
                 continue
             if len(secret) < _MIN_SECRET:
-                raise ValueError(
-                    f"a secret to redact must have at least {_MIN_SECRET} characters"
-                )
+                raise ValueError(f"a secret to redact must have at least {_MIN_SECRET} characters")
             kept.append(secret)
         # Longest first, so a secret containing another is replaced whole.
         self._secrets: tuple[str, ...] = tuple(sorted(set(kept), key=len, reverse=True))

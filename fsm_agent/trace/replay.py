@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import IO, Any
 
 import attrs
@@ -290,7 +291,9 @@ def _file_lines(
     lines = iter_lines(file)
     first = next(lines, None)
     if first is None:
-        raise TraceFormatError(line=1, path="$", problem="empty file: missing header", source=source)
+        raise TraceFormatError(
+            line=1, path="$", problem="empty file: missing header", source=source
+        )
     header, upgrades = header_from_line(*first, source)
 
     def generate() -> Iterator[_Line]:
@@ -396,7 +399,7 @@ class _Replayer:
     def data_of(self, line: _Line) -> dict[str, Any]:
         """The line's record dict, parsed and upgraded on first use."""
         if line.data is None:
-            assert line.content is not None  # noqa: S101 - file lines always have bytes
+            assert line.content is not None
             data = parse_line(line.content, line.number, line.complete, self.source)
             if self.upgrades and isinstance(data, dict):
                 data = apply_upgrades(self.upgrades, data, line.number, self.source)
@@ -478,12 +481,12 @@ class _Replayer:
 
     def feed(self, line: _Line) -> None:
         event = line.event
-        assert event is not None  # noqa: S101 - checked() structured it
+        assert event is not None
         if self.tracker is not None:
             self.tracker.answered(event)
         try:
             step = self.core.feed(event)
-        except Exception as exc:  # noqa: BLE001 - any failure on a recorded event diverges
+        except Exception as exc:
             error = {"record": "error", "seq": self.seq, "error": f"{type(exc).__name__}: {exc}"}
             self.pending.append(_Produced(error, None))
             self.error = exc
@@ -520,7 +523,7 @@ class _Replayer:
         expected: dict[str, Any],
         actual: dict[str, Any] | None,
     ) -> None:
-        after = []
+        after: list[_Line] = []
         for following in lines:
             if len(after) >= self.context:
                 break
@@ -579,11 +582,12 @@ def _start(
     table_digest: str | None,
     file: IO[bytes] | None,
 ) -> tuple[_Replayer, Iterator[_Line]]:
+    upgrades: list[Upgrade] = []
     if isinstance(source, Trace):
-        header, upgrades, lines = source.header, [], _trace_lines(source)
+        header, lines = source.header, _trace_lines(source)
         name = source.source
     else:
-        assert file is not None  # noqa: S101 - the caller opened it
+        assert file is not None
         name = os.fspath(source)
         header, upgrades, lines = _file_lines(file, name)
     _check_digest(header, table_digest, name)
@@ -624,7 +628,7 @@ def _run(
         replayer.run(lines, stop_after=stop_after, tolerate_tail=tolerate_tail)
         replayer.truncated = replayer.truncated or source.truncated
         return replayer
-    with open(source, "rb") as file:
+    with Path(source).open("rb") as file:
         replayer, lines = _start(
             source,
             context=context,
@@ -718,8 +722,8 @@ def fork(
     )
     if replayer.seq - 1 < at_seq:
         raise UsageError(f"fork at seq {at_seq}: the trace has only {replayer.seq - 1} records")
-    assert replayer.keep is not None  # noqa: S101
-    assert replayer.tracker is not None  # noqa: S101
+    assert replayer.keep is not None
+    assert replayer.tracker is not None
     return ForkPoint(
         header=replayer.header,
         core=replayer.core,
@@ -755,8 +759,8 @@ def resume(
         core_factory=core_factory,
         table_digest=table_digest,
     )
-    assert replayer.keep is not None  # noqa: S101
-    assert replayer.tracker is not None  # noqa: S101
+    assert replayer.keep is not None
+    assert replayer.tracker is not None
     written = replayer.seq - 1
     unwritten = [orjson.loads(p.content) for p in replayer.pending if p.content is not None]
     return ResumePoint(

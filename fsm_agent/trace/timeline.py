@@ -123,9 +123,7 @@ class _Builder:
             )
         elif kind == "ToolInputValidated":
             verdict = "valid" if event.get("ok") else f"invalid: {_short(event.get('error', ''))}"
-            flags = [
-                name for name in ("concurrency_safe", "read_only") if event.get(name)
-            ]
+            flags = [name for name in ("concurrency_safe", "read_only") if event.get(name)]
             extra = f" ({', '.join(flags)})" if flags else ""
             self.add(seq, "tool", f"tool {event.get('call_id')} input {verdict}{extra}")
         elif kind == "ToolCallFinished":
@@ -136,7 +134,9 @@ class _Builder:
                 f"tool {event.get('call_id')} {state}: {_short(event.get('content', ''), 60)}",
             )
         elif kind == "ToolProgressReported":
-            self.add(seq, "tool", f"tool {event.get('call_id')} progress: {_short(event.get('text'))}")
+            self.add(
+                seq, "tool", f"tool {event.get('call_id')} progress: {_short(event.get('text'))}"
+            )
         elif kind == "PermissionDecided":
             call = self.permission_calls.get(event.get("effect_id", ""), "?")
             reason = event.get("reason") or event.get("message") or ""
@@ -144,17 +144,21 @@ class _Builder:
             self.add(
                 seq,
                 "permission",
-                f"permission for {call}: {event.get('behavior')} by {event.get('source')}"
-                f"{because}",
+                f"permission for {call}: {event.get('behavior')} by {event.get('source')}{because}",
             )
         elif kind == "HooksFinished":
-            self.add(seq, "hooks", f"hooks {event.get('effect_id')} finished: "
-                     f"{self.hook_outcome(event.get('outcome') or {})}")
+            self.add(
+                seq,
+                "hooks",
+                f"hooks {event.get('effect_id')} finished: "
+                f"{self.hook_outcome(event.get('outcome') or {})}",
+            )
         elif kind == "CompactionFinished":
             result = "ok" if event.get("ok") else f"failed: {_short(event.get('error', ''))}"
             count = len(event.get("messages") or [])
-            self.add(seq, "compact", f"compaction {event.get('effect_id')} {result} "
-                     f"({count} messages)")
+            self.add(
+                seq, "compact", f"compaction {event.get('effect_id')} {result} ({count} messages)"
+            )
         elif kind == "CollapseDrained":
             self.add(seq, "compact", f"collapse drained: {event.get('committed')} committed")
         elif kind == "AttachmentsReady":
@@ -315,7 +319,7 @@ def render_html(trace: Trace, *, title: str | None = None) -> str:
         )
     body = "\n".join(rows)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{heading}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
         f"<h1>{heading}</h1>\n<table>\n{body}\n</table>\n</body>\n</html>\n"
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, MutableMapping
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Protocol
 
@@ -96,7 +97,7 @@ class TraceWriter:
         table_digest: str | None = None,
     ) -> None:
         if isinstance(target, str | os.PathLike):
-            self._file: IO[bytes] = open(target, "wb")  # noqa: SIM115 - closed in close()
+            self._file: IO[bytes] = Path(target).open("wb")  # noqa: SIM115 - closed in close()
             self._owns_file = True
         else:
             self._file = target
@@ -105,7 +106,7 @@ class TraceWriter:
         self._next_seq = 1
         self._closed = False
         self._logger = structlog.wrap_logger(
-            structlog.BytesLogger(self._file),
+            structlog.BytesLogger(self._file),  # type: ignore[arg-type]  # any binary file works
             processors=[
                 self._stamp_seq,
                 self._redact,

@@ -6,6 +6,7 @@ core's run strategies exist (see the trace module's hand-off notes).
 
 from __future__ import annotations
 
+import contextlib
 import io
 from typing import Any
 
@@ -20,15 +21,49 @@ from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.writer import TraceWriter
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False)
     | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
-KEYS = ("record", "seq", "event", "effect", "type", "machine", "name", "source", "dest",
-        "call_id", "terminal", "usage", "messages", "request_id", "schema", "config", "tools")
-TAGS = ("header", "event", "transition", "effect", "end", "TurnStarted", "ModelStreamEvent",
-        "AbortRequested", "CallModel", "RunToolStep", "user", "text")
+KEYS = (
+    "record",
+    "seq",
+    "event",
+    "effect",
+    "type",
+    "machine",
+    "name",
+    "source",
+    "dest",
+    "call_id",
+    "terminal",
+    "usage",
+    "messages",
+    "request_id",
+    "schema",
+    "config",
+    "tools",
+)
+TAGS = (
+    "header",
+    "event",
+    "transition",
+    "effect",
+    "end",
+    "TurnStarted",
+    "ModelStreamEvent",
+    "AbortRequested",
+    "CallModel",
+    "RunToolStep",
+    "user",
+    "text",
+)
 record_like = st.dictionaries(
     st.sampled_from(KEYS) | st.text(max_size=6),
     json_values | st.sampled_from(TAGS) | st.integers(0, 5),
@@ -46,14 +81,10 @@ HEADER = _header()
 
 
 def _read(content: bytes) -> None:
-    try:
+    with contextlib.suppress(TraceError):
         read_trace(io.BytesIO(content))
-    except TraceError:
-        pass
-    try:
+    with contextlib.suppress(TraceError):
         read_trace(io.BytesIO(content), allow_truncated=True)
-    except TraceError:
-        pass
 
 
 @settings(max_examples=300)
@@ -128,7 +159,5 @@ def test_mutated_real_traces_raise_only_trace_errors(data: st.DataObject) -> Non
     target[path[-1]] = value
     content = b"".join(orjson.dumps(r) + b"\n" for r in records)
     _read(content)
-    try:
+    with contextlib.suppress(TraceError):
         replay(read_trace(io.BytesIO(content)))
-    except TraceError:
-        pass

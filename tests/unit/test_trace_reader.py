@@ -168,7 +168,7 @@ def test_blank_line(tmp_path: Path, recorded: list[dict[str, Any]]) -> None:
     lines = path.read_bytes().splitlines(keepends=True)
     lines.insert(2, b"\n")
     path.write_bytes(b"".join(lines))
-    with pytest.raises(TraceFormatError, match="line 3: .*empty line"):
+    with pytest.raises(TraceFormatError, match=r"line 3: .*empty line"):
         read_trace(path)
 
 
@@ -245,9 +245,9 @@ def test_schema_zero_is_upgraded(tmp_path: Path, recorded: list[dict[str, Any]])
     """A schema-0 trace (``kind`` tags, ``tables`` digest) reads as the current schema."""
     old = []
     for record in recorded:
-        record = dict(record)
-        record["kind"] = record.pop("record")
-        old.append(record)
+        renamed = dict(record)
+        renamed["kind"] = renamed.pop("record")
+        old.append(renamed)
     old[0]["schema"] = 0
     old[0]["tables"] = old[0].pop("table_digest")
     path = write_lines(tmp_path / "old.jsonl", old)

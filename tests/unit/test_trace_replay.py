@@ -261,9 +261,11 @@ def test_fork_lists_outstanding_effects(good: Path) -> None:
     records = lines_of(good)
     index = index_of(
         records,
-        lambda r: r["record"] == "effect"
-        and r["effect"]["type"] == "RunToolStep"
-        and r["effect"]["step"] == "call",
+        lambda r: (
+            r["record"] == "effect"
+            and r["effect"]["type"] == "RunToolStep"
+            and r["effect"]["step"] == "call"
+        ),
     )
     point = fork(good, index)
     calls = [
@@ -302,9 +304,11 @@ def test_resume_flags_a_tool_call_that_may_have_run(tmp_path: Path, good: Path) 
     records = lines_of(good)
     index = index_of(
         records,
-        lambda r: r["record"] == "effect"
-        and r["effect"]["type"] == "RunToolStep"
-        and r["effect"]["step"] == "call",
+        lambda r: (
+            r["record"] == "effect"
+            and r["effect"]["type"] == "RunToolStep"
+            and r["effect"]["step"] == "call"
+        ),
     )
     path = write_lines(tmp_path / "crash.jsonl", records[: index + 1])
     partial = orjson.dumps(records[index + 1], option=orjson.OPT_SORT_KEYS)[:15]

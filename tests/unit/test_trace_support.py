@@ -151,7 +151,10 @@ class FakeCore:
         if isinstance(event, ev.ToolCallFinished) and event.call_id in self._running:
             self._running.discard(event.call_id)
             done = TransitionTaken(
-                machine="tool", name="call_returned", source="running", dest="completed",
+                machine="tool",
+                name="call_returned",
+                source="running",
+                dest="completed",
                 call_id=event.call_id,
             )
             if self._running:
@@ -175,7 +178,11 @@ def fake_events() -> list[ev.Event]:
         "index": 0,
         "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}},
     }
-    delta = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 7}}
+    delta = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn"},
+        "usage": {"output_tokens": 7},
+    }
     return [
         ev.TurnStarted(messages=prompt("hi")),
         ev.ModelStreamEvent(request_id="r1", event=tool_start),

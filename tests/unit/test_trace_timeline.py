@@ -28,7 +28,9 @@ def test_stream_deltas_are_folded(tmp_path: Path) -> None:
     trace = read_trace(record_run(tmp_path / "t.jsonl"))
     entries = timeline_entries(trace)
     streamed = sum(
-        1 for r in trace.records if r.kind == "event" and r.data["event"]["type"] == "ModelStreamEvent"
+        1
+        for r in trace.records
+        if r.kind == "event" and r.data["event"]["type"] == "ModelStreamEvent"
     )
     model_lines = [e for e in entries if e.text.startswith("model response")]
     assert len(model_lines) == 2

@@ -119,8 +119,15 @@ def test_sensitive_keys_are_redacted_but_token_counters_are_not() -> None:
 
 def test_sensitive_key_names() -> None:
     """The key rules catch credential names and spare ``*_tokens`` counters."""
-    for key in ("api_key", "X-Api-Key", "authorization", "client_secret", "password", "token",
-                "access_token"):
+    for key in (
+        "api_key",
+        "X-Api-Key",
+        "authorization",
+        "client_secret",
+        "password",
+        "token",
+        "access_token",
+    ):
         assert is_sensitive_key(key), key
     for key in ("input_tokens", "max_output_tokens", "token_budget", "tokens", "type"):
         assert not is_sensitive_key(key), key
