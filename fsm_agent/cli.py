@@ -54,9 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--max-turns", type=int, default=None)
     run.add_argument("--trace", type=Path, default=None, help="trace file or folder")
-    run.add_argument(
-        "--yes", action="store_true", help="answer every permission question with yes"
-    )
+    run.add_argument("--yes", action="store_true", help="answer every permission question with yes")
     run.set_defaults(handler=_cmd_run)
 
     demo = commands.add_parser("demo", help="an offline demo through the fake server")

@@ -1,7 +1,7 @@
 """Render the machine tables as mermaid into README.md, or check that the README is current.
 
-    python tools/render_diagram.py          # rewrite the block between the markers
-    python tools/render_diagram.py --check  # exit 1 if the README's diagram is stale
+python tools/render_diagram.py          # rewrite the block between the markers
+python tools/render_diagram.py --check  # exit 1 if the README's diagram is stale
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ from fsm_agent.core.events import (
     Event,
     HooksFinished,
     ModelStreamClosed,
+    ModelStreamEvent,
     ModelStreamFailed,
     PermissionDecided,
     ToolCallFinished,
@@ -297,8 +298,11 @@ def _file_lines(
     header, upgrades = header_from_line(*first, source)
 
     def generate() -> Iterator[_Line]:
-        for number, content, complete in lines:
-            yield _Line(number, content, complete)
+        for number, raw in enumerate(file, start=2):
+            if raw.endswith(b"\n"):
+                yield _Line(number, raw[:-1])
+            else:
+                yield _Line(number, raw, complete=False)
 
     return header, upgrades, generate()
 
@@ -365,6 +369,10 @@ class _Outstanding:
         return tuple(out)
 
 
+_EVENT_KEYS = frozenset({"record", "seq", "event"})
+_STREAM_EVENT_KEYS = frozenset({"type", "request_id", "event"})
+
+
 class _Replayer:
     """Feeds recorded events to a core and checks the records it produces."""
 
@@ -406,6 +414,33 @@ class _Replayer:
             line.data = data
         return line.data
 
+    def fast_event(self, line: _Line) -> dict[str, Any] | None:
+        """The hot path: a well-formed stream-event line, structured without the generic checks.
+
+        Returns None whenever anything is unusual; :meth:`checked` then does the full work.
+        """
+        if line.content is None or self.upgrades:
+            return None
+        try:
+            data = orjson.loads(line.content)
+        except orjson.JSONDecodeError:
+            return None
+        if type(data) is not dict or data.keys() != _EVENT_KEYS or data["seq"] != self.seq:
+            return None
+        raw = data["event"]
+        if type(raw) is not dict or raw.keys() != _STREAM_EVENT_KEYS:
+            return None
+        request_id, payload = raw["request_id"], raw["event"]
+        if data["record"] != "event" or raw["type"] != "ModelStreamEvent":
+            return None
+        if type(request_id) is not str:
+            return None
+        if type(payload) is not dict or type(data["seq"]) is not int:
+            return None
+        line.data = data
+        line.event = ModelStreamEvent(request_id=request_id, event=payload)
+        return data
+
     def checked(self, line: _Line) -> tuple[str, dict[str, Any]]:
         """Parse and fully check a line; returns its kind and dict (structures events)."""
         data = self.data_of(line)
@@ -436,7 +471,11 @@ class _Replayer:
                 if self.pending:
                     self.match(line, lines)
                     continue
-                kind, data = self.checked(line)
+                data = self.fast_event(line)
+                if data is not None:
+                    kind = "event"
+                else:
+                    kind, data = self.checked(line)
             except TraceTruncated:
                 if not tolerate_tail:
                     raise
@@ -491,8 +530,9 @@ class _Replayer:
             self.pending.append(_Produced(error, None))
             self.error = exc
             return
-        for fields in records.step_fields(step):
-            self.pending.append(self.produce(fields))
+        if step.transitions or step.effects:
+            for fields in records.step_fields(step):
+                self.pending.append(self.produce(fields))
         if self.tracker is not None:
             first = self.seq + len(step.transitions)
             for offset, effect in enumerate(step.effects):

@@ -21,6 +21,7 @@ from fsm_agent.core.messages import (
     ApiErrorMessage,
     AssistantMessage,
     Message,
+    TombstoneMessage,
     text_of,
     tool_results,
     tool_uses,
@@ -92,6 +93,16 @@ def call_model_effects(result: RunResult) -> list[dict[str, Any]]:
     trace = read_trace(result.trace_path)
     effects = [r.data["effect"] for r in trace.of_kind("effect")]
     return [e for e in effects if e["type"] == "CallModel"]
+
+
+def live_answers(messages: tuple[Message, ...]) -> list[str]:
+    """Texts of the assistant messages not withdrawn by a tombstone (what the model sees)."""
+    withdrawn = {m.target_uuid for m in messages if isinstance(m, TombstoneMessage)}
+    return [
+        text_of(m)
+        for m in messages
+        if isinstance(m, AssistantMessage) and m.uuid not in withdrawn and text_of(m)
+    ]
 
 
 def assert_paired(messages: tuple[Message, ...]) -> None:
@@ -231,9 +242,10 @@ def test_transient_failure_is_retried_then_answered(
     assert names.count("request_retried") == 1
     assert names.count("request_sent") == 1  # the retry stays inside the same iteration
     assert len(server.message_requests) == 2
-    # Nothing of the failed attempt survives as an answer.
-    answers = [text_of(m) for m in result.messages if isinstance(m, AssistantMessage)]
-    assert answers == [REPLY]
+    # Nothing of the failed attempt survives as an answer: the retry resends the same history.
+    assert live_answers(result.messages) == [REPLY]
+    first, second = (r.body for r in server.message_requests)
+    assert second["messages"] == first["messages"]
     attempts = [(e["attempt"], e["delay_ms"]) for e in call_model_effects(result)]
     assert attempts == [(1, 0), (2, 1)]
     assert_replays(result)
@@ -296,8 +308,7 @@ def test_stall_mid_stream_times_out_and_is_retried(serve: ServeFn, tmp_path: Pat
     )
     result = run_agent(server, tmp_path, timeout=0.3)
     assert result.terminal == "completed"
-    answers = [text_of(m) for m in result.messages if isinstance(m, AssistantMessage)]
-    assert answers == [REPLY]
+    assert live_answers(result.messages) == [REPLY]
     assert loop_transitions(result).count("request_retried") == 1
 
 

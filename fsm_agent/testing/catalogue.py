@@ -1,0 +1,387 @@
+"""A catalogue of scripted runs, one or more for every named transition.
+
+Each entry is data: a loop config, the tools the core knows, a scripted ``World`` and what the
+run must show (its terminal reason and transitions it must take). ``tools/record_traces.py``
+records every entry into ``traces/`` (the golden corpus the tests replay); the benchmarks and
+tests reuse the same runs. ``record`` checks each run against its expectations, so the corpus
+is what it claims to be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import attrs
+
+from fsm_agent.core.agent_core import AgentCore
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.events import HookDecision, HookOutcome
+from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.errors import UsageError
+from fsm_agent.testing.scenario import parse_scenario
+from fsm_agent.testing.world import ToolScript, World, WorldRun, prompt
+
+TOOLS = (
+    ToolSpec(name="Read", description="Read a file"),
+    ToolSpec(name="Glob", description="Find files"),
+    ToolSpec(name="Write", description="Write a file"),
+    ToolSpec(name="Bash", description="Run a command", is_shell=True),
+)
+SAFE = ToolScript(safe=True, content="file contents")
+UNSAFE = ToolScript(safe=False, content="written")
+
+
+@attrs.frozen(kw_only=True)
+class Entry:
+    """One catalogued run."""
+
+    name: str
+    description: str
+    steps: tuple[dict[str, Any], ...]
+    terminal: str
+    must_take: tuple[str, ...] = ()
+    config: LoopConfig = attrs.field(factory=LoopConfig)
+    tools: dict[str, ToolScript] = attrs.field(factory=lambda: {"Read": SAFE, "Glob": SAFE})
+    pre_hooks: tuple[HookOutcome, ...] = ()
+    post_hooks: tuple[HookOutcome, ...] = ()
+    stop_hooks: tuple[HookOutcome, ...] = ()
+    deny_tools: frozenset[str] = frozenset()
+    compactions: tuple[bool, ...] = ()
+    collapses: tuple[int, ...] = ()
+    abort_after: int | None = None
+    abort_reason: str = "user"
+    prompt_text: str = "Please look at the project."
+
+    def world(self) -> World:
+        """The scripted outside world of this run."""
+        return World(
+            scenario=parse_scenario({"steps": list(self.steps)}, source=self.name),
+            tools=self.tools,
+            pre_hooks=self.pre_hooks,
+            post_hooks=self.post_hooks,
+            stop_hooks=self.stop_hooks,
+            deny_tools=self.deny_tools,
+            compactions=self.compactions,
+            collapses=self.collapses,
+            abort_after=self.abort_after,
+            abort_reason=self.abort_reason,
+        )
+
+
+def _text(text: str, **extra: Any) -> dict[str, Any]:
+    return {"content": [{"text": text}], **extra}
+
+
+def _tools(*calls: tuple[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"content": [{"tool_use": {"name": n, "input": i}} for n, i in calls], **extra}
+
+
+def _error(kind: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"kind": kind, **extra}}
+
+
+_READ = ("Read", {"file_path": "README.md"})
+_GLOB = ("Glob", {"pattern": "*.py"})
+_WRITE = ("Write", {"file_path": "NOTES.md", "content": "notes"})
+_BLOCK = HookOutcome(blocking_errors=("Run the tests before you stop.",))
+_QUIET = LoopConfig(retry_base_ms=10, retry_cap_ms=40)
+
+ENTRIES: tuple[Entry, ...] = (
+    Entry(
+        name="concurrent_reads_next_turn",
+        description="Two safe reads run together, then the model answers.",
+        steps=(_tools(_READ, _GLOB), _text("Both files read.")),
+        terminal="completed",
+        must_take=("tools_requested", "next_turn", "completed"),
+    ),
+    Entry(
+        name="sibling_cancel",
+        description="A failing shell call cancels the read running beside it.",
+        steps=(_tools(("Bash", {"command": "ls missing"}), _READ), _text("The listing failed.")),
+        tools={"Bash": ToolScript(safe=True, is_error=True, content="no such file"), "Read": SAFE},
+        terminal="completed",
+        must_take=("cancelled", "call_failed"),
+    ),
+    Entry(
+        name="batch_partition",
+        description="Without streaming execution, [R, R, W, R] runs as [R, R] [W] [R].",
+        steps=(_tools(_READ, _GLOB, _WRITE, _READ), _text("Done.")),
+        tools={"Read": SAFE, "Glob": SAFE, "Write": UNSAFE},
+        config=LoopConfig(streaming_tool_execution=False),
+        terminal="completed",
+        must_take=("started", "next_turn"),
+    ),
+    Entry(
+        name="rejected_and_denied",
+        description="Bad input, an unknown tool, a deny rule and a hook denial: four error results.",
+        steps=(
+            _tools(_READ, ("Nope", {}), _GLOB, _WRITE),
+            _text("I could not do those."),
+        ),
+        tools={"Read": ToolScript(valid=False), "Glob": SAFE, "Write": UNSAFE},
+        deny_tools=frozenset({"Write"}),
+        pre_hooks=(HookOutcome(decision=HookDecision.DENY, decision_reason="globs are off"),),
+        terminal="completed",
+        must_take=("input_rejected", "permission_denied", "hook_denied"),
+    ),
+    Entry(
+        name="max_output_tokens_recovery",
+        description="Three truncated answers recover; the fourth surfaces the error.",
+        steps=tuple(_text(f"part {n}", stop_reason="max_tokens") for n in range(4)),
+        terminal="completed",
+        must_take=("max_output_tokens_recovery", "completed"),
+    ),
+    Entry(
+        name="max_output_tokens_escalate",
+        description="A truncated answer is retried once with the escalated output size.",
+        steps=(_text("cut", stop_reason="max_tokens"), _text("Whole answer.")),
+        config=LoopConfig(escalate_output_tokens=True),
+        terminal="completed",
+        must_take=("max_output_tokens_escalate",),
+    ),
+    Entry(
+        name="reactive_compact_retry",
+        description="Prompt too long: compact, then the retry succeeds.",
+        steps=(_error("prompt_too_long"), _text("Answer after compaction.")),
+        terminal="completed",
+        must_take=("api_error_received", "reactive_compact_started", "reactive_compact_retry"),
+    ),
+    Entry(
+        name="prompt_too_long",
+        description="Prompt too long and compaction fails: the run ends prompt_too_long.",
+        steps=(_error("prompt_too_long"),),
+        compactions=(False,),
+        terminal="prompt_too_long",
+    ),
+    Entry(
+        name="collapse_drain_retry",
+        description="With context collapse, a drain that commits retries the request.",
+        steps=(_error("prompt_too_long"), _text("Fits now.")),
+        config=LoopConfig(context_collapse=True, reactive_compact=False),
+        collapses=(2,),
+        terminal="completed",
+        must_take=("collapse_drain_started", "collapse_drain_retry"),
+    ),
+    Entry(
+        name="collapse_drain_empty",
+        description="A drain that commits nothing and no reactive compact: prompt_too_long.",
+        steps=(_error("prompt_too_long"),),
+        config=LoopConfig(context_collapse=True, reactive_compact=False),
+        collapses=(0,),
+        terminal="prompt_too_long",
+        must_take=("collapse_drain_empty",),
+    ),
+    Entry(
+        name="image_error",
+        description="A media error that compaction cannot fix ends the run image_error.",
+        steps=(_error("media_too_large"),),
+        compactions=(False,),
+        terminal="image_error",
+    ),
+    Entry(
+        name="image_error_after_compact",
+        description="A second media error after a reactive compact: no second compact.",
+        steps=(_error("media_too_large"), _error("media_too_large")),
+        terminal="image_error",
+        must_take=("reactive_compact_retry",),
+    ),
+    Entry(
+        name="stop_hook_blocking",
+        description="A Stop hook blocks once; the model answers again and the run completes.",
+        steps=(_text("Done."), _text("Tests pass. Done.")),
+        stop_hooks=(_BLOCK,),
+        terminal="completed",
+        must_take=("stop_hook_blocking",),
+    ),
+    Entry(
+        name="stop_hook_prevented",
+        description="A Stop hook says do not continue.",
+        steps=(_text("Done."),),
+        stop_hooks=(HookOutcome(prevent_continuation=True, stop_reason="policy says stop"),),
+        terminal="stop_hook_prevented",
+    ),
+    Entry(
+        name="stop_hook_block_cap",
+        description="A Stop hook that always blocks ends the run at the cap, not in a loop.",
+        steps=tuple(_text(f"Try {n}.") for n in range(4)),
+        stop_hooks=(_BLOCK,) * 4,
+        config=LoopConfig(stop_hook_block_cap=2),
+        terminal="stop_hook_prevented",
+        must_take=("stop_hook_blocking",),
+    ),
+    Entry(
+        name="token_budget_continuation",
+        description="Under a token budget the model is nudged on until 90% is used.",
+        steps=tuple(_text(f"Work {n}.", usage={"output_tokens": 400}) for n in range(3)),
+        config=LoopConfig(token_budget=1000),
+        terminal="completed",
+        must_take=("token_budget_continuation",),
+    ),
+    Entry(
+        name="blocking_limit",
+        description="A prompt over the blocking limit, with no compaction to rescue it.",
+        steps=(_text("never sent"),),
+        config=LoopConfig(context_window=25_000, autocompact=False, reactive_compact=False),
+        prompt_text="x" * 12_000,
+        terminal="blocking_limit",
+    ),
+    Entry(
+        name="autocompact",
+        description="A prompt over the autocompact threshold is compacted before sending.",
+        steps=(_text("Answer."),),
+        config=LoopConfig(context_window=40_000),
+        prompt_text="y" * 32_000,
+        terminal="completed",
+        must_take=("autocompact_started", "autocompact_done"),
+    ),
+    Entry(
+        name="autocompact_failed",
+        description="A failed autocompact is counted and the request still goes out.",
+        steps=(_text("Answer."),),
+        config=LoopConfig(context_window=40_000),
+        prompt_text="y" * 32_000,
+        compactions=(False,),
+        terminal="completed",
+        must_take=("autocompact_failed",),
+    ),
+    Entry(
+        name="retry_then_success",
+        description="Overloaded once, a rate limit, a dropped connection, then an answer.",
+        steps=(
+            _error("overloaded"),
+            _error("rate_limited"),
+            {
+                **_text("Lost halfway", chunk=4),
+                "error": {"kind": "connection", "mid_stream_after": 3},
+            },
+            _text("Answer."),
+        ),
+        config=_QUIET,
+        terminal="completed",
+        must_take=("request_retried",),
+    ),
+    Entry(
+        name="truncated_stream_retried",
+        description="A stream that ends without message_stop is retried, not accepted.",
+        steps=({**_text("half an answer"), "error": {"kind": "truncated"}}, _text("Answer.")),
+        config=_QUIET,
+        terminal="completed",
+        must_take=("request_retried",),
+    ),
+    Entry(
+        name="model_fallback",
+        description="Three overloads in a row switch to the fallback model.",
+        steps=(*(_error("overloaded") for _ in range(3)), _text("Answer from the fallback.")),
+        config=attrs.evolve(_QUIET, fallback_model="claude-haiku-4-5"),
+        terminal="completed",
+        must_take=("model_fallback",),
+    ),
+    Entry(
+        name="model_error",
+        description="An error that is not retried ends the run model_error.",
+        steps=(_error("other"),),
+        terminal="model_error",
+    ),
+    Entry(
+        name="model_error_retries_exhausted",
+        description="Retries are bounded: always overloaded and no fallback ends model_error.",
+        steps=tuple(_error("overloaded") for _ in range(3)),
+        config=attrs.evolve(_QUIET, max_retries=2),
+        terminal="model_error",
+        must_take=("request_retried",),
+    ),
+    Entry(
+        name="aborted_streaming",
+        description="The user aborts while the answer streams.",
+        steps=(_text("A long answer that will be interrupted.", chunk=4),),
+        abort_after=6,
+        terminal="aborted_streaming",
+    ),
+    Entry(
+        name="aborted_streaming_with_tools",
+        description="Abort mid-stream while a tool started from the stream is running.",
+        steps=(
+            {
+                "content": [
+                    {"tool_use": {"name": "Read", "input": {"file_path": "a"}}},
+                    {
+                        "text": "and more text to come",
+                    },
+                ],
+                "chunk": 3,
+            },
+        ),
+        abort_after=12,
+        terminal="aborted_streaming",
+    ),
+    Entry(
+        name="aborted_tools",
+        description="The user aborts while tools run; each call still gets its result.",
+        steps=(_tools(_READ, _GLOB), _text("never reached")),
+        abort_after=14,
+        terminal="aborted_tools",
+    ),
+    Entry(
+        name="hook_stopped",
+        description="A PostToolUse hook says do not continue: the run ends after the tools.",
+        steps=(_tools(_READ), _text("never reached")),
+        post_hooks=(HookOutcome(prevent_continuation=True, stop_reason="enough"),),
+        terminal="hook_stopped",
+    ),
+    Entry(
+        name="max_turns",
+        description="The turn limit ends the run after the tools of the last allowed turn.",
+        steps=(_tools(_READ), _text("never reached")),
+        config=LoopConfig(max_turns=1),
+        terminal="max_turns",
+    ),
+)
+
+
+def by_name(name: str) -> Entry:
+    """The entry called ``name``."""
+    for entry in ENTRIES:
+        if entry.name == name:
+            return entry
+    raise UsageError(f"no catalogue entry {name!r}; known: {', '.join(e.name for e in ENTRIES)}")
+
+
+def run_entry(
+    entry: Entry, feed: Callable[[AgentCore], Callable[..., Any]] | None = None
+) -> tuple[AgentCore, WorldRun]:
+    """Run an entry to its end; ``feed`` may wrap the core's feed (for tracing)."""
+    core = AgentCore(config=entry.config, tools=TOOLS)
+    feeder = feed(core) if feed is not None else core.feed
+    run = WorldRun(feeder, entry.world(), prompt(entry.prompt_text))
+    run.run()
+    _check(entry, run)
+    return core, run
+
+
+def record(entry: Entry, target: str | Path | IO[bytes]) -> tuple[AgentCore, WorldRun]:
+    """Run an entry and write its trace to ``target``."""
+    from fsm_agent.trace.writer import TraceWriter, TracingCore  # noqa: PLC0415
+
+    writer = TraceWriter(target, config=entry.config, tools=TOOLS, meta={"entry": entry.name})
+    try:
+        return run_entry(entry, lambda core: TracingCore(core, writer).feed)
+    finally:
+        writer.close()
+
+
+def taken_names(run: WorldRun) -> Iterator[str]:
+    """Names of every transition a run took."""
+    for _event, step in run.steps:
+        for transition in step.transitions:
+            yield transition.name
+
+
+def _check(entry: Entry, run: WorldRun) -> None:
+    if run.terminal != entry.terminal:
+        raise UsageError(f"{entry.name}: ended {run.terminal}, expected {entry.terminal}")
+    taken = set(taken_names(run))
+    missing = [name for name in entry.must_take if name not in taken]
+    if missing:
+        raise UsageError(f"{entry.name}: did not take {', '.join(missing)}")
