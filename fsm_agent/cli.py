@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("prompt")
     run.add_argument(
         "--model",
-        default="claude-sonnet-4-5",
+        default="claude-sonnet-4-6",
         help="a Claude model name, or scripted:FILE to play a scenario file",
     )
     run.add_argument("--max-turns", type=int, default=None)

@@ -91,12 +91,12 @@ async def run_demo(
         asked: list[str] = []
         async with FakeAnthropicServer(scenario) as server:
             model = AnthropicModel(
-                name="claude-sonnet-4-5", api_key="demo-key-not-secret", base_url=server.base_url
+                name="claude-sonnet-4-6", api_key="demo-key-not-secret", base_url=server.base_url
             )
             agent = Agent(
                 model=model,
                 tools=_demo_tools(),
-                config=LoopConfig(model="claude-sonnet-4-5"),
+                config=LoopConfig(model="claude-sonnet-4-6"),
                 hooks=Hooks(stop=[stop_hook_asking_once()]),
                 permissions=PermissionPolicy(ask=approve_notes(asked)),
                 trace=trace,

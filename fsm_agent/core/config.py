@@ -35,7 +35,7 @@ def _optional_positive(
 class LoopConfig:
     """Options of the loop machine. All bounds have a property test (DESIGN §2)."""
 
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     fallback_model: str | None = None
     max_turns: int | None = attrs.field(default=None, validator=_optional_positive)
 

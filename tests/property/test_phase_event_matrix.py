@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsm_agent.core import effects as fx
@@ -126,17 +126,7 @@ CONFIGS = st.builds(
 )
 
 
-@pytest.mark.parametrize("state", LOOP_STATES)
-@pytest.mark.parametrize("event_type", sorted(EVENTS))
-@given(data=st.data(), context=st.sampled_from(sorted(CONTEXTS)), config=CONFIGS)
-def test_loop_state_event_matrix(
-    state: str, event_type: str, data: st.DataObject, context: str, config: LoopConfig
-) -> None:
-    """Any event in any loop state gives a Step or a not-legal error, then poisons the core."""
-    core = CONTEXTS[context](config)
-    core._machine_model.state = state
-    core._awaiting = data.draw(st.sampled_from([None, "e1", "e2"]), label="awaiting")
-    event = data.draw(EVENTS[event_type], label="event")
+def _feed_one(core: AgentCore, event: Any) -> None:
     try:
         step = core.feed(event)
     except (IllegalTransition, UsageError):
@@ -146,6 +136,21 @@ def test_loop_state_event_matrix(
         return
     assert isinstance(step, Step)
     assert not core.poisoned
+
+
+@pytest.mark.parametrize("state", LOOP_STATES)
+@settings(max_examples=max(5, settings.default.max_examples // 3))
+@given(data=st.data(), context=st.sampled_from(sorted(CONTEXTS)), config=CONFIGS)
+def test_loop_state_event_matrix(
+    state: str, data: st.DataObject, context: str, config: LoopConfig
+) -> None:
+    """Any event in any loop state gives a Step or a not-legal error, then poisons the core."""
+    awaiting = data.draw(st.sampled_from([None, "e1", "e2"]), label="awaiting")
+    for event_type in sorted(EVENTS):
+        core = CONTEXTS[context](config)
+        core._machine_model.state = state
+        core._awaiting = awaiting
+        _feed_one(core, data.draw(EVENTS[event_type], label=event_type))
 
 
 class _Sink:
@@ -184,25 +189,25 @@ TOOL_EVENT_TYPES = [
 
 
 @pytest.mark.parametrize("state", [s.value for s in CallState])
-@pytest.mark.parametrize("event_type", TOOL_EVENT_TYPES)
-@given(data=st.data(), batch=st.booleans(), safe=st.booleans())
+@given(data=st.data(), batch=st.booleans(), safe=st.booleans(), shell=st.booleans())
 def test_tool_state_event_matrix(
-    state: str, event_type: str, data: st.DataObject, batch: bool, safe: bool
+    state: str, data: st.DataObject, batch: bool, safe: bool, shell: bool
 ) -> None:
     """Any event for a call in any tool state is handled or refused with IllegalTransition."""
-    spec = TOOLS[1] if data.draw(st.booleans(), label="shell") else TOOLS[0]
-    executor = ToolExecutor(_Sink(), {s.name: s for s in TOOLS}, batch_mode=batch,
-                            max_concurrency=2)  # fmt: skip
-    call = ToolCall(call_id="c1", tool_name=spec.name, input={}, index=0, spec=spec)
-    call.state = state
-    call.validated = state != CallState.QUEUED.value
-    call.safe = safe
-    call.awaiting = "e1"
-    executor.calls["c1"] = call
-    executor.order.append(call)
-    executor._by_effect["e1"] = call
-    event = data.draw(EVENTS[event_type], label="event")
-    try:
-        executor.handle(event)
-    except IllegalTransition:
-        return
+    spec = TOOLS[1] if shell else TOOLS[0]
+    for event_type in TOOL_EVENT_TYPES:
+        executor = ToolExecutor(_Sink(), {s.name: s for s in TOOLS}, batch_mode=batch,
+                                max_concurrency=2)  # fmt: skip
+        call = ToolCall(call_id="c1", tool_name=spec.name, input={}, index=0, spec=spec)
+        call.state = state
+        call.validated = state != CallState.QUEUED.value
+        call.safe = safe
+        call.awaiting = "e1"
+        executor.calls["c1"] = call
+        executor.order.append(call)
+        executor._by_effect["e1"] = call
+        event = data.draw(EVENTS[event_type], label=event_type)
+        try:
+            executor.handle(event)
+        except IllegalTransition:
+            continue

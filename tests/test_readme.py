@@ -1,0 +1,42 @@
+"""The README stays true: its diagram is current and its test command is what CI runs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_diagram_is_current() -> None:
+    """tools/render_diagram.py --check passes (the README diagram matches the tables)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "render_diagram.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout
+
+
+def _quick_start_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```bash\n(.+?)\n```", section)
+
+
+def test_quick_start_has_two_commands() -> None:
+    """The quick start gives exactly two commands: the demo and the tests."""
+    commands = _quick_start_commands()
+    assert len(commands) == 2
+    assert "fsm-agent demo" in commands[0]
+    assert "pytest" in commands[1]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """.ci/run runs the README's test command verbatim."""
+    test_command = _quick_start_commands()[1]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert test_command in ci.splitlines()

@@ -1,0 +1,108 @@
+"""The fsm-agent command line: clear messages, exit statuses, and the offline demo."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_run_without_api_key_explains_instead_of_crashing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run` without ANTHROPIC_API_KEY prints what to do and exits 2, with no traceback."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert main(["run", "hello"]) == 2
+    err = capsys.readouterr().err
+    assert "ANTHROPIC_API_KEY" in err
+    assert "scripted:FILE" in err
+    assert "demo" in err
+    assert "Traceback" not in err
+
+
+def test_run_with_a_scripted_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run --model scripted:FILE` plays a scenario offline and writes a trace."""
+    scenario = ROOT / "fsm_agent" / "scenarios" / "text_reply.json"
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "hi", "--model", f"scripted:{scenario}", "--trace", "t.jsonl"]) == 0
+    assert main(["replay", "t.jsonl"]) == 0
+
+
+def test_replay_reports_divergence_with_exit_status_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`replay` exits 1 and names the file when a trace does not replay."""
+    bad = tmp_path / "bad.jsonl"
+    good = (ROOT / "traces" / "model_error.jsonl").read_text(encoding="utf-8")
+    bad.write_text(good.replace('"dest":"model_error"', '"dest":"completed"', 1), encoding="utf-8")
+    assert main(["replay", str(bad), str(ROOT / "traces" / "max_turns.jsonl")]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED" in out
+    assert "1 replayed identically, 1 failed" in out
+
+
+def test_replay_of_an_empty_folder_is_a_usage_error(tmp_path: Path) -> None:
+    """`replay` on a folder without traces exits 2 rather than passing vacuously."""
+    assert main(["replay", str(tmp_path)]) == 2
+
+
+def test_show_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`show` prints a timeline with transition names; --html writes a standalone page."""
+    page = tmp_path / "t.html"
+    trace = ROOT / "traces" / "stop_hook_blocking.jsonl"
+    assert main(["show", str(trace), "--html", str(page)]) == 0
+    assert "stop_hook_blocking" in capsys.readouterr().out
+    html = page.read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<!doctype html")
+    assert "stop_hook_blocking" in html
+
+
+def test_diff_finds_the_first_difference(capsys: pytest.CaptureFixture[str]) -> None:
+    """`diff` agrees on a trace and itself, and reports a seq for two different runs."""
+    a = str(ROOT / "traces" / "model_error.jsonl")
+    b = str(ROOT / "traces" / "max_turns.jsonl")
+    assert main(["diff", a, a]) == 0
+    assert main(["diff", a, b]) == 1
+    assert "first difference at seq" in capsys.readouterr().out
+
+
+def test_diagram_highlights_a_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    """`diagram --trace` marks the transitions that trace took."""
+    assert main(["diagram", "--trace", str(ROOT / "traces" / "max_turns.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert "★ max_turns" in out
+    assert "classDef taken" in out
+
+
+def test_python_dash_m_diagram() -> None:
+    """`python -m fsm_agent diagram` works (the entry point is kept)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "fsm_agent", "diagram"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0
+    assert "stateDiagram-v2" in done.stdout
+
+
+def test_demo_runs_offline_and_replays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`demo` completes through the fake server, takes the advertised recoveries, replays."""
+    from fsm_agent.demo import run_demo_sync
+
+    monkeypatch.chdir(tmp_path)
+    outcome = run_demo_sync(trace_path=tmp_path / "demo.jsonl")
+    assert outcome.result.terminal == "completed"
+    assert outcome.replayed_records > 100
+    assert outcome.permission_questions == ("Write(NOTES.md)",)
+    text = (tmp_path / "demo.jsonl").read_text(encoding="utf-8")
+    for name in ("max_output_tokens_recovery", "reactive_compact_retry", "stop_hook_blocking"):
+        assert f'"name":"{name}"' in text
