@@ -102,6 +102,8 @@ def _index(rows: tuple[Row, ...]) -> dict[tuple[str, type | None], tuple[Row, ..
 
 
 _LOOP_INDEX = _index(LOOP_ROWS)
+_STREAMING = Phase.STREAMING.value
+_QUIET_STEP = Step()
 _LOOP_EVENTS = {name: LOOP_MACHINE.events[name] for name in {row.name for row in LOOP_ROWS}}
 
 
@@ -166,7 +168,9 @@ class AgentCore:
         self._turn_output_tokens = 0
         self._budget_continuations = 0
         self._budget_last_delta = 0
-        self._budget_previous_delta = 0
+        self._budget_last_total = 0
+        self._budget_last_delta = 0
+        self._budget_last_total = 0
 
     # --- public queries ------------------------------------------------------------------------
 
@@ -239,10 +243,44 @@ class AgentCore:
                 "the core raised earlier and may be half-changed; build a new one "
                 f"(first error: {self._poisoned!r})"
             )
+        if type(event) is ev.ModelStreamEvent and self._machine_model.state == _STREAMING:
+            return self._stream_step(event.request_id, event.event, event)
         self._transitions = []
         self._effects = []
         try:
             self._dispatch(event)
+            self._settle()
+        except BaseException as exc:
+            self._poisoned = exc
+            raise
+        return Step(
+            transitions=tuple(self._transitions),
+            effects=tuple(self._effects),
+            terminal=self._terminal,
+        )
+
+    def feed_stream(self, request_id: str, raw: dict[str, Any]) -> Step:
+        """The same as ``feed(ModelStreamEvent(request_id=..., event=raw))``, faster.
+
+        Most events of a run are stream deltas; this entry builds the event object only when
+        the delta completes something. Drivers and replay use it on their hot path.
+        """
+        if self._poisoned is None and self._machine_model.state == _STREAMING:
+            return self._stream_step(request_id, raw, None)
+        return self.feed(ev.ModelStreamEvent(request_id=request_id, event=raw))
+
+    def _stream_step(
+        self, request_id: str, raw: dict[str, Any], event: ev.ModelStreamEvent | None
+    ) -> Step:
+        # The hot path: no table lookup, and a shared empty Step unless something happened.
+        self._transitions = []
+        self._effects = []
+        try:
+            self._on_stream(request_id, raw)
+            if not (self._effects or self._transitions or self._stream_error):
+                return _QUIET_STEP
+            self._event = event or ev.ModelStreamEvent(request_id=request_id, event=raw)
+            self._fire_first(_LOOP_INDEX[(_STREAMING, ev.ModelStreamEvent)])
             self._settle()
         except BaseException as exc:
             self._poisoned = exc
@@ -300,7 +338,7 @@ class AgentCore:
 
     def _handle_internal(self, event: ev.Event) -> None:
         if isinstance(event, ev.ModelStreamEvent):
-            self._on_stream_event(event)
+            self._on_stream(event.request_id, event.event)
         elif isinstance(event, ev.AbortRequested):
             self._abort_tools(event.reason)
         elif self._executor is not None and self._executor.owns(event) is not None:
@@ -495,12 +533,12 @@ class AgentCore:
 
     # --- stream handling (inside `streaming`, no transition per delta) ------------------------
 
-    def _on_stream_event(self, event: ev.ModelStreamEvent) -> None:
-        if event.request_id != self._request_id or self._stream_error is not None:
+    def _on_stream(self, request_id: str, raw: dict[str, Any]) -> None:
+        if request_id != self._request_id or self._stream_error is not None:
             return  # a stale request's event: recorded, ignored
         assert self._assembler is not None
         try:
-            completed = self._assembler.feed(event.event)
+            completed = self._assembler.feed(raw)
         except FsmAgentError as exc:  # ModelProtocolError: a named model_error, not a crash
             self._stream_error = str(exc)
             return
@@ -646,10 +684,11 @@ class AgentCore:
         budget = self.config.token_budget
         if budget is None or self.config.is_subagent:
             return False
+        current_delta = self._turn_output_tokens - self._budget_last_total
         diminishing = (
             self._budget_continuations >= 3
+            and current_delta < 500
             and self._budget_last_delta < 500
-            and self._budget_previous_delta < 500
         )
         return not diminishing and self._turn_output_tokens < budget * 0.9
 
@@ -676,6 +715,8 @@ class AgentCore:
         self._transcript.extend(event.messages)
         self._turn_output_tokens = 0
         self._budget_continuations = 0
+        self._budget_last_delta = 0
+        self._budget_last_total = 0
 
     def _on_iteration_started(self) -> None:
         self._assistant = []
@@ -942,9 +983,8 @@ class AgentCore:
     def _on_token_budget_continuation(self) -> None:
         budget = self.config.token_budget or 0
         used = self._turn_output_tokens
-        previous_total = used - self._budget_last_delta
-        self._budget_previous_delta = self._budget_last_delta
-        self._budget_last_delta = used - previous_total
+        self._budget_last_delta = used - self._budget_last_total
+        self._budget_last_total = used
         self._budget_continuations += 1
         nudge = self._meta_user(
             texts.token_budget_nudge(round(100 * used / budget) if budget else 0, used, budget)

@@ -22,6 +22,7 @@ which is cheaper than ``add_model`` and leaves nothing registered to leak.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 from collections.abc import Iterable
 
@@ -282,6 +283,7 @@ def rows_digest_text(rows: tuple[Row, ...]) -> str:
     return "\n".join(lines)
 
 
+@functools.cache
 def table_digest() -> str:
     """A short digest of both tables; a trace recorded against other tables is refused."""
     text = rows_digest_text(LOOP_ROWS) + "\n--\n" + rows_digest_text(TOOL_ROWS)

@@ -16,6 +16,8 @@ transition is a table row).
 
 from __future__ import annotations
 
+import math
+
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -79,8 +81,9 @@ def continue_bound(config: LoopConfig) -> int:
 
     Within one stop-hook segment output-token recovery takes at most ``R`` recoveries and
     ``R + 1`` escalations, reactive compact at most one retry per turn, and a collapse drain
-    never twice in a row; the stop-hook cap bounds the segments; token-budget continuations are
-    few because the budget stops on diminishing returns after three.
+    never twice in a row; the stop-hook cap bounds the segments. Token-budget continuations: at
+    most three unconditionally, then each needs a delta of ≥ 500 tokens in one of every two
+    rounds (else diminishing returns stop it) and the total stays under 90% of the budget.
 
     Args:
         config: the loop configuration of the run.
@@ -91,7 +94,8 @@ def continue_bound(config: LoopConfig) -> int:
     recoveries = config.max_output_tokens_recoveries
     per_segment = 2 * (2 * recoveries + 1 + 1) + 2
     segments = config.stop_hook_block_cap + 1
-    budget_rounds = 1 if config.token_budget is None else 4 + 1
+    budget = config.token_budget
+    budget_rounds = 1 if budget is None else 4 + 2 * (math.ceil(0.9 * budget / 500) + 1)
     return per_segment * segments * budget_rounds + budget_rounds
 
 
@@ -286,9 +290,10 @@ def _stop_hooks_now(core: AgentCore, step: Step) -> list[str]:
 
 def _api_messages(core: AgentCore) -> list[str]:
     """Invariant 8: the normalized transcript and request history are valid API input."""
-    problems = [f"inv8 (transcript): {p}" for p in api_invariant_violations(
-        normalize_for_api(core.transcript)
-    )]
+    problems = [
+        f"inv8 (transcript): {p}"
+        for p in api_invariant_violations(normalize_for_api(core.transcript))
+    ]
     if core.messages_for_query():
         problems.extend(
             f"inv8 (messages_for_query): {p}"

@@ -92,7 +92,11 @@ def _step(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
         lambda content, truncated, output: {
             "content": content,
             **({"stop_reason": "max_tokens"} if truncated else {}),
-            **({"usage": {"input_tokens": 50, "output_tokens": output}} if output is not None else {}),
+            **(
+                {"usage": {"input_tokens": 50, "output_tokens": output}}
+                if output is not None
+                else {}
+            ),
         },
         _blocks(tool_names),
         st.sampled_from([False, False, True]),
@@ -104,7 +108,7 @@ def _step(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
         _blocks(tool_names),
         error_specs(),
     )
-    return st.one_of(reply, reply, reply, failure, failing_reply)
+    return st.one_of(reply, reply, reply, reply, reply, failure, failing_reply)
 
 
 def scenario_steps(
@@ -123,7 +127,12 @@ def scenario_steps(
     Returns:
         A strategy of step lists, ready for ``parse_scenario({"steps": ...})``.
     """
-    return st.lists(_step(tool_names), min_size=1, max_size=max_steps)
+    closing = st.sampled_from([[], [{"content": [{"text": "done"}]}]])
+    return st.builds(
+        lambda steps, end: (steps + end)[:max_steps],
+        st.lists(_step(tool_names), min_size=1, max_size=max_steps),
+        closing,
+    )
 
 
 def tool_scripts() -> st.SearchStrategy[ToolScript]:

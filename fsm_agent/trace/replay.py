@@ -276,6 +276,7 @@ class _Line:
     complete: bool = True
     data: dict[str, Any] | None = None
     event: Event | None = None
+    stream: tuple[str, dict[str, Any]] | None = None  # a stream event, not yet an object
 
 
 @attrs.define(slots=True)
@@ -438,7 +439,7 @@ class _Replayer:
         if type(payload) is not dict or type(data["seq"]) is not int:
             return None
         line.data = data
-        line.event = ModelStreamEvent(request_id=request_id, event=payload)
+        line.stream = (request_id, payload)
         return data
 
     def checked(self, line: _Line) -> tuple[str, dict[str, Any]]:
@@ -519,12 +520,19 @@ class _Replayer:
         return _Produced(fields, records.dumps(fields))
 
     def feed(self, line: _Line) -> None:
-        event = line.event
-        assert event is not None
-        if self.tracker is not None:
-            self.tracker.answered(event)
+        stream = line.stream
+        feed_stream = getattr(self.core, "feed_stream", None)
         try:
-            step = self.core.feed(event)
+            if stream is not None and self.tracker is None and feed_stream is not None:
+                step = feed_stream(stream[0], stream[1])  # the hot path: no event object
+            else:
+                if line.event is None and stream is not None:
+                    line.event = ModelStreamEvent(request_id=stream[0], event=stream[1])
+                event = line.event
+                assert event is not None
+                if self.tracker is not None:
+                    self.tracker.answered(event)
+                step = self.core.feed(event)
         except Exception as exc:
             error = {"record": "error", "seq": self.seq, "error": f"{type(exc).__name__}: {exc}"}
             self.pending.append(_Produced(error, None))

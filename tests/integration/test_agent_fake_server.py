@@ -82,9 +82,7 @@ def loop_transitions(result: RunResult) -> list[str]:
     """The loop machine's transition names, in order, read back from the run's trace."""
     assert result.trace_path is not None
     trace = read_trace(result.trace_path)
-    return [
-        r.data["name"] for r in trace.of_kind("transition") if r.data["machine"] == "loop"
-    ]
+    return [r.data["name"] for r in trace.of_kind("transition") if r.data["machine"] == "loop"]
 
 
 def call_model_effects(result: RunResult) -> list[dict[str, Any]]:
@@ -183,9 +181,7 @@ def test_media_error_without_reactive_compact_ends_completed(
     assert_replays(result)
 
 
-def test_prompt_too_long_when_the_summary_fails_is_terminal(
-    serve: ServeFn, tmp_path: Path
-) -> None:
+def test_prompt_too_long_when_the_summary_fails_is_terminal(serve: ServeFn, tmp_path: Path) -> None:
     """If the reactive compact's summary request fails too, the run ends prompt_too_long."""
     server = serve(
         {"steps": [{"error": {"kind": "prompt_too_long"}}, {"error": {"kind": "prompt_too_long"}}]}
@@ -471,9 +467,7 @@ def test_max_tokens_is_recovered(serve: ServeFn, tmp_path: Path) -> None:
 # --- a tool round trip, trace and secrets ------------------------------------------------------
 
 
-def test_tool_round_trip_trace_replays_and_holds_no_secret(
-    serve: ServeFn, tmp_path: Path
-) -> None:
+def test_tool_round_trip_trace_replays_and_holds_no_secret(serve: ServeFn, tmp_path: Path) -> None:
     """A Read round trip: the trace replays identically; the key is in no trace or request."""
     server = serve(
         {

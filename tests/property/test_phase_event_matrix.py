@@ -41,9 +41,22 @@ RAW_EVENTS = st.sampled_from(
         {"type": "bogus"},
         {"type": "message_stop"},
         {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}},
-        {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
-                                               "model": "x", "content": [], "usage": {}}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 1},
+        },
+        {
+            "type": "message_start",
+            "message": {
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "model": "x",
+                "content": [],
+                "usage": {},
+            },
+        },
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
     ]
 )

@@ -13,10 +13,23 @@ import pytest
 import fsm_agent.core
 
 CORE_DIR = Path(fsm_agent.core.__file__).parent
-CORE_MODULES = sorted(f"fsm_agent.core.{p.stem}" for p in CORE_DIR.glob("*.py") if p.stem != "__init__")
-FORBIDDEN_IMPORTS = ("anthropic", "httpx", "httpx2", "asyncio", "socket", "subprocess", "selectors", "ssl")
+CORE_MODULES = sorted(
+    f"fsm_agent.core.{p.stem}" for p in CORE_DIR.glob("*.py") if p.stem != "__init__"
+)
+FORBIDDEN_IMPORTS = (
+    "anthropic",
+    "httpx",
+    "httpx2",
+    "asyncio",
+    "socket",
+    "subprocess",
+    "selectors",
+    "ssl",
+)
 FORBIDDEN_SOURCE = {
-    "time": re.compile(r"^\s*(import time\b|from time import)|\btime\.(time|monotonic|sleep)\(", re.M),
+    "time": re.compile(
+        r"^\s*(import time\b|from time import)|\btime\.(time|monotonic|sleep)\(", re.M
+    ),
     "random": re.compile(r"^\s*(import random\b|from random import)|\brandom\.", re.M),
     "datetime": re.compile(r"^\s*(import datetime\b|from datetime import)|\bdatetime\.", re.M),
     "open(": re.compile(r"(?<![\w.])open\("),

@@ -1,0 +1,286 @@
+"""Benchmarks: fsm_agent's costs as ratios against baselines measured in the same run.
+
+    python bench/run.py            # all of them (about a minute)
+    python bench/run.py --quick    # fewer repeats
+
+Absolute microseconds drift from machine to machine and run to run; the ratios are what the
+design budget (DESIGN §7) speaks of. This is not a test: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+from transitions import Machine
+
+from fsm_agent.core.agent_core import AgentCore
+from fsm_agent.core.events import ModelStreamEvent
+from fsm_agent.testing.catalogue import ENTRIES, TOOLS, Entry, by_name, record, run_entry
+from fsm_agent.testing.world import WorldRun, prompt
+from fsm_agent.trace.replay import replay
+from fsm_agent.trace.writer import TraceWriter, TracingCore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def median_time(function: Callable[[], object], *, number: int, repeat: int) -> float:
+    """Median seconds per call over ``repeat`` batches of ``number`` calls."""
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            function()
+        samples.append((time.perf_counter() - start) / number)
+    return statistics.median(samples)
+
+
+def bare_trigger_seconds(repeat: int) -> float:
+    """A bare ``transitions`` trigger (flat sync Machine, one model)."""
+
+    class Model:
+        pass
+
+    model = Model()
+    Machine(
+        model=model,
+        states=["a", "b"],
+        transitions=[["go", "a", "b"], ["back", "b", "a"]],
+        initial="a",
+        auto_transitions=False,
+    )
+
+    def both() -> None:
+        model.go()  # type: ignore[attr-defined]
+        model.back()  # type: ignore[attr-defined]
+
+    return median_time(both, number=2_000, repeat=repeat) / 2
+
+
+def count_transitions(entry: Entry) -> int:
+    _core, run = run_entry(entry)
+    return sum(len(step.transitions) for _event, step in run.steps)
+
+
+def core_seconds_per_transition(repeat: int) -> float:
+    """Whole scripted runs through the core (no trace), per transition taken."""
+    entries = [e for e in ENTRIES if e.abort_after is None]
+    transitions = sum(count_transitions(e) for e in entries)
+
+    def all_runs() -> None:
+        for entry in entries:
+            run_entry(entry)
+
+    return median_time(all_runs, number=1, repeat=repeat) / transitions
+
+
+def traced_seconds_per_transition(repeat: int) -> float:
+    """The same runs, each event and step written to an in-memory trace."""
+    entries = [e for e in ENTRIES if e.abort_after is None]
+    transitions = sum(count_transitions(e) for e in entries)
+
+    def all_runs() -> None:
+        for entry in entries:
+            record(entry, io.BytesIO())
+
+    return median_time(all_runs, number=1, repeat=repeat) / transitions
+
+
+def turn_seconds(repeat: int) -> float:
+    """One model turn with two tool calls, zero-latency effects (the run has 2 turns)."""
+    entry = by_name("concurrent_reads_next_turn")
+    return median_time(lambda: run_entry(entry), number=50, repeat=repeat) / 2
+
+
+def long_trace(path: Path, deltas: int) -> None:
+    """A trace with many stream deltas (a long answer in small chunks) and a few tool turns."""
+    text = "word " * deltas
+    entry = Entry(
+        name="long",
+        description="long",
+        steps=(
+            {"content": [{"tool_use": {"name": "Read", "input": {"file_path": "a"}}}]},
+            {"content": [{"text": text}], "chunk": 5},
+        ),
+        terminal="completed",
+    )
+    record(entry, path)
+
+
+def parse_seconds(paths: list[Path]) -> float:
+    """Merely parse the files: read them line by line and ``orjson.loads`` every line."""
+
+    def parse() -> None:
+        for path in paths:
+            with path.open("rb") as file:
+                for line in file:
+                    orjson.loads(line)
+
+    return median_time(parse, number=3, repeat=5)
+
+
+def replay_seconds(paths: list[Path]) -> float:
+    def replay_all() -> None:
+        for path in paths:
+            replay(path)
+
+    return median_time(replay_all, number=1, repeat=5)
+
+
+def record_write_seconds(repeat: int) -> tuple[float, float]:
+    """One event record through the trace writer vs one bare orjson line."""
+    from fsm_agent.core.config import LoopConfig
+
+    buffer = io.BytesIO()
+    writer = TraceWriter(buffer, config=LoopConfig(), tools=TOOLS)
+    event = ModelStreamEvent(
+        request_id="r1",
+        event={"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hello"}},
+    )
+    written = median_time(lambda: writer.write_event(event), number=2_000, repeat=repeat)
+    record_dict = {"record": "event", "seq": 1, "event": {"type": "ModelStreamEvent", "request_id": "r1", "event": event.event}}
+    bare = median_time(
+        lambda: buffer.write(orjson.dumps(record_dict, option=orjson.OPT_SORT_KEYS) + b"\n"),
+        number=2_000,
+        repeat=repeat,
+    )
+    return written, bare
+
+
+def delta_seconds(repeat: int) -> tuple[float, float]:
+    """A stream delta through the core, untraced and traced."""
+    from fsm_agent.core.config import LoopConfig
+
+    def streaming_core(traced: bool) -> tuple[Callable[[object], object], str]:
+        core = AgentCore(config=LoopConfig(), tools=TOOLS)
+        feed = core.feed
+        if traced:
+            feed = TracingCore(core, TraceWriter(io.BytesIO(), config=LoopConfig(), tools=TOOLS)).feed
+        from fsm_agent.core.events import TurnStarted
+
+        step = feed(TurnStarted(messages=prompt("hi")))
+        rid = step.effects[-1].request_id  # type: ignore[union-attr]
+        feed(ModelStreamEvent(request_id=rid, event={"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "x", "content": [], "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}}))
+        feed(ModelStreamEvent(request_id=rid, event={"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+        return feed, rid  # type: ignore[return-value]
+
+    results = []
+    for traced in (False, True):
+        feed, rid = streaming_core(traced)
+        delta = ModelStreamEvent(request_id=rid, event={"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ab"}})
+        results.append(median_time(lambda: feed(delta), number=5_000, repeat=repeat))
+    return results[0], results[1]
+
+
+def driver_turn_seconds() -> tuple[float, float]:
+    """A turn (two reads, then the answer) through the async driver against the fake server,
+    and the same turn through the core alone."""
+    from fsm_agent.runtime.agent import Agent
+    from fsm_agent.runtime.models import AnthropicModel
+    from fsm_agent.testing.fake_server import FakeAnthropicServer
+    from fsm_agent.testing.scenario import parse_scenario
+    from fsm_agent.toolbox import default_tools
+
+    steps = [
+        {"content": [{"tool_use": {"name": "Read", "input": {"file_path": "a.txt"}}}, {"tool_use": {"name": "Glob", "input": {"pattern": "*.txt"}}}]},
+        {"content": [{"text": "done"}]},
+    ]
+    runs = 10
+
+    async def driven() -> float:
+        with tempfile.TemporaryDirectory() as folder:
+            Path(folder, "a.txt").write_text("x\n")
+            scenario = parse_scenario({"steps": steps * runs})
+            async with FakeAnthropicServer(scenario) as server:
+                model = AnthropicModel(name="claude-sonnet-4-6", api_key="k", base_url=server.base_url)
+                agent = Agent(model=model, tools=default_tools(), cwd=folder, trace=False)
+                await agent.run("warm up")  # the first request pays for the SDK's set-up
+                start = time.perf_counter()
+                for _ in range(runs - 1):
+                    await agent.run("go")
+                elapsed = time.perf_counter() - start
+                await model.aclose()
+        return elapsed / (runs - 1) / 2
+
+    entry = by_name("concurrent_reads_next_turn")
+    synchronous = median_time(lambda: run_entry(entry), number=20, repeat=5) / 2
+    return asyncio.run(driven()), synchronous
+
+
+def command_seconds(command: list[str], *, repeat: int = 3) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True, cwd=tempfile.gettempdir())
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    repeat = 3 if args.quick else 7
+
+    print("fsm_agent benchmarks (medians; ratios against baselines from this same run)\n")
+    bare = bare_trigger_seconds(repeat)
+    ours = core_seconds_per_transition(repeat)
+    traced = traced_seconds_per_transition(repeat)
+    print(f"bare transitions trigger            {bare * 1e6:8.2f} µs   (baseline)")
+    print(f"core, per transition taken          {ours * 1e6:8.2f} µs   {ours / bare:5.2f}× bare trigger")
+    print(f"core + trace, per transition        {traced * 1e6:8.2f} µs   {traced / bare:5.2f}× bare trigger")
+    written, bare_line = record_write_seconds(repeat)
+    print(f"orjson line (sorted keys)           {bare_line * 1e6:8.2f} µs   (baseline)")
+    print(f"trace record written (structlog)    {written * 1e6:8.2f} µs   {written / bare_line:5.2f}× orjson line")
+    print(f"  traced transition budget: ≤ 1.5× (bare trigger + one orjson line) = "
+          f"{1.5 * (bare + bare_line) * 1e6:.2f} µs; measured {traced * 1e6:.2f} µs "
+          f"({traced / (bare + bare_line):.2f}×)")
+    untraced_delta, traced_delta = delta_seconds(repeat)
+    print(f"stream delta through the core       {untraced_delta * 1e6:8.2f} µs")
+    print(f"stream delta, traced                {traced_delta * 1e6:8.2f} µs   (budget 15 µs)")
+    turn = turn_seconds(repeat)
+    print(f"model turn with two tool calls      {turn * 1e6:8.1f} µs per turn (zero-latency effects)")
+
+    corpus = sorted((ROOT / "traces").glob("*.jsonl"))
+    with tempfile.TemporaryDirectory() as folder:
+        long_path = Path(folder) / "long.jsonl"
+        long_trace(long_path, deltas=4_000)
+        for label, paths in (("golden corpus", corpus), ("long run (4 000 deltas)", [long_path])):
+            parsed = parse_seconds(paths)
+            replayed = replay_seconds(paths)
+            lines = sum(len(p.read_bytes().splitlines()) for p in paths)
+            print(
+                f"replay of {label:<24} {replayed * 1e3:7.2f} ms vs orjson parse {parsed * 1e3:6.2f} ms"
+                f"  → replay rate = {parsed / replayed:.2f} of parse rate ({lines} lines; budget ≥ 0.33)"
+            )
+    calls = 0
+    size = 0
+    for path in corpus:
+        size += path.stat().st_size
+        calls += path.read_bytes().count(b'"type":"CallModel"')
+    print(f"trace bytes per model turn          {size / max(calls, 1):8.0f} B    (golden corpus: {size} B, {calls} requests)")
+
+    driven, synchronous = driver_turn_seconds()
+    print(f"driver turn vs fake server          {driven * 1e3:8.2f} ms   {driven / synchronous:5.0f}× the same turn through the core alone ({synchronous * 1e6:.0f} µs)")
+    python = sys.executable
+    bare_python = command_seconds([python, "-c", "pass"])
+    imported = command_seconds([python, "-c", "import fsm_agent"])
+    print(f"import fsm_agent                    {(imported - bare_python) * 1e3:8.1f} ms   (over a bare interpreter start; budget 150 ms)")
+    agent_import = command_seconds([python, "-c", "from fsm_agent import Agent"])
+    print(f"from fsm_agent import Agent         {(agent_import - bare_python) * 1e3:8.1f} ms")
+    demo = command_seconds([python, "-m", "fsm_agent", "demo", "--quiet"], repeat=2)
+    print(f"fsm-agent demo wall time            {demo:8.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
