@@ -26,7 +26,7 @@ from transitions import Machine
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.events import ModelStreamEvent
 from fsm_agent.testing.catalogue import ENTRIES, TOOLS, Entry, by_name, record, run_entry
-from fsm_agent.testing.world import WorldRun, prompt
+from fsm_agent.testing.world import prompt
 from fsm_agent.trace.replay import replay
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
@@ -144,10 +144,18 @@ def record_write_seconds(repeat: int) -> tuple[float, float]:
     writer = TraceWriter(buffer, config=LoopConfig(), tools=TOOLS)
     event = ModelStreamEvent(
         request_id="r1",
-        event={"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hello"}},
+        event={
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": "hello"},
+        },
     )
     written = median_time(lambda: writer.write_event(event), number=2_000, repeat=repeat)
-    record_dict = {"record": "event", "seq": 1, "event": {"type": "ModelStreamEvent", "request_id": "r1", "event": event.event}}
+    record_dict = {
+        "record": "event",
+        "seq": 1,
+        "event": {"type": "ModelStreamEvent", "request_id": "r1", "event": event.event},
+    }
     bare = median_time(
         lambda: buffer.write(orjson.dumps(record_dict, option=orjson.OPT_SORT_KEYS) + b"\n"),
         number=2_000,
@@ -164,19 +172,54 @@ def delta_seconds(repeat: int) -> tuple[float, float]:
         core = AgentCore(config=LoopConfig(), tools=TOOLS)
         feed = core.feed
         if traced:
-            feed = TracingCore(core, TraceWriter(io.BytesIO(), config=LoopConfig(), tools=TOOLS)).feed
+            feed = TracingCore(
+                core, TraceWriter(io.BytesIO(), config=LoopConfig(), tools=TOOLS)
+            ).feed
         from fsm_agent.core.events import TurnStarted
 
         step = feed(TurnStarted(messages=prompt("hi")))
         rid = step.effects[-1].request_id  # type: ignore[union-attr]
-        feed(ModelStreamEvent(request_id=rid, event={"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "x", "content": [], "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}}))
-        feed(ModelStreamEvent(request_id=rid, event={"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+        feed(
+            ModelStreamEvent(
+                request_id=rid,
+                event={
+                    "type": "message_start",
+                    "message": {
+                        "id": "m",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "x",
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 1, "output_tokens": 1},
+                    },
+                },
+            )
+        )
+        feed(
+            ModelStreamEvent(
+                request_id=rid,
+                event={
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+        )
         return feed, rid  # type: ignore[return-value]
 
     results = []
     for traced in (False, True):
         feed, rid = streaming_core(traced)
-        delta = ModelStreamEvent(request_id=rid, event={"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ab"}})
+        delta = ModelStreamEvent(
+            request_id=rid,
+            event={
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "ab"},
+            },
+        )
         results.append(median_time(lambda: feed(delta), number=5_000, repeat=repeat))
     return results[0], results[1]
 
@@ -191,7 +234,12 @@ def driver_turn_seconds() -> tuple[float, float]:
     from fsm_agent.toolbox import default_tools
 
     steps = [
-        {"content": [{"tool_use": {"name": "Read", "input": {"file_path": "a.txt"}}}, {"tool_use": {"name": "Glob", "input": {"pattern": "*.txt"}}}]},
+        {
+            "content": [
+                {"tool_use": {"name": "Read", "input": {"file_path": "a.txt"}}},
+                {"tool_use": {"name": "Glob", "input": {"pattern": "*.txt"}}},
+            ]
+        },
         {"content": [{"text": "done"}]},
     ]
     runs = 10
@@ -201,7 +249,9 @@ def driver_turn_seconds() -> tuple[float, float]:
             Path(folder, "a.txt").write_text("x\n")
             scenario = parse_scenario({"steps": steps * runs})
             async with FakeAnthropicServer(scenario) as server:
-                model = AnthropicModel(name="claude-sonnet-4-6", api_key="k", base_url=server.base_url)
+                model = AnthropicModel(
+                    name="claude-sonnet-4-6", api_key="k", base_url=server.base_url
+                )
                 agent = Agent(model=model, tools=default_tools(), cwd=folder, trace=False)
                 await agent.run("warm up")  # the first request pays for the SDK's set-up
                 start = time.perf_counter()
@@ -236,19 +286,29 @@ def main() -> int:
     ours = core_seconds_per_transition(repeat)
     traced = traced_seconds_per_transition(repeat)
     print(f"bare transitions trigger            {bare * 1e6:8.2f} µs   (baseline)")
-    print(f"core, per transition taken          {ours * 1e6:8.2f} µs   {ours / bare:5.2f}× bare trigger")
-    print(f"core + trace, per transition        {traced * 1e6:8.2f} µs   {traced / bare:5.2f}× bare trigger")
+    print(
+        f"core, per transition taken          {ours * 1e6:8.2f} µs   {ours / bare:5.2f}× bare trigger"
+    )
+    print(
+        f"core + trace, per transition        {traced * 1e6:8.2f} µs   {traced / bare:5.2f}× bare trigger"
+    )
     written, bare_line = record_write_seconds(repeat)
     print(f"orjson line (sorted keys)           {bare_line * 1e6:8.2f} µs   (baseline)")
-    print(f"trace record written (structlog)    {written * 1e6:8.2f} µs   {written / bare_line:5.2f}× orjson line")
-    print(f"  traced transition budget: ≤ 1.5× (bare trigger + one orjson line) = "
-          f"{1.5 * (bare + bare_line) * 1e6:.2f} µs; measured {traced * 1e6:.2f} µs "
-          f"({traced / (bare + bare_line):.2f}×)")
+    print(
+        f"trace record written (structlog)    {written * 1e6:8.2f} µs   {written / bare_line:5.2f}× orjson line"
+    )
+    print(
+        f"  traced transition budget: ≤ 1.5× (bare trigger + one orjson line) = "
+        f"{1.5 * (bare + bare_line) * 1e6:.2f} µs; measured {traced * 1e6:.2f} µs "
+        f"({traced / (bare + bare_line):.2f}×)"
+    )
     untraced_delta, traced_delta = delta_seconds(repeat)
     print(f"stream delta through the core       {untraced_delta * 1e6:8.2f} µs")
     print(f"stream delta, traced                {traced_delta * 1e6:8.2f} µs   (budget 15 µs)")
     turn = turn_seconds(repeat)
-    print(f"model turn with two tool calls      {turn * 1e6:8.1f} µs per turn (zero-latency effects)")
+    print(
+        f"model turn with two tool calls      {turn * 1e6:8.1f} µs per turn (zero-latency effects)"
+    )
 
     corpus = sorted((ROOT / "traces").glob("*.jsonl"))
     with tempfile.TemporaryDirectory() as folder:
@@ -267,14 +327,20 @@ def main() -> int:
     for path in corpus:
         size += path.stat().st_size
         calls += path.read_bytes().count(b'"type":"CallModel"')
-    print(f"trace bytes per model turn          {size / max(calls, 1):8.0f} B    (golden corpus: {size} B, {calls} requests)")
+    print(
+        f"trace bytes per model turn          {size / max(calls, 1):8.0f} B    (golden corpus: {size} B, {calls} requests)"
+    )
 
     driven, synchronous = driver_turn_seconds()
-    print(f"driver turn vs fake server          {driven * 1e3:8.2f} ms   {driven / synchronous:5.0f}× the same turn through the core alone ({synchronous * 1e6:.0f} µs)")
+    print(
+        f"driver turn vs fake server          {driven * 1e3:8.2f} ms   {driven / synchronous:5.0f}× the same turn through the core alone ({synchronous * 1e6:.0f} µs)"
+    )
     python = sys.executable
     bare_python = command_seconds([python, "-c", "pass"])
     imported = command_seconds([python, "-c", "import fsm_agent"])
-    print(f"import fsm_agent                    {(imported - bare_python) * 1e3:8.1f} ms   (over a bare interpreter start; budget 150 ms)")
+    print(
+        f"import fsm_agent                    {(imported - bare_python) * 1e3:8.1f} ms   (over a bare interpreter start; budget 150 ms)"
+    )
     agent_import = command_seconds([python, "-c", "from fsm_agent import Agent"])
     print(f"from fsm_agent import Agent         {(agent_import - bare_python) * 1e3:8.1f} ms")
     demo = command_seconds([python, "-m", "fsm_agent", "demo", "--quiet"], repeat=2)

@@ -36,7 +36,31 @@ _PUBLIC = {
     "read_trace": "fsm_agent.trace.reader",
 }
 
-__all__ = ["__version__", *sorted(_PUBLIC)]
+__all__ = [
+    "Agent",
+    "AgentCore",
+    "AnthropicModel",
+    "ContinueReason",
+    "Hooks",
+    "LoopConfig",
+    "Model",
+    "PermissionMode",
+    "PermissionPolicy",
+    "Phase",
+    "RunResult",
+    "Step",
+    "Terminal",
+    "Tool",
+    "ToolSpec",
+    "TransitionTaken",
+    "__version__",
+    "fork",
+    "normalize_for_api",
+    "read_trace",
+    "replay",
+    "resume",
+    "tool",
+]
 
 if TYPE_CHECKING:
     from fsm_agent.core.agent_core import AgentCore

@@ -152,7 +152,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     with view:
         outcome = run_demo_sync(trace_path=args.trace, on_update=view.show)
     result = outcome.result
-    taken = [name for name in view.loop_transitions]
+    taken = list(view.loop_transitions)
     recoveries = [
         name
         for name in (
@@ -258,12 +258,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         except TraceError as exc:
             failures += 1
             first = str(exc).splitlines()[0]
-            print(f"{str(path):<{width}}  {'-':>6}  {'-':>11}  FAILED: {first}")
+            print(f"{path!s:<{width}}  {'-':>6}  {'-':>11}  FAILED: {first}")
             for line in str(exc).splitlines()[1:]:
                 print(f"{'':<{width}}  {line}")
             continue
         print(
-            f"{str(path):<{width}}  {result.events:>6}  {result.transitions:>11}  "
+            f"{path!s:<{width}}  {result.events:>6}  {result.transitions:>11}  "
             f"{result.terminal or '(not ended)'}"
         )
     print(f"\n{len(files) - failures} replayed identically, {failures} failed")

@@ -415,7 +415,7 @@ class _Session:
                 check = tool.check_permissions(
                     tool.parse_input(effect.input), self._context(effect.call_id)
                 )
-            except Exception:  # noqa: BLE001 - SPEC §9.3 1c: a parse failure is a passthrough
+            except Exception:
                 check = PermissionCheck(behavior="passthrough")
         decided = await self.agent.permissions.decide(effect, check)
         self.queue.put_nowait(decided)

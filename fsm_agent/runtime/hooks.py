@@ -37,7 +37,7 @@ class HookInput:
     payload: dict[str, Any] = attrs.field(factory=dict)
 
 
-HookFunction = Callable[[HookInput], "HookOutcome | None | Awaitable[HookOutcome | None]"]
+HookFunction = Callable[[HookInput], "HookOutcome | Awaitable[HookOutcome | None] | None"]
 
 _PRECEDENCE = {HookDecision.DENY: 3, HookDecision.ASK: 2, HookDecision.ALLOW: 1}
 

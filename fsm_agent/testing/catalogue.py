@@ -115,7 +115,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     Entry(
         name="rejected_and_denied",
-        description="Bad input, an unknown tool, a deny rule and a hook denial: four error results.",
+        description="Bad input, an unknown tool, a deny rule and a hook denial: four errors.",
         steps=(
             _tools(_READ, ("Nope", {}), _GLOB, _WRITE),
             _text("I could not do those."),

@@ -17,7 +17,6 @@ transition is a table row).
 from __future__ import annotations
 
 import math
-
 from collections import Counter
 from collections.abc import Callable, Sequence
 

@@ -54,7 +54,9 @@ def test_corpus_covers_fallback_cancel_and_aborts() -> None:
     assert {"model_fallback", "cancelled", "aborted_streaming", "aborted_tools"} <= taken
     concurrent = read_trace(ROOT / "traces" / "concurrent_reads_next_turn.jsonl")
     started = [r.data for r in concurrent.of_kind("transition") if r.data["name"] == "started"]
-    finished = [r.seq for r in concurrent.of_kind("transition") if r.data["name"] == "call_returned"]
+    finished = [
+        r.seq for r in concurrent.of_kind("transition") if r.data["name"] == "call_returned"
+    ]
     assert len(started) == 2
     assert max(r["seq"] for r in started) < min(finished)  # both ran before either returned
 
