@@ -150,6 +150,10 @@ class TraceRecord:
 
 def event_fields(event: Event) -> dict[str, Any]:
     """The fields of an ``event`` record (without ``seq``)."""
+    if type(event) is ModelStreamEvent:
+        # Most records are stream deltas: build the dict the converter would build, directly.
+        dumped = {"type": "ModelStreamEvent", "request_id": event.request_id, "event": event.event}
+        return {"record": "event", "event": dumped}
     return {"record": "event", "event": dump_event(event)}
 
 

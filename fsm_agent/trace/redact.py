@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
+import orjson
+
 REDACTED: Final = "[REDACTED]"
 
 _SENSITIVE_KEY: Final = re.compile(
@@ -32,6 +34,22 @@ _SENSITIVE_KEY: Final = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _KEY_SHAPED: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
+# The same key rules, looked for in a serialized record: a match only means "walk it".
+_SENSITIVE_KEY_IN_JSON: Final = re.compile(
+    rb"""(?:api.?key|authorization|secret|passw(?:or)?d|cookie|credential|bearer)[^"]*":"""
+    rb"""|["_-]token":""",
+    re.IGNORECASE,
+)
+_KEY_WORDS: Final = (
+    b"key",
+    b"authorization",
+    b"secret",
+    b"passw",
+    b"cookie",
+    b"credential",
+    b"bearer",
+    b'token":',
+)
 _MIN_SECRET: Final = 4
 
 
@@ -62,6 +80,25 @@ class Redactor:
             kept.append(secret)
         # Longest first, so a secret containing another is replaced whole.
         self._secrets: tuple[str, ...] = tuple(sorted(set(kept), key=len, reverse=True))
+        # As they appear inside a JSON string (quotes and backslashes escaped).
+        self._secret_bytes = tuple(orjson.dumps(secret)[1:-1] for secret in self._secrets)
+
+    def may_need(self, serialized: bytes) -> bool:
+        """Whether a serialized record may hold something to redact (False is certain).
+
+        A cheap scan of the bytes the writer produced anyway; only a record it flags is
+        walked by :meth:`value`, so clean records (nearly all) cost no walk.
+        """
+        if b"sk-ant-" in serialized:
+            return True
+        for secret in self._secret_bytes:
+            if secret in serialized:
+                return True
+        lowered = serialized.lower()
+        for word in _KEY_WORDS:
+            if word in lowered:
+                return _SENSITIVE_KEY_IN_JSON.search(serialized) is not None
+        return False  # the usual case: plain substring tests, no regex
 
     def text(self, value: str) -> str:
         """``value`` with every secret string (and API-key-shaped text) replaced."""

@@ -109,17 +109,14 @@ class TraceWriter:
             structlog.BytesLogger(self._file),  # type: ignore[arg-type]  # any binary file works
             processors=[
                 self._stamp_seq,
-                self._redact,
-                structlog.processors.JSONRenderer(
-                    serializer=orjson.dumps,
-                    option=records.JSON_OPTIONS,
-                    default=records.refuse_unknown,
-                ),
+                # Redaction happens inside the serializer: the rendered bytes are scanned, and
+                # only a record that may hold a secret is walked and rendered again.
+                structlog.processors.JSONRenderer(serializer=self._serialize),
             ],
             # Explicit, so an application's global structlog configuration changes nothing.
             wrapper_class=structlog.BoundLogger,
             context_class=dict,
-            cache_logger_on_first_use=False,
+            cache_logger_on_first_use=True,  # bind once, not on every record
         )
         self.header = records.TraceHeader(
             schema=records.SCHEMA_VERSION,
@@ -140,11 +137,11 @@ class TraceWriter:
             event_dict["seq"] = self._next_seq
         return event_dict
 
-    def _redact(
-        self, _logger: object, _method: str, event_dict: MutableMapping[str, Any]
-    ) -> MutableMapping[str, Any]:
-        redacted: MutableMapping[str, Any] = self._redactor.value(event_dict)
-        return redacted
+    def _serialize(self, event_dict: MutableMapping[str, Any], **_options: Any) -> bytes:
+        data = records.dumps(event_dict)
+        if self._redactor.may_need(data):
+            data = records.dumps(self._redactor.value(event_dict))
+        return data
 
     # --- writing -------------------------------------------------------------------------
 

@@ -199,35 +199,43 @@ def test_prompt_too_long_when_the_summary_fails_is_terminal(serve: ServeFn, tmp_
 
 
 @pytest.mark.parametrize(
-    "failing_step",
+    ("failing_step", "failure"),
     [
-        pytest.param({"error": {"kind": "overloaded"}}, id="529"),
+        pytest.param({"error": {"kind": "overloaded"}}, ("overloaded", 529), id="529"),
         pytest.param(
             {
                 "content": [{"text": "This answer will be cut off part-way."}],
                 "chunk": 6,
                 "error": {"kind": "overloaded", "mid_stream_after": 4},
             },
+            ("overloaded", 200),
             id="sse-overloaded-on-200",
         ),
-        pytest.param({"error": {"kind": "server_error"}}, id="500"),
-        pytest.param({"error": {"kind": "connection"}}, id="dropped-before-response"),
+        pytest.param({"error": {"kind": "server_error"}}, ("server_error", 500), id="500"),
+        pytest.param(
+            {"error": {"kind": "connection"}}, ("connection", None), id="dropped-before-response"
+        ),
         pytest.param(
             {
                 "content": [{"text": "Lost halfway through"}],
                 "chunk": 4,
                 "error": {"kind": "connection", "mid_stream_after": 3},
             },
+            ("connection", None),
             id="dropped-mid-stream",
         ),
         pytest.param(
             {"content": [{"text": "A stream that never finishes"}], "error": {"kind": "truncated"}},
+            None,  # no failure at all: the core notices the missing message_stop
             id="truncated-no-message-stop",
         ),
     ],
 )
 def test_transient_failure_is_retried_then_answered(
-    serve: ServeFn, tmp_path: Path, failing_step: dict[str, Any]
+    serve: ServeFn,
+    tmp_path: Path,
+    failing_step: dict[str, Any],
+    failure: tuple[str, int | None] | None,
 ) -> None:
     """A retryable failure → request_retried once, then the full answer completes the run."""
     server = serve({"steps": [failing_step, {"content": [{"text": REPLY}]}]})
@@ -244,6 +252,13 @@ def test_transient_failure_is_retried_then_answered(
     assert second["messages"] == first["messages"]
     attempts = [(e["attempt"], e["delay_ms"]) for e in call_model_effects(result)]
     assert attempts == [(1, 0), (2, 1)]
+    assert result.trace_path is not None
+    failed = [
+        (r.data["event"]["kind"], r.data["event"]["status"])
+        for r in read_trace(result.trace_path).of_kind("event")
+        if r.data["event"]["type"] == "ModelStreamFailed"
+    ]
+    assert failed == ([] if failure is None else [failure])
     assert_replays(result)
 
 

@@ -7,6 +7,8 @@ any point) and checks ``check_step`` after every step and ``check_run`` at the e
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -27,8 +29,10 @@ from fsm_agent.testing.invariants import check_run, check_step, transition_bound
 from fsm_agent.testing.scenario import ToolUseSpec
 from fsm_agent.testing.strategies import loop_configs, tool_specs, worlds
 from fsm_agent.testing.world import World, WorldRun, prompt
+from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 EVENT_CAP = 2_000
+FAILURES = Path(".hypothesis") / "failing-traces"
 
 
 def _scripted(world: World) -> dict[str, int]:
@@ -102,11 +106,22 @@ def test_generated_runs_end_and_keep_invariants(
 ) -> None:
     """Any generated run ends within the transition bound and keeps every invariant."""
     core = AgentCore(config=config, tools=specs)
-    run = WorldRun(core.feed, world, prompt("hi"))
+    buffer = io.BytesIO()
+    writer = TraceWriter(buffer, config=config, tools=specs)
+    run = WorldRun(TracingCore(core, writer).feed, world, prompt("hi"))
     picks = iter(choices)
     terminal = run.run(lambda: next(picks, 0), limit=EVENT_CAP)
-    assert terminal == core.terminal
     scripted = _scripted(world)
-    assert check_run(core, run.steps, config, **scripted) == []
+    problems = check_run(core, run.steps, config, **scripted)
     transitions = sum(len(step.transitions) for _, step in run.steps)
-    assert transitions <= transition_bound(config, **scripted)
+    if transitions > transition_bound(config, **scripted):
+        problems.append(f"{transitions} transitions exceed the bound")
+    if terminal != core.terminal:
+        problems.append(f"the run says {terminal}, the core {core.terminal}")
+    if problems:
+        # DESIGN §6: the failing scenario is kept as a trace; the last one written is the
+        # shrunk example Hypothesis reports.
+        FAILURES.mkdir(parents=True, exist_ok=True)
+        saved = FAILURES / "latest-failure.jsonl"
+        saved.write_bytes(buffer.getvalue())
+        raise AssertionError(f"{problems}; trace saved to {saved} (fsm-agent show it)")

@@ -160,7 +160,7 @@ class SlowGlob(Glob):
 
 
 def test_concurrency_safe_tools_run_together(tmp_path: Path) -> None:
-    """Read and Glob (both safe) both start before either finishes; results in model order."""
+    """Read and Glob (both safe) both start before either finishes; each is answered once."""
     timeline = _Timeline()
     agent, _ = make_agent(
         tmp_path,
@@ -181,10 +181,10 @@ def test_concurrency_safe_tools_run_together(tmp_path: Path) -> None:
     returned = [i for i, (name, _) in enumerate(tool_rows) if name == "call_returned"]
     assert len(running) == 2
     assert max(running) < min(returned)
-    # Results reach the model in the order the model asked for the calls (SPEC §5.2).
-    answered = [b.tool_use_id for m in result.messages for b in tool_results(m)]
-    assert answered == ["toolu_001", "toolu_002"]
-    assert "alpha" in result_text(results_of(result)["toolu_001"])
+    # Among safe tools results come in completion order (SPEC §5.2), so only pairing is fixed.
+    results = results_of(result)
+    assert "alpha" in result_text(results["toolu_001"])
+    assert "a.txt" in result_text(results["toolu_002"])
 
 
 def test_unsafe_tools_run_one_at_a_time(tmp_path: Path) -> None:
