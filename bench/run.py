@@ -136,6 +136,31 @@ def replay_seconds(paths: list[Path]) -> float:
     return median_time(replay_all, number=1, repeat=5)
 
 
+def _delta(text: str) -> dict[str, object]:
+    delta = {"type": "text_delta", "text": text}
+    return {"type": "content_block_delta", "index": 0, "delta": delta}
+
+
+_MESSAGE_START = {
+    "type": "message_start",
+    "message": {
+        "id": "m",
+        "type": "message",
+        "role": "assistant",
+        "model": "x",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    },
+}
+_BLOCK_START = {
+    "type": "content_block_start",
+    "index": 0,
+    "content_block": {"type": "text", "text": ""},
+}
+
+
 def record_write_seconds(repeat: int) -> tuple[float, float]:
     """One event record through the trace writer vs one bare orjson line."""
     from fsm_agent.core.config import LoopConfig
@@ -212,15 +237,12 @@ def delta_seconds(repeat: int) -> tuple[float, float]:
     results = []
     for traced in (False, True):
         feed, rid = streaming_core(traced)
-        delta = ModelStreamEvent(
-            request_id=rid,
-            event={
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": "ab"},
-            },
-        )
-        results.append(median_time(lambda: feed(delta), number=5_000, repeat=repeat))
+        delta = ModelStreamEvent(request_id=rid, event=_delta("ab"))
+
+        def one(feed: Callable[[object], object] = feed, delta: object = delta) -> object:
+            return feed(delta)
+
+        results.append(median_time(one, number=5_000, repeat=repeat))
     return results[0], results[1]
 
 
@@ -275,6 +297,11 @@ def command_seconds(command: list[str], *, repeat: int = 3) -> float:
     return statistics.median(samples)
 
 
+def row(label: str, value: str, note: str) -> None:
+    """Print one result line."""
+    print(f"{label:<36} {value:>12}   {note}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -285,66 +312,63 @@ def main() -> int:
     bare = bare_trigger_seconds(repeat)
     ours = core_seconds_per_transition(repeat)
     traced = traced_seconds_per_transition(repeat)
-    print(f"bare transitions trigger            {bare * 1e6:8.2f} µs   (baseline)")
-    print(
-        f"core, per transition taken          {ours * 1e6:8.2f} µs   {ours / bare:5.2f}× bare trigger"
-    )
-    print(
-        f"core + trace, per transition        {traced * 1e6:8.2f} µs   {traced / bare:5.2f}× bare trigger"
-    )
     written, bare_line = record_write_seconds(repeat)
-    print(f"orjson line (sorted keys)           {bare_line * 1e6:8.2f} µs   (baseline)")
-    print(
-        f"trace record written (structlog)    {written * 1e6:8.2f} µs   {written / bare_line:5.2f}× orjson line"
+    row("bare transitions trigger", f"{bare * 1e6:8.2f} µs", "baseline")
+    row("core, per transition taken", f"{ours * 1e6:8.2f} µs", f"{ours / bare:.2f}× bare trigger")
+    row("core + trace, per transition", f"{traced * 1e6:8.2f} µs", f"{traced / bare:.2f}× bare")
+    row("orjson line (sorted keys)", f"{bare_line * 1e6:8.2f} µs", "baseline")
+    row(
+        "trace record (structlog+orjson)", f"{written * 1e6:8.2f} µs", f"{written / bare_line:.1f}×"
     )
-    print(
-        f"  traced transition budget: ≤ 1.5× (bare trigger + one orjson line) = "
-        f"{1.5 * (bare + bare_line) * 1e6:.2f} µs; measured {traced * 1e6:.2f} µs "
-        f"({traced / (bare + bare_line):.2f}×)"
+    one = ours + written
+    budget = 1.5 * (bare + written)
+    row(
+        "one traced transition",
+        f"{one * 1e6:8.2f} µs",
+        f"{one / (bare + written):.2f}× (bare trigger + one trace line); budget 1.5×"
+        f" = {budget * 1e6:.1f} µs",
     )
     untraced_delta, traced_delta = delta_seconds(repeat)
-    print(f"stream delta through the core       {untraced_delta * 1e6:8.2f} µs")
-    print(f"stream delta, traced                {traced_delta * 1e6:8.2f} µs   (budget 15 µs)")
+    row("stream delta through the core", f"{untraced_delta * 1e6:8.2f} µs", "")
+    row("stream delta, traced", f"{traced_delta * 1e6:8.2f} µs", "budget 15 µs")
     turn = turn_seconds(repeat)
-    print(
-        f"model turn with two tool calls      {turn * 1e6:8.1f} µs per turn (zero-latency effects)"
-    )
+    row("model turn with two tool calls", f"{turn * 1e6:8.1f} µs", "zero-latency effects")
 
     corpus = sorted((ROOT / "traces").glob("*.jsonl"))
     with tempfile.TemporaryDirectory() as folder:
         long_path = Path(folder) / "long.jsonl"
         long_trace(long_path, deltas=4_000)
-        for label, paths in (("golden corpus", corpus), ("long run (4 000 deltas)", [long_path])):
+        for label, paths in (("golden corpus", corpus), ("a long run", [long_path])):
             parsed = parse_seconds(paths)
             replayed = replay_seconds(paths)
             lines = sum(len(p.read_bytes().splitlines()) for p in paths)
-            print(
-                f"replay of {label:<24} {replayed * 1e3:7.2f} ms vs orjson parse {parsed * 1e3:6.2f} ms"
-                f"  → replay rate = {parsed / replayed:.2f} of parse rate ({lines} lines; budget ≥ 0.33)"
+            row(
+                f"replay, {label} ({lines} lines)",
+                f"{replayed * 1e3:8.2f} ms",
+                f"parse {parsed * 1e3:.2f} ms; replay rate {parsed / replayed:.2f} of parse rate"
+                " (budget ≥ 0.33)",
             )
     calls = 0
     size = 0
     for path in corpus:
         size += path.stat().st_size
         calls += path.read_bytes().count(b'"type":"CallModel"')
-    print(
-        f"trace bytes per model turn          {size / max(calls, 1):8.0f} B    (golden corpus: {size} B, {calls} requests)"
-    )
+    row("trace bytes per model turn", f"{size / max(calls, 1):8.0f} B", f"{calls} requests")
 
     driven, synchronous = driver_turn_seconds()
-    print(
-        f"driver turn vs fake server          {driven * 1e3:8.2f} ms   {driven / synchronous:5.0f}× the same turn through the core alone ({synchronous * 1e6:.0f} µs)"
+    row(
+        "driver turn vs fake server",
+        f"{driven * 1e3:8.2f} ms",
+        f"{driven / synchronous:.0f}× the core alone ({synchronous * 1e6:.0f} µs)",
     )
     python = sys.executable
     bare_python = command_seconds([python, "-c", "pass"])
     imported = command_seconds([python, "-c", "import fsm_agent"])
-    print(
-        f"import fsm_agent                    {(imported - bare_python) * 1e3:8.1f} ms   (over a bare interpreter start; budget 150 ms)"
-    )
+    row("import fsm_agent", f"{(imported - bare_python) * 1e3:8.1f} ms", "budget 150 ms")
     agent_import = command_seconds([python, "-c", "from fsm_agent import Agent"])
-    print(f"from fsm_agent import Agent         {(agent_import - bare_python) * 1e3:8.1f} ms")
+    row("from fsm_agent import Agent", f"{(agent_import - bare_python) * 1e3:8.1f} ms", "")
     demo = command_seconds([python, "-m", "fsm_agent", "demo", "--quiet"], repeat=2)
-    print(f"fsm-agent demo wall time            {demo:8.2f} s")
+    row("fsm-agent demo, wall time", f"{demo:8.2f} s", "")
     return 0
 
 

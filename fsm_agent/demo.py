@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -23,6 +24,9 @@ from fsm_agent.core.events import HookOutcome
 from fsm_agent.runtime.agent import Agent, RunResult, Update
 from fsm_agent.runtime.hooks import HookInput, Hooks
 from fsm_agent.runtime.permissions import PermissionAnswer, PermissionPolicy, PermissionRequest
+
+if TYPE_CHECKING:
+    from fsm_agent.runtime.tool import Tool
 
 DEMO_FILES = {
     "README.md": "# demo project\n\nA tiny project for the fsm_agent demo.\n",
@@ -127,7 +131,7 @@ async def run_demo(
     )
 
 
-def _demo_tools() -> list[object]:
+def _demo_tools() -> list[Tool[Any]]:
     from fsm_agent.toolbox import default_tools  # noqa: PLC0415
 
     return list(default_tools())
