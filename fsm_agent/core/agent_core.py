@@ -265,18 +265,46 @@ class AgentCore:
         Most events of a run are stream deltas; this entry builds the event object only when
         the delta completes something. Drivers and replay use it on their hot path.
         """
-        if self._poisoned is None and self._machine_model.state == _STREAMING:
-            return self._stream_step(request_id, raw, None)
+        assembler = self._assembler
+        if (
+            self._poisoned is None
+            and self._machine_model.state == _STREAMING
+            and request_id == self._request_id
+            and self._stream_error is None
+            and assembler is not None
+        ):
+            try:
+                completed = assembler.feed(raw)
+            except FsmAgentError as exc:  # a protocol error: the model_error row, below
+                return self._stream_step(request_id, raw, None, refused=str(exc))
+            except BaseException as exc:
+                self._poisoned = exc
+                raise
+            if not completed:
+                return _QUIET_STEP
+            return self._stream_step(request_id, raw, None, completed=completed)
         return self.feed(ev.ModelStreamEvent(request_id=request_id, event=raw))
 
     def _stream_step(
-        self, request_id: str, raw: dict[str, Any], event: ev.ModelStreamEvent | None
+        self,
+        request_id: str,
+        raw: dict[str, Any],
+        event: ev.ModelStreamEvent | None,
+        *,
+        completed: tuple[Message, ...] = (),
+        refused: str | None = None,
     ) -> Step:
-        # The hot path: no table lookup, and a shared empty Step unless something happened.
+        # When the caller already fed the assembler: ``completed`` is what it returned, or
+        # ``refused`` the protocol error it raised. Otherwise the event is fed here.
         self._transitions = []
         self._effects = []
         try:
-            self._on_stream(request_id, raw)
+            if refused is not None:
+                self._stream_error = refused
+            elif completed:
+                self._absorb(completed)
+            else:
+                self._on_stream(request_id, raw)
             if not (self._effects or self._transitions or self._stream_error):
                 return _QUIET_STEP
             self._event = event or ev.ModelStreamEvent(request_id=request_id, event=raw)
@@ -542,6 +570,10 @@ class AgentCore:
         except FsmAgentError as exc:  # ModelProtocolError: a named model_error, not a crash
             self._stream_error = str(exc)
             return
+        self._absorb(completed)
+
+    def _absorb(self, completed: tuple[Message, ...]) -> None:
+        assert self._assembler is not None
         for message in completed:
             self._assistant.append(message)
             if isinstance(message, ApiErrorMessage):

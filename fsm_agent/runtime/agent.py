@@ -28,9 +28,9 @@ from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import Message, TextBlock, Usage, UserMessage
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.errors import UsageError
-from fsm_agent.runtime.compaction import SummaryCompactor
+from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
 from fsm_agent.runtime.hooks import HookInput, Hooks
-from fsm_agent.runtime.models import Model, ModelFailure, ModelRequest
+from fsm_agent.runtime.models import Model, ModelFailure, ModelRequest, classify_failure
 from fsm_agent.runtime.permissions import PermissionPolicy
 from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, run_call, run_validation
 from fsm_agent.trace.writer import TraceWriter, TracingCore
@@ -243,6 +243,10 @@ class _Session:
                         yield update
                     raise
                 if isinstance(item, BaseException):
+                    # A bug in the driver or a user's callable: abort through the core first,
+                    # so every tool_use is answered and the trace ends, then raise it.
+                    for update in self._abort("user"):
+                        yield update
                     raise item
                 if self._dropped(item):
                     continue
@@ -297,19 +301,19 @@ class _Session:
     # --- performing effects ---------------------------------------------------------------------
 
     def _spawn(self, coro: Any, *, call_id: str | None = None) -> None:
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._guarded(coro))
+        # The task owns the coroutine: cancelled before it starts, it is closed, not leaked.
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        task.add_done_callback(self._task_done)
         if call_id is not None:
             self.call_tasks.setdefault(call_id, set()).add(task)
 
-    async def _guarded(self, coro: Any) -> None:
-        try:
-            await coro
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # a driver bug: surface it in the main loop
-            self.queue.put_nowait(exc)
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # Effects turn every expected failure into an event; anything else is a bug in
+            # the driver or in a user's callable, and ends the run loudly (after an abort).
+            self.queue.put_nowait(task.exception())  # type: ignore[arg-type]
 
     def _perform(self, effect: fx.Effect) -> None:
         if isinstance(effect, fx.CallModel):
@@ -356,7 +360,8 @@ class _Session:
         try:
             async for raw in self.agent.model.stream(request):
                 self.queue.put_nowait(ev.ModelStreamEvent(request_id=rid, event=raw))
-        except ModelFailure as failure:
+        except Exception as exc:  # SPEC §2.2 model_error: any exception escaping the stream
+            failure = exc if isinstance(exc, ModelFailure) else classify_failure(exc)
             self.queue.put_nowait(
                 ev.ModelStreamFailed(
                     request_id=rid,
@@ -417,13 +422,26 @@ class _Session:
                 )
             except Exception:
                 check = PermissionCheck(behavior="passthrough")
-        decided = await self.agent.permissions.decide(effect, check)
+        try:
+            decided = await self.agent.permissions.decide(effect, check)
+        except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
+            decided = ev.PermissionDecided(
+                effect_id=effect.effect_id,
+                behavior=ev.PermissionBehavior.DENY,
+                source=ev.DecisionSource.USER,
+                reason=f"the permission callback failed: {type(exc).__name__}: {exc}",
+                message=f"Permission to use {effect.tool_name} could not be asked.",
+                abort_turn=True,
+            )
         self.queue.put_nowait(decided)
 
     async def _compact(self, effect: fx.Compact) -> None:
-        result = await self.compactor.compact(
-            effect.kind, self.core.messages_for_query(), self.agent.model, self.core.model
-        )
+        try:
+            result = await self.compactor.compact(
+                effect.kind, self.core.messages_for_query(), self.agent.model, self.core.model
+            )
+        except Exception as exc:  # a failed compaction is a named transition, not a crash
+            result = CompactionResult(ok=False, error=f"{type(exc).__name__}: {exc}")
         self.queue.put_nowait(
             ev.CompactionFinished(
                 effect_id=effect.effect_id,

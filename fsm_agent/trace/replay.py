@@ -56,6 +56,7 @@ from fsm_agent.core.events import (
 )
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import (
+    DefinitionError,
     TableDigestMismatch,
     TraceDivergence,
     TraceFormatError,
@@ -372,6 +373,8 @@ class _Outstanding:
 
 _EVENT_KEYS = frozenset({"record", "seq", "event"})
 _STREAM_EVENT_KEYS = frozenset({"type", "request_id", "event"})
+_HOT = b'{"event":{"event":'
+_STREAM_TAG = "ModelStreamEvent"
 
 
 class _Replayer:
@@ -467,7 +470,52 @@ class _Replayer:
             TraceDivergence: at the first difference.
             TraceFormatError: for a bad line.
         """
+        # The hot loop: a stream-event line (its sorted keys put ``"event":{"event":`` first)
+        # that produces no record is parsed, fed and counted here, with nothing else.
+        feed_stream = getattr(self.core, "feed_stream", None)
+        hot = (
+            feed_stream is not None
+            and self.tracker is None
+            and self.keep is None
+            and not self.upgrades
+            and stop_after is None
+        )
+        loads = orjson.loads
+        recent = self.recent if self.context else None
+        pending = self.pending
         for line in lines:
+            content = line.content
+            if hot and not pending and content is not None and content.startswith(_HOT):
+                try:
+                    data = loads(content)
+                except orjson.JSONDecodeError:
+                    data = None
+                # Exactly {"event", "record", "seq"} and {"event", "request_id", "type"}.
+                if (
+                    type(data) is dict
+                    and len(data) == 3
+                    and data.get("record") == "event"
+                    and data.get("seq") == self.seq
+                ):
+                    raw = data.get("event")
+                    if type(raw) is dict and len(raw) == 3 and raw.get("type") == _STREAM_TAG:
+                        request_id = raw.get("request_id")
+                        payload = raw.get("event")
+                        if type(request_id) is str and type(payload) is dict:
+                            self.events += 1
+                            self.seq += 1
+                            if recent is not None:
+                                recent.append(line)
+                            assert feed_stream is not None  # hot implies it
+                            try:
+                                step = feed_stream(request_id, payload)
+                            except Exception as exc:
+                                self._failed(exc)
+                                continue
+                            if step.transitions or step.effects:
+                                for fields in records.step_fields(step):
+                                    pending.append(self.produce(fields))
+                            continue
             try:
                 if self.pending:
                     self.match(line, lines)
@@ -519,6 +567,12 @@ class _Replayer:
         fields["seq"] = self.seq + len(self.pending)
         return _Produced(fields, records.dumps(fields))
 
+    def _failed(self, exc: Exception) -> None:
+        """The core raised on a recorded event: that is a divergence (an ``error`` record)."""
+        error = {"record": "error", "seq": self.seq, "error": f"{type(exc).__name__}: {exc}"}
+        self.pending.append(_Produced(error, None))
+        self.error = exc
+
     def feed(self, line: _Line) -> None:
         stream = line.stream
         feed_stream = getattr(self.core, "feed_stream", None)
@@ -534,9 +588,7 @@ class _Replayer:
                     self.tracker.answered(event)
                 step = self.core.feed(event)
         except Exception as exc:
-            error = {"record": "error", "seq": self.seq, "error": f"{type(exc).__name__}: {exc}"}
-            self.pending.append(_Produced(error, None))
-            self.error = exc
+            self._failed(exc)
             return
         if step.transitions or step.effects:
             for fields in records.step_fields(step):
@@ -639,7 +691,12 @@ def _start(
         name = os.fspath(source)
         header, upgrades, lines = _file_lines(file, name)
     _check_digest(header, table_digest, name)
-    core = (core_factory or default_core_factory)(header.config, header.tools)
+    try:
+        core = (core_factory or default_core_factory)(header.config, header.tools)
+    except DefinitionError as exc:  # e.g. two tools with one name: the header is bad
+        raise TraceFormatError(
+            line=1, path="$.tools", problem=f"cannot build the core: {exc}", source=name
+        ) from exc
     replayer = _Replayer(
         header=header,
         core=core,
