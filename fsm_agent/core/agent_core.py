@@ -1044,15 +1044,8 @@ class AgentCore:
                     content=(TextBlock(text=texts.INTERRUPTED_FOR_TOOL_USE),),
                 )
             )
-        limit = self.config.max_turns
-        if limit is not None and self._state.turn_count + 1 > limit:
-            self._show(
-                AttachmentMessage(
-                    uuid=self.new_uuid(),
-                    kind=AttachmentKind.MAX_TURNS_REACHED,
-                    text=texts.max_turns_reached(limit),
-                )
-            )
+        if self._guard_turn_limit_reached():
+            self._show_max_turns_reached()
 
     def _on_tools_finished(self) -> None:
         self._await(
@@ -1066,12 +1059,14 @@ class AgentCore:
             self._show(message)
 
     def _on_max_turns(self) -> None:
-        limit = self.config.max_turns or 0
+        self._show_max_turns_reached()
+
+    def _show_max_turns_reached(self) -> None:
         self._show(
             AttachmentMessage(
                 uuid=self.new_uuid(),
                 kind=AttachmentKind.MAX_TURNS_REACHED,
-                text=texts.max_turns_reached(limit),
+                text=texts.max_turns_reached(self.config.max_turns or 0),
             )
         )
 

@@ -207,15 +207,21 @@ class ToolExecutor:
                 call, ev.ToolInputValidated(call_id=call.call_id, ok=False, error=input_error)
             )
             return
+        self._request_step(call, fx.ToolStep.VALIDATE)
+
+    def _request_step(self, call: ToolCall, step: fx.ToolStep) -> None:
+        """Ask the driver to validate or call; the call awaits that effect."""
         effect_id = self._sink.new_effect_id()
         call.awaiting = effect_id
+        context = dict(self._sink.tool_context) if step is fx.ToolStep.CALL else {}
         self._sink.add_effect(
             fx.RunToolStep(
                 effect_id=effect_id,
                 call_id=call.call_id,
-                step=fx.ToolStep.VALIDATE,
+                step=step,
                 tool_name=call.tool_name,
                 input=call.input,
+                context=context,
             )
         )
 
@@ -349,18 +355,7 @@ class ToolExecutor:
         event: ev.PermissionDecided = self._event
         if event.updated_input is not None:
             call.input = dict(event.updated_input)
-        effect_id = self._sink.new_effect_id()
-        call.awaiting = effect_id
-        self._sink.add_effect(
-            fx.RunToolStep(
-                effect_id=effect_id,
-                call_id=call.call_id,
-                step=fx.ToolStep.CALL,
-                tool_name=call.tool_name,
-                input=call.input,
-                context=dict(self._sink.tool_context),
-            )
-        )
+        self._request_step(call, fx.ToolStep.CALL)
 
     def _on_permission_denied(self, call: ToolCall) -> None:
         event: ev.PermissionDecided = self._event
