@@ -219,6 +219,14 @@ class AgentCore:
         """The tool calls of the current iteration."""
         return tuple(self._executor.order) if self._executor is not None else ()
 
+    def stream_started(self, request_id: str) -> bool:
+        """Whether any event of this request's stream has been fed (for picking a run up)."""
+        return (
+            request_id == self._request_id
+            and self._assembler is not None
+            and self._assembler.started
+        )
+
     def messages_for_query(self) -> tuple[Message, ...]:
         """The history the current or next request is built from."""
         return self._state.messages

@@ -187,3 +187,12 @@ def stop_hook_block_cap(cap: int) -> str:
 def hook_stopped(reason: str) -> str:
     """Attachment text when a hook asked the loop not to continue."""
     return reason or "A hook stopped the run."
+
+
+def not_rerun(tool_name: str) -> str:
+    """Result for a call that may have run before a crash and is not run again."""
+    return (
+        f"<tool_use_error>The {tool_name} call was in progress when the run stopped, and may "
+        "or may not have taken effect. It was not run again; check its effect before "
+        "repeating it.</tool_use_error>"
+    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import attrs
 
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
+from fsm_agent.core import texts
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import Message, TextBlock, Usage, UserMessage
@@ -33,6 +34,7 @@ from fsm_agent.runtime.hooks import HookInput, Hooks
 from fsm_agent.runtime.models import Model, ModelFailure, ModelRequest, classify_failure
 from fsm_agent.runtime.permissions import PermissionPolicy
 from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, run_call, run_validation
+from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 DEFAULT_TRACE_DIR = Path(".fsm_agent") / "traces"
@@ -118,7 +120,7 @@ class Agent:
     Args:
         model: what answers (``AnthropicModel``, ``ScriptedModel``, or your own ``Model``).
         tools: the tools the model may call.
-        config: the loop's bounds and options.
+        config: the loop's bounds and options (its ``model`` is set to ``model.name``).
         hooks: PreToolUse, PostToolUse and Stop hooks.
         permissions: how ``ask`` decisions are answered (default: allow what tools allow,
             deny what would need a prompt).
@@ -144,7 +146,8 @@ class Agent:
     ) -> None:
         self.model = model
         self.tools = tuple(tools)
-        self.config = config if config is not None else LoopConfig(model=model.name)
+        # The model object names the primary model; the config carries it into the core.
+        self.config = attrs.evolve(config or LoopConfig(), model=model.name)
         self.hooks = hooks if hooks is not None else Hooks()
         self.permissions = permissions if permissions is not None else PermissionPolicy()
         self.trace = trace
@@ -176,6 +179,24 @@ class Agent:
         async for update in session.run():
             yield update
 
+    async def continue_from(
+        self,
+        point: ForkPoint | ResumePoint,
+        *,
+        rerun: Callable[[InFlight], bool] | None = None,
+    ) -> AsyncIterator[Update]:
+        """Carry a recorded run on live from a ``fork`` or ``resume`` point, with this agent's
+        model, tools, hooks and permissions (the core and its loop state come from the trace).
+
+        Effects the recording left unanswered are performed now, except a tool call that may
+        already have run (its result was never recorded): it is answered with an error result
+        saying so, unless ``rerun(in_flight)`` returns True. A half-received model response
+        is re-requested through the core's retry path. The new trace repeats the prefix.
+        """
+        session = _Session(self, (), start=point, rerun=rerun)
+        async for update in session.run():
+            yield update
+
     def tool(self, name: str) -> Tool[Any] | None:
         """The tool called ``name`` (or one of its aliases)."""
         return self._by_name.get(name)
@@ -204,21 +225,40 @@ def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
 class _Session:
     """One run: the core, its trace, the tasks performing effects, and the event queue."""
 
-    def __init__(self, agent: Agent, messages: tuple[Message, ...]) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        messages: tuple[Message, ...],
+        *,
+        start: ForkPoint | ResumePoint | None = None,
+        rerun: Callable[[InFlight], bool] | None = None,
+    ) -> None:
         self.agent = agent
         self.messages = messages
-        self.core = AgentCore(config=agent.config, tools=[t.spec() for t in agent.tools])
+        self.start = start
+        self.rerun = rerun
         self.trace_path = agent.trace_path()
         self.writer: TraceWriter | None = None
+        meta = {"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name}
         if self.trace_path is not None:
             self.trace_path.parent.mkdir(parents=True, exist_ok=True)
-            self.writer = TraceWriter(
-                self.trace_path,
-                config=agent.config,
-                tools=[t.spec() for t in agent.tools],
-                secrets=agent.secrets,
-                meta={"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name},
-            )
+        if start is not None:
+            # Continue a recorded run: its core, and a trace that repeats its prefix.
+            if not isinstance(start.core, AgentCore):
+                raise UsageError("a fork or resume point must hold an AgentCore")
+            self.core = start.core
+            if self.trace_path is not None:
+                self.writer = start.writer_for(self.trace_path, secrets=agent.secrets, meta=meta)
+        else:
+            self.core = AgentCore(config=agent.config, tools=[t.spec() for t in agent.tools])
+            if self.trace_path is not None:
+                self.writer = TraceWriter(
+                    self.trace_path,
+                    config=agent.config,
+                    tools=[t.spec() for t in agent.tools],
+                    secrets=agent.secrets,
+                    meta=meta,
+                )
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
         )
@@ -232,8 +272,12 @@ class _Session:
 
     async def run(self) -> AsyncIterator[Update]:
         try:
-            for update in self._feed(ev.TurnStarted(messages=self.messages)):
-                yield update
+            if self.start is None:
+                for update in self._feed(ev.TurnStarted(messages=self.messages)):
+                    yield update
+            else:
+                for update in self._pick_up(self.start):
+                    yield update
             while self.core.terminal is None:
                 try:
                     item = await self.queue.get()
@@ -263,6 +307,38 @@ class _Session:
             trace_path=self.trace_path,
         )
         yield RunFinished(result=result)
+
+    def _pick_up(self, start: ForkPoint | ResumePoint) -> list[Update]:
+        """Perform what the recorded run left unanswered, then carry on live."""
+        if self.core.terminal is not None:
+            return []
+        in_flight = start.outstanding_effects if isinstance(start, ForkPoint) else start.in_flight
+        updates: list[Update] = []
+        for item in in_flight:
+            effect = item.effect
+            if isinstance(effect, fx.CallModel) and self.core.stream_started(effect.request_id):
+                # Half a response was recorded and the rest is gone: the core retries it.
+                lost = ev.ModelStreamFailed(
+                    request_id=effect.request_id,
+                    kind=ev.FailureKind.CONNECTION,
+                    message="the stream was cut where the run was picked up",
+                )
+                updates.extend(self._feed(lost))
+            elif item.maybe_side_effects and not (self.rerun and self.rerun(item)):
+                # A call that may have run already is not run again unless the caller says so.
+                assert isinstance(effect, fx.RunToolStep)
+                updates.extend(
+                    self._feed(
+                        ev.ToolCallFinished(
+                            call_id=effect.call_id,
+                            content=texts.not_rerun(effect.tool_name),
+                            is_error=True,
+                        )
+                    )
+                )
+            else:
+                self._perform(effect)
+        return updates
 
     def _abort(self, reason: str) -> list[Update]:
         if self.core.terminal is not None or self.core.poisoned:
