@@ -66,33 +66,44 @@ def bare_trigger_seconds(repeat: int) -> float:
     return median_time(both, number=2_000, repeat=repeat) / 2
 
 
-def count_transitions(entry: Entry) -> int:
-    _core, run = run_entry(entry)
-    return sum(len(step.transitions) for _event, step in run.steps)
+def recorded_runs() -> list[tuple[Entry, list[object], int]]:
+    """Each catalogue run's events (fed again below) and its number of transitions."""
+    runs = []
+    for entry in ENTRIES:
+        _core, run = run_entry(entry)
+        events = [event for event, _step in run.steps]
+        transitions = sum(len(step.transitions) for _event, step in run.steps)
+        runs.append((entry, events, transitions))
+    return runs
 
 
 def core_seconds_per_transition(repeat: int) -> float:
-    """Whole scripted runs through the core (no trace), per transition taken."""
-    entries = [e for e in ENTRIES if e.abort_after is None]
-    transitions = sum(count_transitions(e) for e in entries)
+    """The catalogue's recorded events fed to fresh cores (no world, no trace), per transition."""
+    runs = recorded_runs()
+    transitions = sum(count for _entry, _events, count in runs)
 
     def all_runs() -> None:
-        for entry in entries:
-            run_entry(entry)
+        for entry, events, _count in runs:
+            feed = AgentCore(config=entry.config, tools=TOOLS).feed
+            for event in events:
+                feed(event)  # type: ignore[arg-type]
 
-    return median_time(all_runs, number=1, repeat=repeat) / transitions
+    return median_time(all_runs, number=3, repeat=repeat) / transitions
 
 
 def traced_seconds_per_transition(repeat: int) -> float:
-    """The same runs, each event and step written to an in-memory trace."""
-    entries = [e for e in ENTRIES if e.abort_after is None]
-    transitions = sum(count_transitions(e) for e in entries)
+    """The same, each event and step written to an in-memory trace."""
+    runs = recorded_runs()
+    transitions = sum(count for _entry, _events, count in runs)
 
     def all_runs() -> None:
-        for entry in entries:
-            record(entry, io.BytesIO())
+        for entry, events, _count in runs:
+            writer = TraceWriter(io.BytesIO(), config=entry.config, tools=TOOLS)
+            feed = TracingCore(AgentCore(config=entry.config, tools=TOOLS), writer).feed
+            for event in events:
+                feed(event)  # type: ignore[arg-type]
 
-    return median_time(all_runs, number=1, repeat=repeat) / transitions
+    return median_time(all_runs, number=3, repeat=repeat) / transitions
 
 
 def turn_seconds(repeat: int) -> float:
