@@ -136,7 +136,7 @@ def parse_seconds(paths: list[Path]) -> float:
                 for line in file:
                     orjson.loads(line)
 
-    return median_time(parse, number=3, repeat=5)
+    return median_time(parse, number=3, repeat=9)
 
 
 def replay_seconds(paths: list[Path]) -> float:
@@ -144,7 +144,7 @@ def replay_seconds(paths: list[Path]) -> float:
         for path in paths:
             replay(path)
 
-    return median_time(replay_all, number=1, repeat=5)
+    return median_time(replay_all, number=3, repeat=9)
 
 
 def _delta(text: str) -> dict[str, object]:

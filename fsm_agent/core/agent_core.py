@@ -156,6 +156,7 @@ class AgentCore:
         self._executor: ToolExecutor | None = None
         self._assembler: StreamAssembler | None = None
         self._request_id = ""
+        self._hot_request: str | None = None
         self._attempt = 0
         self._consecutive_overloaded = 0
         self._stream_error: str | None = None
@@ -259,13 +260,27 @@ class AgentCore:
             self._dispatch(event)
             self._settle()
         except BaseException as exc:
-            self._poisoned = exc
+            self._poison(exc)
             raise
+        self._refresh_hot_request()
         return Step(
             transitions=tuple(self._transitions),
             effects=tuple(self._effects),
             terminal=self._terminal,
         )
+
+    def _poison(self, exc: BaseException) -> None:
+        self._poisoned = exc
+        self._hot_request = None
+
+    def _refresh_hot_request(self) -> None:
+        """Remember the request whose plain deltas ``feed_stream`` may take directly."""
+        hot = (
+            self._machine_model.state == _STREAMING
+            and self._stream_error is None
+            and self._assembler is not None
+        )
+        self._hot_request = self._request_id if hot else None
 
     def feed_stream(self, request_id: str, raw: dict[str, Any]) -> Step:
         """The same as ``feed(ModelStreamEvent(request_id=..., event=raw))``, faster.
@@ -273,20 +288,15 @@ class AgentCore:
         Most events of a run are stream deltas; this entry builds the event object only when
         the delta completes something. Drivers and replay use it on their hot path.
         """
-        assembler = self._assembler
-        if (
-            self._poisoned is None
-            and self._machine_model.state == _STREAMING
-            and request_id == self._request_id
-            and self._stream_error is None
-            and assembler is not None
-        ):
+        if request_id == self._hot_request:
+            assembler = self._assembler
+            assert assembler is not None
             try:
                 completed = assembler.feed(raw)
             except FsmAgentError as exc:  # a protocol error: the model_error row, below
                 return self._stream_step(request_id, raw, None, refused=str(exc))
             except BaseException as exc:
-                self._poisoned = exc
+                self._poison(exc)
                 raise
             if not completed:
                 return _QUIET_STEP
@@ -319,8 +329,9 @@ class AgentCore:
             self._fire_first(_LOOP_INDEX[(_STREAMING, ev.ModelStreamEvent)])
             self._settle()
         except BaseException as exc:
-            self._poisoned = exc
+            self._poison(exc)
             raise
+        self._refresh_hot_request()
         return Step(
             transitions=tuple(self._transitions),
             effects=tuple(self._effects),

@@ -298,15 +298,32 @@ def _file_lines(
             line=1, path="$", problem="empty file: missing header", source=source
         )
     header, upgrades = header_from_line(*first, source)
+    return header, upgrades, _FileLines(file)
 
-    def generate() -> Iterator[_Line]:
-        for number, raw in enumerate(file, start=2):
-            if raw.endswith(b"\n"):
-                yield _Line(number, raw[:-1])
-            else:
-                yield _Line(number, raw, complete=False)
 
-    return header, upgrades, generate()
+def _make_line(number: int, raw: bytes) -> _Line:
+    if raw.endswith(b"\n"):
+        return _Line(number, raw[:-1])
+    return _Line(number, raw, complete=False)
+
+
+class _FileLines:
+    """The lines after the header, as ``_Line`` objects; the replay's hot loop also takes
+    raw lines from it (``next_raw``), which spares an object per stream-delta line."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self._lines = enumerate(file, start=2)
+
+    def __iter__(self) -> _FileLines:
+        return self
+
+    def __next__(self) -> _Line:
+        number, raw = next(self._lines)
+        return _make_line(number, raw)
+
+    def next_raw(self) -> tuple[int, bytes] | None:
+        """The next line number and its bytes (newline included), or None at the end."""
+        return next(self._lines, None)
 
 
 def _trace_lines(trace: Trace) -> Iterator[_Line]:
@@ -399,7 +416,10 @@ class _Replayer:
         self.keep: list[dict[str, Any]] | None = [] if keep else None
         self.tracker = _Outstanding() if track else None
         self.pending: collections.deque[_Produced] = collections.deque()
-        self.recent: collections.deque[_Line] = collections.deque(maxlen=self.context or 1)
+        # Recently accepted lines, for the context of a divergence (raw items from the hot loop).
+        self.recent: collections.deque[_Line | tuple[int, bytes]] = collections.deque(
+            maxlen=self.context or 1
+        )
         self.seq = 1
         self.events = self.transitions = self.effects = 0
         self.ended = False
@@ -483,39 +503,51 @@ class _Replayer:
         loads = orjson.loads
         recent = self.recent if self.context else None
         pending = self.pending
-        for line in lines:
-            content = line.content
-            if hot and not pending and content is not None and content.startswith(_HOT):
-                try:
-                    data = loads(content)
-                except orjson.JSONDecodeError:
-                    data = None
-                # Exactly {"event", "record", "seq"} and {"event", "request_id", "type"}.
-                if (
-                    type(data) is dict
-                    and len(data) == 3
-                    and data.get("record") == "event"
-                    and data.get("seq") == self.seq
-                ):
-                    raw = data.get("event")
-                    if type(raw) is dict and len(raw) == 3 and raw.get("type") == _STREAM_TAG:
-                        request_id = raw.get("request_id")
-                        payload = raw.get("event")
-                        if type(request_id) is str and type(payload) is dict:
-                            self.events += 1
-                            self.seq += 1
-                            if recent is not None:
-                                recent.append(line)
-                            assert feed_stream is not None  # hot implies it
-                            try:
-                                step = feed_stream(request_id, payload)
-                            except Exception as exc:
-                                self._failed(exc)
+        raw_lines = lines if hot and isinstance(lines, _FileLines) else None
+        while True:
+            if raw_lines is not None and not pending:
+                item = raw_lines.next_raw()
+                if item is None:
+                    break
+                number, content = item
+                if content.startswith(_HOT) and content.endswith(b"\n"):
+                    try:
+                        data = loads(content)
+                    except orjson.JSONDecodeError:
+                        data = None
+                    # Exactly {"event", "record", "seq"} and {"event", "request_id", "type"}.
+                    seq = self.seq
+                    if (
+                        type(data) is dict
+                        and len(data) == 3
+                        and data.get("record") == "event"
+                        and data.get("seq") == seq
+                    ):
+                        raw = data.get("event")
+                        if type(raw) is dict and len(raw) == 3 and raw.get("type") == _STREAM_TAG:
+                            request_id = raw.get("request_id")
+                            payload = raw.get("event")
+                            if type(request_id) is str and type(payload) is dict:
+                                self.events += 1
+                                self.seq = seq + 1
+                                if recent is not None:
+                                    recent.append(item)
+                                assert feed_stream is not None  # hot implies it
+                                try:
+                                    step = feed_stream(request_id, payload)
+                                except Exception as exc:
+                                    self._failed(exc)
+                                    continue
+                                if step.transitions or step.effects:
+                                    for fields in records.step_fields(step):
+                                        pending.append(self.produce(fields))
                                 continue
-                            if step.transitions or step.effects:
-                                for fields in records.step_fields(step):
-                                    pending.append(self.produce(fields))
-                            continue
+                line = _make_line(number, content)
+            else:
+                next_line = next(lines, None)
+                if next_line is None:
+                    break
+                line = next_line
             try:
                 if self.pending:
                     self.match(line, lines)
@@ -640,7 +672,10 @@ class _Replayer:
         after: Iterable[_Line],
     ) -> TraceDivergence:
         around: list[dict[str, Any]] = []
-        window = list(self.recent)[-self.context :] if self.context else []
+        window = [
+            item if isinstance(item, _Line) else _make_line(*item)
+            for item in (list(self.recent)[-self.context :] if self.context else [])
+        ]
         for line in [*window, *after]:
             try:
                 data = self.data_of(line)
