@@ -130,3 +130,20 @@ def load_message(data: Any) -> messages.Message:
     """Structure a transcript message dict."""
     result: messages.Message = CONVERTER.structure(data, messages.Message)  # type: ignore[arg-type]
     return result
+
+
+def json_type_name(value: object) -> str:
+    """The JSON name of a value's type, for error messages (``expected string, got number``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__

@@ -213,6 +213,16 @@ TOOL_ROWS: tuple[Row, ...] = (
 )
 # fmt: on
 
+EXECUTING_STATES = frozenset(
+    s.value
+    for s in (CallState.PRE_HOOKS, CallState.PERMISSION, CallState.RUNNING, CallState.POST_HOOKS)
+)
+"""A call in one of these holds a slot (it has started and not finished)."""
+RESULT_STATES = frozenset(
+    s.value for s in (C.COMPLETED, C.REJECTED, C.DENIED, C.CANCELLED, C.ERRORED)
+)
+"""A call in one of these has its tool_result decided, not yet handed back."""
+
 LOOP_INITIAL = Phase.IDLE.value
 TOOL_INITIAL = CallState.QUEUED.value
 FINAL_STATES = frozenset(t.value for t in Terminal)

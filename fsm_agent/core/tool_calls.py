@@ -41,24 +41,19 @@ from fsm_agent.core.messages import (
     UserMessage,
 )
 from fsm_agent.core.step import TransitionTaken
-from fsm_agent.core.tables import TOOL_MACHINE, TOOL_ROWS, CallState, Row
+from fsm_agent.core.tables import (
+    EXECUTING_STATES,
+    RESULT_STATES,
+    TOOL_MACHINE,
+    TOOL_ROWS,
+    CallState,
+    Row,
+)
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import DefinitionError, IllegalTransition
 
-_EXECUTING = frozenset(
-    s.value
-    for s in (CallState.PRE_HOOKS, CallState.PERMISSION, CallState.RUNNING, CallState.POST_HOOKS)
-)
-_RESULT_READY = frozenset(
-    s.value
-    for s in (
-        CallState.COMPLETED,
-        CallState.REJECTED,
-        CallState.DENIED,
-        CallState.CANCELLED,
-        CallState.ERRORED,
-    )
-)
+_EXECUTING = EXECUTING_STATES
+_RESULT_READY = RESULT_STATES
 _YIELDED = CallState.YIELDED.value
 
 
@@ -308,16 +303,22 @@ class ToolExecutor:
         call.awaiting = None
 
     def _on_started(self, call: ToolCall) -> None:
+        self._request_hooks(call, fx.HookEvent.PRE_TOOL_USE, {"tool_input": call.input})
+
+    def _request_hooks(
+        self, call: ToolCall, hook_event: fx.HookEvent, payload: dict[str, Any]
+    ) -> None:
+        """Ask the driver to run a tool hook point; the call awaits its outcome."""
         effect_id = self._sink.new_effect_id()
         call.awaiting = effect_id
         self._by_effect[effect_id] = call
         self._sink.add_effect(
             fx.RunHooks(
                 effect_id=effect_id,
-                hook_event=fx.HookEvent.PRE_TOOL_USE,
+                hook_event=hook_event,
                 call_id=call.call_id,
                 tool_name=call.tool_name,
-                payload={"tool_input": call.input},
+                payload=payload,
             )
         )
 
@@ -382,18 +383,8 @@ class ToolExecutor:
         event: ev.ToolCallFinished = self._event
         call.content = event.content
         call.context_update = event.context_update
-        effect_id = self._sink.new_effect_id()
-        call.awaiting = effect_id
-        self._by_effect[effect_id] = call
-        self._sink.add_effect(
-            fx.RunHooks(
-                effect_id=effect_id,
-                hook_event=fx.HookEvent.POST_TOOL_USE,
-                call_id=call.call_id,
-                tool_name=call.tool_name,
-                payload={"tool_input": call.input, "tool_response": _as_text(call.content)},
-            )
-        )
+        payload = {"tool_input": call.input, "tool_response": _as_text(call.content)}
+        self._request_hooks(call, fx.HookEvent.POST_TOOL_USE, payload)
 
     def _on_post_hooks_done(self, call: ToolCall) -> None:
         outcome: ev.HookOutcome = self._event.outcome

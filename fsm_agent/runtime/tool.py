@@ -35,6 +35,7 @@ import cattrs
 from cattrs.errors import ForbiddenExtraKeysError
 from cattrs.v import format_exception as cattrs_format_exception
 
+from fsm_agent.core.codec import json_type_name
 from fsm_agent.core.events import ToolCallFinished, ToolInputValidated
 from fsm_agent.core.messages import TextBlock, ToolResultContent
 from fsm_agent.core.tool_spec import ToolSpec
@@ -182,7 +183,7 @@ class Tool(Generic[InputT]):
         """
         if not isinstance(raw, Mapping):
             raise ToolInputError(
-                f"InputValidationError: input: expected an object, got {_json_type(raw)}"
+                f"InputValidationError: input: expected an object, got {json_type_name(raw)}"
             )
         try:
             return _CONVERTER.structure(dict(raw), self.input_type)
@@ -678,22 +679,6 @@ class _WrongType(TypeError):
     """A value of the wrong JSON type; its message is already meant for the model."""
 
 
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
 def _strict_scalar(kind: type) -> Callable[[Any, Any], Any]:
     expected = _SCALARS[kind]
 
@@ -701,7 +686,7 @@ def _strict_scalar(kind: type) -> Callable[[Any, Any], Any]:
         # bool is an int subclass, so compare exact types; an int is a fine float.
         if type(value) is kind or (kind is float and type(value) is int):
             return value
-        raise _WrongType(f"expected {expected}, got {_json_type(value)}")
+        raise _WrongType(f"expected {expected}, got {json_type_name(value)}")
 
     return structure
 
@@ -726,7 +711,7 @@ def _strict_collections(converter: cattrs.Converter) -> None:
 
             def structure(value: Any, kind_: Any) -> Any:
                 if not check(value):
-                    raise _WrongType(f"expected {expected}, got {_json_type(value)}")
+                    raise _WrongType(f"expected {expected}, got {json_type_name(value)}")
                 return inner(value, kind_)
 
             return structure

@@ -33,7 +33,13 @@ from fsm_agent.core.messages import (
 )
 from fsm_agent.core.normalize import api_invariant_violations, normalize_for_api
 from fsm_agent.core.step import Step, TransitionTaken
-from fsm_agent.core.tables import LOOP_ROWS, TOOL_ROWS, CallState, ContinueReason
+from fsm_agent.core.tables import (
+    LOOP_ROWS,
+    RESULT_STATES,
+    TOOL_ROWS,
+    CallState,
+    ContinueReason,
+)
 
 __all__ = [
     "StepLog",
@@ -54,17 +60,7 @@ _ROW_TRIPLES: dict[str, frozenset[tuple[str, str, str]]] = {
 _CHAIN_RESETS = frozenset({"next_turn", "stop_hook_blocking", "token_budget_continuation"})
 _OVERRIDE_RESETS = frozenset(c.value for c in ContinueReason) - {"max_output_tokens_escalate"}
 _CONTINUES = frozenset(c.value for c in ContinueReason)
-_CALL_DONE = frozenset(
-    s.value
-    for s in (
-        CallState.COMPLETED,
-        CallState.REJECTED,
-        CallState.DENIED,
-        CallState.CANCELLED,
-        CallState.ERRORED,
-        CallState.YIELDED,
-    )
-)
+_CALL_DONE = RESULT_STATES | {CallState.YIELDED.value}
 # Loop rows one iteration can take besides retries: start, preprocess, compaction, setup,
 # request, stream end, the no-tools or tools branch, finalizing and its waits, one continue.
 _LOOP_ROWS_PER_ITERATION = 16

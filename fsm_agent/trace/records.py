@@ -30,7 +30,14 @@ import attrs
 import cattrs
 import orjson
 
-from fsm_agent.core.codec import CONVERTER, dump_effect, dump_event, load_effect, load_event
+from fsm_agent.core.codec import (
+    CONVERTER,
+    dump_effect,
+    dump_event,
+    json_type_name,
+    load_effect,
+    load_event,
+)
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.effects import EFFECT_TYPES, Effect
 from fsm_agent.core.events import EVENT_TYPES, Event, ModelStreamEvent
@@ -189,22 +196,6 @@ def step_fields(step: Step) -> list[dict[str, Any]]:
 # --- validation --------------------------------------------------------------------------------
 
 
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__  # pragma: no cover - JSON yields nothing else
-
-
 def _fail(line: int, path: str, problem: str, source: str | None) -> TraceFormatError:
     return TraceFormatError(line=line, path=path, problem=problem, source=source)
 
@@ -273,7 +264,7 @@ def _require(
         raise _fail(line, f"$.{key}", "required field missing", source)
     value = data[key]
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-        raise _fail(line, f"$.{key}", f"expected {expected}, got {_type_name(value)}", source)
+        raise _fail(line, f"$.{key}", f"expected {expected}, got {json_type_name(value)}", source)
     return value
 
 
@@ -293,7 +284,7 @@ def check_fields(data: dict[str, Any], kind: str, line: int, source: str | None)
 def record_kind(data: Any, line: int, source: str | None) -> str:
     """The ``record`` tag of a parsed line, or a clear error."""
     if not isinstance(data, dict):
-        raise _fail(line, "$", f"expected a JSON object, got {_type_name(data)}", source)
+        raise _fail(line, "$", f"expected a JSON object, got {json_type_name(data)}", source)
     kind = data.get("record")
     if kind is None:
         raise _fail(line, "$.record", "required field missing (every line is tagged)", source)
@@ -313,7 +304,7 @@ def parse_header(data: dict[str, Any], line: int, source: str | None) -> TraceHe
     raw_tools = _require(data, "tools", (list,), "array", line=line, source=source)
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
-        raise _fail(line, "$.meta", f"expected object, got {_type_name(meta)}", source)
+        raise _fail(line, "$.meta", f"expected object, got {json_type_name(meta)}", source)
     try:
         config = CONVERTER.structure(raw_config, LoopConfig)
     except Exception as exc:
@@ -399,7 +390,7 @@ def check_record(
         call_id = data.get("call_id")
         if call_id is not None and not isinstance(call_id, str):
             raise _fail(
-                line, "$.call_id", f"expected string or null, got {_type_name(call_id)}", source
+                line, "$.call_id", f"expected string or null, got {json_type_name(call_id)}", source
             )
     elif kind == "effect":
         if deep:
@@ -410,7 +401,10 @@ def check_record(
         terminal = data["terminal"]
         if terminal is not None and not isinstance(terminal, str):
             raise _fail(
-                line, "$.terminal", f"expected string or null, got {_type_name(terminal)}", source
+                line,
+                "$.terminal",
+                f"expected string or null, got {json_type_name(terminal)}",
+                source,
             )
         usage = _require(data, "usage", (dict,), "object", line=line, source=source)
         if deep:
