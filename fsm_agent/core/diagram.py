@@ -24,8 +24,9 @@ END = "<!-- diagram:end -->"
 
 
 def _edge_label(row: Row) -> str:
-    on = f" ⟵ {row.on.__name__}" if row.on is not None else ""
-    guard = f" [{row.guard}]" if row.guard else ""
+    # Plain words only: mermaid's label grammar chokes on brackets and some symbols.
+    on = f" on {row.on.__name__}" if row.on is not None else ""
+    guard = f" if {row.guard}" if row.guard else ""
     return f"{row.name}{on}{guard}"
 
 
@@ -47,7 +48,7 @@ def render_table(
             seen.add(key)
             label = _edge_label(row)
             if key in taken:
-                label = f"★ {label}"
+                label = f"TAKEN {label}"
             lines.append(f"    {source} --> {row.dest}: {label}")
     for final in sorted(finals):
         lines.append(f"    {final} --> [*]")
@@ -81,8 +82,8 @@ def render_markdown(
         [
             BEGIN,
             "",
-            "**Loop machine** (`fsm_agent/core/tables.py`, `LOOP_ROWS`; `⟵ Event` = fired by",
-            "that event, `[guard]` = the guard that must hold; rows without an event fire on",
+            "**Loop machine** (`fsm_agent/core/tables.py`, `LOOP_ROWS`; `on Event` = fired by",
+            "that event, `if guard` = the guard that must hold; rows without an event fire on",
             "their own):",
             "",
             "```mermaid",

@@ -77,7 +77,7 @@ def test_diagram_highlights_a_trace(capsys: pytest.CaptureFixture[str]) -> None:
     """`diagram --trace` marks the transitions that trace took."""
     assert main(["diagram", "--trace", str(ROOT / "traces" / "max_turns.jsonl")]) == 0
     out = capsys.readouterr().out
-    assert "★ max_turns" in out
+    assert "TAKEN max_turns" in out
     assert "classDef taken" in out
 
 
