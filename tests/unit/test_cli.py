@@ -106,3 +106,23 @@ def test_demo_runs_offline_and_replays(tmp_path: Path, monkeypatch: pytest.Monke
     text = (tmp_path / "demo.jsonl").read_text(encoding="utf-8")
     for name in ("max_output_tokens_recovery", "reactive_compact_retry", "stop_hook_blocking"):
         assert f'"name":"{name}"' in text
+
+
+def test_run_against_the_fake_server_with_an_api_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run` with ANTHROPIC_API_KEY talks to Claude's API through the SDK (here the fake
+    server on 127.0.0.1, via ANTHROPIC_BASE_URL) and keeps the key out of the trace."""
+    from fsm_agent.testing.fake_server import FakeAnthropicServer
+    from fsm_agent.testing.scenario import parse_scenario
+
+    scenario = parse_scenario({"steps": [{"content": [{"text": "Hello from the server."}]}]})
+    monkeypatch.chdir(tmp_path)
+    with FakeAnthropicServer(scenario) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-cli-secret-value")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        assert main(["run", "hi", "--trace", "run.jsonl"]) == 0
+        assert len(server.message_requests) == 1
+    trace = (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+    assert "Hello from the server." in trace
+    assert "sk-cli-secret-value" not in trace
