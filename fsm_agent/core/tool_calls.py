@@ -55,6 +55,7 @@ from fsm_agent.errors import DefinitionError, IllegalTransition
 _EXECUTING = EXECUTING_STATES
 _RESULT_READY = RESULT_STATES
 _YIELDED = CallState.YIELDED.value
+_VALIDATING = CallState.VALIDATING.value
 
 
 class ToolSink(Protocol):
@@ -480,8 +481,9 @@ class ToolExecutor:
         """Start what may start and hand back what may be handed back, until nothing changes."""
         changed = True
         while changed:
-            changed = self._hand_back_ready()
-            changed = self._start_ready() or changed
+            # SPEC §5.2: processQueue (start) runs before the completed results are collected.
+            changed = self._start_ready()
+            changed = self._hand_back_ready() or changed
 
     def flush(self) -> None:
         """Hand back every decided result in model order (used when the loop ends)."""
@@ -497,8 +499,14 @@ class ToolExecutor:
             if call.result_ready:
                 self._fire(call, "result_yielded")
                 changed = True
-            elif call.executing and not call.safe and not self._batch_mode:
+            elif self._batch_mode:
+                continue
+            elif call.executing and not call.safe:
                 break  # SPEC §5.2: a running unsafe call holds back everything after it
+            elif call.state == _VALIDATING and not call.validated:
+                # Its safety is not known yet; in the reference it would already be running
+                # (validation is synchronous there), so it holds back what follows it.
+                break
         return changed
 
     def _start_ready(self) -> bool:
