@@ -35,6 +35,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fsm-agent: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`fsm-agent show trace | head`): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     return result
 
 
