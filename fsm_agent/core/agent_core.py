@@ -352,6 +352,8 @@ class AgentCore:
                     f"{kind.__name__} answers effect {effect_id!r}, but phase {phase!r} "
                     f"waits for {self._awaiting!r}"
                 )
+        if isinstance(event, ev.ModelStreamClosed | ev.ModelStreamFailed):
+            self._check_request(event.request_id)
         self._event = event
         if internal:
             self._handle_internal(event)
@@ -580,9 +582,18 @@ class AgentCore:
 
     # --- stream handling (inside `streaming`, no transition per delta) ------------------------
 
+    def _check_request(self, request_id: str) -> None:
+        """A model event must belong to the request in flight (the driver never mixes them)."""
+        if request_id != self._request_id:
+            raise UsageError(
+                f"a model event for request {request_id!r} arrived, but the request in "
+                f"flight is {self._request_id!r}"
+            )
+
     def _on_stream(self, request_id: str, raw: dict[str, Any]) -> None:
-        if request_id != self._request_id or self._stream_error is not None:
-            return  # a stale request's event: recorded, ignored
+        self._check_request(request_id)
+        if self._stream_error is not None:
+            return  # the model_error row has fired already
         assert self._assembler is not None
         try:
             completed = self._assembler.feed(raw)
