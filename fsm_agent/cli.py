@@ -116,7 +116,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from fsm_agent.runtime.models import AnthropicModel  # noqa: PLC0415
 
         model = AnthropicModel(name=args.model, api_key=key)
-    policy = PermissionPolicy(ask=_always_yes if args.yes else _ask_on_terminal)
+    view = _LiveView(quiet=False)
+    policy = PermissionPolicy(ask=_always_yes if args.yes else view.ask_on_terminal)
     agent = Agent(
         model=model,
         tools=default_tools(),
@@ -124,7 +125,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         permissions=policy,
         trace=args.trace,
     )
-    view = _LiveView(quiet=False)
 
     async def go() -> Any:
         result = None
@@ -140,14 +140,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _always_yes(_request: Any) -> bool:
     return True
-
-
-def _ask_on_terminal(request: Any) -> bool:
-    if not sys.stdin.isatty():
-        return False
-    shown = ", ".join(f"{k}={str(v)[:60]!r}" for k, v in request.input.items())
-    answer = input(f"\nallow {request.tool_name}({shown})? [y/N] ")
-    return answer.strip().lower() in {"y", "yes"}
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -191,7 +183,10 @@ class _LiveView:
         self.quiet = quiet
         self.loop_transitions: list[str] = []
         self._status: Any = None
-        self._in_text = False
+        self._phase = "idle"
+        self._text = ""  # the streamed line still arriving
+        self._text_style = ""
+        self._asking: Any = None  # an asyncio.Lock, made on first use inside the loop
 
     def __enter__(self) -> _LiveView:
         if not self.quiet:
@@ -202,6 +197,29 @@ class _LiveView:
     def __exit__(self, *exc: object) -> None:
         if self._status is not None:
             self._status.__exit__(None, None, None)
+
+    async def ask_on_terminal(self, request: Any) -> bool:
+        """Ask the person at the terminal, one question at a time, with the status line
+        paused; the event loop keeps running meanwhile. No terminal: the answer is no."""
+        import asyncio  # noqa: PLC0415
+
+        if not sys.stdin.isatty():
+            return False
+        if self._asking is None:
+            self._asking = asyncio.Lock()
+        async with self._asking:
+            self._end_text()
+            if self._status is not None:
+                self._status.stop()
+            try:
+                shown = ", ".join(f"{k}={str(v)[:60]!r}" for k, v in request.input.items())
+                why = f" ({request.message})" if request.message else ""
+                question = f"allow {request.tool_name}({shown}){why}? [y/N] "
+                answer = await asyncio.to_thread(self.console.input, question)
+            finally:
+                if self._status is not None:
+                    self._status.start()
+        return answer.strip().lower() in {"y", "yes"}
 
     def show(self, update: Any) -> Any:
         from fsm_agent.runtime import agent as updates  # noqa: PLC0415
@@ -217,22 +235,31 @@ class _LiveView:
             self._end_text()
             if t.machine == "loop":
                 self.console.print(f"[cyan]⟶ {t.name}[/]  [dim]{t.source} → {t.dest}[/]")
-                if self._status is not None:
-                    self._status.update(f"phase: {update.phase}")
+                self._phase = update.phase
+                self._update_status()
             elif t.name in {"started", "permission_granted", "permission_denied", "cancelled"}:
                 self.console.print(f"   [magenta]tool {t.call_id}: {t.name}[/]")
         elif isinstance(update, updates.TextDelta) and not self.quiet:
-            if not self._in_text:
-                self.console.print("   ", end="")
-                self._in_text = True
-            style = "dim italic" if update.thinking else ""
-            self.console.print(update.text, end="", style=style, markup=False)
+            # Whole lines are printed; the line still arriving shows in the status line (a
+            # partial line printed under a live status would be overwritten by it).
+            self._text_style = "dim italic" if update.thinking else ""
+            self._text += update.text
+            *complete, self._text = self._text.split("\n")
+            for line in complete:
+                self.console.print(f"   {line}", style=self._text_style, markup=False)
+            self._update_status()
         return None
 
+    def _update_status(self) -> None:
+        if self._status is None:
+            return
+        tail = self._text[-70:]
+        self._status.update(f"phase: {self._phase}" + (f"  │ {tail}" if tail else ""))
+
     def _end_text(self) -> None:
-        if self._in_text:
-            self.console.print()
-            self._in_text = False
+        if self._text:
+            self.console.print(f"   {self._text}", style=self._text_style, markup=False)
+            self._text = ""
 
 
 # --- traces -------------------------------------------------------------------------------------
