@@ -67,6 +67,9 @@ class LoopConfig:
     retry_base_ms: int = attrs.field(default=500, validator=_non_negative)
     retry_cap_ms: int = attrs.field(default=32_000, validator=_non_negative)
 
+    # The driver abandons a stream that sends nothing for this long (SPEC §3 idle watchdog).
+    stream_idle_timeout_ms: int = attrs.field(default=90_000, validator=_positive)
+
     # Tools (SPEC §5).
     streaming_tool_execution: bool = True
     max_tool_concurrency: int = attrs.field(default=10, validator=_positive)

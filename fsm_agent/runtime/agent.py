@@ -433,8 +433,22 @@ class _Session:
         rid = effect.request_id
         if effect.delay_ms:
             await asyncio.sleep(effect.delay_ms / 1000)
+        idle_s = self.agent.config.stream_idle_timeout_ms / 1000
+        stream = self.agent.model.stream(request)
         try:
-            async for raw in self.agent.model.stream(request):
+            while True:
+                # SPEC §3 idle watchdog: a stream silent for too long is abandoned (the core
+                # retries it); the SDK's own timeout covers only single reads.
+                try:
+                    async with asyncio.timeout(idle_s):
+                        raw = await anext(stream)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    raise ModelFailure(
+                        kind=ev.FailureKind.TIMEOUT,
+                        message=f"no stream event for {idle_s:g} s (idle watchdog)",
+                    ) from None
                 self.queue.put_nowait(ev.ModelStreamEvent(request_id=rid, event=raw))
         except Exception as exc:  # SPEC §2.2 model_error: any exception escaping the stream
             failure = exc if isinstance(exc, ModelFailure) else classify_failure(exc)
@@ -448,6 +462,10 @@ class _Session:
                 )
             )
             return
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
         self.queue.put_nowait(ev.ModelStreamClosed(request_id=rid))
 
     def _context(self, call_id: str) -> ToolContext:
