@@ -103,6 +103,8 @@ def _index(rows: tuple[Row, ...]) -> dict[tuple[str, type | None], tuple[Row, ..
 
 _LOOP_INDEX = _index(LOOP_ROWS)
 _STREAMING = Phase.STREAMING.value
+_OVERFLOW_BUFFER = 1_000  # SPEC §8.3 / §10: output floor on overflow retry, and its buffer
+_OUTPUT_FLOOR = 3_000
 _QUIET_STEP = Step()
 _LOOP_EVENTS = {name: LOOP_MACHINE.events[name] for name in {row.name for row in LOOP_ROWS}}
 
@@ -157,6 +159,7 @@ class AgentCore:
         self._assembler: StreamAssembler | None = None
         self._request_id = ""
         self._hot_request: str | None = None
+        self._output_cap: int | None = None  # SPEC §8.3 overflow retry, this iteration only
         self._attempt = 0
         self._consecutive_overloaded = 0
         self._stream_error: str | None = None
@@ -496,11 +499,12 @@ class AgentCore:
         return chars // 4
 
     def _max_output_tokens(self) -> int:
-        return (
+        wanted = (
             self._state.max_output_tokens_override
             or self.config.max_output_tokens_override
             or self.config.max_output_tokens
         )
+        return min(wanted, self._output_cap) if self._output_cap is not None else wanted
 
     def _start_request(self, *, attempt: int, delay_ms: int = 0) -> None:
         self._request_counter += 1
@@ -667,6 +671,23 @@ class AgentCore:
     def _guard_image_invalid(self) -> bool:
         return bool(self._event.kind is ev.FailureKind.IMAGE_INVALID)
 
+    def _reduced_output_tokens(self) -> int | None:
+        """SPEC §8.3: room left under the context limit, less a 1 000-token buffer."""
+        event = self._event
+        if event.input_tokens is None or event.context_limit is None:
+            return None
+        return int(event.context_limit - event.input_tokens - _OVERFLOW_BUFFER)
+
+    def _guard_output_reducible(self) -> bool:
+        if self._event.kind is not ev.FailureKind.OUTPUT_OVERFLOW:
+            return False
+        reduced = self._reduced_output_tokens()
+        return (
+            reduced is not None
+            and reduced >= _OUTPUT_FLOOR
+            and self._attempt <= self.config.max_retries
+        )
+
     def _guard_fallback_due(self) -> bool:
         fallback = self.config.fallback_model
         return (
@@ -781,6 +802,7 @@ class AgentCore:
         self._budget_last_total = 0
 
     def _on_iteration_started(self) -> None:
+        self._output_cap = None
         self._assistant = []
         self._tool_results = []
         self._executor = None
@@ -880,6 +902,13 @@ class AgentCore:
         self._start_request(
             attempt=attempt, delay_ms=self.config.retry_delay_ms(attempt, retry_after)
         )
+
+    def _on_max_tokens_reduced(self) -> None:
+        # The request asked for more output than the context has room for: ask again, once
+        # more, for what fits (SPEC §8.3); below the floor the failure is a model_error.
+        self._discard_attempt()
+        self._output_cap = self._reduced_output_tokens()
+        self._start_request(attempt=self._attempt + 1)
 
     def _on_model_fallback(self) -> None:
         old = self._model_name

@@ -44,6 +44,7 @@ class FailureKind(enum.Enum):
     PROMPT_TOO_LONG = "prompt_too_long"  # 400 "prompt is too long", or 413
     MEDIA_TOO_LARGE = "media_too_large"  # 400 naming an image/PDF size limit
     IMAGE_INVALID = "image_invalid"  # an image could not be sent at all (client-side)
+    OUTPUT_OVERFLOW = "output_overflow"  # 400: input + max_tokens > the context limit
     OVERLOADED = "overloaded"  # 529, or an overloaded_error SSE event
     RATE_LIMITED = "rate_limited"  # 429
     SERVER_ERROR = "server_error"  # other 5xx
@@ -77,6 +78,8 @@ class ModelStreamFailed:
     message: str = ""
     status: int | None = None
     retry_after_ms: int | None = None
+    input_tokens: int | None = None  # OUTPUT_OVERFLOW: the numbers the API named
+    context_limit: int | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -153,6 +153,7 @@ LOOP_ROWS: tuple[Row, ...] = (
     _row("model_error",            ev.ModelStreamClosed,  P.STREAMING,            T.MODEL_ERROR),
     _row("api_error_received",     ev.ModelStreamFailed,  P.STREAMING,            P.POST_STREAM,            "request_refused"),
     _row("image_error",            ev.ModelStreamFailed,  P.STREAMING,            T.IMAGE_ERROR,            "image_invalid"),
+    _row("max_tokens_reduced",     ev.ModelStreamFailed,  P.STREAMING,            P.STREAMING,              "output_reducible"),
     _row("model_fallback",         ev.ModelStreamFailed,  P.STREAMING,            P.STREAMING,              "fallback_due"),
     _row("request_retried",        ev.ModelStreamFailed,  P.STREAMING,            P.STREAMING,              "retry_allowed"),
     _row("model_error",            ev.ModelStreamFailed,  P.STREAMING,            T.MODEL_ERROR),

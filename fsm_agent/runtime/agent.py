@@ -452,15 +452,7 @@ class _Session:
                 self.queue.put_nowait(ev.ModelStreamEvent(request_id=rid, event=raw))
         except Exception as exc:  # SPEC §2.2 model_error: any exception escaping the stream
             failure = exc if isinstance(exc, ModelFailure) else classify_failure(exc)
-            self.queue.put_nowait(
-                ev.ModelStreamFailed(
-                    request_id=rid,
-                    kind=failure.kind,
-                    message=failure.message,
-                    status=failure.status,
-                    retry_after_ms=failure.retry_after_ms,
-                )
-            )
+            self.queue.put_nowait(failure.to_event(rid))
             return
         finally:
             close = getattr(stream, "aclose", None)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
 
-from fsm_agent.core.events import FailureKind
+from fsm_agent.core.events import FailureKind, ModelStreamFailed
 from fsm_agent.errors import FsmAgentError
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ __all__ = [
     "classify_failure",
     "is_media_too_large_message",
     "is_prompt_too_long_message",
+    "parse_context_overflow",
     "parse_retry_after_ms",
 ]
 
@@ -83,13 +84,29 @@ class ModelFailure(FsmAgentError):
         message: str,
         status: int | None = None,
         retry_after_ms: int | None = None,
+        input_tokens: int | None = None,
+        context_limit: int | None = None,
     ) -> None:
         self.kind = kind
         self.message = message
         self.status = status
         self.retry_after_ms = retry_after_ms
+        self.input_tokens = input_tokens
+        self.context_limit = context_limit
         where = f" (HTTP {status})" if status is not None else ""
         super().__init__(f"{kind.value}{where}: {message}")
+
+    def to_event(self, request_id: str) -> ModelStreamFailed:
+        """The event that tells the core about this failure."""
+        return ModelStreamFailed(
+            request_id=request_id,
+            kind=self.kind,
+            message=self.message,
+            status=self.status,
+            retry_after_ms=self.retry_after_ms,
+            input_tokens=self.input_tokens,
+            context_limit=self.context_limit,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -130,6 +147,21 @@ def is_prompt_too_long_message(text: str) -> bool:
     one place that reads it (NOTES.md).
     """
     return _PROMPT_TOO_LONG.search(text) is not None
+
+
+_CONTEXT_OVERFLOW = re.compile(
+    r"input length and `?max_tokens`? exceed context limit:\s*(\d+)\s*\+\s*(\d+)\s*>\s*(\d+)",
+    re.IGNORECASE,
+)
+
+
+def parse_context_overflow(text: str) -> tuple[int, int, int] | None:
+    """``(input tokens, max_tokens, context limit)`` from the API's 400 saying that input
+    plus ``max_tokens`` exceeds the context limit (SPEC §8.3), or None for any other text."""
+    found = _CONTEXT_OVERFLOW.search(text)
+    if found is None:
+        return None
+    return int(found.group(1)), int(found.group(2)), int(found.group(3))
 
 
 def is_media_too_large_message(text: str) -> bool:
@@ -201,6 +233,15 @@ def classify_api_error(
             return failure(FailureKind.PROMPT_TOO_LONG)
         if error_code in _MEDIA_ERROR_CODES or is_media_too_large_message(message):
             return failure(FailureKind.MEDIA_TOO_LARGE)
+        overflow = parse_context_overflow(message)
+        if overflow is not None:
+            return ModelFailure(
+                kind=FailureKind.OUTPUT_OVERFLOW,
+                message=message,
+                status=status,
+                input_tokens=overflow[0],
+                context_limit=overflow[2],
+            )
         return failure(FailureKind.OTHER)
     if status == 429 or error_type == "rate_limit_error":
         return failure(FailureKind.RATE_LIMITED)

@@ -271,6 +271,13 @@ ENTRIES: tuple[Entry, ...] = (
         must_take=("request_retried",),
     ),
     Entry(
+        name="max_tokens_reduced",
+        description="Input plus max_tokens over the context limit: ask again for what fits.",
+        steps=(_error("output_overflow"), _text("A shorter answer.")),
+        terminal="completed",
+        must_take=("max_tokens_reduced",),
+    ),
+    Entry(
         name="model_fallback",
         description="Three overloads in a row switch to the fallback model.",
         steps=(*(_error("overloaded") for _ in range(3)), _text("Answer from the fallback.")),

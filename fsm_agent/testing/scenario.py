@@ -38,7 +38,8 @@ A step:
 
   - ``kind``: ``overloaded`` (529), ``rate_limited`` (429 with ``retry-after``),
     ``server_error`` (500), ``prompt_too_long`` (400 "prompt is too long: ..."),
-    ``media_too_large`` (400 "image exceeds ..."), ``request_too_large`` (413), ``other``
+    ``media_too_large`` (400 "image exceeds ..."), ``request_too_large`` (413),
+    ``output_overflow`` (400 "input length and `max_tokens` exceed context limit"), ``other``
     (400 that matches nothing), ``connection`` (connection dropped), ``timeout`` (the server
     stalls), ``truncated`` (the stream ends early without ``message_stop``; no exception).
   - ``status``, ``type``, ``message``: override the HTTP status, ``error.type`` and
@@ -182,6 +183,7 @@ class ErrorKind(enum.Enum):
     PROMPT_TOO_LONG = "prompt_too_long"
     MEDIA_TOO_LARGE = "media_too_large"
     REQUEST_TOO_LARGE = "request_too_large"
+    OUTPUT_OVERFLOW = "output_overflow"
     CONNECTION = "connection"
     TIMEOUT = "timeout"
     TRUNCATED = "truncated"
@@ -225,6 +227,14 @@ _HTTP_ERRORS: dict[ErrorKind, _HttpError] = {
         status=413,
         error_type="request_too_large",
         message="Request exceeds the maximum allowed number of bytes.",
+    ),
+    ErrorKind.OUTPUT_OVERFLOW: _HttpError(
+        status=400,
+        error_type="invalid_request_error",
+        message=(
+            "input length and `max_tokens` exceed context limit: 188000 + 32000 > 200000, "
+            "decrease input length or `max_tokens` and try again"
+        ),
     ),
     ErrorKind.OTHER: _HttpError(
         status=400,

@@ -60,6 +60,8 @@ _ERROR_KINDS = (
     "server_error",
     "connection",
     "truncated",
+    "output_overflow",
+    "timeout",
     "other",
 )
 _WORDS = st.sampled_from(["ok", "done", "look", "a", "file", "hello world", "x" * 40])

@@ -238,13 +238,5 @@ class WorldRun:
         if failure is None:
             answer.append(ev.ModelStreamClosed(request_id=rid))
         else:
-            answer.append(
-                ev.ModelStreamFailed(
-                    request_id=rid,
-                    kind=failure.kind,
-                    message=failure.message,
-                    status=failure.status,
-                    retry_after_ms=failure.retry_after_ms,
-                )
-            )
+            answer.append(failure.to_event(rid))
         return answer

@@ -209,6 +209,13 @@ TEXT = [{"text": "partial answer that will not finish"}]
             None,
             id="400-pdf-pages",
         ),
+        pytest.param(
+            {"error": {"kind": "output_overflow"}},
+            FailureKind.OUTPUT_OVERFLOW,
+            400,
+            None,
+            id="400-output-overflow",
+        ),
         pytest.param({"error": {"kind": "other"}}, FailureKind.OTHER, 400, None, id="400-other"),
         pytest.param(
             {"error": {"kind": "connection"}},
@@ -419,3 +426,23 @@ def test_prompt_too_long_text_check() -> None:
     """Only the API's "prompt is too long" wording counts as prompt too long."""
     assert is_prompt_too_long_message("prompt is too long: 210000 tokens > 200000 maximum")
     assert not is_prompt_too_long_message("max_tokens: 99999 > 64000, which is the maximum")
+
+
+def test_output_overflow_carries_the_numbers(serve: ServeFn) -> None:
+    """The overflow 400 reaches the core with the input size and the context limit, from the
+    real client and from the scripted model alike."""
+    scenario = parse_scenario({"steps": [{"error": {"kind": "output_overflow"}}]})
+    _events, failure = stream_once(serve(scenario))
+    assert failure is not None
+    assert (failure.input_tokens, failure.context_limit) == (188_000, 200_000)
+    error = scenario.steps[0].error
+    assert error is not None
+    scripted = scripted_failure(error)
+    assert scripted is not None
+    assert (scripted.input_tokens, scripted.context_limit) == (188_000, 200_000)
+    event = failure.to_event("r1")
+    assert (event.kind, event.input_tokens, event.context_limit) == (
+        FailureKind.OUTPUT_OVERFLOW,
+        188_000,
+        200_000,
+    )

@@ -206,6 +206,26 @@ def test_other_failure_is_not_retried() -> None:
     assert "request_retried" not in loop_names(run)
 
 
+def test_output_overflow_asks_again_for_what_fits() -> None:
+    """A 400 "input + max_tokens > limit" retries once with the room that is left (SPEC §8.3):
+    200 000 − 188 000 − 1 000 = 11 000 output tokens, for that iteration only."""
+    overflow = {"error": {"kind": "output_overflow"}}
+    _, run, terminal = play([overflow, TEXT])
+    assert terminal == "completed"
+    assert loop_names(run).count("max_tokens_reduced") == 1
+    sizes = [e.max_output_tokens for e in effects_of(run, fx.CallModel)]
+    assert sizes == [32_000, 11_000]
+
+
+def test_output_overflow_below_the_floor_is_a_model_error() -> None:
+    """When less than 3 000 tokens would be left, the overflow ends the run model_error."""
+    message = "input length and `max_tokens` exceed context limit: 198000 + 32000 > 200000"
+    overflow = {"error": {"kind": "output_overflow", "message": message}}
+    _, run, terminal = play([overflow])
+    assert terminal == "model_error"
+    assert "max_tokens_reduced" not in loop_names(run)
+
+
 def test_model_fallback_after_three_overloaded() -> None:
     """Three overloaded in a row with a fallback model switch core.model and retry."""
     config = LoopConfig(fallback_model="fb")

@@ -428,6 +428,7 @@ def test_error_kinds_cover_the_documented_list() -> None:
         "prompt_too_long",
         "media_too_large",
         "request_too_large",
+        "output_overflow",
         "connection",
         "timeout",
         "truncated",
