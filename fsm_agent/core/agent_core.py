@@ -377,11 +377,10 @@ class AgentCore:
         return False
 
     def _fire(self, row: Row) -> None:
-        source = self.phase
-        _LOOP_EVENTS[row.name].trigger(self._machine_model)
-        self._transitions.append(
-            TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest)
-        )
+        model = self._machine_model
+        taken = _TAKEN[row.name, model.state]
+        _LOOP_EVENTS[row.name].trigger(model)
+        self._transitions.append(taken)
         action = _LOOP_ACTIONS.get(row.name)
         if action is not None:
             action(self)
@@ -1180,6 +1179,12 @@ def _resolve_guards() -> dict[str, Callable[[AgentCore], bool]]:
 
 
 _LOOP_GUARDS = _resolve_guards()
+# A loop transition record depends only on its row and source: build each once.
+_TAKEN = {
+    (row.name, source): TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest)
+    for row in LOOP_ROWS
+    for source in row.source
+}
 _LOOP_ACTIONS: dict[str, Callable[[AgentCore], None]] = {
     row.name: getattr(AgentCore, f"_on_{row.name}")
     for row in LOOP_ROWS
