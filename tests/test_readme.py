@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from fsm_agent.runtime.agent import RunResult
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -40,3 +44,28 @@ def test_ci_runs_the_readme_test_command() -> None:
     test_command = _quick_start_commands()[1]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert test_command in ci.splitlines()
+
+
+def test_the_library_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's library example runs as written, with a scripted model in Claude's place."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Using the library", 1)[1]
+    code = re.search(r"```python\n(.+?)\n```", section, re.DOTALL)
+    assert code is not None
+    source = code.group(1)
+    claude = 'AnthropicModel(name="claude-sonnet-4-6")'
+    assert claude in source
+    scripted = (
+        "__import__('fsm_agent.testing.scenario', fromlist=['x']).ScriptedModel("
+        "__import__('fsm_agent.testing.scenario', fromlist=['x']).parse_scenario("
+        "{'steps': [{'content': [{'tool_use': {'name': 'word_count', "
+        "'input': {'text': 'a b c'}}}]}, {'content': [{'text': 'It prints hello.'}]}]}))"
+    )
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "traces").mkdir()
+    namespace: dict[str, object] = {}
+    exec(compile(source.replace(claude, scripted), "README.md", "exec"), namespace)
+    result = namespace["result"]
+    assert isinstance(result, RunResult)
+    assert result.terminal == "completed"
+    assert result.text == "It prints hello."
