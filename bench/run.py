@@ -227,34 +227,8 @@ def delta_seconds(repeat: int) -> tuple[float, float]:
 
         step = feed(TurnStarted(messages=prompt("hi")))
         rid = step.effects[-1].request_id  # type: ignore[union-attr]
-        feed(
-            ModelStreamEvent(
-                request_id=rid,
-                event={
-                    "type": "message_start",
-                    "message": {
-                        "id": "m",
-                        "type": "message",
-                        "role": "assistant",
-                        "model": "x",
-                        "content": [],
-                        "stop_reason": None,
-                        "stop_sequence": None,
-                        "usage": {"input_tokens": 1, "output_tokens": 1},
-                    },
-                },
-            )
-        )
-        feed(
-            ModelStreamEvent(
-                request_id=rid,
-                event={
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            )
-        )
+        feed(ModelStreamEvent(request_id=rid, event=_MESSAGE_START))
+        feed(ModelStreamEvent(request_id=rid, event=_BLOCK_START))
         return feed, rid  # type: ignore[return-value]
 
     results = []

@@ -265,6 +265,9 @@ class AgentCore:
         except BaseException as exc:
             self._poison(exc)
             raise
+        return self._finish_step()
+
+    def _finish_step(self) -> Step:
         self._refresh_hot_request()
         return Step(
             transitions=tuple(self._transitions),
@@ -334,12 +337,7 @@ class AgentCore:
         except BaseException as exc:
             self._poison(exc)
             raise
-        self._refresh_hot_request()
-        return Step(
-            transitions=tuple(self._transitions),
-            effects=tuple(self._effects),
-            terminal=self._terminal,
-        )
+        return self._finish_step()
 
     def _dispatch(self, event: ev.Event) -> None:
         phase = self.phase

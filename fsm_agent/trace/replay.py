@@ -166,8 +166,26 @@ class InFlight:
     maybe_side_effects: bool
 
 
+class _Continuable:
+    """What fork and resume points share: a new trace that starts with the recorded run."""
+
+    header: TraceHeader
+    records: tuple[dict[str, Any], ...]
+
+    def writer_for(
+        self,
+        target: str | os.PathLike[str] | IO[bytes],
+        *,
+        secrets: Iterable[str] = (),
+        meta: Mapping[str, Any] | None = None,
+    ) -> TraceWriter:
+        """A writer for a new trace that starts with the recorded records (for a resume point,
+        the unwritten ones included); keep writing the continuation to it."""
+        return _writer_with_prefix(self.header, self.records, target, secrets, meta)
+
+
 @attrs.frozen(kw_only=True)
-class ForkPoint:
+class ForkPoint(_Continuable):
     """A core replayed up to a seq, ready to continue live.
 
     The continuation uses this core as is (same config and tools). Driving it with another
@@ -187,16 +205,6 @@ class ForkPoint:
     records: tuple[dict[str, Any], ...]
     outstanding_effects: tuple[InFlight, ...]
 
-    def writer_for(
-        self,
-        target: str | os.PathLike[str] | IO[bytes],
-        *,
-        secrets: Iterable[str] = (),
-        meta: Mapping[str, Any] | None = None,
-    ) -> TraceWriter:
-        """A writer for a new trace that starts with this prefix; keep writing the continuation."""
-        return _writer_with_prefix(self.header, self.records, target, secrets, meta)
-
     def tracing_core(
         self,
         target: str | os.PathLike[str] | IO[bytes],
@@ -209,7 +217,7 @@ class ForkPoint:
 
 
 @attrs.frozen(kw_only=True)
-class ResumePoint:
+class ResumePoint(_Continuable):
     """A crashed run rebuilt from its trace.
 
     Attributes:
@@ -233,16 +241,6 @@ class ResumePoint:
     def unsafe_to_rerun(self) -> tuple[InFlight, ...]:
         """In-flight tool calls that may have had side effects: ask before running them again."""
         return tuple(item for item in self.in_flight if item.maybe_side_effects)
-
-    def writer_for(
-        self,
-        target: str | os.PathLike[str] | IO[bytes],
-        *,
-        secrets: Iterable[str] = (),
-        meta: Mapping[str, Any] | None = None,
-    ) -> TraceWriter:
-        """A writer for a new trace holding the run so far (unwritten records included)."""
-        return _writer_with_prefix(self.header, self.records, target, secrets, meta)
 
 
 def _writer_with_prefix(
