@@ -48,7 +48,6 @@ from fsm_agent.core.tables import (
     FINAL_STATES,
     LOOP_MACHINE,
     LOOP_ROWS,
-    CallState,
     Phase,
     Row,
     check_table,
@@ -1188,4 +1187,3 @@ _LOOP_ACTIONS: dict[str, Callable[[AgentCore], None]] = {
     for row in LOOP_ROWS
     if hasattr(AgentCore, f"_on_{row.name}")
 }
-_ = CallState  # the tool machine's states are re-exported through ToolCall.state
