@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import attrs
 
@@ -18,6 +17,7 @@ from fsm_agent.toolbox.paths import (
     PathOutsideWorkingDirectory,
     display_path,
     resolve_in_cwd,
+    write_file,
     write_permission,
 )
 
@@ -79,7 +79,7 @@ class Edit(Tool[EditInput]):
             return ToolOutput(content=problem, is_error=True)
         count = text.count(data.old_string) if data.replace_all else 1
         updated = text.replace(data.old_string, data.new_string, -1 if data.replace_all else 1)
-        await asyncio.to_thread(_write, path, updated)
+        await asyncio.to_thread(write_file, path, updated)
         noun = "occurrence" if count == 1 else "occurrences"
         return ToolOutput(content=f"Updated {display_path(path, ctx)}: replaced {count} {noun}.")
 
@@ -94,8 +94,3 @@ def _occurrence_problem(text: str, data: EditInput) -> str | None:
             "make it unique, or set replace_all to change every occurrence"
         )
     return None
-
-
-def _write(path: Path, text: str) -> None:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        handle.write(text)

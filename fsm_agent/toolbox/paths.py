@@ -97,3 +97,10 @@ def write_permission(raw: str, ctx: ToolContext) -> PermissionCheck:
             reason=SAFETY_CHECK,
         )
     return PermissionCheck(behavior="passthrough")
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as UTF-8, newlines untouched, creating parent folders."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        handle.write(text)

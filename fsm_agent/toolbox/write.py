@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import attrs
 
@@ -18,6 +17,7 @@ from fsm_agent.toolbox.paths import (
     PathOutsideWorkingDirectory,
     display_path,
     resolve_in_cwd,
+    write_file,
     write_permission,
 )
 
@@ -62,13 +62,7 @@ class Write(Tool[WriteInput]):
         """Write the content and say whether the file was created or replaced."""
         path = resolve_in_cwd(data.file_path, ctx)
         existed = path.exists()
-        await asyncio.to_thread(_write, path, data.content)
+        await asyncio.to_thread(write_file, path, data.content)
         verb = "Replaced" if existed else "Created"
         lines = len(data.content.splitlines())
         return ToolOutput(content=f"{verb} {display_path(path, ctx)} ({lines} lines).")
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        handle.write(text)

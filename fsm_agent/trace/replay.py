@@ -20,6 +20,7 @@ already have had side effects. Neither re-runs anything: the caller decides.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -753,20 +754,8 @@ def _run(
     core_factory: CoreFactory | None,
     table_digest: str | None,
 ) -> _Replayer:
-    if isinstance(source, Trace):
-        replayer, lines = _start(
-            source,
-            context=context,
-            keep=keep,
-            track=track,
-            core_factory=core_factory,
-            table_digest=table_digest,
-            file=None,
-        )
-        replayer.run(lines, stop_after=stop_after, tolerate_tail=tolerate_tail)
-        replayer.truncated = replayer.truncated or source.truncated
-        return replayer
-    with Path(source).open("rb") as file:
+    with contextlib.ExitStack() as stack:
+        file = None if isinstance(source, Trace) else stack.enter_context(Path(source).open("rb"))
         replayer, lines = _start(
             source,
             context=context,
@@ -777,6 +766,8 @@ def _run(
             file=file,
         )
         replayer.run(lines, stop_after=stop_after, tolerate_tail=tolerate_tail)
+    if isinstance(source, Trace):
+        replayer.truncated = replayer.truncated or source.truncated
     return replayer
 
 
