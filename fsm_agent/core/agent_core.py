@@ -534,7 +534,8 @@ class AgentCore:
         if self._executor is not None:
             self._executor.discard()
         for message in self._assistant:
-            if message in self._transcript:
+            # Everything of the attempt was shown except a withheld error; withdraw the rest.
+            if not (isinstance(message, ApiErrorMessage) and message.withheld):
                 self._show(TombstoneMessage(uuid=self.new_uuid(), target_uuid=message.uuid))
         self._assistant = []
 

@@ -196,3 +196,27 @@ def not_rerun(tool_name: str) -> str:
         "or may not have taken effect. It was not run again; check its effect before "
         "repeating it.</tool_use_error>"
     )
+
+
+# --- the runtime: compaction and permission answers -------------------------------------
+
+SUMMARY_REQUEST = (
+    "Write a summary of the conversation so far for your own later use: the user's goal, "
+    "decisions made, files touched, and what remains to do. Plain text, no preamble."
+)
+SUMMARY_PREFIX = "This session continues from an earlier conversation, summarised here:\n\n"
+
+
+def denied_by_rule(tool_name: str) -> str:
+    """Denial text when a deny rule names the tool."""
+    return f"Permission to use {tool_name} was denied by a rule."
+
+
+def not_granted(tool_name: str, why: str) -> str:
+    """Denial text when nobody may be asked (headless, or dontAsk mode)."""
+    return f"Permission to use {tool_name} was not granted ({why})."
+
+
+def permission_not_asked(tool_name: str) -> str:
+    """Denial text when asking for permission failed."""
+    return f"Permission to use {tool_name} could not be asked."

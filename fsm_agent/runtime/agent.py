@@ -26,7 +26,14 @@ from fsm_agent.core import events as ev
 from fsm_agent.core import texts
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.core.messages import Message, TextBlock, Usage, UserMessage
+from fsm_agent.core.messages import (
+    AssistantMessage,
+    Message,
+    TextBlock,
+    Usage,
+    UserMessage,
+    text_of,
+)
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
@@ -62,8 +69,6 @@ class RunResult:
     @property
     def text(self) -> str:
         """The text of the last assistant message (the answer, for a completed run)."""
-        from fsm_agent.core.messages import AssistantMessage, text_of  # noqa: PLC0415
-
         for message in reversed(self.messages):
             if isinstance(message, AssistantMessage) and text_of(message):
                 return text_of(message)
@@ -155,6 +160,11 @@ class Agent:
         self.system = system
         key = getattr(model, "api_key", None)
         self.secrets = (*secrets, *([key] if isinstance(key, str) and key else []))
+        # What each request sends about the tools; schemas are generated once, not per request.
+        self.tool_definitions = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
+            for t in self.tools
+        ]
         self._by_name: dict[str, Tool[Any]] = {}
         for tool in self.tools:
             for name in (tool.name, *tool.aliases):
@@ -398,10 +408,7 @@ class _Session:
                 max_output_tokens=effect.max_output_tokens,
                 messages=self.core.api_messages(),
                 system=self.agent.system,
-                tools=[
-                    {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
-                    for t in self.agent.tools
-                ],
+                tools=self.agent.tool_definitions,
             )
             self._spawn(self._call_model(effect, request))
         elif isinstance(effect, fx.RunToolStep):
@@ -516,7 +523,7 @@ class _Session:
                 behavior=ev.PermissionBehavior.DENY,
                 source=ev.DecisionSource.USER,
                 reason=f"the permission callback failed: {type(exc).__name__}: {exc}",
-                message=f"Permission to use {effect.tool_name} could not be asked.",
+                message=texts.permission_not_asked(effect.tool_name),
                 abort_turn=True,
             )
         self.queue.put_nowait(decided)

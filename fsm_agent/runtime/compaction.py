@@ -15,13 +15,9 @@ import attrs
 from fsm_agent.core.effects import CompactKind
 from fsm_agent.core.messages import Message, TextBlock, UserMessage
 from fsm_agent.core.normalize import normalize_for_api
+from fsm_agent.core.texts import SUMMARY_PREFIX, SUMMARY_REQUEST
 from fsm_agent.runtime.models import Model, ModelFailure, ModelRequest
 
-SUMMARY_REQUEST = (
-    "Write a summary of the conversation so far for your own later use: the user's goal, "
-    "decisions made, files touched, and what remains to do. Plain text, no preamble."
-)
-SUMMARY_PREFIX = "This session continues from an earlier conversation, summarised here:\n\n"
 SUMMARY_OUTPUT_TOKENS = 20_000
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from fsm_agent.core import texts
 from fsm_agent.core.effects import AskPermission
 from fsm_agent.core.events import DecisionSource, PermissionBehavior, PermissionDecided
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
@@ -99,7 +100,7 @@ class PermissionPolicy:
                 False,
                 DecisionSource.RULE,
                 f"deny rule {name}",
-                f"Permission to use {name} was denied by a rule.",
+                texts.denied_by_rule(name),
             )
         if check.behavior == "deny":
             return answer(False, DecisionSource.TOOL, check.reason or "tool refused", check.message)
@@ -120,7 +121,7 @@ class PermissionPolicy:
         source = DecisionSource.SAFETY_CHECK if safety else DecisionSource.USER
         if self.mode is PermissionMode.DONT_ASK or self.ask is None:
             why = "dontAsk mode" if self.mode is PermissionMode.DONT_ASK else "no one to ask"
-            return answer(False, source, why, f"Permission to use {name} was not granted ({why}).")
+            return answer(False, source, why, texts.not_granted(name, why))
         request = PermissionRequest(
             tool_name=name, input=effect.input, message=check.message, reason=check.reason
         )

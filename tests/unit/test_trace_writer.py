@@ -228,3 +228,20 @@ def test_turn_prompt_round_trips(tmp_path: Path) -> None:
     stored = lines_of(tmp_path / "t.jsonl")[1]["event"]
     assert load_event(stored) == event
     assert stored == orjson.loads(orjson.dumps(dump_event(event)))
+
+
+def test_stream_event_fast_path_matches_the_converter() -> None:
+    """The writer's shortcut for stream events builds exactly what the converter builds."""
+    from fsm_agent.core.codec import dump_event
+    from fsm_agent.core.events import ModelStreamEvent
+    from fsm_agent.trace.records import event_fields
+
+    event = ModelStreamEvent(
+        request_id="r7",
+        event={
+            "type": "content_block_delta",
+            "index": 2,
+            "delta": {"type": "text_delta", "text": "x"},
+        },
+    )
+    assert event_fields(event) == {"record": "event", "event": dump_event(event)}
