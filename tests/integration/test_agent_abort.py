@@ -57,6 +57,33 @@ async def run_until_cancelled(
     return updates
 
 
+def abort_run(
+    server: FakeAnthropicServer,
+    *,
+    work: Path,
+    trace_path: Path,
+    cancel_when: Callable[[list[Update]], Any],
+    permissions: PermissionPolicy | None = None,
+) -> list[Update]:
+    """Run the built-in agent against ``server`` and cancel it once ``cancel_when`` returns."""
+
+    async def go() -> list[Update]:
+        async with AnthropicModel(
+            name=MODEL, api_key=API_KEY, base_url=server.base_url, timeout=5
+        ) as model:
+            agent = Agent(
+                model=model,
+                tools=default_tools(),
+                config=LoopConfig(model=MODEL, retry_base_ms=1, retry_cap_ms=5),
+                permissions=permissions,
+                trace=trace_path,
+                cwd=work,
+            )
+            return await run_until_cancelled(agent, cancel_when)
+
+    return asyncio.run(go())
+
+
 def transcript_of(updates: list[Update]) -> list[Message]:
     """The messages the run emitted, in order."""
     return [u.message for u in updates if isinstance(u, MessageUpdate)]
@@ -114,20 +141,7 @@ def test_abort_while_streaming(serve: ServeFn, tmp_path: Path) -> None:
         while not any(isinstance(u, TextDelta) for u in updates):
             await asyncio.sleep(0.005)
 
-    async def go() -> list[Update]:
-        async with AnthropicModel(
-            name=MODEL, api_key=API_KEY, base_url=server.base_url, timeout=5
-        ) as model:
-            agent = Agent(
-                model=model,
-                tools=default_tools(),
-                config=LoopConfig(model=MODEL, retry_base_ms=1, retry_cap_ms=5),
-                trace=trace_path,
-                cwd=work,
-            )
-            return await run_until_cancelled(agent, first_text)
-
-    updates = asyncio.run(go())
+    updates = abort_run(server, work=work, trace_path=trace_path, cancel_when=first_text)
     messages = transcript_of(updates)
     assert_paired(messages)
     assert text_of(messages[-1]) == INTERRUPTED
@@ -169,22 +183,14 @@ def test_abort_while_a_tool_runs(serve: ServeFn, tmp_path: Path) -> None:
         while not (pid_file.exists() and pid_file.read_text().strip()):
             await asyncio.sleep(0.01)
 
-    async def go() -> list[Update]:
-        async with AnthropicModel(
-            name=MODEL, api_key=API_KEY, base_url=server.base_url, timeout=5
-        ) as model:
-            agent = Agent(
-                model=model,
-                tools=default_tools(),
-                config=LoopConfig(model=MODEL, retry_base_ms=1, retry_cap_ms=5),
-                permissions=PermissionPolicy(allow={"Bash"}),
-                trace=trace_path,
-                cwd=work,
-            )
-            return await run_until_cancelled(agent, tool_running)
-
     started = time.monotonic()
-    updates = asyncio.run(go())
+    updates = abort_run(
+        server,
+        work=work,
+        trace_path=trace_path,
+        cancel_when=tool_running,
+        permissions=PermissionPolicy(allow={"Bash"}),
+    )
     assert time.monotonic() - started < 5
     pid = int(pid_file.read_text().strip())
     assert process_gone(pid, within_s=2.0), f"sleep (pid {pid}) still running after the abort"
