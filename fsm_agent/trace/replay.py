@@ -387,10 +387,27 @@ class _Outstanding:
         return tuple(out)
 
 
-_EVENT_KEYS = frozenset({"record", "seq", "event"})
-_STREAM_EVENT_KEYS = frozenset({"type", "request_id", "event"})
 _HOT = b'{"event":{"event":'
 _STREAM_TAG = "ModelStreamEvent"
+
+
+def _stream_parts(data: Any, seq: int) -> tuple[str, dict[str, Any]] | None:
+    """``(request_id, raw event)`` when ``data`` is exactly a stream-event record at ``seq``:
+    keys {"event", "record", "seq"} and, inside, {"event", "request_id", "type"}."""
+    if (
+        type(data) is not dict
+        or len(data) != 3
+        or data.get("record") != "event"
+        or data.get("seq") != seq
+    ):
+        return None
+    raw = data.get("event")
+    if type(raw) is not dict or len(raw) != 3 or raw.get("type") != _STREAM_TAG:
+        return None
+    request_id, payload = raw.get("request_id"), raw.get("event")
+    if type(request_id) is not str or type(payload) is not dict:
+        return None
+    return request_id, payload
 
 
 class _Replayer:
@@ -438,9 +455,10 @@ class _Replayer:
         return line.data
 
     def fast_event(self, line: _Line) -> dict[str, Any] | None:
-        """The hot path: a well-formed stream-event line, structured without the generic checks.
+        """A well-formed stream-event line, structured without the generic checks.
 
-        Returns None whenever anything is unusual; :meth:`checked` then does the full work.
+        Returns None whenever anything is unusual; :meth:`checked` then does the full work
+        (reusing the parsed line, so nothing is parsed twice).
         """
         if line.content is None or self.upgrades:
             return None
@@ -448,21 +466,12 @@ class _Replayer:
             data = orjson.loads(line.content)
         except orjson.JSONDecodeError:
             return None
-        if type(data) is not dict or data.keys() != _EVENT_KEYS or data["seq"] != self.seq:
-            return None
-        raw = data["event"]
-        if type(raw) is not dict or raw.keys() != _STREAM_EVENT_KEYS:
-            return None
-        request_id, payload = raw["request_id"], raw["event"]
-        if data["record"] != "event" or raw["type"] != "ModelStreamEvent":
-            return None
-        if type(request_id) is not str:
-            return None
-        if type(payload) is not dict or type(data["seq"]) is not int:
-            return None
         line.data = data
-        line.stream = (request_id, payload)
-        return data
+        parts = _stream_parts(data, self.seq)
+        if parts is None:
+            return None
+        line.stream = parts
+        return data  # type: ignore[no-any-return]
 
     def checked(self, line: _Line) -> tuple[str, dict[str, Any]]:
         """Parse and fully check a line; returns its kind and dict (structures events)."""
@@ -509,39 +518,30 @@ class _Replayer:
                 if item is None:
                     break
                 number, content = item
+                data = None
                 if content.startswith(_HOT) and content.endswith(b"\n"):
                     try:
                         data = loads(content)
                     except orjson.JSONDecodeError:
                         data = None
-                    # Exactly {"event", "record", "seq"} and {"event", "request_id", "type"}.
-                    seq = self.seq
-                    if (
-                        type(data) is dict
-                        and len(data) == 3
-                        and data.get("record") == "event"
-                        and data.get("seq") == seq
-                    ):
-                        raw = data.get("event")
-                        if type(raw) is dict and len(raw) == 3 and raw.get("type") == _STREAM_TAG:
-                            request_id = raw.get("request_id")
-                            payload = raw.get("event")
-                            if type(request_id) is str and type(payload) is dict:
-                                self.events += 1
-                                self.seq = seq + 1
-                                if recent is not None:
-                                    recent.append(item)
-                                assert feed_stream is not None  # hot implies it
-                                try:
-                                    step = feed_stream(request_id, payload)
-                                except Exception as exc:
-                                    self._failed(exc)
-                                    continue
-                                if step.transitions or step.effects:
-                                    for fields in records.step_fields(step):
-                                        pending.append(self.produce(fields))
-                                continue
+                    parts = _stream_parts(data, self.seq)
+                    if parts is not None:
+                        self.events += 1
+                        self.seq += 1
+                        if recent is not None:
+                            recent.append(item)
+                        assert feed_stream is not None  # hot implies it
+                        try:
+                            step = feed_stream(*parts)
+                        except Exception as exc:
+                            self._failed(exc)
+                            continue
+                        if step.transitions or step.effects:
+                            for fields in records.step_fields(step):
+                                pending.append(self.produce(fields))
+                        continue
                 line = _make_line(number, content)
+                line.data = data  # parsed already (None: not yet)
             else:
                 next_line = next(lines, None)
                 if next_line is None:
