@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -265,19 +265,12 @@ class _LiveView:
 # --- traces -------------------------------------------------------------------------------------
 
 
-def _trace_files(paths: Sequence[Path]) -> Iterator[Path]:
-    for path in paths:
-        if path.is_dir():
-            yield from sorted(path.rglob("*.jsonl"))
-        else:
-            yield path
-
-
 def _cmd_replay(args: argparse.Namespace) -> int:
     from fsm_agent.errors import TraceError  # noqa: PLC0415
+    from fsm_agent.trace.reader import trace_files  # noqa: PLC0415
     from fsm_agent.trace.replay import replay  # noqa: PLC0415
 
-    files = list(_trace_files(args.paths))
+    files = list(trace_files(args.paths))
     if not files:
         print("fsm-agent: no trace files found", file=sys.stderr)
         return EXIT_USAGE

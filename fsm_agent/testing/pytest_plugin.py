@@ -35,15 +35,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _trace_files(paths: list[str]) -> Iterator[Path]:
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            yield from sorted(path.rglob("*.jsonl"))
-        else:
-            yield path
-
-
 class ReplayFile(pytest.File):
     """A trace file given with ``--fsm-replay``; it holds one item."""
 
@@ -111,6 +102,10 @@ def pytest_collection_modifyitems(
 ) -> None:
     """Append one replay item per trace given with ``--fsm-replay``."""
     paths: list[str] = config.getoption("fsm_replay") or []
-    for path in _trace_files(paths):
+    if not paths:
+        return
+    from fsm_agent.trace.reader import trace_files  # noqa: PLC0415 - only when asked for
+
+    for path in trace_files(paths):
         collector = ReplayFile.from_parent(session, path=path.resolve())
         items.extend(collector.collect())

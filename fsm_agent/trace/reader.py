@@ -15,7 +15,7 @@ Older schemas are upgraded record by record through functions registered with
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -302,3 +302,14 @@ def read_trace(source: TraceSource | IO[bytes], *, allow_truncated: bool = False
         return Trace(
             header=reader.header, records=found, truncated=reader.truncated, source=reader.source
         )
+
+
+def trace_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """The trace files named by ``paths``: a file as is, a folder's ``*.jsonl`` files (searched
+    recursively, sorted)."""
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            yield from sorted(path.rglob("*.jsonl"))
+        else:
+            yield path
