@@ -411,13 +411,9 @@ async def _answer_step(
     """Answer a non-streamed request; return True when the connection must be cut."""
     error = step.error
     if error is not None:
-        if error.is_http:
-            await _send_http_error(writer, error, request_id=request_id)
-            return False
-        if error.kind is ErrorKind.CONNECTION:
-            return True
-        if error.kind is ErrorKind.TIMEOUT:
-            await asyncio.sleep(error.stall_ms / 1000)
+        cut = await _fault_before_response(writer, error, request_id=request_id)
+        if cut is not None:
+            return cut
     if step.delay_ms:
         await asyncio.sleep(step.delay_ms / 1000)
     data = json.dumps(render_message(step, model=model)).encode()
@@ -436,6 +432,21 @@ async def _answer_step(
     return False
 
 
+async def _fault_before_response(
+    writer: asyncio.StreamWriter, error: ErrorSpec, *, request_id: str
+) -> bool | None:
+    """Play a fault that strikes before the response: an HTTP error (False: the connection
+    may stay), a dropped connection (True: cut it), or a stall (None: then answer)."""
+    if error.is_http:
+        await _send_http_error(writer, error, request_id=request_id)
+        return False
+    if error.kind is ErrorKind.CONNECTION:
+        return True
+    if error.kind is ErrorKind.TIMEOUT:
+        await asyncio.sleep(error.stall_ms / 1000)
+    return None
+
+
 async def _stream_step(
     writer: asyncio.StreamWriter, step: Step, *, model: str, request_id: str
 ) -> bool:
@@ -443,15 +454,11 @@ async def _stream_step(
     error = step.error
     events = render_events(step, model=model, complete=True)
     if error is not None and not error.in_stream:
-        if error.is_http:
-            await _send_http_error(writer, error, request_id=request_id)
-            return False
-        if error.kind is ErrorKind.CONNECTION:
-            return True
+        cut = await _fault_before_response(writer, error, request_id=request_id)
+        if cut is not None:
+            return cut
         if error.kind is ErrorKind.TIMEOUT:
-            # Stall before the response head; a patient client then gets the whole stream.
-            await asyncio.sleep(error.stall_ms / 1000)
-            error = None
+            error = None  # after the stall, a patient client gets the whole stream
 
     headers = {
         "content-type": "text/event-stream; charset=utf-8",
