@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import io
 import statistics
 import subprocess
@@ -66,6 +67,7 @@ def bare_trigger_seconds(repeat: int) -> float:
     return median_time(both, number=2_000, repeat=repeat) / 2
 
 
+@functools.cache
 def recorded_runs() -> list[tuple[Entry, list[Event], int]]:
     """Each catalogue run's events (fed again below) and its number of transitions."""
     runs = []
