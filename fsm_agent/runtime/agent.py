@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,10 +49,9 @@ from fsm_agent.runtime.models import (
 )
 from fsm_agent.runtime.permissions import PermissionPolicy
 from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, run_call, run_validation
+from fsm_agent.trace.location import names_folder, prepare_trace_file
 from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
-
-DEFAULT_TRACE_DIR = Path(".fsm_agent") / "traces"
 
 ABORT_ON_FAULT = "fault"
 """``AbortRequested.reason`` fed when the driver itself fails (the ``end`` record names it)."""
@@ -139,8 +139,10 @@ class Agent:
         hooks: PreToolUse, PostToolUse and Stop hooks.
         permissions: how ``ask`` decisions are answered (default: allow what tools allow,
             deny what would need a prompt).
-        trace: a file or folder for the JSONL trace; None writes under
-            ``.fsm_agent/traces/`` of ``cwd``; False writes none.
+        trace: where the JSONL trace goes: a folder (a path ending in ``/`` or an existing
+            folder; created, one new file per run), a file, None for the default folder
+            (the user's state folder, outside ``cwd``; see :mod:`fsm_agent.trace.location`),
+            or False for no trace. Glob and Grep never list the trace folder.
         cwd: the working directory tools act in (default: the current one).
         system: the system prompt.
         secrets: strings that must never reach a trace (the API key is added by itself).
@@ -222,16 +224,22 @@ class Agent:
         return self._by_name.get(name)
 
     def trace_path(self) -> Path | None:
-        """Where the next run's trace goes (None when tracing is off)."""
+        """A new file for the next run's trace, its folder created (None when tracing is off).
+
+        Raises:
+            ConfigError: the trace folder cannot be created.
+        """
         if self.trace is False:
             return None
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S-%f")
-        if self.trace is None or self.trace is True:
-            return self.cwd / DEFAULT_TRACE_DIR / f"run-{stamp}.jsonl"
-        path = Path(self.trace)
-        if path.is_dir():
-            return path / f"run-{stamp}.jsonl"
-        return path
+        return prepare_trace_file(None if self.trace is True else self.trace)
+
+    def hidden_paths(self, trace_path: Path | None) -> tuple[Path, ...]:
+        """What Glob and Grep must not list: the trace folder (or the trace file)."""
+        if trace_path is None:
+            return ()
+        named_file = isinstance(self.trace, str | os.PathLike) and not names_folder(self.trace)
+        keep_out = trace_path if named_file else trace_path.parent
+        return (keep_out.resolve(),)
 
 
 def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
@@ -260,15 +268,16 @@ class _Session:
         self.trace_path = agent.trace_path()
         self.writer: TraceWriter | None = None
         meta = {"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name}
-        if self.trace_path is not None:
-            self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+        self.hidden_paths = agent.hidden_paths(self.trace_path)
         if start is not None:
             # Continue a recorded run: its core, and a trace that repeats its prefix.
             if not isinstance(start.core, AgentCore):
                 raise UsageError("a fork or resume point must hold an AgentCore")
             self.core = start.core
             if self.trace_path is not None:
-                self.writer = start.writer_for(self.trace_path, secrets=agent.secrets, meta=meta)
+                self.writer = start.writer_for(
+                    self.trace_path, secrets=agent.secrets, meta=meta, clock=time.monotonic
+                )
         else:
             self.core = AgentCore(config=agent.config, tools=[t.spec() for t in agent.tools])
             if self.trace_path is not None:
@@ -278,6 +287,7 @@ class _Session:
                     tools=[t.spec() for t in agent.tools],
                     secrets=agent.secrets,
                     meta=meta,
+                    clock=time.monotonic,
                 )
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
@@ -502,7 +512,11 @@ class _Session:
     def _context(self, call_id: str) -> ToolContext:
         context = self.call_contexts.get(call_id)
         if context is None:
-            context = ToolContext(cwd=self.agent.cwd, extra=dict(self.core.tool_context))
+            context = ToolContext(
+                cwd=self.agent.cwd,
+                hidden_paths=self.hidden_paths,
+                extra=dict(self.core.tool_context),
+            )
             self.call_contexts[call_id] = context
         return context
 

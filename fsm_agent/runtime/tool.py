@@ -93,12 +93,15 @@ class ToolContext:
             paths that resolve outside it.
         abort: set when the call is being cancelled (the driver also cancels the task).
         allow_outside: let file tools touch paths outside ``cwd``.
+        hidden_paths: folders the searching tools (Glob, Grep) never list, such as the
+            run's own trace folder (a run must not read its own traces).
         extra: anything else the application wants to hand to its tools.
     """
 
     cwd: Path
     abort: asyncio.Event = attrs.field(factory=asyncio.Event)
     allow_outside: bool = False
+    hidden_paths: tuple[Path, ...] = ()
     extra: dict[str, Any] = attrs.field(factory=dict)
 
 

@@ -53,6 +53,11 @@ SCHEMA_VERSION: Final = 1
 
 RECORD_KINDS: Final = ("header", "event", "transition", "effect", "end")
 
+ELAPSED: Final = "elapsed_ms"
+"""Metadata on an event record: milliseconds from the run's start (the header's
+``meta.started``, a wall-clock time) to the event's arrival. Replay and diff ignore it; stream
+deltas do not carry it (they are most of a trace, and their timing is that of their response)."""
+
 JSON_OPTIONS: Final = orjson.OPT_SORT_KEYS
 """orjson options of every trace line; replay serializes with the same ones to compare bytes."""
 
@@ -63,13 +68,14 @@ _FIELDS: Final[dict[str, frozenset[str]]] = {
     "header": frozenset(
         {"record", "schema", "library_version", "table_digest", "config", "tools", "meta"}
     ),
-    "event": frozenset({"record", "seq", "event"}),
+    "event": frozenset({"record", "seq", "event", "elapsed_ms"}),
     "transition": frozenset({"record", "seq", "machine", "name", "source", "dest", "call_id"}),
     "effect": frozenset({"record", "seq", "effect"}),
     "end": frozenset({"record", "seq", "terminal", "usage", "fault"}),
 }
 _OPTIONAL: Final[dict[str, frozenset[str]]] = {
     "header": frozenset({"meta"}),
+    "event": frozenset({"elapsed_ms"}),
     "transition": frozenset({"call_id"}),
     "end": frozenset({"fault"}),
 }
@@ -408,6 +414,9 @@ def check_record(
     if type(data["seq"]) is not int:
         _require(data, "seq", (int,), "integer", line=line, source=source)
     if kind == "event":
+        elapsed = data.get(ELAPSED)
+        if elapsed is not None and (type(elapsed) not in (int, float) or elapsed < 0):
+            raise _fail(line, f"$.{ELAPSED}", "expected a number of milliseconds >= 0", source)
         return parse_event(data, line, source)
     if kind == "transition":
         for key in ("machine", "name", "source", "dest"):

@@ -172,6 +172,12 @@ class _Continuable:
 
     header: TraceHeader
     records: tuple[dict[str, Any], ...]
+    source: str | None
+
+    def lineage(self) -> dict[str, Any]:
+        """Where the new trace comes from: ``kind`` (fork or resume), the parent ``trace``
+        and the ``seq`` it was taken at; written to the new header's ``meta.parent``."""
+        raise NotImplementedError
 
     def writer_for(
         self,
@@ -179,10 +185,15 @@ class _Continuable:
         *,
         secrets: Iterable[str] = (),
         meta: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> TraceWriter:
         """A writer for a new trace that starts with the recorded records (for a resume point,
-        the unwritten ones included); keep writing the continuation to it."""
-        return _writer_with_prefix(self.header, self.records, target, secrets, meta)
+        the unwritten ones included); keep writing the continuation to it. Its header's
+        ``meta.parent`` names the recorded trace and the point (:meth:`lineage`)."""
+        combined = {**(self.header.meta if meta is None else meta), "parent": self.lineage()}
+        return _writer_with_prefix(
+            self.header, self.records, target, secrets=secrets, meta=combined, clock=clock
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -198,6 +209,7 @@ class ForkPoint(_Continuable):
         at_seq: the seq asked for; the prefix runs to the end of that event's step.
         records: the recorded prefix, as record dicts in seq order.
         outstanding_effects: effects of the prefix that no event has answered yet.
+        source: the recorded trace's file, if any.
     """
 
     header: TraceHeader
@@ -205,6 +217,11 @@ class ForkPoint(_Continuable):
     at_seq: int
     records: tuple[dict[str, Any], ...]
     outstanding_effects: tuple[InFlight, ...]
+    source: str | None = None
+
+    def lineage(self) -> dict[str, Any]:
+        """``{"kind": "fork", "trace": <source>, "seq": <at_seq>}``."""
+        return {"kind": "fork", "trace": self.source, "seq": self.at_seq}
 
     def tracing_core(
         self,
@@ -212,9 +229,11 @@ class ForkPoint(_Continuable):
         *,
         secrets: Iterable[str] = (),
         meta: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> TracingCore:
         """The live core wrapped so that the continuation is traced after the prefix."""
-        return TracingCore(self.core, self.writer_for(target, secrets=secrets, meta=meta))
+        writer = self.writer_for(target, secrets=secrets, meta=meta, clock=clock)
+        return TracingCore(self.core, writer)
 
 
 @attrs.frozen(kw_only=True)
@@ -229,6 +248,7 @@ class ResumePoint(_Continuable):
         unwritten: how many records at the end of ``records`` were not on file.
         in_flight: emitted, never answered effects, in emission order.
         truncated: the file ended in a cut-off line (which was dropped).
+        source: the recorded trace's file, if any.
     """
 
     header: TraceHeader
@@ -237,6 +257,11 @@ class ResumePoint(_Continuable):
     unwritten: int
     in_flight: tuple[InFlight, ...]
     truncated: bool
+    source: str | None = None
+
+    def lineage(self) -> dict[str, Any]:
+        """``{"kind": "resume", "trace": <source>, "seq": <last seq on file>}``."""
+        return {"kind": "resume", "trace": self.source, "seq": len(self.records) - self.unwritten}
 
     @property
     def unsafe_to_rerun(self) -> tuple[InFlight, ...]:
@@ -248,16 +273,19 @@ def _writer_with_prefix(
     header: TraceHeader,
     prefix: Iterable[Mapping[str, Any]],
     target: str | os.PathLike[str] | IO[bytes],
+    *,
     secrets: Iterable[str],
-    meta: Mapping[str, Any] | None,
+    meta: Mapping[str, Any],
+    clock: Callable[[], float] | None,
 ) -> TraceWriter:
     writer = TraceWriter(
         target,
         config=header.config,
         tools=header.tools,
         secrets=secrets,
-        meta=header.meta if meta is None else meta,
+        meta=meta,
         table_digest=header.table_digest,
+        clock=clock,
     )
     for record in prefix:
         writer.write_record(record)
@@ -888,6 +916,7 @@ def fork(
         at_seq=at_seq,
         records=tuple(replayer.keep),
         outstanding_effects=replayer.tracker.in_flight(replayer.seq - 1),
+        source=replayer.source,
     )
 
 
@@ -928,6 +957,7 @@ def resume(
         unwritten=len(unwritten),
         in_flight=replayer.tracker.in_flight(written),
         truncated=replayer.truncated,
+        source=replayer.source,
     )
 
 
@@ -937,7 +967,8 @@ def diff_traces(
     """The first point where two traces differ, or None when they agree.
 
     Headers are compared without ``meta`` (and without ``library_version``); a header
-    difference is reported at seq 0. Records are compared as dicts, in order.
+    difference is reported at seq 0. Records are compared as dicts, in order, without their
+    timing metadata.
     """
     first = a if isinstance(a, Trace) else read_trace(a)
     second = b if isinstance(b, Trace) else read_trace(b)
@@ -946,8 +977,8 @@ def diff_traces(
         return Divergence(seq=0, expected=left, actual=right, source=first.source)
     ours, theirs = first.records, second.records
     for index in range(max(len(ours), len(theirs))):
-        mine = ours[index].data if index < len(ours) else None
-        other = theirs[index].data if index < len(theirs) else None
+        mine = _untimed(ours[index].data) if index < len(ours) else None
+        other = _untimed(theirs[index].data) if index < len(theirs) else None
         if mine != other:
             low, high = max(index - context, 0), index + context + 1
             return Divergence(
@@ -958,6 +989,12 @@ def diff_traces(
                 source=first.source,
             )
     return None
+
+
+def _untimed(data: dict[str, Any]) -> dict[str, Any]:
+    if records.ELAPSED not in data:
+        return data
+    return {key: value for key, value in data.items() if key != records.ELAPSED}
 
 
 def _comparable_header(header: TraceHeader) -> dict[str, Any]:
