@@ -21,6 +21,10 @@ _PUBLIC = {
     "Terminal": "fsm_agent.core.tables",
     "ContinueReason": "fsm_agent.core.tables",
     "normalize_for_api": "fsm_agent.core.normalize",
+    "analyse_command": "fsm_agent.core.shell_commands",
+    "CommandAnalysis": "fsm_agent.core.shell_commands",
+    "CommandPart": "fsm_agent.core.shell_commands",
+    "Redirect": "fsm_agent.core.shell_commands",
     "Agent": "fsm_agent.runtime.agent",
     "RunResult": "fsm_agent.runtime.agent",
     "AnthropicModel": "fsm_agent.runtime.models",
@@ -46,7 +50,9 @@ __all__ = [
     "Agent",
     "AgentCore",
     "AnthropicModel",
+    "CommandAnalysis",
     "CommandHook",
+    "CommandPart",
     "ContinueReason",
     "HookDecision",
     "HookEvent",
@@ -59,6 +65,7 @@ __all__ = [
     "PermissionMode",
     "PermissionPolicy",
     "Phase",
+    "Redirect",
     "RunResult",
     "Step",
     "Terminal",
@@ -66,6 +73,7 @@ __all__ = [
     "ToolSpec",
     "TransitionTaken",
     "__version__",
+    "analyse_command",
     "fork",
     "normalize_for_api",
     "read_trace",
@@ -80,6 +88,12 @@ if TYPE_CHECKING:
     from fsm_agent.core.effects import HookEvent
     from fsm_agent.core.events import HookDecision, HookOutcome
     from fsm_agent.core.normalize import normalize_for_api
+    from fsm_agent.core.shell_commands import (
+        CommandAnalysis,
+        CommandPart,
+        Redirect,
+        analyse_command,
+    )
     from fsm_agent.core.step import Step, TransitionTaken
     from fsm_agent.core.tables import ContinueReason, Phase, Terminal
     from fsm_agent.core.tool_spec import ToolSpec
