@@ -19,6 +19,7 @@ importing this module never loads it (NOTES.md).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
@@ -30,6 +31,7 @@ import orjson
 
 from fsm_agent.core.events import FailureKind, ModelStreamFailed
 from fsm_agent.errors import ConfigError, FsmAgentError
+from fsm_agent.trace.json_limits import fit_for_json
 
 if TYPE_CHECKING:
     import anthropic
@@ -40,6 +42,7 @@ __all__ = [
     "ModelFailure",
     "ModelRequest",
     "Thinking",
+    "checked_stream_event",
     "classify_api_error",
     "classify_failure",
     "is_media_too_large_message",
@@ -130,6 +133,30 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         """Stream the response to ``request`` as raw event dicts."""
         ...
+
+
+def checked_stream_event(raw: object) -> dict[str, Any]:
+    """A raw stream event as the core and the trace will both see it (DESIGN §5).
+
+    The event must be a dict (the Messages API's event objects); one that holds what a trace
+    line cannot (a lone surrogate, an integer past 64 bits, nesting too deep) is rewritten the
+    way the trace writes it, so the live core sees what a replay will read back.
+
+    Raises:
+        ModelFailure: ``raw`` is not a dict: the model broke the stream protocol.
+    """
+    if type(raw) is not dict:
+        raise ModelFailure(
+            kind=FailureKind.OTHER,
+            message=f"model protocol error: a stream event must be an object, "
+            f"got {type(raw).__name__}",
+        )
+    try:
+        orjson.dumps(raw)
+    except orjson.JSONEncodeError:
+        fitted: dict[str, Any] = fit_for_json(raw)
+        return fitted
+    return raw
 
 
 # --- classification ------------------------------------------------------------------------
@@ -325,10 +352,16 @@ def _event_from_frame(client: Any, frame: Any, response: Any) -> dict[str, Any] 
     name, data = frame.event, frame.data
     if name is None or name == "ping" or not data:
         return None
+    payload: Any
     try:
         payload = orjson.loads(data)
     except orjson.JSONDecodeError:
-        payload = None
+        # orjson refuses what JSON allows and a model may send (an integer past 64 bits, a
+        # lone surrogate escape); the standard parser reads it, key order kept as well.
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            payload = None
     if name == "error":
         # The SDK's constructor for this case (its stream calls the same one).
         raise client._make_status_error(
