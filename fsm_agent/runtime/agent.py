@@ -17,6 +17,7 @@ import contextlib
 import datetime as dt
 import os
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -299,6 +300,7 @@ class _Session:
         self.cancelled_calls: set[str] = set()
         self.effect_calls: dict[str, str] = {}
         self.compactor = SummaryCompactor()
+        self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
 
     async def run(self) -> AsyncIterator[Update]:
         try:
@@ -547,6 +549,9 @@ class _Session:
             tool_name=effect.tool_name,
             tool_input=tool_input if isinstance(tool_input, dict) else {},
             payload=payload,
+            session_id=self.session_id,
+            cwd=str(self.agent.cwd),
+            trace_path=str(self.trace_path) if self.trace_path is not None else None,
         )
         outcome = await self.agent.hooks.run(hook_input)
         self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
