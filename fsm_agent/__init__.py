@@ -21,6 +21,10 @@ _PUBLIC = {
     "Terminal": "fsm_agent.core.tables",
     "ContinueReason": "fsm_agent.core.tables",
     "normalize_for_api": "fsm_agent.core.normalize",
+    "analyse_command": "fsm_agent.core.shell_commands",
+    "CommandAnalysis": "fsm_agent.core.shell_commands",
+    "CommandPart": "fsm_agent.core.shell_commands",
+    "Redirect": "fsm_agent.core.shell_commands",
     "Agent": "fsm_agent.runtime.agent",
     "RunResult": "fsm_agent.runtime.agent",
     "AnthropicModel": "fsm_agent.runtime.models",
@@ -40,6 +44,8 @@ __all__ = [
     "Agent",
     "AgentCore",
     "AnthropicModel",
+    "CommandAnalysis",
+    "CommandPart",
     "ContinueReason",
     "Hooks",
     "LoopConfig",
@@ -47,6 +53,7 @@ __all__ = [
     "PermissionMode",
     "PermissionPolicy",
     "Phase",
+    "Redirect",
     "RunResult",
     "Step",
     "Terminal",
@@ -54,6 +61,7 @@ __all__ = [
     "ToolSpec",
     "TransitionTaken",
     "__version__",
+    "analyse_command",
     "fork",
     "normalize_for_api",
     "read_trace",
@@ -66,6 +74,12 @@ if TYPE_CHECKING:
     from fsm_agent.core.agent_core import AgentCore
     from fsm_agent.core.config import LoopConfig
     from fsm_agent.core.normalize import normalize_for_api
+    from fsm_agent.core.shell_commands import (
+        CommandAnalysis,
+        CommandPart,
+        Redirect,
+        analyse_command,
+    )
     from fsm_agent.core.step import Step, TransitionTaken
     from fsm_agent.core.tables import ContinueReason, Phase, Terminal
     from fsm_agent.core.tool_spec import ToolSpec
