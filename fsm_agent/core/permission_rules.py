@@ -128,9 +128,7 @@ def _refuse(text: str, source: RuleSource, origin: str, why: str) -> ConfigError
     return ConfigError(f"permission rule {text!r} from {where}: {why}")
 
 
-def parse_rule(
-    text: str, behavior: RuleBehavior, source: RuleSource, *, origin: str = ""
-) -> Rule:
+def parse_rule(text: str, behavior: RuleBehavior, source: RuleSource, *, origin: str = "") -> Rule:
     """Parse one rule (SPEC §9.2 syntax).
 
     Raises:

@@ -18,6 +18,7 @@ from fsm_agent.runtime.tool import (
 from fsm_agent.toolbox.paths import (
     PathOutsideWorkingDirectory,
     display_path,
+    is_readable_without_asking,
     read_permission,
     resolve_in_cwd,
     resolve_path,
@@ -65,6 +66,8 @@ class Glob(Tool[GlobInput]):
         if not data.pattern or Path(data.pattern).is_absolute():
             return "pattern must be a non-empty relative pattern; put the directory in path"
         root = resolve_path(data.path or ".", ctx)
+        if not is_readable_without_asking(root, ctx):
+            return None  # asked about first; what exists out there is not told before
         if not root.is_dir():
             return f"Not a directory: {data.path}"
         return None

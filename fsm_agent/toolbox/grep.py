@@ -22,6 +22,7 @@ from fsm_agent.runtime.tool import (
 from fsm_agent.toolbox.paths import (
     PathOutsideWorkingDirectory,
     display_path,
+    is_readable_without_asking,
     read_permission,
     resolve_in_cwd,
     resolve_path,
@@ -86,6 +87,8 @@ class Grep(Tool[GrepInput]):
         except re.error as exc:
             return f"Invalid regular expression {data.pattern!r}: {exc}"
         target = resolve_path(data.path or ".", ctx)
+        if not is_readable_without_asking(target, ctx):
+            return None  # asked about first; what exists out there is not told before
         if not target.exists():
             return f"Path does not exist: {data.path}"
         return None

@@ -18,7 +18,13 @@ from fsm_agent.runtime.tool import (
     ToolContext,
     ToolOutput,
 )
-from fsm_agent.toolbox.paths import display_path, read_permission, resolve_in_cwd, resolve_path
+from fsm_agent.toolbox.paths import (
+    display_path,
+    is_readable_without_asking,
+    read_permission,
+    resolve_in_cwd,
+    resolve_path,
+)
 
 DEFAULT_LINE_LIMIT = 2_000
 MAX_LINE_CHARS = 2_000
@@ -71,6 +77,8 @@ class Read(Tool[ReadInput]):
         if data.limit is not None and data.limit < 1:
             return "limit must be 1 or more"
         path = resolve_path(data.file_path, ctx)
+        if not is_readable_without_asking(path, ctx):
+            return None  # asked about first; what exists out there is not told before
         if not path.exists():
             return f"File does not exist: {data.file_path}"
         if path.is_dir():
