@@ -133,8 +133,9 @@ _BACKQUOTE = re.compile(r"\\([\\`$])")
 _BACKQUOTE_IN_STRING = re.compile(r'\\([\\`$"])')
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _RESERVED_WORDS = frozenset(
-    "! { } [[ ]] case do done elif else esac fi for function if in select then until while".split()
-)
+    {"!", "{", "}", "[[", "]]", "case", "do", "done", "elif", "else", "esac", "fi", "for",
+     "function", "if", "in", "select", "then", "until", "while"}
+)  # fmt: skip
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _GLOB = re.compile(r"[*?]|\[[^\]]*\]")
 _BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")

@@ -35,7 +35,7 @@ def shell_words() -> st.SearchStrategy[str]:
     """Words worth hiding: options, paths, and text with quotes, blanks and ``$``."""
     return st.one_of(
         st.sampled_from(["-rf", "-f", "--force", "--output=x", "-o", "x", "a b", "build/", "~/x"]),
-        st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), max_size=6),
+        st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\0"), max_size=6),
     )
 
 
