@@ -158,7 +158,7 @@ def test_rule_sets_search_sources_in_spec_order() -> None:
 
 
 def test_read_and_edit_content_rules_cover_their_tool_families() -> None:
-    """Read(...) covers Read, Glob, Grep; Edit(...) covers Edit, Write; whole-tool rules one tool."""
+    """Read(...) covers Read, Glob, Grep; Edit(...) covers Edit, Write; a bare name one tool."""
     rules = RuleSet.of([rule("Read(./x)"), rule("Edit(./y)"), rule("Read")])
     assert [r.text for r in rules.content_rules(DENY, "Grep")] == ["Read(./x)"]
     assert [r.text for r in rules.content_rules(DENY, "Write")] == ["Edit(./y)"]
