@@ -253,7 +253,7 @@ def shell_verdict(
         first = refused[0]
         return Verdict(
             behavior="passthrough",
-            reason=own.reason or f"{first.text!r} is not allowed by a rule nor read-only",
+            reason=f"`{first.text}` is neither allowed by a rule nor read-only",
             message=own.message,
             suggested_rules=tuple(dict.fromkeys(_exact_rule(p.text) for p in refused)),
         )
