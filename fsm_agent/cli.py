@@ -60,6 +60,21 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-turns", type=int, default=None)
     run.add_argument("--trace", type=Path, default=None, help="trace file or folder")
     run.add_argument("--yes", action="store_true", help="answer every permission question with yes")
+    run.add_argument(
+        "--settings",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a settings file in Claude Code's format, on top of ~/.claude/settings.json, "
+        ".claude/settings.json and .claude/settings.local.json (repeatable)",
+    )
+    run.add_argument(
+        "--permission-mode",
+        choices=["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"],
+        default=None,
+        help="the permission mode (default: the settings' defaultMode, else default)",
+    )
     run.set_defaults(handler=_cmd_run)
 
     demo = commands.add_parser("demo", help="an offline demo through the fake server")
@@ -100,9 +115,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from fsm_agent.core.config import LoopConfig  # noqa: PLC0415
     from fsm_agent.runtime.agent import Agent  # noqa: PLC0415
-    from fsm_agent.runtime.permissions import PermissionPolicy  # noqa: PLC0415
+    from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy  # noqa: PLC0415
+    from fsm_agent.runtime.settings import load_settings  # noqa: PLC0415
     from fsm_agent.toolbox import default_tools  # noqa: PLC0415
 
+    # Settings first: a bad settings file is reported before anything else happens.
+    settings = load_settings(Path.cwd(), extra_files=args.settings)
     model: Any
     if args.model.startswith("scripted:"):
         from fsm_agent.testing.scenario import ScriptedModel, load_scenario  # noqa: PLC0415
@@ -122,12 +140,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         model = AnthropicModel(name=args.model, api_key=key)
     view = _LiveView(quiet=False)
-    policy = PermissionPolicy(ask=_always_yes if args.yes else view.ask_on_terminal)
+    mode = PermissionMode(args.permission_mode or "default")
+    policy = PermissionPolicy(
+        mode=mode,
+        ask=_always_yes if args.yes else view.ask_on_terminal,
+        bypass_available=mode is PermissionMode.BYPASS,
+    )
     agent = Agent(
         model=model,
         tools=default_tools(),
         config=LoopConfig(model=model.name, max_turns=args.max_turns),
         permissions=policy,
+        settings=settings,
         trace=args.trace,
     )
 
