@@ -1,4 +1,8 @@
-"""Glob: file paths matching a pattern such as ``**/*.py``, sorted and capped."""
+"""Glob: file paths matching a pattern such as ``**/*.py``, sorted and capped.
+
+The files visited are those of :func:`~fsm_agent.toolbox.walk.walk_files`: ``.gitignore``
+rules and the run's hidden folders apply.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,10 @@ import attrs
 
 from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
 from fsm_agent.toolbox.paths import PathOutsideWorkingDirectory, display_path, resolve_in_cwd
+from fsm_agent.toolbox.walk import glob_regex, walk_files
 
 MAX_RESULTS = 100
-SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
-"""Version-control internals: never listed (nobody globs for object files)."""
+_WILDCARDS = frozenset("*?[")
 
 
 @attrs.frozen(kw_only=True)
@@ -35,7 +39,8 @@ class Glob(Tool[GlobInput]):
     name = "Glob"
     description = (
         "Find files by name pattern ('**' matches any number of directories). Returns matching "
-        f"file paths sorted by name, at most {MAX_RESULTS}. Use Grep to search file contents."
+        f"file paths sorted by name, at most {MAX_RESULTS}; what .gitignore ignores is left "
+        "out. Use Grep to search file contents."
     )
     input_type = GlobInput
 
@@ -77,15 +82,23 @@ class Glob(Tool[GlobInput]):
 
 
 def _matches(root: Path, pattern: str, ctx: ToolContext) -> list[str]:
-    found: set[str] = set()
-    for candidate in root.glob(pattern):
-        if SKIPPED_DIRS.intersection(candidate.relative_to(root).parts):
-            continue
-        try:
-            # a match reached through `..` or a symlink must still lie inside the cwd
-            resolved = resolve_in_cwd(str(candidate), ctx)
-        except PathOutsideWorkingDirectory:
-            continue
-        if resolved.is_file():
-            found.add(display_path(Path(os.path.normpath(candidate)), ctx))
+    # The literal leading segments name the folder to walk; the rest is matched below it.
+    segments = [part for part in pattern.split("/") if part not in {"", "."}]
+    base = root
+    while len(segments) > 1 and not _WILDCARDS.intersection(segments[0]):
+        base = base / segments.pop(0)
+    try:
+        base = resolve_in_cwd(str(base), ctx)
+    except PathOutsideWorkingDirectory:
+        return []
+    if not base.is_dir():
+        return []
+    rest = "/".join(segments)
+    regex = glob_regex(rest)
+    depth = None if "**" in segments else len(segments) - 1
+    found = {
+        display_path(Path(os.path.normpath(path)), ctx)
+        for path in walk_files(base, ctx, max_depth=depth)
+        if regex.match(path.relative_to(base).as_posix())
+    }
     return sorted(found)
