@@ -506,6 +506,7 @@ def _repair_assistant(
     index: int,
     earlier_ids: set[str],
     seen_ids: set[str],
+    *,
     strict: bool,
     final: bool,
 ) -> tuple[list[ApiBlock], list[str]]:
@@ -607,7 +608,7 @@ def _repair_pairing(
         if message["role"] == ASSISTANT:
             is_last = final and index == len(merged) - 1
             content, expected = _repair_assistant(
-                message["content"], index, carry.seen_ids, seen_ids, strict, is_last
+                message["content"], index, carry.seen_ids, seen_ids, strict=strict, final=is_last
             )
         else:
             first = carry.fresh and not repaired
