@@ -151,6 +151,7 @@ class AgentCore:
         self._uuid_counter = 0
         self._request_counter = 0
         self._tool_context: dict[str, Any] = {}
+        self._session_rules: list[str] = []
         # per-iteration containers (SPEC §1.1 "Per iteration")
         self._assistant: list[Message] = []
         self._tool_results: list[Message] = []
@@ -217,6 +218,11 @@ class AgentCore:
     def tool_context(self) -> dict[str, Any]:
         """Context that tools' updates have changed (SPEC §5 context modifiers)."""
         return self._tool_context
+
+    @property
+    def session_permission_rules(self) -> tuple[str, ...]:
+        """Allow rules the user added while running ("allow always"), in the order given."""
+        return tuple(self._session_rules)
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -440,6 +446,10 @@ class AgentCore:
     def apply_context_update(self, update: dict[str, Any]) -> None:
         """Apply a tool's context modifier."""
         self._tool_context.update(update)
+
+    def remember_permission_rules(self, rules: tuple[str, ...]) -> None:
+        """Keep the session rules an "allow always" answer added (SPEC §9.2 source session)."""
+        self._session_rules.extend(rule for rule in rules if rule not in self._session_rules)
 
     # --- helpers ---------------------------------------------------------------------------------
 

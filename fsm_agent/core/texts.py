@@ -275,6 +275,14 @@ def denied_by_rule(tool_name: str) -> str:
     return f"Permission to use {tool_name} was denied by a rule."
 
 
+def denied_in_plan_mode(tool_name: str) -> str:
+    """Denial text for a call that is not read-only while planning (SPEC §9.1 plan mode)."""
+    return (
+        f"Permission to use {tool_name} was denied: the agent is in plan mode, where only "
+        "read-only tools run. Finish the plan; changes come after it is approved."
+    )
+
+
 def not_granted(tool_name: str, why: str) -> str:
     """Denial text when nobody may be asked (headless, or dontAsk mode)."""
     return f"Permission to use {tool_name} was not granted ({why})."
