@@ -102,7 +102,8 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--allow-truncated",
         action="store_true",
-        help="accept a trace whose last line is cut off (a crashed run): check what precedes",
+        help="accept a trace cut short (a crashed run: no end record, or a cut-off last "
+        "line) and check what precedes the cut",
     )
     replay.set_defaults(handler=_cmd_replay)
 
@@ -325,20 +326,17 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failures else EXIT_OK
 
 
-def _replay_one(path: Path, *, allow_truncated: bool) -> tuple[int | str, int | str, str]:
+def _replay_one(path: Path, *, allow_truncated: bool) -> tuple[int, int, str]:
     """Replay one trace: (events, transitions, how it ended) for the table."""
-    from fsm_agent.trace.replay import replay, resume  # noqa: PLC0415
+    from fsm_agent.trace.replay import replay  # noqa: PLC0415
 
-    if not allow_truncated:
-        result = replay(path)
-        return result.events, result.transitions, result.terminal or "(not ended)"
-    # A crashed run's trace: every record on file is checked; a cut-off last line is dropped.
-    point = resume(path)
-    terminal = point.core.terminal or "(not ended)"
-    suffix = ", last line cut off" if point.truncated else ""
-    events = sum(1 for record in point.records if record.get("record") == "event")
-    transitions = sum(1 for record in point.records if record.get("record") == "transition")
-    return events, transitions, terminal + suffix
+    result = replay(path, allow_truncated=allow_truncated)
+    ending = result.terminal or "(not ended)"
+    return (
+        result.events,
+        result.transitions,
+        ending + ("  (truncated: accepted)" if result.truncated else ""),
+    )
 
 
 def _cmd_show(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ would hide a broken trace (a string is never silently turned into a number or a 
 from __future__ import annotations
 
 import re
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import cattrs
 from cattrs.strategies import configure_tagged_union
@@ -17,6 +17,12 @@ from cattrs.strategies import configure_tagged_union
 from fsm_agent.core import effects, events, messages
 
 T = TypeVar("T")
+
+JSON_INT_MIN: Final = -(2**63)
+JSON_INT_MAX: Final = 2**64 - 1
+"""The integers a trace line holds as numbers (orjson's range); others are written as strings."""
+
+_DECIMAL = re.compile(r"-?[0-9]+")
 
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
@@ -40,14 +46,39 @@ _MESSAGE_TAGS = {
 }
 
 
+def big_int(value: object) -> int | None:
+    """The integer a trace wrote as a decimal string because it is past 64 bits, else None.
+
+    Only integers outside the range a trace holds as numbers are read this way, so ``"5"``
+    where a count belongs is still an error.
+    """
+    if type(value) is not str or _DECIMAL.fullmatch(value) is None:
+        return None
+    number = int(value)
+    return number if not JSON_INT_MIN <= number <= JSON_INT_MAX else None
+
+
 def _strict_scalar(kind: type) -> Any:
     def structure(value: Any, _type: Any) -> Any:
         # bool is an int subclass; a trace with true where a count belongs is broken.
         if type(value) is not kind and not (kind is float and type(value) is int):
-            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+            number = big_int(value) if kind is int else None
+            if number is None:
+                raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+            return number
         return value
 
     return structure
+
+
+def _json_object(value: dict[str, Any]) -> dict[str, Any]:
+    """A JSON payload (tool input, stream event...) is already JSON: copy it, do not walk it.
+
+    Walking it value by value would recurse once per nesting level, and a model can send a
+    tool input nested deeper than Python's recursion limit; the trace writer cuts such a
+    value at a fixed depth instead (:mod:`fsm_agent.trace.json_limits`).
+    """
+    return dict(value)
 
 
 def make_converter() -> cattrs.Converter:
@@ -55,6 +86,7 @@ def make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True)
     for kind in (str, int, bool, float):
         conv.register_structure_hook(kind, _strict_scalar(kind))
+    conv.register_unstructure_hook_func(lambda kind: kind == dict[str, Any], _json_object)
     configure_tagged_union(
         messages.ResultPart, conv, tag_name="type", tag_generator=_BLOCK_TAGS.__getitem__
     )

@@ -13,6 +13,7 @@ tool_use still gets its result and the trace ends with an ``end`` record.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import time
@@ -39,12 +40,22 @@ from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
 from fsm_agent.runtime.hooks import HookInput, Hooks
-from fsm_agent.runtime.models import Model, ModelFailure, ModelRequest, classify_failure
+from fsm_agent.runtime.models import (
+    Model,
+    ModelFailure,
+    ModelRequest,
+    checked_stream_event,
+    classify_failure,
+)
 from fsm_agent.runtime.permissions import PermissionPolicy
 from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, run_call, run_validation
 from fsm_agent.trace.location import names_folder, prepare_trace_file
 from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
+
+ABORT_ON_FAULT = "fault"
+"""``AbortRequested.reason`` fed when the driver itself fails (the ``end`` record names it)."""
+
 
 # --- what the caller sees -----------------------------------------------------------------------
 
@@ -369,30 +380,34 @@ class _Session:
 
     async def run(self) -> AsyncIterator[Update]:
         try:
-            if self.start is None:
-                for update in self._feed(ev.TurnStarted(messages=self.messages)):
-                    yield update
-            else:
-                for update in self._pick_up(self.start):
-                    yield update
-            while self.core.terminal is None:
-                try:
-                    item = await self.queue.get()
-                except asyncio.CancelledError:
-                    # Ctrl-C or a cancelled task: abort through the core, then re-raise.
-                    for update in self._abort("user"):
+            try:
+                if self.start is None:
+                    for update in self._feed(ev.TurnStarted(messages=self.messages)):
                         yield update
-                    raise
-                if isinstance(item, BaseException):
-                    # A bug in the driver or a user's callable: abort through the core first,
-                    # so every tool_use is answered and the trace ends, then raise it.
-                    for update in self._abort("user"):
+                else:
+                    for update in self._pick_up(self.start):
                         yield update
-                    raise item
-                if self._dropped(item):
-                    continue
-                for update in self._feed(item):
+                while self.core.terminal is None:
+                    try:
+                        item = await self.queue.get()
+                    except asyncio.CancelledError:
+                        # Ctrl-C or a cancelled task: abort through the core, then re-raise.
+                        for update in self._abort("user"):
+                            yield update
+                        raise
+                    if isinstance(item, BaseException):
+                        raise item  # a task failed: handled below, like a fault of our own
+                    if self._dropped(item):
+                        continue
+                    for update in self._feed(item):
+                        yield update
+            except Exception as exc:
+                # A bug in the driver, the trace writer or a user's callable: abort through
+                # the core, so every tool_use is answered, end the trace naming the fault,
+                # then raise it.
+                for update in self._end_after_fault(exc):
                     yield update
+                raise
         finally:
             await self._stop_tasks()
             if self.writer is not None:
@@ -445,6 +460,23 @@ class _Session:
         if self.core.terminal is not None or self.core.poisoned:
             return []
         return self._feed(ev.AbortRequested(reason=reason))
+
+    def _end_after_fault(self, exc: Exception) -> list[Update]:
+        """Abort through the core and write the ``end`` record naming ``exc``.
+
+        Whatever still fails here is swallowed: ``exc`` is what the caller must see.
+        """
+        fault = f"{type(exc).__name__}: {exc}"
+        if isinstance(self.feeder, TracingCore):
+            self.feeder.fault = fault
+        updates: list[Update] = []
+        with contextlib.suppress(Exception):
+            updates = self._abort(ABORT_ON_FAULT)
+        writer = self.writer
+        if writer is not None and not writer.ended:
+            with contextlib.suppress(Exception):
+                writer.write_end(self.core.terminal, self.core.usage, fault=fault)
+        return updates
 
     def _dropped(self, event: ev.Event) -> bool:
         call_id = getattr(event, "call_id", None)
@@ -566,7 +598,8 @@ class _Session:
                         kind=ev.FailureKind.TIMEOUT,
                         message=f"no stream event for {idle_s:g} s (idle watchdog)",
                     ) from None
-                self.queue.put_nowait(ev.ModelStreamEvent(request_id=rid, event=raw))
+                event = checked_stream_event(raw)
+                self.queue.put_nowait(ev.ModelStreamEvent(request_id=rid, event=event))
         except Exception as exc:  # SPEC §2.2 model_error: any exception escaping the stream
             failure = exc if isinstance(exc, ModelFailure) else classify_failure(exc)
             self.queue.put_nowait(failure.to_event(rid))

@@ -26,9 +26,11 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
+import orjson
 
 from fsm_agent.core.events import FailureKind, ModelStreamFailed
 from fsm_agent.errors import FsmAgentError
+from fsm_agent.trace.json_limits import fit_for_json
 
 if TYPE_CHECKING:
     import anthropic
@@ -38,6 +40,7 @@ __all__ = [
     "Model",
     "ModelFailure",
     "ModelRequest",
+    "checked_stream_event",
     "classify_api_error",
     "classify_failure",
     "is_media_too_large_message",
@@ -128,6 +131,30 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         """Stream the response to ``request`` as raw event dicts."""
         ...
+
+
+def checked_stream_event(raw: object) -> dict[str, Any]:
+    """A raw stream event as the core and the trace will both see it (DESIGN §5).
+
+    The event must be a dict (the Messages API's event objects); one that holds what a trace
+    line cannot (a lone surrogate, an integer past 64 bits, nesting too deep) is rewritten the
+    way the trace writes it, so the live core sees what a replay will read back.
+
+    Raises:
+        ModelFailure: ``raw`` is not a dict: the model broke the stream protocol.
+    """
+    if type(raw) is not dict:
+        raise ModelFailure(
+            kind=FailureKind.OTHER,
+            message=f"model protocol error: a stream event must be an object, "
+            f"got {type(raw).__name__}",
+        )
+    try:
+        orjson.dumps(raw)
+    except orjson.JSONEncodeError:
+        fitted: dict[str, Any] = fit_for_json(raw)
+        return fitted
+    return raw
 
 
 # --- classification ------------------------------------------------------------------------

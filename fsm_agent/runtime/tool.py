@@ -40,6 +40,7 @@ from fsm_agent.core.events import ToolCallFinished, ToolInputValidated
 from fsm_agent.core.messages import TextBlock, ToolResultContent
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import DefinitionError, FsmAgentError
+from fsm_agent.trace.json_limits import escape_surrogates
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
@@ -339,7 +340,7 @@ async def run_call(
         return ToolCallFinished(
             call_id=call_id, content=_wrap(format_tool_error(exc)), is_error=True
         )
-    content = output.content
+    content = _valid_text(output.content)
     if _is_empty(content):
         content = f"({tool.name} completed with no output)"
     else:
@@ -359,6 +360,17 @@ def _as_output(tool: Tool[Any], value: object) -> ToolOutput:
         return ToolOutput(content=value)
     raise TypeError(
         f"tool {tool.name!r} returned {type(value).__name__}; call() must return a ToolOutput"
+    )
+
+
+def _valid_text(content: ToolResultContent) -> ToolResultContent:
+    """Text the API and the trace accept: lone surrogates (say, from a file name that is not
+    UTF-8) written as ``\\udce9`` escapes."""
+    if isinstance(content, str):
+        return escape_surrogates(content)
+    return tuple(
+        attrs.evolve(b, text=escape_surrogates(b.text)) if isinstance(b, TextBlock) else b
+        for b in content
     )
 
 

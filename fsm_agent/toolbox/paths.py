@@ -8,6 +8,7 @@ safety checks) always ask the user, whatever the permission mode.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck, ToolContext
@@ -59,9 +60,14 @@ def resolve_in_cwd(raw: str, ctx: ToolContext) -> Path:
 
 
 def display_path(path: Path, ctx: ToolContext) -> str:
-    """``path`` relative to the working directory when it is inside, else absolute."""
+    """``path`` relative to the working directory when it is inside, else absolute.
+
+    A name that is not UTF-8 shows its odd bytes as ``\\xe9`` escapes (Python decodes it
+    with lone surrogates, which neither the API nor a trace line can carry).
+    """
     root = ctx.cwd.resolve()
-    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    shown = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    return os.fsencode(shown).decode("utf-8", "backslashreplace")
 
 
 def is_protected(path: Path) -> bool:

@@ -8,7 +8,8 @@ A trace is one JSON object per line, keys sorted, every object tagged ``"record"
   anything replay must ignore).
 * ``event`` (``seq``, ``event``: the event with its ``type`` tag), ``transition`` (``seq``,
   ``machine``, ``name``, ``source``, ``dest``, ``call_id``), ``effect`` (``seq``, ``effect``),
-  ``end`` (``seq``, ``terminal``, ``usage``).
+  ``end`` (``seq``, ``terminal``, ``usage``, and ``fault`` when the driver failed: what
+  failed, as ``Type: message``; replay takes it as recorded).
 
 ``seq`` is one counter over every record after the header, starting at 1, so record ``seq``
 sits on line ``seq + 1``. Nothing compared by replay depends on the wall clock.
@@ -44,7 +45,8 @@ from fsm_agent.core.events import EVENT_TYPES, Event, ModelStreamEvent
 from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tool_spec import ToolSpec
-from fsm_agent.errors import ConfigError, TraceFormatError
+from fsm_agent.errors import ConfigError, TraceFormatError, UsageError
+from fsm_agent.trace.json_limits import fit_for_json
 
 SCHEMA_VERSION: Final = 1
 """The schema this library writes, and the newest it reads."""
@@ -69,12 +71,13 @@ _FIELDS: Final[dict[str, frozenset[str]]] = {
     "event": frozenset({"record", "seq", "event", "elapsed_ms"}),
     "transition": frozenset({"record", "seq", "machine", "name", "source", "dest", "call_id"}),
     "effect": frozenset({"record", "seq", "effect"}),
-    "end": frozenset({"record", "seq", "terminal", "usage"}),
+    "end": frozenset({"record", "seq", "terminal", "usage", "fault"}),
 }
 _OPTIONAL: Final[dict[str, frozenset[str]]] = {
     "header": frozenset({"meta"}),
     "event": frozenset({"elapsed_ms"}),
     "transition": frozenset({"call_id"}),
+    "end": frozenset({"fault"}),
 }
 
 
@@ -91,8 +94,21 @@ def refuse_unknown(value: object) -> Any:
 
 
 def dumps(record: Mapping[str, Any]) -> bytes:
-    """Serialize one record exactly as the writer does (without the newline)."""
-    return orjson.dumps(record, default=refuse_unknown, option=JSON_OPTIONS)
+    """Serialize one record exactly as the writer does (without the newline).
+
+    A value orjson cannot write (a lone surrogate, an integer past 64 bits, nesting too deep)
+    is rewritten by :func:`~fsm_agent.trace.json_limits.fit_for_json` and the record written
+    again; replay serializes through here too, so both sides rewrite alike.
+
+    Raises:
+        orjson.JSONEncodeError: the record holds an object that is not a JSON value.
+    """
+    try:
+        return orjson.dumps(record, default=refuse_unknown, option=JSON_OPTIONS)
+    except orjson.JSONEncodeError as exc:
+        if exc.__cause__ is not None:
+            raise  # refuse_unknown spoke: an object that was never unstructured
+    return orjson.dumps(fit_for_json(record), default=refuse_unknown, option=JSON_OPTIONS)
 
 
 # --- the header ------------------------------------------------------------------------------
@@ -164,6 +180,12 @@ class TraceRecord:
 def event_fields(event: Event) -> dict[str, Any]:
     """The fields of an ``event`` record (without ``seq``)."""
     if type(event) is ModelStreamEvent:
+        if type(event.event) is not dict:
+            # The reader would refuse it: a model event is a JSON object (SPEC §3).
+            raise UsageError(
+                f"a model stream event must be a dict, got {type(event.event).__name__}; "
+                "a Model must yield the Messages API's event objects"
+            )
         # Most records are stream deltas: build the dict the converter would build, directly.
         dumped = {"type": "ModelStreamEvent", "request_id": event.request_id, "event": event.event}
         return {"record": "event", "event": dumped}
@@ -187,9 +209,12 @@ def effect_fields(effect: Effect) -> dict[str, Any]:
     return {"record": "effect", "effect": dump_effect(effect)}
 
 
-def end_fields(terminal: str | None, usage: Usage) -> dict[str, Any]:
-    """The fields of an ``end`` record (without ``seq``)."""
-    return {"record": "end", "terminal": terminal, "usage": CONVERTER.unstructure(usage)}
+def end_fields(terminal: str | None, usage: Usage, *, fault: str | None = None) -> dict[str, Any]:
+    """The fields of an ``end`` record (without ``seq``); ``fault`` only when there was one."""
+    fields = {"record": "end", "terminal": terminal, "usage": CONVERTER.unstructure(usage)}
+    if fault is not None:
+        fields["fault"] = fault
+    return fields
 
 
 def step_fields(step: Step) -> list[dict[str, Any]]:
@@ -415,6 +440,9 @@ def check_record(
                 f"expected string or null, got {json_type_name(terminal)}",
                 source,
             )
+        fault = data.get("fault")
+        if fault is not None and not isinstance(fault, str):
+            raise _fail(line, "$.fault", f"expected string, got {json_type_name(fault)}", source)
         usage = _require(data, "usage", (dict,), "object", line=line, source=source)
         if deep:
             try:

@@ -108,7 +108,7 @@ class ReplayResult:
         transitions: transition records matched.
         effects: effect records matched.
         ended: the trace had an ``end`` record (and it matched).
-        truncated: always False for replay (a cut-off trace raises); kept for symmetry.
+        truncated: the trace was cut short and ``allow_truncated=True`` accepted it.
     """
 
     source: str | None
@@ -595,7 +595,16 @@ class _Replayer:
                 self.accept(line, data, kind)
                 self.feed(line)
             elif kind == "end":
-                produced = self.produce(records.end_fields(self.core.terminal, self.core.usage))
+                # A driver fault is a fact about the recording run, not a decision of the
+                # core: it is taken as recorded.
+                fault = data.get("fault")
+                produced = self.produce(
+                    records.end_fields(
+                        self.core.terminal,
+                        self.core.usage,
+                        fault=fault if isinstance(fault, str) else None,
+                    )
+                )
                 self.pending.append(produced)
                 self.match(line, lines)
                 self.ended = True
@@ -808,8 +817,13 @@ def replay(
     context: int = 3,
     core_factory: CoreFactory | None = None,
     table_digest: str | None = None,
+    allow_truncated: bool = False,
 ) -> ReplayResult:
     """Replay a trace against a fresh core and check every record.
+
+    A trace whose run ended (the core reached a terminal reason) must close with its ``end``
+    record: one that lacks it was cut short, and that is reported as ``TraceTruncated``
+    unless ``allow_truncated`` is set.
 
     Args:
         source: a trace file, or a :class:`~fsm_agent.trace.reader.Trace` already read.
@@ -817,6 +831,9 @@ def replay(
         core_factory: builds the core from the header's config and tools (default:
             ``AgentCore``).
         table_digest: the digest the header must carry (default: this library's tables).
+        allow_truncated: accept a trace cut short (no ``end`` record after the run ended, a
+            cut-off last line, or records the last step produced missing); the result
+            then says ``truncated=True``.
 
     Returns:
         What was checked, and the terminal reason the core reached.
@@ -833,18 +850,30 @@ def replay(
         keep=False,
         track=False,
         stop_after=None,
-        tolerate_tail=False,
+        tolerate_tail=allow_truncated,
         core_factory=core_factory,
         table_digest=table_digest,
     )
+    terminal = replayer.core.terminal
+    cut = bool(replayer.pending) or (terminal is not None and not replayer.ended)
+    if cut and not allow_truncated:
+        raise TraceTruncated(
+            line=replayer.seq + 1,
+            path="$",
+            problem=f"the run ended ({terminal}) but the trace stops before its end record; "
+            "the file was cut short — replay it with allow_truncated=True "
+            "(CLI: --allow-truncated) to accept that",
+            source=replayer.source,
+        )
     return ReplayResult(
         source=replayer.source,
-        terminal=replayer.core.terminal,
+        terminal=terminal,
         records=replayer.seq - 1,
         events=replayer.events,
         transitions=replayer.transitions,
         effects=replayer.effects,
         ended=replayer.ended,
+        truncated=cut or replayer.truncated,
     )
 
 

@@ -111,6 +111,8 @@ class TraceWriter:
         self._redactor = Redactor(secrets)
         self._next_seq = 1
         self._closed = False
+        self.ended = False
+        """Whether the ``end`` record has been written."""
         self._logger = structlog.wrap_logger(
             structlog.BytesLogger(self._file),  # type: ignore[arg-type]  # any binary file works
             processors=[
@@ -185,9 +187,11 @@ class TraceWriter:
         for fields in records.step_fields(step):
             self._write(fields)
 
-    def write_end(self, terminal: str | None, usage: Usage) -> None:
-        """Record the end of the run: the terminal reason and the usage totals."""
-        self._write(records.end_fields(terminal, usage))
+    def write_end(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
+        """Record the end of the run: the terminal reason, the usage totals, and the fault
+        that ended it early, if one did (replay takes the fault as recorded)."""
+        self._write(records.end_fields(terminal, usage, fault=fault))
+        self.ended = True
 
     def close(self) -> None:
         """Flush, and close the file if the writer opened it. Closing twice is fine."""
@@ -213,7 +217,8 @@ class TraceWriter:
 class TracingCore:
     """A core whose every ``feed`` is written to a trace (write-ahead, then the step).
 
-    When a step ends the run, the ``end`` record is written too. Attribute reads other than
+    When a step ends the run, the ``end`` record is written too (naming :attr:`fault` when the
+    driver set one). Attribute reads other than
     ``feed`` go to the wrapped core.
 
     Args:
@@ -224,6 +229,8 @@ class TracingCore:
     def __init__(self, core: CoreLike, writer: TraceWriter) -> None:
         self.core = core
         self.writer = writer
+        self.fault: str | None = None
+        """Set by a driver that failed: the ``end`` record names it."""
 
     def feed(self, event: Event) -> Step:
         """Write the event, feed it, write the step (and the end record); return the step."""
@@ -231,7 +238,7 @@ class TracingCore:
         step = self.core.feed(event)
         self.writer.write_step(step)
         if step.terminal is not None:
-            self.writer.write_end(step.terminal, self.core.usage)
+            self.writer.write_end(step.terminal, self.core.usage, fault=self.fault)
         return step
 
     def __getattr__(self, name: str) -> Any:

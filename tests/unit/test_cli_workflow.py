@@ -150,7 +150,7 @@ def test_truncated_traces_replay_resume_and_need_the_flag(
     assert main(["replay", "cut.jsonl"]) == 1
     assert "--allow-truncated" in capsys.readouterr().out
     assert main(["replay", "--allow-truncated", "cut.jsonl"]) == 0
-    assert "last line cut off" in capsys.readouterr().out
+    assert "truncated: accepted" in capsys.readouterr().out
     answer = scenario(tmp_path, [{"content": [{"text": "resumed"}]}] * 3)
     assert main(["resume", "cut.jsonl", "--model", answer, "--trace", "r.jsonl"]) in {0, 1}
     assert read_trace(tmp_path / "r.jsonl").header.meta["parent"]["kind"] == "resume"
