@@ -30,6 +30,12 @@ _PUBLIC = {
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
     "Hooks": "fsm_agent.runtime.hooks",
+    "HookMatcher": "fsm_agent.runtime.hook_spec",
+    "HookInput": "fsm_agent.runtime.hook_spec",
+    "CommandHook": "fsm_agent.runtime.hook_spec",
+    "HookOutcome": "fsm_agent.core.events",
+    "HookDecision": "fsm_agent.core.events",
+    "HookEvent": "fsm_agent.core.effects",
     "PermissionPolicy": "fsm_agent.runtime.permissions",
     "PermissionMode": "fsm_agent.runtime.permissions",
     "Tool": "fsm_agent.runtime.tool",
@@ -45,8 +51,14 @@ __all__ = [
     "AgentCore",
     "AnthropicModel",
     "CommandAnalysis",
+    "CommandHook",
     "CommandPart",
     "ContinueReason",
+    "HookDecision",
+    "HookEvent",
+    "HookInput",
+    "HookMatcher",
+    "HookOutcome",
     "Hooks",
     "LoopConfig",
     "Model",
@@ -73,6 +85,8 @@ __all__ = [
 if TYPE_CHECKING:
     from fsm_agent.core.agent_core import AgentCore
     from fsm_agent.core.config import LoopConfig
+    from fsm_agent.core.effects import HookEvent
+    from fsm_agent.core.events import HookDecision, HookOutcome
     from fsm_agent.core.normalize import normalize_for_api
     from fsm_agent.core.shell_commands import (
         CommandAnalysis,
@@ -84,6 +98,7 @@ if TYPE_CHECKING:
     from fsm_agent.core.tables import ContinueReason, Phase, Terminal
     from fsm_agent.core.tool_spec import ToolSpec
     from fsm_agent.runtime.agent import Agent, RunResult
+    from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
     from fsm_agent.runtime.models import AnthropicModel, Model
     from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy

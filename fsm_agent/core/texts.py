@@ -189,6 +189,53 @@ def hook_stopped(reason: str) -> str:
     return reason or "A hook stopped the run."
 
 
+def hook_failed(event: str, name: str, error: str) -> str:
+    """Warning when a hook raised: it does not block (SPEC §6.3 "Hook crash")."""
+    return f"{event} hook {name} failed: {error}"
+
+
+def hook_wrong_type(event: str, name: str, got: str) -> str:
+    """Warning when a Python hook returned something other than a HookOutcome or None."""
+    return (
+        f"{event} hook {name} returned a {got}; a hook must return a HookOutcome or None, "
+        "so its answer was ignored."
+    )
+
+
+def hook_timed_out(event: str, name: str, seconds: float) -> str:
+    """Warning when a hook ran past its time limit and was stopped (a non-blocking error)."""
+    return f"{event} hook {name} timed out after {seconds:g} s and was stopped."
+
+
+def command_hook_blocking(command: str, stderr: str) -> str:
+    """A command hook's blocking error, exit code 2 (SPEC §6.1)."""
+    return f"[{command}]: {stderr.strip() or 'No stderr output'}"
+
+
+def command_hook_failed(event: str, command: str, exit_code: int, stderr: str) -> str:
+    """A command hook's non-blocking error: any exit code but 0 and 2 (SPEC §6.1)."""
+    detail = stderr.strip() or "no stderr output"
+    return f"{event} hook [{command}] failed with exit code {exit_code}: {detail}"
+
+
+def command_hook_output_ignored(event: str, command: str, problem: str) -> str:
+    """Warning when a command hook printed a JSON object that breaks the output protocol."""
+    return f"{event} hook [{command}] printed JSON that was ignored: {problem}"
+
+
+def hook_output_truncated(dropped: int) -> str:
+    """Marker appended to hook output cut at the capture limit."""
+    return f"\n[hook output truncated: {dropped} more bytes were dropped]"
+
+
+BLOCKED_BY_HOOK = "Blocked by hook"
+
+
+def hook_blocked_prompt(reason: str) -> str:
+    """Notice when a UserPromptSubmit hook refused the prompt (it never reaches the model)."""
+    return f"A UserPromptSubmit hook blocked this prompt: {reason or BLOCKED_BY_HOOK}"
+
+
 def not_rerun(tool_name: str) -> str:
     """Result for a call that may have run before a crash and is not run again."""
     return (

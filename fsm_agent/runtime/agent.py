@@ -17,6 +17,7 @@ import contextlib
 import datetime as dt
 import os
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -377,6 +378,7 @@ class _Session:
         self.compactor = SummaryCompactor()
         self.started = agent.clock()
         self.turns = 0
+        self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
 
     async def run(self) -> AsyncIterator[Update]:
         try:
@@ -648,6 +650,9 @@ class _Session:
             tool_name=effect.tool_name,
             tool_input=tool_input if isinstance(tool_input, dict) else {},
             payload=payload,
+            session_id=self.session_id,
+            cwd=str(self.agent.cwd),
+            trace_path=str(self.trace_path) if self.trace_path is not None else None,
         )
         outcome = await self.agent.hooks.run(hook_input)
         self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))

@@ -128,8 +128,8 @@ def test_a_raising_async_hook_becomes_a_system_message() -> None:
     assert "ValueError: bad" in outcome.system_messages[0]
 
 
-def test_async_hooks_are_awaited_in_order() -> None:
-    """Coroutine hooks are awaited, one after another, and their outcomes combined."""
+def test_hooks_of_one_event_run_concurrently_and_combine_in_registration_order() -> None:
+    """Hooks of one event run at once (SPEC §6.1); outcomes combine in registration order."""
     order: list[str] = []
 
     async def slow(_: HookInput) -> HookOutcome:
@@ -143,7 +143,7 @@ def test_async_hooks_are_awaited_in_order() -> None:
         return HookOutcome(blocking_errors=("quick",))
 
     outcome = run_hooks(Hooks(stop=[slow, quick]), HookInput(hook_event=HookEvent.STOP))
-    assert order == ["slow start", "slow end", "quick"]
+    assert order == ["slow start", "quick", "slow end"]
     assert outcome.blocking_errors == ("slow", "quick")
 
 
