@@ -606,6 +606,9 @@ class AgentCore:
     def _absorb(self, completed: tuple[Message, ...]) -> None:
         assert self._assembler is not None
         for message in completed:
+            if isinstance(message, SystemMessage):  # a stream notice: shown, never sent
+                self._show(message)
+                continue
             self._assistant.append(message)
             if isinstance(message, ApiErrorMessage):
                 if not message.withheld:
@@ -874,9 +877,7 @@ class AgentCore:
         for position in range(len(self._assistant) - 1, -1, -1):
             message = self._assistant[position]
             if isinstance(message, AssistantMessage):
-                patched = attrs.evolve(
-                    message, usage=usage, stop_reason=self._assembler.stop_reason
-                )
+                patched = self._assembler.finalized(message)
                 self._assistant[position] = patched
                 self._replace_in_transcript(message, patched)
                 break

@@ -67,6 +67,22 @@ def stream_block_left_open(index: int) -> str:
 STREAM_NO_MESSAGE_STOP = "the stream ended before message_stop"
 """Why a stream is incomplete: the body ended early (NOTES: stop_reason stays None)."""
 
+
+def stream_delta_skipped(delta_type: str, block_type: str, index: int) -> str:
+    """A note in the transcript: a delta the block could not take was skipped (SPEC §3)."""
+    return f"skipped a {delta_type} that a {block_type} block (index {index}) cannot take"
+
+
+def stream_event_skipped(event_type: str) -> str:
+    """A note in the transcript: a stream event of a type we do not know was skipped."""
+    return f"skipped a stream event of unknown type {event_type!r}"
+
+
+def stream_block_closed_by_message_stop(index: int) -> str:
+    """A note in the transcript: message_stop arrived with a block still open, and closed it."""
+    return f"content block {index} was still open at message_stop and was closed there"
+
+
 STREAM_EMPTY = "the stream was empty: no content block completed and no stop_reason arrived"
 """Why a stream is incomplete: it carried nothing usable (SPEC §3 empty stream)."""
 

@@ -252,7 +252,8 @@ def test_stream_protocol_error_is_model_error() -> None:
     f = Feeder()
     call = f.feed(ev.TurnStarted(messages=prompt("hi"))).effects[-1]
     assert isinstance(call, fx.CallModel)
-    step = f.feed(ev.ModelStreamEvent(request_id=call.request_id, event={"type": "bogus"}))
+    bad = {"type": "content_block_stop", "index": 0}  # before message_start
+    step = f.feed(ev.ModelStreamEvent(request_id=call.request_id, event=bad))
     assert step.terminal == "model_error"
 
 
