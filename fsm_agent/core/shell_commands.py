@@ -172,8 +172,10 @@ class _Reader:
         elif kind == "redirected_statement":
             own = tuple(r for child in node.children for r in self._redirects(child))
             for child in node.children:
-                inner = redirects + own if child.type not in _REDIRECTS else redirects
-                self._walk(child, wrappers, inner, depth)
+                if child.type in _REDIRECTS:
+                    self._walk(child, wrappers, redirects, depth)
+                else:
+                    self._walk_redirected(child, wrappers, redirects, own, depth)
         elif kind == "variable_assignment":
             self._add(
                 argv=(), expanded=(), assignments=(_text(node),), redirects=redirects,
@@ -196,6 +198,29 @@ class _Reader:
             self._walk_children(node, wrappers, depth)
         else:
             for child in node.children:
+                self._walk(child, wrappers, redirects, depth)
+
+    def _walk_redirected(
+        self,
+        node: Node,
+        wrappers: tuple[str, ...],
+        redirects: tuple[Redirect, ...],
+        own: tuple[Redirect, ...],
+        depth: int,
+    ) -> None:
+        """Walk the statement ``own`` redirects were written after.
+
+        tree-sitter-bash hangs ``a && b > f`` and ``a | b > f`` on the whole list or pipeline;
+        Bash binds the redirect to the last command only.
+        """
+        if node.type not in ("list", "pipeline"):
+            self._walk(node, wrappers, redirects + own, depth)
+            return
+        last = node.named_children[-1] if node.named_children else None
+        for child in node.children:
+            if child == last:
+                self._walk_redirected(child, wrappers, redirects, own, depth)
+            else:
                 self._walk(child, wrappers, redirects, depth)
 
     def _walk_children(self, node: Node, wrappers: tuple[str, ...], depth: int) -> None:
@@ -239,8 +264,7 @@ class _Reader:
         keyword = _text(node.children[0]) if node.children else node.type
         rest = node.children[1:]
         if node.type == "test_command":
-            inside = " ".join(_text(child) for child in rest[:-1])
-            words = [_Word(inside, expanded=True), _Word(_text(rest[-1]), expanded=False)]
+            words = [w for child in rest for w in _test_words(child)]
         else:
             words = [_word(child) for child in rest]
         self._add(
@@ -533,6 +557,19 @@ def _word(node: Node) -> _Word:
     if _GLOB.search(pattern) or _BRACES.search(pattern):
         expanded = True
     return _Word(value, expanded=expanded)
+
+
+_TEST_STRUCTURE = frozenset({"unary_expression", "binary_expression", "parenthesized_expression",
+                             "negated_expression", "postfix_expression"})  # fmt: skip
+
+
+def _test_words(node: Node) -> list[_Word]:
+    """The words of ``[ ... ]`` / ``[[ ... ]]`` in order, as ``test`` would receive them."""
+    if node.type in _TEST_STRUCTURE:
+        return [w for child in node.children for w in _test_words(child)]
+    if node.type == "test_operator" or not node.is_named:
+        return [_Word(_text(node), expanded=False)]
+    return [_word(node)]
 
 
 def _pieces(node: Node, pieces: list[tuple[str, bool]]) -> bool:

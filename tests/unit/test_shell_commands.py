@@ -242,3 +242,21 @@ def test_a_shell_without_dash_c_is_not_a_wrapper() -> None:
 def test_xargs_without_a_command_runs_echo() -> None:
     """``xargs`` alone runs echo, and says so."""
     assert part_running(analyse_command("ls | xargs"), "echo") == ("xargs",)
+
+
+@pytest.mark.parametrize(
+    ("command", "writers"),
+    [
+        ("a && b > f", ["b"]),
+        ("a | b > f", ["b"]),
+        ("a > f | b", ["a"]),
+        ("a || b | c > f", ["c"]),
+        ("a && (b; c) > f", ["b", "c"]),
+    ],
+)
+def test_a_trailing_redirect_binds_to_the_last_command_as_in_bash(
+    command: str, writers: list[str]
+) -> None:
+    """``a && b > f`` redirects b only, although the parser hangs it on the whole list."""
+    parts = analyse_command(command).parts
+    assert [p.argv[0] for p in parts if p.redirects] == writers
