@@ -48,8 +48,16 @@ from fsm_agent.runtime.models import (
     checked_stream_event,
     classify_failure,
 )
-from fsm_agent.runtime.permissions import PermissionPolicy
-from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, run_call, run_validation
+from fsm_agent.runtime.permissions import CallFacts, PermissionPolicy
+from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
+from fsm_agent.runtime.tool import (
+    OUTSIDE_WORKING_FOLDER,
+    PermissionCheck,
+    Tool,
+    ToolContext,
+    run_call,
+    run_validation,
+)
 from fsm_agent.trace.location import names_folder, prepare_trace_file
 from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
@@ -203,8 +211,12 @@ class Agent:
         tools: the tools the model may call.
         config: the loop's bounds and options (its ``model`` is set to ``model.name``).
         hooks: PreToolUse, PostToolUse and Stop hooks.
-        permissions: how ``ask`` decisions are answered (default: allow what tools allow,
-            deny what would need a prompt).
+        permissions: rules, mode and the ``ask`` callback (default: allow what tools allow,
+            refuse what would need a question, with the reason "no one to ask").
+        settings: Claude Code settings files to apply on top of ``permissions``: a path (one
+            file, as ``--settings FILE``), a ``Settings`` (see ``load_settings``), or True for
+            the standard files of ``cwd`` (``~/.claude/settings.json``,
+            ``.claude/settings.json``, ``.claude/settings.local.json``).
         trace: where the JSONL trace goes: a folder (a path ending in ``/`` or an existing
             folder; created, one new file per run), a file, None for the default folder
             (the user's state folder, outside ``cwd``; see :mod:`fsm_agent.trace.location`),
@@ -227,6 +239,7 @@ class Agent:
         config: LoopConfig | None = None,
         hooks: Hooks | None = None,
         permissions: PermissionPolicy | None = None,
+        settings: Settings | str | os.PathLike[str] | bool | None = None,
         trace: str | os.PathLike[str] | bool | None = None,
         cwd: str | os.PathLike[str] | None = None,
         system: str = "",
@@ -243,9 +256,11 @@ class Agent:
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
         self.hooks = hooks if hooks is not None else Hooks()
-        self.permissions = permissions if permissions is not None else PermissionPolicy()
         self.trace = trace
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        self.settings = _settings(settings, self.cwd)
+        policy = permissions if permissions is not None else PermissionPolicy()
+        self.permissions = policy.with_settings(self.settings)
         self.system = system
         key = getattr(model, "api_key", None)
         self.secrets = (*secrets, *([key] if isinstance(key, str) and key else []))
@@ -258,6 +273,8 @@ class Agent:
         for tool in self.tools:
             for name in (tool.name, *tool.aliases):
                 self._by_name[name] = tool
+        # A rule naming a tool this agent lacks would never match: refuse it now (SPEC §9.2).
+        self.permissions.check_tools(self._by_name)
 
     async def run(self, prompt: str | Sequence[Message]) -> RunResult:
         """Run until a terminal reason; return the result."""
@@ -617,6 +634,7 @@ class _Session:
         if context is None:
             context = ToolContext(
                 cwd=self.agent.cwd,
+                additional_directories=tuple(self.agent.permissions.additional_directories),
                 hidden_paths=self.hidden_paths,
                 extra=dict(self.core.tool_context),
             )
@@ -659,16 +677,28 @@ class _Session:
 
     async def _permission(self, effect: fx.AskPermission) -> None:
         tool = self.agent.tool(effect.tool_name)
+        context = self._context(effect.call_id)
         check = PermissionCheck(behavior="passthrough")
+        target: Path | None = None
         if tool is not None:
             try:
-                check = tool.check_permissions(
-                    tool.parse_input(effect.input), self._context(effect.call_id)
-                )
+                check = tool.check_permissions(tool.parse_input(effect.input), context)
             except Exception:
                 check = PermissionCheck(behavior="passthrough")
+            target = _target_path(tool, effect.input, context.cwd)
+        facts = CallFacts(
+            tool=tool,
+            cwd=context.cwd.resolve(),
+            target=target,
+            session_rules=self.core.session_permission_rules,
+        )
         try:
-            decided = await self.agent.permissions.decide(effect, check)
+            decided = await self.agent.permissions.decide(effect, check, facts)
+            if decided.behavior is ev.PermissionBehavior.ALLOW:
+                # The tool writes exactly the file that was checked (no swap in between), and
+                # a read outside the working folder that was allowed may now reach it.
+                context.checked_path = target
+                context.allow_outside = check.reason == OUTSIDE_WORKING_FOLDER
         except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
             decided = ev.PermissionDecided(
                 effect_id=effect.effect_id,
@@ -702,3 +732,25 @@ class _Session:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _settings(value: Settings | str | os.PathLike[str] | bool | None, cwd: Path) -> Settings:
+    """``Agent(settings=...)``: nothing, one file, the standard files, or settings as given."""
+    if value is None or value is False:
+        return Settings()
+    if value is True:
+        return load_settings(cwd)
+    if isinstance(value, Settings):
+        return value
+    return load_settings_file(value, cwd=cwd)
+
+
+def _target_path(tool: Tool[Any], raw_input: dict[str, Any], cwd: Path) -> Path | None:
+    """The resolved file or folder a file tool will touch (``~``, ``..`` and links followed)."""
+    if tool.path_field is None:
+        return None
+    raw = raw_input.get(tool.path_field) or "."
+    if not isinstance(raw, str):
+        return None
+    path = Path(raw).expanduser()
+    return (path if path.is_absolute() else cwd.resolve() / path).resolve()
