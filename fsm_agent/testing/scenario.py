@@ -28,7 +28,8 @@ A step:
   ``toolu_001``, ``toolu_002``... counted across the scenario; the message id to ``msg_001``...
   by step (or set ``"message_id"``).
 * ``stop_reason``: ``tool_use`` when a tool_use block is present, else ``end_turn``; any API
-  stop reason may be given (``max_tokens``, ``refusal``...).
+  stop reason may be given (``max_tokens``, ``refusal``...). ``stop_details``: the object the
+  API sends with it (a refusal's ``category`` and ``explanation``).
 * ``usage``: ``input_tokens`` (default 10), ``output_tokens`` (default: characters / 4),
   ``cache_creation_input_tokens``, ``cache_read_input_tokens`` (default 0).
 * ``chunk``: split text, thinking and tool-input JSON into deltas of this many characters
@@ -59,6 +60,7 @@ A step:
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import json
 import math
@@ -74,7 +76,7 @@ import cattrs
 from cattrs.v import format_exception, transform_error
 
 from fsm_agent.core.events import FailureKind
-from fsm_agent.errors import DefinitionError
+from fsm_agent.errors import ConfigError, DefinitionError
 from fsm_agent.runtime.models import ModelFailure, ModelRequest, classify_api_error
 
 __all__ = [
@@ -347,6 +349,7 @@ class Step:
     error: ErrorSpec | None = None
     message_id: str | None = None
     sse: str | None = None
+    stop_details: dict[str, Any] | None = None
 
     @stop_reason.validator
     def _check_stop_reason(self, _attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -709,7 +712,11 @@ def _complete_events(step: Step, model: str) -> list[dict[str, Any]]:
     events.append(
         {
             "type": "message_delta",
-            "delta": {"stop_reason": step.resolved_stop_reason, "stop_sequence": None},
+            "delta": {
+                "stop_reason": step.resolved_stop_reason,
+                "stop_sequence": None,
+                **({"stop_details": step.stop_details} if step.stop_details else {}),
+            },
             # Cumulative, like the API's (NOTES.md).
             "usage": usage,
         }
@@ -812,8 +819,11 @@ class ScriptedModel:
     Attributes:
         name: The model name (for ``Model``).
         scenario: The script.
-        requests: Every request received, in order (including one that found the script
+        request_count: How many requests arrived (including one that found the script
             exhausted).
+        requests: The latest ``keep_requests`` of them, oldest first. Only the latest are
+            kept: every request carries the whole history, so keeping all of a long session
+            would grow without bound.
     """
 
     def __init__(
@@ -822,6 +832,7 @@ class ScriptedModel:
         *,
         name: str = DEFAULT_MODEL,
         sleep: Callable[[float], Any] = asyncio.sleep,
+        keep_requests: int = 16,
     ) -> None:
         """Play ``scenario``.
 
@@ -829,16 +840,25 @@ class ScriptedModel:
             scenario: The script.
             name: The model name.
             sleep: Awaited with seconds for each ``delay_ms`` (inject a fake to skip waits).
+            keep_requests: How many of the latest requests ``requests`` holds.
         """
+        if keep_requests < 1:
+            raise ConfigError(f"keep_requests must be at least 1, not {keep_requests}")
         self.name = name
         self.scenario = scenario
-        self.requests: list[ModelRequest] = []
+        self.request_count = 0
+        self._latest: collections.deque[ModelRequest] = collections.deque(maxlen=keep_requests)
         self._sleep = sleep
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        """The latest requests received, oldest first (at most ``keep_requests``)."""
+        return list(self._latest)
 
     @property
     def remaining(self) -> int:
         """How many steps are left."""
-        return max(0, len(self.scenario.steps) - len(self.requests))
+        return max(0, len(self.scenario.steps) - self.request_count)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         """Yield the next step's events, then raise its failure if it has one.
@@ -847,13 +867,14 @@ class ScriptedModel:
             ModelFailure: The step's scripted failure, or ``OTHER`` once the script is
                 exhausted.
         """
-        self.requests.append(request)
+        self._latest.append(request)
+        self.request_count += 1
         steps = self.scenario.steps
-        if len(self.requests) > len(steps):
+        if self.request_count > len(steps):
             raise ModelFailure(
                 kind=FailureKind.OTHER, message=f"scenario exhausted after {len(steps)} requests"
             )
-        step = steps[len(self.requests) - 1]
+        step = steps[self.request_count - 1]
         for event in render_events(step, model=request.model):
             if step.delay_ms:
                 await self._sleep(step.delay_ms / 1000)
