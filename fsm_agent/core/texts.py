@@ -11,6 +11,9 @@ trained to recognise, not prose; they are kept as the conventions require.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 # --- stream assembly (SPEC §3) --------------------------------------------------------------
 
 
@@ -81,6 +84,19 @@ def stream_event_skipped(event_type: str) -> str:
 def stream_block_closed_by_message_stop(index: int) -> str:
     """A note in the transcript: message_stop arrived with a block still open, and closed it."""
     return f"content block {index} was still open at message_stop and was closed there"
+
+
+def refusal(details: Mapping[str, Any] | None) -> str:
+    """What the caller is told when the model declined to answer (stop_reason ``refusal``)."""
+    text = "The model declined to answer this request"
+    if details:
+        category = details.get("category")
+        explanation = details.get("explanation")
+        if category:
+            text += f" (category: {category})"
+        if explanation:
+            text += f": {explanation}"
+    return text + "."
 
 
 STREAM_EMPTY = "the stream was empty: no content block completed and no stop_reason arrived"
@@ -273,6 +289,14 @@ SUMMARY_PREFIX = "This session continues from an earlier conversation, summarise
 def denied_by_rule(tool_name: str) -> str:
     """Denial text when a deny rule names the tool."""
     return f"Permission to use {tool_name} was denied by a rule."
+
+
+def denied_in_plan_mode(tool_name: str) -> str:
+    """Denial text for a call that is not read-only while planning (SPEC §9.1 plan mode)."""
+    return (
+        f"Permission to use {tool_name} was denied: the agent is in plan mode, where only "
+        "read-only tools run. Finish the plan; changes come after it is approved."
+    )
 
 
 def not_granted(tool_name: str, why: str) -> str:

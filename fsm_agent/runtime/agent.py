@@ -18,7 +18,7 @@ import datetime as dt
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,16 @@ from fsm_agent.runtime.models import (
     checked_stream_event,
     classify_failure,
 )
-from fsm_agent.runtime.permissions import PermissionPolicy
-from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, run_call, run_validation
+from fsm_agent.runtime.permissions import CallFacts, PermissionPolicy
+from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
+from fsm_agent.runtime.tool import (
+    OUTSIDE_WORKING_FOLDER,
+    PermissionCheck,
+    Tool,
+    ToolContext,
+    run_call,
+    run_validation,
+)
 from fsm_agent.trace.location import names_folder, prepare_trace_file
 from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
@@ -70,12 +78,18 @@ class RunResult:
         messages: the whole transcript, prompt first.
         usage: tokens used over all model responses.
         trace_path: where the trace was written, if it was.
+        turns: model requests sent (``request_sent``; retries of one request not counted).
+        duration_s: seconds from the start to the end of the run (the agent's clock).
+        cost_usd: what the usage cost at the agent's ``price``; None without a price.
     """
 
     terminal: str
     messages: tuple[Message, ...]
     usage: Usage
     trace_path: Path | None = None
+    turns: int = 0
+    duration_s: float = 0.0
+    cost_usd: float | None = None
 
     @property
     def text(self) -> str:
@@ -87,11 +101,60 @@ class RunResult:
 
 
 @attrs.frozen(kw_only=True)
+class ModelPrice:
+    """What a model costs, in US dollars per million tokens (to fill ``RunResult.cost_usd``)."""
+
+    input: float
+    output: float
+    cache_write: float = 0.0
+    cache_read: float = 0.0
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of ``usage`` at these prices."""
+        return (
+            usage.input_tokens * self.input
+            + usage.output_tokens * self.output
+            + usage.cache_creation_input_tokens * self.cache_write
+            + usage.cache_read_input_tokens * self.cache_read
+        ) / 1_000_000
+
+
+@attrs.frozen(kw_only=True)
 class TransitionUpdate:
-    """A row of a machine table fired."""
+    """A row of a machine table fired.
+
+    Attributes:
+        transition: the row, with its own source and destination.
+        phase: the loop machine's phase once the whole step was taken.
+    """
 
     transition: TransitionTaken
     phase: str
+
+    @property
+    def dest(self) -> str:
+        """Where this transition went (``phase`` is where the step ended)."""
+        return self.transition.dest
+
+
+@attrs.frozen(kw_only=True)
+class ModelFailed:
+    """A model request failed; the core decides what follows (a retry, a fallback or
+    ``model_error``), which the next transition shows."""
+
+    request_id: str
+    kind: str
+    message: str
+    status: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RetryScheduled:
+    """The core asked for a model request again, after a backoff delay."""
+
+    request_id: str
+    attempt: int
+    delay_ms: int
 
 
 @attrs.frozen(kw_only=True)
@@ -124,7 +187,17 @@ class RunFinished:
     result: RunResult
 
 
-Update = TransitionUpdate | MessageUpdate | TextDelta | ToolProgress | RunFinished
+Update = (
+    TransitionUpdate
+    | MessageUpdate
+    | TextDelta
+    | ToolProgress
+    | ModelFailed
+    | RetryScheduled
+    | RunFinished
+)
+Sleep = Callable[[float], Awaitable[None]]
+"""An async sleep of some seconds (``asyncio.sleep``); replaceable so tests do not wait."""
 
 
 # --- the agent ----------------------------------------------------------------------------------
@@ -138,8 +211,12 @@ class Agent:
         tools: the tools the model may call.
         config: the loop's bounds and options (its ``model`` is set to ``model.name``).
         hooks: PreToolUse, PostToolUse and Stop hooks.
-        permissions: how ``ask`` decisions are answered (default: allow what tools allow,
-            deny what would need a prompt).
+        permissions: rules, mode and the ``ask`` callback (default: allow what tools allow,
+            refuse what would need a question, with the reason "no one to ask").
+        settings: Claude Code settings files to apply on top of ``permissions``: a path (one
+            file, as ``--settings FILE``), a ``Settings`` (see ``load_settings``), or True for
+            the standard files of ``cwd`` (``~/.claude/settings.json``,
+            ``.claude/settings.json``, ``.claude/settings.local.json``).
         trace: where the JSONL trace goes: a folder (a path ending in ``/`` or an existing
             folder; created, one new file per run), a file, None for the default folder
             (the user's state folder, outside ``cwd``; see :mod:`fsm_agent.trace.location`),
@@ -147,6 +224,11 @@ class Agent:
         cwd: the working directory tools act in (default: the current one).
         system: the system prompt.
         secrets: strings that must never reach a trace (the API key is added by itself).
+        sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
+            agent under Hypothesis without real waiting.
+        clock: monotonic seconds (default ``time.monotonic``), for trace timing and
+            ``RunResult.duration_s``.
+        price: the model's price, to fill ``RunResult.cost_usd``.
     """
 
     def __init__(
@@ -157,19 +239,28 @@ class Agent:
         config: LoopConfig | None = None,
         hooks: Hooks | None = None,
         permissions: PermissionPolicy | None = None,
+        settings: Settings | str | os.PathLike[str] | bool | None = None,
         trace: str | os.PathLike[str] | bool | None = None,
         cwd: str | os.PathLike[str] | None = None,
         system: str = "",
         secrets: Sequence[str] = (),
+        sleep: Sleep = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        price: ModelPrice | None = None,
     ) -> None:
         self.model = model
+        self.sleep = sleep
+        self.clock = clock
+        self.price = price
         self.tools = tuple(tools)
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
         self.hooks = hooks if hooks is not None else Hooks()
-        self.permissions = permissions if permissions is not None else PermissionPolicy()
         self.trace = trace
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        self.settings = _settings(settings, self.cwd)
+        policy = permissions if permissions is not None else PermissionPolicy()
+        self.permissions = policy.with_settings(self.settings)
         self.system = system
         key = getattr(model, "api_key", None)
         self.secrets = (*secrets, *([key] if isinstance(key, str) and key else []))
@@ -182,6 +273,8 @@ class Agent:
         for tool in self.tools:
             for name in (tool.name, *tool.aliases):
                 self._by_name[name] = tool
+        # A rule naming a tool this agent lacks would never match: refuse it now (SPEC §9.2).
+        self.permissions.check_tools(self._by_name)
 
     async def run(self, prompt: str | Sequence[Message]) -> RunResult:
         """Run until a terminal reason; return the result."""
@@ -281,7 +374,7 @@ class _Session:
             self.core = start.core
             if self.trace_path is not None:
                 self.writer = start.writer_for(
-                    self.trace_path, secrets=agent.secrets, meta=meta, clock=time.monotonic
+                    self.trace_path, secrets=agent.secrets, meta=meta, clock=agent.clock
                 )
         else:
             self.core = AgentCore(config=agent.config, tools=[t.spec() for t in agent.tools])
@@ -292,7 +385,7 @@ class _Session:
                     tools=[t.spec() for t in agent.tools],
                     secrets=agent.secrets,
                     meta=meta,
-                    clock=time.monotonic,
+                    clock=agent.clock,
                 )
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
@@ -304,6 +397,8 @@ class _Session:
         self.cancelled_calls: set[str] = set()
         self.effect_calls: dict[str, str] = {}
         self.compactor = SummaryCompactor()
+        self.started = agent.clock()
+        self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
 
     async def run(self) -> AsyncIterator[Update]:
@@ -340,11 +435,15 @@ class _Session:
             await self._stop_tasks()
             if self.writer is not None:
                 self.writer.close()
+        price = self.agent.price
         result = RunResult(
             terminal=self.core.terminal or "",
             messages=self.core.transcript,
             usage=self.core.usage,
             trace_path=self.trace_path,
+            turns=self.turns,
+            duration_s=self.agent.clock() - self.started,
+            cost_usd=price.cost(self.core.usage) if price is not None else None,
         )
         yield RunFinished(result=result)
 
@@ -420,15 +519,34 @@ class _Session:
                 updates.append(TextDelta(text=str(delta.get("text", ""))))
             elif delta.get("type") == "thinking_delta":
                 updates.append(TextDelta(text=str(delta.get("thinking", "")), thinking=True))
-        if isinstance(event, ev.ToolProgressReported):
+        elif isinstance(event, ev.ToolProgressReported):
             updates.append(ToolProgress(call_id=event.call_id, text=event.text))
+        elif isinstance(event, ev.ModelStreamFailed):
+            updates.append(
+                ModelFailed(
+                    request_id=event.request_id,
+                    kind=event.kind.value,
+                    message=event.message,
+                    status=event.status,
+                )
+            )
         for transition in step.transitions:
+            if transition.name == "request_sent":
+                self.turns += 1
             updates.append(TransitionUpdate(transition=transition, phase=self.core.phase))
         for effect in step.effects:
             if isinstance(effect, fx.Emit):
                 updates.append(MessageUpdate(message=effect.message))
-            else:
-                self._perform(effect)
+                continue
+            if isinstance(effect, fx.CallModel) and effect.attempt > 1:
+                updates.append(
+                    RetryScheduled(
+                        request_id=effect.request_id,
+                        attempt=effect.attempt,
+                        delay_ms=effect.delay_ms,
+                    )
+                )
+            self._perform(effect)
         return updates
 
     # --- performing effects ---------------------------------------------------------------------
@@ -486,7 +604,7 @@ class _Session:
     async def _call_model(self, effect: fx.CallModel, request: ModelRequest) -> None:
         rid = effect.request_id
         if effect.delay_ms:
-            await asyncio.sleep(effect.delay_ms / 1000)
+            await self.agent.sleep(effect.delay_ms / 1000)
         idle_s = self.agent.config.stream_idle_timeout_ms / 1000
         stream = self.agent.model.stream(request)
         try:
@@ -520,6 +638,7 @@ class _Session:
         if context is None:
             context = ToolContext(
                 cwd=self.agent.cwd,
+                additional_directories=tuple(self.agent.permissions.additional_directories),
                 hidden_paths=self.hidden_paths,
                 extra=dict(self.core.tool_context),
             )
@@ -576,14 +695,15 @@ class _Session:
 
     async def _permission(self, effect: fx.AskPermission) -> None:
         tool = self.agent.tool(effect.tool_name)
+        context = self._context(effect.call_id)
         check = PermissionCheck(behavior="passthrough")
+        target: Path | None = None
         if tool is not None:
             try:
-                check = tool.check_permissions(
-                    tool.parse_input(effect.input), self._context(effect.call_id)
-                )
+                check = tool.check_permissions(tool.parse_input(effect.input), context)
             except Exception:
                 check = PermissionCheck(behavior="passthrough")
+<<<<<<< HEAD
         limit = _seconds(self.agent.config.permission_timeout_ms)
         try:
             async with asyncio.timeout(limit):
@@ -598,6 +718,22 @@ class _Session:
                 reason=texts.PERMISSION_TIMED_OUT,
                 message=texts.permission_timed_out(effect.tool_name, limit),
             )
+=======
+            target = _target_path(tool, effect.input, context.cwd)
+        facts = CallFacts(
+            tool=tool,
+            cwd=context.cwd.resolve(),
+            target=target,
+            session_rules=self.core.session_permission_rules,
+        )
+        try:
+            decided = await self.agent.permissions.decide(effect, check, facts)
+            if decided.behavior is ev.PermissionBehavior.ALLOW:
+                # The tool writes exactly the file that was checked (no swap in between), and
+                # a read outside the working folder that was allowed may now reach it.
+                context.checked_path = target
+                context.allow_outside = check.reason == OUTSIDE_WORKING_FOLDER
+>>>>>>> main
         except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
             decided = ev.PermissionDecided(
                 effect_id=effect.effect_id,
@@ -631,3 +767,25 @@ class _Session:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _settings(value: Settings | str | os.PathLike[str] | bool | None, cwd: Path) -> Settings:
+    """``Agent(settings=...)``: nothing, one file, the standard files, or settings as given."""
+    if value is None or value is False:
+        return Settings()
+    if value is True:
+        return load_settings(cwd)
+    if isinstance(value, Settings):
+        return value
+    return load_settings_file(value, cwd=cwd)
+
+
+def _target_path(tool: Tool[Any], raw_input: dict[str, Any], cwd: Path) -> Path | None:
+    """The resolved file or folder a file tool will touch (``~``, ``..`` and links followed)."""
+    if tool.path_field is None:
+        return None
+    raw = raw_input.get(tool.path_field) or "."
+    if not isinstance(raw, str):
+        return None
+    path = Path(raw).expanduser()
+    return (path if path.is_absolute() else cwd.resolve() / path).resolve()

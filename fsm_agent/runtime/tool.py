@@ -45,6 +45,7 @@ from fsm_agent.trace.json_limits import escape_surrogates
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
+    "OUTSIDE_WORKING_FOLDER",
     "PREVIEW_CHARS",
     "SAFETY_CHECK",
     "FunctionTool",
@@ -73,6 +74,10 @@ PREVIEW_CHARS = 2_000
 SAFETY_CHECK = "safety_check"
 """``PermissionCheck.reason`` for protected paths; the permission chain never bypasses it."""
 
+OUTSIDE_WORKING_FOLDER = "outside_working_folder"
+"""``PermissionCheck.reason`` of a read outside the working folder (an ordinary ask: a rule or
+the mode may allow it; once allowed, the call's context lets the tool reach outside)."""
+
 ProgressCallback: TypeAlias = Callable[[str], None]
 PermissionBehavior: TypeAlias = Literal["allow", "deny", "ask", "passthrough"]
 
@@ -94,6 +99,10 @@ class ToolContext:
             paths that resolve outside it.
         abort: set when the call is being cancelled (the driver also cancels the task).
         allow_outside: let file tools touch paths outside ``cwd``.
+        additional_directories: folders outside ``cwd`` that may be read without asking
+            (settings ``permissions.additionalDirectories``), resolved.
+        checked_path: the resolved path the permission chain checked for this call; a tool
+            that writes must write exactly this file.
         hidden_paths: folders the searching tools (Glob, Grep) never list, such as the
             run's own trace folder (a run must not read its own traces).
         extra: anything else the application wants to hand to its tools.
@@ -102,6 +111,8 @@ class ToolContext:
     cwd: Path
     abort: asyncio.Event = attrs.field(factory=asyncio.Event)
     allow_outside: bool = False
+    additional_directories: tuple[Path, ...] = ()
+    checked_path: Path | None = None
     hidden_paths: tuple[Path, ...] = ()
     extra: dict[str, Any] = attrs.field(factory=dict)
 
@@ -155,6 +166,12 @@ class Tool(Generic[InputT]):
         is_shell: a shell tool; its errors cancel running siblings (SPEC §5.2).
         interrupt_cancels: an ``interrupt`` abort cancels it.
         aliases: older names the model may still use.
+        path_field: the input field naming the file or folder the tool reads or writes (an
+            empty or missing value means the working folder). Permission rules with path
+            patterns, the working-folder check of reads and the protected-path check of
+            writes apply to it (SPEC §9.3).
+        requires_user_interaction: the call needs a person (SPEC §9.3 step 1e): when the
+            permission chain asks, it asks even in ``bypassPermissions`` mode.
     """
 
     name: str
@@ -164,6 +181,8 @@ class Tool(Generic[InputT]):
     is_shell: bool = False
     interrupt_cancels: bool = False
     aliases: tuple[str, ...] = ()
+    path_field: str | None = None
+    requires_user_interaction: bool = False
 
     def __init__(self) -> None:
         where = type(self).__qualname__

@@ -28,7 +28,8 @@ A step:
   ``toolu_001``, ``toolu_002``... counted across the scenario; the message id to ``msg_001``...
   by step (or set ``"message_id"``).
 * ``stop_reason``: ``tool_use`` when a tool_use block is present, else ``end_turn``; any API
-  stop reason may be given (``max_tokens``, ``refusal``...).
+  stop reason may be given (``max_tokens``, ``refusal``...). ``stop_details``: the object the
+  API sends with it (a refusal's ``category`` and ``explanation``).
 * ``usage``: ``input_tokens`` (default 10), ``output_tokens`` (default: characters / 4),
   ``cache_creation_input_tokens``, ``cache_read_input_tokens`` (default 0).
 * ``chunk``: split text, thinking and tool-input JSON into deltas of this many characters
@@ -347,6 +348,7 @@ class Step:
     error: ErrorSpec | None = None
     message_id: str | None = None
     sse: str | None = None
+    stop_details: dict[str, Any] | None = None
 
     @stop_reason.validator
     def _check_stop_reason(self, _attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -709,7 +711,11 @@ def _complete_events(step: Step, model: str) -> list[dict[str, Any]]:
     events.append(
         {
             "type": "message_delta",
-            "delta": {"stop_reason": step.resolved_stop_reason, "stop_sequence": None},
+            "delta": {
+                "stop_reason": step.resolved_stop_reason,
+                "stop_sequence": None,
+                **({"stop_details": step.stop_details} if step.stop_details else {}),
+            },
             # Cumulative, like the API's (NOTES.md).
             "usage": usage,
         }

@@ -12,7 +12,14 @@ from typing import Any, TypeVar
 import pytest
 
 from fsm_agent.core.events import ToolCallFinished, ToolInputValidated
-from fsm_agent.runtime.tool import SAFETY_CHECK, Tool, ToolContext, run_call, run_validation
+from fsm_agent.runtime.tool import (
+    OUTSIDE_WORKING_FOLDER,
+    SAFETY_CHECK,
+    Tool,
+    ToolContext,
+    run_call,
+    run_validation,
+)
 from fsm_agent.toolbox import Bash, Edit, Glob, Grep, Read, Write, default_tools
 
 T = TypeVar("T")
@@ -212,28 +219,55 @@ def outside(tmp_path: Path) -> Path:
     return other
 
 
-@pytest.mark.parametrize("path", ["../other/secret.txt", "ABSOLUTE", "link", "linkdir/secret.txt"])
+ESCAPES = ["../other/secret.txt", "ABSOLUTE", "link", "linkdir/secret.txt"]
+
+
+def escaping_target(tool: Tool[Any], path: str, outside: Path) -> str:
+    """The path argument that leaves the cwd in the way ``path`` names."""
+    target = str(outside / "secret.txt") if path == "ABSOLUTE" else path
+    if tool.name == "Glob" and not path.startswith("linkdir"):
+        target = str(Path(target).parent) if path != "link" else "link"
+    return target
+
+
+@pytest.mark.parametrize("path", ESCAPES)
+@pytest.mark.parametrize(
+    ("tool", "extra"),
+    [
+        (Edit(), {"old_string": "secret", "new_string": "x"}),
+        (Write(), {"content": "x"}),
+    ],
+)
+def test_writes_escaping_the_cwd_are_refused(
+    outside: Path, path: str, tool: Tool[Any], extra: dict[str, Any]
+) -> None:
+    """`..`, absolute paths outside and symlinks pointing outside are refused for writes."""
+    target = escaping_target(tool, path, outside)
+    result = validate(tool, {"file_path": target, **extra}, outside.parent / "cwd")
+    assert not result.ok
+    assert "outside the working directory" in result.error
+    assert (outside / "secret.txt").read_text() == "secret"
+
+
+@pytest.mark.parametrize("path", ESCAPES)
 @pytest.mark.parametrize(
     ("tool", "field", "extra"),
     [
         (Read(), "file_path", {}),
-        (Edit(), "file_path", {"old_string": "secret", "new_string": "x"}),
-        (Write(), "file_path", {"content": "x"}),
         (Grep(), "path", {"pattern": "secret"}),
         (Glob(), "path", {"pattern": "*"}),
     ],
 )
-def test_paths_escaping_the_cwd_are_refused(
+def test_reads_escaping_the_cwd_ask(
     outside: Path, path: str, tool: Tool[Any], field: str, extra: dict[str, Any]
 ) -> None:
-    """`..`, absolute paths outside and symlinks pointing outside are refused by validation."""
-    target = str(outside / "secret.txt") if path == "ABSOLUTE" else path
-    if tool.name == "Glob" and not path.startswith("linkdir"):
-        target = str(Path(target).parent) if path != "link" else "link"
-    result = validate(tool, {field: target, **extra}, outside.parent / "cwd")
-    assert not result.ok
-    assert "outside the working directory" in result.error
-    assert (outside / "secret.txt").read_text() == "secret"
+    """A read that leaves the cwd (`..`, absolute, symlinks) passes validation and then asks."""
+    target = escaping_target(tool, path, outside)
+    cwd = outside.parent / "cwd"
+    assert validate(tool, {field: target, **extra}, cwd).ok
+    check = tool.check_permissions(tool.parse_input({field: target, **extra}), ToolContext(cwd=cwd))
+    assert (check.behavior, check.reason) == ("ask", OUTSIDE_WORKING_FOLDER)
+    assert "outside the working folder" in check.message
 
 
 def test_allow_outside_lets_file_tools_leave_the_cwd(outside: Path) -> None:
