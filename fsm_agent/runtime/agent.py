@@ -703,11 +703,22 @@ class _Session:
                 check = tool.check_permissions(tool.parse_input(effect.input), context)
             except Exception:
                 check = PermissionCheck(behavior="passthrough")
-<<<<<<< HEAD
+            target = _target_path(tool, effect.input, context.cwd)
+        facts = CallFacts(
+            tool=tool,
+            cwd=context.cwd.resolve(),
+            target=target,
+            session_rules=self.core.session_permission_rules,
+        )
         limit = _seconds(self.agent.config.permission_timeout_ms)
         try:
             async with asyncio.timeout(limit):
-                decided = await self.agent.permissions.decide(effect, check)
+                decided = await self.agent.permissions.decide(effect, check, facts)
+            if decided.behavior is ev.PermissionBehavior.ALLOW:
+                # The tool writes exactly the file that was checked (no swap in between), and
+                # a read outside the working folder that was allowed may now reach it.
+                context.checked_path = target
+                context.allow_outside = check.reason == OUTSIDE_WORKING_FOLDER
         except TimeoutError:
             assert limit is not None
             # Our bound (LoopConfig.permission_timeout_ms): nobody answered, so no grant.
@@ -718,22 +729,6 @@ class _Session:
                 reason=texts.PERMISSION_TIMED_OUT,
                 message=texts.permission_timed_out(effect.tool_name, limit),
             )
-=======
-            target = _target_path(tool, effect.input, context.cwd)
-        facts = CallFacts(
-            tool=tool,
-            cwd=context.cwd.resolve(),
-            target=target,
-            session_rules=self.core.session_permission_rules,
-        )
-        try:
-            decided = await self.agent.permissions.decide(effect, check, facts)
-            if decided.behavior is ev.PermissionBehavior.ALLOW:
-                # The tool writes exactly the file that was checked (no swap in between), and
-                # a read outside the working folder that was allowed may now reach it.
-                context.checked_path = target
-                context.allow_outside = check.reason == OUTSIDE_WORKING_FOLDER
->>>>>>> main
         except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
             decided = ev.PermissionDecided(
                 effect_id=effect.effect_id,
