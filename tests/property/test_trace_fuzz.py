@@ -53,8 +53,11 @@ def _lines(data: bytes) -> list[bytes]:
 
 
 def _spots(value: Any, trail: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path (a tuple of keys and indexes) to a value inside a parsed record."""
+    """Every path (a tuple of keys and indexes) to a value inside a parsed record, down to
+    50 levels (an earlier mutation may have nested it far deeper)."""
     found = [trail]
+    if len(trail) >= 50:
+        return found
     if isinstance(value, dict):
         for key, item in value.items():
             found.extend(_spots(item, (*trail, key)))
