@@ -75,7 +75,11 @@ def _edit_record(
         record = orjson.loads(lines[index])
     except orjson.JSONDecodeError:
         return data  # an earlier mutation broke this line already
-    spots = [s for s in _spots(record) if s and (len(s) <= 2 or not shallow)]
+    try:
+        found = _spots(record)
+    except RecursionError:
+        return data  # an earlier mutation nested this line deeper than the walk can go
+    spots = [s for s in found if s and (len(s) <= 2 or not shallow)]
     if not spots:
         return data
     spot = rng.choice(spots)
