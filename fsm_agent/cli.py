@@ -148,10 +148,21 @@ def _live_options(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--permission-mode",
-        choices=["default", "acceptEdits", "bypassPermissions", "dontAsk"],
-        default="default",
-        help="how calls that need permission are decided; without a terminal, what the mode "
-        "does not allow is denied and the trace says no one was asked",
+        choices=["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"],
+        default=None,
+        help="how calls that need permission are decided (default: the settings' defaultMode, "
+        "else default); without a terminal, what the mode does not allow is denied and the "
+        "trace says no one was asked",
+    )
+    command.add_argument(
+        "--settings",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a settings file in Claude Code's format, applied on top of "
+        "~/.claude/settings.json, .claude/settings.json and .claude/settings.local.json "
+        "(repeatable)",
     )
 
 
@@ -188,9 +199,12 @@ def _live(args: argparse.Namespace, stream: Any) -> int:
     from fsm_agent.core.config import LoopConfig  # noqa: PLC0415
     from fsm_agent.runtime.agent import Agent  # noqa: PLC0415
     from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy  # noqa: PLC0415
+    from fsm_agent.runtime.settings import load_settings  # noqa: PLC0415
     from fsm_agent.terminal_view import LiveView, stdin_is_terminal  # noqa: PLC0415
     from fsm_agent.toolbox import default_tools  # noqa: PLC0415
 
+    # Settings first: a bad settings file is reported before anything else happens.
+    settings = load_settings(Path.cwd(), extra_files=args.settings)
     model = _model(args.model)
     view = LiveView()
     ask: Any = None  # nobody to ask: the mode decides, and the trace says no one was asked
@@ -198,11 +212,15 @@ def _live(args: argparse.Namespace, stream: Any) -> int:
         ask = _always_yes
     elif stdin_is_terminal():
         ask = view.ask
+    mode = PermissionMode(args.permission_mode or "default")
     agent = Agent(
         model=model,
         tools=default_tools(),
         config=LoopConfig(model=model.name, max_turns=args.max_turns),
-        permissions=PermissionPolicy(mode=PermissionMode(args.permission_mode), ask=ask),
+        permissions=PermissionPolicy(
+            mode=mode, ask=ask, bypass_available=mode is PermissionMode.BYPASS
+        ),
+        settings=settings,
         trace=args.trace,
     )
 
