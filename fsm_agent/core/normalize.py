@@ -140,13 +140,39 @@ class _Turn:
 
 
 def _live_messages(messages: Sequence[Message]) -> list[Message]:
-    """The transcript without tombstones and the messages they withdraw (SPEC §3 fallback)."""
+    """The transcript without tombstones and the messages they withdraw (SPEC §3 fallback).
+
+    A withdrawn tool_use still got its tool_result in the transcript (SPEC §5.2: every
+    tool_use handed to the caller is answered); that result goes with it. A call that ran is
+    never withdrawn in the first place (the core keeps it, SPEC §5.2 "Ours").
+    """
     withdrawn = {m.target_uuid for m in messages if isinstance(m, TombstoneMessage)}
-    return [
-        m
+    if not withdrawn:
+        return [m for m in messages if not isinstance(m, TombstoneMessage)]
+    withdrawn_calls = {
+        block.id
         for m in messages
-        if not isinstance(m, TombstoneMessage) and (not withdrawn or m.uuid not in withdrawn)
-    ]
+        if isinstance(m, AssistantMessage) and m.uuid in withdrawn
+        for block in m.content
+        if isinstance(block, ToolUseBlock)
+    }
+    live: list[Message] = []
+    for m in messages:
+        if isinstance(m, TombstoneMessage) or m.uuid in withdrawn:
+            continue
+        if withdrawn_calls and isinstance(m, UserMessage):
+            content = tuple(
+                b
+                for b in m.content
+                if not (isinstance(b, ToolResultBlock) and b.tool_use_id in withdrawn_calls)
+            )
+            if not content:
+                continue
+            if len(content) != len(m.content):
+                live.append(attrs.evolve(m, content=content))
+                continue
+        live.append(m)
+    return live
 
 
 def _media_strip_targets(live: Sequence[Message]) -> set[int]:
