@@ -549,6 +549,8 @@ class AgentCore:
         the withdrawn tool_uses together with their results (``normalize``).
         """
         ran = self._executor.discard() if self._executor is not None else []
+        # Batch path: the calls were never handed to an executor; answer them here.
+        self._answer_unanswered(self._assistant, texts.DISCARDED_BY_FALLBACK)
         ran_ids = {call.call_id for call in ran}
         kept: list[Message] = []
         for message in self._assistant:
@@ -571,25 +573,29 @@ class AgentCore:
         if self._executor is not None:
             self._executor.cancel_all(reason, message=text)
             self._executor.flush()
-        for message in list(self._assistant):
+        result_text = (
+            texts.model_error_result(text)
+            if reason is fx.CancelReason.MODEL_ERROR
+            else texts.INTERRUPTED_BEFORE_START
+        )
+        self._tool_results.extend(self._answer_unanswered(self._assistant, result_text))
+
+    def _answer_unanswered(self, messages: list[Message], text: str) -> list[Message]:
+        """Show an error result for each tool_use in ``messages`` that has none yet."""
+        answered: list[Message] = []
+        for message in messages:
             for block in message.content if isinstance(message, AssistantMessage) else ():
                 if isinstance(block, ToolUseBlock) and block.id not in self._answered:
                     self._answered.add(block.id)
-                    result_text = (
-                        texts.model_error_result(text)
-                        if reason is fx.CancelReason.MODEL_ERROR
-                        else texts.INTERRUPTED_BEFORE_START
-                    )
                     result = UserMessage(
                         uuid=self.new_uuid(),
                         content=(
-                            ToolResultBlock(
-                                tool_use_id=block.id, content=result_text, is_error=True
-                            ),
+                            ToolResultBlock(tool_use_id=block.id, content=text, is_error=True),
                         ),
                     )
-                    self._tool_results.append(result)
                     self._show(result)
+                    answered.append(result)
+        return answered
 
     def _abort_tools(self, reason: str) -> None:
         if self._abort_reason is None:

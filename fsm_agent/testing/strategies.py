@@ -72,25 +72,58 @@ def error_specs() -> st.SearchStrategy[dict[str, Any]]:
     plain = st.sampled_from(_ERROR_KINDS).map(lambda kind: {"kind": kind})
     mid_stream = st.builds(
         lambda kind, after: {"kind": kind, "mid_stream_after": after},
-        st.sampled_from(["overloaded", "connection", "server_error", "truncated"]),
+        st.sampled_from(_MID_STREAM_KINDS),
         st.integers(min_value=0, max_value=6),
     )
     return st.one_of(plain, plain, mid_stream)
 
 
+_MID_STREAM_KINDS = ("overloaded", "connection", "server_error", "truncated")
+# Kinds the loop retries (or falls back on): most failures should let the run go on.
+_RETRIED_KINDS = ("overloaded", "rate_limited", "server_error", "connection", "timeout")
+
+
+def _recoverable_errors() -> st.SearchStrategy[dict[str, Any]]:
+    return st.sampled_from(_RETRIED_KINDS).map(lambda kind: {"kind": kind})
+
+
+def _tool_use(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(
+        lambda name, arg: {"tool_use": {"name": name, "input": {"arg": arg}}},
+        st.sampled_from([*tool_names, *tool_names, UNKNOWN_TOOL]),
+        _WORDS,
+    )
+
+
 def _blocks(tool_names: Sequence[str]) -> st.SearchStrategy[list[dict[str, Any]]]:
     text = _WORDS.map(lambda words: {"text": words})
     thinking = _WORDS.map(lambda words: {"thinking": words})
-    tool_use = st.builds(
-        lambda name, arg: {"tool_use": {"name": name, "input": {"arg": arg}}},
-        st.sampled_from([*tool_names, UNKNOWN_TOOL]),
-        _WORDS,
-    )
+    tool_use = _tool_use(tool_names)
     return st.lists(st.one_of(text, thinking, tool_use, tool_use), min_size=1, max_size=4)
 
 
-def _step(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
-    reply = st.builds(
+def _tool_blocks(tool_names: Sequence[str]) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """Blocks that start with a tool_use, so a failure after four events follows a whole one."""
+    return st.builds(lambda first, rest: [first, *rest], _tool_use(tool_names), _blocks(tool_names))
+
+
+def _failing_after_tools(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
+    """A response that fails mid-stream after its first tool_use block has closed (events:
+    message_start, block start, input delta, block stop), so retries and fallbacks meet
+    calls that were already handed to the executor (SPEC §5.2 "Ours")."""
+    return st.builds(
+        lambda content, kind, after: {
+            "content": content,
+            "error": {"kind": kind, "mid_stream_after": after},
+        },
+        _tool_blocks(tool_names),
+        st.sampled_from(_MID_STREAM_KINDS),
+        st.integers(min_value=4, max_value=12),
+    )
+
+
+def _reply(blocks: st.SearchStrategy[list[dict[str, Any]]]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(
         lambda content, truncated, output: {
             "content": content,
             **({"stop_reason": "max_tokens"} if truncated else {}),
@@ -100,17 +133,40 @@ def _step(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
                 else {}
             ),
         },
-        _blocks(tool_names),
-        st.sampled_from([False, False, True]),
+        blocks,
+        st.sampled_from([False, False, False, False, True]),
         st.none() | st.integers(min_value=0, max_value=3000),
     )
-    failure = error_specs().map(lambda error: {"error": error})
+
+
+def _weighted(choices: Sequence[tuple[int, st.SearchStrategy[Any]]]) -> st.SearchStrategy[Any]:
+    """Pick one of ``choices`` with the given weights (``one_of`` flattens nested
+    alternatives into equal shares, so repeating a branch does not weigh it)."""
+    labels = [index for index, (weight, _) in enumerate(choices) for _ in range(weight)]
+    return st.sampled_from(labels).flatmap(lambda index: choices[index][1])
+
+
+def _step(
+    tool_names: Sequence[str], *, tools: int = 6, failing_after_tools: int = 2
+) -> st.SearchStrategy[dict[str, Any]]:
+    # Weights: most steps ask for tools and most failures are retried, so that most runs
+    # reach tool execution and many meet a retry or fallback after a tool block; every kind
+    # of failure and reply still comes up.
     failing_reply = st.builds(
         lambda content, error: {"content": content, "error": error},
         _blocks(tool_names),
         error_specs(),
     )
-    return st.one_of(reply, reply, reply, reply, reply, failure, failing_reply)
+    return _weighted(
+        [
+            (tools, _reply(_tool_blocks(tool_names))),
+            (2, _reply(_blocks(tool_names))),
+            (failing_after_tools, _failing_after_tools(tool_names)),
+            (1, _recoverable_errors().map(lambda error: {"error": error})),
+            (1, error_specs().map(lambda error: {"error": error})),
+            (1, failing_reply),
+        ]
+    )
 
 
 def scenario_steps(
@@ -129,10 +185,15 @@ def scenario_steps(
     Returns:
         A strategy of step lists, ready for ``parse_scenario({"steps": ...})``.
     """
-    closing = st.sampled_from([[], [{"content": [{"text": "done"}]}]])
+    done = [{"content": [{"text": "done"}]}]
+    closing = st.sampled_from([[], done, done, done])
+    # The first step mostly asks for tools (plainly or failing after a tool block), so that
+    # most runs get past their first response.
+    first = _step(tool_names, tools=16, failing_after_tools=4)
     return st.builds(
-        lambda steps, end: (steps + end)[:max_steps],
-        st.lists(_step(tool_names), min_size=1, max_size=max_steps),
+        lambda head, rest, end: ([head, *rest][: max(max_steps - len(end), 1)] + end)[:max_steps],
+        first,
+        st.lists(_step(tool_names), max_size=max_steps - 1),
         closing,
     )
 
@@ -198,7 +259,7 @@ def worlds(
         st.sets(st.sampled_from(names)) if names else st.just(set[str]()),
         st.lists(st.booleans(), max_size=4),
         st.lists(st.integers(min_value=0, max_value=2), max_size=3),
-        st.none() | st.none() | st.integers(min_value=1, max_value=40),
+        _weighted([(5, st.none()), (1, st.integers(min_value=1, max_value=60))]),
     )
 
 
@@ -217,7 +278,7 @@ def loop_configs() -> st.SearchStrategy[LoopConfig]:
         context_collapse=st.sampled_from([False, False, True]),
         autocompact_failure_limit=st.integers(min_value=1, max_value=3),
         context_window=st.sampled_from([200_000, 200_000, 33_050, 23_030]),
-        max_retries=st.integers(min_value=0, max_value=3),
+        max_retries=st.sampled_from([0, 1, 2, 2, 3, 3]),
         overloaded_before_fallback=st.integers(min_value=1, max_value=3),
         streaming_tool_execution=st.booleans(),
         max_tool_concurrency=st.integers(min_value=1, max_value=3),

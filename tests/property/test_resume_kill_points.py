@@ -54,11 +54,11 @@ def tool_turns(draw: st.DrawFn) -> list[dict[str, Any]]:
     for _ in range(draw(st.integers(min_value=1, max_value=2))):
         names = draw(st.lists(st.sampled_from(["Look", "Touch"]), min_size=1, max_size=3))
         content = [{"tool_use": {"name": n, "input": {"key": f"k{next(keys)}"}}} for n in names]
-        turn = {"content": [*content, {"text": "and more"}], "chunk": 4, "delay_ms": 1}
+        turn = {"content": [*content, {"text": "and more"}], "delay_ms": 1}
         if draw(st.booleans()):
             steps.append({**turn, "error": {"kind": "overloaded", "mid_stream_after": 4}})
         steps.append(turn)
-    steps.append({"content": [{"text": "all done"}], "chunk": 3})
+    steps.append({"content": [{"text": "all done"}]})
     return steps
 
 
@@ -115,7 +115,7 @@ def check_cut(tmp_path: Path, cut: bytes, name: str) -> None:
     assert len(touched) == len(set(touched)), f"{name}: a Touch ran twice: {touched}"
 
 
-@settings(max_examples=4, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=3, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=tool_turns())
 def test_a_run_cut_at_any_line_resumes_and_continues(tmp_path: Path, steps: Any) -> None:
     """Cut after any line (or mid-line), a recorded run resumes, continues to completed, the
