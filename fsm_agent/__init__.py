@@ -21,11 +21,23 @@ _PUBLIC = {
     "Terminal": "fsm_agent.core.tables",
     "ContinueReason": "fsm_agent.core.tables",
     "normalize_for_api": "fsm_agent.core.normalize",
+    "analyse_command": "fsm_agent.core.shell_commands",
+    "CommandAnalysis": "fsm_agent.core.shell_commands",
+    "CommandPart": "fsm_agent.core.shell_commands",
+    "Redirect": "fsm_agent.core.shell_commands",
+    "judge_read_only": "fsm_agent.core.read_only_commands",
+    "ReadOnlyVerdict": "fsm_agent.core.read_only_commands",
     "Agent": "fsm_agent.runtime.agent",
     "RunResult": "fsm_agent.runtime.agent",
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
     "Hooks": "fsm_agent.runtime.hooks",
+    "HookMatcher": "fsm_agent.runtime.hook_spec",
+    "HookInput": "fsm_agent.runtime.hook_spec",
+    "CommandHook": "fsm_agent.runtime.hook_spec",
+    "HookOutcome": "fsm_agent.core.events",
+    "HookDecision": "fsm_agent.core.events",
+    "HookEvent": "fsm_agent.core.effects",
     "PermissionPolicy": "fsm_agent.runtime.permissions",
     "PermissionMode": "fsm_agent.runtime.permissions",
     "Tool": "fsm_agent.runtime.tool",
@@ -40,13 +52,23 @@ __all__ = [
     "Agent",
     "AgentCore",
     "AnthropicModel",
+    "CommandAnalysis",
+    "CommandHook",
+    "CommandPart",
     "ContinueReason",
+    "HookDecision",
+    "HookEvent",
+    "HookInput",
+    "HookMatcher",
+    "HookOutcome",
     "Hooks",
     "LoopConfig",
     "Model",
     "PermissionMode",
     "PermissionPolicy",
     "Phase",
+    "ReadOnlyVerdict",
+    "Redirect",
     "RunResult",
     "Step",
     "Terminal",
@@ -54,7 +76,9 @@ __all__ = [
     "ToolSpec",
     "TransitionTaken",
     "__version__",
+    "analyse_command",
     "fork",
+    "judge_read_only",
     "normalize_for_api",
     "read_trace",
     "replay",
@@ -65,11 +89,21 @@ __all__ = [
 if TYPE_CHECKING:
     from fsm_agent.core.agent_core import AgentCore
     from fsm_agent.core.config import LoopConfig
+    from fsm_agent.core.effects import HookEvent
+    from fsm_agent.core.events import HookDecision, HookOutcome
     from fsm_agent.core.normalize import normalize_for_api
+    from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
+    from fsm_agent.core.shell_commands import (
+        CommandAnalysis,
+        CommandPart,
+        Redirect,
+        analyse_command,
+    )
     from fsm_agent.core.step import Step, TransitionTaken
     from fsm_agent.core.tables import ContinueReason, Phase, Terminal
     from fsm_agent.core.tool_spec import ToolSpec
     from fsm_agent.runtime.agent import Agent, RunResult
+    from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
     from fsm_agent.runtime.models import AnthropicModel, Model
     from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy

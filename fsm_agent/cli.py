@@ -69,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
 
     replay = commands.add_parser("replay", help="replay traces and check every record")
     replay.add_argument("paths", nargs="+", type=Path, help="trace files or folders")
+    replay.add_argument(
+        "--allow-truncated",
+        action="store_true",
+        help="accept a trace cut short (no end record, or a cut-off last line)",
+    )
     replay.set_defaults(handler=_cmd_replay)
 
     show = commands.add_parser("show", help="a readable timeline of a trace")
@@ -279,7 +284,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     print(f"{'trace':<{width}}  {'events':>6}  {'transitions':>11}  terminal / problem")
     for path in files:
         try:
-            result = replay(path)
+            result = replay(path, allow_truncated=args.allow_truncated)
         except TraceError as exc:
             failures += 1
             first = str(exc).splitlines()[0]
@@ -287,9 +292,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             for line in str(exc).splitlines()[1:]:
                 print(f"{'':<{width}}  {line}")
             continue
+        cut = "  (truncated: accepted)" if result.truncated else ""
         print(
             f"{path!s:<{width}}  {result.events:>6}  {result.transitions:>11}  "
-            f"{result.terminal or '(not ended)'}"
+            f"{result.terminal or '(not ended)'}{cut}"
         )
     print(f"\n{len(files) - failures} replayed identically, {failures} failed")
     return EXIT_FAILED if failures else EXIT_OK

@@ -24,6 +24,7 @@ from fsm_agent.core.events import HookOutcome
 from fsm_agent.runtime.agent import Agent, RunResult, Update
 from fsm_agent.runtime.hooks import HookInput, Hooks
 from fsm_agent.runtime.permissions import PermissionAnswer, PermissionPolicy, PermissionRequest
+from fsm_agent.trace.location import default_trace_folder
 
 if TYPE_CHECKING:
     from fsm_agent.runtime.tool import Tool
@@ -119,7 +120,7 @@ async def run_demo(
         replayed = replay(trace)
         if trace_path is None:
             # Keep the trace beyond the temporary folder.
-            kept = Path.cwd() / ".fsm_agent" / "traces" / "demo-trace.jsonl"
+            kept = default_trace_folder() / "demo-trace.jsonl"
             kept.parent.mkdir(parents=True, exist_ok=True)
             kept.write_bytes(trace.read_bytes())
             result = attrs.evolve(result, trace_path=kept)

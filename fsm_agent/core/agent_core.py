@@ -151,6 +151,7 @@ class AgentCore:
         self._uuid_counter = 0
         self._request_counter = 0
         self._tool_context: dict[str, Any] = {}
+        self._session_rules: list[str] = []
         # per-iteration containers (SPEC §1.1 "Per iteration")
         self._assistant: list[Message] = []
         self._tool_results: list[Message] = []
@@ -216,6 +217,11 @@ class AgentCore:
     def tool_context(self) -> dict[str, Any]:
         """Context that tools' updates have changed (SPEC §5 context modifiers)."""
         return self._tool_context
+
+    @property
+    def session_permission_rules(self) -> tuple[str, ...]:
+        """Allow rules the user added while running ("allow always"), in the order given."""
+        return tuple(self._session_rules)
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -444,6 +450,10 @@ class AgentCore:
         """Apply a tool's context modifier."""
         self._tool_context.update(update)
 
+    def remember_permission_rules(self, rules: tuple[str, ...]) -> None:
+        """Keep the session rules an "allow always" answer added (SPEC §9.2 source session)."""
+        self._session_rules.extend(rule for rule in rules if rule not in self._session_rules)
+
     # --- helpers ---------------------------------------------------------------------------------
 
     def _show(self, message: Message) -> None:
@@ -639,6 +649,9 @@ class AgentCore:
     def _absorb(self, completed: tuple[Message, ...]) -> None:
         assert self._assembler is not None
         for message in completed:
+            if isinstance(message, SystemMessage):  # a stream notice: shown, never sent
+                self._show(message)
+                continue
             self._assistant.append(message)
             if isinstance(message, ApiErrorMessage):
                 if not message.withheld:
@@ -778,6 +791,19 @@ class AgentCore:
             < self.config.max_output_tokens_recoveries
         )
 
+    def _stop_reason(self) -> str | None:
+        """The stop reason of this iteration's response (None if it never got one)."""
+        return self._assembler.stop_reason if self._assembler is not None else None
+
+    def _guard_response_refused(self) -> bool:
+        return self._stop_reason() == "refusal"
+
+    def _guard_pause_turn_applicable(self) -> bool:
+        return (
+            self._stop_reason() == "pause_turn"
+            and self._state.pause_turns < self.config.pause_turn_limit
+        )
+
     def _guard_last_is_api_error(self) -> bool:
         return isinstance(self._last_assistant(), ApiErrorMessage)
 
@@ -909,9 +935,7 @@ class AgentCore:
         for position in range(len(self._assistant) - 1, -1, -1):
             message = self._assistant[position]
             if isinstance(message, AssistantMessage):
-                patched = attrs.evolve(
-                    message, usage=usage, stop_reason=self._assembler.stop_reason
-                )
+                patched = self._assembler.finalized(message)
                 self._assistant[position] = patched
                 self._replace_in_transcript(message, patched)
                 break
@@ -1103,6 +1127,27 @@ class AgentCore:
             "stop_hook_blocking",
         )
 
+    def _on_refusal(self) -> None:
+        # The model declined: the caller is told, with the API's stop_details when it sent
+        # them; no Stop hook runs on a refused response (as on an API error, SPEC §2.3 step 4).
+        details = self._assembler.stop_details if self._assembler is not None else None
+        self._show(
+            SystemMessage(uuid=self.new_uuid(), subtype="refusal", text=texts.refusal(details))
+        )
+
+    def _on_pause_turn(self) -> None:
+        # The API paused a long server-tool run: the paused assistant message goes back as
+        # the last message, and the API carries on from there. Bounded per turn.
+        self._continue_with(
+            attrs.evolve(
+                self._state,
+                messages=self._iteration_messages(),
+                max_output_tokens_override=None,
+                pause_turns=self._state.pause_turns + 1,
+            ),
+            "pause_turn",
+        )
+
     def _on_token_budget_continuation(self) -> None:
         budget = self.config.token_budget or 0
         used = self._turn_output_tokens
@@ -1176,6 +1221,7 @@ class AgentCore:
                 has_attempted_reactive_compact=False,
                 max_output_tokens_override=None,
                 stop_hook_blocks=0,
+                pause_turns=0,
             ),
             "next_turn",
         )

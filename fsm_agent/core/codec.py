@@ -9,14 +9,21 @@ would hide a broken trace (a string is never silently turned into a number or a 
 from __future__ import annotations
 
 import re
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import cattrs
+from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.strategies import configure_tagged_union
 
 from fsm_agent.core import effects, events, messages
 
 T = TypeVar("T")
+
+JSON_INT_MIN: Final = -(2**63)
+JSON_INT_MAX: Final = 2**64 - 1
+"""The integers a trace line holds as numbers (orjson's range); others are written as strings."""
+
+_DECIMAL = re.compile(r"-?[0-9]+")
 
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
@@ -25,6 +32,8 @@ _BLOCK_TAGS = {
     messages.ThinkingBlock: "thinking",
     messages.RedactedThinkingBlock: "redacted_thinking",
     messages.ToolUseBlock: "tool_use",
+    messages.ServerToolUseBlock: "server_tool_use",
+    messages.OpaqueBlock: "opaque",
     messages.ToolResultBlock: "tool_result",
     messages.ImageBlock: "image",
     messages.DocumentBlock: "document",
@@ -39,15 +48,48 @@ _MESSAGE_TAGS = {
     messages.TombstoneMessage: "tombstone",
 }
 
+_OPTIONAL_FIELDS: dict[type, tuple[str, ...]] = {
+    messages.TextBlock: ("citations",),
+    messages.ToolUseBlock: ("caller",),
+    messages.ServerToolUseBlock: ("caller",),
+    messages.AssistantMessage: ("stop_details",),
+    messages.Usage: ("cache_creation", "server_tool_use", "service_tier", "extra"),
+}
+
+
+def big_int(value: object) -> int | None:
+    """The integer a trace wrote as a decimal string because it is past 64 bits, else None.
+
+    Only integers outside the range a trace holds as numbers are read this way, so ``"5"``
+    where a count belongs is still an error.
+    """
+    if type(value) is not str or _DECIMAL.fullmatch(value) is None:
+        return None
+    number = int(value)
+    return number if not JSON_INT_MIN <= number <= JSON_INT_MAX else None
+
 
 def _strict_scalar(kind: type) -> Any:
     def structure(value: Any, _type: Any) -> Any:
         # bool is an int subclass; a trace with true where a count belongs is broken.
         if type(value) is not kind and not (kind is float and type(value) is int):
-            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+            number = big_int(value) if kind is int else None
+            if number is None:
+                raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+            return number
         return value
 
     return structure
+
+
+def _json_object(value: dict[str, Any]) -> dict[str, Any]:
+    """A JSON payload (tool input, stream event...) is already JSON: copy it, do not walk it.
+
+    Walking it value by value would recurse once per nesting level, and a model can send a
+    tool input nested deeper than Python's recursion limit; the trace writer cuts such a
+    value at a fixed depth instead (:mod:`fsm_agent.trace.json_limits`).
+    """
+    return dict(value)
 
 
 def make_converter() -> cattrs.Converter:
@@ -55,6 +97,16 @@ def make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True)
     for kind in (str, int, bool, float):
         conv.register_structure_hook(kind, _strict_scalar(kind))
+    conv.register_unstructure_hook_func(lambda kind: kind == dict[str, Any], _json_object)
+
+    # Fields the wire only sometimes carries are left out of a trace while they hold their
+    # default, so a plain run's records stay as short as they were before the fields existed.
+    # A factory, so each hook is built when first needed, after the unions below exist.
+    def omitting_defaults(cls: type) -> Any:
+        omitted = {name: override(omit_if_default=True) for name in _OPTIONAL_FIELDS[cls]}
+        return make_dict_unstructure_fn(cls, conv, **cast("dict[str, Any]", omitted))
+
+    conv.register_unstructure_hook_factory(_OPTIONAL_FIELDS.__contains__, omitting_defaults)
     configure_tagged_union(
         messages.ResultPart, conv, tag_name="type", tag_generator=_BLOCK_TAGS.__getitem__
     )

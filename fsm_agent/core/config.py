@@ -51,6 +51,10 @@ class LoopConfig:
     # Stop hooks (SPEC §6.3; the cap is our addition: it ends in a terminal, not a loop).
     stop_hook_block_cap: int = attrs.field(default=8, validator=_positive)
 
+    # A response paused by the API (stop_reason pause_turn: a long server-tool run) is sent
+    # back to be carried on at most this many times per turn; then the turn finishes as is.
+    pause_turn_limit: int = attrs.field(default=5, validator=_non_negative)
+
     # Compaction (SPEC §7).
     autocompact: bool = True
     reactive_compact: bool = True

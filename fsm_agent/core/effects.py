@@ -52,12 +52,19 @@ class RunToolStep:
 
 
 class HookEvent(enum.Enum):
-    """Hook points the loop runs (SPEC §6)."""
+    """Hook points the loop runs (SPEC §6); the values are the settings files' event names."""
 
     PRE_TOOL_USE = "PreToolUse"
     POST_TOOL_USE = "PostToolUse"
+    POST_TOOL_USE_FAILURE = "PostToolUseFailure"
+    USER_PROMPT_SUBMIT = "UserPromptSubmit"
     STOP = "Stop"
+    SUBAGENT_STOP = "SubagentStop"
     STOP_FAILURE = "StopFailure"
+    PRE_COMPACT = "PreCompact"
+    SESSION_START = "SessionStart"
+    SESSION_END = "SessionEnd"
+    NOTIFICATION = "Notification"
 
 
 @attrs.frozen(kw_only=True)

@@ -47,7 +47,9 @@ from fsm_agent.core.messages import (
     DocumentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     RedactedThinkingBlock,
+    ServerToolUseBlock,
     TextBlock,
     ThinkingBlock,
     TombstoneMessage,
@@ -66,7 +68,9 @@ ASSISTANT: Final = "assistant"
 _THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
 _MEDIA_TYPES: Final = frozenset({"image", "document"})
 _USER_BLOCK_TYPES: Final = frozenset({"text", "image", "document", "tool_result"})
-_ASSISTANT_BLOCK_TYPES: Final = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
+_USER_ONLY_TYPES: Final = frozenset({"tool_result", "image", "document"})
+# Calls the API runs itself; each must have its result block in the same message (SPEC §8.2).
+_SERVER_CALL_TYPES: Final = frozenset({"server_tool_use", "mcp_tool_use"})
 
 ApiBlock = dict[str, Any]
 ApiMessage = dict[str, Any]
@@ -114,16 +118,28 @@ def _user_block(block: ContentBlock) -> ApiBlock | None:
     return None
 
 
-def _assistant_block(block: ContentBlock) -> ApiBlock | None:
-    """An assistant-side block in API shape; user-only blocks are dropped (None)."""
+def assistant_block_to_api(block: ContentBlock) -> ApiBlock | None:
+    """An assistant-side block in API shape; user-only blocks are dropped (None).
+
+    Everything the model sent goes back as the API requires it: text with its citations,
+    tool calls with their ``caller``, server-tool calls, and opaque blocks unchanged.
+    """
     if isinstance(block, TextBlock):
+        if block.citations:
+            return {"type": "text", "text": block.text, "citations": list(block.citations)}
         return _text(block.text)
-    if isinstance(block, ToolUseBlock):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ToolUseBlock | ServerToolUseBlock):
+        kind = "tool_use" if isinstance(block, ToolUseBlock) else "server_tool_use"
+        api: ApiBlock = {"type": kind, "id": block.id, "name": block.name, "input": block.input}
+        if block.caller is not None:
+            api["caller"] = block.caller
+        return api
     if isinstance(block, ThinkingBlock):
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     if isinstance(block, RedactedThinkingBlock):
         return {"type": "redacted_thinking", "data": block.data}
+    if isinstance(block, OpaqueBlock):
+        return block.data
     return None
 
 
@@ -235,7 +251,7 @@ def _merge_turns(live: Sequence[Message], order: Sequence[int], strip: set[int])
     for position in order:
         message = live[position]
         if isinstance(message, AssistantMessage):
-            blocks = [b for b in map(_assistant_block, message.content) if b is not None]
+            blocks = [b for b in map(assistant_block_to_api, message.content) if b is not None]
             target = by_message_id.get(message.message_id) if message.message_id else None
             if target is not None and target > barrier:
                 turns[target].blocks.extend(blocks)
@@ -385,8 +401,11 @@ def _text_only_error(block: ApiBlock) -> ApiBlock:
 
 
 def _repair_assistant(
-    content: list[ApiBlock], index: int, seen_ids: set[str], strict: bool
+    content: list[ApiBlock], index: int, seen_ids: set[str], strict: bool, final: bool
 ) -> tuple[list[ApiBlock], list[str]]:
+    # SPEC §8.2: a server-side call without its result in the same message is removed, except
+    # in the final message: a pause_turn response is sent back as it is, to be carried on.
+    answered = {block.get("tool_use_id") for block in content}
     kept: list[ApiBlock] = []
     tool_ids: list[str] = []
     visible = False
@@ -404,8 +423,14 @@ def _repair_assistant(
             if not str(block.get("text", "")).strip():
                 continue
             visible = True
-        elif kind not in _THINKING_TYPES:
+        elif kind in _SERVER_CALL_TYPES:
+            if not final and block.get("id") not in answered:
+                continue
+            visible = True
+        elif kind in _USER_ONLY_TYPES or not isinstance(kind, str):
             continue  # not an assistant block: the API would refuse it
+        elif kind not in _THINKING_TYPES:
+            visible = True  # a server-tool result or another block the API sent
         kept.append(block)
     if not visible:
         # SPEC §8.2: assistant content is never empty or thinking-only in the middle.
@@ -487,7 +512,10 @@ def ensure_tool_result_pairing(
     expected: list[str] = []  # tool_use ids of the previous assistant message
     for index, message in enumerate(merged):
         if message["role"] == ASSISTANT:
-            content, expected = _repair_assistant(message["content"], index, seen_ids, strict)
+            final = index == len(merged) - 1
+            content, expected = _repair_assistant(
+                message["content"], index, seen_ids, strict, final
+            )
         else:
             content = _repair_user(message["content"], index, expected, strict, not repaired)
             expected = []
@@ -593,10 +621,9 @@ def api_invariant_violations(api_messages: Sequence[Mapping[str, Any]]) -> list[
         if not isinstance(content, list) or not content:
             problems.append(f"{where}: content is empty")
             content = []
-        allowed = _USER_BLOCK_TYPES if role == USER else _ASSISTANT_BLOCK_TYPES
         for block in content:
             kind = block.get("type")
-            if kind not in allowed:
+            if kind not in _USER_BLOCK_TYPES if role == USER else kind in _USER_ONLY_TYPES:
                 problems.append(f"{where}: a {kind!r} block does not belong in a {role} message")
             if kind == "text" and not str(block.get("text", "")).strip():
                 problems.append(f"{where}: a text block is empty or whitespace-only")
@@ -674,6 +701,7 @@ def _is_text_only(content: object) -> bool:
 __all__ = [
     "MAX_MEDIA_ITEMS",
     "api_invariant_violations",
+    "assistant_block_to_api",
     "cap_media",
     "ensure_tool_result_pairing",
     "normalize_for_api",

@@ -11,6 +11,9 @@ trained to recognise, not prose; they are kept as the conventions require.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 # --- stream assembly (SPEC §3) --------------------------------------------------------------
 
 
@@ -66,6 +69,35 @@ def stream_block_left_open(index: int) -> str:
 
 STREAM_NO_MESSAGE_STOP = "the stream ended before message_stop"
 """Why a stream is incomplete: the body ended early (NOTES: stop_reason stays None)."""
+
+
+def stream_delta_skipped(delta_type: str, block_type: str, index: int) -> str:
+    """A note in the transcript: a delta the block could not take was skipped (SPEC §3)."""
+    return f"skipped a {delta_type} that a {block_type} block (index {index}) cannot take"
+
+
+def stream_event_skipped(event_type: str) -> str:
+    """A note in the transcript: a stream event of a type we do not know was skipped."""
+    return f"skipped a stream event of unknown type {event_type!r}"
+
+
+def stream_block_closed_by_message_stop(index: int) -> str:
+    """A note in the transcript: message_stop arrived with a block still open, and closed it."""
+    return f"content block {index} was still open at message_stop and was closed there"
+
+
+def refusal(details: Mapping[str, Any] | None) -> str:
+    """What the caller is told when the model declined to answer (stop_reason ``refusal``)."""
+    text = "The model declined to answer this request"
+    if details:
+        category = details.get("category")
+        explanation = details.get("explanation")
+        if category:
+            text += f" (category: {category})"
+        if explanation:
+            text += f": {explanation}"
+    return text + "."
+
 
 STREAM_EMPTY = "the stream was empty: no content block completed and no stop_reason arrived"
 """Why a stream is incomplete: it carried nothing usable (SPEC §3 empty stream)."""
@@ -205,6 +237,53 @@ def hook_stopped(reason: str) -> str:
     return reason or "A hook stopped the run."
 
 
+def hook_failed(event: str, name: str, error: str) -> str:
+    """Warning when a hook raised: it does not block (SPEC §6.3 "Hook crash")."""
+    return f"{event} hook {name} failed: {error}"
+
+
+def hook_wrong_type(event: str, name: str, got: str) -> str:
+    """Warning when a Python hook returned something other than a HookOutcome or None."""
+    return (
+        f"{event} hook {name} returned a {got}; a hook must return a HookOutcome or None, "
+        "so its answer was ignored."
+    )
+
+
+def hook_timed_out(event: str, name: str, seconds: float) -> str:
+    """Warning when a hook ran past its time limit and was stopped (a non-blocking error)."""
+    return f"{event} hook {name} timed out after {seconds:g} s and was stopped."
+
+
+def command_hook_blocking(command: str, stderr: str) -> str:
+    """A command hook's blocking error, exit code 2 (SPEC §6.1)."""
+    return f"[{command}]: {stderr.strip() or 'No stderr output'}"
+
+
+def command_hook_failed(event: str, command: str, exit_code: int, stderr: str) -> str:
+    """A command hook's non-blocking error: any exit code but 0 and 2 (SPEC §6.1)."""
+    detail = stderr.strip() or "no stderr output"
+    return f"{event} hook [{command}] failed with exit code {exit_code}: {detail}"
+
+
+def command_hook_output_ignored(event: str, command: str, problem: str) -> str:
+    """Warning when a command hook printed a JSON object that breaks the output protocol."""
+    return f"{event} hook [{command}] printed JSON that was ignored: {problem}"
+
+
+def hook_output_truncated(dropped: int) -> str:
+    """Marker appended to hook output cut at the capture limit."""
+    return f"\n[hook output truncated: {dropped} more bytes were dropped]"
+
+
+BLOCKED_BY_HOOK = "Blocked by hook"
+
+
+def hook_blocked_prompt(reason: str) -> str:
+    """Notice when a UserPromptSubmit hook refused the prompt (it never reaches the model)."""
+    return f"A UserPromptSubmit hook blocked this prompt: {reason or BLOCKED_BY_HOOK}"
+
+
 def not_rerun(tool_name: str) -> str:
     """Result for a call that may have run before a crash and is not run again."""
     return (
@@ -226,6 +305,14 @@ SUMMARY_PREFIX = "This session continues from an earlier conversation, summarise
 def denied_by_rule(tool_name: str) -> str:
     """Denial text when a deny rule names the tool."""
     return f"Permission to use {tool_name} was denied by a rule."
+
+
+def denied_in_plan_mode(tool_name: str) -> str:
+    """Denial text for a call that is not read-only while planning (SPEC §9.1 plan mode)."""
+    return (
+        f"Permission to use {tool_name} was denied: the agent is in plan mode, where only "
+        "read-only tools run. Finish the plan; changes come after it is approved."
+    )
 
 
 def not_granted(tool_name: str, why: str) -> str:

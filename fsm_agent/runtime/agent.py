@@ -13,8 +13,11 @@ tool_use still gets its result and the trace ends with an ``end`` record.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
+import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,13 +42,29 @@ from fsm_agent.core.tables import Phase
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
 from fsm_agent.runtime.hooks import HookInput, Hooks
-from fsm_agent.runtime.models import Model, ModelFailure, ModelRequest, classify_failure
-from fsm_agent.runtime.permissions import PermissionPolicy
-from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, run_call, run_validation
+from fsm_agent.runtime.models import (
+    Model,
+    ModelFailure,
+    ModelRequest,
+    checked_stream_event,
+    classify_failure,
+)
+from fsm_agent.runtime.permissions import CallFacts, PermissionPolicy
+from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
+from fsm_agent.runtime.tool import (
+    OUTSIDE_WORKING_FOLDER,
+    PermissionCheck,
+    Tool,
+    ToolContext,
+    run_call,
+    run_validation,
+)
+from fsm_agent.trace.location import names_folder, prepare_trace_file
 from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
-DEFAULT_TRACE_DIR = Path(".fsm_agent") / "traces"
+ABORT_ON_FAULT = "fault"
+"""``AbortRequested.reason`` fed when the driver itself fails (the ``end`` record names it)."""
 
 
 # --- what the caller sees -----------------------------------------------------------------------
@@ -128,10 +147,16 @@ class Agent:
         tools: the tools the model may call.
         config: the loop's bounds and options (its ``model`` is set to ``model.name``).
         hooks: PreToolUse, PostToolUse and Stop hooks.
-        permissions: how ``ask`` decisions are answered (default: allow what tools allow,
-            deny what would need a prompt).
-        trace: a file or folder for the JSONL trace; None writes under
-            ``.fsm_agent/traces/`` of ``cwd``; False writes none.
+        permissions: rules, mode and the ``ask`` callback (default: allow what tools allow,
+            refuse what would need a question, with the reason "no one to ask").
+        settings: Claude Code settings files to apply on top of ``permissions``: a path (one
+            file, as ``--settings FILE``), a ``Settings`` (see ``load_settings``), or True for
+            the standard files of ``cwd`` (``~/.claude/settings.json``,
+            ``.claude/settings.json``, ``.claude/settings.local.json``).
+        trace: where the JSONL trace goes: a folder (a path ending in ``/`` or an existing
+            folder; created, one new file per run), a file, None for the default folder
+            (the user's state folder, outside ``cwd``; see :mod:`fsm_agent.trace.location`),
+            or False for no trace. Glob and Grep never list the trace folder.
         cwd: the working directory tools act in (default: the current one).
         system: the system prompt.
         secrets: strings that must never reach a trace (the API key is added by itself).
@@ -145,6 +170,7 @@ class Agent:
         config: LoopConfig | None = None,
         hooks: Hooks | None = None,
         permissions: PermissionPolicy | None = None,
+        settings: Settings | str | os.PathLike[str] | bool | None = None,
         trace: str | os.PathLike[str] | bool | None = None,
         cwd: str | os.PathLike[str] | None = None,
         system: str = "",
@@ -155,9 +181,11 @@ class Agent:
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
         self.hooks = hooks if hooks is not None else Hooks()
-        self.permissions = permissions if permissions is not None else PermissionPolicy()
         self.trace = trace
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        self.settings = _settings(settings, self.cwd)
+        policy = permissions if permissions is not None else PermissionPolicy()
+        self.permissions = policy.with_settings(self.settings)
         self.system = system
         key = getattr(model, "api_key", None)
         self.secrets = (*secrets, *([key] if isinstance(key, str) and key else []))
@@ -170,6 +198,8 @@ class Agent:
         for tool in self.tools:
             for name in (tool.name, *tool.aliases):
                 self._by_name[name] = tool
+        # A rule naming a tool this agent lacks would never match: refuse it now (SPEC §9.2).
+        self.permissions.check_tools(self._by_name)
 
     async def run(self, prompt: str | Sequence[Message]) -> RunResult:
         """Run until a terminal reason; return the result."""
@@ -213,16 +243,22 @@ class Agent:
         return self._by_name.get(name)
 
     def trace_path(self) -> Path | None:
-        """Where the next run's trace goes (None when tracing is off)."""
+        """A new file for the next run's trace, its folder created (None when tracing is off).
+
+        Raises:
+            ConfigError: the trace folder cannot be created.
+        """
         if self.trace is False:
             return None
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S-%f")
-        if self.trace is None or self.trace is True:
-            return self.cwd / DEFAULT_TRACE_DIR / f"run-{stamp}.jsonl"
-        path = Path(self.trace)
-        if path.is_dir():
-            return path / f"run-{stamp}.jsonl"
-        return path
+        return prepare_trace_file(None if self.trace is True else self.trace)
+
+    def hidden_paths(self, trace_path: Path | None) -> tuple[Path, ...]:
+        """What Glob and Grep must not list: the trace folder (or the trace file)."""
+        if trace_path is None:
+            return ()
+        named_file = isinstance(self.trace, str | os.PathLike) and not names_folder(self.trace)
+        keep_out = trace_path if named_file else trace_path.parent
+        return (keep_out.resolve(),)
 
 
 def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
@@ -251,15 +287,16 @@ class _Session:
         self.trace_path = agent.trace_path()
         self.writer: TraceWriter | None = None
         meta = {"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name}
-        if self.trace_path is not None:
-            self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+        self.hidden_paths = agent.hidden_paths(self.trace_path)
         if start is not None:
             # Continue a recorded run: its core, and a trace that repeats its prefix.
             if not isinstance(start.core, AgentCore):
                 raise UsageError("a fork or resume point must hold an AgentCore")
             self.core = start.core
             if self.trace_path is not None:
-                self.writer = start.writer_for(self.trace_path, secrets=agent.secrets, meta=meta)
+                self.writer = start.writer_for(
+                    self.trace_path, secrets=agent.secrets, meta=meta, clock=time.monotonic
+                )
         else:
             self.core = AgentCore(config=agent.config, tools=[t.spec() for t in agent.tools])
             if self.trace_path is not None:
@@ -269,6 +306,7 @@ class _Session:
                     tools=[t.spec() for t in agent.tools],
                     secrets=agent.secrets,
                     meta=meta,
+                    clock=time.monotonic,
                 )
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
@@ -280,33 +318,38 @@ class _Session:
         self.cancelled_calls: set[str] = set()
         self.effect_calls: dict[str, str] = {}
         self.compactor = SummaryCompactor()
+        self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
 
     async def run(self) -> AsyncIterator[Update]:
         try:
-            if self.start is None:
-                for update in self._feed(ev.TurnStarted(messages=self.messages)):
-                    yield update
-            else:
-                for update in self._pick_up(self.start):
-                    yield update
-            while self.core.terminal is None:
-                try:
-                    item = await self.queue.get()
-                except asyncio.CancelledError:
-                    # Ctrl-C or a cancelled task: abort through the core, then re-raise.
-                    for update in self._abort("user"):
+            try:
+                if self.start is None:
+                    for update in self._feed(ev.TurnStarted(messages=self.messages)):
                         yield update
-                    raise
-                if isinstance(item, BaseException):
-                    # A bug in the driver or a user's callable: abort through the core first,
-                    # so every tool_use is answered and the trace ends, then raise it.
-                    for update in self._abort("user"):
+                else:
+                    for update in self._pick_up(self.start):
                         yield update
-                    raise item
-                if self._dropped(item):
-                    continue
-                for update in self._feed(item):
+                while self.core.terminal is None:
+                    try:
+                        item = await self.queue.get()
+                    except asyncio.CancelledError:
+                        # Ctrl-C or a cancelled task: abort through the core, then re-raise.
+                        for update in self._abort("user"):
+                            yield update
+                        raise
+                    if isinstance(item, BaseException):
+                        raise item  # a task failed: handled below, like a fault of our own
+                    if self._dropped(item):
+                        continue
+                    for update in self._feed(item):
+                        yield update
+            except Exception as exc:
+                # A bug in the driver, the trace writer or a user's callable: abort through
+                # the core, so every tool_use is answered, end the trace naming the fault,
+                # then raise it.
+                for update in self._end_after_fault(exc):
                     yield update
+                raise
         finally:
             await self._stop_tasks()
             if self.writer is not None:
@@ -374,6 +417,23 @@ class _Session:
         if self.core.terminal is not None or self.core.poisoned:
             return []
         return self._feed(ev.AbortRequested(reason=reason))
+
+    def _end_after_fault(self, exc: Exception) -> list[Update]:
+        """Abort through the core and write the ``end`` record naming ``exc``.
+
+        Whatever still fails here is swallowed: ``exc`` is what the caller must see.
+        """
+        fault = f"{type(exc).__name__}: {exc}"
+        if isinstance(self.feeder, TracingCore):
+            self.feeder.fault = fault
+        updates: list[Update] = []
+        with contextlib.suppress(Exception):
+            updates = self._abort(ABORT_ON_FAULT)
+        writer = self.writer
+        if writer is not None and not writer.ended:
+            with contextlib.suppress(Exception):
+                writer.write_end(self.core.terminal, self.core.usage, fault=fault)
+        return updates
 
     def _dropped(self, event: ev.Event) -> bool:
         call_id = getattr(event, "call_id", None)
@@ -476,7 +536,8 @@ class _Session:
                         kind=ev.FailureKind.TIMEOUT,
                         message=f"no stream event for {idle_s:g} s (idle watchdog)",
                     ) from None
-                self.queue.put_nowait(ev.ModelStreamEvent(request_id=rid, event=raw))
+                event = checked_stream_event(raw)
+                self.queue.put_nowait(ev.ModelStreamEvent(request_id=rid, event=event))
         except Exception as exc:  # SPEC §2.2 model_error: any exception escaping the stream
             failure = exc if isinstance(exc, ModelFailure) else classify_failure(exc)
             self.queue.put_nowait(failure.to_event(rid))
@@ -490,7 +551,12 @@ class _Session:
     def _context(self, call_id: str) -> ToolContext:
         context = self.call_contexts.get(call_id)
         if context is None:
-            context = ToolContext(cwd=self.agent.cwd, extra=dict(self.core.tool_context))
+            context = ToolContext(
+                cwd=self.agent.cwd,
+                additional_directories=tuple(self.agent.permissions.additional_directories),
+                hidden_paths=self.hidden_paths,
+                extra=dict(self.core.tool_context),
+            )
             self.call_contexts[call_id] = context
         return context
 
@@ -521,22 +587,37 @@ class _Session:
             tool_name=effect.tool_name,
             tool_input=tool_input if isinstance(tool_input, dict) else {},
             payload=payload,
+            session_id=self.session_id,
+            cwd=str(self.agent.cwd),
+            trace_path=str(self.trace_path) if self.trace_path is not None else None,
         )
         outcome = await self.agent.hooks.run(hook_input)
         self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
 
     async def _permission(self, effect: fx.AskPermission) -> None:
         tool = self.agent.tool(effect.tool_name)
+        context = self._context(effect.call_id)
         check = PermissionCheck(behavior="passthrough")
+        target: Path | None = None
         if tool is not None:
             try:
-                check = tool.check_permissions(
-                    tool.parse_input(effect.input), self._context(effect.call_id)
-                )
+                check = tool.check_permissions(tool.parse_input(effect.input), context)
             except Exception:
                 check = PermissionCheck(behavior="passthrough")
+            target = _target_path(tool, effect.input, context.cwd)
+        facts = CallFacts(
+            tool=tool,
+            cwd=context.cwd.resolve(),
+            target=target,
+            session_rules=self.core.session_permission_rules,
+        )
         try:
-            decided = await self.agent.permissions.decide(effect, check)
+            decided = await self.agent.permissions.decide(effect, check, facts)
+            if decided.behavior is ev.PermissionBehavior.ALLOW:
+                # The tool writes exactly the file that was checked (no swap in between), and
+                # a read outside the working folder that was allowed may now reach it.
+                context.checked_path = target
+                context.allow_outside = check.reason == OUTSIDE_WORKING_FOLDER
         except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
             decided = ev.PermissionDecided(
                 effect_id=effect.effect_id,
@@ -570,3 +651,25 @@ class _Session:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _settings(value: Settings | str | os.PathLike[str] | bool | None, cwd: Path) -> Settings:
+    """``Agent(settings=...)``: nothing, one file, the standard files, or settings as given."""
+    if value is None or value is False:
+        return Settings()
+    if value is True:
+        return load_settings(cwd)
+    if isinstance(value, Settings):
+        return value
+    return load_settings_file(value, cwd=cwd)
+
+
+def _target_path(tool: Tool[Any], raw_input: dict[str, Any], cwd: Path) -> Path | None:
+    """The resolved file or folder a file tool will touch (``~``, ``..`` and links followed)."""
+    if tool.path_field is None:
+        return None
+    raw = raw_input.get(tool.path_field) or "."
+    if not isinstance(raw, str):
+        return None
+    path = Path(raw).expanduser()
+    return (path if path.is_absolute() else cwd.resolve() / path).resolve()

@@ -1,80 +1,215 @@
-"""Hooks as Python callables: PreToolUse, PostToolUse and Stop (SPEC §6).
+"""The hooks of an agent, by event, and running them (SPEC §6).
 
-A hook receives a ``HookInput`` and returns a ``HookOutcome`` (or None: nothing to say). It
-may be a plain function or a coroutine function. Outcomes of several hooks for one event are
-combined as SPEC §6.1 says: deny beats ask beats allow; blocking errors, context and system
-messages accumulate; any ``prevent_continuation`` stops the loop. A hook that raises does not
-block: its error becomes a system message the user sees ("Stop hook failed: ...").
+``Hooks`` holds, for each hook event, Python callables and ``HookMatcher`` groups (which may
+hold ``CommandHook`` entries, e.g. read from a settings file with ``Hooks.from_settings``).
+``Hooks.run`` runs every hook whose matcher matches, all at once, and combines their outcomes
+as SPEC §6.1 says: deny beats ask beats allow; blocking errors, context and system messages
+accumulate; any ``prevent_continuation`` stops the loop.
+
+A hook never breaks the run (SPEC §6.3 "Hook crash"): one that raises, runs past its time
+limit, or returns something other than a ``HookOutcome`` or None becomes a warning system
+message naming it, and blocks nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from fsm_agent.core import texts
 from fsm_agent.core.effects import HookEvent
 from fsm_agent.core.events import HookDecision, HookOutcome
+from fsm_agent.runtime.command_hooks import run_command_hook
+from fsm_agent.runtime.hook_settings import matchers_from_settings
+from fsm_agent.runtime.hook_spec import (
+    DEFAULT_TIMEOUT_S,
+    SESSION_END_TIMEOUT_S,
+    CommandHook,
+    Hook,
+    HookFunction,
+    HookInput,
+    HookMatcher,
+)
 
+__all__ = ["CommandHook", "HookFunction", "HookInput", "HookMatcher", "Hooks", "combine"]
 
-@attrs.frozen(kw_only=True)
-class HookInput:
-    """What a hook is told.
-
-    Attributes:
-        hook_event: which hook point fired.
-        tool_name: the tool, for tool hooks.
-        tool_input: the tool's input, for tool hooks.
-        payload: the rest (``tool_response`` for PostToolUse; ``stop_hook_active`` and
-            ``last_assistant_message`` for Stop).
-    """
-
-    hook_event: HookEvent
-    tool_name: str | None = None
-    tool_input: dict[str, Any] = attrs.field(factory=dict)
-    payload: dict[str, Any] = attrs.field(factory=dict)
-
-
-HookFunction = Callable[[HookInput], "HookOutcome | Awaitable[HookOutcome | None] | None"]
+HookEntry = HookFunction | HookMatcher
+"""What ``Hooks`` holds per event: a bare callable (runs for everything) or a matcher group."""
 
 _PRECEDENCE = {HookDecision.DENY: 3, HookDecision.ASK: 2, HookDecision.ALLOW: 1}
+
+# Events whose blocking errors block something (SPEC §6.1, §6.3); for the others a blocking
+# error is only shown to the user.
+_CAN_BLOCK = frozenset(
+    {
+        HookEvent.PRE_TOOL_USE,
+        HookEvent.POST_TOOL_USE,
+        HookEvent.POST_TOOL_USE_FAILURE,
+        HookEvent.USER_PROMPT_SUBMIT,
+        HookEvent.STOP,
+        HookEvent.SUBAGENT_STOP,
+    }
+)
+
+
+def _entries(value: Sequence[HookEntry]) -> tuple[HookEntry, ...]:
+    return tuple(value)
 
 
 @attrs.frozen(kw_only=True)
 class Hooks:
-    """The hooks of an agent, by hook point."""
+    """The hooks of an agent, by hook event.
 
-    pre_tool_use: Sequence[HookFunction] = ()
-    post_tool_use: Sequence[HookFunction] = ()
-    stop: Sequence[HookFunction] = ()
+    Each field takes Python callables (they run for every tool, or every occurrence of the
+    event) and ``HookMatcher`` groups.
 
-    def for_event(self, hook_event: HookEvent) -> Sequence[HookFunction]:
-        """The hooks registered for one hook point (StopFailure hooks are not supported yet)."""
-        return {
-            HookEvent.PRE_TOOL_USE: self.pre_tool_use,
-            HookEvent.POST_TOOL_USE: self.post_tool_use,
-            HookEvent.STOP: self.stop,
-        }.get(hook_event, ())
+    Example:
+        >>> hooks = Hooks(pre_tool_use=[HookMatcher(matcher="Write|Edit", hooks=[print])])
+        >>> len(hooks.matchers(HookEvent.PRE_TOOL_USE))
+        1
+    """
+
+    pre_tool_use: Sequence[HookEntry] = attrs.field(default=(), converter=_entries)
+    post_tool_use: Sequence[HookEntry] = attrs.field(default=(), converter=_entries)
+    post_tool_use_failure: Sequence[HookEntry] = attrs.field(default=(), converter=_entries)
+    user_prompt_submit: Sequence[HookEntry] = attrs.field(default=(), converter=_entries)
+    stop: Sequence[HookEntry] = attrs.field(default=(), converter=_entries)
+    subagent_stop: Sequence[HookEntry] = attrs.field(default=(), converter=_entries)
+    stop_failure: Sequence[HookEntry] = attrs.field(default=(), converter=_entries)
+    pre_compact: Sequence[HookEntry] = attrs.field(default=(), converter=_entries)
+    session_start: Sequence[HookEntry] = attrs.field(default=(), converter=_entries)
+    session_end: Sequence[HookEntry] = attrs.field(default=(), converter=_entries)
+    notification: Sequence[HookEntry] = attrs.field(default=(), converter=_entries)
+
+    @classmethod
+    def from_settings(cls, hooks: Mapping[str, Any], *, source: str) -> Hooks:
+        """Command hooks from the ``hooks`` value of a Claude Code settings file.
+
+        Args:
+            hooks: the value of the settings file's ``hooks`` key.
+            source: names the file in errors (``".claude/settings.json"``).
+
+        Raises:
+            ConfigError: a malformed part, named by its key path.
+        """
+        found = matchers_from_settings(hooks, source=source)
+        return cls(**{_FIELDS[event]: groups for event, groups in found.items()})
+
+    def merged(self, other: Hooks) -> Hooks:
+        """These hooks and ``other``'s, event by event (``other``'s run alongside)."""
+        return Hooks(
+            **{name: (*getattr(self, name), *getattr(other, name)) for name in _FIELDS.values()}
+        )
+
+    def matchers(self, hook_event: HookEvent) -> tuple[HookMatcher, ...]:
+        """The groups registered for one event (a bare callable is a group that matches all)."""
+        field = _FIELDS.get(hook_event)
+        entries: Sequence[HookEntry] = getattr(self, field) if field is not None else ()
+        return tuple(
+            entry if isinstance(entry, HookMatcher) else HookMatcher(hooks=(entry,))
+            for entry in entries
+        )
+
+    def selected(self, hook_input: HookInput) -> list[tuple[Hook, float | None]]:
+        """The hooks that run for ``hook_input``, each with its group's time limit.
+
+        A command that several groups select runs once (the reference de-duplicates too).
+        """
+        value = hook_input.match_value
+        chosen: list[tuple[Hook, float | None]] = []
+        commands: set[str] = set()
+        for group in self.matchers(hook_input.hook_event):
+            if not group.matches(value):
+                continue
+            for hook in group.hooks:
+                if isinstance(hook, CommandHook):
+                    if hook.command in commands:
+                        continue
+                    commands.add(hook.command)
+                chosen.append((hook, group.timeout))
+        return chosen
 
     async def run(self, hook_input: HookInput) -> HookOutcome:
-        """Run every hook for ``hook_input.hook_event`` in order and combine their outcomes."""
-        outcomes: list[HookOutcome] = []
-        for hook in self.for_event(hook_input.hook_event):
-            try:
-                result = hook(hook_input)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:  # a broken hook warns, never blocks (SPEC §6.3)
-                name = getattr(hook, "__name__", "hook")
-                label = hook_input.hook_event.value
-                text = f"{label} hook {name} failed: {type(exc).__name__}: {exc}"
-                outcomes.append(HookOutcome(system_messages=(text,)))
-                continue
-            if result is not None:
-                outcomes.append(result)
-        return combine(outcomes)
+        """Run every selected hook for ``hook_input`` concurrently; combine their outcomes."""
+        chosen = self.selected(hook_input)
+        if not chosen:
+            return HookOutcome()
+        outcomes = await asyncio.gather(
+            *(_run_one(hook, timeout, hook_input) for hook, timeout in chosen)
+        )
+        return _fit_to_event(hook_input.hook_event, combine(outcomes))
+
+
+_FIELDS = {
+    HookEvent.PRE_TOOL_USE: "pre_tool_use",
+    HookEvent.POST_TOOL_USE: "post_tool_use",
+    HookEvent.POST_TOOL_USE_FAILURE: "post_tool_use_failure",
+    HookEvent.USER_PROMPT_SUBMIT: "user_prompt_submit",
+    HookEvent.STOP: "stop",
+    HookEvent.SUBAGENT_STOP: "subagent_stop",
+    HookEvent.STOP_FAILURE: "stop_failure",
+    HookEvent.PRE_COMPACT: "pre_compact",
+    HookEvent.SESSION_START: "session_start",
+    HookEvent.SESSION_END: "session_end",
+    HookEvent.NOTIFICATION: "notification",
+}
+
+
+def _hook_name(hook: Hook) -> str:
+    if isinstance(hook, CommandHook):
+        return f"[{hook.command}]"
+    return str(getattr(hook, "__name__", None) or type(hook).__name__)
+
+
+async def _run_one(hook: Hook, group_timeout: float | None, hook_input: HookInput) -> HookOutcome:
+    label = hook_input.hook_event.value
+    if isinstance(hook, CommandHook):
+        default = (
+            SESSION_END_TIMEOUT_S
+            if hook_input.hook_event is HookEvent.SESSION_END
+            else DEFAULT_TIMEOUT_S
+        )
+        return await run_command_hook(
+            hook.command,
+            hook_input.wire(),
+            hook_event=hook_input.hook_event,
+            cwd=hook_input.cwd,
+            timeout_s=hook.timeout or group_timeout or default,
+        )
+    name = _hook_name(hook)
+    try:
+        async with asyncio.timeout(group_timeout):
+            result: object = hook(hook_input)
+            if inspect.isawaitable(result):
+                result = await result
+    except TimeoutError:
+        assert group_timeout is not None
+        return HookOutcome(system_messages=(texts.hook_timed_out(label, name, group_timeout),))
+    except Exception as exc:  # a broken hook warns, never blocks (SPEC §6.3)
+        error = f"{type(exc).__name__}: {exc}"
+        return HookOutcome(system_messages=(texts.hook_failed(label, name, error),))
+    if result is None:
+        return HookOutcome()
+    if not isinstance(result, HookOutcome):
+        return HookOutcome(
+            system_messages=(texts.hook_wrong_type(label, name, type(result).__name__),)
+        )
+    return result
+
+
+def _fit_to_event(hook_event: HookEvent, outcome: HookOutcome) -> HookOutcome:
+    """An event that cannot block shows its hooks' blocking errors to the user instead."""
+    if hook_event in _CAN_BLOCK or not outcome.blocking_errors:
+        return outcome
+    return attrs.evolve(
+        outcome,
+        blocking_errors=(),
+        system_messages=(*outcome.system_messages, *outcome.blocking_errors),
+    )
 
 
 def combine(outcomes: Sequence[HookOutcome]) -> HookOutcome:

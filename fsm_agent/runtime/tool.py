@@ -40,9 +40,11 @@ from fsm_agent.core.events import ToolCallFinished, ToolInputValidated
 from fsm_agent.core.messages import TextBlock, ToolResultContent
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import DefinitionError, FsmAgentError
+from fsm_agent.trace.json_limits import escape_surrogates
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
+    "OUTSIDE_WORKING_FOLDER",
     "PREVIEW_CHARS",
     "SAFETY_CHECK",
     "FunctionTool",
@@ -71,6 +73,10 @@ PREVIEW_CHARS = 2_000
 SAFETY_CHECK = "safety_check"
 """``PermissionCheck.reason`` for protected paths; the permission chain never bypasses it."""
 
+OUTSIDE_WORKING_FOLDER = "outside_working_folder"
+"""``PermissionCheck.reason`` of a read outside the working folder (an ordinary ask: a rule or
+the mode may allow it; once allowed, the call's context lets the tool reach outside)."""
+
 ProgressCallback: TypeAlias = Callable[[str], None]
 PermissionBehavior: TypeAlias = Literal["allow", "deny", "ask", "passthrough"]
 
@@ -92,12 +98,21 @@ class ToolContext:
             paths that resolve outside it.
         abort: set when the call is being cancelled (the driver also cancels the task).
         allow_outside: let file tools touch paths outside ``cwd``.
+        additional_directories: folders outside ``cwd`` that may be read without asking
+            (settings ``permissions.additionalDirectories``), resolved.
+        checked_path: the resolved path the permission chain checked for this call; a tool
+            that writes must write exactly this file.
+        hidden_paths: folders the searching tools (Glob, Grep) never list, such as the
+            run's own trace folder (a run must not read its own traces).
         extra: anything else the application wants to hand to its tools.
     """
 
     cwd: Path
     abort: asyncio.Event = attrs.field(factory=asyncio.Event)
     allow_outside: bool = False
+    additional_directories: tuple[Path, ...] = ()
+    checked_path: Path | None = None
+    hidden_paths: tuple[Path, ...] = ()
     extra: dict[str, Any] = attrs.field(factory=dict)
 
 
@@ -150,6 +165,12 @@ class Tool(Generic[InputT]):
         is_shell: a shell tool; its errors cancel running siblings (SPEC §5.2).
         interrupt_cancels: an ``interrupt`` abort cancels it.
         aliases: older names the model may still use.
+        path_field: the input field naming the file or folder the tool reads or writes (an
+            empty or missing value means the working folder). Permission rules with path
+            patterns, the working-folder check of reads and the protected-path check of
+            writes apply to it (SPEC §9.3).
+        requires_user_interaction: the call needs a person (SPEC §9.3 step 1e): when the
+            permission chain asks, it asks even in ``bypassPermissions`` mode.
     """
 
     name: str
@@ -159,6 +180,8 @@ class Tool(Generic[InputT]):
     is_shell: bool = False
     interrupt_cancels: bool = False
     aliases: tuple[str, ...] = ()
+    path_field: str | None = None
+    requires_user_interaction: bool = False
 
     def __init__(self) -> None:
         where = type(self).__qualname__
@@ -336,7 +359,7 @@ async def run_call(
         return ToolCallFinished(
             call_id=call_id, content=_wrap(format_tool_error(exc)), is_error=True
         )
-    content = output.content
+    content = _valid_text(output.content)
     if _is_empty(content):
         content = f"({tool.name} completed with no output)"
     else:
@@ -356,6 +379,17 @@ def _as_output(tool: Tool[Any], value: object) -> ToolOutput:
         return ToolOutput(content=value)
     raise TypeError(
         f"tool {tool.name!r} returned {type(value).__name__}; call() must return a ToolOutput"
+    )
+
+
+def _valid_text(content: ToolResultContent) -> ToolResultContent:
+    """Text the API and the trace accept: lone surrogates (say, from a file name that is not
+    UTF-8) written as ``\\udce9`` escapes."""
+    if isinstance(content, str):
+        return escape_surrogates(content)
+    return tuple(
+        attrs.evolve(b, text=escape_surrogates(b.text)) if isinstance(b, TextBlock) else b
+        for b in content
     )
 
 

@@ -451,6 +451,8 @@ async def _stream_step(
     writer: asyncio.StreamWriter, step: Step, *, model: str, request_id: str
 ) -> bool:
     """Answer a streamed request with SSE; return True when the connection must be cut."""
+    if step.sse is not None:
+        return await _play_recorded(writer, step.sse, request_id=request_id)
     error = step.error
     events = render_events(step, model=model, complete=True)
     if error is not None and not error.in_stream:
@@ -486,6 +488,28 @@ async def _stream_step(
         return False
     # An HTTP kind part-way through: the API sends an SSE error event on the 200 response.
     writer.write(_chunk(_sse("error", error.body(request_id=request_id))) + _LAST_CHUNK)
+    await writer.drain()
+    return False
+
+
+async def _play_recorded(writer: asyncio.StreamWriter, body: str, *, request_id: str) -> bool:
+    """Send a recorded SSE body byte for byte, one chunk per frame as a server flushes them."""
+    headers = {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache",
+        "transfer-encoding": "chunked",
+        "request-id": request_id,
+    }
+    writer.write(_head(200, headers))
+    data = body.encode()
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n\n", start)
+        end = len(data) if end < 0 else end + 2
+        writer.write(_chunk(data[start:end]))
+        await writer.drain()
+        start = end
+    writer.write(_LAST_CHUNK)
     await writer.drain()
     return False
 

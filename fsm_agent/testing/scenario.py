@@ -28,12 +28,17 @@ A step:
   ``toolu_001``, ``toolu_002``... counted across the scenario; the message id to ``msg_001``...
   by step (or set ``"message_id"``).
 * ``stop_reason``: ``tool_use`` when a tool_use block is present, else ``end_turn``; any API
-  stop reason may be given (``max_tokens``, ``refusal``...).
+  stop reason may be given (``max_tokens``, ``refusal``...). ``stop_details``: the object the
+  API sends with it (a refusal's ``category`` and ``explanation``).
 * ``usage``: ``input_tokens`` (default 10), ``output_tokens`` (default: characters / 4),
   ``cache_creation_input_tokens``, ``cache_read_input_tokens`` (default 0).
 * ``chunk``: split text, thinking and tool-input JSON into deltas of this many characters
   (default: one delta per block).
 * ``delay_ms``: wait this long before each event.
+* ``sse``: a recorded SSE response body (``event:``/``data:`` frames) played instead of
+  ``content``: the fake server sends it byte for byte; ``ScriptedModel`` yields its events as
+  the SDK reads them (``ping`` and frames without an ``event:`` line dropped, an ``error``
+  frame raised as the API error it carries).
 * ``error``: fail instead of (or part-way through) the response:
 
   - ``kind``: ``overloaded`` (529), ``rate_limited`` (429 with ``retry-after``),
@@ -91,6 +96,7 @@ __all__ = [
     "render_message",
     "scripted_failure",
     "shipped_scenario_names",
+    "sse_frames",
 ]
 
 STOP_REASONS = frozenset(
@@ -341,6 +347,8 @@ class Step:
     delay_ms: int = attrs.field(default=0, validator=_non_negative)
     error: ErrorSpec | None = None
     message_id: str | None = None
+    sse: str | None = None
+    stop_details: dict[str, Any] | None = None
 
     @stop_reason.validator
     def _check_stop_reason(self, _attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -637,7 +645,50 @@ def _block_events(step: Step, index: int, block: BlockSpec) -> list[dict[str, An
     return events
 
 
+def sse_frames(body: str) -> list[tuple[str | None, str]]:
+    """The ``(event name, data)`` frames of an SSE body, in order (comments skipped)."""
+    frames: list[tuple[str | None, str]] = []
+    name: str | None = None
+    data: list[str] = []
+    for line in [*body.splitlines(), ""]:
+        if not line:
+            if name is not None or data:
+                frames.append((name, "\n".join(data)))
+            name, data = None, []
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "event":
+            name = value
+        elif field == "data":
+            data.append(value)
+    return frames
+
+
+def _recorded_events(body: str) -> list[dict[str, Any]]:
+    """The events of a recorded body as the SDK hands them on (SSE rules of NOTES.md)."""
+    events: list[dict[str, Any]] = []
+    for name, data in sse_frames(body):
+        if name in (None, "ping", "error") or not data:
+            continue
+        events.append(json.loads(data))
+    return events
+
+
+def _recorded_error(body: str) -> ModelFailure | None:
+    """The failure an ``error`` frame of a recorded body stands for, if it has one."""
+    for name, data in sse_frames(body):
+        if name == "error":
+            error = json.loads(data).get("error") or {}
+            return classify_api_error(
+                status=200, error_type=error.get("type"), message=str(error.get("message", data))
+            )
+    return None
+
+
 def _complete_events(step: Step, model: str) -> list[dict[str, Any]]:
+    if step.sse is not None:
+        return _recorded_events(step.sse)
     usage = _usage(step)
     start_usage = {**usage, "output_tokens": 1}
     events: list[dict[str, Any]] = [
@@ -660,7 +711,11 @@ def _complete_events(step: Step, model: str) -> list[dict[str, Any]]:
     events.append(
         {
             "type": "message_delta",
-            "delta": {"stop_reason": step.resolved_stop_reason, "stop_sequence": None},
+            "delta": {
+                "stop_reason": step.resolved_stop_reason,
+                "stop_sequence": None,
+                **({"stop_details": step.stop_details} if step.stop_details else {}),
+            },
             # Cumulative, like the API's (NOTES.md).
             "usage": usage,
         }
@@ -809,6 +864,10 @@ class ScriptedModel:
             if step.delay_ms:
                 await self._sleep(step.delay_ms / 1000)
             yield event
+        if step.sse is not None:
+            recorded = _recorded_error(step.sse)
+            if recorded is not None:
+                raise recorded
         if step.error is not None:
             failure = scripted_failure(step.error)
             if failure is not None:

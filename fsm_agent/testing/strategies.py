@@ -124,9 +124,9 @@ def _failing_after_tools(tool_names: Sequence[str]) -> st.SearchStrategy[dict[st
 
 def _reply(blocks: st.SearchStrategy[list[dict[str, Any]]]) -> st.SearchStrategy[dict[str, Any]]:
     return st.builds(
-        lambda content, truncated, output: {
+        lambda content, stop, output: {
             "content": content,
-            **({"stop_reason": "max_tokens"} if truncated else {}),
+            **({"stop_reason": stop} if stop is not None else {}),
             **(
                 {"usage": {"input_tokens": 50, "output_tokens": output}}
                 if output is not None
@@ -134,7 +134,7 @@ def _reply(blocks: st.SearchStrategy[list[dict[str, Any]]]) -> st.SearchStrategy
             ),
         },
         blocks,
-        st.sampled_from([False, False, False, False, True]),
+        st.sampled_from([*[None] * 8, "max_tokens", "max_tokens", "pause_turn", "refusal"]),
         st.none() | st.integers(min_value=0, max_value=3000),
     )
 
@@ -175,8 +175,9 @@ def scenario_steps(
     """Lists of scenario step dicts (the format of ``fsm_agent.testing.scenario``).
 
     Steps answer with text, thinking and tool_use blocks (tools from ``tool_names`` plus an
-    unknown one), sometimes stop at ``max_tokens``, or fail with any scripted error kind,
-    plainly or mid-stream.
+    unknown one), sometimes stop at ``max_tokens``, ``pause_turn`` or ``refusal``, or fail with
+    any scripted error kind, plainly or mid-stream (often right after a tool_use block). Most
+    steps ask for tools and most failures are ones the loop retries, so most runs go deep.
 
     Args:
         tool_names: the tools the model may ask for.

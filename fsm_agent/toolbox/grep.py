@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,13 +11,25 @@ from typing import Literal
 
 import attrs
 
-from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
-from fsm_agent.toolbox.paths import PathOutsideWorkingDirectory, display_path, resolve_in_cwd
+from fsm_agent.runtime.tool import (
+    PermissionCheck,
+    ProgressCallback,
+    Tool,
+    ToolContext,
+    ToolOutput,
+)
+from fsm_agent.toolbox.paths import (
+    display_path,
+    is_readable_without_asking,
+    read_permission,
+    resolve_in_cwd,
+    resolve_path,
+)
+from fsm_agent.toolbox.walk import walk_files
 
 MAX_FILES = 100
 MAX_LINES = 250
 MAX_LINE_CHARS = 500
-SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
 BINARY_SNIFF_BYTES = 8_192
 
 
@@ -53,10 +64,11 @@ class Grep(Tool[GrepInput]):
     description = (
         "Search file contents with a Python regular expression. output_mode "
         "'files_with_matches' (default) lists matching files sorted by path; 'content' shows "
-        "matching lines as path:line:text. Binary files and version-control directories are "
-        "skipped. Filter files with glob, e.g. '*.py'."
+        "matching lines as path:line:text. Binary files, version-control directories and "
+        "what .gitignore ignores are skipped. Filter files with glob, e.g. '*.py'."
     )
     input_type = GrepInput
+    path_field = "path"
 
     def is_concurrency_safe(self, data: GrepInput) -> bool:
         """Searching never conflicts with other reads."""
@@ -67,18 +79,21 @@ class Grep(Tool[GrepInput]):
         return True
 
     async def validate_input(self, data: GrepInput, ctx: ToolContext) -> str | None:
-        """The pattern must compile; the path must exist inside the working directory."""
+        """The pattern must compile; the path must exist (outside the cwd asks first)."""
         try:
             re.compile(data.pattern)
         except re.error as exc:
             return f"Invalid regular expression {data.pattern!r}: {exc}"
-        try:
-            target = resolve_in_cwd(data.path or ".", ctx)
-        except PathOutsideWorkingDirectory as exc:
-            return str(exc)
+        target = resolve_path(data.path or ".", ctx)
+        if not is_readable_without_asking(target, ctx):
+            return None  # asked about first; what exists out there is not told before
         if not target.exists():
             return f"Path does not exist: {data.path}"
         return None
+
+    def check_permissions(self, data: GrepInput, ctx: ToolContext) -> PermissionCheck:
+        """Searching inside the working folder is allowed; elsewhere it asks."""
+        return read_permission(data.path or ".", ctx)
 
     async def call(
         self, data: GrepInput, ctx: ToolContext, progress: ProgressCallback
@@ -114,23 +129,16 @@ def _capped(items: list[str], cap: int, what: str) -> str:
 
 
 def _candidates(target: Path, glob: str | None, ctx: ToolContext) -> Iterator[Path]:
-    """Files under ``target`` in path order, filtered by ``glob``, never leaving the cwd."""
+    """Files under ``target`` in path order, filtered by ``glob``; the walk honours
+    ``.gitignore``, skips the run's hidden folders and never leaves the cwd."""
     if target.is_file():
         yield target
         return
-    for directory, subdirs, names in os.walk(target):
-        subdirs[:] = sorted(d for d in subdirs if d not in SKIPPED_DIRS)
-        for name in sorted(names):
-            path = Path(directory, name)
-            relative = path.relative_to(target).as_posix()
-            if glob and not (fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(relative, glob)):
-                continue
-            try:
-                resolved = resolve_in_cwd(str(path), ctx)  # a symlink may point outside
-            except PathOutsideWorkingDirectory:
-                continue
-            if resolved.is_file():
-                yield path
+    for path in walk_files(target, ctx):
+        relative = path.relative_to(target).as_posix()
+        if glob and not (fnmatch.fnmatch(path.name, glob) or fnmatch.fnmatch(relative, glob)):
+            continue
+        yield path
 
 
 def _matching_lines(path: Path, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:

@@ -8,7 +8,8 @@ A trace is one JSON object per line, keys sorted, every object tagged ``"record"
   anything replay must ignore).
 * ``event`` (``seq``, ``event``: the event with its ``type`` tag), ``transition`` (``seq``,
   ``machine``, ``name``, ``source``, ``dest``, ``call_id``), ``effect`` (``seq``, ``effect``),
-  ``end`` (``seq``, ``terminal``, ``usage``).
+  ``end`` (``seq``, ``terminal``, ``usage``, and ``fault`` when the driver failed: what
+  failed, as ``Type: message``; replay takes it as recorded).
 
 ``seq`` is one counter over every record after the header, starting at 1, so record ``seq``
 sits on line ``seq + 1``. Nothing compared by replay depends on the wall clock.
@@ -44,12 +45,18 @@ from fsm_agent.core.events import EVENT_TYPES, Event, ModelStreamEvent
 from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tool_spec import ToolSpec
-from fsm_agent.errors import ConfigError, TraceFormatError
+from fsm_agent.errors import ConfigError, TraceFormatError, UsageError
+from fsm_agent.trace.json_limits import fit_for_json
 
 SCHEMA_VERSION: Final = 1
 """The schema this library writes, and the newest it reads."""
 
 RECORD_KINDS: Final = ("header", "event", "transition", "effect", "end")
+
+ELAPSED: Final = "elapsed_ms"
+"""Metadata on an event record: milliseconds from the run's start (the header's
+``meta.started``, a wall-clock time) to the event's arrival. Replay and diff ignore it; stream
+deltas do not carry it (they are most of a trace, and their timing is that of their response)."""
 
 JSON_OPTIONS: Final = orjson.OPT_SORT_KEYS
 """orjson options of every trace line; replay serializes with the same ones to compare bytes."""
@@ -61,14 +68,16 @@ _FIELDS: Final[dict[str, frozenset[str]]] = {
     "header": frozenset(
         {"record", "schema", "library_version", "table_digest", "config", "tools", "meta"}
     ),
-    "event": frozenset({"record", "seq", "event"}),
+    "event": frozenset({"record", "seq", "event", "elapsed_ms"}),
     "transition": frozenset({"record", "seq", "machine", "name", "source", "dest", "call_id"}),
     "effect": frozenset({"record", "seq", "effect"}),
-    "end": frozenset({"record", "seq", "terminal", "usage"}),
+    "end": frozenset({"record", "seq", "terminal", "usage", "fault"}),
 }
 _OPTIONAL: Final[dict[str, frozenset[str]]] = {
     "header": frozenset({"meta"}),
+    "event": frozenset({"elapsed_ms"}),
     "transition": frozenset({"call_id"}),
+    "end": frozenset({"fault"}),
 }
 
 
@@ -85,8 +94,21 @@ def refuse_unknown(value: object) -> Any:
 
 
 def dumps(record: Mapping[str, Any]) -> bytes:
-    """Serialize one record exactly as the writer does (without the newline)."""
-    return orjson.dumps(record, default=refuse_unknown, option=JSON_OPTIONS)
+    """Serialize one record exactly as the writer does (without the newline).
+
+    A value orjson cannot write (a lone surrogate, an integer past 64 bits, nesting too deep)
+    is rewritten by :func:`~fsm_agent.trace.json_limits.fit_for_json` and the record written
+    again; replay serializes through here too, so both sides rewrite alike.
+
+    Raises:
+        orjson.JSONEncodeError: the record holds an object that is not a JSON value.
+    """
+    try:
+        return orjson.dumps(record, default=refuse_unknown, option=JSON_OPTIONS)
+    except orjson.JSONEncodeError as exc:
+        if exc.__cause__ is not None:
+            raise  # refuse_unknown spoke: an object that was never unstructured
+    return orjson.dumps(fit_for_json(record), default=refuse_unknown, option=JSON_OPTIONS)
 
 
 # --- the header ------------------------------------------------------------------------------
@@ -158,6 +180,12 @@ class TraceRecord:
 def event_fields(event: Event) -> dict[str, Any]:
     """The fields of an ``event`` record (without ``seq``)."""
     if type(event) is ModelStreamEvent:
+        if type(event.event) is not dict:
+            # The reader would refuse it: a model event is a JSON object (SPEC §3).
+            raise UsageError(
+                f"a model stream event must be a dict, got {type(event.event).__name__}; "
+                "a Model must yield the Messages API's event objects"
+            )
         # Most records are stream deltas: build the dict the converter would build, directly.
         dumped = {"type": "ModelStreamEvent", "request_id": event.request_id, "event": event.event}
         return {"record": "event", "event": dumped}
@@ -181,9 +209,12 @@ def effect_fields(effect: Effect) -> dict[str, Any]:
     return {"record": "effect", "effect": dump_effect(effect)}
 
 
-def end_fields(terminal: str | None, usage: Usage) -> dict[str, Any]:
-    """The fields of an ``end`` record (without ``seq``)."""
-    return {"record": "end", "terminal": terminal, "usage": CONVERTER.unstructure(usage)}
+def end_fields(terminal: str | None, usage: Usage, *, fault: str | None = None) -> dict[str, Any]:
+    """The fields of an ``end`` record (without ``seq``); ``fault`` only when there was one."""
+    fields = {"record": "end", "terminal": terminal, "usage": CONVERTER.unstructure(usage)}
+    if fault is not None:
+        fields["fault"] = fault
+    return fields
 
 
 def step_fields(step: Step) -> list[dict[str, Any]]:
@@ -195,6 +226,33 @@ def step_fields(step: Step) -> list[dict[str, Any]]:
 
 # --- validation --------------------------------------------------------------------------------
 
+UNEXPECTED_ERRORS: Final = (
+    RecursionError,
+    TypeError,
+    KeyError,
+    ValueError,
+    AttributeError,
+    IndexError,
+)
+"""What a check of a hostile line could still raise from deep inside a library; the reader
+and replay turn these into :class:`TraceFormatError` naming the line."""
+
+
+def shown(value: object) -> str:
+    """A value for an error message: a short scalar as itself, anything else by its JSON type
+    (a ``repr`` of a tag nested a thousand deep would itself fail)."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        text = repr(value)
+        return text if len(text) <= 80 else text[:77] + "..."
+    return f"(an {json_type_name(value)})"
+
+
+def unreadable(exc: BaseException, *, line: int, source: str | None) -> TraceFormatError:
+    """A :class:`TraceFormatError` for an unexpected failure while checking a line."""
+    message = str(exc).splitlines()[0][:200] if str(exc) else ""
+    problem = f"the record cannot be read ({type(exc).__name__}{': ' if message else ''}{message})"
+    return _fail(line, "$", problem, source)
+
 
 def _fail(line: int, path: str, problem: str, source: str | None) -> TraceFormatError:
     return TraceFormatError(line=line, path=path, problem=problem, source=source)
@@ -204,7 +262,7 @@ def _format_cattrs(exc: BaseException, kind: object) -> str:
     """Message for one leaf error of a structuring failure (passed to ``transform_error``)."""
     if isinstance(exc, KeyError) and _is_union(kind):
         tag = exc.args[0] if exc.args else None
-        return f"unknown or missing type tag {tag!r}"
+        return f"unknown or missing type tag {shown(tag)}"
     if isinstance(exc, AttributeError | TypeError) and _is_union(kind):
         return "expected an object with a type tag"
     if isinstance(exc, TypeError) and str(exc).startswith("expected "):
@@ -290,7 +348,7 @@ def record_kind(data: Any, line: int, source: str | None) -> str:
         raise _fail(line, "$.record", "required field missing (every line is tagged)", source)
     if not isinstance(kind, str) or kind not in _FIELDS:
         known = ", ".join(RECORD_KINDS)
-        raise _fail(line, "$.record", f"unknown record type {kind!r} (known: {known})", source)
+        raise _fail(line, "$.record", f"unknown record type {shown(kind)} (known: {known})", source)
     return kind
 
 
@@ -332,7 +390,7 @@ def parse_event(data: dict[str, Any], line: int, source: str | None) -> Event:
     if tag is None:
         raise _fail(line, "$.event.type", "required field missing (the event's type tag)", source)
     if type(tag) is not str or tag not in _EVENT_TAGS:
-        raise _fail(line, "$.event.type", f"unknown event type {tag!r}", source)
+        raise _fail(line, "$.event.type", f"unknown event type {shown(tag)}", source)
     if tag == "ModelStreamEvent" and len(raw) == 3:
         # The hot path of replay: most lines of a trace are stream deltas. Same checks as the
         # converter (strict str, a dict payload kept as is), without its generic machinery.
@@ -355,7 +413,7 @@ def check_effect(data: dict[str, Any], line: int, source: str | None) -> Effect:
     if tag is None:
         raise _fail(line, "$.effect.type", "required field missing (the effect's type tag)", source)
     if type(tag) is not str or tag not in _EFFECT_TAGS:
-        raise _fail(line, "$.effect.type", f"unknown effect type {tag!r}", source)
+        raise _fail(line, "$.effect.type", f"unknown effect type {shown(tag)}", source)
     try:
         return load_effect(dict(raw))
     except Exception as exc:
@@ -383,6 +441,9 @@ def check_record(
     if type(data["seq"]) is not int:
         _require(data, "seq", (int,), "integer", line=line, source=source)
     if kind == "event":
+        elapsed = data.get(ELAPSED)
+        if elapsed is not None and (type(elapsed) not in (int, float) or elapsed < 0):
+            raise _fail(line, f"$.{ELAPSED}", "expected a number of milliseconds >= 0", source)
         return parse_event(data, line, source)
     if kind == "transition":
         for key in ("machine", "name", "source", "dest"):
@@ -406,6 +467,9 @@ def check_record(
                 f"expected string or null, got {json_type_name(terminal)}",
                 source,
             )
+        fault = data.get("fault")
+        if fault is not None and not isinstance(fault, str):
+            raise _fail(line, "$.fault", f"expected string, got {json_type_name(fault)}", source)
         usage = _require(data, "usage", (dict,), "object", line=line, source=source)
         if deep:
             try:

@@ -108,7 +108,7 @@ class ReplayResult:
         transitions: transition records matched.
         effects: effect records matched.
         ended: the trace had an ``end`` record (and it matched).
-        truncated: always False for replay (a cut-off trace raises); kept for symmetry.
+        truncated: the trace was cut short and ``allow_truncated=True`` accepted it.
     """
 
     source: str | None
@@ -172,6 +172,12 @@ class _Continuable:
 
     header: TraceHeader
     records: tuple[dict[str, Any], ...]
+    source: str | None
+
+    def lineage(self) -> dict[str, Any]:
+        """Where the new trace comes from: ``kind`` (fork or resume), the parent ``trace``
+        and the ``seq`` it was taken at; written to the new header's ``meta.parent``."""
+        raise NotImplementedError
 
     def writer_for(
         self,
@@ -179,10 +185,15 @@ class _Continuable:
         *,
         secrets: Iterable[str] = (),
         meta: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> TraceWriter:
         """A writer for a new trace that starts with the recorded records (for a resume point,
-        the unwritten ones included); keep writing the continuation to it."""
-        return _writer_with_prefix(self.header, self.records, target, secrets, meta)
+        the unwritten ones included); keep writing the continuation to it. Its header's
+        ``meta.parent`` names the recorded trace and the point (:meth:`lineage`)."""
+        combined = {**(self.header.meta if meta is None else meta), "parent": self.lineage()}
+        return _writer_with_prefix(
+            self.header, self.records, target, secrets=secrets, meta=combined, clock=clock
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -198,6 +209,7 @@ class ForkPoint(_Continuable):
         at_seq: the seq asked for; the prefix runs to the end of that event's step.
         records: the recorded prefix, as record dicts in seq order.
         outstanding_effects: effects of the prefix that no event has answered yet.
+        source: the recorded trace's file, if any.
     """
 
     header: TraceHeader
@@ -205,6 +217,11 @@ class ForkPoint(_Continuable):
     at_seq: int
     records: tuple[dict[str, Any], ...]
     outstanding_effects: tuple[InFlight, ...]
+    source: str | None = None
+
+    def lineage(self) -> dict[str, Any]:
+        """``{"kind": "fork", "trace": <source>, "seq": <at_seq>}``."""
+        return {"kind": "fork", "trace": self.source, "seq": self.at_seq}
 
     def tracing_core(
         self,
@@ -212,9 +229,11 @@ class ForkPoint(_Continuable):
         *,
         secrets: Iterable[str] = (),
         meta: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> TracingCore:
         """The live core wrapped so that the continuation is traced after the prefix."""
-        return TracingCore(self.core, self.writer_for(target, secrets=secrets, meta=meta))
+        writer = self.writer_for(target, secrets=secrets, meta=meta, clock=clock)
+        return TracingCore(self.core, writer)
 
 
 @attrs.frozen(kw_only=True)
@@ -229,6 +248,7 @@ class ResumePoint(_Continuable):
         unwritten: how many records at the end of ``records`` were not on file.
         in_flight: emitted, never answered effects, in emission order.
         truncated: the file ended in a cut-off line (which was dropped).
+        source: the recorded trace's file, if any.
     """
 
     header: TraceHeader
@@ -237,6 +257,11 @@ class ResumePoint(_Continuable):
     unwritten: int
     in_flight: tuple[InFlight, ...]
     truncated: bool
+    source: str | None = None
+
+    def lineage(self) -> dict[str, Any]:
+        """``{"kind": "resume", "trace": <source>, "seq": <last seq on file>}``."""
+        return {"kind": "resume", "trace": self.source, "seq": len(self.records) - self.unwritten}
 
     @property
     def unsafe_to_rerun(self) -> tuple[InFlight, ...]:
@@ -248,16 +273,19 @@ def _writer_with_prefix(
     header: TraceHeader,
     prefix: Iterable[Mapping[str, Any]],
     target: str | os.PathLike[str] | IO[bytes],
+    *,
     secrets: Iterable[str],
-    meta: Mapping[str, Any] | None,
+    meta: Mapping[str, Any],
+    clock: Callable[[], float] | None,
 ) -> TraceWriter:
     writer = TraceWriter(
         target,
         config=header.config,
         tools=header.tools,
         secrets=secrets,
-        meta=header.meta if meta is None else meta,
+        meta=meta,
         table_digest=header.table_digest,
+        clock=clock,
     )
     for record in prefix:
         writer.write_record(record)
@@ -567,7 +595,16 @@ class _Replayer:
                 self.accept(line, data, kind)
                 self.feed(line)
             elif kind == "end":
-                produced = self.produce(records.end_fields(self.core.terminal, self.core.usage))
+                # A driver fault is a fact about the recording run, not a decision of the
+                # core: it is taken as recorded.
+                fault = data.get("fault")
+                produced = self.produce(
+                    records.end_fields(
+                        self.core.terminal,
+                        self.core.usage,
+                        fault=fault if isinstance(fault, str) else None,
+                    )
+                )
                 self.pending.append(produced)
                 self.match(line, lines)
                 self.ended = True
@@ -765,7 +802,12 @@ def _run(
             table_digest=table_digest,
             file=file,
         )
-        replayer.run(lines, stop_after=stop_after, tolerate_tail=tolerate_tail)
+        try:
+            replayer.run(lines, stop_after=stop_after, tolerate_tail=tolerate_tail)
+        except records.UNEXPECTED_ERRORS as exc:
+            # Hostile input reaching past our checks: still a format error, at the line
+            # replay had reached (the core's own failures are divergences, not these).
+            raise records.unreadable(exc, line=replayer.seq + 1, source=replayer.source) from None
     if isinstance(source, Trace):
         replayer.truncated = replayer.truncated or source.truncated
     return replayer
@@ -780,8 +822,13 @@ def replay(
     context: int = 3,
     core_factory: CoreFactory | None = None,
     table_digest: str | None = None,
+    allow_truncated: bool = False,
 ) -> ReplayResult:
     """Replay a trace against a fresh core and check every record.
+
+    A trace whose run ended (the core reached a terminal reason) must close with its ``end``
+    record: one that lacks it was cut short, and that is reported as ``TraceTruncated``
+    unless ``allow_truncated`` is set.
 
     Args:
         source: a trace file, or a :class:`~fsm_agent.trace.reader.Trace` already read.
@@ -789,6 +836,9 @@ def replay(
         core_factory: builds the core from the header's config and tools (default:
             ``AgentCore``).
         table_digest: the digest the header must carry (default: this library's tables).
+        allow_truncated: accept a trace cut short (no ``end`` record after the run ended, a
+            cut-off last line, or records the last step produced missing); the result
+            then says ``truncated=True``.
 
     Returns:
         What was checked, and the terminal reason the core reached.
@@ -805,18 +855,30 @@ def replay(
         keep=False,
         track=False,
         stop_after=None,
-        tolerate_tail=False,
+        tolerate_tail=allow_truncated,
         core_factory=core_factory,
         table_digest=table_digest,
     )
+    terminal = replayer.core.terminal
+    cut = bool(replayer.pending) or (terminal is not None and not replayer.ended)
+    if cut and not allow_truncated:
+        raise TraceTruncated(
+            line=replayer.seq + 1,
+            path="$",
+            problem=f"the run ended ({terminal}) but the trace stops before its end record; "
+            "the file was cut short — replay it with allow_truncated=True "
+            "(CLI: --allow-truncated) to accept that",
+            source=replayer.source,
+        )
     return ReplayResult(
         source=replayer.source,
-        terminal=replayer.core.terminal,
+        terminal=terminal,
         records=replayer.seq - 1,
         events=replayer.events,
         transitions=replayer.transitions,
         effects=replayer.effects,
         ended=replayer.ended,
+        truncated=cut or replayer.truncated,
     )
 
 
@@ -859,6 +921,7 @@ def fork(
         at_seq=at_seq,
         records=tuple(replayer.keep),
         outstanding_effects=replayer.tracker.in_flight(replayer.seq - 1),
+        source=replayer.source,
     )
 
 
@@ -899,6 +962,7 @@ def resume(
         unwritten=len(unwritten),
         in_flight=replayer.tracker.in_flight(written),
         truncated=replayer.truncated,
+        source=replayer.source,
     )
 
 
@@ -908,7 +972,8 @@ def diff_traces(
     """The first point where two traces differ, or None when they agree.
 
     Headers are compared without ``meta`` (and without ``library_version``); a header
-    difference is reported at seq 0. Records are compared as dicts, in order.
+    difference is reported at seq 0. Records are compared as dicts, in order, without their
+    timing metadata.
     """
     first = a if isinstance(a, Trace) else read_trace(a)
     second = b if isinstance(b, Trace) else read_trace(b)
@@ -917,8 +982,8 @@ def diff_traces(
         return Divergence(seq=0, expected=left, actual=right, source=first.source)
     ours, theirs = first.records, second.records
     for index in range(max(len(ours), len(theirs))):
-        mine = ours[index].data if index < len(ours) else None
-        other = theirs[index].data if index < len(theirs) else None
+        mine = _untimed(ours[index].data) if index < len(ours) else None
+        other = _untimed(theirs[index].data) if index < len(theirs) else None
         if mine != other:
             low, high = max(index - context, 0), index + context + 1
             return Divergence(
@@ -929,6 +994,12 @@ def diff_traces(
                 source=first.source,
             )
     return None
+
+
+def _untimed(data: dict[str, Any]) -> dict[str, Any]:
+    if records.ELAPSED not in data:
+        return data
+    return {key: value for key, value in data.items() if key != records.ELAPSED}
 
 
 def _comparable_header(header: TraceHeader) -> dict[str, Any]:

@@ -62,6 +62,29 @@ def _message_text(message: dict[str, Any]) -> str:
     return str(message.get("text", message.get("subtype", "")))
 
 
+def _citations(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The citations on a message's text blocks, in order."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        citation
+        for block in content
+        if isinstance(block, dict)
+        for citation in block.get("citations") or ()
+        if isinstance(citation, dict)
+    ]
+
+
+def _citation_text(citation: dict[str, Any]) -> str:
+    """One citation as a line: where it points (title and url, or a document and place)."""
+    where = citation.get("url") or citation.get("document_title") or citation.get("type", "")
+    title = citation.get("title")
+    cited = citation.get("cited_text")
+    text = f"{_short(title, 40)} <{where}>" if title else str(where)
+    return f'{text}: "{_short(cited, 60)}"' if cited else text
+
+
 class _Builder:
     """Walks the records once, keeping what later lines refer back to."""
 
@@ -252,6 +275,8 @@ class _Builder:
                 "effect",
                 f"emit {message.get('type')} message: {_short(_message_text(message), 60)}",
             )
+            for citation in _citations(message):
+                self.add(seq, "effect", f"  cites {_citation_text(citation)}")
         else:
             self.add(seq, "effect", f"{kind}")
 

@@ -14,7 +14,7 @@ the run has ended. :class:`TracingCore` does exactly that around a core.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Protocol
@@ -24,7 +24,7 @@ import structlog
 
 import fsm_agent
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.core.events import Event
+from fsm_agent.core.events import Event, ModelStreamEvent
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
@@ -81,6 +81,9 @@ class TraceWriter:
             :mod:`fsm_agent.trace.redact` for the key-name rules applied as well.
         meta: free-form header metadata (wall time, host...); replay and diff ignore it.
         table_digest: the tables digest to record; defaults to this library's tables.
+        clock: seconds from a monotonic clock (``time.monotonic``); when given, event
+            records other than stream deltas carry :data:`~fsm_agent.trace.records.ELAPSED`,
+            the milliseconds since the writer was made. Replay ignores it.
 
     Raises:
         UsageError: from a ``write_*`` call whose record holds something that is not JSON.
@@ -95,7 +98,10 @@ class TraceWriter:
         secrets: Iterable[str] = (),
         meta: Mapping[str, Any] | None = None,
         table_digest: str | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        self._clock = clock
+        self._started = clock() if clock is not None else 0.0
         if isinstance(target, str | os.PathLike):
             self._file: IO[bytes] = Path(target).open("wb")  # noqa: SIM115 - closed in close()
             self._owns_file = True
@@ -105,6 +111,8 @@ class TraceWriter:
         self._redactor = Redactor(secrets)
         self._next_seq = 1
         self._closed = False
+        self.ended = False
+        """Whether the ``end`` record has been written."""
         self._logger = structlog.wrap_logger(
             structlog.BytesLogger(self._file),  # type: ignore[arg-type]  # any binary file works
             processors=[
@@ -169,16 +177,21 @@ class TraceWriter:
 
     def write_event(self, event: Event) -> None:
         """Record an event; call it *before* the core processes the event (write-ahead)."""
-        self._write(records.event_fields(event))
+        fields = records.event_fields(event)
+        if self._clock is not None and type(event) is not ModelStreamEvent:
+            fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
+        self._write(fields)
 
     def write_step(self, step: Step) -> None:
         """Record what one ``feed`` returned: its transitions, then its effects."""
         for fields in records.step_fields(step):
             self._write(fields)
 
-    def write_end(self, terminal: str | None, usage: Usage) -> None:
-        """Record the end of the run: the terminal reason and the usage totals."""
-        self._write(records.end_fields(terminal, usage))
+    def write_end(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
+        """Record the end of the run: the terminal reason, the usage totals, and the fault
+        that ended it early, if one did (replay takes the fault as recorded)."""
+        self._write(records.end_fields(terminal, usage, fault=fault))
+        self.ended = True
 
     def close(self) -> None:
         """Flush, and close the file if the writer opened it. Closing twice is fine."""
@@ -204,7 +217,8 @@ class TraceWriter:
 class TracingCore:
     """A core whose every ``feed`` is written to a trace (write-ahead, then the step).
 
-    When a step ends the run, the ``end`` record is written too. Attribute reads other than
+    When a step ends the run, the ``end`` record is written too (naming :attr:`fault` when the
+    driver set one). Attribute reads other than
     ``feed`` go to the wrapped core.
 
     Args:
@@ -215,6 +229,8 @@ class TracingCore:
     def __init__(self, core: CoreLike, writer: TraceWriter) -> None:
         self.core = core
         self.writer = writer
+        self.fault: str | None = None
+        """Set by a driver that failed: the ``end`` record names it."""
 
     def feed(self, event: Event) -> Step:
         """Write the event, feed it, write the step (and the end record); return the step."""
@@ -222,7 +238,7 @@ class TracingCore:
         step = self.core.feed(event)
         self.writer.write_step(step)
         if step.terminal is not None:
-            self.writer.write_end(step.terminal, self.core.usage)
+            self.writer.write_end(step.terminal, self.core.usage, fault=self.fault)
         return step
 
     def __getattr__(self, name: str) -> Any:

@@ -1,0 +1,161 @@
+"""Reading a program's options the way GNU ``getopt_long`` reads them.
+
+Used twice: to find the command a wrapper such as ``env`` or ``timeout`` runs, and to check that
+every option of a command is on the read-only allowlist. Both must see the options the program
+itself would see, so the rules are getopt's:
+
+* ``--`` ends the options; a lone ``-`` is an operand;
+* a long option may be written as any unambiguous prefix of its name (``--outp`` is
+  ``--output``); an exact name wins over a longer one it prefixes; an ambiguous prefix is an
+  error; ``--name=value`` gives a value inline, a required value may also be the next word;
+* short options cluster (``-rf`` is ``-r -f``); a letter taking a value consumes the rest of the
+  cluster, or the next word when the cluster ends there;
+* options may follow operands (GNU permutes), unless the table says the program stops at its
+  first operand (``env``, ``xargs``, ``sudo``: what follows belongs to the command they run).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+
+class Arity(enum.Enum):
+    """Whether an option takes a value."""
+
+    NONE = "none"
+    REQUIRED = "required"
+    OPTIONAL = "optional"  # only inline: ``-xVALUE`` or ``--name=VALUE``
+
+
+@attrs.frozen(kw_only=True)
+class OptionTable:
+    """The options a program knows.
+
+    Attributes:
+        short: option letters and their arity (``{"n": Arity.REQUIRED}`` for ``-n NUM``).
+        long: long option names without the dashes, and their arity.
+        stops_at_operand: options end at the first operand (getopt's ``+`` mode).
+    """
+
+    short: Mapping[str, Arity] = attrs.field(factory=dict)
+    long: Mapping[str, Arity] = attrs.field(factory=dict)
+    stops_at_operand: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Option:
+    """One option as the program reads it.
+
+    Attributes:
+        name: the canonical spelling: ``-r`` or ``--recursive`` (abbreviations resolved).
+        written: how the command wrote it (``--recur``, or ``-r`` inside ``-rf``).
+        value: the value it consumed, if any.
+    """
+
+    name: str
+    written: str
+    value: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ParsedArguments:
+    """A command's arguments split into options and operands.
+
+    Attributes:
+        options: the options, in order.
+        operands: the other words, in order.
+        rest_index: for a table that stops at its first operand, the index in the given
+            arguments where that operand stands (``len(args)`` when there is none).
+        problem: why the arguments could not be read (unknown option, ambiguous prefix, missing
+            value); ``None`` when they could.
+    """
+
+    options: tuple[Option, ...] = ()
+    operands: tuple[str, ...] = ()
+    rest_index: int = 0
+    problem: str | None = None
+
+
+def resolve_long(name: str, table: OptionTable) -> tuple[str | None, str]:
+    """The long option ``--name`` stands for, as getopt_long decides.
+
+    Returns:
+        ``(canonical name, "")`` on success, else ``(None, why)``.
+    """
+    if name in table.long:
+        return name, ""
+    matches = sorted(known for known in table.long if known.startswith(name))
+    if len(matches) == 1:
+        return matches[0], ""
+    if matches:
+        listed = ", ".join(f"--{m}" for m in matches)
+        return None, f"--{name} is ambiguous ({listed})"
+    return None, f"--{name} is not an option we know"
+
+
+def parse_arguments(args: Sequence[str], table: OptionTable) -> ParsedArguments:
+    """Split ``args`` (the words after the program name) by ``table``."""
+    options: list[Option] = []
+    operands: list[str] = []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word == "--":
+            operands.extend(args[index:])
+            return ParsedArguments(
+                options=tuple(options), operands=tuple(operands), rest_index=index
+            )
+        if word.startswith("--"):
+            name, has_value, value = word[2:].partition("=")
+            canonical, why = resolve_long(name, table)
+            if canonical is None:
+                return ParsedArguments(problem=why)
+            arity = table.long[canonical]
+            if has_value and arity is Arity.NONE:
+                return ParsedArguments(problem=f"--{canonical} takes no value")
+            if not has_value and arity is Arity.REQUIRED:
+                if index >= len(args):
+                    return ParsedArguments(problem=f"--{canonical} needs a value")
+                value, has_value = args[index], "="
+                index += 1
+            options.append(
+                Option(name=f"--{canonical}", written=word, value=value if has_value else None)
+            )
+        elif word.startswith("-") and word != "-":
+            problem, index = _read_cluster(word, args, index, table, options)
+            if problem is not None:
+                return ParsedArguments(problem=problem)
+        elif table.stops_at_operand:
+            return ParsedArguments(
+                options=tuple(options), operands=tuple(args[index - 1 :]), rest_index=index - 1
+            )
+        else:
+            operands.append(word)
+    return ParsedArguments(options=tuple(options), operands=tuple(operands), rest_index=len(args))
+
+
+def _read_cluster(
+    word: str, args: Sequence[str], index: int, table: OptionTable, options: list[Option]
+) -> tuple[str | None, int]:
+    """Read the short options of ``word`` (``-rfn5``); returns (problem, next index)."""
+    position = 1
+    while position < len(word):
+        letter = word[position]
+        position += 1
+        arity = table.short.get(letter)
+        if arity is None:
+            return f"-{letter} is not an option we know", index
+        value: str | None = None
+        if arity is not Arity.NONE and position < len(word):
+            value, position = word[position:], len(word)
+        elif arity is Arity.REQUIRED:
+            if index >= len(args):
+                return f"-{letter} needs a value", index
+            value = args[index]
+            index += 1
+        options.append(Option(name=f"-{letter}", written=f"-{letter}", value=value))
+    return None, index

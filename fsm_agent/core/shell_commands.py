@@ -1,0 +1,688 @@
+"""Shell commands taken apart with a real parser: every simple command a command line would run.
+
+``analyse_command`` parses a Bash command line with tree-sitter-bash and lists every simple
+command in it, wherever it stands: in lists and pipelines, subshells, brace groups, loops and
+functions, command substitution (``$(...)`` and backquotes), process substitution, redirection
+targets and unquoted heredoc bodies. Words are given as the program would receive them (quotes
+and backslashes removed), so ``\\rm``, ``'r'm`` and ``"rm"`` all read ``rm``.
+
+Wrappers are seen through (SPEC §9.3: compound commands are split and each part checked):
+``env``, ``sudo``, ``timeout 5``, ``xargs``, ``bash -c '...'``, ``eval``, ``find -exec`` and the
+like are each a part, and so is the command they run, which carries the wrapper's name in
+``wrappers``. A bare assignment (``PATH=.``) or a ``for`` loop variable is a part with no argv
+and the assignment in ``assignments``.
+
+Anything that cannot be fully analysed sets ``problem`` (a parse error, a program name the shell
+computes, a wrapper option we do not know, more than 50 parts); callers must then ask. The
+parts found so far are still listed, so a deny rule can match them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from fsm_agent.core.command_options import Arity, OptionTable, parse_arguments
+
+if TYPE_CHECKING:
+    from tree_sitter import Language, Node
+
+MAX_PARTS = 50
+"""More parts than this ask (SPEC §9.3)."""
+
+MAX_NESTING = 8
+"""Wrappers inside wrappers (``bash -c "eval 'sh -c ...'"``) deeper than this are not read."""
+
+
+@attrs.frozen(kw_only=True)
+class Redirect:
+    """One redirection of a part.
+
+    Attributes:
+        operator: the operator with its file descriptor as written: ``>``, ``2>``, ``>>``,
+            ``2>&``, ``<``, ``<<`` (a heredoc), ``<<<`` (a here-string), ``&>``.
+        target: the file, descriptor number or heredoc delimiter, quotes removed.
+        expanded: the shell computes the target (a variable, a substitution, a glob).
+    """
+
+    operator: str
+    target: str
+    expanded: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class CommandPart:
+    """One simple command.
+
+    Attributes:
+        argv: the words after quote removal, ``VAR=x`` prefixes and wrappers removed. A word the
+            shell computes (see ``expanded``) holds its text with the literal parts unquoted.
+        text: ``" ".join(argv)``: what Bash permission rules are matched against.
+        assignments: the ``VAR=value`` prefixes that were stripped, as written.
+        redirects: its redirections, and those of every group or wrapper around it.
+        wrappers: the wrappers it was found inside, outermost first (``"env"``, ``"bash -c"``,
+            ``"xargs"``, ...).
+        expanded: the indexes in ``argv`` of the words the shell computes when it runs:
+            variables, substitutions, arithmetic, globs, brace expansion.
+    """
+
+    argv: tuple[str, ...]
+    text: str
+    assignments: tuple[str, ...] = ()
+    redirects: tuple[Redirect, ...] = ()
+    wrappers: tuple[str, ...] = ()
+    expanded: tuple[int, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class CommandAnalysis:
+    """What a command line would run.
+
+    Attributes:
+        command: the command line analysed.
+        parts: every simple command in it, in source order (a wrapper before what it runs).
+        problem: why the command could not be fully analysed; callers must then ask.
+    """
+
+    command: str
+    parts: tuple[CommandPart, ...]
+    problem: str | None = None
+
+
+def analyse_command(command: str) -> CommandAnalysis:
+    """Every simple command ``command`` would run, and whether that list can be trusted.
+
+    Never raises: whatever the parser cannot read is reported in ``problem``.
+    """
+    reader = _Reader()
+    reader.read_script(command, wrappers=(), redirects=(), depth=0)
+    problem = reader.problems[0] if reader.problems else None
+    if problem is None and len(reader.parts) > MAX_PARTS:
+        problem = f"the command has {len(reader.parts)} parts, more than {MAX_PARTS}"
+    return CommandAnalysis(command=command, parts=tuple(reader.parts), problem=problem)
+
+
+@functools.cache
+def _bash_language() -> Language:
+    # Imported here: only code that analyses commands pays for loading the grammar.
+    import tree_sitter_bash  # noqa: PLC0415
+    from tree_sitter import Language  # noqa: PLC0415
+
+    return Language(tree_sitter_bash.language())
+
+
+def _parse(text: str) -> Node:
+    from tree_sitter import Parser  # noqa: PLC0415
+
+    # A parser per call: they are cheap and not safe to share between threads.
+    return Parser(_bash_language()).parse(text.encode()).root_node
+
+
+@attrs.frozen
+class _Word:
+    value: str
+    expanded: bool
+
+
+_SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_GLOB = re.compile(r"[*?]|\[[^\]]*\]")
+_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_QUOTED = "\0"  # stands for a quoted character when looking for globs and braces
+
+
+class _Reader:
+    """Walks parse trees, collecting parts and problems."""
+
+    def __init__(self) -> None:
+        self.parts: list[CommandPart] = []
+        self.problems: list[str] = []
+
+    def read_script(
+        self,
+        text: str,
+        *,
+        wrappers: tuple[str, ...],
+        redirects: tuple[Redirect, ...],
+        depth: int,
+    ) -> None:
+        if depth > MAX_NESTING:
+            self.problems.append(f"commands nested deeper than {MAX_NESTING} wrappers")
+            return
+        if "\0" in text:
+            self.problems.append("the command contains a NUL character")
+            return
+        root = _parse(text)
+        if root.has_error:
+            self.problems.append(f"the shell parser could not read {_error_place(root, text)}")
+        self._walk(root, wrappers, redirects, depth)
+
+    # -- statements ------------------------------------------------------------------------
+
+    def _walk(
+        self, node: Node, wrappers: tuple[str, ...], redirects: tuple[Redirect, ...], depth: int
+    ) -> None:
+        kind = node.type
+        if kind == "command":
+            self._command(node, wrappers, redirects, depth)
+        elif kind == "redirected_statement":
+            own = tuple(r for child in node.children for r in self._redirects(child))
+            for child in node.children:
+                if child.type in _REDIRECTS:
+                    self._walk(child, wrappers, redirects, depth)
+                else:
+                    self._walk_redirected(child, wrappers, redirects, own, depth)
+        elif kind == "variable_assignment":
+            self._add(
+                argv=(), expanded=(), assignments=(_text(node),), redirects=redirects,
+                wrappers=wrappers, depth=depth,
+            )  # fmt: skip
+            self._walk_children(node, wrappers, depth)
+        elif kind in ("for_statement", "select_statement"):
+            variable = node.child_by_field_name("variable")
+            name = _text(variable) if variable is not None else "?"
+            self._add(
+                argv=(), expanded=(), assignments=(f"{name}=",), redirects=redirects,
+                wrappers=wrappers, depth=depth,
+            )  # fmt: skip
+            for child in node.children:
+                self._walk(child, wrappers, redirects, depth)
+        elif kind in ("declaration_command", "unset_command", "test_command"):
+            self._keyword_command(node, wrappers, redirects, depth)
+        elif kind in _SUBSTITUTIONS:
+            # What runs inside $(...) or <(...) writes to a pipe, not to the outer redirects.
+            self._walk_children(node, wrappers, depth)
+        else:
+            for child in node.children:
+                self._walk(child, wrappers, redirects, depth)
+
+    def _walk_redirected(
+        self,
+        node: Node,
+        wrappers: tuple[str, ...],
+        redirects: tuple[Redirect, ...],
+        own: tuple[Redirect, ...],
+        depth: int,
+    ) -> None:
+        """Walk the statement ``own`` redirects were written after.
+
+        tree-sitter-bash hangs ``a && b > f`` and ``a | b > f`` on the whole list or pipeline;
+        Bash binds the redirect to the last command only.
+        """
+        if node.type not in ("list", "pipeline"):
+            self._walk(node, wrappers, redirects + own, depth)
+            return
+        last = node.named_children[-1] if node.named_children else None
+        for child in node.children:
+            if child == last:
+                self._walk_redirected(child, wrappers, redirects, own, depth)
+            else:
+                self._walk(child, wrappers, redirects, depth)
+
+    def _walk_children(self, node: Node, wrappers: tuple[str, ...], depth: int) -> None:
+        for child in node.children:
+            self._walk(child, wrappers, (), depth)
+
+    def _command(
+        self, node: Node, wrappers: tuple[str, ...], redirects: tuple[Redirect, ...], depth: int
+    ) -> None:
+        words: list[_Word] = []
+        assignments: list[str] = []
+        own: list[Redirect] = []
+        for index, child in enumerate(node.children):
+            field = node.field_name_for_child(index)
+            if child.type == "variable_assignment" and not words:
+                assignments.append(_text(child))
+            elif child.type in _REDIRECTS:
+                own.extend(self._redirects(child))
+            elif field == "name":
+                words.append(_word(child.children[0] if child.children else child))
+            elif field == "argument" or child.is_named:
+                words.append(_word(child))
+            else:
+                self.problems.append(f"unexpected {_text(child)!r} in {_text(node)!r}")
+            self._walk_children(child, wrappers, depth)
+        if words and words[0].expanded:
+            self.problems.append(f"the program name {words[0].value!r} is computed by the shell")
+        self._add(
+            argv=tuple(w.value for w in words),
+            expanded=tuple(i for i, w in enumerate(words) if w.expanded),
+            assignments=tuple(assignments),
+            redirects=redirects + tuple(own),
+            wrappers=wrappers,
+            depth=depth,
+        )
+
+    def _keyword_command(
+        self, node: Node, wrappers: tuple[str, ...], redirects: tuple[Redirect, ...], depth: int
+    ) -> None:
+        """``export``/``declare``/``unset``/``[[ ]]``: a part named by the keyword."""
+        keyword = _text(node.children[0]) if node.children else node.type
+        rest = node.children[1:]
+        if node.type == "test_command":
+            words = [w for child in rest for w in _test_words(child)]
+        else:
+            words = [_word(child) for child in rest]
+        self._add(
+            argv=(keyword, *(w.value for w in words)),
+            expanded=tuple(i + 1 for i, w in enumerate(words) if w.expanded),
+            assignments=(),
+            redirects=redirects,
+            wrappers=wrappers,
+            depth=depth,
+        )
+        self._walk_children(node, wrappers, depth)
+
+    def _redirects(self, node: Node) -> list[Redirect]:
+        if node.type == "file_redirect":
+            destination = node.child_by_field_name("destination")
+            operator = "".join(_text(child) for child in node.children if child != destination)
+            target = _word(destination) if destination is not None else _Word("", expanded=False)
+            return [Redirect(operator=operator, target=target.value, expanded=target.expanded)]
+        if node.type == "herestring_redirect":
+            body = node.children[-1]
+            text = _word(body)
+            return [Redirect(operator="<<<", target=text.value, expanded=text.expanded)]
+        if node.type == "heredoc_redirect":
+            found: list[Redirect] = []
+            for child in node.children:
+                if child.type == "heredoc_start":
+                    found.append(Redirect(operator="<<", target=_unquoted(_text(child))))
+                found.extend(self._redirects(child))
+            return found
+        return []
+
+    # -- parts and wrappers ----------------------------------------------------------------
+
+    def _add(
+        self,
+        *,
+        argv: tuple[str, ...],
+        expanded: tuple[int, ...],
+        assignments: tuple[str, ...],
+        redirects: tuple[Redirect, ...],
+        wrappers: tuple[str, ...],
+        depth: int,
+    ) -> None:
+        self.parts.append(
+            CommandPart(
+                argv=argv,
+                text=" ".join(argv),
+                assignments=assignments,
+                redirects=redirects,
+                wrappers=wrappers,
+                expanded=expanded,
+            )
+        )
+        if not argv or 0 in expanded:
+            return
+        if depth > MAX_NESTING:
+            self.problems.append(f"commands nested deeper than {MAX_NESTING} wrappers")
+            return
+        program = argv[0].rsplit("/", 1)[-1]
+        unwrap = _WRAPPERS.get(program)
+        if unwrap is None:
+            return
+        outcome = unwrap(argv[1:])
+        if outcome is None:
+            return
+        if isinstance(outcome, str):
+            self.problems.append(f"{program}: {outcome}")
+            return
+        label = outcome.label or (f"{program} -c" if unwrap is _shell else program)
+        if outcome.script is not None:
+            if any(i + 1 in expanded for i in outcome.script_indexes):
+                self.problems.append(f"{label} runs a command the shell computes")
+                return
+            self.read_script(
+                outcome.script, wrappers=(*wrappers, label), redirects=redirects, depth=depth + 1
+            )
+            return
+        start = outcome.start + 1  # from the wrapper's arguments to indexes in argv
+        end = len(argv) if outcome.end is None else outcome.end + 1
+        inner = argv[start:end] or outcome.default
+        if 0 < start < len(argv) and start in expanded:
+            self.problems.append(f"{label} runs a program the shell computes: {argv[start]!r}")
+        self._add(
+            argv=inner,
+            expanded=tuple(i - start for i in expanded if start <= i < end),
+            assignments=outcome.assignments,
+            redirects=redirects,
+            wrappers=(*wrappers, label),
+            depth=depth + 1,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class _Unwrapped:
+    """What a wrapper runs: its arguments ``start:end``, or a script read as a command line."""
+
+    start: int = 0
+    end: int | None = None
+    assignments: tuple[str, ...] = ()
+    script: str | None = None
+    script_indexes: tuple[int, ...] = ()  # which of its arguments the script text came from
+    label: str = ""
+    default: tuple[str, ...] = ()  # run when no command is given (xargs runs echo)
+
+
+_Unwrap = Callable[[Sequence[str]], "_Unwrapped | str | None"]
+"""A wrapper's reader: given its arguments, what it runs (None: nothing; str: a problem)."""
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _options_then_command(
+    table: OptionTable,
+    *,
+    operands_before: int = 0,
+    refused: frozenset[str] = frozenset(),
+    lone_dash_is_option: bool = False,
+    default: tuple[str, ...] = (),
+) -> _Unwrap:
+    """A wrapper read as ``wrapper [options] [NAME=value...] [N operands] command...``."""
+
+    def unwrap(args: Sequence[str]) -> _Unwrapped | str | None:
+        parsed = parse_arguments(args, table)
+        if parsed.problem is not None:
+            return parsed.problem
+        for option in parsed.options:
+            if option.name in refused:
+                return f"{option.written} is not analysed"
+        index = parsed.rest_index
+        if lone_dash_is_option and index < len(args) and args[index] == "-":
+            index += 1
+        assignments: list[str] = []
+        while index < len(args) and _ASSIGNMENT.match(args[index]):
+            assignments.append(args[index])
+            index += 1
+        index += operands_before
+        if index >= len(args) and not default:
+            return None
+        return _Unwrapped(start=index, assignments=tuple(assignments), default=default)
+
+    return unwrap
+
+
+def _table(short: str = "", long: str = "", *, short_values: str = "", long_values: str = "",
+           long_optional: str = "", short_optional: str = "") -> OptionTable:  # fmt: skip
+    """A wrapper's option table: option letters, and long names separated by spaces."""
+    shorts = (
+        dict.fromkeys(short, Arity.NONE)
+        | dict.fromkeys(short_values, Arity.REQUIRED)
+        | dict.fromkeys(short_optional, Arity.OPTIONAL)
+    )
+    longs = (
+        dict.fromkeys(long.split(), Arity.NONE)
+        | dict.fromkeys(long_values.split(), Arity.REQUIRED)
+        | dict.fromkeys(long_optional.split(), Arity.OPTIONAL)
+    )
+    return OptionTable(short=shorts, long=longs, stops_at_operand=True)
+
+
+def _shell(args: Sequence[str]) -> _Unwrapped | str | None:
+    """``bash -c 'script'``: the script is read as a command line of its own."""
+    if any(arg.startswith("+") for arg in args):
+        return "options given with + are not analysed"
+    parsed = parse_arguments(args, _SHELL_OPTIONS)
+    if parsed.problem is not None:
+        return parsed.problem
+    if not any(option.name == "-c" for option in parsed.options):
+        return None  # runs a script file or reads stdin: only the shell itself is a part
+    index = parsed.rest_index
+    if index >= len(args):
+        return "-c without a command"
+    return _Unwrapped(script=args[index], script_indexes=(index,), label="")
+
+
+_SHELL_OPTIONS = _table(
+    "abcefhiklmnprstuvxBCEHPT",
+    "login norc noprofile posix restricted verbose debugger dump-strings dump-po-strings "
+    "help version noediting pretty-print",
+    short_values="oO",
+    long_values="rcfile init-file",
+)
+
+
+def _eval(args: Sequence[str]) -> _Unwrapped | str | None:
+    if not args:
+        return None
+    return _Unwrapped(script=" ".join(args), script_indexes=tuple(range(len(args))))
+
+
+_FIND_RUNNERS = ("-exec", "-execdir", "-ok", "-okdir")
+
+
+def _find(args: Sequence[str]) -> _Unwrapped | str | None:
+    """``find ... -exec cmd {} ;``: the command find runs."""
+    runners = [index for index, arg in enumerate(args) if arg in _FIND_RUNNERS]
+    if not runners:
+        return None
+    if len(runners) > 1:
+        return "more than one command run by find is not analysed"
+    index = runners[0]
+    end = next((i for i in range(index + 1, len(args)) if args[i] in (";", "+")), len(args))
+    if end == index + 1:
+        return f"{args[index]} without a command"
+    return _Unwrapped(start=index + 1, end=end, label=f"find {args[index]}")
+
+
+_WRAPPERS: dict[str, _Unwrap] = {
+    "env": _options_then_command(
+        _table(
+            "i0v",
+            "ignore-environment null debug list-signal-handling help version",
+            short_values="uCS",
+            long_values="unset chdir split-string",
+            long_optional="block-signal default-signal ignore-signal",
+        ),
+        refused=frozenset({"-S", "--split-string"}),
+        lone_dash_is_option=True,
+    ),
+    "sudo": _options_then_command(
+        _table(
+            "AbEeHiKklnPSsVv",
+            "askpass background edit set-home help login remove-timestamp reset-timestamp "
+            "list non-interactive preserve-groups stdin shell version validate",
+            short_values="CDghpRrtTUu",
+            long_values="close-from chdir group host prompt chroot role type command-timeout "
+            "other-user user",
+            long_optional="preserve-env",
+        )
+    ),
+    "doas": _options_then_command(_table("nsL", short_values="uC")),
+    "nohup": _options_then_command(_table(long="help version")),
+    "nice": _options_then_command(
+        _table("0123456789", "help version", short_values="n", long_values="adjustment")
+    ),
+    "timeout": _options_then_command(
+        _table(
+            "v",
+            "preserve-status foreground verbose help version",
+            short_values="ks",
+            long_values="kill-after signal",
+        ),
+        operands_before=1,
+    ),
+    "time": _options_then_command(
+        _table(
+            "apqvV",
+            "append portability quiet verbose help version",
+            short_values="of",
+            long_values="output format",
+        )
+    ),
+    "stdbuf": _options_then_command(
+        _table(long="help version", short_values="ioe", long_values="input output error")
+    ),
+    "command": _options_then_command(_table("pvV")),
+    "builtin": _options_then_command(_table()),
+    "coproc": _options_then_command(_table()),
+    "exec": _options_then_command(_table("cl", short_values="a")),
+    "xargs": _options_then_command(
+        _table(
+            "0oprtx",
+            "null open-tty interactive no-run-if-empty show-limits verbose exit help version",
+            short_values="adEILnPs",
+            short_optional="eil",
+            long_values="arg-file delimiter max-args max-procs max-chars process-slot-var",
+            long_optional="eof replace max-lines",
+        ),
+        default=("echo",),
+    ),
+    "eval": _eval,
+    "find": _find,
+    **dict.fromkeys(("bash", "sh", "zsh", "dash", "ksh"), _shell),
+}
+"""Programs that run another command, by name (a path such as ``/usr/bin/env`` counts too)."""
+
+
+# -- words -------------------------------------------------------------------------------------
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode(errors="replace")
+
+
+def _word(node: Node) -> _Word:
+    """A word as the program receives it; ``expanded`` when the shell computes any of it."""
+    pieces: list[tuple[str, bool]] = []  # (text, quoted)
+    expanded = _pieces(node, pieces)
+    value = "".join(text for text, _ in pieces)
+    pattern = "".join(_QUOTED * len(text) if quoted else text for text, quoted in pieces)
+    if _GLOB.search(pattern) or _BRACES.search(pattern):
+        expanded = True
+    return _Word(value, expanded=expanded)
+
+
+_TEST_STRUCTURE = frozenset({"unary_expression", "binary_expression", "parenthesized_expression",
+                             "negated_expression", "postfix_expression"})  # fmt: skip
+
+
+def _test_words(node: Node) -> list[_Word]:
+    """The words of ``[ ... ]`` / ``[[ ... ]]`` in order, as ``test`` would receive them."""
+    if node.type in _TEST_STRUCTURE:
+        return [w for child in node.children for w in _test_words(child)]
+    if node.type == "test_operator" or not node.is_named:
+        return [_Word(_text(node), expanded=False)]
+    return [_word(node)]
+
+
+def _pieces(node: Node, pieces: list[tuple[str, bool]]) -> bool:
+    kind = node.type
+    text = _text(node)
+    if kind in ("word", "number"):
+        pieces.extend(_unescape_bare(text))
+        return False
+    if kind == "raw_string":
+        pieces.append((text[1:-1], True))
+        return False
+    if kind == "ansi_c_string":
+        pieces.append((_ansi_c(text[2:-1]), True))
+        return False
+    if kind == "string":
+        return _double_quoted(node, pieces)
+    if kind == "concatenation":
+        expanded = False
+        for child in node.children:
+            expanded = _pieces(child, pieces) or expanded
+        return expanded
+    # expansions, substitutions, arrays, anything we do not read: computed by the shell
+    pieces.append((text, True))
+    return True
+
+
+def _double_quoted(node: Node, pieces: list[tuple[str, bool]]) -> bool:
+    """The inside of ``"..."``: literal text unescaped, expansions kept as written."""
+    expanded = False
+    source = node.text or b""
+    base = node.start_byte
+    cursor = 1
+    for child in node.named_children:
+        start, end = child.start_byte - base, child.end_byte - base
+        pieces.append((_unescape_double(source[cursor:start].decode(errors="replace")), True))
+        if child.type == "string_content":
+            pieces.append((_unescape_double(_text(child)), True))
+        else:
+            pieces.append((_text(child), True))
+            expanded = True
+        cursor = end
+    pieces.append((_unescape_double(source[cursor:-1].decode(errors="replace")), True))
+    return expanded
+
+
+def _unescape_bare(text: str) -> list[tuple[str, bool]]:
+    r"""Unquoted text: ``\x`` is a quoted ``x``; a backslash-newline disappears."""
+    pieces: list[tuple[str, bool]] = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text):
+            if text[index + 1] != "\n":
+                pieces.append((text[index + 1], True))
+            index += 2
+            continue
+        pieces.append((char, False))
+        index += 1
+    return pieces
+
+
+_DOUBLE_ESCAPES = re.compile(r'\\([$`"\\\n])')
+
+
+def _unescape_double(text: str) -> str:
+    r"""Inside double quotes a backslash escapes only ``$ ` " \`` and newline."""
+    return _DOUBLE_ESCAPES.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+_ANSI_C = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)")
+_ANSI_C_SIMPLE = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+
+
+def _ansi_c(text: str) -> str:
+    r"""The value of ``$'...'`` (bash's escapes: ``\n``, ``\x41``, ``\101``, ``\u00e9``...)."""
+
+    def replace(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code[0] in "xuU":
+            return chr(int(code[1:], 16))
+        if code[0].isdigit():
+            return chr(int(code, 8))
+        if code[0] == "c" and len(code) == 2:
+            return chr(ord(code[1]) & 0x1F)
+        return _ANSI_C_SIMPLE.get(code, "\\" + code)
+
+    return _ANSI_C.sub(replace, text)
+
+
+def _unquoted(text: str) -> str:
+    """A heredoc delimiter without its quotes."""
+    return "".join(piece for piece, _ in _unescape_bare(text.replace("'", "").replace('"', "")))
+
+
+def _error_place(root: Node, text: str) -> str:
+    """Where the first syntax error is, for the problem text."""
+    node = _first_error(root)
+    if node is None:
+        return repr(text[:80])
+    row, column = node.start_point
+    line = text.splitlines()[row] if row < len(text.splitlines()) else ""
+    return f"line {row + 1} column {column + 1}: {line[:80]!r}"
+
+
+def _first_error(node: Node) -> Node | None:
+    if node.type == "ERROR" or node.is_missing:
+        return node
+    for child in node.children:
+        if child.has_error:
+            found = _first_error(child)
+            if found is not None:
+                return found
+    return None
