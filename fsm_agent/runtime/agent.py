@@ -372,6 +372,10 @@ class _Session:
         tool steps that withdrawal has cancelled meanwhile.
         """
         if self.core.terminal is not None:
+            recorded_end = any(record.get("record") == "end" for record in start.records)
+            if self.writer is not None and not recorded_end:
+                # Cut between the step that ended the run and its end record.
+                self.writer.write_end(self.core.terminal, self.core.usage)
             return []
         if self.core.phase == Phase.IDLE.value:
             raise UsageError(
