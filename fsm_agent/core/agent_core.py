@@ -41,7 +41,7 @@ from fsm_agent.core.messages import (
     UserMessage,
     text_of,
 )
-from fsm_agent.core.normalize import normalize_for_api
+from fsm_agent.core.request_history import RequestHistory
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.stream import StreamAssembler
 from fsm_agent.core.tables import (
@@ -168,6 +168,7 @@ class AgentCore:
         self._compacted_this_iteration = False
         self._collapse_drain_attempted = False
         self._answered: set[str] = set()
+        self._request_history = RequestHistory()
         # token budget tracking (SPEC §7.6)
         self._turn_output_tokens = 0
         self._budget_continuations = 0
@@ -249,8 +250,12 @@ class AgentCore:
         return self._state.messages
 
     def api_messages(self) -> list[dict[str, Any]]:
-        """The current request's messages, normalized for the Messages API (SPEC §8.1)."""
-        return normalize_for_api(self._state.messages)
+        """The current request's messages, normalized for the Messages API (SPEC §8.1).
+
+        Only what changed since the previous request is normalized (DESIGN §7); the message
+        dicts are shared between requests, so treat them as read-only.
+        """
+        return self._request_history.normalize(self._state.messages)
 
     def legal_events(self) -> tuple[str, ...]:
         """Names of the event types the current phase accepts."""

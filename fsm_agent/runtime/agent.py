@@ -18,7 +18,7 @@ import datetime as dt
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,12 +79,18 @@ class RunResult:
         messages: the whole transcript, prompt first.
         usage: tokens used over all model responses.
         trace_path: where the trace was written, if it was.
+        turns: model requests sent (``request_sent``; retries of one request not counted).
+        duration_s: seconds from the start to the end of the run (the agent's clock).
+        cost_usd: what the usage cost at the agent's ``price``; None without a price.
     """
 
     terminal: str
     messages: tuple[Message, ...]
     usage: Usage
     trace_path: Path | None = None
+    turns: int = 0
+    duration_s: float = 0.0
+    cost_usd: float | None = None
 
     @property
     def text(self) -> str:
@@ -96,11 +102,60 @@ class RunResult:
 
 
 @attrs.frozen(kw_only=True)
+class ModelPrice:
+    """What a model costs, in US dollars per million tokens (to fill ``RunResult.cost_usd``)."""
+
+    input: float
+    output: float
+    cache_write: float = 0.0
+    cache_read: float = 0.0
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of ``usage`` at these prices."""
+        return (
+            usage.input_tokens * self.input
+            + usage.output_tokens * self.output
+            + usage.cache_creation_input_tokens * self.cache_write
+            + usage.cache_read_input_tokens * self.cache_read
+        ) / 1_000_000
+
+
+@attrs.frozen(kw_only=True)
 class TransitionUpdate:
-    """A row of a machine table fired."""
+    """A row of a machine table fired.
+
+    Attributes:
+        transition: the row, with its own source and destination.
+        phase: the loop machine's phase once the whole step was taken.
+    """
 
     transition: TransitionTaken
     phase: str
+
+    @property
+    def dest(self) -> str:
+        """Where this transition went (``phase`` is where the step ended)."""
+        return self.transition.dest
+
+
+@attrs.frozen(kw_only=True)
+class ModelFailed:
+    """A model request failed; the core decides what follows (a retry, a fallback or
+    ``model_error``), which the next transition shows."""
+
+    request_id: str
+    kind: str
+    message: str
+    status: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RetryScheduled:
+    """The core asked for a model request again, after a backoff delay."""
+
+    request_id: str
+    attempt: int
+    delay_ms: int
 
 
 @attrs.frozen(kw_only=True)
@@ -133,7 +188,17 @@ class RunFinished:
     result: RunResult
 
 
-Update = TransitionUpdate | MessageUpdate | TextDelta | ToolProgress | RunFinished
+Update = (
+    TransitionUpdate
+    | MessageUpdate
+    | TextDelta
+    | ToolProgress
+    | ModelFailed
+    | RetryScheduled
+    | RunFinished
+)
+Sleep = Callable[[float], Awaitable[None]]
+"""An async sleep of some seconds (``asyncio.sleep``); replaceable so tests do not wait."""
 
 
 # --- the agent ----------------------------------------------------------------------------------
@@ -160,6 +225,11 @@ class Agent:
         cwd: the working directory tools act in (default: the current one).
         system: the system prompt.
         secrets: strings that must never reach a trace (the API key is added by itself).
+        sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
+            agent under Hypothesis without real waiting.
+        clock: monotonic seconds (default ``time.monotonic``), for trace timing and
+            ``RunResult.duration_s``.
+        price: the model's price, to fill ``RunResult.cost_usd``.
     """
 
     def __init__(
@@ -175,8 +245,14 @@ class Agent:
         cwd: str | os.PathLike[str] | None = None,
         system: str = "",
         secrets: Sequence[str] = (),
+        sleep: Sleep = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        price: ModelPrice | None = None,
     ) -> None:
         self.model = model
+        self.sleep = sleep
+        self.clock = clock
+        self.price = price
         self.tools = tuple(tools)
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
@@ -295,7 +371,7 @@ class _Session:
             self.core = start.core
             if self.trace_path is not None:
                 self.writer = start.writer_for(
-                    self.trace_path, secrets=agent.secrets, meta=meta, clock=time.monotonic
+                    self.trace_path, secrets=agent.secrets, meta=meta, clock=agent.clock
                 )
         else:
             self.core = AgentCore(config=agent.config, tools=[t.spec() for t in agent.tools])
@@ -306,7 +382,7 @@ class _Session:
                     tools=[t.spec() for t in agent.tools],
                     secrets=agent.secrets,
                     meta=meta,
-                    clock=time.monotonic,
+                    clock=agent.clock,
                 )
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
@@ -318,6 +394,8 @@ class _Session:
         self.cancelled_calls: set[str] = set()
         self.effect_calls: dict[str, str] = {}
         self.compactor = SummaryCompactor()
+        self.started = agent.clock()
+        self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
 
     async def run(self) -> AsyncIterator[Update]:
@@ -354,11 +432,15 @@ class _Session:
             await self._stop_tasks()
             if self.writer is not None:
                 self.writer.close()
+        price = self.agent.price
         result = RunResult(
             terminal=self.core.terminal or "",
             messages=self.core.transcript,
             usage=self.core.usage,
             trace_path=self.trace_path,
+            turns=self.turns,
+            duration_s=self.agent.clock() - self.started,
+            cost_usd=price.cost(self.core.usage) if price is not None else None,
         )
         yield RunFinished(result=result)
 
@@ -457,15 +539,34 @@ class _Session:
                 updates.append(TextDelta(text=str(delta.get("text", ""))))
             elif delta.get("type") == "thinking_delta":
                 updates.append(TextDelta(text=str(delta.get("thinking", "")), thinking=True))
-        if isinstance(event, ev.ToolProgressReported):
+        elif isinstance(event, ev.ToolProgressReported):
             updates.append(ToolProgress(call_id=event.call_id, text=event.text))
+        elif isinstance(event, ev.ModelStreamFailed):
+            updates.append(
+                ModelFailed(
+                    request_id=event.request_id,
+                    kind=event.kind.value,
+                    message=event.message,
+                    status=event.status,
+                )
+            )
         for transition in step.transitions:
+            if transition.name == "request_sent":
+                self.turns += 1
             updates.append(TransitionUpdate(transition=transition, phase=self.core.phase))
         for effect in step.effects:
             if isinstance(effect, fx.Emit):
                 updates.append(MessageUpdate(message=effect.message))
-            else:
-                self._perform(effect)
+                continue
+            if isinstance(effect, fx.CallModel) and effect.attempt > 1:
+                updates.append(
+                    RetryScheduled(
+                        request_id=effect.request_id,
+                        attempt=effect.attempt,
+                        delay_ms=effect.delay_ms,
+                    )
+                )
+            self._perform(effect)
         return updates
 
     # --- performing effects ---------------------------------------------------------------------
@@ -523,7 +624,7 @@ class _Session:
     async def _call_model(self, effect: fx.CallModel, request: ModelRequest) -> None:
         rid = effect.request_id
         if effect.delay_ms:
-            await asyncio.sleep(effect.delay_ms / 1000)
+            await self.agent.sleep(effect.delay_ms / 1000)
         idle_s = self.agent.config.stream_idle_timeout_ms / 1000
         stream = self.agent.model.stream(request)
         try:

@@ -17,8 +17,9 @@ answer is a :class:`Verdict`, which the chain turns into a decision following SP
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal, TypeAlias
 
@@ -32,12 +33,12 @@ from fsm_agent.core.permission_rules import (
     path_rule_matches,
     shell_rule_matches,
 )
-from fsm_agent.core.shell_commands import CommandPart, analyse_command
+from fsm_agent.core.read_only_commands import judge_read_only
+from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, analyse_command
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
 from fsm_agent.toolbox.paths import is_protected
 
 VerdictBehavior: TypeAlias = Literal["allow", "deny", "ask", "passthrough"]
-ReadOnlyJudge: TypeAlias = Callable[[CommandPart], bool]
 
 
 @attrs.frozen(kw_only=True)
@@ -209,12 +210,7 @@ _QUIET_REDIRECTS = frozenset({"/dev/null"})
 
 
 def shell_verdict(
-    command: str,
-    check: PermissionCheck,
-    rules: RuleSet,
-    place: CallPlace,
-    *,
-    is_read_only_part: ReadOnlyJudge,
+    command: str, check: PermissionCheck, rules: RuleSet, place: CallPlace
 ) -> Verdict:
     """Rules on every part of a Bash command (SPEC §9.3 Bash checkPermissions)."""
     analysis = analyse_command(command)
@@ -251,13 +247,13 @@ def shell_verdict(
             used = used or allowing
         elif place.accept_edits and _accept_edits_allows(part, place):
             by_mode = True
-        elif not is_read_only_part(part):
+        elif not _read_only(part, place):
             refused.append(part)
     if refused:
         first = refused[0]
         return Verdict(
             behavior="passthrough",
-            reason=own.reason or f"{first.text!r} is not allowed by a rule nor read-only",
+            reason=f"`{first.text}` is neither allowed by a rule nor read-only",
             message=own.message,
             suggested_rules=tuple(dict.fromkeys(_exact_rule(p.text) for p in refused)),
         )
@@ -270,6 +266,18 @@ def shell_verdict(
             reason="acceptEdits mode: file operations inside the working folder",
         )
     return Verdict(behavior="allow", reason="every part of the command is read-only")
+
+
+def _read_only(part: CommandPart, place: CallPlace) -> bool:
+    """One part judged by the read-only allowlist, reading only where no question is needed."""
+    verdict = judge_read_only(
+        CommandAnalysis(command=part.text, parts=(part,)),
+        cwd=place.cwd.as_posix(),
+        readable_roots=[root.as_posix() for root in place.additional_directories],
+        home=place.home.as_posix(),
+        resolve=os.path.realpath,
+    )
+    return verdict.read_only
 
 
 def _matching_text(rule: Rule, texts: Iterable[str]) -> str | None:

@@ -48,7 +48,6 @@ from fsm_agent.core.permission_rules import (
 )
 from fsm_agent.runtime.permission_content import (
     CallPlace,
-    ReadOnlyJudge,
     Verdict,
     path_verdict,
     shell_verdict,
@@ -141,7 +140,6 @@ class CallFacts:
         home: the home folder (rules with ``~/``).
         target: the resolved path a file tool will touch.
         session_rules: allow rules added by "allow always" answers so far.
-        is_read_only_part: whether one part of a Bash command is read-only.
     """
 
     tool: Tool[Any] | None = None
@@ -149,7 +147,6 @@ class CallFacts:
     home: Path = attrs.field(factory=Path.home)
     target: Path | None = None
     session_rules: tuple[str, ...] = ()
-    is_read_only_part: ReadOnlyJudge = attrs.field(default=lambda _part: False)
 
 
 def _parse_all(texts_: Iterable[str], behavior: RuleBehavior, source: RuleSource) -> list[Rule]:
@@ -344,13 +341,7 @@ class _Chain:
         )
         command = self.effect.input.get("command")
         if tool is not None and tool.is_shell and isinstance(command, str):
-            return shell_verdict(
-                command,
-                check,
-                self.rules,
-                place,
-                is_read_only_part=self.facts.is_read_only_part,
-            )
+            return shell_verdict(command, check, self.rules, place)
         if self.facts.target is not None:
             return path_verdict(
                 self.name,

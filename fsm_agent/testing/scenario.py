@@ -60,6 +60,7 @@ A step:
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import json
 import math
@@ -75,7 +76,7 @@ import cattrs
 from cattrs.v import format_exception, transform_error
 
 from fsm_agent.core.events import FailureKind
-from fsm_agent.errors import DefinitionError
+from fsm_agent.errors import ConfigError, DefinitionError
 from fsm_agent.runtime.models import ModelFailure, ModelRequest, classify_api_error
 
 __all__ = [
@@ -818,8 +819,11 @@ class ScriptedModel:
     Attributes:
         name: The model name (for ``Model``).
         scenario: The script.
-        requests: Every request received, in order (including one that found the script
+        request_count: How many requests arrived (including one that found the script
             exhausted).
+        requests: The latest ``keep_requests`` of them, oldest first. Only the latest are
+            kept: every request carries the whole history, so keeping all of a long session
+            would grow without bound.
     """
 
     def __init__(
@@ -828,6 +832,7 @@ class ScriptedModel:
         *,
         name: str = DEFAULT_MODEL,
         sleep: Callable[[float], Any] = asyncio.sleep,
+        keep_requests: int = 16,
     ) -> None:
         """Play ``scenario``.
 
@@ -835,16 +840,25 @@ class ScriptedModel:
             scenario: The script.
             name: The model name.
             sleep: Awaited with seconds for each ``delay_ms`` (inject a fake to skip waits).
+            keep_requests: How many of the latest requests ``requests`` holds.
         """
+        if keep_requests < 1:
+            raise ConfigError(f"keep_requests must be at least 1, not {keep_requests}")
         self.name = name
         self.scenario = scenario
-        self.requests: list[ModelRequest] = []
+        self.request_count = 0
+        self._latest: collections.deque[ModelRequest] = collections.deque(maxlen=keep_requests)
         self._sleep = sleep
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        """The latest requests received, oldest first (at most ``keep_requests``)."""
+        return list(self._latest)
 
     @property
     def remaining(self) -> int:
         """How many steps are left."""
-        return max(0, len(self.scenario.steps) - len(self.requests))
+        return max(0, len(self.scenario.steps) - self.request_count)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         """Yield the next step's events, then raise its failure if it has one.
@@ -853,13 +867,14 @@ class ScriptedModel:
             ModelFailure: The step's scripted failure, or ``OTHER`` once the script is
                 exhausted.
         """
-        self.requests.append(request)
+        self._latest.append(request)
+        self.request_count += 1
         steps = self.scenario.steps
-        if len(self.requests) > len(steps):
+        if self.request_count > len(steps):
             raise ModelFailure(
                 kind=FailureKind.OTHER, message=f"scenario exhausted after {len(steps)} requests"
             )
-        step = steps[len(self.requests) - 1]
+        step = steps[self.request_count - 1]
         for event in render_events(step, model=request.model):
             if step.delay_ms:
                 await self._sleep(step.delay_ms / 1000)

@@ -162,13 +162,7 @@ class _Builder:
             )
         elif kind == "PermissionDecided":
             call = self.permission_calls.get(event.get("effect_id", ""), "?")
-            reason = event.get("reason") or event.get("message") or ""
-            because = f" — {_short(reason, 60)}" if reason else ""
-            self.add(
-                seq,
-                "permission",
-                f"permission for {call}: {event.get('behavior')} by {event.get('source')}{because}",
-            )
+            self.add(seq, "permission", f"permission for {call}: {_permission_reason(event)}")
         elif kind == "HooksFinished":
             self.add(
                 seq,
@@ -348,3 +342,23 @@ def render_html(trace: Trace, *, title: str | None = None) -> str:
         f"<title>{heading}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
         f"<h1>{heading}</h1>\n<table>\n{body}\n</table>\n</body>\n</html>\n"
     )
+
+
+def _permission_reason(event: dict[str, Any]) -> str:
+    """Who decided and why: the kind, the SPEC §9.3 step, the rule and its source, the mode."""
+    text = f"{event.get('behavior')} by {event.get('source')}"
+    details = []
+    if event.get("step"):
+        details.append(f"step {event['step']}")
+    if event.get("rule"):
+        details.append(f"rule {event['rule']} from {event.get('rule_source') or '?'}")
+    if event.get("mode"):
+        details.append(f"mode {event['mode']}")
+    if details:
+        text += f" ({', '.join(details)})"
+    reason = event.get("reason") or event.get("message") or ""
+    if reason:
+        text += f" — {_short(reason, 80)}"
+    if event.get("added_rules"):
+        text += f"; session rules added: {', '.join(event['added_rules'])}"
+    return text

@@ -53,21 +53,20 @@ def _lines(data: bytes) -> list[bytes]:
 
 
 def _spots(value: Any) -> list[tuple[Any, ...]]:
-    """Every path (a tuple of keys and indexes) to a value inside a parsed record, in
-    depth-first order. A loop, not recursion: an earlier mutation may have nested a value
-    deeper than Python's recursion limit."""
+    """Every path (a tuple of keys and indexes) to a value inside a parsed record.
+
+    Walked with a stack, not by recursion: an earlier mutation may have nested a record deeper
+    than the interpreter's recursion limit.
+    """
     found: list[tuple[Any, ...]] = []
     stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
     while stack:
         item, trail = stack.pop()
         found.append(trail)
         if isinstance(item, dict):
-            children = [(child, (*trail, key)) for key, child in item.items()]
+            stack.extend((child, (*trail, key)) for key, child in item.items())
         elif isinstance(item, list):
-            children = [(child, (*trail, index)) for index, child in enumerate(item)]
-        else:
-            continue
-        stack.extend(reversed(children))
+            stack.extend((child, (*trail, index)) for index, child in enumerate(item))
     return found
 
 
@@ -82,7 +81,11 @@ def _edit_record(
         record = orjson.loads(lines[index])
     except orjson.JSONDecodeError:
         return data  # an earlier mutation broke this line already
-    spots = [s for s in _spots(record) if s and (len(s) <= 2 or not shallow)]
+    try:
+        found = _spots(record)
+    except RecursionError:
+        return data  # an earlier mutation nested this line deeper than the walk can go
+    spots = [s for s in found if s and (len(s) <= 2 or not shallow)]
     if not spots:
         return data
     spot = rng.choice(spots)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fsm_agent.core.events import FailureKind
-from fsm_agent.errors import DefinitionError
+from fsm_agent.errors import ConfigError, DefinitionError
 from fsm_agent.runtime.models import AnthropicModel, Model, ModelFailure, ModelRequest
 from fsm_agent.testing import scenario as scenario_module
 from fsm_agent.testing.scenario import (
@@ -449,3 +449,25 @@ def test_importing_models_and_scenarios_does_not_load_the_sdk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_only_the_latest_requests_are_kept() -> None:
+    """A long session keeps a request count and the last few requests, not every request."""
+    model = ScriptedModel(
+        parse_scenario({"steps": [{"content": [{"text": "hi"}]}] * 5}), keep_requests=2
+    )
+
+    async def run() -> None:
+        for _ in range(5):
+            await play(model)
+
+    asyncio.run(run())
+    assert model.request_count == 5
+    assert model.requests == [REQUEST, REQUEST]
+    assert model.remaining == 0
+
+
+def test_keeping_no_request_is_refused() -> None:
+    """keep_requests below one is a ConfigError naming the option."""
+    with pytest.raises(ConfigError, match="keep_requests"):
+        ScriptedModel(one_step({"content": [{"text": "hi"}]}), keep_requests=0)
