@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from fsm_agent.core import events as ev
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.tool_spec import ToolSpec
-from fsm_agent.testing.scenario import parse_scenario
+from fsm_agent.testing.scenario import parse_scenario, render_events
 from fsm_agent.testing.world import ToolScript, World
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "SHELL_TOOL",
     "UNKNOWN_TOOL",
     "error_specs",
+    "events_through_first_block",
     "hook_outcomes",
     "loop_configs",
     "scenario_steps",
@@ -103,22 +104,32 @@ def _blocks(tool_names: Sequence[str]) -> st.SearchStrategy[list[dict[str, Any]]
 
 
 def _tool_blocks(tool_names: Sequence[str]) -> st.SearchStrategy[list[dict[str, Any]]]:
-    """Blocks that start with a tool_use, so a failure after four events follows a whole one."""
+    """Blocks that start with a tool_use (a failure can then strike right after it)."""
     return st.builds(lambda first, rest: [first, *rest], _tool_use(tool_names), _blocks(tool_names))
 
 
+def events_through_first_block(content: list[dict[str, Any]]) -> int:
+    """How many stream events a response with ``content`` sends up to and including the
+    stop of its first content block (for a ``mid_stream_after`` that follows a whole block)."""
+    step = parse_scenario({"steps": [{"content": content}]}).steps[0]
+    types = [event["type"] for event in render_events(step)]
+    return types.index("content_block_stop") + 1
+
+
 def _failing_after_tools(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
-    """A response that fails mid-stream after its first tool_use block has closed (events:
-    message_start, block start, input delta, block stop), so retries and fallbacks meet
-    calls that were already handed to the executor (SPEC §5.2 "Ours")."""
+    """A response that fails mid-stream after its first tool_use block has closed, so retries
+    and fallbacks meet calls that were already handed to the executor (SPEC §5.2 "Ours")."""
     return st.builds(
-        lambda content, kind, after: {
+        lambda content, kind, later: {
             "content": content,
-            "error": {"kind": kind, "mid_stream_after": after},
+            "error": {
+                "kind": kind,
+                "mid_stream_after": events_through_first_block(content) + later,
+            },
         },
         _tool_blocks(tool_names),
         st.sampled_from(_MID_STREAM_KINDS),
-        st.integers(min_value=4, max_value=12),
+        st.integers(min_value=0, max_value=8),
     )
 
 

@@ -23,6 +23,7 @@ from fsm_agent.errors import UsageError
 from fsm_agent.runtime.agent import Agent, RunFinished, RunResult
 from fsm_agent.runtime.tool import Tool, tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+from fsm_agent.testing.strategies import events_through_first_block
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.replay import ResumePoint, replay, resume
 
@@ -56,7 +57,8 @@ def tool_turns(draw: st.DrawFn) -> list[dict[str, Any]]:
         content = [{"tool_use": {"name": n, "input": {"key": f"k{next(keys)}"}}} for n in names]
         turn = {"content": [*content, {"text": "and more"}], "delay_ms": 1}
         if draw(st.booleans()):
-            steps.append({**turn, "error": {"kind": "overloaded", "mid_stream_after": 4}})
+            after = events_through_first_block(turn["content"])
+            steps.append({**turn, "error": {"kind": "overloaded", "mid_stream_after": after}})
         steps.append(turn)
     steps.append({"content": [{"text": "all done"}]})
     return steps

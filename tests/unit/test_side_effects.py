@@ -20,6 +20,7 @@ from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.testing.invariants import check_run
 from fsm_agent.testing.scenario import parse_scenario, render_events
+from fsm_agent.testing.strategies import events_through_first_block
 from fsm_agent.testing.world import ToolScript, World, WorldRun, prompt
 
 TOOLS = [ToolSpec(name="Read"), ToolSpec(name="Write")]
@@ -38,7 +39,8 @@ def asks(name: str, then_fail: dict[str, Any] | None = None) -> dict[str, Any]:
         "content": [{"tool_use": {"name": name, "input": {"arg": name}}}, {"text": "more"}]
     }
     if then_fail is not None:
-        step["error"] = {**then_fail, "mid_stream_after": 4}  # after the tool block's stop
+        after = events_through_first_block(step["content"])  # right after the tool block
+        step["error"] = {**then_fail, "mid_stream_after": after}
     return step
 
 
