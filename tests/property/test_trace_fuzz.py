@@ -52,15 +52,21 @@ def _lines(data: bytes) -> list[bytes]:
     return data.split(b"\n")
 
 
-def _spots(value: Any, trail: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path (a tuple of keys and indexes) to a value inside a parsed record."""
-    found = [trail]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found.extend(_spots(item, (*trail, key)))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found.extend(_spots(item, (*trail, index)))
+def _spots(value: Any) -> list[tuple[Any, ...]]:
+    """Every path (a tuple of keys and indexes) to a value inside a parsed record.
+
+    Walked with a stack, not by recursion: an earlier mutation may have nested a record deeper
+    than the interpreter's recursion limit.
+    """
+    found: list[tuple[Any, ...]] = []
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while stack:
+        item, trail = stack.pop()
+        found.append(trail)
+        if isinstance(item, dict):
+            stack.extend((child, (*trail, key)) for key, child in item.items())
+        elif isinstance(item, list):
+            stack.extend((child, (*trail, index)) for index, child in enumerate(item))
     return found
 
 
