@@ -359,7 +359,8 @@ def _replay_one(path: Path, *, allow_truncated: bool) -> tuple[int, int, str]:
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from fsm_agent.trace.reader import read_trace  # noqa: PLC0415
-    from fsm_agent.trace.timeline import render_html, render_timeline  # noqa: PLC0415
+    from fsm_agent.trace.timeline import render_timeline  # noqa: PLC0415
+    from fsm_agent.trace.timeline_page import render_html  # noqa: PLC0415
 
     if args.path.is_dir():
         if args.html is not None:

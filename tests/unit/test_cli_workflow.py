@@ -181,3 +181,16 @@ def test_divergence_reports_name_the_first_differing_field(tmp_path: Path, capsy
 def test_first_difference_paths(expected: Any, actual: Any, path: str | None) -> None:
     """first_difference names the JSON path of the first differing value (None if equal)."""
     assert first_difference(expected, actual) == path
+
+
+def test_diagram_folds_abort_edges_into_a_note(capsys: Any) -> None:
+    """The mermaid diagram draws no abort edge; one note lists where aborts come from, and the
+    run's path is drawn in a loud colour."""
+    assert main(["diagram", "--trace", str(TRACES / "aborted_streaming.jsonl")]) == 0
+    out = capsys.readouterr().out
+    loop = out.split("```mermaid", 2)[1]
+    assert "--> aborted_streaming: aborted_streaming on AbortRequested" not in loop
+    note = next(line for line in loop.splitlines() if "note right of idle" in line)
+    assert "aborted_streaming on AbortRequested from idle, iter_init" in note
+    assert "aborted_tools on AbortRequested from attachments, post_tools" in note
+    assert "classDef taken fill:#ff922b,stroke:#c92a2a,stroke-width:3px" in loop

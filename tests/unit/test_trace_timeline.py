@@ -11,7 +11,8 @@ from test_trace_support import record_run
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.trace.reader import read_trace
-from fsm_agent.trace.timeline import render_html, render_timeline, timeline_entries
+from fsm_agent.trace.timeline import render_timeline, timeline_entries
+from fsm_agent.trace.timeline_page import render_html
 
 
 def test_text_timeline_tells_the_story(tmp_path: Path) -> None:
