@@ -215,16 +215,20 @@ def disguised_rm(draw: st.DrawFn) -> str:
     core = f"{prefix}{program}{space}{flags}{space}build"
     for _ in range(draw(st.integers(0, 2))):
         wrappers = [
-            f"env {core}",
-            f"sudo {core}",
             f"{{ {core}; }}",
             f"( {core} )",
-            f"echo $({core})",
-            f"bash -c '{core}'" if "'" not in core else f'bash -c "{core}"',
+            f"echo $( {core} )",
         ]
-        if not core.startswith(("FOO=", "A=")):
-            # these run a program by name: an assignment right after them is not one
-            wrappers += [f"timeout 5 {core}", f"nohup {core}", f"echo build | xargs {core}"]
+        if "'" not in core:
+            wrappers.append(f"bash -c '{core}'")
+        elif '"' not in core:
+            wrappers.append(f'bash -c "{core}"')
+        # Programs that run a program (not shell syntax such as `{ ...; }`): env and sudo
+        # also take assignments first, timeout, nohup and xargs do not.
+        if not core.startswith(("{", "(")):
+            wrappers += [f"env {core}", f"sudo {core}"]
+            if not core.startswith(("FOO=", "A=")):
+                wrappers += [f"timeout 5 {core}", f"nohup {core}", f"echo build | xargs {core}"]
         core = draw(st.sampled_from(wrappers))
     before = draw(st.sampled_from(["", "ls && ", "true; ", "git status || "]))
     after = draw(st.sampled_from(["", " | cat", "; echo done", " && ls"]))
