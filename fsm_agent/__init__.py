@@ -31,6 +31,8 @@ _PUBLIC = {
     "RunResult": "fsm_agent.runtime.agent",
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
+    "Thinking": "fsm_agent.runtime.models",
+    "ServerTool": "fsm_agent.runtime.server_tools",
     "Hooks": "fsm_agent.runtime.hooks",
     "HookMatcher": "fsm_agent.runtime.hook_spec",
     "HookInput": "fsm_agent.runtime.hook_spec",
@@ -83,9 +85,11 @@ __all__ = [
     "RuleBehavior",
     "RuleSource",
     "RunResult",
+    "ServerTool",
     "Settings",
     "Step",
     "Terminal",
+    "Thinking",
     "Tool",
     "ToolSpec",
     "TransitionTaken",
@@ -122,13 +126,14 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.agent import Agent, RunResult
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
-    from fsm_agent.runtime.models import AnthropicModel, Model
+    from fsm_agent.runtime.models import AnthropicModel, Model, Thinking
     from fsm_agent.runtime.permissions import (
         PermissionAnswer,
         PermissionMode,
         PermissionPolicy,
         PermissionRequest,
     )
+    from fsm_agent.runtime.server_tools import ServerTool
     from fsm_agent.runtime.settings import Settings, load_settings
     from fsm_agent.runtime.tool import Tool, tool
     from fsm_agent.trace.reader import read_trace

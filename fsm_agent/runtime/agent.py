@@ -37,7 +37,9 @@ from fsm_agent.core.messages import (
     UserMessage,
     text_of,
 )
+from fsm_agent.core.prompt_cache import cache_breakpoints
 from fsm_agent.core.step import Step, TransitionTaken
+from fsm_agent.core.tables import Phase
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
 from fsm_agent.runtime.hooks import HookInput, Hooks
@@ -49,6 +51,7 @@ from fsm_agent.runtime.models import (
     classify_failure,
 )
 from fsm_agent.runtime.permissions import CallFacts, PermissionPolicy
+from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.tool import (
     OUTSIDE_WORKING_FOLDER,
@@ -208,7 +211,8 @@ class Agent:
 
     Args:
         model: what answers (``AnthropicModel``, ``ScriptedModel``, or your own ``Model``).
-        tools: the tools the model may call.
+        tools: the tools the model may call: local tools, and ``ServerTool`` declarations of
+            tools the API runs itself (web search, web fetch, code execution).
         config: the loop's bounds and options (its ``model`` is set to ``model.name``).
         hooks: PreToolUse, PostToolUse and Stop hooks.
         permissions: rules, mode and the ``ask`` callback (default: allow what tools allow,
@@ -229,13 +233,16 @@ class Agent:
         clock: monotonic seconds (default ``time.monotonic``), for trace timing and
             ``RunResult.duration_s``.
         price: the model's price, to fill ``RunResult.cost_usd``.
+        prompt_caching: mark the system prompt, the tools and the end of the history as
+            prompt-cache breakpoints, so each request reads what the previous one wrote
+            (see :mod:`fsm_agent.core.prompt_cache`); on by default.
     """
 
     def __init__(
         self,
         *,
         model: Model,
-        tools: Sequence[Tool[Any]] = (),
+        tools: Sequence[Tool[Any] | ServerTool] = (),
         config: LoopConfig | None = None,
         hooks: Hooks | None = None,
         permissions: PermissionPolicy | None = None,
@@ -247,12 +254,16 @@ class Agent:
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
         price: ModelPrice | None = None,
+        prompt_caching: bool = True,
     ) -> None:
         self.model = model
+        self.prompt_caching = prompt_caching
         self.sleep = sleep
         self.clock = clock
         self.price = price
-        self.tools = tuple(tools)
+        # Server tools are declarations for the API; only local tools reach the core.
+        self.tools = tuple(t for t in tools if not isinstance(t, ServerTool))
+        self.server_tools = tuple(t for t in tools if isinstance(t, ServerTool))
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
         self.hooks = hooks if hooks is not None else Hooks()
@@ -268,7 +279,7 @@ class Agent:
         self.tool_definitions = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
             for t in self.tools
-        ]
+        ] + [t.to_api() for t in self.server_tools]
         self._by_name: dict[str, Tool[Any]] = {}
         for tool in self.tools:
             for name in (tool.name, *tool.aliases):
@@ -334,6 +345,10 @@ class Agent:
         named_file = isinstance(self.trace, str | os.PathLike) and not names_folder(self.trace)
         keep_out = trace_path if named_file else trace_path.parent
         return (keep_out.resolve(),)
+
+
+def _seconds(milliseconds: int | None) -> float | None:
+    return None if milliseconds is None else milliseconds / 1000
 
 
 def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
@@ -444,36 +459,59 @@ class _Session:
         yield RunFinished(result=result)
 
     def _pick_up(self, start: ForkPoint | ResumePoint) -> list[Update]:
-        """Perform what the recorded run left unanswered, then carry on live."""
+        """Perform what the recorded run left unanswered, then carry on live.
+
+        The order works for a run cut at any line (DESIGN §5 resume): first the calls that may
+        have run are answered (never re-run without ``rerun``), then a half-recorded response
+        is closed (all of it was recorded) or failed (the core retries it, which withdraws its
+        attempt and cancels its calls), and only then is the rest performed — except the
+        tool steps that withdrawal has cancelled meanwhile.
+        """
         if self.core.terminal is not None:
+            recorded_end = any(record.get("record") == "end" for record in start.records)
+            if self.writer is not None and not recorded_end:
+                # Cut between the step that ended the run and its end record.
+                self.writer.write_end(self.core.terminal, self.core.usage)
             return []
+        if self.core.phase == Phase.IDLE.value:
+            raise UsageError(
+                "the trace ends before the run started, so there is no prompt to continue "
+                "from: start a new run instead"
+            )
         in_flight = start.outstanding_effects if isinstance(start, ForkPoint) else start.in_flight
         updates: list[Update] = []
+        lost_stream: fx.CallModel | None = None
+        later: list[fx.Effect] = []
         for item in in_flight:
             effect = item.effect
             if isinstance(effect, fx.CallModel) and self.core.stream_started(effect.request_id):
-                # Half a response was recorded and the rest is gone: the core retries it.
-                lost = ev.ModelStreamFailed(
-                    request_id=effect.request_id,
-                    kind=ev.FailureKind.CONNECTION,
-                    message="the stream was cut where the run was picked up",
-                )
-                updates.extend(self._feed(lost))
+                lost_stream = effect
             elif item.maybe_side_effects and not (self.rerun and self.rerun(item)):
                 # A call that may have run already is not run again unless the caller says so.
                 assert isinstance(effect, fx.RunToolStep)
-                updates.extend(
-                    self._feed(
-                        ev.ToolCallFinished(
-                            call_id=effect.call_id,
-                            content=texts.not_rerun(effect.tool_name),
-                            is_error=True,
-                        )
-                    )
+                not_rerun = ev.ToolCallFinished(
+                    call_id=effect.call_id, content=texts.not_rerun(effect.tool_name), is_error=True
                 )
+                updates.extend(self._feed(not_rerun))
             else:
+                later.append(effect)
+        if lost_stream is not None:
+            updates.extend(self._feed(self._end_of_recorded_stream(lost_stream.request_id)))
+        for effect in later:
+            stale = isinstance(effect, fx.RunToolStep) and effect.call_id in self.cancelled_calls
+            if not stale and self.core.terminal is None:
                 self._perform(effect)
         return updates
+
+    def _end_of_recorded_stream(self, request_id: str) -> ev.Event:
+        """How a response cut off by the end of the recording ends: closed if it was whole."""
+        if self.core.stream_complete(request_id):
+            return ev.ModelStreamClosed(request_id=request_id)
+        return ev.ModelStreamFailed(
+            request_id=request_id,
+            kind=ev.FailureKind.CONNECTION,
+            message="the stream was cut where the run was picked up",
+        )
 
     def _abort(self, reason: str) -> list[Update]:
         if self.core.terminal is not None or self.core.poisoned:
@@ -564,12 +602,18 @@ class _Session:
 
     def _perform(self, effect: fx.Effect) -> None:
         if isinstance(effect, fx.CallModel):
+            system: str | list[dict[str, Any]] = self.agent.system
+            tools, messages = self.agent.tool_definitions, self.core.api_messages()
+            if self.agent.prompt_caching:
+                system, tools, messages = cache_breakpoints(
+                    system=system, tools=tools, messages=messages
+                )
             request = ModelRequest(
                 model=effect.model,
                 max_output_tokens=effect.max_output_tokens,
-                messages=self.core.api_messages(),
-                system=self.agent.system,
-                tools=self.agent.tool_definitions,
+                messages=messages,
+                system=system,
+                tools=tools,
             )
             self._spawn(self._call_model(effect, request))
         elif isinstance(effect, fx.RunToolStep):
@@ -646,7 +690,12 @@ class _Session:
         context = self._context(effect.call_id)
         if effect.step is fx.ToolStep.VALIDATE:
             validated = await run_validation(
-                tool, effect.tool_name, effect.input, context, call_id=effect.call_id
+                tool,
+                effect.tool_name,
+                effect.input,
+                context,
+                call_id=effect.call_id,
+                timeout_s=_seconds(self.agent.config.tool_timeout_ms),
             )
             self.queue.put_nowait(validated)
             return
@@ -657,7 +706,14 @@ class _Session:
         def progress(text: str) -> None:
             self.queue.put_nowait(ev.ToolProgressReported(call_id=effect.call_id, text=text))
 
-        finished = await run_call(tool, effect.input, context, progress, call_id=effect.call_id)
+        finished = await run_call(
+            tool,
+            effect.input,
+            context,
+            progress,
+            call_id=effect.call_id,
+            timeout_s=_seconds(self.agent.config.tool_timeout_ms),
+        )
         self.queue.put_nowait(finished)
 
     async def _hooks(self, effect: fx.RunHooks) -> None:
@@ -672,7 +728,9 @@ class _Session:
             cwd=str(self.agent.cwd),
             trace_path=str(self.trace_path) if self.trace_path is not None else None,
         )
-        outcome = await self.agent.hooks.run(hook_input)
+        outcome = await self.agent.hooks.run(
+            hook_input, default_timeout_s=_seconds(self.agent.config.hook_timeout_ms)
+        )
         self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
 
     async def _permission(self, effect: fx.AskPermission) -> None:
@@ -692,13 +750,25 @@ class _Session:
             target=target,
             session_rules=self.core.session_permission_rules,
         )
+        limit = _seconds(self.agent.config.permission_timeout_ms)
         try:
-            decided = await self.agent.permissions.decide(effect, check, facts)
+            async with asyncio.timeout(limit):
+                decided = await self.agent.permissions.decide(effect, check, facts)
             if decided.behavior is ev.PermissionBehavior.ALLOW:
                 # The tool writes exactly the file that was checked (no swap in between), and
                 # a read outside the working folder that was allowed may now reach it.
                 context.checked_path = target
                 context.allow_outside = check.reason == OUTSIDE_WORKING_FOLDER
+        except TimeoutError:
+            assert limit is not None
+            # Our bound (LoopConfig.permission_timeout_ms): nobody answered, so no grant.
+            decided = ev.PermissionDecided(
+                effect_id=effect.effect_id,
+                behavior=ev.PermissionBehavior.DENY,
+                source=ev.DecisionSource.USER,
+                reason=texts.PERMISSION_TIMED_OUT,
+                message=texts.permission_timed_out(effect.tool_name, limit),
+            )
         except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
             decided = ev.PermissionDecided(
                 effect_id=effect.effect_id,
