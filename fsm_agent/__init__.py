@@ -31,6 +31,8 @@ _PUBLIC = {
     "RunResult": "fsm_agent.runtime.agent",
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
+    "Thinking": "fsm_agent.runtime.models",
+    "ServerTool": "fsm_agent.runtime.server_tools",
     "Hooks": "fsm_agent.runtime.hooks",
     "HookMatcher": "fsm_agent.runtime.hook_spec",
     "HookInput": "fsm_agent.runtime.hook_spec",
@@ -70,8 +72,10 @@ __all__ = [
     "ReadOnlyVerdict",
     "Redirect",
     "RunResult",
+    "ServerTool",
     "Step",
     "Terminal",
+    "Thinking",
     "Tool",
     "ToolSpec",
     "TransitionTaken",
@@ -105,8 +109,9 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.agent import Agent, RunResult
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
-    from fsm_agent.runtime.models import AnthropicModel, Model
+    from fsm_agent.runtime.models import AnthropicModel, Model, Thinking
     from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy
+    from fsm_agent.runtime.server_tools import ServerTool
     from fsm_agent.runtime.tool import Tool, tool
     from fsm_agent.trace.reader import read_trace
     from fsm_agent.trace.replay import fork, replay, resume

@@ -50,6 +50,7 @@ from fsm_agent.runtime.models import (
     classify_failure,
 )
 from fsm_agent.runtime.permissions import CallFacts, PermissionPolicy
+from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.tool import (
     OUTSIDE_WORKING_FOLDER,
@@ -209,7 +210,8 @@ class Agent:
 
     Args:
         model: what answers (``AnthropicModel``, ``ScriptedModel``, or your own ``Model``).
-        tools: the tools the model may call.
+        tools: the tools the model may call: local tools, and ``ServerTool`` declarations of
+            tools the API runs itself (web search, web fetch, code execution).
         config: the loop's bounds and options (its ``model`` is set to ``model.name``).
         hooks: PreToolUse, PostToolUse and Stop hooks.
         permissions: rules, mode and the ``ask`` callback (default: allow what tools allow,
@@ -239,7 +241,7 @@ class Agent:
         self,
         *,
         model: Model,
-        tools: Sequence[Tool[Any]] = (),
+        tools: Sequence[Tool[Any] | ServerTool] = (),
         config: LoopConfig | None = None,
         hooks: Hooks | None = None,
         permissions: PermissionPolicy | None = None,
@@ -258,7 +260,9 @@ class Agent:
         self.sleep = sleep
         self.clock = clock
         self.price = price
-        self.tools = tuple(tools)
+        # Server tools are declarations for the API; only local tools reach the core.
+        self.tools = tuple(t for t in tools if not isinstance(t, ServerTool))
+        self.server_tools = tuple(t for t in tools if isinstance(t, ServerTool))
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
         self.hooks = hooks if hooks is not None else Hooks()
@@ -274,7 +278,7 @@ class Agent:
         self.tool_definitions = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
             for t in self.tools
-        ]
+        ] + [t.to_api() for t in self.server_tools]
         self._by_name: dict[str, Tool[Any]] = {}
         for tool in self.tools:
             for name in (tool.name, *tool.aliases):
