@@ -167,6 +167,9 @@ class AgentCore:
         self._awaiting: str | None = None
         self._compacted_this_iteration = False
         self._collapse_drain_attempted = False
+        # the refill breaker (issue 10): compactions this user turn, and whether one refilled
+        self._compactions_this_turn = 0
+        self._compaction_refilled = False
         self._answered: set[str] = set()
         self._request_history = RequestHistory()
         # token budget tracking (SPEC §7.6)
@@ -673,6 +676,19 @@ class AgentCore:
 
     # --- guards (read, never write) -------------------------------------------------------------
 
+    def _compaction_allowed(self) -> bool:
+        """The refill breaker: a bounded number of compactions per user turn, and none after
+        one that left the context over the threshold (it would only run again and again)."""
+        return (
+            not self._compaction_refilled
+            and self._compactions_this_turn < self.config.max_compactions_per_turn
+        )
+
+    def _count_compaction(self) -> None:
+        self._compactions_this_turn += 1
+        if self._estimate_tokens() >= self.config.autocompact_threshold:
+            self._compaction_refilled = True
+
     def _guard_should_autocompact(self) -> bool:
         tracking = self._state.auto_compact
         failures = tracking.consecutive_failures if tracking is not None else 0
@@ -680,6 +696,7 @@ class AgentCore:
             self.config.autocompact
             and not self.config.context_collapse
             and failures < self.config.autocompact_failure_limit
+            and self._compaction_allowed()
             and self._estimate_tokens() >= self.config.autocompact_threshold
         )
 
@@ -690,7 +707,7 @@ class AgentCore:
         # SPEC §2.2 blocking_limit: skipped when compaction can still rescue the request.
         if self._compacted_this_iteration or self.config.context_collapse:
             return False
-        if self.config.reactive_compact and self.config.autocompact:
+        if self.config.reactive_compact and self.config.autocompact and self._compaction_allowed():
             return False
         return self._estimate_tokens() >= self.config.blocking_limit
 
@@ -769,6 +786,7 @@ class AgentCore:
         return (
             self.config.reactive_compact
             and not self._state.has_attempted_reactive_compact
+            and self._compaction_allowed()
             and (
                 self._withheld(ApiErrorKind.PROMPT_TOO_LONG)
                 or self._withheld(ApiErrorKind.MEDIA_TOO_LARGE)
@@ -857,6 +875,8 @@ class AgentCore:
         event: ev.TurnStarted = self._event
         self._state = LoopState(messages=tuple(event.messages))
         self._transcript.extend(event.messages)
+        self._compactions_this_turn = 0
+        self._compaction_refilled = False
         self._turn_output_tokens = 0
         self._budget_continuations = 0
         self._budget_last_delta = 0
@@ -888,6 +908,7 @@ class AgentCore:
     def _on_autocompact_done(self) -> None:
         event: ev.CompactionFinished = self._event
         self._adopt_compacted(event.messages)
+        self._count_compaction()
         self._compacted_this_iteration = True
         self._state = attrs.evolve(
             self._state,
@@ -1044,6 +1065,7 @@ class AgentCore:
     def _on_reactive_compact_retry(self) -> None:
         event: ev.CompactionFinished = self._event
         self._adopt_compacted(event.messages)
+        self._count_compaction()
         self._continue_with(
             attrs.evolve(
                 self._state,

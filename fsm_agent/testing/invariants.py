@@ -217,6 +217,36 @@ def _reactive(transitions: Sequence[TransitionTaken]) -> list[str]:
     return problems
 
 
+_COMPACTIONS = frozenset({"autocompact_done", "reactive_compact_retry"})
+
+
+def _compactions(config: LoopConfig, transitions: Sequence[TransitionTaken]) -> list[str]:
+    """Invariant 3, extended (issue 10): at most ``max_compactions_per_turn`` compactions per
+    user turn, and never compact → refused → compact → refused → compact: two compactions at
+    most without a model response between them."""
+    problems = []
+    per_turn = 0
+    since_response = 0
+    for t in transitions:
+        if t.machine != "loop":
+            continue
+        if t.name == "run_started":
+            per_turn = 0
+        elif t.name == "stream_ended":
+            since_response = 0
+        elif t.name in _COMPACTIONS:
+            per_turn += 1
+            since_response += 1
+            if per_turn == config.max_compactions_per_turn + 1:
+                problems.append(
+                    f"inv3: {per_turn} compactions in one user turn exceed "
+                    f"max_compactions_per_turn {config.max_compactions_per_turn}"
+                )
+            if since_response == 3:
+                problems.append("inv3: three compactions without a model response between")
+    return problems
+
+
 def _output_recovery(config: LoopConfig, transitions: Sequence[TransitionTaken]) -> list[str]:
     """Invariant 4: recoveries per chain within the limit; escalation only without override."""
     problems = []
@@ -358,6 +388,7 @@ def check_step(
     problems = _pairing(core.transcript, terminal=False)
     problems += _rows(transitions)
     problems += _reactive(transitions)
+    problems += _compactions(config, transitions)
     problems += _output_recovery(config, transitions)
     problems += _stop_hooks_after_api_error(steps)
     problems += _concurrency(steps)

@@ -289,6 +289,7 @@ def loop_configs() -> st.SearchStrategy[LoopConfig]:
         reactive_compact=st.booleans(),
         context_collapse=st.sampled_from([False, False, True]),
         autocompact_failure_limit=st.integers(min_value=1, max_value=3),
+        max_compactions_per_turn=st.integers(min_value=1, max_value=3),
         context_window=st.sampled_from([200_000, 200_000, 33_050, 23_030]),
         max_retries=st.sampled_from([0, 1, 2, 2, 3, 3]),
         overloaded_before_fallback=st.integers(min_value=1, max_value=3),
