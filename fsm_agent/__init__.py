@@ -42,6 +42,14 @@ _PUBLIC = {
     "HookEvent": "fsm_agent.core.effects",
     "PermissionPolicy": "fsm_agent.runtime.permissions",
     "PermissionMode": "fsm_agent.runtime.permissions",
+    "PermissionAnswer": "fsm_agent.runtime.permissions",
+    "PermissionRequest": "fsm_agent.runtime.permissions",
+    "Rule": "fsm_agent.core.permission_rules",
+    "RuleBehavior": "fsm_agent.core.permission_rules",
+    "RuleSource": "fsm_agent.core.permission_rules",
+    "parse_rule": "fsm_agent.core.permission_rules",
+    "Settings": "fsm_agent.runtime.settings",
+    "load_settings": "fsm_agent.runtime.settings",
     "Tool": "fsm_agent.runtime.tool",
     "tool": "fsm_agent.runtime.tool",
     "replay": "fsm_agent.trace.replay",
@@ -66,13 +74,19 @@ __all__ = [
     "Hooks",
     "LoopConfig",
     "Model",
+    "PermissionAnswer",
     "PermissionMode",
     "PermissionPolicy",
+    "PermissionRequest",
     "Phase",
     "ReadOnlyVerdict",
     "Redirect",
+    "Rule",
+    "RuleBehavior",
+    "RuleSource",
     "RunResult",
     "ServerTool",
+    "Settings",
     "Step",
     "Terminal",
     "Thinking",
@@ -83,7 +97,9 @@ __all__ = [
     "analyse_command",
     "fork",
     "judge_read_only",
+    "load_settings",
     "normalize_for_api",
+    "parse_rule",
     "read_trace",
     "replay",
     "resume",
@@ -96,6 +112,7 @@ if TYPE_CHECKING:
     from fsm_agent.core.effects import HookEvent
     from fsm_agent.core.events import HookDecision, HookOutcome
     from fsm_agent.core.normalize import normalize_for_api
+    from fsm_agent.core.permission_rules import Rule, RuleBehavior, RuleSource, parse_rule
     from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
     from fsm_agent.core.shell_commands import (
         CommandAnalysis,
@@ -110,8 +127,14 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
     from fsm_agent.runtime.models import AnthropicModel, Model, Thinking
-    from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy
+    from fsm_agent.runtime.permissions import (
+        PermissionAnswer,
+        PermissionMode,
+        PermissionPolicy,
+        PermissionRequest,
+    )
     from fsm_agent.runtime.server_tools import ServerTool
+    from fsm_agent.runtime.settings import Settings, load_settings
     from fsm_agent.runtime.tool import Tool, tool
     from fsm_agent.trace.reader import read_trace
     from fsm_agent.trace.replay import fork, replay, resume
