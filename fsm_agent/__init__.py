@@ -57,6 +57,11 @@ _PUBLIC = {
     "fork": "fsm_agent.trace.replay",
     "resume": "fsm_agent.trace.replay",
     "read_trace": "fsm_agent.trace.reader",
+    "open_store": "fsm_agent.store.opening",
+    "RunQuery": "fsm_agent.store.query",
+    "TransitionCount": "fsm_agent.store.query",
+    "RunStore": "fsm_agent.store.sql_store",
+    "StoredRun": "fsm_agent.store.sql_store",
 }
 
 __all__ = [
@@ -86,14 +91,18 @@ __all__ = [
     "Rule",
     "RuleBehavior",
     "RuleSource",
+    "RunQuery",
     "RunResult",
+    "RunStore",
     "ServerTool",
     "Settings",
     "Step",
+    "StoredRun",
     "Terminal",
     "Thinking",
     "Tool",
     "ToolSpec",
+    "TransitionCount",
     "TransitionTaken",
     "__version__",
     "analyse_command",
@@ -101,6 +110,7 @@ __all__ = [
     "judge_read_only",
     "load_settings",
     "normalize_for_api",
+    "open_store",
     "parse_rule",
     "read_trace",
     "replay",
@@ -139,6 +149,9 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.server_tools import ServerTool
     from fsm_agent.runtime.settings import Settings, load_settings
     from fsm_agent.runtime.tool import Tool, tool
+    from fsm_agent.store.opening import open_store
+    from fsm_agent.store.query import RunQuery, TransitionCount
+    from fsm_agent.store.sql_store import RunStore, StoredRun
     from fsm_agent.trace.reader import read_trace
     from fsm_agent.trace.replay import fork, replay, resume
 
