@@ -231,9 +231,18 @@ def shell_verdict(
         if matched is not None:
             return rule_verdict("ask", "1f", asking, f"{matched!r}")
     if analysis.problem is not None:
+        # A command we cannot read may hide a part a deny or ask rule names: then neither a
+        # whole-tool allow nor bypass may skip the question (SPEC §9.3 step 1f).
+        guarded = any(
+            True
+            for behavior in (RuleBehavior.DENY, RuleBehavior.ASK)
+            for _ in rules.content_rules(behavior, "Bash")
+        )
         return Verdict(
             behavior="ask",
+            step="1f" if guarded else "3",
             reason=f"the command cannot be fully analysed: {analysis.problem}",
+            immune=guarded,
             suggested_rules=(_exact_rule(whole),),
         )
     if own.behavior == "allow":
