@@ -378,6 +378,12 @@ class _Session:
         self.writer: TraceWriter | None = None
         meta = {"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name}
         self.hidden_paths = agent.hidden_paths(self.trace_path)
+        # SPEC §7.1: oversized tool results are saved beside the trace, readable by the model.
+        self.results_dir = (
+            self.trace_path.parent / f"{self.trace_path.stem}.tool-results"
+            if self.trace_path is not None
+            else None
+        )
         if start is not None:
             # Continue a recorded run: its core, and a trace that repeats its prefix.
             if not isinstance(start.core, AgentCore):
@@ -676,10 +682,14 @@ class _Session:
     def _context(self, call_id: str) -> ToolContext:
         context = self.call_contexts.get(call_id)
         if context is None:
+            readable = tuple(self.agent.permissions.additional_directories)
+            if self.results_dir is not None:
+                readable = (*readable, self.results_dir.resolve())
             context = ToolContext(
                 cwd=self.agent.cwd,
-                additional_directories=tuple(self.agent.permissions.additional_directories),
+                additional_directories=readable,
                 hidden_paths=self.hidden_paths,
+                results_dir=self.results_dir,
                 extra=dict(self.core.tool_context),
             )
             self.call_contexts[call_id] = context
