@@ -56,6 +56,8 @@ from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 ABORT_ON_FAULT = "fault"
 """``AbortRequested.reason`` fed when the driver itself fails (the ``end`` record names it)."""
+_CLOSING_HOOKS_WAIT_S = 5.0
+"""How long a finished run waits for its SessionEnd and StopFailure hooks at most."""
 
 
 # --- what the caller sees -----------------------------------------------------------------------
@@ -301,6 +303,7 @@ class _Session:
         self.effect_calls: dict[str, str] = {}
         self.compactor = SummaryCompactor()
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
+        self.closing_hooks: set[asyncio.Task[ev.HookOutcome]] = set()
 
     async def run(self) -> AsyncIterator[Update]:
         try:
@@ -459,7 +462,13 @@ class _Session:
         elif isinstance(effect, fx.RunHooks):
             if effect.call_id is not None:
                 self.effect_calls[effect.effect_id] = effect.call_id
-            if effect.hook_event is not fx.HookEvent.STOP_FAILURE:
+            if effect.hook_event in fx.DETACHED_HOOK_EVENTS:
+                if not self.agent.hooks.matchers(effect.hook_event):
+                    return
+                # The run is ending: nothing waits for these, but they finish before it returns.
+                closing = asyncio.get_running_loop().create_task(self._run_hooks(effect))
+                self.closing_hooks.add(closing)
+            else:
                 self._spawn(self._hooks(effect), call_id=effect.call_id)
         elif isinstance(effect, fx.AskPermission):
             self.effect_calls[effect.effect_id] = effect.call_id
@@ -542,6 +551,10 @@ class _Session:
         self.queue.put_nowait(finished)
 
     async def _hooks(self, effect: fx.RunHooks) -> None:
+        outcome = await self._run_hooks(effect)
+        self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
+
+    async def _run_hooks(self, effect: fx.RunHooks) -> ev.HookOutcome:
         payload = dict(effect.payload)
         tool_input = payload.pop("tool_input", {})
         hook_input = HookInput(
@@ -553,8 +566,7 @@ class _Session:
             cwd=str(self.agent.cwd),
             trace_path=str(self.trace_path) if self.trace_path is not None else None,
         )
-        outcome = await self.agent.hooks.run(hook_input)
-        self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
+        return await self.agent.hooks.run(hook_input)
 
     async def _permission(self, effect: fx.AskPermission) -> None:
         tool = self.agent.tool(effect.tool_name)
@@ -582,7 +594,11 @@ class _Session:
     async def _compact(self, effect: fx.Compact) -> None:
         try:
             result = await self.compactor.compact(
-                effect.kind, self.core.messages_for_query(), self.agent.model, self.core.model
+                effect.kind,
+                self.core.messages_for_query(),
+                self.agent.model,
+                self.core.model,
+                instructions=effect.instructions,
             )
         except Exception as exc:  # a failed compaction is a named transition, not a crash
             result = CompactionResult(ok=False, error=f"{type(exc).__name__}: {exc}")
@@ -601,3 +617,10 @@ class _Session:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        if self.closing_hooks:
+            # SessionEnd and StopFailure hooks: each has its own time limit; this bounds the
+            # rest (a Python hook that never returns). Their answers change nothing now.
+            _, late = await asyncio.wait(self.closing_hooks, timeout=_CLOSING_HOOKS_WAIT_S)
+            for overdue in late:
+                overdue.cancel()
+            await asyncio.gather(*self.closing_hooks, return_exceptions=True)

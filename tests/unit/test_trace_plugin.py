@@ -43,13 +43,13 @@ def test_a_folder_of_traces(pytester: pytest.Pytester, tmp_path: Path) -> None:
 def test_a_divergence_is_reported_readably(pytester: pytest.Pytester, tmp_path: Path) -> None:
     """A diverging trace fails with seq, recorded and replayed records, and no traceback."""
     records = lines_of(record_run(tmp_path / "good.jsonl"))
-    records[3]["name"] = "teleported"
+    records[2]["name"] = "teleported"
     bad = write_lines(tmp_path / "bad.jsonl", records)
     result = run(pytester, "--fsm-replay", str(bad))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*replay diverged at seq 3",
+            "*replay diverged at seq 2",
             '*recorded: {*"name":"teleported"*',
             "*replayed: {*",
             "*around it (recorded):*",
