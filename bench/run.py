@@ -285,6 +285,69 @@ def driver_turn_seconds() -> tuple[float, float]:
     return asyncio.run(driven()), turn_seconds(5)
 
 
+def _long_session(turns: int, *, on_turn: Callable[[int], None]) -> None:
+    """A session of ``turns`` model turns (each asks for one tool call) through ``Agent``, with
+    the scripted model; ``on_turn(n)`` runs as turn ``n`` ends."""
+    from fsm_agent.runtime.agent import Agent, TransitionUpdate
+    from fsm_agent.runtime.tool import tool
+    from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+
+    @tool(name="Echo", description="Say it back.", concurrency_safe=True, read_only=True)
+    async def echo(*, text: str) -> str:
+        return text
+
+    step = {
+        "content": [{"text": "Checking."}, {"tool_use": {"name": "Echo", "input": {"text": "x"}}}]
+    }
+    scenario = parse_scenario({"steps": [step] * (turns - 1) + [{"content": [{"text": "done"}]}]})
+    agent = Agent(model=ScriptedModel(scenario), tools=[echo], trace=False)
+
+    async def run() -> None:
+        turn = 0
+        async for update in agent.stream("go"):
+            if isinstance(update, TransitionUpdate) and update.transition.name == "next_turn":
+                turn += 1
+                on_turn(turn)
+
+    asyncio.run(run())
+
+
+LONG_SESSION_MARKS = (100, 1_000, 3_000)
+_WINDOW = 100  # turns averaged at each mark
+
+
+def long_session_turn_seconds(repeat: int) -> dict[int, float]:
+    """Time per turn around turn 100, 1,000 and 3,000 of one session (the median of
+    ``repeat`` sessions): the mean of the ``_WINDOW`` turns that end at each mark."""
+    samples: dict[int, list[float]] = {mark: [] for mark in LONG_SESSION_MARKS}
+    for _ in range(repeat):
+        stamps = [time.perf_counter()]
+        _long_session(
+            LONG_SESSION_MARKS[-1] + 1, on_turn=lambda _, s=stamps: s.append(time.perf_counter())
+        )
+        for mark in LONG_SESSION_MARKS:
+            samples[mark].append((stamps[mark] - stamps[mark - _WINDOW]) / _WINDOW)
+    return {mark: statistics.median(values) for mark, values in samples.items()}
+
+
+def long_session_memory_per_turn(turns: int = 1_000) -> float:
+    """Bytes of traced memory added per turn between turn 100 and turn ``turns``."""
+    import tracemalloc
+
+    held: dict[int, int] = {}
+
+    def on_turn(turn: int) -> None:
+        if turn in (_WINDOW, turns):
+            held[turn] = tracemalloc.get_traced_memory()[0]
+
+    tracemalloc.start()
+    try:
+        _long_session(turns + 1, on_turn=on_turn)
+    finally:
+        tracemalloc.stop()
+    return (held[turns] - held[_WINDOW]) / (turns - _WINDOW)
+
+
 def command_seconds(command: list[str], *, repeat: int = 3) -> float:
     samples = []
     for _ in range(repeat):
@@ -351,6 +414,21 @@ def main() -> int:
         size += path.stat().st_size
         calls += path.read_bytes().count(b'"type":"CallModel"')
     row("trace bytes per model turn", f"{size / max(calls, 1):8.0f} B", f"{calls} requests")
+
+    per_turn = long_session_turn_seconds(1 if args.quick else 3)
+    first = per_turn[LONG_SESSION_MARKS[0]]
+    for mark, seconds in per_turn.items():
+        row(
+            f"Agent session, per turn at turn {mark}",
+            f"{seconds * 1e3:8.2f} ms",
+            f"{seconds / first:.2f}× turn {LONG_SESSION_MARKS[0]}"
+            + (" (goal ≤ 1.5×)" if mark == LONG_SESSION_MARKS[-1] else ""),
+        )
+    row(
+        "Agent session, memory per turn",
+        f"{long_session_memory_per_turn() / 1024:8.1f} KiB",
+        "traced between turns 100 and 1,000 (the history itself grows)",
+    )
 
     driven, synchronous = driver_turn_seconds()
     row(

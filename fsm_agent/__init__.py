@@ -25,6 +25,8 @@ _PUBLIC = {
     "CommandAnalysis": "fsm_agent.core.shell_commands",
     "CommandPart": "fsm_agent.core.shell_commands",
     "Redirect": "fsm_agent.core.shell_commands",
+    "judge_read_only": "fsm_agent.core.read_only_commands",
+    "ReadOnlyVerdict": "fsm_agent.core.read_only_commands",
     "Agent": "fsm_agent.runtime.agent",
     "RunResult": "fsm_agent.runtime.agent",
     "AnthropicModel": "fsm_agent.runtime.models",
@@ -65,6 +67,7 @@ __all__ = [
     "PermissionMode",
     "PermissionPolicy",
     "Phase",
+    "ReadOnlyVerdict",
     "Redirect",
     "RunResult",
     "Step",
@@ -75,6 +78,7 @@ __all__ = [
     "__version__",
     "analyse_command",
     "fork",
+    "judge_read_only",
     "normalize_for_api",
     "read_trace",
     "replay",
@@ -88,6 +92,7 @@ if TYPE_CHECKING:
     from fsm_agent.core.effects import HookEvent
     from fsm_agent.core.events import HookDecision, HookOutcome
     from fsm_agent.core.normalize import normalize_for_api
+    from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
     from fsm_agent.core.shell_commands import (
         CommandAnalysis,
         CommandPart,

@@ -1,7 +1,9 @@
-"""The ``fsm-agent`` command: run, demo, replay, show, diff, diagram.
+"""The ``fsm-agent`` command: run, fork, resume, demo, replay, show, diff, diagram.
 
 Start-up stays cheap: the anthropic SDK and rich are imported only by the commands that use
 them, so ``replay``, ``show``, ``diff`` and ``diagram`` start in a fraction of a second.
+Every error is one clear line on stderr (a missing file, a folder where a file is needed, a
+bad trace), never a traceback.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
+class CommandLineError(Exception):
+    """A problem with what the command was given; printed as one line, exit status 2."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = _parser()
@@ -29,6 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         result: int = args.handler(args)
+    except CommandLineError as exc:
+        print(f"fsm-agent: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except FsmAgentError as exc:
         print(f"fsm-agent: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -40,27 +49,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"fsm-agent: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
     return result
 
 
 def _parser() -> argparse.ArgumentParser:
+    import fsm_agent  # noqa: PLC0415 - the version only
+
     parser = argparse.ArgumentParser(
         prog="fsm-agent",
         description="An agent loop run as an explicit state machine, with replayable traces.",
     )
+    parser.add_argument("--version", action="version", version=f"fsm-agent {fsm_agent.__version__}")
     commands = parser.add_subparsers(title="commands")
 
     run = commands.add_parser("run", help="run a coding agent in the current folder")
-    run.add_argument("prompt")
-    run.add_argument(
-        "--model",
-        default="claude-sonnet-4-6",
-        help="a Claude model name, or scripted:FILE to play a scenario file",
-    )
-    run.add_argument("--max-turns", type=int, default=None)
-    run.add_argument("--trace", type=Path, default=None, help="trace file or folder")
-    run.add_argument("--yes", action="store_true", help="answer every permission question with yes")
+    run.add_argument("prompt", help="what to ask the agent")
+    _live_options(run)
     run.set_defaults(handler=_cmd_run)
+
+    fork = commands.add_parser(
+        "fork", help="replay a trace up to a seq, then carry the run on live"
+    )
+    fork.add_argument("trace_file", type=Path, help="the recorded trace (.jsonl)")
+    fork.add_argument(
+        "--at", type=int, required=True, metavar="SEQ", help="the seq to replay up to"
+    )
+    _live_options(fork)
+    fork.set_defaults(handler=_cmd_fork)
+
+    resume = commands.add_parser("resume", help="rebuild a crashed run from its trace, go on")
+    resume.add_argument("trace_file", type=Path, help="the crashed run's trace (.jsonl)")
+    resume.add_argument(
+        "--rerun",
+        action="store_true",
+        help="run again tool calls that may already have run (default: answer them with an "
+        "error result saying so)",
+    )
+    _live_options(resume)
+    resume.set_defaults(handler=_cmd_resume)
 
     demo = commands.add_parser("demo", help="an offline demo through the fake server")
     demo.add_argument("--trace", type=Path, default=None, help="where to keep the trace")
@@ -72,18 +102,23 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--allow-truncated",
         action="store_true",
-        help="accept a trace cut short (no end record, or a cut-off last line)",
+        help="accept a trace cut short (a crashed run: no end record, or a cut-off last "
+        "line) and check what precedes the cut",
     )
     replay.set_defaults(handler=_cmd_replay)
 
-    show = commands.add_parser("show", help="a readable timeline of a trace")
-    show.add_argument("path", type=Path)
-    show.add_argument("--html", type=Path, default=None, help="also write an HTML timeline")
+    show = commands.add_parser(
+        "show", help="a readable timeline of a trace, or the list of a folder's traces"
+    )
+    show.add_argument("path", type=Path, help="a trace file, or a folder of traces")
+    show.add_argument(
+        "--html", type=Path, default=None, metavar="FILE", help="also write an HTML timeline"
+    )
     show.set_defaults(handler=_cmd_show)
 
     diff = commands.add_parser("diff", help="the first point where two traces differ")
-    diff.add_argument("a", type=Path)
-    diff.add_argument("b", type=Path)
+    diff.add_argument("a", type=Path, help="the first trace")
+    diff.add_argument("b", type=Path, help="the second trace")
     diff.set_defaults(handler=_cmd_diff)
 
     diagram = commands.add_parser("diagram", help="mermaid diagrams of the machine tables")
@@ -92,55 +127,138 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# --- run and demo -------------------------------------------------------------------------------
+def _live_options(command: argparse.ArgumentParser) -> None:
+    """The options of the commands that run an agent live (run, fork, resume)."""
+    command.add_argument(
+        "--model",
+        default="claude-sonnet-4-6",
+        help="a Claude model name, or scripted:FILE to play a scenario file",
+    )
+    command.add_argument(
+        "--max-turns", type=int, default=None, help="end the run after this many turns"
+    )
+    command.add_argument(
+        "--trace",
+        type=Path,
+        default=None,
+        help="trace file, or folder (ending in / or existing); default: the user state folder",
+    )
+    command.add_argument(
+        "--yes", action="store_true", help="answer every permission question with yes"
+    )
+    command.add_argument(
+        "--permission-mode",
+        choices=["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"],
+        default=None,
+        help="how calls that need permission are decided (default: the settings' defaultMode, "
+        "else default); without a terminal, what the mode does not allow is denied and the "
+        "trace says no one was asked",
+    )
+    command.add_argument(
+        "--settings",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a settings file in Claude Code's format, applied on top of "
+        "~/.claude/settings.json, .claude/settings.json and .claude/settings.local.json "
+        "(repeatable)",
+    )
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+# --- run, fork, resume and demo -----------------------------------------------------------------
+
+
+def _model(spec: str) -> Any:
+    """The model a live command asked for: ``scripted:FILE`` or a Claude model name."""
+    if spec.startswith("scripted:"):
+        from fsm_agent.testing.scenario import ScriptedModel, load_scenario  # noqa: PLC0415
+
+        file = Path(spec.removeprefix("scripted:"))
+        if not file.is_file():
+            what = "is a folder" if file.is_dir() else "does not exist"
+            raise CommandLineError(f"--model scripted:{file}: the scenario file {what}")
+        return ScriptedModel(load_scenario(file))
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise CommandLineError(
+            "ANTHROPIC_API_KEY is not set, so Claude cannot be reached.\n"
+            "  Set it to run against Claude, play a scenario offline with\n"
+            "  --model scripted:FILE, or try `fsm-agent demo`."
+        )
+    from fsm_agent.runtime.models import AnthropicModel  # noqa: PLC0415
+
+    return AnthropicModel(name=spec, api_key=key)
+
+
+def _live(args: argparse.Namespace, stream: Any) -> int:
+    """Drive a live run (``stream`` makes its updates from an agent), print it, and return the
+    exit status: 0 for ``completed``, 1 for any other terminal reason."""
     import asyncio  # noqa: PLC0415
 
     from fsm_agent.core.config import LoopConfig  # noqa: PLC0415
     from fsm_agent.runtime.agent import Agent  # noqa: PLC0415
-    from fsm_agent.runtime.permissions import PermissionPolicy  # noqa: PLC0415
+    from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy  # noqa: PLC0415
+    from fsm_agent.runtime.settings import load_settings  # noqa: PLC0415
+    from fsm_agent.terminal_view import LiveView, stdin_is_terminal  # noqa: PLC0415
     from fsm_agent.toolbox import default_tools  # noqa: PLC0415
 
-    model: Any
-    if args.model.startswith("scripted:"):
-        from fsm_agent.testing.scenario import ScriptedModel, load_scenario  # noqa: PLC0415
-
-        model = ScriptedModel(load_scenario(args.model.removeprefix("scripted:")))
-    else:
-        key = os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            print(
-                "fsm-agent: ANTHROPIC_API_KEY is not set, so Claude cannot be reached.\n"
-                "  Set it to run against Claude, play a scenario offline with\n"
-                "  --model scripted:FILE, or try `fsm-agent demo`.",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-        from fsm_agent.runtime.models import AnthropicModel  # noqa: PLC0415
-
-        model = AnthropicModel(name=args.model, api_key=key)
-    view = _LiveView(quiet=False)
-    policy = PermissionPolicy(ask=_always_yes if args.yes else view.ask_on_terminal)
+    # Settings first: a bad settings file is reported before anything else happens.
+    settings = load_settings(Path.cwd(), extra_files=args.settings)
+    model = _model(args.model)
+    view = LiveView()
+    ask: Any = None  # nobody to ask: the mode decides, and the trace says no one was asked
+    if args.yes:
+        ask = _always_yes
+    elif stdin_is_terminal():
+        ask = view.ask
+    mode = PermissionMode(args.permission_mode or "default")
     agent = Agent(
         model=model,
         tools=default_tools(),
         config=LoopConfig(model=model.name, max_turns=args.max_turns),
-        permissions=policy,
+        permissions=PermissionPolicy(
+            mode=mode, ask=ask, bypass_available=mode is PermissionMode.BYPASS
+        ),
+        settings=settings,
         trace=args.trace,
     )
 
     async def go() -> Any:
         result = None
         with view:
-            async for update in agent.stream(args.prompt):
+            async for update in stream(agent):
                 result = view.show(update) or result
         return result
 
     result = asyncio.run(go())
-    print(f"\nended: {result.terminal}   trace: {result.trace_path}")
+    seconds = f"{result.duration_s:.1f} s"
+    print(
+        f"\nended: {result.terminal}   turns: {result.turns}   {seconds}   "
+        f"trace: {result.trace_path}"
+    )
     return EXIT_OK if result.terminal == "completed" else EXIT_FAILED
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    return _live(args, lambda agent: agent.stream(args.prompt))
+
+
+def _cmd_fork(args: argparse.Namespace) -> int:
+    from fsm_agent.trace.replay import fork  # noqa: PLC0415
+
+    point = fork(_trace_file(args.trace_file), args.at)
+    return _live(args, lambda agent: agent.continue_from(point))
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    from fsm_agent.trace.replay import resume  # noqa: PLC0415
+
+    point = resume(_trace_file(args.trace_file))
+    for item in point.unsafe_to_rerun:
+        verb = "will run again" if args.rerun else "is answered with an error, not re-run"
+        print(f"in flight at the crash: {item.effect} — {verb}", file=sys.stderr)
+    return _live(args, lambda agent: agent.continue_from(point, rerun=lambda _: args.rerun))
 
 
 def _always_yes(_request: Any) -> bool:
@@ -149,8 +267,9 @@ def _always_yes(_request: Any) -> bool:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from fsm_agent.demo import run_demo_sync  # noqa: PLC0415
+    from fsm_agent.terminal_view import LiveView  # noqa: PLC0415
 
-    view = _LiveView(quiet=args.quiet)
+    view = LiveView(quiet=args.quiet)
     with view:
         outcome = run_demo_sync(trace_path=args.trace, on_update=view.show)
     result = outcome.result
@@ -170,7 +289,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         f"[bold]recoveries:[/] {', '.join(recoveries)}"
     )
     view.console.print(f"[bold]permission questions:[/] {', '.join(outcome.permission_questions)}")
-    view.console.print(f"[bold]trace:[/] {result.trace_path}")
+    view.console.print(f"[bold]trace:[/] {result.trace_path}", markup=True, highlight=False)
     view.console.print(
         f"[bold green]replayed identically[/]: {outcome.replayed_records} records, "
         f"no model, no network   ({outcome.seconds:.2f} s in all)"
@@ -178,151 +297,117 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK if result.terminal == "completed" else EXIT_FAILED
 
 
-class _LiveView:
-    """Prints transitions and streamed text as they come, with a status line for the phase."""
-
-    def __init__(self, *, quiet: bool) -> None:
-        from rich.console import Console  # noqa: PLC0415
-
-        self.console = Console(highlight=False)
-        self.quiet = quiet
-        self.loop_transitions: list[str] = []
-        self._status: Any = None
-        self._phase = "idle"
-        self._text = ""  # the streamed line still arriving
-        self._text_style = ""
-        self._asking: Any = None  # an asyncio.Lock, made on first use inside the loop
-
-    def __enter__(self) -> _LiveView:
-        if not self.quiet:
-            self._status = self.console.status("idle")
-            self._status.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._status is not None:
-            self._status.__exit__(None, None, None)
-
-    async def ask_on_terminal(self, request: Any) -> bool:
-        """Ask the person at the terminal, one question at a time, with the status line
-        paused; the event loop keeps running meanwhile. No terminal: the answer is no."""
-        import asyncio  # noqa: PLC0415
-
-        if not sys.stdin.isatty():
-            return False
-        if self._asking is None:
-            self._asking = asyncio.Lock()
-        async with self._asking:
-            self._end_text()
-            if self._status is not None:
-                self._status.stop()
-            try:
-                shown = ", ".join(f"{k}={str(v)[:60]!r}" for k, v in request.input.items())
-                why = f" ({request.message})" if request.message else ""
-                question = f"allow {request.tool_name}({shown}){why}? [y/N] "
-                answer = await asyncio.to_thread(self.console.input, question)
-            finally:
-                if self._status is not None:
-                    self._status.start()
-        return answer.strip().lower() in {"y", "yes"}
-
-    def show(self, update: Any) -> Any:
-        from fsm_agent.runtime import agent as updates  # noqa: PLC0415
-
-        if isinstance(update, updates.RunFinished):
-            return update.result
-        if isinstance(update, updates.TransitionUpdate):
-            t = update.transition
-            if t.machine == "loop":
-                self.loop_transitions.append(t.name)
-            if self.quiet:
-                return None
-            self._end_text()
-            if t.machine == "loop":
-                self.console.print(f"[cyan]⟶ {t.name}[/]  [dim]{t.source} → {t.dest}[/]")
-                self._phase = update.phase
-                self._update_status()
-            elif t.name in {"started", "permission_granted", "permission_denied", "cancelled"}:
-                self.console.print(f"   [magenta]tool {t.call_id}: {t.name}[/]")
-        elif isinstance(update, updates.TextDelta) and not self.quiet:
-            # Whole lines are printed; the line still arriving shows in the status line (a
-            # partial line printed under a live status would be overwritten by it).
-            self._text_style = "dim italic" if update.thinking else ""
-            self._text += update.text
-            *complete, self._text = self._text.split("\n")
-            for line in complete:
-                self.console.print(f"   {line}", style=self._text_style, markup=False)
-            self._update_status()
-        return None
-
-    def _update_status(self) -> None:
-        if self._status is None:
-            return
-        tail = self._text[-70:]
-        self._status.update(f"phase: {self._phase}" + (f"  │ {tail}" if tail else ""))
-
-    def _end_text(self) -> None:
-        if self._text:
-            self.console.print(f"   {self._text}", style=self._text_style, markup=False)
-            self._text = ""
-
-
 # --- traces -------------------------------------------------------------------------------------
 
 
-def _cmd_replay(args: argparse.Namespace) -> int:
-    from fsm_agent.errors import TraceError  # noqa: PLC0415
-    from fsm_agent.trace.reader import trace_files  # noqa: PLC0415
-    from fsm_agent.trace.replay import replay  # noqa: PLC0415
+def _trace_file(path: Path) -> Path:
+    """``path`` if it is a file; otherwise a clear one-line error."""
+    if path.is_file():
+        return path
+    if path.is_dir():
+        raise CommandLineError(f"{path} is a folder; give one trace file (.jsonl) in it")
+    raise CommandLineError(f"no such trace file: {path}")
 
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from fsm_agent.errors import TraceDivergence, TraceError, TraceTruncated  # noqa: PLC0415
+    from fsm_agent.trace.divergence import format_divergence  # noqa: PLC0415
+    from fsm_agent.trace.reader import trace_files  # noqa: PLC0415
+
+    missing = [path for path in args.paths if not path.exists()]
+    if missing:
+        raise CommandLineError(f"no such trace file or folder: {missing[0]}")
     files = list(trace_files(args.paths))
     if not files:
-        print("fsm-agent: no trace files found", file=sys.stderr)
-        return EXIT_USAGE
+        raise CommandLineError("no trace files (*.jsonl) found")
     failures = 0
     width = max(len(str(f)) for f in files)
     print(f"{'trace':<{width}}  {'events':>6}  {'transitions':>11}  terminal / problem")
     for path in files:
         try:
-            result = replay(path, allow_truncated=args.allow_truncated)
+            events, transitions, ending = _replay_one(path, allow_truncated=args.allow_truncated)
         except TraceError as exc:
             failures += 1
-            first = str(exc).splitlines()[0]
+            if isinstance(exc, TraceDivergence):
+                text = format_divergence(exc)
+            else:
+                text = str(exc)
+                if isinstance(exc, TraceTruncated):
+                    text += "\n(use --allow-truncated to check the records before the cut)"
+            first, *rest = text.splitlines()
             print(f"{path!s:<{width}}  {'-':>6}  {'-':>11}  FAILED: {first}")
-            for line in str(exc).splitlines()[1:]:
+            for line in rest:
                 print(f"{'':<{width}}  {line}")
             continue
-        cut = "  (truncated: accepted)" if result.truncated else ""
-        print(
-            f"{path!s:<{width}}  {result.events:>6}  {result.transitions:>11}  "
-            f"{result.terminal or '(not ended)'}{cut}"
-        )
+        print(f"{path!s:<{width}}  {events:>6}  {transitions:>11}  {ending}")
     print(f"\n{len(files) - failures} replayed identically, {failures} failed")
     return EXIT_FAILED if failures else EXIT_OK
 
 
+def _replay_one(path: Path, *, allow_truncated: bool) -> tuple[int, int, str]:
+    """Replay one trace: (events, transitions, how it ended) for the table."""
+    from fsm_agent.trace.replay import replay  # noqa: PLC0415
+
+    result = replay(path, allow_truncated=allow_truncated)
+    ending = result.terminal or "(not ended)"
+    return (
+        result.events,
+        result.transitions,
+        ending + ("  (truncated: accepted)" if result.truncated else ""),
+    )
+
+
 def _cmd_show(args: argparse.Namespace) -> int:
     from fsm_agent.trace.reader import read_trace  # noqa: PLC0415
-    from fsm_agent.trace.timeline import render_html, render_timeline  # noqa: PLC0415
+    from fsm_agent.trace.timeline import render_timeline  # noqa: PLC0415
+    from fsm_agent.trace.timeline_page import render_html  # noqa: PLC0415
 
-    trace = read_trace(args.path, allow_truncated=True)
+    if args.path.is_dir():
+        if args.html is not None:
+            raise CommandLineError(f"{args.path} is a folder; --html needs one trace file")
+        return _list_traces(args.path)
+    trace = read_trace(_trace_file(args.path), allow_truncated=True)
     print(render_timeline(trace))
     if args.html is not None:
+        if args.html.is_dir():
+            raise CommandLineError(f"--html {args.html} is a folder; give a file name")
         args.html.write_text(render_html(trace), encoding="utf-8")
         print(f"\nwrote {args.html}")
     return EXIT_OK
 
 
+def _list_traces(folder: Path) -> int:
+    """``show FOLDER``: one line per trace in it, newest last."""
+    from fsm_agent.errors import TraceError  # noqa: PLC0415
+    from fsm_agent.trace.reader import read_trace, trace_files  # noqa: PLC0415
+
+    files = list(trace_files([folder]))
+    if not files:
+        raise CommandLineError(f"no trace files (*.jsonl) in {folder}")
+    print(f"{len(files)} traces in {folder} (show one with: fsm-agent show FILE)")
+    for path in files:
+        try:
+            trace = read_trace(path, allow_truncated=True)
+        except TraceError as exc:
+            print(f"  {path.relative_to(folder)}  unreadable: {str(exc).splitlines()[0]}")
+            continue
+        started = trace.header.meta.get("started", "")
+        ends = list(trace.of_kind("end"))
+        terminal = ends[-1].data["terminal"] if ends else "(not ended)"
+        print(f"  {path.relative_to(folder)}  {started}  {len(trace.records)} records  {terminal}")
+    return EXIT_OK
+
+
 def _cmd_diff(args: argparse.Namespace) -> int:
+    from fsm_agent.trace.divergence import format_divergence  # noqa: PLC0415
     from fsm_agent.trace.replay import diff_traces  # noqa: PLC0415
 
-    divergence = diff_traces(args.a, args.b)
+    divergence = diff_traces(_trace_file(args.a), _trace_file(args.b))
     if divergence is None:
         print("the traces agree")
         return EXIT_OK
-    print(f"first difference at seq {divergence.seq}:")
-    print(f"  {args.a}: {divergence.expected}")
-    print(f"  {args.b}: {divergence.actual}")
+    print(f"first difference at seq {divergence.seq} ({args.a} recorded, {args.b} replayed):")
+    print(format_divergence(divergence.to_error()))
     return EXIT_FAILED
 
 
@@ -334,7 +419,8 @@ def _cmd_diagram(args: argparse.Namespace) -> int:
     if args.trace is not None:
         from fsm_agent.trace.reader import read_trace  # noqa: PLC0415
 
-        for record in read_trace(args.trace, allow_truncated=True).of_kind("transition"):
+        trace = read_trace(_trace_file(args.trace), allow_truncated=True)
+        for record in trace.of_kind("transition"):
             data = record.data
             key = (data["name"], data["source"], data["dest"])
             (loop_taken if data["machine"] == "loop" else tool_taken).add(key)

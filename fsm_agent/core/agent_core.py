@@ -42,7 +42,7 @@ from fsm_agent.core.messages import (
     UserMessage,
     text_of,
 )
-from fsm_agent.core.normalize import normalize_for_api
+from fsm_agent.core.request_history import RequestHistory
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.stream import StreamAssembler
 from fsm_agent.core.tables import (
@@ -154,6 +154,7 @@ class AgentCore:
         self._uuid_counter = 0
         self._request_counter = 0
         self._tool_context: dict[str, Any] = {}
+        self._session_rules: list[str] = []
         # per-iteration containers (SPEC §1.1 "Per iteration")
         self._assistant: list[Message] = []
         self._tool_results: list[Message] = []
@@ -170,6 +171,7 @@ class AgentCore:
         self._compacted_this_iteration = False
         self._collapse_drain_attempted = False
         self._answered: set[str] = set()
+        self._request_history = RequestHistory()
         # token budget tracking (SPEC §7.6)
         self._turn_output_tokens = 0
         self._budget_continuations = 0
@@ -221,6 +223,11 @@ class AgentCore:
         return self._tool_context
 
     @property
+    def session_permission_rules(self) -> tuple[str, ...]:
+        """Allow rules the user added while running ("allow always"), in the order given."""
+        return tuple(self._session_rules)
+
+    @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The tool calls of the current iteration."""
         return tuple(self._executor.order) if self._executor is not None else ()
@@ -238,8 +245,12 @@ class AgentCore:
         return self._state.messages
 
     def api_messages(self) -> list[dict[str, Any]]:
-        """The current request's messages, normalized for the Messages API (SPEC §8.1)."""
-        return normalize_for_api(self._state.messages)
+        """The current request's messages, normalized for the Messages API (SPEC §8.1).
+
+        Only what changed since the previous request is normalized (DESIGN §7); the message
+        dicts are shared between requests, so treat them as read-only.
+        """
+        return self._request_history.normalize(self._state.messages)
 
     def legal_events(self) -> tuple[str, ...]:
         """Names of the event types the current phase accepts."""
@@ -441,6 +452,10 @@ class AgentCore:
         """Apply a tool's context modifier."""
         self._tool_context.update(update)
 
+    def remember_permission_rules(self, rules: tuple[str, ...]) -> None:
+        """Keep the session rules an "allow always" answer added (SPEC §9.2 source session)."""
+        self._session_rules.extend(rule for rule in rules if rule not in self._session_rules)
+
     # --- helpers ---------------------------------------------------------------------------------
 
     def _show(self, message: Message) -> None:
@@ -624,6 +639,9 @@ class AgentCore:
     def _absorb(self, completed: tuple[Message, ...]) -> None:
         assert self._assembler is not None
         for message in completed:
+            if isinstance(message, SystemMessage):  # a stream notice: shown, never sent
+                self._show(message)
+                continue
             self._assistant.append(message)
             if isinstance(message, ApiErrorMessage):
                 if not message.withheld:
@@ -761,6 +779,19 @@ class AgentCore:
             self._withheld(ApiErrorKind.MAX_OUTPUT_TOKENS)
             and self._state.max_output_tokens_recovery_count
             < self.config.max_output_tokens_recoveries
+        )
+
+    def _stop_reason(self) -> str | None:
+        """The stop reason of this iteration's response (None if it never got one)."""
+        return self._assembler.stop_reason if self._assembler is not None else None
+
+    def _guard_response_refused(self) -> bool:
+        return self._stop_reason() == "refusal"
+
+    def _guard_pause_turn_applicable(self) -> bool:
+        return (
+            self._stop_reason() == "pause_turn"
+            and self._state.pause_turns < self.config.pause_turn_limit
         )
 
     def _guard_last_is_api_error(self) -> bool:
@@ -944,9 +975,7 @@ class AgentCore:
         for position in range(len(self._assistant) - 1, -1, -1):
             message = self._assistant[position]
             if isinstance(message, AssistantMessage):
-                patched = attrs.evolve(
-                    message, usage=usage, stop_reason=self._assembler.stop_reason
-                )
+                patched = self._assembler.finalized(message)
                 self._assistant[position] = patched
                 self._replace_in_transcript(message, patched)
                 break
@@ -1135,6 +1164,27 @@ class AgentCore:
             "stop_hook_blocking",
         )
 
+    def _on_refusal(self) -> None:
+        # The model declined: the caller is told, with the API's stop_details when it sent
+        # them; no Stop hook runs on a refused response (as on an API error, SPEC §2.3 step 4).
+        details = self._assembler.stop_details if self._assembler is not None else None
+        self._show(
+            SystemMessage(uuid=self.new_uuid(), subtype="refusal", text=texts.refusal(details))
+        )
+
+    def _on_pause_turn(self) -> None:
+        # The API paused a long server-tool run: the paused assistant message goes back as
+        # the last message, and the API carries on from there. Bounded per turn.
+        self._continue_with(
+            attrs.evolve(
+                self._state,
+                messages=self._iteration_messages(),
+                max_output_tokens_override=None,
+                pause_turns=self._state.pause_turns + 1,
+            ),
+            "pause_turn",
+        )
+
     def _on_token_budget_continuation(self) -> None:
         budget = self.config.token_budget or 0
         used = self._turn_output_tokens
@@ -1208,6 +1258,7 @@ class AgentCore:
                 has_attempted_reactive_compact=False,
                 max_output_tokens_override=None,
                 stop_hook_blocks=0,
+                pause_turns=0,
             ),
             "next_turn",
         )

@@ -9,9 +9,10 @@ would hide a broken trace (a string is never silently turned into a number or a 
 from __future__ import annotations
 
 import re
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import cattrs
+from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.strategies import configure_tagged_union
 
 from fsm_agent.core import effects, events, messages
@@ -31,6 +32,8 @@ _BLOCK_TAGS = {
     messages.ThinkingBlock: "thinking",
     messages.RedactedThinkingBlock: "redacted_thinking",
     messages.ToolUseBlock: "tool_use",
+    messages.ServerToolUseBlock: "server_tool_use",
+    messages.OpaqueBlock: "opaque",
     messages.ToolResultBlock: "tool_result",
     messages.ImageBlock: "image",
     messages.DocumentBlock: "document",
@@ -43,6 +46,14 @@ _MESSAGE_TAGS = {
     messages.ProgressMessage: "progress",
     messages.SystemMessage: "system",
     messages.TombstoneMessage: "tombstone",
+}
+
+_OPTIONAL_FIELDS: dict[type, tuple[str, ...]] = {
+    messages.TextBlock: ("citations",),
+    messages.ToolUseBlock: ("caller",),
+    messages.ServerToolUseBlock: ("caller",),
+    messages.AssistantMessage: ("stop_details",),
+    messages.Usage: ("cache_creation", "server_tool_use", "service_tier", "extra"),
 }
 
 
@@ -87,6 +98,15 @@ def make_converter() -> cattrs.Converter:
     for kind in (str, int, bool, float):
         conv.register_structure_hook(kind, _strict_scalar(kind))
     conv.register_unstructure_hook_func(lambda kind: kind == dict[str, Any], _json_object)
+
+    # Fields the wire only sometimes carries are left out of a trace while they hold their
+    # default, so a plain run's records stay as short as they were before the fields existed.
+    # A factory, so each hook is built when first needed, after the unions below exist.
+    def omitting_defaults(cls: type) -> Any:
+        omitted = {name: override(omit_if_default=True) for name in _OPTIONAL_FIELDS[cls]}
+        return make_dict_unstructure_fn(cls, conv, **cast("dict[str, Any]", omitted))
+
+    conv.register_unstructure_hook_factory(_OPTIONAL_FIELDS.__contains__, omitting_defaults)
     configure_tagged_union(
         messages.ResultPart, conv, tag_name="type", tag_generator=_BLOCK_TAGS.__getitem__
     )

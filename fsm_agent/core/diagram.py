@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from fsm_agent.core.events import AbortRequested
 from fsm_agent.core.tables import (
     LOOP_INITIAL,
     LOOP_ROWS,
@@ -37,24 +38,40 @@ def render_table(
     finals: Collection[str],
     taken: Collection[tuple[str, str, str]] = (),
 ) -> str:
-    """A ``stateDiagram-v2`` for one table; ``taken`` holds (name, source, dest) to highlight."""
+    """A ``stateDiagram-v2`` for one table; ``taken`` holds (name, source, dest) to highlight.
+
+    The abort rows (one from nearly every phase, on ``AbortRequested``) are folded into one
+    note on the initial state: drawn, they would cross the whole picture.
+    """
     lines = ["stateDiagram-v2", f"    [*] --> {initial}"]
     seen: set[tuple[str, str, str]] = set()
+    aborts: dict[str, list[str]] = {}
     for row in rows:
         for source in row.source:
             key = (row.name, source, row.dest)
             if key in seen:
                 continue
             seen.add(key)
+            if row.on is AbortRequested:
+                mark = "TAKEN " if key in taken else ""
+                aborts.setdefault(row.dest, []).append(mark + source)
+                continue
             label = _edge_label(row)
             if key in taken:
                 label = f"TAKEN {label}"
             lines.append(f"    {source} --> {row.dest}: {label}")
     for final in sorted(finals):
         lines.append(f"    {final} --> [*]")
+    if aborts:
+        folded = "<br>".join(
+            f"{dest} on AbortRequested from {', '.join(sources)}"
+            for dest, sources in aborts.items()
+        )
+        lines.append(f"    note right of {initial}: not drawn: {folded}")
     if taken:
         visited = sorted({s for (_, s, _) in taken} | {d for (_, _, d) in taken})
-        lines.append("    classDef taken fill:#ffe08a,stroke:#b07d00")
+        # Loud on purpose: the path of a run must stand out at a glance.
+        lines.append("    classDef taken fill:#ff922b,stroke:#c92a2a,stroke-width:3px,color:#000")
         lines.extend(f"    class {state} taken" for state in visited)
     return "\n".join(lines)
 

@@ -149,7 +149,11 @@ class PermissionBehavior(enum.Enum):
 
 
 class DecisionSource(enum.Enum):
-    """Who decided a permission question (DESIGN §3: the reason goes into the trace)."""
+    """Who decided a permission question (DESIGN §3: the reason goes into the trace).
+
+    ``NO_ONE_TO_ASK`` is a question that needed a person when there was none (no ``ask``
+    callback): the call is refused, and the trace never claims that a user denied it.
+    """
 
     RULE = "rule"
     MODE = "mode"
@@ -158,12 +162,26 @@ class DecisionSource(enum.Enum):
     SAFETY_CHECK = "safety_check"
     TOOL = "tool"
     USER = "user"
+    NO_ONE_TO_ASK = "no_one_to_ask"
     POLICY = "policy"
 
 
 @attrs.frozen(kw_only=True)
 class PermissionDecided:
-    """The answer to an ``AskPermission`` effect, with why it was given."""
+    """The answer to an ``AskPermission`` effect, with why it was given.
+
+    Attributes:
+        source: the kind of reason (a rule, the mode, a hook, a safety check, the tool, the
+            user, no one to ask, a classifier).
+        reason: the reason in words.
+        step: the step of the permission chain that decided (``1a`` … ``3`` of SPEC §9.3,
+            ``hook`` for SPEC §9.5, ``plan`` or ``dontAsk`` for the modes, ``user``).
+        rule: the rule that decided, as written, when a rule did.
+        rule_source: where that rule came from (``userSettings``, ``session``, …).
+        mode: the permission mode in force.
+        added_rules: allow rules the user added for the rest of the session ("allow
+            always"); recorded here so that replay and resume see them.
+    """
 
     effect_id: str
     behavior: PermissionBehavior
@@ -172,6 +190,11 @@ class PermissionDecided:
     message: str = ""
     updated_input: dict[str, Any] | None = None
     abort_turn: bool = False
+    step: str = ""
+    rule: str = ""
+    rule_source: str = ""
+    mode: str = ""
+    added_rules: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -35,6 +35,7 @@ class LoopState:
         turn_count: starts at 1, incremented only by ``next_turn``.
         transition: the previous continue reason.
         stop_hook_blocks: consecutive ``stop_hook_blocking`` continues (reset by ``next_turn``).
+        pause_turns: ``pause_turn`` continues in this turn (reset by ``next_turn``).
     """
 
     messages: tuple[Message, ...] = ()
@@ -46,3 +47,4 @@ class LoopState:
     turn_count: int = 1
     transition: str | None = None
     stop_hook_blocks: int = 0
+    pause_turns: int = 0

@@ -21,9 +21,14 @@ import attrs
 
 @attrs.frozen(kw_only=True)
 class TextBlock:
-    """Plain text."""
+    """Text, with the citations the API attached to it (``citations_delta``, SPEC §3).
+
+    ``citations`` holds the API's citation objects as received; they go back to the API with
+    the text (a web-search answer must keep its citations when it is echoed).
+    """
 
     text: str
+    citations: tuple[dict[str, Any], ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -43,11 +48,48 @@ class RedactedThinkingBlock:
 
 @attrs.frozen(kw_only=True)
 class ToolUseBlock:
-    """A request from the model to call a tool."""
+    """A request from the model to call a tool.
+
+    ``caller`` is the API's record of who made the call (direct, or code execution calling
+    the tool programmatically); it is kept and echoed back as received.
+    """
 
     id: str
     name: str
     input: dict[str, Any] = attrs.field(factory=dict)
+    caller: dict[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ServerToolUseBlock:
+    """A call of a tool the API runs itself (web search, web fetch, code execution).
+
+    Nothing local answers it: its result arrives as a block of the same response, and both
+    stay in the assistant message when it is sent back.
+    """
+
+    id: str
+    name: str
+    input: dict[str, Any] = attrs.field(factory=dict)
+    caller: dict[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class OpaqueBlock:
+    """A content block kept exactly as the API sent it, for the types we do not model.
+
+    Server-tool results (``web_search_tool_result``, ``code_execution_tool_result``, ...),
+    ``mcp_tool_use``/``mcp_tool_result``, ``compaction``, ``fallback`` and any type the API adds
+    later. ``data`` is the block's JSON object, ``type`` included, in the order received; it is
+    sent back unchanged.
+    """
+
+    data: dict[str, Any]
+
+    @property
+    def block_type(self) -> str:
+        """The API's ``type`` of the block."""
+        return str(self.data.get("type", ""))
 
 
 @attrs.frozen(kw_only=True)
@@ -82,6 +124,8 @@ ContentBlock: TypeAlias = (
     | ThinkingBlock
     | RedactedThinkingBlock
     | ToolUseBlock
+    | ServerToolUseBlock
+    | OpaqueBlock
     | ToolResultBlock
     | ImageBlock
     | DocumentBlock
@@ -92,6 +136,8 @@ CONTENT_BLOCK_TYPES: tuple[type, ...] = (
     ThinkingBlock,
     RedactedThinkingBlock,
     ToolUseBlock,
+    ServerToolUseBlock,
+    OpaqueBlock,
     ToolResultBlock,
     ImageBlock,
     DocumentBlock,
@@ -103,12 +149,21 @@ CONTENT_BLOCK_TYPES: tuple[type, ...] = (
 
 @attrs.frozen(kw_only=True)
 class Usage:
-    """Token usage of one API response (``message_delta`` usage is cumulative)."""
+    """Token usage of one API response (``message_delta`` usage is cumulative).
+
+    Besides the four counters: ``cache_creation`` (the cache writes by lifetime),
+    ``server_tool_use`` (requests made by server tools), ``service_tier``, and ``extra`` for any
+    other field the API sends, kept as received.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    cache_creation: dict[str, int] | None = None
+    server_tool_use: dict[str, int] | None = None
+    service_tier: str | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -117,6 +172,10 @@ class Usage:
             cache_creation_input_tokens=self.cache_creation_input_tokens
             + other.cache_creation_input_tokens,
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_creation=_add_counts(self.cache_creation, other.cache_creation),
+            server_tool_use=_add_counts(self.server_tool_use, other.server_tool_use),
+            service_tier=other.service_tier or self.service_tier,
+            extra={**self.extra, **other.extra},
         )
 
     @property
@@ -128,6 +187,14 @@ class Usage:
             + self.cache_read_input_tokens
             + self.output_tokens
         )
+
+
+def _add_counts(left: dict[str, int] | None, right: dict[str, int] | None) -> dict[str, int] | None:
+    """Two per-kind count tables added key by key (None when both are absent)."""
+    if left is None or right is None:
+        return left if right is None else right
+    keys = dict.fromkeys([*left, *right])
+    return {key: left.get(key, 0) + right.get(key, 0) for key in keys}
 
 
 # --- messages ------------------------------------------------------------------------------
@@ -151,6 +218,7 @@ class AssistantMessage:
     """One completed content block of a model response (SPEC §3: one message per block).
 
     All messages of one response share ``message_id``; ``normalize_for_api`` merges them back.
+    ``stop_details`` is the API's explanation of the stop (a refusal's category), as received.
     """
 
     uuid: str
@@ -159,6 +227,7 @@ class AssistantMessage:
     model: str = ""
     stop_reason: str | None = None
     usage: Usage = attrs.field(factory=Usage)
+    stop_details: dict[str, Any] | None = None
 
 
 class ApiErrorKind(enum.Enum):

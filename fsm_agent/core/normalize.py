@@ -12,8 +12,10 @@ This module owns three things:
 * :func:`api_invariant_violations` — the checker for DESIGN §6 invariant 8, used by property
   tests and the loop tests.
 
-Every pass is a single sweep over the messages with dicts and sets of ids: normalization runs
-once per request over the whole history, so nothing here may be quadratic (DESIGN §7).
+Every pass is a single sweep over the messages with dicts and sets of ids, so nothing here is
+quadratic. The passes run over a *segment* of the transcript (:func:`normalize_segment`), with a
+:class:`Carry` describing what came before it: the whole transcript is one segment, and
+``core/request_history.py`` normalizes only the messages a request added (DESIGN §7).
 
 Deviations from the reference, on purpose:
 
@@ -47,7 +49,9 @@ from fsm_agent.core.messages import (
     DocumentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     RedactedThinkingBlock,
+    ServerToolUseBlock,
     TextBlock,
     ThinkingBlock,
     TombstoneMessage,
@@ -66,7 +70,9 @@ ASSISTANT: Final = "assistant"
 _THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
 _MEDIA_TYPES: Final = frozenset({"image", "document"})
 _USER_BLOCK_TYPES: Final = frozenset({"text", "image", "document", "tool_result"})
-_ASSISTANT_BLOCK_TYPES: Final = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
+_USER_ONLY_TYPES: Final = frozenset({"tool_result", "image", "document"})
+# Calls the API runs itself; each must have its result block in the same message (SPEC §8.2).
+_SERVER_CALL_TYPES: Final = frozenset({"server_tool_use", "mcp_tool_use"})
 
 ApiBlock = dict[str, Any]
 ApiMessage = dict[str, Any]
@@ -114,20 +120,104 @@ def _user_block(block: ContentBlock) -> ApiBlock | None:
     return None
 
 
-def _assistant_block(block: ContentBlock) -> ApiBlock | None:
-    """An assistant-side block in API shape; user-only blocks are dropped (None)."""
+def assistant_block_to_api(block: ContentBlock) -> ApiBlock | None:
+    """An assistant-side block in API shape; user-only blocks are dropped (None).
+
+    Everything the model sent goes back as the API requires it: text with its citations,
+    tool calls with their ``caller``, server-tool calls, and opaque blocks unchanged.
+    """
     if isinstance(block, TextBlock):
+        if block.citations:
+            return {"type": "text", "text": block.text, "citations": list(block.citations)}
         return _text(block.text)
-    if isinstance(block, ToolUseBlock):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ToolUseBlock | ServerToolUseBlock):
+        kind = "tool_use" if isinstance(block, ToolUseBlock) else "server_tool_use"
+        api: ApiBlock = {"type": kind, "id": block.id, "name": block.name, "input": block.input}
+        if block.caller is not None:
+            api["caller"] = block.caller
+        return api
     if isinstance(block, ThinkingBlock):
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     if isinstance(block, RedactedThinkingBlock):
         return {"type": "redacted_thinking", "data": block.data}
+    if isinstance(block, OpaqueBlock):
+        return block.data
     return None
 
 
 # --- transcript to merged turns (SPEC §8.1) ---------------------------------------------------
+
+
+class SegmentNotSeparable(Exception):
+    """A segment depends on an earlier segment in a way only a full pass handles."""
+
+
+@attrs.define(slots=True)
+class Carry:
+    """What the normalized start of a transcript hands on to the messages after it.
+
+    Normalization runs over *segments*: the whole transcript is one segment, and
+    :class:`~fsm_agent.core.request_history.RequestHistory` normalizes only the messages after
+    a settled start. A segment reads the carry and never changes it; what it adds comes back
+    as a :class:`Segment` that is folded in (:meth:`absorb`) once that segment is settled.
+
+    Attributes:
+        fresh: Nothing comes before (the first segment of a transcript).
+        withdrawn: uuids withdrawn by tombstones so far.
+        has_meta: Some meta user message came before.
+        open_ids: ``message_id`` of assistant turns after the last user turn with more than
+            tool_results: a later part of such a response would merge back into them.
+        seen_ids: tool_use ids used so far.
+        expected: tool_use ids of the last assistant message, which the next user message
+            must answer.
+        media: Images and documents so far.
+    """
+
+    fresh: bool = True
+    withdrawn: set[str] = attrs.field(factory=set)
+    has_meta: bool = False
+    open_ids: set[str] = attrs.field(factory=set)
+    seen_ids: set[str] = attrs.field(factory=set)
+    expected: list[str] = attrs.field(factory=list)
+    media: int = 0
+
+    def absorb(self, segment: Segment) -> None:
+        """Fold a settled segment in: what follows it now comes after it."""
+        self.fresh = False
+        self.withdrawn |= segment.withdrawn
+        self.has_meta = self.has_meta or segment.has_meta
+        if segment.barrier_seen:
+            self.open_ids = set(segment.open_ids)
+        else:
+            self.open_ids |= segment.open_ids
+        self.seen_ids |= segment.seen_ids
+        self.expected = segment.expected
+        self.media += segment.media
+
+
+@attrs.define(slots=True)
+class Segment:
+    """One normalized segment and what it adds to the carry (see :class:`Carry`).
+
+    Attributes:
+        api: The segment's API messages.
+        withdrawn, has_meta, seen_ids, expected, media: As in :class:`Carry`, for this segment.
+        open_ids: Mergeable ``message_id`` values this segment leaves open.
+        barrier_seen: The segment holds a user turn with more than tool_results, so nothing
+            before it stays open.
+        ends_with_assistant: The last API message is an assistant message (a segment that
+            ends otherwise cannot be settled: the next user message would merge into it).
+    """
+
+    api: list[ApiMessage] = attrs.field(factory=list)
+    withdrawn: set[str] = attrs.field(factory=set)
+    has_meta: bool = False
+    open_ids: set[str] = attrs.field(factory=set)
+    barrier_seen: bool = False
+    seen_ids: set[str] = attrs.field(factory=set)
+    expected: list[str] = attrs.field(factory=list)
+    media: int = 0
+    ends_with_assistant: bool = False
 
 
 @attrs.define(slots=True)
@@ -139,29 +229,38 @@ class _Turn:
     message_id: str = ""
 
 
-def _live_messages(messages: Sequence[Message]) -> list[Message]:
-    """The transcript without tombstones and the messages they withdraw (SPEC §3 fallback)."""
-    withdrawn = {m.target_uuid for m in messages if isinstance(m, TombstoneMessage)}
+def _live_messages(messages: Sequence[Message], carry: Carry, segment: Segment) -> list[Message]:
+    """The segment without tombstones and the messages they withdraw (SPEC §3 fallback)."""
+    withdrawn = segment.withdrawn
+    for message in messages:
+        if isinstance(message, TombstoneMessage):
+            withdrawn.add(message.target_uuid)
+    # A tombstone may withdraw a message of an earlier segment: only a full pass can say.
+    if withdrawn and not carry.fresh and not withdrawn <= {m.uuid for m in messages}:
+        raise SegmentNotSeparable
+    gone = carry.withdrawn
     return [
         m
         for m in messages
-        if not isinstance(m, TombstoneMessage) and (not withdrawn or m.uuid not in withdrawn)
+        if not isinstance(m, TombstoneMessage)
+        and not (withdrawn and m.uuid in withdrawn)
+        and not (gone and m.uuid in gone)
     ]
 
 
-def _media_strip_targets(live: Sequence[Message]) -> set[int]:
+def _media_strip_targets(live: Sequence[Message], carry: Carry, segment: Segment) -> set[int]:
     """Positions of meta user messages whose media must go (SPEC §8.1 step 3)."""
     targets: set[int] = set()
     last_meta = -1
     for position, message in enumerate(live):
         if isinstance(message, UserMessage) and message.is_meta:
             last_meta = position
-        elif (
-            isinstance(message, ApiErrorMessage)
-            and message.kind is ApiErrorKind.MEDIA_TOO_LARGE
-            and last_meta >= 0
-        ):
-            targets.add(last_meta)
+            segment.has_meta = True
+        elif isinstance(message, ApiErrorMessage) and message.kind is ApiErrorKind.MEDIA_TOO_LARGE:
+            if last_meta >= 0:
+                targets.add(last_meta)
+            elif carry.has_meta:
+                raise SegmentNotSeparable  # the message to strip is in an earlier segment
     return targets
 
 
@@ -198,7 +297,9 @@ def _reorder_attachments(live: Sequence[Message]) -> list[int]:
     return reversed_order
 
 
-def _merge_turns(live: Sequence[Message], order: Sequence[int], strip: set[int]) -> list[_Turn]:
+def _merge_turns(
+    live: Sequence[Message], order: Sequence[int], strip: set[int], carry: Carry, segment: Segment
+) -> list[_Turn]:
     """Convert and merge messages into turns (SPEC §8.1 step 5)."""
     turns: list[_Turn] = []
     # message_id -> index of the latest turn holding a part of that response
@@ -209,14 +310,17 @@ def _merge_turns(live: Sequence[Message], order: Sequence[int], strip: set[int])
     for position in order:
         message = live[position]
         if isinstance(message, AssistantMessage):
-            blocks = [b for b in map(_assistant_block, message.content) if b is not None]
-            target = by_message_id.get(message.message_id) if message.message_id else None
+            blocks = [b for b in map(assistant_block_to_api, message.content) if b is not None]
+            message_id = message.message_id
+            target = by_message_id.get(message_id) if message_id else None
             if target is not None and target > barrier:
                 turns[target].blocks.extend(blocks)
                 continue
-            turns.append(_Turn(role=ASSISTANT, blocks=blocks, message_id=message.message_id))
-            if message.message_id:
-                by_message_id[message.message_id] = len(turns) - 1
+            if message_id and barrier < 0 and message_id in carry.open_ids:
+                raise SegmentNotSeparable  # a later part of a response of an earlier segment
+            turns.append(_Turn(role=ASSISTANT, blocks=blocks, message_id=message_id))
+            if message_id:
+                by_message_id[message_id] = len(turns) - 1
             continue
         if isinstance(message, AttachmentMessage):
             if not message.text.strip():
@@ -236,6 +340,12 @@ def _merge_turns(live: Sequence[Message], order: Sequence[int], strip: set[int])
             turns.append(_Turn(role=USER, blocks=blocks))
         if any(block["type"] != "tool_result" for block in blocks):
             barrier = len(turns) - 1
+    segment.barrier_seen = barrier >= 0
+    segment.open_ids = {
+        turn.message_id
+        for turn in turns[barrier + 1 :]
+        if turn.role == ASSISTANT and turn.message_id
+    }
     return turns
 
 
@@ -249,8 +359,11 @@ def _is_blank_text_only(blocks: Sequence[ApiBlock]) -> bool:
     )
 
 
-def _tidy_assistants(turns: list[_Turn]) -> list[_Turn]:
-    """SPEC §8.1 steps 7, 9, 10 and 8, in the order that lets step 8 see the final turn."""
+def _tidy_assistants(turns: list[_Turn], *, final: bool) -> list[_Turn]:
+    """SPEC §8.1 steps 7, 9, 10 and 8, in the order that lets step 8 see the final turn.
+
+    With ``final`` false more messages follow the segment, so its last turn is not final.
+    """
     kept = [
         turn
         for turn in turns
@@ -258,13 +371,13 @@ def _tidy_assistants(turns: list[_Turn]) -> list[_Turn]:
         or not (_is_thinking_only(turn.blocks) or _is_blank_text_only(turn.blocks))
     ]
     # SPEC §8.1 step 10: an empty assistant gets a placeholder unless it is last (then dropped).
-    while kept and kept[-1].role == ASSISTANT and not kept[-1].blocks:
+    while final and kept and kept[-1].role == ASSISTANT and not kept[-1].blocks:
         kept.pop()
     for turn in kept:
         if turn.role == ASSISTANT and not turn.blocks:
             turn.blocks.append(_text(texts.EMPTY_ASSISTANT_PLACEHOLDER))
     # SPEC §8.1 step 8: the final assistant must not end with thinking.
-    if kept and kept[-1].role == ASSISTANT:
+    if final and kept and kept[-1].role == ASSISTANT:
         _strip_trailing_thinking(kept[-1].blocks)
     return kept
 
@@ -275,6 +388,39 @@ def _strip_trailing_thinking(blocks: list[ApiBlock]) -> None:
         blocks.pop()
     if had_blocks and not blocks:
         blocks.append(_text(texts.EMPTY_ASSISTANT_PLACEHOLDER))
+
+
+def normalize_segment(
+    messages: Sequence[Message], carry: Carry, *, final: bool, strict: bool = False
+) -> Segment:
+    """Normalize the messages that follow what ``carry`` describes (SPEC §8.1, §8.2).
+
+    The segment's API messages, put after those of the earlier segments, are what a full
+    normalization of the whole transcript gives, except for the media cap, which the caller
+    applies to the whole. ``carry`` is read, never changed.
+
+    Args:
+        messages: The segment, in order.
+        carry: What the earlier segments hand on (a fresh ``Carry`` for a whole transcript).
+        final: Nothing follows the segment (its end is the end of the request).
+        strict: Raise instead of repairing pairing defects.
+
+    Raises:
+        SegmentNotSeparable: The segment reaches back into an earlier one; normalize it whole.
+    """
+    segment = Segment()
+    live = _live_messages(messages, carry, segment)
+    strip = _media_strip_targets(live, carry, segment)
+    turns = _tidy_assistants(
+        _merge_turns(live, _reorder_attachments(live), strip, carry, segment), final=final
+    )
+    api = [{"role": turn.role, "content": turn.blocks} for turn in turns]
+    if not carry.fresh and (not api or api[0]["role"] != USER):
+        raise SegmentNotSeparable  # it would merge into, or follow, the earlier segment's last turn
+    segment.api = _repair_pairing(api, carry, segment, strict=strict, final=final)
+    segment.ends_with_assistant = bool(segment.api) and segment.api[-1]["role"] == ASSISTANT
+    segment.media = _count_media(segment.api)
+    return segment
 
 
 def normalize_for_api(
@@ -294,11 +440,8 @@ def normalize_for_api(
     Raises:
         ModelProtocolError: Only with ``strict=True``, on the first pairing defect.
     """
-    live = _live_messages(messages)
-    strip = _media_strip_targets(live)
-    turns = _tidy_assistants(_merge_turns(live, _reorder_attachments(live), strip))
-    api = [{"role": turn.role, "content": turn.blocks} for turn in turns]
-    return cap_media(ensure_tool_result_pairing(api, strict=strict), limit=max_media)
+    segment = normalize_segment(messages, Carry(), final=True, strict=strict)
+    return cap_media(segment.api, limit=max_media)
 
 
 # --- pairing repair (SPEC §8.2) ---------------------------------------------------------------
@@ -359,8 +502,17 @@ def _text_only_error(block: ApiBlock) -> ApiBlock:
 
 
 def _repair_assistant(
-    content: list[ApiBlock], index: int, seen_ids: set[str], strict: bool
+    content: list[ApiBlock],
+    index: int,
+    earlier_ids: set[str],
+    seen_ids: set[str],
+    *,
+    strict: bool,
+    final: bool,
 ) -> tuple[list[ApiBlock], list[str]]:
+    # SPEC §8.2: a server-side call without its result in the same message is removed, except
+    # in the final message: a pause_turn response is sent back as it is, to be carried on.
+    answered = {block.get("tool_use_id") for block in content}
     kept: list[ApiBlock] = []
     tool_ids: list[str] = []
     visible = False
@@ -368,7 +520,7 @@ def _repair_assistant(
         kind = block.get("type")
         if kind == "tool_use":
             tool_id = block.get("id")
-            if not isinstance(tool_id, str) or tool_id in seen_ids:
+            if not isinstance(tool_id, str) or tool_id in seen_ids or tool_id in earlier_ids:
                 _defect(strict, index, f"tool_use id {tool_id!r} is used twice")
                 continue  # SPEC §8.2: the later duplicate goes
             seen_ids.add(tool_id)
@@ -378,8 +530,14 @@ def _repair_assistant(
             if not str(block.get("text", "")).strip():
                 continue
             visible = True
-        elif kind not in _THINKING_TYPES:
+        elif kind in _SERVER_CALL_TYPES:
+            if not final and block.get("id") not in answered:
+                continue
+            visible = True
+        elif kind in _USER_ONLY_TYPES or not isinstance(kind, str):
             continue  # not an assistant block: the API would refuse it
+        elif kind not in _THINKING_TYPES:
+            visible = True  # a server-tool result or another block the API sent
         kept.append(block)
     if not visible:
         # SPEC §8.2: assistant content is never empty or thinking-only in the middle.
@@ -431,6 +589,46 @@ def _repair_user(
     return repaired
 
 
+def _repair_pairing(
+    api_messages: Sequence[Mapping[str, Any]],
+    carry: Carry,
+    segment: Segment,
+    *,
+    strict: bool,
+    final: bool,
+) -> list[ApiMessage]:
+    """SPEC §8.2 over one segment; records its tool_use ids and open tool_uses in ``segment``."""
+    merged = _merged_roles(api_messages)
+    repaired: list[ApiMessage] = []
+    if carry.fresh and (not merged or merged[0]["role"] != USER):
+        repaired.append({"role": USER, "content": [_text(texts.CONVERSATION_START_PLACEHOLDER)]})
+    seen_ids = segment.seen_ids
+    expected = carry.expected  # tool_use ids of the previous assistant message
+    for index, message in enumerate(merged):
+        if message["role"] == ASSISTANT:
+            is_last = final and index == len(merged) - 1
+            content, expected = _repair_assistant(
+                message["content"], index, carry.seen_ids, seen_ids, strict=strict, final=is_last
+            )
+        else:
+            first = carry.fresh and not repaired
+            content = _repair_user(message["content"], index, expected, strict, first)
+            expected = []
+        repaired.append({"role": message["role"], "content": content})
+    segment.expected = expected
+    if not final:
+        return repaired
+    if expected:
+        # The transcript ends on unanswered tool_uses: answer them in a user message of their own.
+        _defect(strict, len(merged) - 1, f"tool_use ids {expected} got no tool_result")
+        repaired.append({"role": USER, "content": [_missing_result(i) for i in expected]})
+        segment.expected = []
+    last = repaired[-1]
+    if last["role"] == ASSISTANT:
+        _strip_trailing_thinking(last["content"])  # SPEC §8.1 step 8
+    return repaired
+
+
 def ensure_tool_result_pairing(
     api_messages: Sequence[Mapping[str, Any]], *, strict: bool = False
 ) -> list[ApiMessage]:
@@ -453,27 +651,7 @@ def ensure_tool_result_pairing(
             duplicate tool_use id, or an unanswered tool_use.
         UsageError: A message has a role other than user/assistant or unusable content.
     """
-    merged = _merged_roles(api_messages)
-    repaired: list[ApiMessage] = []
-    if not merged or merged[0]["role"] != USER:
-        repaired.append({"role": USER, "content": [_text(texts.CONVERSATION_START_PLACEHOLDER)]})
-    seen_ids: set[str] = set()
-    expected: list[str] = []  # tool_use ids of the previous assistant message
-    for index, message in enumerate(merged):
-        if message["role"] == ASSISTANT:
-            content, expected = _repair_assistant(message["content"], index, seen_ids, strict)
-        else:
-            content = _repair_user(message["content"], index, expected, strict, not repaired)
-            expected = []
-        repaired.append({"role": message["role"], "content": content})
-    if expected:
-        # The transcript ends on unanswered tool_uses: answer them in a user message of their own.
-        _defect(strict, len(merged) - 1, f"tool_use ids {expected} got no tool_result")
-        repaired.append({"role": USER, "content": [_missing_result(i) for i in expected]})
-    last = repaired[-1]
-    if last["role"] == ASSISTANT:
-        _strip_trailing_thinking(last["content"])  # SPEC §8.1 step 8
-    return repaired
+    return _repair_pairing(api_messages, Carry(), Segment(), strict=strict, final=True)
 
 
 # --- media cap (SPEC §8.1 tail, §10) ------------------------------------------------------------
@@ -567,10 +745,9 @@ def api_invariant_violations(api_messages: Sequence[Mapping[str, Any]]) -> list[
         if not isinstance(content, list) or not content:
             problems.append(f"{where}: content is empty")
             content = []
-        allowed = _USER_BLOCK_TYPES if role == USER else _ASSISTANT_BLOCK_TYPES
         for block in content:
             kind = block.get("type")
-            if kind not in allowed:
+            if kind not in _USER_BLOCK_TYPES if role == USER else kind in _USER_ONLY_TYPES:
                 problems.append(f"{where}: a {kind!r} block does not belong in a {role} message")
             if kind == "text" and not str(block.get("text", "")).strip():
                 problems.append(f"{where}: a text block is empty or whitespace-only")
@@ -648,6 +825,7 @@ def _is_text_only(content: object) -> bool:
 __all__ = [
     "MAX_MEDIA_ITEMS",
     "api_invariant_violations",
+    "assistant_block_to_api",
     "cap_media",
     "ensure_tool_result_pairing",
     "normalize_for_api",

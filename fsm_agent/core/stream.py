@@ -13,6 +13,16 @@ Theory of operation:
 * ``message_delta`` carries the stop reason and **cumulative** usage (replaced, not added). A
   ``max_tokens`` or ``model_context_window_exceeded`` stop adds a withheld
   :class:`~fsm_agent.core.messages.ApiErrorMessage` (SPEC §2.3, §3).
+* Nothing the API sends is lost. Block types we model are typed (text with its citations,
+  thinking, redacted thinking, tool_use with its ``caller``, server_tool_use); every other type
+  (server-tool results, MCP blocks, ``compaction``, ``fallback``, types added later) becomes an
+  :class:`~fsm_agent.core.messages.OpaqueBlock` holding the block's JSON as received. A delta
+  the block cannot take, and an event type we do not know, is skipped and reported as a
+  ``stream_notice`` system message: only a stream the API marks as failed (an ``error``
+  event) fails. A ``signature_delta`` replaces the signature, as the SDK does.
+* A block still open at ``message_stop`` is closed there (the SDK tolerates it too); a tool
+  input cut off mid-JSON is read as far as it goes, and the call is answered with an error
+  instead of running on half its arguments.
 * Anything out of order or malformed raises :class:`~fsm_agent.errors.ModelProtocolError`
   naming the event and the index; after that the assembler is poisoned and refuses every
   further event (h11's rule: never continue half-changed).
@@ -30,6 +40,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
+import jiter
 import orjson
 
 from fsm_agent.core import texts
@@ -39,7 +50,10 @@ from fsm_agent.core.messages import (
     AssistantMessage,
     ContentBlock,
     Message,
+    OpaqueBlock,
     RedactedThinkingBlock,
+    ServerToolUseBlock,
+    SystemMessage,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
@@ -54,15 +68,20 @@ _TEXT: Final = "text"
 _THINKING: Final = "thinking"
 _REDACTED: Final = "redacted_thinking"
 _TOOL_USE: Final = "tool_use"
+_SERVER_TOOL_USE: Final = "server_tool_use"
+_OPAQUE: Final = "opaque"  # our kind for every block type kept as received
 
-# delta type -> (block kind it may extend, key holding the string, goes to the signature list)
-_DELTAS: Final[dict[str, tuple[str, str, bool]]] = {
-    "text_delta": (_TEXT, "text", False),
-    "input_json_delta": (_TOOL_USE, "partial_json", False),
-    "thinking_delta": (_THINKING, "thinking", False),
-    "signature_delta": (_THINKING, "signature", True),
+# delta type -> (block kind it may extend, key holding the string); the hot path
+_DELTAS: Final[dict[str, tuple[str, str]]] = {
+    "text_delta": (_TEXT, "text"),
+    "input_json_delta": (_TOOL_USE, "partial_json"),
+    "thinking_delta": (_THINKING, "thinking"),
 }
+_INPUT_JSON_DELTA: Final = "input_json_delta"
+_SIGNATURE_DELTA: Final = "signature_delta"
 _CITATIONS_DELTA: Final = "citations_delta"
+NOTICE_SUBTYPE: Final = "stream_notice"
+"""``SystemMessage.subtype`` of a note about a stream event that was skipped."""
 
 # SPEC §3 max_tokens row: both stop reasons mean the output was cut short.
 _TRUNCATING_STOPS: Final = frozenset({"max_tokens", "model_context_window_exceeded"})
@@ -73,6 +92,7 @@ _USAGE_FIELDS: Final = (
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
 )
+_USAGE_TABLES: Final = ("cache_creation", "server_tool_use")
 
 
 @attrs.define(slots=True)
@@ -81,11 +101,14 @@ class _OpenBlock:
 
     kind: str
     pieces: list[str]
-    signature: list[str] = attrs.field(factory=list)
+    signature: str = ""
     tool_id: str = ""
     tool_name: str = ""
     start_input: dict[str, Any] = attrs.field(factory=dict)
     data: str = ""
+    citations: list[dict[str, Any]] = attrs.field(factory=list)
+    caller: dict[str, Any] | None = None
+    raw: dict[str, Any] = attrs.field(factory=dict)  # an opaque block's JSON, updated in place
 
 
 def _protocol_error(event_type: str, index: object, problem: str) -> ModelProtocolError:
@@ -107,7 +130,7 @@ def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
         return previous
     if not isinstance(raw, Mapping):
         raise _protocol_error(event_type, None, "usage must be an object")
-    values: dict[str, int] = {}
+    values: dict[str, Any] = {}
     for name in _USAGE_FIELDS:
         value = raw.get(name)
         if value is None:
@@ -116,6 +139,21 @@ def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
             values[name] = value
         else:
             raise _protocol_error(event_type, None, f"usage.{name} must be an integer")
+    for name in _USAGE_TABLES:
+        table = raw.get(name)
+        if table is None:
+            values[name] = getattr(previous, name)
+        elif isinstance(table, Mapping) and all(type(v) is int for v in table.values()):
+            values[name] = dict(table)
+        else:
+            raise _protocol_error(event_type, None, f"usage.{name} must map names to integers")
+    tier = raw.get("service_tier")
+    values["service_tier"] = (
+        previous.service_tier if tier is None else _string(tier, event_type, None, "service_tier")
+    )
+    known = {*_USAGE_FIELDS, *_USAGE_TABLES, "service_tier"}
+    extra = {key: value for key, value in raw.items() if key not in known and value is not None}
+    values["extra"] = {**previous.extra, **extra}
     return Usage(**values)
 
 
@@ -136,6 +174,8 @@ class StreamAssembler:
         finished: ``message_stop`` seen.
         blocks_completed: Content blocks stopped so far.
         tool_input_errors: tool_use id → error text, for tool input that was not a JSON object.
+        notices: What was skipped or repaired, in order (each also returned as a
+            ``stream_notice`` system message).
     """
 
     request_id: str = attrs.field(kw_only=True)
@@ -147,11 +187,13 @@ class StreamAssembler:
     response_model: str = attrs.field(default="", init=False)
     stop_reason: str | None = attrs.field(default=None, init=False)
     stop_sequence: str | None = attrs.field(default=None, init=False)
+    stop_details: dict[str, Any] | None = attrs.field(default=None, init=False)
     usage: Usage = attrs.field(factory=Usage, init=False)
     started: bool = attrs.field(default=False, init=False)
     finished: bool = attrs.field(default=False, init=False)
     blocks_completed: int = attrs.field(default=0, init=False)
     tool_input_errors: dict[str, str] = attrs.field(factory=dict, init=False)
+    notices: list[str] = attrs.field(factory=list, init=False)
 
     _open: dict[int, _OpenBlock] = attrs.field(factory=dict, init=False)
     _used_indices: set[int] = attrs.field(factory=set, init=False)
@@ -218,7 +260,12 @@ class StreamAssembler:
         The reference patches these onto the last yielded message in place (SPEC §3); our
         messages are frozen, so the loop swaps in this copy when it wants them on the message.
         """
-        return attrs.evolve(message, stop_reason=self.stop_reason, usage=self.usage)
+        return attrs.evolve(
+            message,
+            stop_reason=self.stop_reason,
+            usage=self.usage,
+            stop_details=self.stop_details,
+        )
 
     # --- per event ----------------------------------------------------------------------
 
@@ -232,27 +279,50 @@ class StreamAssembler:
         delta = event["delta"]
         delta_type = delta["type"]
         rule = _DELTAS.get(delta_type)
-        if rule is None:
-            if delta_type == _CITATIONS_DELTA and block.kind == _TEXT:
-                return _NOTHING  # citations are accepted but not kept
-            raise _protocol_error(
-                "content_block_delta", index, f"unknown delta type {delta_type!r}"
-            )
-        kind, key, to_signature = rule
-        if block.kind != kind:
-            raise _protocol_error(
-                "content_block_delta",
-                index,
-                f"{delta_type} cannot extend a {block.kind} block",
-            )
-        piece = delta[key]
+        if rule is None or block.kind != rule[0]:
+            return self._on_other_delta(block, index, delta, delta_type)
+        piece = delta[rule[1]]
         if piece.__class__ is not str:
-            _string(piece, "content_block_delta", index, f"delta.{key}")
-        if to_signature:
-            block.signature.append(piece)
-        else:
-            block.pieces.append(piece)
+            _string(piece, "content_block_delta", index, f"delta.{rule[1]}")
+        block.pieces.append(piece)
         return _NOTHING
+
+    def _on_other_delta(
+        self, block: _OpenBlock, index: int, delta: Mapping[str, Any], delta_type: object
+    ) -> tuple[Message, ...]:
+        """Deltas off the hot path: signatures, citations, input of server tools, and the
+        rest, applied when the block can take them and otherwise skipped with a notice."""
+        if delta_type == _SIGNATURE_DELTA and block.kind == _THINKING:
+            # The SDK replaces the signature; a second signature_delta is a new signature.
+            block.signature = _string(
+                delta["signature"], "content_block_delta", index, "delta.signature"
+            )
+            return _NOTHING
+        if delta_type == _CITATIONS_DELTA and block.kind == _TEXT:
+            citation = delta["citation"]
+            if not isinstance(citation, Mapping):
+                raise _protocol_error("content_block_delta", index, "citation must be an object")
+            block.citations.append(dict(citation))
+            return _NOTHING
+        takes_input = block.kind == _SERVER_TOOL_USE or (
+            block.kind == _OPAQUE and "input" in block.raw
+        )
+        if delta_type == _INPUT_JSON_DELTA and takes_input:
+            block.pieces.append(
+                _string(delta["partial_json"], "content_block_delta", index, "delta.partial_json")
+            )
+            return _NOTHING
+        if block.kind == _OPAQUE and delta_type == f"{block.raw.get('type')}_delta":
+            # A delta named for its block (compaction_delta on compaction) sets its fields.
+            block.raw.update((key, value) for key, value in delta.items() if key != "type")
+            return _NOTHING
+        return self._notice(
+            texts.stream_delta_skipped(str(delta_type), block.raw.get("type", block.kind), index)
+        )
+
+    def _notice(self, text: str) -> tuple[Message, ...]:
+        self.notices.append(text)
+        return (SystemMessage(uuid=self.new_uuid(), subtype=NOTICE_SUBTYPE, text=text),)
 
     def _on_other(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
         event_type = event.get("type")
@@ -271,15 +341,16 @@ class StreamAssembler:
             return self._on_message_start(event)
         if event_type == "message_stop":
             self._require_open_message("message_stop", None)
-            if self._open:
-                raise _protocol_error(
-                    "message_stop", None, f"content blocks {sorted(self._open)} are still open"
-                )
+            closed: list[Message] = []
+            for index in sorted(self._open):
+                # Tolerated as the SDK does: the block ends with the message.
+                closed.extend(self._notice(texts.stream_block_closed_by_message_stop(index)))
+                closed.extend(self._close_block(self._open.pop(index), cut_short=True))
             self.finished = True
-            return _NOTHING
+            return tuple(closed)
         if event_type == "error":
             raise _protocol_error("error", None, f"the stream reported an error: {event!r}")
-        raise _protocol_error(str(event_type), None, "unknown event type")
+        return self._notice(texts.stream_event_skipped(str(event_type)))
 
     def _require_open_message(self, event_type: str, index: object) -> None:
         if not self.started:
@@ -307,37 +378,51 @@ class StreamAssembler:
         if index in self._used_indices:
             raise _protocol_error("content_block_start", index, "index already used")
         raw = event["content_block"]
+        if not isinstance(raw, Mapping):
+            raise _protocol_error("content_block_start", index, "content_block must be an object")
         kind = raw["type"]
         if kind == _TEXT:
             text = _string(raw.get("text", ""), "content_block_start", index, "text")
-            block = _OpenBlock(kind=kind, pieces=[text] if text else [])
+            citations = raw.get("citations") or []
+            if not isinstance(citations, list):
+                raise _protocol_error("content_block_start", index, "citations must be a list")
+            block = _OpenBlock(
+                kind=kind, pieces=[text] if text else [], citations=[dict(c) for c in citations]
+            )
         elif kind == _THINKING:
             thinking = _string(raw.get("thinking", ""), "content_block_start", index, "thinking")
             signature = raw.get("signature") or ""
             signature = _string(signature, "content_block_start", index, "signature")
             block = _OpenBlock(
-                kind=kind,
-                pieces=[thinking] if thinking else [],
-                signature=[signature] if signature else [],
+                kind=kind, pieces=[thinking] if thinking else [], signature=signature
             )
         elif kind == _REDACTED:
             data = _string(raw["data"], "content_block_start", index, "data")
             block = _OpenBlock(kind=kind, pieces=[], data=data)
-        elif kind == _TOOL_USE:
+        elif kind in (_TOOL_USE, _SERVER_TOOL_USE):
             tool_id = _string(raw["id"], "content_block_start", index, "id")
             name = _string(raw["name"], "content_block_start", index, "name")
             if not tool_id:
-                raise _protocol_error("content_block_start", index, "tool_use id is empty")
+                raise _protocol_error("content_block_start", index, f"{kind} id is empty")
             start_input = raw.get("input") or {}
             if not isinstance(start_input, dict):
                 raise _protocol_error("content_block_start", index, "input must be an object")
+            caller = raw.get("caller")
+            if caller is not None and not isinstance(caller, dict):
+                raise _protocol_error("content_block_start", index, "caller must be an object")
             block = _OpenBlock(
-                kind=kind, pieces=[], tool_id=tool_id, tool_name=name, start_input=start_input
+                kind=kind,
+                pieces=[],
+                tool_id=tool_id,
+                tool_name=name,
+                start_input=start_input,
+                caller=caller,
             )
+        elif isinstance(kind, str) and kind:
+            # Kept as received, key order included, and sent back unchanged.
+            block = _OpenBlock(kind=_OPAQUE, pieces=[], raw=dict(raw))
         else:
-            raise _protocol_error(
-                "content_block_start", index, f"unsupported content block type {kind!r}"
-            )
+            raise _protocol_error("content_block_start", index, "content_block.type is missing")
         self._used_indices.add(index)
         self._open[index] = block
         return _NOTHING
@@ -348,19 +433,29 @@ class StreamAssembler:
         if block is None:
             problem = "block already stopped" if index in self._used_indices else "never started"
             raise _protocol_error("content_block_stop", index, problem)
+        return self._close_block(block, cut_short=False)
+
+    def _close_block(self, block: _OpenBlock, *, cut_short: bool) -> tuple[Message]:
+        """The message of a finished block; ``cut_short`` when ``message_stop`` ended it."""
         content: ContentBlock
         if block.kind == _TEXT:
-            content = TextBlock(text="".join(block.pieces))
+            content = TextBlock(text="".join(block.pieces), citations=tuple(block.citations))
         elif block.kind == _THINKING:
-            content = ThinkingBlock(
-                thinking="".join(block.pieces), signature="".join(block.signature)
-            )
+            content = ThinkingBlock(thinking="".join(block.pieces), signature=block.signature)
         elif block.kind == _REDACTED:
             content = RedactedThinkingBlock(data=block.data)
-        else:
-            content = ToolUseBlock(
-                id=block.tool_id, name=block.tool_name, input=self._tool_input(block)
+        elif block.kind in (_TOOL_USE, _SERVER_TOOL_USE):
+            call = ToolUseBlock if block.kind == _TOOL_USE else ServerToolUseBlock
+            content = call(
+                id=block.tool_id,
+                name=block.tool_name,
+                input=self._tool_input(block, cut_short=cut_short),
+                caller=block.caller,
             )
+        else:
+            if block.pieces:
+                block.raw["input"] = self._tool_input(block, cut_short=cut_short)
+            content = OpaqueBlock(data=block.raw)
         self.blocks_completed += 1
         assert self.message_id is not None  # set by message_start, checked before this
         return (
@@ -373,11 +468,24 @@ class StreamAssembler:
             ),
         )
 
-    def _tool_input(self, block: _OpenBlock) -> dict[str, Any]:
-        """Parse the streamed input JSON; a bad one becomes ``{}`` plus an error text."""
+    def _tool_input(self, block: _OpenBlock, *, cut_short: bool) -> dict[str, Any]:
+        """Parse the streamed input JSON; a bad one becomes ``{}`` plus an error text.
+
+        Input cut off by ``message_stop`` is read as far as it is complete (as the SDK reads
+        it), and the call gets an error text all the same: it must not run on half its input.
+        """
         raw = "".join(block.pieces)
         if not raw.strip():
             return dict(block.start_input)  # SPEC §3: no input deltas means the start's input ({})
+        if cut_short:
+            self.tool_input_errors[block.tool_id] = texts.invalid_tool_input(
+                block.tool_name, "the response ended before the input was complete"
+            )
+            try:
+                partial = jiter.from_json(raw.encode(), partial_mode=True)
+            except ValueError:
+                return {}
+            return partial if isinstance(partial, dict) else {}
         try:
             parsed = orjson.loads(raw)
         except orjson.JSONDecodeError as error:
@@ -402,6 +510,11 @@ class StreamAssembler:
         stop_sequence = delta.get("stop_sequence")
         if stop_sequence is not None:
             self.stop_sequence = _string(stop_sequence, "message_delta", None, "stop_sequence")
+        stop_details = delta.get("stop_details")
+        if stop_details is not None:
+            if not isinstance(stop_details, Mapping):
+                raise _protocol_error("message_delta", None, "stop_details must be an object")
+            self.stop_details = dict(stop_details)
         # NOTES: message_delta usage is cumulative, so it replaces what we had.
         self.usage = _usage_from(event.get("usage"), self.usage, "message_delta")
         if self.stop_reason in _TRUNCATING_STOPS and not self._truncation_reported:

@@ -67,6 +67,7 @@ class Terminal(enum.Enum):
     STOP_HOOK_PREVENTED = "stop_hook_prevented"
     HOOK_STOPPED = "hook_stopped"
     MAX_TURNS = "max_turns"
+    REFUSAL = "refusal"
     PROMPT_BLOCKED = "prompt_blocked"  # ours: a UserPromptSubmit hook refused the prompt
 
 
@@ -80,6 +81,7 @@ class ContinueReason(enum.Enum):
     MAX_OUTPUT_TOKENS_RECOVERY = "max_output_tokens_recovery"
     STOP_HOOK_BLOCKING = "stop_hook_blocking"
     TOKEN_BUDGET_CONTINUATION = "token_budget_continuation"
+    PAUSE_TURN = "pause_turn"
 
 
 class CallState(enum.Enum):
@@ -178,6 +180,8 @@ LOOP_ROWS: tuple[Row, ...] = (
     _row("image_error",            None,                  P.FINALIZING,           T.IMAGE_ERROR,            "withheld_media_error"),
     _row("max_output_tokens_escalate", None,              P.FINALIZING,           P.ITER_INIT,              "escalation_applicable"),
     _row("max_output_tokens_recovery", None,              P.FINALIZING,           P.ITER_INIT,              "recovery_applicable"),
+    _row("refusal",                None,                  P.FINALIZING,           T.REFUSAL,                "response_refused"),
+    _row("pause_turn",             None,                  P.FINALIZING,           P.ITER_INIT,              "pause_turn_applicable"),
     _row("completed",              None,                  P.FINALIZING,           T.COMPLETED,              "last_is_api_error"),
     _row("stop_hooks_started",     None,                  P.FINALIZING,           P.STOP_HOOKS),
     _row("collapse_drain_retry",   ev.CollapseDrained,    P.COLLAPSE_DRAINING,    P.ITER_INIT,              "collapse_committed"),

@@ -11,6 +11,9 @@ trained to recognise, not prose; they are kept as the conventions require.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 # --- stream assembly (SPEC §3) --------------------------------------------------------------
 
 
@@ -66,6 +69,35 @@ def stream_block_left_open(index: int) -> str:
 
 STREAM_NO_MESSAGE_STOP = "the stream ended before message_stop"
 """Why a stream is incomplete: the body ended early (NOTES: stop_reason stays None)."""
+
+
+def stream_delta_skipped(delta_type: str, block_type: str, index: int) -> str:
+    """A note in the transcript: a delta the block could not take was skipped (SPEC §3)."""
+    return f"skipped a {delta_type} that a {block_type} block (index {index}) cannot take"
+
+
+def stream_event_skipped(event_type: str) -> str:
+    """A note in the transcript: a stream event of a type we do not know was skipped."""
+    return f"skipped a stream event of unknown type {event_type!r}"
+
+
+def stream_block_closed_by_message_stop(index: int) -> str:
+    """A note in the transcript: message_stop arrived with a block still open, and closed it."""
+    return f"content block {index} was still open at message_stop and was closed there"
+
+
+def refusal(details: Mapping[str, Any] | None) -> str:
+    """What the caller is told when the model declined to answer (stop_reason ``refusal``)."""
+    text = "The model declined to answer this request"
+    if details:
+        category = details.get("category")
+        explanation = details.get("explanation")
+        if category:
+            text += f" (category: {category})"
+        if explanation:
+            text += f": {explanation}"
+    return text + "."
+
 
 STREAM_EMPTY = "the stream was empty: no content block completed and no stop_reason arrived"
 """Why a stream is incomplete: it carried nothing usable (SPEC §3 empty stream)."""
@@ -268,6 +300,14 @@ def denied_by_rule(tool_name: str) -> str:
     return f"Permission to use {tool_name} was denied by a rule."
 
 
+def denied_in_plan_mode(tool_name: str) -> str:
+    """Denial text for a call that is not read-only while planning (SPEC §9.1 plan mode)."""
+    return (
+        f"Permission to use {tool_name} was denied: the agent is in plan mode, where only "
+        "read-only tools run. Finish the plan; changes come after it is approved."
+    )
+
+
 def not_granted(tool_name: str, why: str) -> str:
     """Denial text when nobody may be asked (headless, or dontAsk mode)."""
     return f"Permission to use {tool_name} was not granted ({why})."
@@ -276,3 +316,20 @@ def not_granted(tool_name: str, why: str) -> str:
 def permission_not_asked(tool_name: str) -> str:
     """Denial text when asking for permission failed."""
     return f"Permission to use {tool_name} could not be asked."
+
+
+PERMISSION_TIMED_OUT = "permission callback timed out"
+"""The recorded reason of a denial because the permission callback did not answer in time."""
+
+
+def permission_timed_out(tool_name: str, seconds: float) -> str:
+    """Denial text when the permission callback did not answer within its bound."""
+    return f"Permission to use {tool_name} was not granted: no answer came within {seconds:g} s."
+
+
+def tool_timed_out(tool_name: str, seconds: float) -> str:
+    """Error result of a tool call that ran past the loop's ``tool_timeout_ms`` bound."""
+    return (
+        f"{tool_name} did not finish within {seconds:g} s and was cancelled "
+        "(tool_timeout_ms); try a smaller task, or a command that finishes sooner."
+    )

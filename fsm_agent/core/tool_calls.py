@@ -71,6 +71,7 @@ class ToolSink(Protocol):
     @property
     def tool_context(self) -> dict[str, Any]: ...
     def apply_context_update(self, update: dict[str, Any]) -> None: ...
+    def remember_permission_rules(self, rules: tuple[str, ...]) -> None: ...
 
 
 @attrs.define(slots=True, kw_only=True, eq=False)
@@ -361,6 +362,8 @@ class ToolExecutor:
         event: ev.PermissionDecided = self._event
         if event.updated_input is not None:
             call.input = dict(event.updated_input)
+        if event.added_rules:
+            self._sink.remember_permission_rules(event.added_rules)
         self._request_step(call, fx.ToolStep.CALL)
 
     def _on_permission_denied(self, call: ToolCall) -> None:

@@ -18,7 +18,7 @@ import datetime as dt
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,16 @@ from fsm_agent.runtime.models import (
     checked_stream_event,
     classify_failure,
 )
-from fsm_agent.runtime.permissions import PermissionPolicy
-from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, run_call, run_validation
+from fsm_agent.runtime.permissions import CallFacts, PermissionPolicy
+from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
+from fsm_agent.runtime.tool import (
+    OUTSIDE_WORKING_FOLDER,
+    PermissionCheck,
+    Tool,
+    ToolContext,
+    run_call,
+    run_validation,
+)
 from fsm_agent.trace.location import names_folder, prepare_trace_file
 from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
@@ -72,12 +80,18 @@ class RunResult:
         messages: the whole transcript, prompt first.
         usage: tokens used over all model responses.
         trace_path: where the trace was written, if it was.
+        turns: model requests sent (``request_sent``; retries of one request not counted).
+        duration_s: seconds from the start to the end of the run (the agent's clock).
+        cost_usd: what the usage cost at the agent's ``price``; None without a price.
     """
 
     terminal: str
     messages: tuple[Message, ...]
     usage: Usage
     trace_path: Path | None = None
+    turns: int = 0
+    duration_s: float = 0.0
+    cost_usd: float | None = None
 
     @property
     def text(self) -> str:
@@ -89,11 +103,60 @@ class RunResult:
 
 
 @attrs.frozen(kw_only=True)
+class ModelPrice:
+    """What a model costs, in US dollars per million tokens (to fill ``RunResult.cost_usd``)."""
+
+    input: float
+    output: float
+    cache_write: float = 0.0
+    cache_read: float = 0.0
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of ``usage`` at these prices."""
+        return (
+            usage.input_tokens * self.input
+            + usage.output_tokens * self.output
+            + usage.cache_creation_input_tokens * self.cache_write
+            + usage.cache_read_input_tokens * self.cache_read
+        ) / 1_000_000
+
+
+@attrs.frozen(kw_only=True)
 class TransitionUpdate:
-    """A row of a machine table fired."""
+    """A row of a machine table fired.
+
+    Attributes:
+        transition: the row, with its own source and destination.
+        phase: the loop machine's phase once the whole step was taken.
+    """
 
     transition: TransitionTaken
     phase: str
+
+    @property
+    def dest(self) -> str:
+        """Where this transition went (``phase`` is where the step ended)."""
+        return self.transition.dest
+
+
+@attrs.frozen(kw_only=True)
+class ModelFailed:
+    """A model request failed; the core decides what follows (a retry, a fallback or
+    ``model_error``), which the next transition shows."""
+
+    request_id: str
+    kind: str
+    message: str
+    status: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RetryScheduled:
+    """The core asked for a model request again, after a backoff delay."""
+
+    request_id: str
+    attempt: int
+    delay_ms: int
 
 
 @attrs.frozen(kw_only=True)
@@ -126,7 +189,17 @@ class RunFinished:
     result: RunResult
 
 
-Update = TransitionUpdate | MessageUpdate | TextDelta | ToolProgress | RunFinished
+Update = (
+    TransitionUpdate
+    | MessageUpdate
+    | TextDelta
+    | ToolProgress
+    | ModelFailed
+    | RetryScheduled
+    | RunFinished
+)
+Sleep = Callable[[float], Awaitable[None]]
+"""An async sleep of some seconds (``asyncio.sleep``); replaceable so tests do not wait."""
 
 
 # --- the agent ----------------------------------------------------------------------------------
@@ -139,9 +212,14 @@ class Agent:
         model: what answers (``AnthropicModel``, ``ScriptedModel``, or your own ``Model``).
         tools: the tools the model may call.
         config: the loop's bounds and options (its ``model`` is set to ``model.name``).
-        hooks: PreToolUse, PostToolUse and Stop hooks.
-        permissions: how ``ask`` decisions are answered (default: allow what tools allow,
-            deny what would need a prompt).
+        hooks: Python (and command) hooks by event; the ``hooks`` of ``settings`` files
+            run beside them.
+        permissions: rules, mode and the ``ask`` callback (default: allow what tools allow,
+            refuse what would need a question, with the reason "no one to ask").
+        settings: Claude Code settings files to apply on top of ``permissions``: a path (one
+            file, as ``--settings FILE``), a ``Settings`` (see ``load_settings``), or True for
+            the standard files of ``cwd`` (``~/.claude/settings.json``,
+            ``.claude/settings.json``, ``.claude/settings.local.json``).
         trace: where the JSONL trace goes: a folder (a path ending in ``/`` or an existing
             folder; created, one new file per run), a file, None for the default folder
             (the user's state folder, outside ``cwd``; see :mod:`fsm_agent.trace.location`),
@@ -149,6 +227,11 @@ class Agent:
         cwd: the working directory tools act in (default: the current one).
         system: the system prompt.
         secrets: strings that must never reach a trace (the API key is added by itself).
+        sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
+            agent under Hypothesis without real waiting.
+        clock: monotonic seconds (default ``time.monotonic``), for trace timing and
+            ``RunResult.duration_s``.
+        price: the model's price, to fill ``RunResult.cost_usd``.
     """
 
     def __init__(
@@ -159,19 +242,31 @@ class Agent:
         config: LoopConfig | None = None,
         hooks: Hooks | None = None,
         permissions: PermissionPolicy | None = None,
+        settings: Settings | str | os.PathLike[str] | bool | None = None,
         trace: str | os.PathLike[str] | bool | None = None,
         cwd: str | os.PathLike[str] | None = None,
         system: str = "",
         secrets: Sequence[str] = (),
+        sleep: Sleep = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        price: ModelPrice | None = None,
     ) -> None:
         self.model = model
+        self.sleep = sleep
+        self.clock = clock
+        self.price = price
         self.tools = tuple(tools)
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
-        self.hooks = hooks if hooks is not None else Hooks()
-        self.permissions = permissions if permissions is not None else PermissionPolicy()
         self.trace = trace
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        self.settings = _settings(settings, self.cwd)
+        # Python hooks first, then each settings file's command hooks, in reading order.
+        self.hooks = hooks if hooks is not None else Hooks()
+        for found in self.settings.hooks:
+            self.hooks = self.hooks.merged(Hooks.from_settings(found.value, source=str(found.path)))
+        policy = permissions if permissions is not None else PermissionPolicy()
+        self.permissions = policy.with_settings(self.settings)
         self.system = system
         key = getattr(model, "api_key", None)
         self.secrets = (*secrets, *([key] if isinstance(key, str) and key else []))
@@ -184,6 +279,8 @@ class Agent:
         for tool in self.tools:
             for name in (tool.name, *tool.aliases):
                 self._by_name[name] = tool
+        # A rule naming a tool this agent lacks would never match: refuse it now (SPEC §9.2).
+        self.permissions.check_tools(self._by_name)
 
     async def run(self, prompt: str | Sequence[Message]) -> RunResult:
         """Run until a terminal reason; return the result."""
@@ -245,6 +342,10 @@ class Agent:
         return (keep_out.resolve(),)
 
 
+def _seconds(milliseconds: int | None) -> float | None:
+    return None if milliseconds is None else milliseconds / 1000
+
+
 def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
     if isinstance(prompt, str):
         if not prompt.strip():
@@ -279,7 +380,7 @@ class _Session:
             self.core = start.core
             if self.trace_path is not None:
                 self.writer = start.writer_for(
-                    self.trace_path, secrets=agent.secrets, meta=meta, clock=time.monotonic
+                    self.trace_path, secrets=agent.secrets, meta=meta, clock=agent.clock
                 )
         else:
             self.core = AgentCore(config=agent.config, tools=[t.spec() for t in agent.tools])
@@ -290,7 +391,7 @@ class _Session:
                     tools=[t.spec() for t in agent.tools],
                     secrets=agent.secrets,
                     meta=meta,
-                    clock=time.monotonic,
+                    clock=agent.clock,
                 )
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
@@ -302,6 +403,8 @@ class _Session:
         self.cancelled_calls: set[str] = set()
         self.effect_calls: dict[str, str] = {}
         self.compactor = SummaryCompactor()
+        self.started = agent.clock()
+        self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
         self.closing_hooks: set[asyncio.Task[ev.HookOutcome]] = set()
 
@@ -339,11 +442,15 @@ class _Session:
             await self._stop_tasks()
             if self.writer is not None:
                 self.writer.close()
+        price = self.agent.price
         result = RunResult(
             terminal=self.core.terminal or "",
             messages=self.core.transcript,
             usage=self.core.usage,
             trace_path=self.trace_path,
+            turns=self.turns,
+            duration_s=self.agent.clock() - self.started,
+            cost_usd=price.cost(self.core.usage) if price is not None else None,
         )
         yield RunFinished(result=result)
 
@@ -419,15 +526,34 @@ class _Session:
                 updates.append(TextDelta(text=str(delta.get("text", ""))))
             elif delta.get("type") == "thinking_delta":
                 updates.append(TextDelta(text=str(delta.get("thinking", "")), thinking=True))
-        if isinstance(event, ev.ToolProgressReported):
+        elif isinstance(event, ev.ToolProgressReported):
             updates.append(ToolProgress(call_id=event.call_id, text=event.text))
+        elif isinstance(event, ev.ModelStreamFailed):
+            updates.append(
+                ModelFailed(
+                    request_id=event.request_id,
+                    kind=event.kind.value,
+                    message=event.message,
+                    status=event.status,
+                )
+            )
         for transition in step.transitions:
+            if transition.name == "request_sent":
+                self.turns += 1
             updates.append(TransitionUpdate(transition=transition, phase=self.core.phase))
         for effect in step.effects:
             if isinstance(effect, fx.Emit):
                 updates.append(MessageUpdate(message=effect.message))
-            else:
-                self._perform(effect)
+                continue
+            if isinstance(effect, fx.CallModel) and effect.attempt > 1:
+                updates.append(
+                    RetryScheduled(
+                        request_id=effect.request_id,
+                        attempt=effect.attempt,
+                        delay_ms=effect.delay_ms,
+                    )
+                )
+            self._perform(effect)
         return updates
 
     # --- performing effects ---------------------------------------------------------------------
@@ -491,7 +617,7 @@ class _Session:
     async def _call_model(self, effect: fx.CallModel, request: ModelRequest) -> None:
         rid = effect.request_id
         if effect.delay_ms:
-            await asyncio.sleep(effect.delay_ms / 1000)
+            await self.agent.sleep(effect.delay_ms / 1000)
         idle_s = self.agent.config.stream_idle_timeout_ms / 1000
         stream = self.agent.model.stream(request)
         try:
@@ -525,6 +651,7 @@ class _Session:
         if context is None:
             context = ToolContext(
                 cwd=self.agent.cwd,
+                additional_directories=tuple(self.agent.permissions.additional_directories),
                 hidden_paths=self.hidden_paths,
                 extra=dict(self.core.tool_context),
             )
@@ -536,7 +663,12 @@ class _Session:
         context = self._context(effect.call_id)
         if effect.step is fx.ToolStep.VALIDATE:
             validated = await run_validation(
-                tool, effect.tool_name, effect.input, context, call_id=effect.call_id
+                tool,
+                effect.tool_name,
+                effect.input,
+                context,
+                call_id=effect.call_id,
+                timeout_s=_seconds(self.agent.config.tool_timeout_ms),
             )
             self.queue.put_nowait(validated)
             return
@@ -547,7 +679,14 @@ class _Session:
         def progress(text: str) -> None:
             self.queue.put_nowait(ev.ToolProgressReported(call_id=effect.call_id, text=text))
 
-        finished = await run_call(tool, effect.input, context, progress, call_id=effect.call_id)
+        finished = await run_call(
+            tool,
+            effect.input,
+            context,
+            progress,
+            call_id=effect.call_id,
+            timeout_s=_seconds(self.agent.config.tool_timeout_ms),
+        )
         self.queue.put_nowait(finished)
 
     async def _hooks(self, effect: fx.RunHooks) -> None:
@@ -566,20 +705,46 @@ class _Session:
             cwd=str(self.agent.cwd),
             trace_path=str(self.trace_path) if self.trace_path is not None else None,
         )
-        return await self.agent.hooks.run(hook_input)
+        return await self.agent.hooks.run(
+            hook_input, default_timeout_s=_seconds(self.agent.config.hook_timeout_ms)
+        )
 
     async def _permission(self, effect: fx.AskPermission) -> None:
         tool = self.agent.tool(effect.tool_name)
+        context = self._context(effect.call_id)
         check = PermissionCheck(behavior="passthrough")
+        target: Path | None = None
         if tool is not None:
             try:
-                check = tool.check_permissions(
-                    tool.parse_input(effect.input), self._context(effect.call_id)
-                )
+                check = tool.check_permissions(tool.parse_input(effect.input), context)
             except Exception:
                 check = PermissionCheck(behavior="passthrough")
+            target = _target_path(tool, effect.input, context.cwd)
+        facts = CallFacts(
+            tool=tool,
+            cwd=context.cwd.resolve(),
+            target=target,
+            session_rules=self.core.session_permission_rules,
+        )
+        limit = _seconds(self.agent.config.permission_timeout_ms)
         try:
-            decided = await self.agent.permissions.decide(effect, check)
+            async with asyncio.timeout(limit):
+                decided = await self.agent.permissions.decide(effect, check, facts)
+            if decided.behavior is ev.PermissionBehavior.ALLOW:
+                # The tool writes exactly the file that was checked (no swap in between), and
+                # a read outside the working folder that was allowed may now reach it.
+                context.checked_path = target
+                context.allow_outside = check.reason == OUTSIDE_WORKING_FOLDER
+        except TimeoutError:
+            assert limit is not None
+            # Our bound (LoopConfig.permission_timeout_ms): nobody answered, so no grant.
+            decided = ev.PermissionDecided(
+                effect_id=effect.effect_id,
+                behavior=ev.PermissionBehavior.DENY,
+                source=ev.DecisionSource.USER,
+                reason=texts.PERMISSION_TIMED_OUT,
+                message=texts.permission_timed_out(effect.tool_name, limit),
+            )
         except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
             decided = ev.PermissionDecided(
                 effect_id=effect.effect_id,
@@ -624,3 +789,25 @@ class _Session:
             for overdue in late:
                 overdue.cancel()
             await asyncio.gather(*self.closing_hooks, return_exceptions=True)
+
+
+def _settings(value: Settings | str | os.PathLike[str] | bool | None, cwd: Path) -> Settings:
+    """``Agent(settings=...)``: nothing, one file, the standard files, or settings as given."""
+    if value is None or value is False:
+        return Settings()
+    if value is True:
+        return load_settings(cwd)
+    if isinstance(value, Settings):
+        return value
+    return load_settings_file(value, cwd=cwd)
+
+
+def _target_path(tool: Tool[Any], raw_input: dict[str, Any], cwd: Path) -> Path | None:
+    """The resolved file or folder a file tool will touch (``~``, ``..`` and links followed)."""
+    if tool.path_field is None:
+        return None
+    raw = raw_input.get(tool.path_field) or "."
+    if not isinstance(raw, str):
+        return None
+    path = Path(raw).expanduser()
+    return (path if path.is_absolute() else cwd.resolve() / path).resolve()

@@ -19,17 +19,18 @@ importing this module never loads it (NOTES.md).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
 import orjson
 
 from fsm_agent.core.events import FailureKind, ModelStreamFailed
-from fsm_agent.errors import FsmAgentError
+from fsm_agent.errors import ConfigError, FsmAgentError
 from fsm_agent.trace.json_limits import fit_for_json
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ __all__ = [
     "Model",
     "ModelFailure",
     "ModelRequest",
+    "Thinking",
     "checked_stream_event",
     "classify_api_error",
     "classify_failure",
@@ -340,16 +342,91 @@ def _with_cause(text: str, exc: BaseException) -> str:
 # --- the Anthropic client ------------------------------------------------------------------
 
 
+def _event_from_frame(client: Any, frame: Any, response: Any) -> dict[str, Any] | None:
+    """One SSE frame as the event dict the core takes; None for frames that carry none.
+
+    The SDK's own rules (NOTES.md): a frame without an ``event:`` line, a ``ping`` and an
+    empty frame are dropped; an ``error`` frame is the API marking the stream as failed, and
+    is raised as the same ``APIStatusError`` the SDK's own stream raises for it.
+    """
+    name, data = frame.event, frame.data
+    if name is None or name == "ping" or not data:
+        return None
+    payload: Any
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        # orjson refuses what JSON allows and a model may send (an integer past 64 bits, a
+        # lone surrogate escape); the standard parser reads it, key order kept as well.
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            payload = None
+    if name == "error":
+        # The SDK's constructor for this case (its stream calls the same one).
+        raise client._make_status_error(
+            str(payload if payload is not None else data), body=payload, response=response
+        )
+    if not isinstance(payload, dict):
+        raise ModelFailure(
+            kind=FailureKind.OTHER,
+            message=f"a {name} frame is not a JSON object: {data[:200]!r}",
+            status=response.status_code,
+        )
+    return payload
+
+
+@attrs.frozen(kw_only=True)
+class Thinking:
+    """Extended thinking settings for ``AnthropicModel``.
+
+    Build one with ``Thinking.enabled(budget_tokens)`` (a fixed budget) or
+    ``Thinking.adaptive()`` (the model decides how much to think).
+    """
+
+    mode: str
+    budget_tokens: int | None = None
+
+    @classmethod
+    def enabled(cls, budget_tokens: int) -> Thinking:
+        """Thinking with a budget of ``budget_tokens`` (at least 1 024, below ``max_tokens``)."""
+        if budget_tokens < _MIN_THINKING_BUDGET:
+            raise ConfigError(
+                f"Thinking.enabled: budget_tokens is {budget_tokens}; the API needs at least "
+                f"{_MIN_THINKING_BUDGET}"
+            )
+        return cls(mode="enabled", budget_tokens=budget_tokens)
+
+    @classmethod
+    def adaptive(cls) -> Thinking:
+        """Adaptive thinking: the model chooses when and how much to think."""
+        return cls(mode="adaptive")
+
+    def to_api(self) -> dict[str, Any]:
+        """The ``thinking`` request parameter."""
+        if self.budget_tokens is None:
+            return {"type": self.mode}
+        return {"type": self.mode, "budget_tokens": self.budget_tokens}
+
+
+_MIN_THINKING_BUDGET = 1024
+
+
 class AnthropicModel:
     """A ``Model`` backed by the ``anthropic`` SDK's async client.
 
-    The client is created on first use with ``max_retries=0``: the loop retries, bounded and
-    recorded, instead of the SDK's unbounded ``retry-after`` waits (NOTES.md, SPEC §8.3).
-    Events are dumped with ``exclude_unset=True`` so each dict has exactly the keys the wire
-    JSON had (the SDK's models would otherwise add a ``None`` for every optional field).
+    Without ``client``, one is created on first use with ``max_retries=0``: the loop retries,
+    bounded and recorded, instead of the SDK's unbounded ``retry-after`` waits (NOTES.md,
+    SPEC §8.3). A ``client`` you pass (an ``AsyncAnthropic``, or a Bedrock or Vertex one) is
+    used as it is; give it ``max_retries=0`` for the same reason.
+
+    The stream is read as the server sent it: the SDK makes the request and raises its errors,
+    and each SSE frame's JSON is parsed as received, so every block, delta, field and unknown
+    event reaches the core with its keys in wire order (an opaque block goes back byte for
+    byte). ``ping`` frames are dropped; an ``error`` frame raises ``ModelFailure``.
 
     Use it as an async context manager, or call ``aclose`` when done, to release the
-    connection pool.
+    connection pool of a client it created.
     """
 
     def __init__(
@@ -359,6 +436,10 @@ class AnthropicModel:
         api_key: str | None = None,
         base_url: str | None = None,
         timeout: float = 600.0,
+        client: anthropic.AsyncAnthropic | Any | None = None,
+        thinking: Thinking | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        betas: Sequence[str] = (),
     ) -> None:
         """Configure the client; nothing is imported or connected yet.
 
@@ -367,18 +448,40 @@ class AnthropicModel:
             api_key: The API key; ``None`` lets the SDK find credentials (environment, profile).
             base_url: Another API endpoint (a proxy, or the fake server in tests).
             timeout: Seconds allowed for connecting and for each read.
+            client: An existing async client (``AsyncAnthropic``, ``AsyncAnthropicBedrock``,
+                ``AsyncAnthropicVertex``); then ``api_key``, ``base_url`` and ``timeout`` must
+                not be given, and ``aclose`` leaves the client open.
+            thinking: Extended thinking for every request (``Thinking.enabled(budget)`` or
+                ``Thinking.adaptive()``).
+            extra_headers: Headers added to every request.
+            betas: Beta flags, sent as the ``anthropic-beta`` header.
+
+        Raises:
+            ConfigError: ``client`` given together with ``api_key``, ``base_url`` or a
+                ``timeout``.
         """
+        if client is not None and (api_key is not None or base_url is not None):
+            raise ConfigError(
+                "AnthropicModel: pass either client= or api_key=/base_url=, not both "
+                "(the client already knows its key and endpoint)"
+            )
         self.name = name
         self._api_key = api_key
         self._base_url = base_url
         self._timeout = timeout
-        self._client: anthropic.AsyncAnthropic | None = None
+        self._client: Any = client
+        self._owns_client = client is None
+        self._thinking = thinking
+        headers = dict(extra_headers or {})
+        if betas:
+            headers["anthropic-beta"] = ",".join(betas)
+        self._headers = headers
 
     def __repr__(self) -> str:
         # Never show the key.
         return f"AnthropicModel(name={self.name!r}, base_url={self._base_url!r})"
 
-    def _get_client(self) -> anthropic.AsyncAnthropic:
+    def _get_client(self) -> Any:
         if self._client is None:
             import anthropic  # noqa: PLC0415 - lazy on purpose: the import costs ~2 s
 
@@ -388,7 +491,26 @@ class AnthropicModel:
                 timeout=self._timeout,
                 max_retries=0,
             )
+            self._owns_client = True
         return self._client
+
+    def _create_arguments(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of ``messages.create`` for ``request`` (no SDK needed)."""
+        arguments: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_output_tokens,
+            "messages": request.messages,
+            "stream": True,
+        }
+        if request.system:
+            arguments["system"] = request.system
+        if request.tools:
+            arguments["tools"] = request.tools
+        if self._thinking is not None:
+            arguments["thinking"] = self._thinking.to_api()
+        if self._headers:
+            arguments["extra_headers"] = self._headers
+        return arguments
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         """Stream the response to ``request`` as raw event dicts (``ping`` dropped).
@@ -400,33 +522,28 @@ class AnthropicModel:
 
         try:
             client = self._get_client()
-            response = await client.messages.create(
-                model=request.model,
-                max_tokens=request.max_output_tokens,
-                messages=cast("Any", request.messages),
-                system=request.system or anthropic.omit,
-                tools=cast("Any", request.tools) if request.tools else anthropic.omit,
-                stream=True,
+            opened = client.messages.with_streaming_response.create(
+                **self._create_arguments(request)
             )
+            response = await opened.__aenter__()
         except Exception as exc:
             raise classify_failure(exc) from exc
         try:
-            iterator = response.__aiter__()
+            frames = anthropic.AsyncStream.raw_events(response.http_response).__aiter__()
             while True:
                 # Only the SDK's own reads are classified: an exception thrown into this
                 # generator by its consumer propagates unchanged.
                 try:
-                    event = await anext(iterator)
+                    frame = await anext(frames)
+                    event = _event_from_frame(client, frame, response.http_response)
                 except StopAsyncIteration:
                     return
                 except Exception as exc:
                     raise classify_failure(exc) from exc
-                raw = event.model_dump(mode="json", exclude_unset=True)
-                if raw.get("type") == "ping":
-                    continue
-                yield raw
+                if event is not None:
+                    yield event
         finally:
-            await response.close()
+            await opened.__aexit__(None, None, None)
 
     async def count_tokens(
         self,
@@ -453,10 +570,13 @@ class AnthropicModel:
             )
         except Exception as exc:
             raise classify_failure(exc) from exc
-        return counted.input_tokens
+        return int(counted.input_tokens)
 
     async def aclose(self) -> None:
-        """Close the SDK client and its connection pool (a later request opens a new one)."""
+        """Close the SDK client it created and its connection pool (a later request opens a
+        new one); a client passed in stays open, for its owner to close."""
+        if not self._owns_client:
+            return
         client, self._client = self._client, None
         if client is not None:
             await client.close()

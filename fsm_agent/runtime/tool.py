@@ -35,6 +35,7 @@ import cattrs
 from cattrs.errors import ForbiddenExtraKeysError
 from cattrs.v import format_exception as cattrs_format_exception
 
+from fsm_agent.core import texts
 from fsm_agent.core.codec import json_type_name
 from fsm_agent.core.events import ToolCallFinished, ToolInputValidated
 from fsm_agent.core.messages import TextBlock, ToolResultContent
@@ -44,6 +45,7 @@ from fsm_agent.trace.json_limits import escape_surrogates
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
+    "OUTSIDE_WORKING_FOLDER",
     "PREVIEW_CHARS",
     "SAFETY_CHECK",
     "FunctionTool",
@@ -72,6 +74,10 @@ PREVIEW_CHARS = 2_000
 SAFETY_CHECK = "safety_check"
 """``PermissionCheck.reason`` for protected paths; the permission chain never bypasses it."""
 
+OUTSIDE_WORKING_FOLDER = "outside_working_folder"
+"""``PermissionCheck.reason`` of a read outside the working folder (an ordinary ask: a rule or
+the mode may allow it; once allowed, the call's context lets the tool reach outside)."""
+
 ProgressCallback: TypeAlias = Callable[[str], None]
 PermissionBehavior: TypeAlias = Literal["allow", "deny", "ask", "passthrough"]
 
@@ -93,6 +99,10 @@ class ToolContext:
             paths that resolve outside it.
         abort: set when the call is being cancelled (the driver also cancels the task).
         allow_outside: let file tools touch paths outside ``cwd``.
+        additional_directories: folders outside ``cwd`` that may be read without asking
+            (settings ``permissions.additionalDirectories``), resolved.
+        checked_path: the resolved path the permission chain checked for this call; a tool
+            that writes must write exactly this file.
         hidden_paths: folders the searching tools (Glob, Grep) never list, such as the
             run's own trace folder (a run must not read its own traces).
         extra: anything else the application wants to hand to its tools.
@@ -101,6 +111,8 @@ class ToolContext:
     cwd: Path
     abort: asyncio.Event = attrs.field(factory=asyncio.Event)
     allow_outside: bool = False
+    additional_directories: tuple[Path, ...] = ()
+    checked_path: Path | None = None
     hidden_paths: tuple[Path, ...] = ()
     extra: dict[str, Any] = attrs.field(factory=dict)
 
@@ -154,6 +166,12 @@ class Tool(Generic[InputT]):
         is_shell: a shell tool; its errors cancel running siblings (SPEC §5.2).
         interrupt_cancels: an ``interrupt`` abort cancels it.
         aliases: older names the model may still use.
+        path_field: the input field naming the file or folder the tool reads or writes (an
+            empty or missing value means the working folder). Permission rules with path
+            patterns, the working-folder check of reads and the protected-path check of
+            writes apply to it (SPEC §9.3).
+        requires_user_interaction: the call needs a person (SPEC §9.3 step 1e): when the
+            permission chain asks, it asks even in ``bypassPermissions`` mode.
     """
 
     name: str
@@ -163,6 +181,8 @@ class Tool(Generic[InputT]):
     is_shell: bool = False
     interrupt_cancels: bool = False
     aliases: tuple[str, ...] = ()
+    path_field: str | None = None
+    requires_user_interaction: bool = False
 
     def __init__(self) -> None:
         where = type(self).__qualname__
@@ -255,6 +275,7 @@ async def run_validation(
     ctx: ToolContext,
     *,
     call_id: str,
+    timeout_s: float | None = None,
 ) -> ToolInputValidated:
     """Look the tool up, parse and validate the input, and classify the call (SPEC §4 steps 0 to 2).
 
@@ -269,6 +290,8 @@ async def run_validation(
         raw_input: the model's input object.
         ctx: the context the call would run in.
         call_id: the id of the call, echoed in the result.
+        timeout_s: ``validate_input`` past this many seconds fails the call with an error
+            saying so (the same bound as the call itself); None waits for ever.
     """
     if tool is None:
         return ToolInputValidated(
@@ -286,10 +309,14 @@ async def run_validation(
         return ToolInputValidated(call_id=call_id, ok=False, error=_wrap(text))
     safe = _predicate(tool.is_concurrency_safe, data)
     read_only = _predicate(tool.is_read_only, data)
+    deadline = asyncio.timeout(timeout_s)
     try:
-        problem = await tool.validate_input(data, ctx)
+        async with deadline:
+            problem = await tool.validate_input(data, ctx)
     except Exception as exc:
         problem = format_tool_error(exc)
+        if isinstance(exc, TimeoutError) and deadline.expired() and timeout_s is not None:
+            problem = texts.tool_timed_out(tool.name, timeout_s)
     if problem is not None:
         return ToolInputValidated(
             call_id=call_id,
@@ -315,6 +342,7 @@ async def run_call(
     progress: ProgressCallback,
     *,
     call_id: str,
+    timeout_s: float | None = None,
 ) -> ToolCallFinished:
     """Run one call and shape its result for the model (SPEC §4 steps 7, 8; §7.1).
 
@@ -329,14 +357,23 @@ async def run_call(
         ctx: the context to run it in.
         progress: called with progress texts while the tool runs.
         call_id: the id of the call, echoed in the result.
+        timeout_s: the call is cancelled past this many seconds and answered with an error
+            saying so (``LoopConfig.tool_timeout_ms``); None waits for ever. A tool working
+            in a thread is only abandoned, not stopped: such tools bound their own work.
     """
+    deadline = asyncio.timeout(timeout_s)
     try:
-        data = tool.parse_input(raw_input)
-        output = await tool.call(data, ctx, progress)
-        output = _as_output(tool, output)
+        async with deadline:
+            data = tool.parse_input(raw_input)
+            output = await tool.call(data, ctx, progress)
+            output = _as_output(tool, output)
     except ToolInputError as exc:
         return ToolCallFinished(call_id=call_id, content=_wrap(str(exc)), is_error=True)
     except Exception as exc:
+        if isinstance(exc, TimeoutError) and deadline.expired():
+            assert timeout_s is not None
+            text = texts.tool_timed_out(tool.name, timeout_s)
+            return ToolCallFinished(call_id=call_id, content=_wrap(text), is_error=True)
         return ToolCallFinished(
             call_id=call_id, content=_wrap(format_tool_error(exc)), is_error=True
         )

@@ -190,6 +190,82 @@ ENTRIES: tuple[Entry, ...] = (
         must_take=("reactive_compact_retry",),
     ),
     Entry(
+        name="refusal",
+        description="The model declines to answer: the run ends refusal, and says why.",
+        steps=(
+            _text(
+                "",
+                stop_reason="refusal",
+                stop_details={"type": "refusal", "category": "cyber"},
+            ),
+        ),
+        terminal="refusal",
+    ),
+    Entry(
+        name="server_tool_and_citations",
+        description="A web search the API runs itself, its result and a cited answer.",
+        steps=(
+            {
+                "content": [
+                    {
+                        "server_tool_use": {
+                            "id": "srvtoolu_001",
+                            "name": "web_search",
+                            "input": {"query": "project status"},
+                        }
+                    },
+                    {
+                        "block": {
+                            "type": "web_search_tool_result",
+                            "tool_use_id": "srvtoolu_001",
+                            "content": [
+                                {
+                                    "type": "web_search_result",
+                                    "url": "https://example.com/status",
+                                    "title": "Status",
+                                    "encrypted_content": "EqQBCioIBxgC",
+                                    "page_age": None,
+                                }
+                            ],
+                        }
+                    },
+                    {"redacted_thinking": "EmwKAhgBEgy3va3pzix"},
+                    {
+                        "text": "The project is on track.",
+                        "citations": [
+                            {
+                                "type": "web_search_result_location",
+                                "cited_text": "On track.",
+                                "url": "https://example.com/status",
+                                "title": "Status",
+                                "encrypted_index": "Eo8BCioIBxgC",
+                            }
+                        ],
+                    },
+                ]
+            },
+        ),
+        terminal="completed",
+    ),
+    Entry(
+        name="pause_turn",
+        description="The API pauses a long server-tool turn; the paused answer is sent back.",
+        steps=(_text("Searching the web.", stop_reason="pause_turn"), _text("Found it.")),
+        terminal="completed",
+        must_take=("pause_turn", "completed"),
+    ),
+    Entry(
+        name="pause_turn_limit",
+        description="Past pause_turn_limit a paused turn finishes as it stands.",
+        steps=(
+            _text("Still searching.", stop_reason="pause_turn"),
+            _text("Still searching.", stop_reason="pause_turn"),
+        ),
+        config=LoopConfig(pause_turn_limit=1),
+        terminal="completed",
+        must_take=("pause_turn", "stop_hooks_started", "completed"),
+    ),
+    Entry(
         name="stop_hook_blocking",
         description="A Stop hook blocks once; the model answers again and the run completes.",
         steps=(_text("Done."), _text("Tests pass. Done.")),

@@ -79,6 +79,7 @@ def continue_bound(config: LoopConfig) -> int:
     never twice in a row; the stop-hook cap bounds the segments. Token-budget continuations: at
     most three unconditionally, then each needs a delta of ≥ 500 tokens in one of every two
     rounds (else diminishing returns stop it) and the total stays under 90% of the budget.
+    ``pause_turn`` continues are capped per turn by ``pause_turn_limit``.
 
     Args:
         config: the loop configuration of the run.
@@ -91,7 +92,7 @@ def continue_bound(config: LoopConfig) -> int:
     segments = config.stop_hook_block_cap + 1
     budget = config.token_budget
     budget_rounds = 1 if budget is None else 4 + 2 * (math.ceil(0.9 * budget / 500) + 1)
-    return per_segment * segments * budget_rounds + budget_rounds
+    return per_segment * segments * budget_rounds + budget_rounds + config.pause_turn_limit
 
 
 def transition_bound(config: LoopConfig, *, model_steps: int, tool_calls: int) -> int:

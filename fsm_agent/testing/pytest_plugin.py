@@ -61,6 +61,7 @@ class ReplayItem(pytest.Item):
     ) -> str | Any:
         """A readable account of why the trace did not replay."""
         from fsm_agent.errors import TraceDivergence, TraceError  # noqa: PLC0415
+        from fsm_agent.trace.divergence import format_divergence  # noqa: PLC0415
 
         error = excinfo.value
         if isinstance(error, TraceDivergence):
@@ -72,28 +73,6 @@ class ReplayItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         """Where the item comes from, for pytest's report lines."""
         return self.path, None, f"fsm replay {self.path.name}"
-
-
-def format_divergence(error: Any) -> str:
-    """Render a ``TraceDivergence`` as a short report (used by the plugin and the CLI)."""
-    import orjson  # noqa: PLC0415
-
-    def show(record: dict[str, Any] | None) -> str:
-        if record is None:
-            return "(nothing: the stream ends here)"
-        return orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode()
-
-    lines = [
-        f"{error.source or 'trace'}: replay diverged at seq {error.seq}",
-        f"  recorded: {show(error.expected)}",
-        f"  replayed: {show(error.actual)}",
-    ]
-    if error.context:
-        lines.append("  around it (recorded):")
-        for record in error.context:
-            marker = ">" if record.get("seq") == error.seq else " "
-            lines.append(f"   {marker} {show(record)}")
-    return "\n".join(lines)
 
 
 @pytest.hookimpl(tryfirst=True)

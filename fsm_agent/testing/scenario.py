@@ -23,17 +23,27 @@ The format (JSON; every key except ``steps`` and a step's content is optional)::
 
 A step:
 
-* ``content``: blocks, each ``{"text": "..."}``, ``{"thinking": "...", "signature": "..."}``
-  or ``{"tool_use": {"name": "Read", "input": {...}, "id": "toolu_x"}}``. Tool ids default to
+* ``content``: blocks, each ``{"text": "...", "citations": [...]}`` (citations optional),
+  ``{"thinking": "...", "signature": "..."}``, ``{"redacted_thinking": "<data>"}``,
+  ``{"tool_use": {"name": "Read", "input": {...}, "id": "toolu_x"}}``,
+  ``{"server_tool_use": {"id": "srvtoolu_x", "name": "web_search", "input": {...}}}`` or
+  ``{"block": {"type": "web_search_tool_result", ...}}`` (any other block, sent as given).
+  Blocks are streamed as the real API streams them (an empty first ``partial_json``, an empty
+  ``thinking_delta`` before the signature, citations before their text). Tool ids default to
   ``toolu_001``, ``toolu_002``... counted across the scenario; the message id to ``msg_001``...
   by step (or set ``"message_id"``).
 * ``stop_reason``: ``tool_use`` when a tool_use block is present, else ``end_turn``; any API
-  stop reason may be given (``max_tokens``, ``refusal``...).
+  stop reason may be given (``max_tokens``, ``refusal``...). ``stop_details``: the object the
+  API sends with it (a refusal's ``category`` and ``explanation``).
 * ``usage``: ``input_tokens`` (default 10), ``output_tokens`` (default: characters / 4),
   ``cache_creation_input_tokens``, ``cache_read_input_tokens`` (default 0).
 * ``chunk``: split text, thinking and tool-input JSON into deltas of this many characters
   (default: one delta per block).
 * ``delay_ms``: wait this long before each event.
+* ``sse``: a recorded SSE response body (``event:``/``data:`` frames) played instead of
+  ``content``: the fake server sends it byte for byte; ``ScriptedModel`` yields its events as
+  the SDK reads them (``ping`` and frames without an ``event:`` line dropped, an ``error``
+  frame raised as the API error it carries).
 * ``error``: fail instead of (or part-way through) the response:
 
   - ``kind``: ``overloaded`` (529), ``rate_limited`` (429 with ``retry-after``),
@@ -55,6 +65,7 @@ A step:
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import json
 import math
@@ -70,15 +81,18 @@ import cattrs
 from cattrs.v import format_exception, transform_error
 
 from fsm_agent.core.events import FailureKind
-from fsm_agent.errors import DefinitionError
+from fsm_agent.errors import ConfigError, DefinitionError
 from fsm_agent.runtime.models import ModelFailure, ModelRequest, classify_api_error
 
 __all__ = [
     "ErrorKind",
     "ErrorSpec",
+    "RawBlockSpec",
+    "RedactedThinkingSpec",
     "Scenario",
     "ScenarioError",
     "ScriptedModel",
+    "ServerToolUseSpec",
     "Step",
     "TextSpec",
     "ThinkingSpec",
@@ -91,6 +105,7 @@ __all__ = [
     "render_message",
     "scripted_failure",
     "shipped_scenario_names",
+    "sse_frames",
 ]
 
 STOP_REASONS = frozenset(
@@ -139,9 +154,10 @@ def _positive(_instance: object, attribute: attrs.Attribute[Any], value: int | N
 
 @attrs.frozen(kw_only=True)
 class TextSpec:
-    """A text block."""
+    """A text block, with the citations the API attaches to it (sent as ``citations_delta``)."""
 
     text: str
+    citations: tuple[dict[str, Any], ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -161,7 +177,33 @@ class ToolUseSpec:
     id: str | None = None
 
 
-BlockSpec: TypeAlias = TextSpec | ThinkingSpec | ToolUseSpec
+@attrs.frozen(kw_only=True)
+class RedactedThinkingSpec:
+    """A redacted_thinking block (thinking the API returns encrypted)."""
+
+    data: str
+
+
+@attrs.frozen(kw_only=True)
+class ServerToolUseSpec:
+    """A server_tool_use block: a call of a tool the API runs (web search, code execution)."""
+
+    name: str
+    input: dict[str, Any] = attrs.field(factory=dict)
+    id: str
+
+
+@attrs.frozen(kw_only=True)
+class RawBlockSpec:
+    """Any other block, sent in content_block_start exactly as given (a server tool's result,
+    a block type from the future)."""
+
+    block: dict[str, Any]
+
+
+BlockSpec: TypeAlias = (
+    TextSpec | ThinkingSpec | ToolUseSpec | RedactedThinkingSpec | ServerToolUseSpec | RawBlockSpec
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -341,6 +383,8 @@ class Step:
     delay_ms: int = attrs.field(default=0, validator=_non_negative)
     error: ErrorSpec | None = None
     message_id: str | None = None
+    sse: str | None = None
+    stop_details: dict[str, Any] | None = None
 
     @stop_reason.validator
     def _check_stop_reason(self, _attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -423,12 +467,43 @@ def _error_kind(value: Any, _type: type) -> ErrorKind:
 
 
 def _block(value: Any, _type: object) -> BlockSpec:
-    shapes = '{"text": ...}, {"thinking": ...} or {"tool_use": {"name": ..., "input": {...}}}'
+    shapes = (
+        '{"text": ...}, {"thinking": ...}, {"tool_use": {"name": ..., "input": {...}}}, '
+        '{"redacted_thinking": ...}, {"server_tool_use": {"id": ..., "name": ...}} or '
+        '{"block": {"type": ...}}'
+    )
     if not isinstance(value, Mapping):
         raise _FieldProblem(f"a content block must be an object like {shapes}, got {value!r}")
     keys = set(value)
-    if keys == {"text"}:
-        return TextSpec(text=_strict_str(value["text"], str))
+    if "text" in keys and keys <= {"text", "citations"}:
+        citations = value.get("citations", [])
+        if not isinstance(citations, list) or not all(isinstance(c, Mapping) for c in citations):
+            raise _FieldProblem(f"citations must be a list of objects, got {citations!r}")
+        return TextSpec(
+            text=_strict_str(value["text"], str), citations=tuple(dict(c) for c in citations)
+        )
+    if keys == {"redacted_thinking"}:
+        return RedactedThinkingSpec(data=_strict_str(value["redacted_thinking"], str))
+    if keys == {"server_tool_use"}:
+        spec = value["server_tool_use"]
+        if not isinstance(spec, Mapping) or not {"id", "name"} <= set(spec):
+            raise _FieldProblem(f"server_tool_use needs an id and a name, got {spec!r}")
+        extra = set(spec) - {"name", "input", "id"}
+        if extra:
+            raise _FieldProblem(f"server_tool_use has unknown keys: {', '.join(sorted(extra))}")
+        server_input = spec.get("input", {})
+        if not isinstance(server_input, Mapping):
+            raise _FieldProblem(f"server_tool_use.input must be an object, got {server_input!r}")
+        return ServerToolUseSpec(
+            id=_strict_str(spec["id"], str),
+            name=_strict_str(spec["name"], str),
+            input=dict(server_input),
+        )
+    if keys == {"block"}:
+        raw = value["block"]
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
+            raise _FieldProblem(f"block must be an object with a type, got {raw!r}")
+        return RawBlockSpec(block=dict(raw))
     if "thinking" in keys and keys <= {"thinking", "signature"}:
         signature = value.get("signature")
         return ThinkingSpec(
@@ -573,34 +648,99 @@ def _pieces(text: str, chunk: int | None) -> list[str]:
     return [text[start : start + chunk] for start in range(0, len(text), chunk)]
 
 
-def _tool_json(block: ToolUseSpec) -> str:
-    return json.dumps(block.input, ensure_ascii=False)
-
-
 def _signature(step: Step, index: int, block: ThinkingSpec) -> str:
     if block.signature is not None:
         return block.signature
     return f"sig_{step.message_id or 'msg'}_{index}"
 
 
-def _usage(step: Step) -> dict[str, int]:
+def sse_frames(body: str) -> list[tuple[str | None, str]]:
+    """The ``(event name, data)`` frames of an SSE body, in order (comments skipped)."""
+    frames: list[tuple[str | None, str]] = []
+    name: str | None = None
+    data: list[str] = []
+    for line in [*body.splitlines(), ""]:
+        if not line:
+            if name is not None or data:
+                frames.append((name, "\n".join(data)))
+            name, data = None, []
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "event":
+            name = value
+        elif field == "data":
+            data.append(value)
+    return frames
+
+
+def _recorded_events(body: str) -> list[dict[str, Any]]:
+    """The events of a recorded body as the SDK hands them on (SSE rules of NOTES.md)."""
+    events: list[dict[str, Any]] = []
+    for name, data in sse_frames(body):
+        if name in (None, "ping", "error") or not data:
+            continue
+        events.append(json.loads(data))
+    return events
+
+
+def _recorded_error(body: str) -> ModelFailure | None:
+    """The failure an ``error`` frame of a recorded body stands for, if it has one."""
+    for name, data in sse_frames(body):
+        if name == "error":
+            error = json.loads(data).get("error") or {}
+            return classify_api_error(
+                status=200, error_type=error.get("type"), message=str(error.get("message", data))
+            )
+    return None
+
+
+def _block_chars(block: BlockSpec) -> int:
+    if isinstance(block, TextSpec):
+        return len(block.text)
+    if isinstance(block, ThinkingSpec):
+        return len(block.thinking)
+    if isinstance(block, ToolUseSpec | ServerToolUseSpec):
+        return len(json.dumps(block.input, ensure_ascii=False))
+    return 0
+
+
+def _usage(step: Step) -> dict[str, Any]:
+    """The cumulative usage of the response, with the fields ``message_delta`` carries."""
     usage = step.usage
     output = usage.output_tokens
     if output is None:
-        chars = 0
-        for block in step.content:
-            if isinstance(block, TextSpec):
-                chars += len(block.text)
-            elif isinstance(block, ThinkingSpec):
-                chars += len(block.thinking)
-            else:
-                chars += len(_tool_json(block))
-        output = max(1, math.ceil(chars / 4))
-    return {
+        output = max(1, math.ceil(sum(map(_block_chars, step.content)) / 4))
+    final: dict[str, Any] = {
         "input_tokens": usage.input_tokens,
-        "output_tokens": output,
         "cache_creation_input_tokens": usage.cache_creation_input_tokens,
         "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": output,
+    }
+    server_calls: dict[str, int] = {}
+    for block in step.content:
+        if isinstance(block, ServerToolUseSpec):
+            key = f"{block.name}_requests"
+            server_calls[key] = server_calls.get(key, 0) + 1
+    if server_calls:
+        final["server_tool_use"] = server_calls
+    return final
+
+
+def _start_usage(step: Step) -> dict[str, Any]:
+    """``message_start``'s usage, every field the real API sends there (one output token)."""
+    usage = step.usage
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": usage.cache_creation_input_tokens,
+            "ephemeral_1h_input_tokens": 0,
+        },
+        "output_tokens": 1,
+        "service_tier": "standard",
+        "inference_geo": "global",
     }
 
 
@@ -609,49 +749,76 @@ def _tool_id(block: ToolUseSpec, index: int) -> str:
 
 
 def _block_events(step: Step, index: int, block: BlockSpec) -> list[dict[str, Any]]:
+    """One block's events in the order the real API sends them."""
+
     def delta(body: dict[str, Any]) -> dict[str, Any]:
         return {"type": "content_block_delta", "index": index, "delta": body}
 
-    events: list[dict[str, Any]] = []
+    deltas: list[dict[str, Any]] = []
     if isinstance(block, TextSpec):
         start: dict[str, Any] = {"type": "text", "text": ""}
-        deltas = [delta({"type": "text_delta", "text": p}) for p in _pieces(block.text, step.chunk)]
+        if block.citations:
+            # A cited span starts with citations: [] and its citations come before its text.
+            start = {"citations": [], "type": "text", "text": ""}
+            deltas = [delta({"type": "citations_delta", "citation": c}) for c in block.citations]
+        deltas += [
+            delta({"type": "text_delta", "text": p}) for p in _pieces(block.text, step.chunk)
+        ]
     elif isinstance(block, ThinkingSpec):
         start = {"type": "thinking", "thinking": "", "signature": ""}
         deltas = [
             delta({"type": "thinking_delta", "thinking": p})
             for p in _pieces(block.thinking, step.chunk)
         ]
+        # The real API ends the thinking with an empty thinking_delta, then the signature.
+        deltas.append(delta({"type": "thinking_delta", "thinking": ""}))
         deltas.append(
             delta({"type": "signature_delta", "signature": _signature(step, index, block)})
         )
-    else:
-        start = {"type": "tool_use", "id": _tool_id(block, index), "name": block.name, "input": {}}
-        deltas = [
+    elif isinstance(block, ToolUseSpec | ServerToolUseSpec):
+        if isinstance(block, ToolUseSpec):
+            start = {
+                "type": "tool_use",
+                "id": _tool_id(block, index),
+                "name": block.name,
+                "input": {},
+                "caller": {"type": "direct"},
+            }
+        else:
+            start = {"type": "server_tool_use", "id": block.id, "name": block.name, "input": {}}
+        # Every real tool call begins with an empty partial_json.
+        deltas = [delta({"type": "input_json_delta", "partial_json": ""})]
+        deltas += [
             delta({"type": "input_json_delta", "partial_json": p})
-            for p in _pieces(_tool_json(block), step.chunk)
+            for p in _pieces(json.dumps(block.input, ensure_ascii=False), step.chunk)
         ]
-    events.append({"type": "content_block_start", "index": index, "content_block": start})
-    events.extend(deltas)
-    events.append({"type": "content_block_stop", "index": index})
-    return events
+    elif isinstance(block, RedactedThinkingSpec):
+        start = {"type": "redacted_thinking", "data": block.data}
+    else:
+        start = block.block
+    return [
+        {"type": "content_block_start", "index": index, "content_block": start},
+        *deltas,
+        {"type": "content_block_stop", "index": index},
+    ]
 
 
 def _complete_events(step: Step, model: str) -> list[dict[str, Any]]:
-    usage = _usage(step)
-    start_usage = {**usage, "output_tokens": 1}
+    if step.sse is not None:
+        return _recorded_events(step.sse)
     events: list[dict[str, Any]] = [
         {
             "type": "message_start",
             "message": {
+                "model": model,
                 "id": step.message_id or "msg_001",
                 "type": "message",
                 "role": "assistant",
-                "model": model,
                 "content": [],
                 "stop_reason": None,
                 "stop_sequence": None,
-                "usage": start_usage,
+                "stop_details": None,
+                "usage": _start_usage(step),
             },
         }
     ]
@@ -660,9 +827,13 @@ def _complete_events(step: Step, model: str) -> list[dict[str, Any]]:
     events.append(
         {
             "type": "message_delta",
-            "delta": {"stop_reason": step.resolved_stop_reason, "stop_sequence": None},
+            "delta": {
+                "stop_reason": step.resolved_stop_reason,
+                "stop_sequence": None,
+                "stop_details": step.stop_details,
+            },
             # Cumulative, like the API's (NOTES.md).
-            "usage": usage,
+            "usage": _usage(step),
         }
     )
     events.append({"type": "message_stop"})
@@ -697,34 +868,33 @@ def render_message(step: Step, *, model: str = DEFAULT_MODEL) -> dict[str, Any]:
     """The complete (non-streamed) Message JSON for a step's response."""
     content: list[dict[str, Any]] = []
     for index, block in enumerate(step.content):
-        if isinstance(block, TextSpec):
-            content.append({"type": "text", "text": block.text})
-        elif isinstance(block, ThinkingSpec):
-            content.append(
-                {
-                    "type": "thinking",
-                    "thinking": block.thinking,
-                    "signature": _signature(step, index, block),
-                }
-            )
-        else:
-            content.append(
-                {
-                    "type": "tool_use",
-                    "id": _tool_id(block, index),
-                    "name": block.name,
-                    "input": block.input,
-                }
-            )
+        start, *deltas, _stop = _block_events(step, index, block)
+        final = dict(start["content_block"])
+        # Fold the deltas the way the API's own non-streamed answer holds the block.
+        pieces: dict[str, str] = {}
+        for event in deltas:
+            body = event["delta"]
+            if body["type"] == "citations_delta":
+                final["citations"] = [*final.get("citations", []), body["citation"]]
+            elif body["type"] == "signature_delta":
+                final["signature"] = body["signature"]
+            else:
+                key = {"text_delta": "text", "thinking_delta": "thinking"}.get(body["type"])
+                target = key or "input"
+                pieces[target] = pieces.get(target, "") + body[key or "partial_json"]
+        for key, text in pieces.items():
+            final[key] = json.loads(text) if key == "input" else text
+        content.append(final)
     return {
+        "model": model,
         "id": step.message_id or "msg_001",
         "type": "message",
         "role": "assistant",
-        "model": model,
         "content": content,
         "stop_reason": step.resolved_stop_reason,
         "stop_sequence": None,
-        "usage": _usage(step),
+        "stop_details": step.stop_details,
+        "usage": {**_start_usage(step), **_usage(step)},
     }
 
 
@@ -763,8 +933,11 @@ class ScriptedModel:
     Attributes:
         name: The model name (for ``Model``).
         scenario: The script.
-        requests: Every request received, in order (including one that found the script
+        request_count: How many requests arrived (including one that found the script
             exhausted).
+        requests: The latest ``keep_requests`` of them, oldest first. Only the latest are
+            kept: every request carries the whole history, so keeping all of a long session
+            would grow without bound.
     """
 
     def __init__(
@@ -773,6 +946,7 @@ class ScriptedModel:
         *,
         name: str = DEFAULT_MODEL,
         sleep: Callable[[float], Any] = asyncio.sleep,
+        keep_requests: int = 16,
     ) -> None:
         """Play ``scenario``.
 
@@ -780,16 +954,25 @@ class ScriptedModel:
             scenario: The script.
             name: The model name.
             sleep: Awaited with seconds for each ``delay_ms`` (inject a fake to skip waits).
+            keep_requests: How many of the latest requests ``requests`` holds.
         """
+        if keep_requests < 1:
+            raise ConfigError(f"keep_requests must be at least 1, not {keep_requests}")
         self.name = name
         self.scenario = scenario
-        self.requests: list[ModelRequest] = []
+        self.request_count = 0
+        self._latest: collections.deque[ModelRequest] = collections.deque(maxlen=keep_requests)
         self._sleep = sleep
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        """The latest requests received, oldest first (at most ``keep_requests``)."""
+        return list(self._latest)
 
     @property
     def remaining(self) -> int:
         """How many steps are left."""
-        return max(0, len(self.scenario.steps) - len(self.requests))
+        return max(0, len(self.scenario.steps) - self.request_count)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         """Yield the next step's events, then raise its failure if it has one.
@@ -798,17 +981,22 @@ class ScriptedModel:
             ModelFailure: The step's scripted failure, or ``OTHER`` once the script is
                 exhausted.
         """
-        self.requests.append(request)
+        self._latest.append(request)
+        self.request_count += 1
         steps = self.scenario.steps
-        if len(self.requests) > len(steps):
+        if self.request_count > len(steps):
             raise ModelFailure(
                 kind=FailureKind.OTHER, message=f"scenario exhausted after {len(steps)} requests"
             )
-        step = steps[len(self.requests) - 1]
+        step = steps[self.request_count - 1]
         for event in render_events(step, model=request.model):
             if step.delay_ms:
                 await self._sleep(step.delay_ms / 1000)
             yield event
+        if step.sse is not None:
+            recorded = _recorded_error(step.sse)
+            if recorded is not None:
+                raise recorded
         if step.error is not None:
             failure = scripted_failure(step.error)
             if failure is not None:

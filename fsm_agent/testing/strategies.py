@@ -91,9 +91,9 @@ def _blocks(tool_names: Sequence[str]) -> st.SearchStrategy[list[dict[str, Any]]
 
 def _step(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
     reply = st.builds(
-        lambda content, truncated, output: {
+        lambda content, stop, output: {
             "content": content,
-            **({"stop_reason": "max_tokens"} if truncated else {}),
+            **({"stop_reason": stop} if stop is not None else {}),
             **(
                 {"usage": {"input_tokens": 50, "output_tokens": output}}
                 if output is not None
@@ -101,7 +101,9 @@ def _step(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
             ),
         },
         _blocks(tool_names),
-        st.sampled_from([False, False, True]),
+        st.sampled_from(
+            [None, None, None, None, "max_tokens", "max_tokens", "pause_turn", "refusal"]
+        ),
         st.none() | st.integers(min_value=0, max_value=3000),
     )
     failure = error_specs().map(lambda error: {"error": error})
@@ -119,7 +121,8 @@ def scenario_steps(
     """Lists of scenario step dicts (the format of ``fsm_agent.testing.scenario``).
 
     Steps answer with text, thinking and tool_use blocks (tools from ``tool_names`` plus an
-    unknown one), sometimes stop at ``max_tokens``, or fail with any scripted error kind,
+    unknown one), sometimes stop at ``max_tokens``, ``pause_turn`` or ``refusal``, or fail with
+    any scripted error kind,
     plainly or mid-stream.
 
     Args:

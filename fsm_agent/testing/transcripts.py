@@ -39,9 +39,11 @@ from fsm_agent.core.messages import (
     DocumentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     ProgressMessage,
     RedactedThinkingBlock,
     ResultPart,
+    ServerToolUseBlock,
     SystemMessage,
     TextBlock,
     ThinkingBlock,
@@ -144,6 +146,38 @@ def thinking_blocks() -> st.SearchStrategy[ThinkingBlock]:
         ThinkingBlock,
         thinking=st.text(max_size=12),
         signature=st.text(alphabet="abcdef0123456789", max_size=8),
+    )
+
+
+def citations_() -> st.SearchStrategy[dict[str, Any]]:
+    """Citation objects as the API sends them for web search results."""
+    return st.fixed_dictionaries(
+        {
+            "type": st.just("web_search_result_location"),
+            "cited_text": st.text(max_size=12),
+            "url": st.sampled_from(["https://example.com/a", "https://example.com/b"]),
+            "title": st.text(max_size=8),
+            "encrypted_index": st.text(alphabet="ABCxyz", max_size=8),
+        }
+    )
+
+
+def server_tool_results(tool_use_id: str) -> st.SearchStrategy[OpaqueBlock]:
+    """The result block of a server tool call, of a type this library keeps opaque."""
+    result = st.fixed_dictionaries(
+        {
+            "type": st.just("web_search_result"),
+            "title": st.text(max_size=8),
+            "url": st.just("https://example.com/a"),
+            "encrypted_content": st.text(alphabet="ABCxyz", max_size=12),
+            "page_age": st.none() | st.just("2 days ago"),
+        }
+    )
+    return st.builds(
+        lambda content: OpaqueBlock(
+            data={"type": "web_search_tool_result", "tool_use_id": tool_use_id, "content": content}
+        ),
+        st.lists(result, max_size=2),
     )
 
 
@@ -366,22 +400,35 @@ def stream_events_for(
     for index, block in enumerate(blocks):
         deltas: list[dict[str, Any]] = []
         if isinstance(block, TextBlock):
-            start: dict[str, Any] = {"type": "text", "text": "", "citations": None}
-            deltas = [{"type": "text_delta", "text": p} for p in _chunks(block.text, cuts)]
+            # As the API does: citations before the text they cite, the list empty at start.
+            start: dict[str, Any] = {
+                "type": "text",
+                "text": "",
+                "citations": [] if block.citations else None,
+            }
+            deltas = [{"type": "citations_delta", "citation": c} for c in block.citations]
+            deltas += [{"type": "text_delta", "text": p} for p in _chunks(block.text, cuts)]
         elif isinstance(block, ThinkingBlock):
             start = {"type": "thinking", "thinking": "", "signature": ""}
             deltas = [
                 {"type": "thinking_delta", "thinking": p} for p in _chunks(block.thinking, cuts)
             ]
-            deltas += [
-                {"type": "signature_delta", "signature": p} for p in _chunks(block.signature, cuts)
-            ]
+            # The API sends the whole signature in one delta (a later one replaces it).
+            if block.signature:
+                deltas.append({"type": "signature_delta", "signature": block.signature})
         elif isinstance(block, RedactedThinkingBlock):
             start = {"type": "redacted_thinking", "data": block.data}
-        elif isinstance(block, ToolUseBlock):
-            start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
+        elif isinstance(block, ToolUseBlock | ServerToolUseBlock):
+            kind = "tool_use" if isinstance(block, ToolUseBlock) else "server_tool_use"
+            start = {"type": kind, "id": block.id, "name": block.name, "input": {}}
+            if block.caller is not None:
+                start["caller"] = block.caller
             raw = orjson.dumps(block.input).decode() if block.input else ""
-            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _chunks(raw, cuts)]
+            # Every real tool call begins with an empty partial_json.
+            deltas = [{"type": "input_json_delta", "partial_json": ""}]
+            deltas += [{"type": "input_json_delta", "partial_json": p} for p in _chunks(raw, cuts)]
+        elif isinstance(block, OpaqueBlock):
+            start = block.data
         else:
             raise TypeError(f"a model response cannot stream a {type(block).__name__}")
         events.append({"type": "content_block_start", "index": index, "content_block": start})
@@ -412,9 +459,17 @@ def streamed_responses(
     tool_ids = iter(range(1_000_000))
     blocks: list[ContentBlock] = []
     for _ in range(draw(st.integers(1, max_blocks))):
-        kind = draw(st.sampled_from(["text", "thinking", "redacted", "tool_use"]))
+        kind = draw(st.sampled_from(["text", "thinking", "redacted", "tool_use", "server_tool"]))
         if kind == "text":
-            blocks.append(TextBlock(text=draw(st.text(max_size=30))))
+            citations = draw(st.lists(citations_(), max_size=2))
+            blocks.append(TextBlock(text=draw(st.text(max_size=30)), citations=tuple(citations)))
+        elif kind == "server_tool":
+            server_id = f"srvtoolu_s{next(tool_ids)}"
+            query = draw(st.text(max_size=12))
+            blocks.append(
+                ServerToolUseBlock(id=server_id, name="web_search", input={"query": query})
+            )
+            blocks.append(draw(server_tool_results(server_id)))
         elif kind == "thinking":
             blocks.append(draw(thinking_blocks()))
         elif kind == "redacted":
@@ -431,7 +486,7 @@ def streamed_responses(
 def _block_from_api(block: Mapping[str, Any]) -> ContentBlock:
     kind = block["type"]
     if kind == "text":
-        return TextBlock(text=block["text"])
+        return TextBlock(text=block["text"], citations=tuple(block.get("citations") or ()))
     if kind == "image":
         return ImageBlock(source=block["source"])
     if kind == "document":
@@ -441,7 +496,13 @@ def _block_from_api(block: Mapping[str, Any]) -> ContentBlock:
     if kind == "redacted_thinking":
         return RedactedThinkingBlock(data=block["data"])
     if kind == "tool_use":
-        return ToolUseBlock(id=block["id"], name=block["name"], input=block["input"])
+        return ToolUseBlock(
+            id=block["id"], name=block["name"], input=block["input"], caller=block.get("caller")
+        )
+    if kind == "server_tool_use":
+        return ServerToolUseBlock(
+            id=block["id"], name=block["name"], input=block["input"], caller=block.get("caller")
+        )
     if kind == "tool_result":
         content = block.get("content", "")
         parts: str | tuple[ResultPart, ...]
@@ -452,7 +513,7 @@ def _block_from_api(block: Mapping[str, Any]) -> ContentBlock:
         return ToolResultBlock(
             tool_use_id=block["tool_use_id"], content=parts, is_error=bool(block.get("is_error"))
         )
-    raise ValueError(f"no message block for API block type {kind!r}")
+    return OpaqueBlock(data=dict(block))  # server-tool results and the like, kept as they are
 
 
 def _part_from_api(part: Mapping[str, Any]) -> ResultPart:

@@ -2,8 +2,9 @@
 
 The command runs as ``bash -c`` in a new session, so it and everything it starts form one
 process group: a timeout or a cancellation kills the whole group, not just the shell. Commands
-that :func:`~fsm_agent.toolbox.readonly_commands.is_read_only_command` can prove read-only are
-concurrency-safe and allowed; every other command is left to the permission chain.
+that :func:`~fsm_agent.core.read_only_commands.judge_read_only` proves read-only are
+concurrency-safe and allowed; every other command asks, with the reason it is not read-only
+(SPEC §9.3, Bash checkPermissions: read-only ⇒ allow, otherwise the rules and the user decide).
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import asyncio
 import contextlib
 import os
 import signal
+from pathlib import Path
 
 import attrs
 
+from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
+from fsm_agent.core.shell_commands import analyse_command
 from fsm_agent.runtime.tool import (
     PermissionCheck,
     ProgressCallback,
@@ -22,7 +26,6 @@ from fsm_agent.runtime.tool import (
     ToolContext,
     ToolOutput,
 )
-from fsm_agent.toolbox.readonly_commands import is_read_only_command
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -64,11 +67,14 @@ class Bash(Tool[BashInput]):
 
     def is_concurrency_safe(self, data: BashInput) -> bool:
         """Only commands proven read-only may run alongside others (SPEC §4)."""
-        return is_read_only_command(data.command)
+        return self.is_read_only(data)
 
     def is_read_only(self, data: BashInput) -> bool:
-        """Whether the command is provably read-only."""
-        return is_read_only_command(data.command)
+        """Whether the command provably changes nothing, wherever the files it reads are.
+
+        Where it may read is a permission question (``check_permissions``), not a safety one.
+        """
+        return _judge(data.command, cwd="/", readable_roots=("/",)).read_only
 
     async def validate_input(self, data: BashInput, ctx: ToolContext) -> str | None:
         """The command must not be blank and the timeout must be in range."""
@@ -79,10 +85,15 @@ class Bash(Tool[BashInput]):
         return None
 
     def check_permissions(self, data: BashInput, ctx: ToolContext) -> PermissionCheck:
-        """Read-only commands are allowed; others are left to the permission chain."""
-        if is_read_only_command(data.command):
+        """Read-only commands reading inside the working folder are allowed; others ask.
+
+        The message says why: the part that is not read-only, or what could not be analysed.
+        """
+        cwd = os.path.realpath(ctx.cwd)
+        verdict = _judge(data.command, cwd=cwd, readable_roots=("/",) if ctx.allow_outside else ())
+        if verdict.read_only:
             return PermissionCheck(behavior="allow", message="read-only command")
-        return PermissionCheck(behavior="passthrough")
+        return PermissionCheck(behavior="ask", message=f"not read-only: {verdict.reason}")
 
     async def call(
         self, data: BashInput, ctx: ToolContext, progress: ProgressCallback
@@ -118,6 +129,16 @@ class Bash(Tool[BashInput]):
         if code != 0:
             return ToolOutput(content=f"Exit code {code}\n{text}".rstrip(), is_error=True)
         return ToolOutput(content=text)
+
+
+def _judge(command: str, *, cwd: str, readable_roots: tuple[str, ...]) -> ReadOnlyVerdict:
+    return judge_read_only(
+        analyse_command(command),
+        cwd=cwd,
+        readable_roots=readable_roots,
+        home=str(Path.home()),
+        resolve=os.path.realpath,
+    )
 
 
 class _Output:

@@ -48,6 +48,7 @@ class Edit(Tool[EditInput]):
         "once unless replace_all is true: include enough surrounding lines to make it unique."
     )
     input_type = EditInput
+    path_field = "file_path"
 
     async def validate_input(self, data: EditInput, ctx: ToolContext) -> str | None:
         """The file must exist inside the working directory and hold old_string as required."""
@@ -72,14 +73,14 @@ class Edit(Tool[EditInput]):
         self, data: EditInput, ctx: ToolContext, progress: ProgressCallback
     ) -> ToolOutput:
         """Apply the replacement, checking again in case the file changed since validation."""
-        path = resolve_in_cwd(data.file_path, ctx)
+        path = ctx.checked_path or resolve_in_cwd(data.file_path, ctx)
         text = await asyncio.to_thread(path.read_text, encoding="utf-8")
         problem = _occurrence_problem(text, data)
         if problem is not None:
             return ToolOutput(content=problem, is_error=True)
         count = text.count(data.old_string) if data.replace_all else 1
         updated = text.replace(data.old_string, data.new_string, -1 if data.replace_all else 1)
-        await asyncio.to_thread(write_file, path, updated)
+        await asyncio.to_thread(write_file, path, updated, ctx)
         noun = "occurrence" if count == 1 else "occurrences"
         return ToolOutput(content=f"Updated {display_path(path, ctx)}: replaced {count} {noun}.")
 

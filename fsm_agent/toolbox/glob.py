@@ -12,8 +12,21 @@ from pathlib import Path
 
 import attrs
 
-from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
-from fsm_agent.toolbox.paths import PathOutsideWorkingDirectory, display_path, resolve_in_cwd
+from fsm_agent.runtime.tool import (
+    PermissionCheck,
+    ProgressCallback,
+    Tool,
+    ToolContext,
+    ToolOutput,
+)
+from fsm_agent.toolbox.paths import (
+    PathOutsideWorkingDirectory,
+    display_path,
+    is_readable_without_asking,
+    read_permission,
+    resolve_in_cwd,
+    resolve_path,
+)
 from fsm_agent.toolbox.walk import glob_regex, walk_files
 
 MAX_RESULTS = 100
@@ -43,6 +56,7 @@ class Glob(Tool[GlobInput]):
         "out. Use Grep to search file contents."
     )
     input_type = GlobInput
+    path_field = "path"
 
     def is_concurrency_safe(self, data: GlobInput) -> bool:
         """Listing never conflicts with other reads."""
@@ -53,16 +67,19 @@ class Glob(Tool[GlobInput]):
         return True
 
     async def validate_input(self, data: GlobInput, ctx: ToolContext) -> str | None:
-        """The pattern must be relative; the directory inside the working directory."""
+        """The pattern must be relative; the directory must exist (outside the cwd asks first)."""
         if not data.pattern or Path(data.pattern).is_absolute():
             return "pattern must be a non-empty relative pattern; put the directory in path"
-        try:
-            root = resolve_in_cwd(data.path or ".", ctx)
-        except PathOutsideWorkingDirectory as exc:
-            return str(exc)
+        root = resolve_path(data.path or ".", ctx)
+        if not is_readable_without_asking(root, ctx):
+            return None  # asked about first; what exists out there is not told before
         if not root.is_dir():
             return f"Not a directory: {data.path}"
         return None
+
+    def check_permissions(self, data: GlobInput, ctx: ToolContext) -> PermissionCheck:
+        """Listing inside the working folder is allowed; elsewhere it asks."""
+        return read_permission(data.path or ".", ctx)
 
     async def call(
         self, data: GlobInput, ctx: ToolContext, progress: ProgressCallback

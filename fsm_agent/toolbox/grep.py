@@ -11,8 +11,20 @@ from typing import Literal
 
 import attrs
 
-from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
-from fsm_agent.toolbox.paths import PathOutsideWorkingDirectory, display_path, resolve_in_cwd
+from fsm_agent.runtime.tool import (
+    PermissionCheck,
+    ProgressCallback,
+    Tool,
+    ToolContext,
+    ToolOutput,
+)
+from fsm_agent.toolbox.paths import (
+    display_path,
+    is_readable_without_asking,
+    read_permission,
+    resolve_in_cwd,
+    resolve_path,
+)
 from fsm_agent.toolbox.walk import walk_files
 
 MAX_FILES = 100
@@ -56,6 +68,7 @@ class Grep(Tool[GrepInput]):
         "what .gitignore ignores are skipped. Filter files with glob, e.g. '*.py'."
     )
     input_type = GrepInput
+    path_field = "path"
 
     def is_concurrency_safe(self, data: GrepInput) -> bool:
         """Searching never conflicts with other reads."""
@@ -66,18 +79,21 @@ class Grep(Tool[GrepInput]):
         return True
 
     async def validate_input(self, data: GrepInput, ctx: ToolContext) -> str | None:
-        """The pattern must compile; the path must exist inside the working directory."""
+        """The pattern must compile; the path must exist (outside the cwd asks first)."""
         try:
             re.compile(data.pattern)
         except re.error as exc:
             return f"Invalid regular expression {data.pattern!r}: {exc}"
-        try:
-            target = resolve_in_cwd(data.path or ".", ctx)
-        except PathOutsideWorkingDirectory as exc:
-            return str(exc)
+        target = resolve_path(data.path or ".", ctx)
+        if not is_readable_without_asking(target, ctx):
+            return None  # asked about first; what exists out there is not told before
         if not target.exists():
             return f"Path does not exist: {data.path}"
         return None
+
+    def check_permissions(self, data: GrepInput, ctx: ToolContext) -> PermissionCheck:
+        """Searching inside the working folder is allowed; elsewhere it asks."""
+        return read_permission(data.path or ".", ctx)
 
     async def call(
         self, data: GrepInput, ctx: ToolContext, progress: ProgressCallback

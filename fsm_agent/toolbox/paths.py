@@ -2,8 +2,13 @@
 
 Every file tool resolves the model's path against ``ctx.cwd`` and follows symlinks before it
 decides anything, so neither ``..`` nor a link pointing elsewhere escapes the working directory.
-Writes to configuration that could run code or change the agent's own settings (SPEC §9.3
-safety checks) always ask the user, whatever the permission mode.
+Reads outside the working directory (and ``ctx.additional_directories``) ask the user; writes
+there are refused. Writes to configuration that could run code or change the agent's own
+settings (SPEC §9.3 safety checks) always ask the user, whatever the permission mode.
+
+Writes open the file the permission chain checked and nothing else: :func:`write_file` walks
+from the working directory one component at a time with ``O_NOFOLLOW``, so a folder swapped for
+a symbolic link after the check cannot send the write elsewhere.
 """
 
 from __future__ import annotations
@@ -11,24 +16,34 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck, ToolContext
+from fsm_agent.runtime.tool import (
+    OUTSIDE_WORKING_FOLDER,
+    SAFETY_CHECK,
+    PermissionCheck,
+    ToolContext,
+)
 
 PROTECTED_DIRS = frozenset({".git", ".vscode", ".idea", ".claude"})
 """Directory names whose contents a write tool never changes without asking (SPEC §9.3)."""
 
-PROTECTED_FILES = frozenset(
+SHELL_STARTUP_FILES = frozenset(
     {
-        ".gitconfig",
-        ".gitmodules",
         ".bashrc",
         ".bash_profile",
-        ".zshrc",
-        ".zprofile",
+        ".bash_login",
+        ".bash_logout",
         ".profile",
-        ".ripgreprc",
-        ".mcp.json",
-        ".claude.json",
+        ".zshrc",
+        ".zshenv",
+        ".zprofile",
+        ".zlogin",
+        ".zlogout",
     }
+)
+"""Files a shell runs when it starts or ends: writing one is a way to run code later."""
+
+PROTECTED_FILES = SHELL_STARTUP_FILES | frozenset(
+    {".gitconfig", ".gitmodules", ".ripgreprc", ".mcp.json", ".claude.json"}
 )
 """File names a write tool never changes without asking (SPEC §9.3)."""
 
@@ -48,15 +63,43 @@ def resolve_in_cwd(raw: str, ctx: ToolContext) -> Path:
         PathOutsideWorkingDirectory: the resolved path is not inside the resolved ``ctx.cwd``
             and ``ctx.allow_outside`` is false.
     """
-    root = ctx.cwd.resolve()
-    path = Path(raw).expanduser()
-    resolved = (path if path.is_absolute() else root / path).resolve()
-    if not ctx.allow_outside and not resolved.is_relative_to(root):
+    resolved = resolve_path(raw, ctx)
+    if not ctx.allow_outside and not is_readable_without_asking(resolved, ctx):
+        root = ctx.cwd.resolve()
         raise PathOutsideWorkingDirectory(
             f"{raw} is outside the working directory {root}; "
             "only paths inside the working directory can be used"
         )
     return resolved
+
+
+def resolve_path(raw: str, ctx: ToolContext) -> Path:
+    """``raw`` made absolute against ``ctx.cwd``, with ``~``, ``..`` and symlinks resolved."""
+    root = ctx.cwd.resolve()
+    path = Path(raw).expanduser()
+    return (path if path.is_absolute() else root / path).resolve()
+
+
+def is_readable_without_asking(resolved: Path, ctx: ToolContext) -> bool:
+    """Whether a resolved path lies in the working folder or an additional directory."""
+    roots = (ctx.cwd.resolve(), *ctx.additional_directories)
+    return any(resolved.is_relative_to(root) for root in roots)
+
+
+def read_permission(raw: str, ctx: ToolContext) -> PermissionCheck:
+    """The permission opinion of a tool that reads ``raw`` (Read, Glob, Grep).
+
+    Inside the working folder or an additional directory: allow. Elsewhere (a home folder's
+    keys, ``/etc``): ask, whatever the tool, with reason :data:`OUTSIDE_WORKING_FOLDER`.
+    """
+    resolved = resolve_path(raw, ctx)
+    if ctx.allow_outside or is_readable_without_asking(resolved, ctx):
+        return PermissionCheck(behavior="allow", message="a read inside the working folder")
+    return PermissionCheck(
+        behavior="ask",
+        message=f"{raw} resolves to {resolved}, outside the working folder",
+        reason=OUTSIDE_WORKING_FOLDER,
+    )
 
 
 def display_path(path: Path, ctx: ToolContext) -> str:
@@ -105,8 +148,56 @@ def write_permission(raw: str, ctx: ToolContext) -> PermissionCheck:
     return PermissionCheck(behavior="passthrough")
 
 
-def write_file(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` as UTF-8, newlines untouched, creating parent folders."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
+class PathChanged(OSError):
+    """A folder on the way to a file was replaced (by a symbolic link) after it was checked."""
+
+
+def write_file(path: Path, text: str, ctx: ToolContext) -> None:
+    """Write ``text`` to the resolved ``path`` as UTF-8, creating parent folders.
+
+    The file is opened relative to the working folder one component at a time, never
+    following a symbolic link (``O_NOFOLLOW``): the file written is the file that was checked.
+
+    Raises:
+        PathChanged: a component is now a symbolic link (or not a folder); nothing is written.
+    """
+    root = ctx.cwd.resolve()
+    if not path.is_relative_to(root):
+        root = Path(path.anchor)
+    parts = path.relative_to(root).parts
+    data = text.encode("utf-8")
+    directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            inner = _enter(directory, part, path)
+            os.close(directory)
+            directory = inner
+        try:
+            handle = os.open(
+                parts[-1],
+                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
+                0o666,
+                dir_fd=directory,
+            )
+        except OSError as exc:
+            raise PathChanged(f"{path} cannot be opened without following a link: {exc}") from exc
+    finally:
+        os.close(directory)
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(data)
+
+
+def _enter(directory: int, part: str, path: Path) -> int:
+    """The folder ``part`` inside ``directory`` (created if missing), never through a link."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        inner = os.open(part, flags, dir_fd=directory)
+    except FileNotFoundError:
+        os.mkdir(part, dir_fd=directory)
+        inner = os.open(part, flags, dir_fd=directory)
+    except OSError as exc:
+        raise PathChanged(
+            f"{part!r} on the way to {path} is no longer a plain folder (a symbolic link was "
+            f"put in its place?); nothing was written: {exc}"
+        ) from exc
+    return inner

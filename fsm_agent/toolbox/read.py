@@ -11,8 +11,20 @@ from pathlib import Path
 
 import attrs
 
-from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
-from fsm_agent.toolbox.paths import PathOutsideWorkingDirectory, display_path, resolve_in_cwd
+from fsm_agent.runtime.tool import (
+    PermissionCheck,
+    ProgressCallback,
+    Tool,
+    ToolContext,
+    ToolOutput,
+)
+from fsm_agent.toolbox.paths import (
+    display_path,
+    is_readable_without_asking,
+    read_permission,
+    resolve_in_cwd,
+    resolve_path,
+)
 
 DEFAULT_LINE_LIMIT = 2_000
 MAX_LINE_CHARS = 2_000
@@ -48,6 +60,7 @@ class Read(Tool[ReadInput]):
     )
     input_type = ReadInput
     max_result_chars = None
+    path_field = "file_path"
 
     def is_concurrency_safe(self, data: ReadInput) -> bool:
         """Reading never conflicts with other reads."""
@@ -58,20 +71,23 @@ class Read(Tool[ReadInput]):
         return True
 
     async def validate_input(self, data: ReadInput, ctx: ToolContext) -> str | None:
-        """The file must be inside the working directory and exist; the window must be sane."""
+        """The file must exist; the window must be sane (reads outside the cwd ask first)."""
         if data.offset is not None and data.offset < 1:
             return "offset must be 1 or more (line numbers start at 1)"
         if data.limit is not None and data.limit < 1:
             return "limit must be 1 or more"
-        try:
-            path = resolve_in_cwd(data.file_path, ctx)
-        except PathOutsideWorkingDirectory as exc:
-            return str(exc)
+        path = resolve_path(data.file_path, ctx)
+        if not is_readable_without_asking(path, ctx):
+            return None  # asked about first; what exists out there is not told before
         if not path.exists():
             return f"File does not exist: {data.file_path}"
         if path.is_dir():
             return f"{data.file_path} is a directory; use Glob to list its files"
         return None
+
+    def check_permissions(self, data: ReadInput, ctx: ToolContext) -> PermissionCheck:
+        """Reads inside the working folder are allowed; elsewhere they ask."""
+        return read_permission(data.file_path, ctx)
 
     async def call(
         self, data: ReadInput, ctx: ToolContext, progress: ProgressCallback

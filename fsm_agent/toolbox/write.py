@@ -41,6 +41,7 @@ class Write(Tool[WriteInput]):
         "missing parent directories. Prefer Edit for changing part of an existing file."
     )
     input_type = WriteInput
+    path_field = "file_path"
 
     async def validate_input(self, data: WriteInput, ctx: ToolContext) -> str | None:
         """The path must lie inside the working directory and not be a directory."""
@@ -60,9 +61,9 @@ class Write(Tool[WriteInput]):
         self, data: WriteInput, ctx: ToolContext, progress: ProgressCallback
     ) -> ToolOutput:
         """Write the content and say whether the file was created or replaced."""
-        path = resolve_in_cwd(data.file_path, ctx)
+        path = ctx.checked_path or resolve_in_cwd(data.file_path, ctx)
         existed = path.exists()
-        await asyncio.to_thread(write_file, path, data.content)
+        await asyncio.to_thread(write_file, path, data.content, ctx)
         verb = "Replaced" if existed else "Created"
         lines = len(data.content.splitlines())
         return ToolOutput(content=f"{verb} {display_path(path, ctx)} ({lines} lines).")

@@ -26,7 +26,8 @@ from fsm_agent.trace.replay import (
     replay,
     resume,
 )
-from fsm_agent.trace.timeline import render_html, render_timeline
+from fsm_agent.trace.timeline import render_timeline
+from fsm_agent.trace.timeline_page import render_html
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 __all__ = [

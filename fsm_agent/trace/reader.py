@@ -128,6 +128,15 @@ def header_from_line(
     number: int, content: bytes, complete: bool, source: str | None
 ) -> tuple[TraceHeader, list[Upgrade]]:
     """Parse and check line 1; returns the header and the upgrades later lines need."""
+    try:
+        return _header_from_line(number, content, complete, source)
+    except records.UNEXPECTED_ERRORS as exc:
+        raise records.unreadable(exc, line=number, source=source) from None
+
+
+def _header_from_line(
+    number: int, content: bytes, complete: bool, source: str | None
+) -> tuple[TraceHeader, list[Upgrade]]:
     data = parse_line(content, number, complete, source)
     if not isinstance(data, dict):
         records.record_kind(data, number, source)  # raises: not an object
@@ -137,7 +146,8 @@ def header_from_line(
         raise TraceFormatError(
             line=number,
             path="$.record",
-            problem=f"missing header: a trace starts with a header record, this line is {tag!r}",
+            problem="missing header: a trace starts with a header record, "
+            f"this line is {records.shown(tag)}",
             source=source,
         )
     if not isinstance(schema, int) or isinstance(schema, bool):
@@ -189,6 +199,7 @@ class TraceReader:
         self.allow_truncated = allow_truncated
         self.truncated = False
         self._deep = deep
+        self._line = 1
         if isinstance(source, str | os.PathLike):
             self._file: IO[bytes] = Path(source).open("rb")  # noqa: SIM115 - closed in close()
             self._owns_file = True
@@ -208,10 +219,18 @@ class TraceReader:
             raise
 
     def __iter__(self) -> Iterator[TraceRecord]:
+        try:
+            yield from self._records()
+        except records.UNEXPECTED_ERRORS as exc:
+            # Hostile input reaching past our checks (nesting too deep...): still our error.
+            raise records.unreadable(exc, line=self._line, source=self.source) from None
+
+    def _records(self) -> Iterator[TraceRecord]:
         source = self.source
         expected_seq = 1
         upgrades = self._upgrades
         for number, content, complete in self._lines:
+            self._line = number
             try:
                 data = parse_line(content, number, complete, source)
             except TraceTruncated:

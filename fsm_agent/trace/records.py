@@ -226,6 +226,33 @@ def step_fields(step: Step) -> list[dict[str, Any]]:
 
 # --- validation --------------------------------------------------------------------------------
 
+UNEXPECTED_ERRORS: Final = (
+    RecursionError,
+    TypeError,
+    KeyError,
+    ValueError,
+    AttributeError,
+    IndexError,
+)
+"""What a check of a hostile line could still raise from deep inside a library; the reader
+and replay turn these into :class:`TraceFormatError` naming the line."""
+
+
+def shown(value: object) -> str:
+    """A value for an error message: a short scalar as itself, anything else by its JSON type
+    (a ``repr`` of a tag nested a thousand deep would itself fail)."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        text = repr(value)
+        return text if len(text) <= 80 else text[:77] + "..."
+    return f"(an {json_type_name(value)})"
+
+
+def unreadable(exc: BaseException, *, line: int, source: str | None) -> TraceFormatError:
+    """A :class:`TraceFormatError` for an unexpected failure while checking a line."""
+    message = str(exc).splitlines()[0][:200] if str(exc) else ""
+    problem = f"the record cannot be read ({type(exc).__name__}{': ' if message else ''}{message})"
+    return _fail(line, "$", problem, source)
+
 
 def _fail(line: int, path: str, problem: str, source: str | None) -> TraceFormatError:
     return TraceFormatError(line=line, path=path, problem=problem, source=source)
@@ -235,7 +262,7 @@ def _format_cattrs(exc: BaseException, kind: object) -> str:
     """Message for one leaf error of a structuring failure (passed to ``transform_error``)."""
     if isinstance(exc, KeyError) and _is_union(kind):
         tag = exc.args[0] if exc.args else None
-        return f"unknown or missing type tag {tag!r}"
+        return f"unknown or missing type tag {shown(tag)}"
     if isinstance(exc, AttributeError | TypeError) and _is_union(kind):
         return "expected an object with a type tag"
     if isinstance(exc, TypeError) and str(exc).startswith("expected "):
@@ -321,7 +348,7 @@ def record_kind(data: Any, line: int, source: str | None) -> str:
         raise _fail(line, "$.record", "required field missing (every line is tagged)", source)
     if not isinstance(kind, str) or kind not in _FIELDS:
         known = ", ".join(RECORD_KINDS)
-        raise _fail(line, "$.record", f"unknown record type {kind!r} (known: {known})", source)
+        raise _fail(line, "$.record", f"unknown record type {shown(kind)} (known: {known})", source)
     return kind
 
 
@@ -363,7 +390,7 @@ def parse_event(data: dict[str, Any], line: int, source: str | None) -> Event:
     if tag is None:
         raise _fail(line, "$.event.type", "required field missing (the event's type tag)", source)
     if type(tag) is not str or tag not in _EVENT_TAGS:
-        raise _fail(line, "$.event.type", f"unknown event type {tag!r}", source)
+        raise _fail(line, "$.event.type", f"unknown event type {shown(tag)}", source)
     if tag == "ModelStreamEvent" and len(raw) == 3:
         # The hot path of replay: most lines of a trace are stream deltas. Same checks as the
         # converter (strict str, a dict payload kept as is), without its generic machinery.
@@ -386,7 +413,7 @@ def check_effect(data: dict[str, Any], line: int, source: str | None) -> Effect:
     if tag is None:
         raise _fail(line, "$.effect.type", "required field missing (the effect's type tag)", source)
     if type(tag) is not str or tag not in _EFFECT_TAGS:
-        raise _fail(line, "$.effect.type", f"unknown effect type {tag!r}", source)
+        raise _fail(line, "$.effect.type", f"unknown effect type {shown(tag)}", source)
     try:
         return load_effect(dict(raw))
     except Exception as exc:

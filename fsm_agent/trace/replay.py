@@ -802,7 +802,12 @@ def _run(
             table_digest=table_digest,
             file=file,
         )
-        replayer.run(lines, stop_after=stop_after, tolerate_tail=tolerate_tail)
+        try:
+            replayer.run(lines, stop_after=stop_after, tolerate_tail=tolerate_tail)
+        except records.UNEXPECTED_ERRORS as exc:
+            # Hostile input reaching past our checks: still a format error, at the line
+            # replay had reached (the core's own failures are divergences, not these).
+            raise records.unreadable(exc, line=replayer.seq + 1, source=replayer.source) from None
     if isinstance(source, Trace):
         replayer.truncated = replayer.truncated or source.truncated
     return replayer

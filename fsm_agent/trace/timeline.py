@@ -1,20 +1,21 @@
-"""Human-readable views of a trace: a text timeline and a self-contained HTML page.
+"""A human-readable view of a trace: the timeline entries and the text timeline.
 
-Both are built from the same entries (:func:`timeline_entries`): phase changes with the
-transition that made them, tool-call steps, permission decisions with who decided and why,
-hooks, compactions, model requests with their token usage, and the terminal reason. Stream
-deltas are folded into one line per model response. The HTML has inline CSS and no external
-assets, and every piece of trace text in it is escaped.
+The entries (:func:`timeline_entries`) are phase changes with the transition that made them,
+tool-call steps, permission decisions with who decided and why, hooks, compactions, model
+requests with their token usage, and the terminal reason. Stream deltas are folded into one
+line per model response. Each entry also carries what the HTML page
+(:mod:`fsm_agent.trace.timeline_page`) groups and highlights by: its tool call, its time, the
+full text it shortens, and whether it is a recovery, an error or a permission decision.
 """
 
 from __future__ import annotations
 
-import html
 from typing import Any, Final
 
 import attrs
 import orjson
 
+from fsm_agent.core.tables import ContinueReason, Terminal
 from fsm_agent.trace.reader import Trace
 
 _WIDTH: Final = 100
@@ -29,17 +30,44 @@ class TimelineEntry:
         category: ``phase``, ``tool``, ``permission``, ``hooks``, ``compact``, ``model``,
             ``event``, ``effect``, ``end`` or ``info``.
         text: what happened, in one line.
+        name: the transition's name, or the event's or effect's type.
+        call_id: the tool call the entry belongs to, if any.
+        detail: the full text the line shortens (a tool's input or output, a message), if any.
+        elapsed_ms: milliseconds since the run started, from the last timed event.
+        tone: ``recovery``, ``error``, ``permission`` or ``denied`` for what a reader should
+            notice, else empty.
     """
 
     seq: int
     category: str
     text: str
+    name: str = ""
+    call_id: str | None = None
+    detail: str = ""
+    elapsed_ms: float | None = None
+    tone: str = ""
+
+
+RECOVERIES: Final = frozenset(
+    {reason.value for reason in ContinueReason} - {ContinueReason.NEXT_TURN.value}
+) | frozenset({"request_retried", "max_tokens_reduced", "model_fallback", "autocompact_failed"})
+"""Transitions a run takes to recover from something; highlighted in the timeline."""
+
+ERROR_TERMINALS: Final = frozenset(terminal.value for terminal in Terminal) - {
+    Terminal.COMPLETED.value
+}
+"""Terminal reasons other than ``completed``."""
 
 
 def _short(value: Any, width: int = 80) -> str:
     text = value if isinstance(value, str) else orjson.dumps(value).decode()
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _pretty(value: Any) -> str:
+    """A JSON value as indented text, for the expandable details of the HTML page."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
 
 
 def _usage_text(usage: dict[str, Any]) -> str:
@@ -62,6 +90,29 @@ def _message_text(message: dict[str, Any]) -> str:
     return str(message.get("text", message.get("subtype", "")))
 
 
+def _citations(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The citations on a message's text blocks, in order."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        citation
+        for block in content
+        if isinstance(block, dict)
+        for citation in block.get("citations") or ()
+        if isinstance(citation, dict)
+    ]
+
+
+def _citation_text(citation: dict[str, Any]) -> str:
+    """One citation as a line: where it points (title and url, or a document and place)."""
+    where = citation.get("url") or citation.get("document_title") or citation.get("type", "")
+    title = citation.get("title")
+    cited = citation.get("cited_text")
+    text = f"{_short(title, 40)} <{where}>" if title else str(where)
+    return f'{text}: "{_short(cited, 60)}"' if cited else text
+
+
 class _Builder:
     """Walks the records once, keeping what later lines refer back to."""
 
@@ -71,13 +122,42 @@ class _Builder:
         self.streams: dict[str, dict[str, Any]] = {}
         self.counts = {"event": 0, "transition": 0, "effect": 0}
         self.terminal: str | None = None
+        self.hook_calls: dict[str, str] = {}  # RunHooks effect_id → call_id
+        # What the record being read says about every line it adds.
+        self.name = ""
+        self.call_id: str | None = None
+        self.elapsed: float | None = None
 
-    def add(self, seq: int, category: str, text: str) -> None:
-        self.entries.append(TimelineEntry(seq=seq, category=category, text=text))
+    def add(self, seq: int, category: str, text: str, *, detail: str = "", tone: str = "") -> None:
+        self.entries.append(
+            TimelineEntry(
+                seq=seq,
+                category=category,
+                text=text,
+                name=self.name,
+                call_id=self.call_id,
+                detail=detail,
+                elapsed_ms=self.elapsed,
+                tone=tone,
+            )
+        )
+
+    def _context(self, kind: str, data: dict[str, Any]) -> None:
+        if isinstance(data.get("elapsed_ms"), int | float):
+            self.elapsed = float(data["elapsed_ms"])
+        inner = data.get(kind) if kind in {"event", "effect"} else data
+        inner = inner if isinstance(inner, dict) else {}
+        self.name = str(inner.get("name") or inner.get("type") or kind)
+        call = inner.get("call_id")
+        if call is None and kind == "event":
+            effect_id = str(inner.get("effect_id", ""))
+            call = self.permission_calls.get(effect_id) or self.hook_calls.get(effect_id)
+        self.call_id = str(call) if call is not None else None
 
     def record(self, data: dict[str, Any]) -> None:
         kind = data["record"]
         seq = data["seq"]
+        self._context(kind, data)
         if kind in self.counts:
             self.counts[kind] += 1
         if kind == "event":
@@ -93,14 +173,21 @@ class _Builder:
                 "end",
                 f"end: terminal {self.terminal or '(none)'}; usage "
                 f"{_usage_text(data.get('usage') or {})}",
+                tone="error" if self.terminal in ERROR_TERMINALS else "",
             )
 
     def transition(self, seq: int, data: dict[str, Any]) -> None:
         move = f"{data['source']} → {data['dest']}  [{data['name']}]"
         if data.get("machine") == "tool":
-            self.add(seq, "tool", f"tool {data.get('call_id')}: {move}")
+            tone = "error" if data["dest"] in {"errored", "rejected", "cancelled"} else ""
+            if data["dest"] == "denied":
+                tone = "denied"
+            self.add(seq, "tool", f"tool {data.get('call_id')}: {move}", tone=tone)
         else:
-            self.add(seq, "phase", f"phase {move}")
+            tone = "recovery" if data["name"] in RECOVERIES else ""
+            if data["dest"] in ERROR_TERMINALS:
+                tone = "error"
+            self.add(seq, "phase", f"phase {move}", tone=tone)
 
     def event(self, seq: int, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -110,7 +197,12 @@ class _Builder:
         if kind == "TurnStarted":
             messages = event.get("messages") or []
             last = _message_text(messages[-1]) if messages else ""
-            self.add(seq, "event", f"turn started ({len(messages)} messages): {_short(last)}")
+            self.add(
+                seq,
+                "event",
+                f"turn started ({len(messages)} messages): {_short(last)}",
+                detail=last,
+            )
         elif kind == "ModelStreamClosed":
             self.add(seq, "model", self.stream_summary(event.get("request_id", "")))
         elif kind == "ModelStreamFailed":
@@ -120,18 +212,29 @@ class _Builder:
                 "model",
                 f"model request {event.get('request_id')} failed: {event.get('kind')}{status}"
                 f" {_short(event.get('message', ''), 60)}".rstrip(),
+                detail=str(event.get("message", "")),
+                tone="error",
             )
         elif kind == "ToolInputValidated":
             verdict = "valid" if event.get("ok") else f"invalid: {_short(event.get('error', ''))}"
             flags = [name for name in ("concurrency_safe", "read_only") if event.get(name)]
             extra = f" ({', '.join(flags)})" if flags else ""
-            self.add(seq, "tool", f"tool {event.get('call_id')} input {verdict}{extra}")
-        elif kind == "ToolCallFinished":
-            state = "failed" if event.get("is_error") else "finished"
             self.add(
                 seq,
                 "tool",
-                f"tool {event.get('call_id')} {state}: {_short(event.get('content', ''), 60)}",
+                f"tool {event.get('call_id')} input {verdict}{extra}",
+                detail=str(event.get("error", "")),
+                tone="" if event.get("ok") else "error",
+            )
+        elif kind == "ToolCallFinished":
+            state = "failed" if event.get("is_error") else "finished"
+            content = event.get("content", "")
+            self.add(
+                seq,
+                "tool",
+                f"tool {event.get('call_id')} {state}: {_short(content, 60)}",
+                detail=content if isinstance(content, str) else _pretty(content),
+                tone="error" if event.get("is_error") else "",
             )
         elif kind == "ToolProgressReported":
             self.add(
@@ -139,12 +242,12 @@ class _Builder:
             )
         elif kind == "PermissionDecided":
             call = self.permission_calls.get(event.get("effect_id", ""), "?")
-            reason = event.get("reason") or event.get("message") or ""
-            because = f" — {_short(reason, 60)}" if reason else ""
             self.add(
                 seq,
                 "permission",
-                f"permission for {call}: {event.get('behavior')} by {event.get('source')}{because}",
+                f"permission for {call}: {_permission_reason(event)}",
+                detail=str(event.get("message") or ""),
+                tone="permission" if event.get("behavior") == "allow" else "denied",
             )
         elif kind == "HooksFinished":
             self.add(
@@ -157,7 +260,10 @@ class _Builder:
             result = "ok" if event.get("ok") else f"failed: {_short(event.get('error', ''))}"
             count = len(event.get("messages") or [])
             self.add(
-                seq, "compact", f"compaction {event.get('effect_id')} {result} ({count} messages)"
+                seq,
+                "compact",
+                f"compaction {event.get('effect_id')} {result} ({count} messages)",
+                tone="" if event.get("ok") else "error",
             )
         elif kind == "CollapseDrained":
             self.add(seq, "compact", f"collapse drained: {event.get('committed')} committed")
@@ -165,7 +271,7 @@ class _Builder:
             count = len(event.get("messages") or [])
             self.add(seq, "event", f"attachments ready ({count} messages)")
         elif kind == "AbortRequested":
-            self.add(seq, "event", f"abort requested ({event.get('reason')})")
+            self.add(seq, "event", f"abort requested ({event.get('reason')})", tone="error")
         else:
             self.add(seq, "event", f"{kind}")
 
@@ -220,6 +326,7 @@ class _Builder:
                 "tool",
                 f"run {effect.get('tool_name')} {effect.get('step')} for {effect.get('call_id')}"
                 f": {_short(effect.get('input', {}), 60)}",
+                detail=_pretty(effect.get("input", {})),
             )
         elif kind == "AskPermission":
             self.permission_calls[effect.get("effect_id", "")] = str(effect.get("call_id"))
@@ -234,6 +341,8 @@ class _Builder:
                 f"ask permission for {effect.get('tool_name')} {effect.get('call_id')}{hook}",
             )
         elif kind == "RunHooks":
+            if effect.get("call_id"):
+                self.hook_calls[str(effect.get("effect_id", ""))] = str(effect["call_id"])
             target = f" for {effect['call_id']}" if effect.get("call_id") else ""
             self.add(seq, "hooks", f"run {effect.get('hook_event')} hooks{target}")
         elif kind == "Compact":
@@ -251,7 +360,10 @@ class _Builder:
                 seq,
                 "effect",
                 f"emit {message.get('type')} message: {_short(_message_text(message), 60)}",
+                detail=_message_text(message),
             )
+            for citation in _citations(message):
+                self.add(seq, "effect", f"  cites {_citation_text(citation)}")
         else:
             self.add(seq, "effect", f"{kind}")
 
@@ -291,35 +403,21 @@ def render_timeline(trace: Trace) -> str:
     return "\n".join(lines) + "\n"
 
 
-_CSS: Final = """
-body { font: 14px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-       margin: 1.5em; color: #1d1d1f; background: #fafafa; }
-h1 { font-size: 1.2em; }
-table { border-collapse: collapse; width: 100%; }
-td { padding: 2px 8px; vertical-align: top; border-bottom: 1px solid #eee; }
-td.seq { text-align: right; color: #888; width: 4em; }
-td.cat { width: 7em; font-weight: bold; }
-tr.phase td.cat { color: #0a58ca; } tr.tool td.cat { color: #8a4b00; }
-tr.permission td.cat { color: #a4161a; } tr.hooks td.cat { color: #6f42c1; }
-tr.compact td.cat { color: #146c43; } tr.model td.cat { color: #055160; }
-tr.end { background: #fff3cd; } tr.info { color: #555; background: #f0f0f0; }
-"""
-
-
-def render_html(trace: Trace, *, title: str | None = None) -> str:
-    """A self-contained HTML page of the timeline (inline CSS, no scripts or external assets)."""
-    heading = html.escape(title or f"fsm_agent trace {trace.source or ''}".strip())
-    rows = []
-    for entry in timeline_entries(trace):
-        category = html.escape(entry.category)
-        seq = str(entry.seq) if entry.seq else ""
-        rows.append(
-            f'<tr class="{category}"><td class="seq">{seq}</td><td class="cat">{category}</td>'
-            f"<td>{html.escape(entry.text)}</td></tr>"
-        )
-    body = "\n".join(rows)
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{heading}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{heading}</h1>\n<table>\n{body}\n</table>\n</body>\n</html>\n"
-    )
+def _permission_reason(event: dict[str, Any]) -> str:
+    """Who decided and why: the kind, the SPEC §9.3 step, the rule and its source, the mode."""
+    text = f"{event.get('behavior')} by {event.get('source')}"
+    details = []
+    if event.get("step"):
+        details.append(f"step {event['step']}")
+    if event.get("rule"):
+        details.append(f"rule {event['rule']} from {event.get('rule_source') or '?'}")
+    if event.get("mode"):
+        details.append(f"mode {event['mode']}")
+    if details:
+        text += f" ({', '.join(details)})"
+    reason = event.get("reason") or event.get("message") or ""
+    if reason:
+        text += f" — {_short(reason, 80)}"
+    if event.get("added_rules"):
+        text += f"; session rules added: {', '.join(event['added_rules'])}"
+    return text

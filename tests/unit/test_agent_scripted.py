@@ -408,7 +408,7 @@ def test_max_turns_stops_after_the_tools(tmp_path: Path) -> None:
 
 
 def test_path_traversal_is_an_error_result(tmp_path: Path) -> None:
-    """Read of ../../etc/passwd gives an error tool_result, not an exception; the run goes on."""
+    """Read of ../../etc/passwd asks; with no one to ask it is an error result, the run goes on."""
     agent, model = make_agent(
         tmp_path, [{"content": [use("Read", file_path="../../etc/passwd")]}, reply()]
     )
@@ -416,7 +416,7 @@ def test_path_traversal_is_an_error_result(tmp_path: Path) -> None:
     assert result.terminal == "completed"
     [block] = results_of(result).values()
     assert block.is_error
-    assert "outside the working directory" in result_text(block)
+    assert "no one to ask" in result_text(block)
     assert "root:" not in result_text(block)
     assert len(model.requests) == 2
 

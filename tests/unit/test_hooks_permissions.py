@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,12 +18,15 @@ from fsm_agent.core.events import (
 )
 from fsm_agent.runtime.hooks import HookInput, Hooks
 from fsm_agent.runtime.permissions import (
+    CallFacts,
     PermissionAnswer,
     PermissionMode,
     PermissionPolicy,
     PermissionRequest,
 )
-from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
+from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck, Tool
+from fsm_agent.toolbox.edit import Edit
+from fsm_agent.toolbox.write import Write
 
 PRE = HookInput(hook_event=HookEvent.PRE_TOOL_USE, tool_name="Write", tool_input={"x": 1})
 
@@ -251,10 +255,11 @@ def test_safety_check_asks_even_in_bypass_mode(answer: bool) -> None:
 
 
 def test_safety_check_without_anyone_to_ask_is_denied() -> None:
-    """A safety check in bypass mode with no callback is denied, never allowed."""
+    """A safety check in bypass mode with no callback is denied (no one to ask), never allowed."""
     decided = decide(PermissionPolicy(mode=PermissionMode.BYPASS), SAFETY)
     assert decided.behavior is PermissionBehavior.DENY
-    assert decided.source is DecisionSource.SAFETY_CHECK
+    assert decided.source is DecisionSource.NO_ONE_TO_ASK
+    assert "protected path" in decided.reason
 
 
 @pytest.mark.parametrize("check", [PermissionCheck(behavior="passthrough"), SAFETY])
@@ -281,13 +286,15 @@ def test_dont_ask_still_allows_what_needs_no_prompt() -> None:
     assert read.behavior is PermissionBehavior.ALLOW
 
 
-@pytest.mark.parametrize("tool_name", ["Edit", "Write"])
-def test_accept_edits_allows_file_edits(tool_name: str) -> None:
-    """acceptEdits allows Edit and Write without asking."""
+@pytest.mark.parametrize("tool", [Edit(), Write()], ids=["Edit", "Write"])
+def test_accept_edits_allows_file_edits(tool: Tool[Any], tmp_path: Path) -> None:
+    """acceptEdits allows Edit and Write inside the working folder without asking."""
     asker = Asker(False)
-    decided = decide(
-        PermissionPolicy(mode=PermissionMode.ACCEPT_EDITS, ask=asker),
-        effect=ask_effect(tool_name),
+    facts = CallFacts(tool=tool, cwd=tmp_path, target=tmp_path / "f.txt")
+    decided = asyncio.run(
+        PermissionPolicy(mode=PermissionMode.ACCEPT_EDITS, ask=asker).decide(
+            ask_effect(tool.name), PermissionCheck(behavior="passthrough"), facts
+        )
     )
     assert decided.behavior is PermissionBehavior.ALLOW
     assert decided.source is DecisionSource.MODE
@@ -359,8 +366,9 @@ def test_no_callback_denies() -> None:
     """In default mode, with no callback, a call that needs a prompt is denied."""
     decided = decide(PermissionPolicy())
     assert decided.behavior is PermissionBehavior.DENY
-    assert decided.source is DecisionSource.USER
+    assert decided.source is DecisionSource.NO_ONE_TO_ASK
     assert "no one to ask" in decided.reason
+    assert "user" not in decided.reason
 
 
 def test_callback_answer_carries_message_and_abort() -> None:
@@ -371,7 +379,13 @@ def test_callback_answer_carries_message_and_abort() -> None:
     assert decided.message == "not today"
     assert decided.abort_turn
     assert asker.requests == [
-        PermissionRequest(tool_name="Write", input={"file_path": "f.txt"}, message="", reason="")
+        PermissionRequest(
+            tool_name="Write",
+            input={"file_path": "f.txt"},
+            message="",
+            reason="tool",
+            suggested_rules=("Write",),
+        )
     ]
 
 

@@ -18,8 +18,10 @@ from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import (
     ApiErrorKind,
     ApiErrorMessage,
+    AssistantMessage,
     AttachmentKind,
     AttachmentMessage,
+    SystemMessage,
     text_of,
     tool_results,
 )
@@ -254,7 +256,8 @@ def test_stream_protocol_error_is_model_error() -> None:
     f = Feeder()
     call = open_turn(f.feed, prompt("hi")).effects[-1]
     assert isinstance(call, fx.CallModel)
-    step = f.feed(ev.ModelStreamEvent(request_id=call.request_id, event={"type": "bogus"}))
+    bad = {"type": "content_block_stop", "index": 0}  # before message_start
+    step = f.feed(ev.ModelStreamEvent(request_id=call.request_id, event=bad))
     assert step.terminal == "model_error"
 
 
@@ -431,6 +434,44 @@ def test_token_budget_stops_on_diminishing_returns() -> None:
     assert loop_names(run).count("token_budget_continuation") == 4
 
 
+# --- stop reasons with rows of their own: refusal, pause_turn ------------------------------------
+
+
+def test_refusal_ends_in_the_refusal_terminal_and_says_why() -> None:
+    """A refusal stop ends the run in refusal, tells the caller the category, runs no Stop hook."""
+    details = {"type": "refusal", "category": "cyber", "explanation": "Not this."}
+    refused = {"content": [{"text": ""}], "stop_reason": "refusal", "stop_details": details}
+    core, run, terminal = play([refused])
+    assert terminal == "refusal"
+    notes = [m for m in core.transcript if isinstance(m, SystemMessage) and m.subtype == "refusal"]
+    assert len(notes) == 1
+    assert "cyber" in notes[0].text
+    assert "Not this." in notes[0].text
+    fired = {e.hook_event for e in effects_of(run, fx.RunHooks)}
+    assert fx.HookEvent.STOP not in fired
+    last = [m for m in core.transcript if isinstance(m, AssistantMessage)][-1]
+    assert last.stop_details == details
+
+
+def test_pause_turn_sends_the_paused_answer_back() -> None:
+    """A pause_turn stop continues the turn with the paused assistant message last."""
+    paused = {"content": [{"text": "Searching."}], "stop_reason": "pause_turn"}
+    core, run, terminal = play([paused, TEXT])
+    assert terminal == "completed"
+    assert loop_names(run).count("pause_turn") == 1
+    second = core.api_messages()
+    assert [m["role"] for m in second][:2] == ["user", "assistant"]
+    assert second[1]["content"] == [{"type": "text", "text": "Searching."}]
+
+
+def test_pause_turn_is_bounded_per_turn() -> None:
+    """Past pause_turn_limit a paused turn finishes as it stands (stop hooks, completed)."""
+    paused = {"content": [{"text": "Searching."}], "stop_reason": "pause_turn"}
+    _, run, terminal = play([paused] * 4, config=LoopConfig(pause_turn_limit=2))
+    assert terminal == "completed"
+    assert loop_names(run).count("pause_turn") == 2
+
+
 # --- tools: abort, hook stop --------------------------------------------------------------------
 
 
@@ -568,8 +609,10 @@ def test_permission_rejection_mid_stream_aborts_streaming() -> None:
     call = open_turn(f.feed, prompt("hi")).effects[-1]
     events = stream({"content": [{"tool_use": {"name": "Write", "input": {}}}, {"text": "x"}]},
                     call.request_id)  # fmt: skip
-    for event in events[:4]:  # message_start, the tool_use block, its stop
+    for event in events:  # message_start, the tool_use block, up to its stop
         f.feed(event)
+        if event.event["type"] == "content_block_stop":
+            break
     validate = f.effects(fx.RunToolStep)[-1]
     f.feed(ev.ToolInputValidated(call_id=validate.call_id, ok=True))
     hook = f.effects(fx.RunHooks)[-1]

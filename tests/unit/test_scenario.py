@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fsm_agent.core.events import FailureKind
-from fsm_agent.errors import DefinitionError
+from fsm_agent.errors import ConfigError, DefinitionError
 from fsm_agent.runtime.models import AnthropicModel, Model, ModelFailure, ModelRequest
 from fsm_agent.testing import scenario as scenario_module
 from fsm_agent.testing.scenario import (
@@ -237,7 +237,11 @@ def test_text_step_renders_the_wire_sequence() -> None:
     assert start["stop_reason"] is None
     assert events[1]["content_block"] == {"type": "text", "text": ""}
     assert events[2]["delta"] == {"type": "text_delta", "text": "hello"}
-    assert events[4]["delta"] == {"stop_reason": "end_turn", "stop_sequence": None}
+    assert events[4]["delta"] == {
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "stop_details": None,
+    }
 
 
 def test_chunk_splits_text_and_tool_json() -> None:
@@ -261,15 +265,19 @@ def test_chunk_splits_text_and_tool_json() -> None:
         "id": "toolu_001",
         "name": "Read",
         "input": {},
+        "caller": {"type": "direct"},
     }
+    # As on the real wire, the input starts with an empty piece.
+    assert events[len(text_deltas) + 4]["delta"] == {"type": "input_json_delta", "partial_json": ""}
 
 
 def test_thinking_ends_with_a_signature_delta() -> None:
-    """A thinking block streams thinking deltas then one signature delta."""
+    """A thinking block streams thinking deltas, an empty one, then one signature delta."""
     step = one_step({"content": [{"thinking": "ponder"}]}).steps[0]
     events = render_events(step)
     block = [e for e in events if e["type"] == "content_block_delta"]
     assert block[0]["delta"] == {"type": "thinking_delta", "thinking": "ponder"}
+    assert block[-2]["delta"] == {"type": "thinking_delta", "thinking": ""}
     assert block[-1]["delta"]["type"] == "signature_delta"
     assert block[-1]["delta"]["signature"] == "sig_msg_001_0"
 
@@ -301,7 +309,13 @@ def test_render_message_matches_the_streamed_content() -> None:
     assert message["id"] == "msg_001"
     assert message["content"] == [
         {"type": "text", "text": "a"},
-        {"type": "tool_use", "id": "toolu_001", "name": "Read", "input": {"p": 1}},
+        {
+            "type": "tool_use",
+            "id": "toolu_001",
+            "name": "Read",
+            "input": {"p": 1},
+            "caller": {"type": "direct"},
+        },
     ]
     assert message["stop_reason"] == "tool_use"
 
@@ -449,3 +463,25 @@ def test_importing_models_and_scenarios_does_not_load_the_sdk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_only_the_latest_requests_are_kept() -> None:
+    """A long session keeps a request count and the last few requests, not every request."""
+    model = ScriptedModel(
+        parse_scenario({"steps": [{"content": [{"text": "hi"}]}] * 5}), keep_requests=2
+    )
+
+    async def run() -> None:
+        for _ in range(5):
+            await play(model)
+
+    asyncio.run(run())
+    assert model.request_count == 5
+    assert model.requests == [REQUEST, REQUEST]
+    assert model.remaining == 0
+
+
+def test_keeping_no_request_is_refused() -> None:
+    """keep_requests below one is a ConfigError naming the option."""
+    with pytest.raises(ConfigError, match="keep_requests"):
+        ScriptedModel(one_step({"content": [{"text": "hi"}]}), keep_requests=0)

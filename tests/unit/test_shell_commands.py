@@ -78,6 +78,10 @@ def test_lists_pipes_groups_and_control_flow_are_split(
         "y=$(rm x)",
         "ls > $(rm x)",
         "cat <<EOF\n$(rm x)\nEOF",
+        "echo `\\r\\m x`",
+        "echo `\\\\r\\\\m x`",
+        'echo "`\\r\\m x`"',
+        "echo `echo \\`rm x\\``",
     ],
 )
 def test_substitutions_are_parts_wherever_they_stand(command: str) -> None:
@@ -206,6 +210,8 @@ def test_a_computed_redirect_target_is_marked() -> None:
         ("env -S 'rm x'", "not analysed"),
         ("timeout --bogus 5 rm x", "not an option we know"),
         ("env " * 12 + "rm x", "nested deeper"),
+        ("echo rm x | bash", "reading commands from its input"),
+        ("bash -s < script", "reading commands from its input"),
         ("; ".join(["ls"] * (MAX_PARTS + 1)), f"more than {MAX_PARTS}"),
     ],
 )
@@ -242,3 +248,21 @@ def test_a_shell_without_dash_c_is_not_a_wrapper() -> None:
 def test_xargs_without_a_command_runs_echo() -> None:
     """``xargs`` alone runs echo, and says so."""
     assert part_running(analyse_command("ls | xargs"), "echo") == ("xargs",)
+
+
+@pytest.mark.parametrize(
+    ("command", "writers"),
+    [
+        ("a && b > f", ["b"]),
+        ("a | b > f", ["b"]),
+        ("a > f | b", ["a"]),
+        ("a || b | c > f", ["c"]),
+        ("a && (b; c) > f", ["b", "c"]),
+    ],
+)
+def test_a_trailing_redirect_binds_to_the_last_command_as_in_bash(
+    command: str, writers: list[str]
+) -> None:
+    """``a && b > f`` redirects b only, although the parser hangs it on the whole list."""
+    parts = analyse_command(command).parts
+    assert [p.argv[0] for p in parts if p.redirects] == writers

@@ -14,12 +14,13 @@ from fsm_agent.core.messages import (
     AssistantMessage,
     Message,
     RedactedThinkingBlock,
+    SystemMessage,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
     Usage,
 )
-from fsm_agent.core.stream import StreamAssembler
+from fsm_agent.core.stream import NOTICE_SUBTYPE, StreamAssembler
 from fsm_agent.errors import ModelProtocolError
 
 
@@ -120,7 +121,7 @@ def test_initial_text_in_block_start_is_kept() -> None:
 
 
 def test_thinking_and_signature_are_assembled() -> None:
-    """thinking_delta and signature_delta build a ThinkingBlock with its signature."""
+    """thinking_delta builds the thinking; a later signature_delta replaces the signature."""
     a = _assembler()
     events = [
         _start(),
@@ -132,7 +133,7 @@ def test_thinking_and_signature_are_assembled() -> None:
         _stop(0),
     ]
     (message,) = _feed_all(a, events)
-    assert _only_block(message) == ThinkingBlock(thinking="Let me think.", signature="sig-asig-b")
+    assert _only_block(message) == ThinkingBlock(thinking="Let me think.", signature="sig-b")
 
 
 def test_redacted_thinking_is_passed_through() -> None:
@@ -209,8 +210,8 @@ def test_blocks_of_one_response_share_the_message_id() -> None:
     assert a.blocks_completed == 3
 
 
-def test_citations_delta_is_accepted_and_ignored() -> None:
-    """A citations_delta on a text block changes nothing and raises nothing."""
+def test_citations_delta_is_kept_on_the_text_block() -> None:
+    """A citations_delta on a text block adds its citation to the block, in order."""
     a = _assembler()
     events = [
         _start(),
@@ -220,7 +221,7 @@ def test_citations_delta_is_accepted_and_ignored() -> None:
         _stop(0),
     ]
     (message,) = _feed_all(a, events)
-    assert _only_block(message) == TextBlock(text="cited")
+    assert _only_block(message) == TextBlock(text="cited", citations=({"type": "char_location"},))
 
 
 def test_ping_and_unknown_keys_are_ignored() -> None:
@@ -325,7 +326,6 @@ _PROTOCOL_CASES: dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]] = {
     "message_delta before message_start": ([], _message_delta("end_turn"), "message_delta"),
     "message_stop before message_start": ([], _MESSAGE_STOP, "before message_start"),
     "second message_start": ([_start()], _start(), "second message_start"),
-    "unknown event type": ([_start()], {"type": "content_block_wiggle"}, "unknown event type"),
     "error event": ([_start()], {"type": "error", "error": {"type": "x"}}, "error"),
     "event after message_stop": (_FINISHED, _block_start(1, _TEXT), "after message_stop"),
     "delta after message_stop": (
@@ -334,35 +334,8 @@ _PROTOCOL_CASES: dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]] = {
         "after message_stop",
     ),
     "second message_stop": (_FINISHED, _MESSAGE_STOP, "after message_stop"),
-    "text delta on a tool_use block": (
-        [_start(), _block_start(0, _TOOL)],
-        _delta(0, {"type": "text_delta", "text": "x"}),
-        "text_delta cannot extend a tool_use block",
-    ),
-    "json delta on a text block": (
-        _OPENED,
-        _delta(0, {"type": "input_json_delta", "partial_json": "{}"}),
-        "input_json_delta cannot extend a text block",
-    ),
-    "signature delta on a text block": (
-        _OPENED,
-        _delta(0, {"type": "signature_delta", "signature": "s"}),
-        "signature_delta cannot extend a text block",
-    ),
-    "citations delta on a thinking block": (
-        [_start(), _block_start(0, _THINK)],
-        _delta(0, {"type": "citations_delta", "citation": {}}),
-        "citations_delta",
-    ),
-    "unknown delta type": (_OPENED, _delta(0, {"type": "sparkle_delta"}), "sparkle_delta"),
     "stop of a block never started": ([_start()], _stop(4), "never started"),
     "stop of a block already stopped": ([*_OPENED, _stop(0)], _stop(0), "already stopped"),
-    "unsupported block type": (
-        [_start()],
-        _block_start(0, {"type": "server_tool_use", "id": "s", "name": "web", "input": {}}),
-        "server_tool_use",
-    ),
-    "message_stop with an open block": (_OPENED, _MESSAGE_STOP, "still open"),
     "delta text not a string": (_OPENED, _delta(0, {"type": "text_delta", "text": 5}), "string"),
     "delta missing its payload": (_OPENED, _delta(0, {"type": "text_delta"}), "malformed"),
     "block start without content_block": (
@@ -383,6 +356,46 @@ _PROTOCOL_CASES: dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]] = {
         "usage.output_tokens",
     ),
 }
+
+
+_SKIPPED_CASES: dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]] = {
+    "unknown event type": ([_start()], {"type": "content_block_wiggle"}, "content_block_wiggle"),
+    "text delta on a tool_use block": (
+        [_start(), _block_start(0, _TOOL)],
+        _delta(0, {"type": "text_delta", "text": "x"}),
+        "text_delta",
+    ),
+    "json delta on a text block": (
+        _OPENED,
+        _delta(0, {"type": "input_json_delta", "partial_json": "{}"}),
+        "input_json_delta",
+    ),
+    "signature delta on a text block": (
+        _OPENED,
+        _delta(0, {"type": "signature_delta", "signature": "s"}),
+        "signature_delta",
+    ),
+    "citations delta on a thinking block": (
+        [_start(), _block_start(0, _THINK)],
+        _delta(0, {"type": "citations_delta", "citation": {}}),
+        "citations_delta",
+    ),
+    "unknown delta type": (_OPENED, _delta(0, {"type": "sparkle_delta"}), "sparkle_delta"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SKIPPED_CASES))
+def test_events_that_cannot_apply_are_skipped_with_a_notice(case: str) -> None:
+    """An unknown event, or a delta its block cannot take, is skipped and noted, not fatal."""
+    before, odd, fragment = _SKIPPED_CASES[case]
+    a = _assembler()
+    _feed_all(a, before)
+    (notice,) = a.feed(odd)
+    assert isinstance(notice, SystemMessage)
+    assert notice.subtype == NOTICE_SUBTYPE
+    assert fragment in notice.text
+    assert a.notices == [notice.text]
+    assert a.truncated_reason() is not None  # the stream itself goes on
 
 
 @pytest.mark.parametrize("case", sorted(_PROTOCOL_CASES))

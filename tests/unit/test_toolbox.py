@@ -12,9 +12,15 @@ from typing import Any, TypeVar
 import pytest
 
 from fsm_agent.core.events import ToolCallFinished, ToolInputValidated
-from fsm_agent.runtime.tool import SAFETY_CHECK, Tool, ToolContext, run_call, run_validation
+from fsm_agent.runtime.tool import (
+    OUTSIDE_WORKING_FOLDER,
+    SAFETY_CHECK,
+    Tool,
+    ToolContext,
+    run_call,
+    run_validation,
+)
 from fsm_agent.toolbox import Bash, Edit, Glob, Grep, Read, Write, default_tools
-from fsm_agent.toolbox.readonly_commands import is_read_only_command
 
 T = TypeVar("T")
 
@@ -213,28 +219,55 @@ def outside(tmp_path: Path) -> Path:
     return other
 
 
-@pytest.mark.parametrize("path", ["../other/secret.txt", "ABSOLUTE", "link", "linkdir/secret.txt"])
+ESCAPES = ["../other/secret.txt", "ABSOLUTE", "link", "linkdir/secret.txt"]
+
+
+def escaping_target(tool: Tool[Any], path: str, outside: Path) -> str:
+    """The path argument that leaves the cwd in the way ``path`` names."""
+    target = str(outside / "secret.txt") if path == "ABSOLUTE" else path
+    if tool.name == "Glob" and not path.startswith("linkdir"):
+        target = str(Path(target).parent) if path != "link" else "link"
+    return target
+
+
+@pytest.mark.parametrize("path", ESCAPES)
+@pytest.mark.parametrize(
+    ("tool", "extra"),
+    [
+        (Edit(), {"old_string": "secret", "new_string": "x"}),
+        (Write(), {"content": "x"}),
+    ],
+)
+def test_writes_escaping_the_cwd_are_refused(
+    outside: Path, path: str, tool: Tool[Any], extra: dict[str, Any]
+) -> None:
+    """`..`, absolute paths outside and symlinks pointing outside are refused for writes."""
+    target = escaping_target(tool, path, outside)
+    result = validate(tool, {"file_path": target, **extra}, outside.parent / "cwd")
+    assert not result.ok
+    assert "outside the working directory" in result.error
+    assert (outside / "secret.txt").read_text() == "secret"
+
+
+@pytest.mark.parametrize("path", ESCAPES)
 @pytest.mark.parametrize(
     ("tool", "field", "extra"),
     [
         (Read(), "file_path", {}),
-        (Edit(), "file_path", {"old_string": "secret", "new_string": "x"}),
-        (Write(), "file_path", {"content": "x"}),
         (Grep(), "path", {"pattern": "secret"}),
         (Glob(), "path", {"pattern": "*"}),
     ],
 )
-def test_paths_escaping_the_cwd_are_refused(
+def test_reads_escaping_the_cwd_ask(
     outside: Path, path: str, tool: Tool[Any], field: str, extra: dict[str, Any]
 ) -> None:
-    """`..`, absolute paths outside and symlinks pointing outside are refused by validation."""
-    target = str(outside / "secret.txt") if path == "ABSOLUTE" else path
-    if tool.name == "Glob" and not path.startswith("linkdir"):
-        target = str(Path(target).parent) if path != "link" else "link"
-    result = validate(tool, {field: target, **extra}, outside.parent / "cwd")
-    assert not result.ok
-    assert "outside the working directory" in result.error
-    assert (outside / "secret.txt").read_text() == "secret"
+    """A read that leaves the cwd (`..`, absolute, symlinks) passes validation and then asks."""
+    target = escaping_target(tool, path, outside)
+    cwd = outside.parent / "cwd"
+    assert validate(tool, {field: target, **extra}, cwd).ok
+    check = tool.check_permissions(tool.parse_input({field: target, **extra}), ToolContext(cwd=cwd))
+    assert (check.behavior, check.reason) == ("ask", OUTSIDE_WORKING_FOLDER)
+    assert "outside the working folder" in check.message
 
 
 def test_allow_outside_lets_file_tools_leave_the_cwd(outside: Path) -> None:
@@ -361,7 +394,7 @@ def test_bash_timeout_out_of_range_is_refused(tmp_path: Path) -> None:
         ("head -n 5 f || tail f", True),
         ("sort f | uniq -c", True),
         ("echo hello", True),
-        ("env", True),
+        ("env", False),
         ("test -f x && echo yes", True),
         ("wc -l < input.txt", True),
         ("rm -rf build", False),
@@ -396,15 +429,44 @@ def test_bash_timeout_out_of_range_is_refused(tmp_path: Path) -> None:
 )
 def test_bash_read_only_classification(command: str, read_only: bool) -> None:
     """Only commands provably read-only are classified read-only (and so concurrency-safe)."""
-    assert is_read_only_command(command) is read_only
     data = Bash().parse_input({"command": command})
     assert Bash().is_read_only(data) is read_only
     assert Bash().is_concurrency_safe(data) is read_only
 
 
 def test_bash_permission_allows_read_only_only(tmp_path: Path) -> None:
-    """Read-only commands are allowed by the tool; others are left to the chain."""
+    """Read-only commands are allowed by the tool; others ask, saying which part and why."""
     ctx = ToolContext(cwd=tmp_path)
     assert Bash().check_permissions(Bash().parse_input({"command": "ls"}), ctx).behavior == "allow"
-    check = Bash().check_permissions(Bash().parse_input({"command": "rm x"}), ctx)
-    assert check.behavior == "passthrough"
+    check = Bash().check_permissions(Bash().parse_input({"command": "ls && rm x"}), ctx)
+    assert (check.behavior, check.message) == (
+        "ask",
+        "not read-only: `rm x`: rm is not on the read-only list",
+    )
+
+
+def test_bash_permission_asks_for_reads_outside_the_working_folder(tmp_path: Path) -> None:
+    """``cat`` of a file outside the working folder asks, though cat itself is read-only."""
+    ctx = ToolContext(cwd=tmp_path)
+    check = Bash().check_permissions(Bash().parse_input({"command": "cat /etc/hostname"}), ctx)
+    assert check.behavior == "ask"
+    assert "outside the working folder" in check.message
+    assert Bash().is_read_only(Bash().parse_input({"command": "cat /etc/hostname"}))
+
+
+def test_bash_permission_follows_symlinks_out_of_the_working_folder(tmp_path: Path) -> None:
+    """A symlink inside the working folder that points outside does not make a read local."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "secret").write_text("key")
+    (tmp_path / "work" / "link").symlink_to(tmp_path / "secret")
+    ctx = ToolContext(cwd=tmp_path / "work")
+    check = Bash().check_permissions(Bash().parse_input({"command": "cat link"}), ctx)
+    assert check.behavior == "ask"
+
+
+def test_bash_permission_names_what_could_not_be_analysed(tmp_path: Path) -> None:
+    """A command the parser cannot read asks, naming the problem."""
+    ctx = ToolContext(cwd=tmp_path)
+    check = Bash().check_permissions(Bash().parse_input({"command": "ls 'open"}), ctx)
+    assert check.behavior == "ask"
+    assert "cannot be analysed" in check.message

@@ -15,7 +15,7 @@ from fsm_agent.cli import main
 from fsm_agent.core import events as ev
 from fsm_agent.core.codec import CONVERTER
 from fsm_agent.core.messages import Usage
-from fsm_agent.errors import TraceTruncated, UsageError
+from fsm_agent.errors import TraceFormatError, TraceTruncated, UsageError
 from fsm_agent.trace.json_limits import MAX_DEPTH, TOO_DEEP, fit_for_json
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.replay import replay
@@ -110,3 +110,17 @@ def test_cli_replay_fails_on_a_missing_end_unless_allowed(
     assert "end record" in capsys.readouterr().out
     assert main(["replay", "--allow-truncated", str(cut)]) == 0
     assert "truncated" in capsys.readouterr().out
+
+
+def test_a_type_tag_nested_a_thousand_deep_is_a_format_error(tmp_path: Path) -> None:
+    """An event whose type tag nests 1,000 levels deep is a TraceFormatError, not recursion."""
+    records = lines_of(record_run(tmp_path / "good.jsonl"))
+    path = write_lines(tmp_path / "deep.jsonl", records)
+    lines = path.read_bytes().split(b"\n")
+    depth = 1_000
+    lines[1] = b'{"event":' + b'{"type":' * depth + b'"x"' + b"}" * depth
+    lines[1] += b',"record":"event","seq":1}'
+    path.write_bytes(b"\n".join(lines))
+    for action in (read_trace, replay):
+        with pytest.raises(TraceFormatError, match="line 2"):
+            action(path)

@@ -41,7 +41,8 @@ def test_a_folder_of_traces(pytester: pytest.Pytester, tmp_path: Path) -> None:
 
 
 def test_a_divergence_is_reported_readably(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    """A diverging trace fails with seq, recorded and replayed records, and no traceback."""
+    """A diverging trace fails with seq, the differing field, recorded and replayed records,
+    and no traceback."""
     records = lines_of(record_run(tmp_path / "good.jsonl"))
     records[2]["name"] = "teleported"
     bad = write_lines(tmp_path / "bad.jsonl", records)
@@ -50,6 +51,7 @@ def test_a_divergence_is_reported_readably(pytester: pytest.Pytester, tmp_path: 
     result.stdout.fnmatch_lines(
         [
             "*replay diverged at seq 2",
+            "*first difference: $.name",
             '*recorded: {*"name":"teleported"*',
             "*replayed: {*",
             "*around it (recorded):*",

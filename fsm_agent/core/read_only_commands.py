@@ -1,0 +1,728 @@
+"""Which shell commands are provably read-only: an allowlist of programs and of their options.
+
+A command is read-only only if every part that ``analyse_command`` found is a program on the
+list below, with every option on that program's own list, every path it reads inside the
+working folder or a readable root, no words the shell computes, no wrapper around it and no
+redirect other than to ``/dev/null``, between descriptors, or from a readable file. Anything
+not proven read-only is not: the caller asks (SPEC §9.3: "read-only ⇒ allow", nothing else).
+
+Options are read the way the program reads them (``command_options``), so ``sort --outp=f``
+is ``--output`` and is refused. An abbreviation passes only when spelled out in full: our
+tables list the options we know, and an abbreviation of an allowed option could be the exact
+name of one we do not know (``git diff --output`` is also a prefix of the harmless
+``--output-indicator-new``).
+
+Path checks are lexical here (``~``, ``..``); callers pass ``resolve`` (``os.path.realpath``)
+to follow symlinks as well: the core does no I/O.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+import attrs
+
+from fsm_agent.core.command_options import (
+    Arity,
+    OptionTable,
+    ParsedArguments,
+    parse_arguments,
+)
+from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, Redirect
+
+
+@attrs.frozen(kw_only=True)
+class ReadOnlyVerdict:
+    """Whether a command is read-only, and why (naming the part that decided).
+
+    Attributes:
+        read_only: every part was proven read-only.
+        reason: for a refusal, the part and what about it is not read-only; otherwise a short
+            confirmation.
+    """
+
+    read_only: bool
+    reason: str
+
+
+def judge_read_only(
+    analysis: CommandAnalysis,
+    *,
+    cwd: str,
+    readable_roots: Sequence[str],
+    home: str,
+    resolve: Callable[[str], str] = posixpath.normpath,
+) -> ReadOnlyVerdict:
+    """Judge a command by allowlist.
+
+    Args:
+        analysis: the command, from ``analyse_command``.
+        cwd: the working folder (absolute); relative paths resolve against it.
+        readable_roots: further folders whose files may be read (``additionalDirectories``).
+        home: what ``~`` stands for.
+        resolve: turns an absolute, normalised path into the path it really names; pass
+            ``os.path.realpath`` so a symlink cannot lead outside.
+    """
+    if analysis.problem is not None:
+        return ReadOnlyVerdict(read_only=False, reason=f"cannot be analysed: {analysis.problem}")
+    if not analysis.parts:
+        return ReadOnlyVerdict(read_only=False, reason="there is no command to run")
+    places = _Places(cwd=cwd, roots=tuple(readable_roots), home=home, resolve=resolve)
+    for part in analysis.parts:
+        why = _refusal(part, places)
+        if why is not None:
+            shown = part.text or " ".join(part.assignments)
+            return ReadOnlyVerdict(read_only=False, reason=f"`{shown}`: {why}")
+    return ReadOnlyVerdict(read_only=True, reason="read-only command")
+
+
+@attrs.frozen(kw_only=True)
+class _Places:
+    """Where reading is allowed."""
+
+    cwd: str
+    roots: tuple[str, ...]
+    home: str
+    resolve: Callable[[str], str]
+
+    def outside(self, path: str) -> bool:
+        """Whether ``path`` names something outside the working folder and readable roots."""
+        if path in ("-", "/dev/null"):
+            return False
+        if path == "~" or path.startswith("~/"):
+            path = self.home + path[1:]
+        elif path.startswith("~"):
+            return True  # another user's home
+        full = self.resolve(posixpath.normpath(posixpath.join(self.cwd, path)))
+        allowed = (self.cwd, *self.roots)
+        return not any(_within(full, self.resolve(posixpath.normpath(root))) for root in allowed)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+# -- one part ----------------------------------------------------------------------------------
+
+_ENVIRONMENT_PRINTERS = {
+    "env": "prints the environment (or runs a program)",
+    "printenv": "prints the environment",
+    "set": "prints the shell's variables",
+    "export": "prints or changes the environment",
+    "declare": "prints or changes shell variables",
+    "typeset": "prints or changes shell variables",
+    "compgen": "can list the environment",
+}
+
+_SAFE_ASSIGNMENT = re.compile(r"(LC_[A-Z]+|LANG|LANGUAGE|TZ|NO_COLOR|COLUMNS)=[^$`]*")
+_PROGRAM_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/")
+
+
+def _refusal(part: CommandPart, places: _Places) -> str | None:
+    """Why ``part`` is not read-only, or ``None`` when it is."""
+    if not part.argv:
+        return "assigns shell variables, which changes what later commands do"
+    if part.wrappers:
+        return f"runs inside {part.wrappers[-1]}, which is never judged read-only"
+    for assignment in part.assignments:
+        if not _SAFE_ASSIGNMENT.fullmatch(assignment):
+            return f"sets {assignment.split('=', 1)[0]} for the program"
+    if part.expanded:
+        return f"uses {part.argv[part.expanded[0]]}, which the shell computes"
+    for redirect in part.redirects:
+        why = _redirect_refusal(redirect, places)
+        if why is not None:
+            return why
+    program = part.argv[0]
+    if "/" in program:
+        if not program.startswith(_PROGRAM_DIRS):
+            return f"runs the program file {program}"
+        program = program.rsplit("/", 1)[1]
+    if program in _ENVIRONMENT_PRINTERS:
+        return f"{program} {_ENVIRONMENT_PRINTERS[program]}"
+    judge = _PROGRAMS.get(program)
+    if judge is None:
+        return f"{program} is not on the read-only list"
+    return judge(program, part.argv[1:], places)
+
+
+def _redirect_refusal(redirect: Redirect, places: _Places) -> str | None:
+    operator, target = redirect.operator, redirect.target
+    bare = operator.lstrip("0123456789")  # without its file descriptor
+    if redirect.expanded:
+        return f"redirects {operator} to {target}, which the shell computes"
+    if bare in ("<<", "<<-", "<<<"):
+        return None  # data written in the command itself
+    if bare in (">&", "<&") and (target.isdigit() or target == "-"):
+        return None  # between descriptors (2>&1, >&2) or closing one
+    if bare in (">", ">>", "&>", "&>>", ">|"):
+        return None if target == "/dev/null" else f"writes to {target} ({operator})"
+    if bare == "<":
+        return f"reads {target}, outside the working folder" if places.outside(target) else None
+    return f"redirects with {operator} {target}"
+
+
+# -- the allowlist -----------------------------------------------------------------------------
+
+_Judge = Callable[[str, Sequence[str], _Places], "str | None"]
+
+
+@attrs.frozen(kw_only=True)
+class _Rule:
+    """A program's options: all we know, which are allowed, and what its operands are."""
+
+    table: OptionTable
+    allowed: frozenset[str]
+    path_options: frozenset[str]
+    operands: str = "paths"  # "paths", "text", or "pattern" (a pattern, then paths)
+    pattern_options: frozenset[str] = frozenset()  # given, the first operand is a path too
+    max_operands: int | None = None
+
+
+def _rule(
+    allowed: str,
+    refused: str = "",
+    *,
+    operands: str = "paths",
+    digits: bool = False,
+    pattern_options: str = "",
+    max_operands: int | None = None,
+) -> _Rule:
+    """A rule from option spellings.
+
+    ``-a`` takes no value, ``-n=`` a required one, ``--color=?`` an optional inline one, and
+    ``-f=@`` a required path that is checked like an operand. ``refused`` lists options the
+    program has that are not read-only: known, so abbreviations resolve to them.
+    """
+    short: dict[str, Arity] = dict.fromkeys("0123456789", Arity.NONE) if digits else {}
+    long: dict[str, Arity] = {}
+    allowed_names = {f"-{d}" for d in short}
+    paths: set[str] = set()
+    for group, is_allowed in ((allowed, True), (refused, False)):
+        for spelling in group.split():
+            name, equals, value = spelling.partition("=")
+            arity = Arity.NONE if not equals else Arity.OPTIONAL if value == "?" else Arity.REQUIRED
+            if name.startswith("--"):
+                long[name[2:]] = arity
+            else:
+                short[name[1:]] = arity
+            if is_allowed:
+                allowed_names.add(name)
+            if value == "@":
+                paths.add(name)
+    return _Rule(
+        table=OptionTable(short=short, long=long),
+        allowed=frozenset(allowed_names),
+        path_options=frozenset(paths),
+        operands=operands,
+        pattern_options=frozenset(pattern_options.split()),
+        max_operands=max_operands,
+    )
+
+
+def _judge_by_rule(rule: _Rule) -> _Judge:
+    def judge(program: str, args: Sequence[str], places: _Places) -> str | None:
+        return _rule_refusal(program, rule, parse_arguments(args, rule.table), places)
+
+    return judge
+
+
+def _rule_refusal(
+    program: str, rule: _Rule, parsed: ParsedArguments, places: _Places
+) -> str | None:
+    if parsed.problem is not None:
+        return f"{program}: {parsed.problem}"
+    for option in parsed.options:
+        written = option.written.partition("=")[0]
+        if option.name not in rule.allowed:
+            spelled = written if written == option.name else f"{written} (that is {option.name})"
+            return f"{program} {spelled} is not a read-only option"
+        if written != option.name:
+            return f"{program} {written} abbreviates {option.name}; spell options out in full"
+        if option.name in rule.path_options and option.value and places.outside(option.value):
+            return f"reads {option.value}, outside the working folder"
+    if rule.max_operands is not None and len(parsed.operands) > rule.max_operands:
+        return f"{program} with more than {rule.max_operands} operand(s) writes or changes"
+    if rule.operands == "text":
+        return None
+    operands = parsed.operands
+    if rule.operands == "pattern" and not any(
+        option.name in rule.pattern_options for option in parsed.options
+    ):
+        operands = operands[1:]
+    for operand in operands:
+        if places.outside(operand):
+            return f"reads {operand}, outside the working folder"
+    return None
+
+
+_GREP = _rule(
+    "-E -F -G -P -e= -f=@ -i -y -v -w -x -c --color=? --colour=? -L -l -m= -o -q -s -b -H -h "
+    "-n -T -Z -z -A= -B= -C= -a -I -r -R -U --extended-regexp --fixed-strings --basic-regexp "
+    "--perl-regexp --regexp= --file=@ --ignore-case --no-ignore-case --invert-match "
+    "--word-regexp --line-regexp --count --files-without-match --files-with-matches "
+    "--max-count= --only-matching --quiet --silent --no-messages --byte-offset --with-filename "
+    "--no-filename --label= --line-number --initial-tab --null --null-data --after-context= "
+    "--before-context= --context= --text --binary-files= --devices= -D= -d= --directories= "
+    "--exclude= --exclude-from=@ --exclude-dir= --include= --recursive "
+    "--dereference-recursive --line-buffered --binary --help --version",
+    digits=True,
+    operands="pattern",
+    pattern_options="-e -f --regexp --file",
+)
+
+_RG = _rule(
+    "-i -S -s -w -x -v -n -N -l -c -o -F -e= -f=@ -g= -t= -T= -u -L -A= -B= -C= -m= -d= -H -I "
+    "-P -U -0 -a -j= -M= -r= -q -h -V -. -p -b --ignore-case --smart-case --case-sensitive "
+    "--word-regexp --line-regexp --invert-match --line-number --no-line-number "
+    "--files-with-matches --files-without-match --count --count-matches --only-matching "
+    "--fixed-strings --regexp= --file=@ --glob= --iglob= --type= --type-not= --type-list "
+    "--unrestricted --hidden --no-hidden --no-ignore --no-ignore-vcs --no-ignore-dot "
+    "--no-ignore-parent --follow --after-context= --before-context= --context= --max-count= "
+    "--max-depth= --json --color= --colors= --heading --no-heading --with-filename "
+    "--no-filename --files --sort= --sortr= --pcre2 --multiline --multiline-dotall --trim "
+    "--vimgrep --null --text --threads= --max-columns= --max-columns-preview --replace= "
+    "--column --no-column --stats --quiet --no-messages --no-config --ignore-file=@ --help "
+    "--version --debug --engine= --passthru --line-buffered --block-buffered --byte-offset "
+    "--pretty --max-filesize= --one-file-system --crlf --encoding= --null-data",
+    "-z --pre= --pre-glob= --search-zip --hostname-bin= --hyperlink-format=",
+    operands="pattern",
+    pattern_options="-e -f --regexp --file --files --type-list",
+)
+
+_SORT = _rule(
+    "-b -d -f -g -h -i -M -n -R -r -V -c -C -m -s -u -z -k= -t= -S= --parallel= "
+    "--buffer-size= --key= --field-separator= --ignore-leading-blanks --dictionary-order "
+    "--ignore-case --general-numeric-sort --human-numeric-sort --ignore-nonprinting "
+    "--month-sort --numeric-sort --random-sort --random-source=@ --reverse --version-sort "
+    "--sort= --check=? --merge --stable --unique --zero-terminated --debug --files0-from=@ "
+    "--help --version",
+    "-o= --output= -T= --temporary-directory= --compress-program=",
+)
+
+_LS = _rule(
+    "-a -A -b -B -c -C -d -D -f -F -g -G -h -H -i -k -l -L -m -n -N -o -p -q -Q -r -R -s -S -t "
+    "-u -U -v -x -X -Z -1 -I= -w= -T= --all --almost-all --author --escape --block-size= "
+    "--ignore-backups --color=? --directory --dired --classify=? --file-type --format= "
+    "--full-time --group-directories-first --no-group --human-readable --si "
+    "--dereference-command-line --dereference-command-line-symlink-to-dir --hide= "
+    "--hyperlink=? --indicator-style= --inode --ignore= --kibibytes --dereference "
+    "--numeric-uid-gid "
+    "--literal --hide-control-chars --show-control-chars --quote-name --quoting-style= "
+    "--reverse --recursive --size --sort= --time= --time-style= --tabsize= --width= --context "
+    "--zero --help --version"
+)
+
+_COMMON_TEXT_TOOLS = {
+    "cat": _rule(
+        "-A -b -e -E -n -s -t -T -u -v --show-all --number-nonblank --number --squeeze-blank "
+        "--show-ends --show-tabs --show-nonprinting --help --version"
+    ),
+    "head": _rule(
+        "-c= -n= -q -v -z --bytes= --lines= --quiet --silent --verbose --zero-terminated "
+        "--help --version",
+        digits=True,
+    ),
+    "tail": _rule(
+        "-c= -n= -q -v -z -f -F -s= --bytes= --lines= --quiet --silent --verbose "
+        "--zero-terminated --follow=? --retry --sleep-interval= --pid= --max-unchanged-stats= "
+        "--help --version",
+        digits=True,
+    ),
+    "wc": _rule(
+        "-c -m -l -L -w --bytes --chars --lines --max-line-length --words --total= "
+        "--files0-from=@ --help --version"
+    ),
+    "nl": _rule(
+        "-b= -d= -f= -h= -i= -l= -n= -p -s= -v= -w= --body-numbering= --section-delimiter= "
+        "--footer-numbering= --header-numbering= --line-increment= --join-blank-lines= "
+        "--number-format= --no-renumber --number-separator= --starting-line-number= "
+        "--number-width= --help --version"
+    ),
+    "tac": _rule("-b -r -s= --before --regex --separator= --help --version"),
+    "rev": _rule("--help --version"),
+    "cut": _rule(
+        "-b= -c= -d= -f= -n -s -z --bytes= --characters= --delimiter= --fields= --complement "
+        "--only-delimited --output-delimiter= --zero-terminated --help --version"
+    ),
+    "tr": _rule(
+        "-c -C -d -s -t --complement --delete --squeeze-repeats --truncate-set1 --help --version",
+        operands="text",
+    ),
+    "uniq": _rule(
+        "-c -d -D -u -i -f= -s= -w= -z --count --repeated --all-repeated=? --unique "
+        "--ignore-case --skip-fields= --skip-chars= --check-chars= --zero-terminated --group=? "
+        "--help --version",
+        max_operands=1,
+    ),
+    "sort": _SORT,
+    "diff": _rule(
+        "-u -U= -c -C= -q -s -r -N -i -w -b -B -a -y -W= -p -t -T -x= -X=@ -I= -d -E -Z "
+        "--brief --report-identical-files --recursive --new-file --unidirectional-new-file "
+        "--ignore-case --ignore-all-space --ignore-space-change --ignore-blank-lines "
+        "--ignore-tab-expansion --ignore-trailing-space --ignore-file-name-case "
+        "--no-ignore-file-name-case --ignore-matching-lines= --text --side-by-side --width= "
+        "--unified=? --context=? --color=? --normal --exclude= --exclude-from=@ "
+        "--strip-trailing-cr --show-c-function --show-function-line= --expand-tabs "
+        "--initial-tab --label= --no-dereference --minimal --speed-large-files "
+        "--suppress-common-lines --left-column --suppress-blank-empty --tabsize= "
+        "--from-file=@ --to-file=@ --horizon-lines= --starting-file= --help --version"
+    ),
+    "comm": _rule(
+        "-1 -2 -3 -i -z --check-order --nocheck-order --output-delimiter= --total "
+        "--zero-terminated --help --version"
+    ),
+    "cmp": _rule(
+        "-b -l -s -i= -n= --print-bytes --verbose --quiet --silent --ignore-initial= "
+        "--bytes= --help --version"
+    ),
+    "ls": _LS,
+    "grep": _GREP,
+    "egrep": _GREP,
+    "fgrep": _GREP,
+    "rg": _RG,
+    "stat": _rule(
+        "-L -f -t -c= --dereference --file-system --terse --format= --printf= --cached= "
+        "--help --version"
+    ),
+    "du": _rule(
+        "-0 -a -b -c -D -h -H -k -L -l -m -P -s -S -x -d= -t= -X=@ --null --all "
+        "--apparent-size --block-size= --bytes --total --dereference-args --human-readable "
+        "--inodes --dereference --count-links --max-depth= --no-dereference --separate-dirs "
+        "--si --summarize --threshold= --time=? --time-style= --exclude-from=@ --exclude= "
+        "--one-file-system --files0-from=@ --help --version"
+    ),
+    "df": _rule(
+        "-a -h -H -i -k -l -P -T -t= -x= -B= --all --block-size= --human-readable --si "
+        "--inodes --local --no-sync --output=? --portability --print-type --type= "
+        "--exclude-type= --total --help --version"
+    ),
+    "file": _rule(
+        "-b -c -E -h -i -k -l -L -N -n -p -r -s -S -0 -F= -e= -P= --brief --checking-printout "
+        "--dereference --no-dereference --mime --mime-type --mime-encoding --keep-going --list "
+        "--no-pad --no-buffer --preserve-date --raw --special-files --no-sandbox --print0 "
+        "--separator= --exclude= --extension --apple --parameter= --help --version",
+        "-C --compile -m= --magic-file= -f= --files-from= -z --uncompress -Z --uncompress-noreport",
+    ),
+    "tree": _rule(
+        "-a -d -l -f -x -L= -P= -I= -q -N -Q -p -u -g -s -h -D -F -v -t -c -U -r -i -A -S -n -C "
+        "-J -X --noreport --dirsfirst --filesfirst --gitignore --charset= --filelimit= --du "
+        "--si --prune --matchdirs --ignore-case --inodes --device --sort= --timefmt= --help "
+        "--version",
+        "-o= -R -H= -T= --fromfile",
+    ),
+    "realpath": _rule(
+        "-e -m -L -P -q -s -z --canonicalize-existing --canonicalize-missing "
+        "--logical --physical --quiet --strip --no-symlinks --zero "
+        "--relative-to=@ --relative-base=@ --help --version"
+    ),
+    "readlink": _rule(
+        "-f -e -m -n -q -s -v -z --canonicalize --canonicalize-existing "
+        "--canonicalize-missing --no-newline --quiet --silent --verbose --zero "
+        "--help --version"
+    ),
+    "basename": _rule("-a -s= -z --multiple --suffix= --zero --help --version", operands="text"),
+    "dirname": _rule("-z --zero --help --version", operands="text"),
+    "od": _rule(
+        "-A= -j= -N= -S= -t= -v -w=? -a -b -c -d -f -i -l -o -s -x --address-radix= "
+        "--endian= --skip-bytes= --read-bytes= --strings=? --format= "
+        "--output-duplicates --width=? --traditional --help --version"
+    ),
+    "pwd": _rule("-L -P --logical --physical --help --version"),
+    "which": _rule("-a -s --all --help --version", operands="text"),
+    "type": _rule("-a -f -p -P -t", operands="text"),
+    "whoami": _rule("--help --version"),
+    "id": _rule(
+        "-a -Z -g -G -n -r -u -z --context --group --groups --name --real --user "
+        "--zero --help --version",
+        operands="text",
+    ),
+    "uname": _rule(
+        "-a -s -n -r -v -m -p -i -o --all --kernel-name --nodename "
+        "--kernel-release --kernel-version --machine --processor "
+        "--hardware-platform --operating-system --help --version"
+    ),
+    "hostname": _rule(
+        "-s -f -d -i -I -A --short --fqdn --long --domain --ip-address "
+        "--all-ip-addresses --all-fqdns --help --version",
+        max_operands=0,
+    ),
+    "nproc": _rule("--all --ignore= --help --version"),
+    "seq": _rule(
+        "-f= -s= -w --format= --separator= --equal-width --help --version", operands="text"
+    ),
+}
+_CHECKSUM = _rule(
+    "-b -c -t -z -w --binary --check --tag --text --zero --ignore-missing --quiet --status "
+    "--strict --warn --help --version"
+)
+_COMMON_TEXT_TOOLS |= dict.fromkeys(("md5sum", "sha1sum", "sha256sum", "sha512sum"), _CHECKSUM)
+
+
+def _prints_its_arguments(program: str, args: Sequence[str], places: _Places) -> str | None:
+    """``echo``, ``true``, ``false``: every argument is text; nothing is read or written."""
+    return None
+
+
+def _printf(program: str, args: Sequence[str], places: _Places) -> str | None:
+    """``printf FORMAT ARGS``; ``-v NAME`` assigns a shell variable instead of printing."""
+    if args and args[0].startswith("-v"):
+        return "printf -v assigns a shell variable"
+    return None
+
+
+_TEST_OPERATORS = frozenset({"!", "(", ")", "]", "=", "==", "!=", "<", ">"})
+
+
+def _test(program: str, args: Sequence[str], places: _Places) -> str | None:
+    """``test`` and ``[``: every word that is not an operator may name a file."""
+    for word in args:
+        if word.startswith("-") or word in _TEST_OPERATORS:
+            continue
+        if places.outside(word):
+            return f"looks at {word}, outside the working folder"
+    return None
+
+
+def _date(program: str, args: Sequence[str], places: _Places) -> str | None:
+    """``date`` prints; ``date -s`` and a bare ``MMDDhhmm`` operand set the clock."""
+    parsed = parse_arguments(args, _DATE.table)
+    refusal = _rule_refusal(program, _DATE, parsed, places)
+    if refusal is not None:
+        return refusal
+    if any(not operand.startswith("+") for operand in parsed.operands):
+        return "date with an operand other than +FORMAT sets the clock"
+    return None
+
+
+_DATE = _rule(
+    "-d= -f=@ -I=? -R -r=@ -u --date= --file=@ --iso-8601=? --rfc-email --rfc-3339= "
+    "--reference=@ --utc --universal --debug --resolution --help --version",
+    "-s= --set=",
+    operands="text",
+)
+
+
+def _find(program: str, args: Sequence[str], places: _Places) -> str | None:
+    """``find``: starting points inside, then only tests and printing actions."""
+    index = 0
+    while index < len(args) and args[index] in ("-H", "-L", "-P"):
+        index += 1
+    while index < len(args) and not args[index].startswith(("-", "(", "!")):
+        if places.outside(args[index]):
+            return f"reads {args[index]}, outside the working folder"
+        index += 1
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word in ("(", ")", "!", ","):
+            continue
+        if word in _FIND_ACTING:
+            return f"find {word} {_FIND_ACTING[word]}"
+        takes = _FIND_PREDICATES.get(word)
+        if takes is None:
+            return f"find {word} is not known to be read-only"
+        if takes:
+            if index >= len(args):
+                return f"find {word} needs a value"
+            value = args[index]
+            index += 1
+            if word in ("-newer", "-anewer", "-cnewer", "-samefile") and places.outside(value):
+                return f"reads {value}, outside the working folder"
+    return None
+
+
+_FIND_ACTING = {
+    "-exec": "runs a command",
+    "-execdir": "runs a command",
+    "-ok": "runs a command",
+    "-okdir": "runs a command",
+    "-delete": "deletes files",
+    "-fprint": "writes a file",
+    "-fprint0": "writes a file",
+    "-fprintf": "writes a file",
+    "-fls": "writes a file",
+}
+_FIND_TAKING_VALUES = (
+    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -type -xtype -size -mtime "
+    "-mmin -atime -amin -ctime -cmin -newer -anewer -cnewer -perm -user -group -uid -gid -links "
+    "-inum -samefile -lname -ilname -used -fstype -maxdepth -mindepth -regextype -printf "
+    "-context"
+)
+_FIND_TAKING_NOTHING = (
+    "-empty -nouser -nogroup -readable -writable -executable -true -false -print -print0 -ls "
+    "-prune -quit -depth -follow -xdev -mount -noleaf -daystart -ignore_readdir_race "
+    "-noignore_readdir_race -warn -nowarn -not -a -and -o -or -help --help -version "
+    "--version"
+)
+_FIND_PREDICATES: Mapping[str, bool] = dict.fromkeys(_FIND_TAKING_VALUES.split(), True) | (
+    dict.fromkeys(_FIND_TAKING_NOTHING.split(), False)
+)
+"""find's tests, options and printing actions, and whether each takes a value."""
+
+
+# -- git ---------------------------------------------------------------------------------------
+
+_GIT_GLOBAL = _rule(
+    "-P --no-pager --no-optional-locks --literal-pathspecs --no-replace-objects "
+    "--glob-pathspecs --noglob-pathspecs --icase-pathspecs --version --help",
+    "-c= -C= --exec-path=? --git-dir= --work-tree= --namespace= --config-env= -p --paginate "
+    "--bare --super-prefix= --list-cmds= --attr-source=",
+)
+_GIT_GLOBAL_TABLE = attrs.evolve(_GIT_GLOBAL.table, stops_at_operand=True)
+
+_DIFF_OPTIONS = (
+    "-p -u -s -U= -z -R -a -b -w -M=? -C=? -B=? -D -W --patch --no-patch --unified= --raw "
+    "--patch-with-raw --minimal --patience --histogram --anchored= --diff-algorithm= --stat=? "
+    "--compact-summary --numstat --shortstat --dirstat=? --cumulative --summary "
+    "--patch-with-stat --name-only --name-status --submodule=? --color=? --no-color "
+    "--color-moved=? --no-color-moved --color-moved-ws= --word-diff=? --word-diff-regex= "
+    "--color-words=? --no-renames --rename-empty --no-rename-empty --check --full-index "
+    "--binary --abbrev=? --break-rewrites=? --find-renames=? --find-copies=? "
+    "--find-copies-harder --irreversible-delete -l= --diff-filter= -S= -G= --find-object= "
+    "--pickaxe-all --pickaxe-regex -O=@ --skip-to= --rotate-to= --relative=? --no-relative "
+    "--text --ignore-cr-at-eol --ignore-space-at-eol --ignore-space-change --ignore-all-space "
+    "--ignore-blank-lines --ignore-matching-lines= -I= --inter-hunk-context= --function-context "
+    "--exit-code --quiet --no-ext-diff --no-textconv --ignore-submodules=? --src-prefix= "
+    "--dst-prefix= --no-prefix --default-prefix --line-prefix= --ita-invisible-in-index "
+    "--ita-visible-in-index --indent-heuristic --no-indent-heuristic --stat-width= "
+    "--stat-name-width= --stat-count= --merge-base --cached --staged"
+)
+_DIFF_REFUSED = "--output= --ext-diff --textconv --no-index --output-indicator-new= " \
+    "--output-indicator-old= --output-indicator-context="  # fmt: skip
+_LOG_OPTIONS = (
+    "-n= -i -E -F -P -L= -m -c -t --oneline --max-count= --skip= --since= --after= --until= "
+    "--before= --author= --committer= --grep= --all-match --invert-grep --regexp-ignore-case "
+    "--basic-regexp --extended-regexp --fixed-strings --perl-regexp --merges --no-merges "
+    "--min-parents= --max-parents= --no-min-parents --no-max-parents --first-parent --all "
+    "--branches=? --tags=? --remotes=? --glob= --exclude= --reflog --alternate-refs "
+    "--single-worktree --ignore-missing --bisect --cherry-mark --cherry-pick --left-only "
+    "--right-only --cherry --walk-reflogs --merge --boundary --simplify-by-decoration "
+    "--full-history --dense --sparse --simplify-merges --ancestry-path=? --show-pulls "
+    "--date-order --author-date-order --topo-order --reverse --no-walk=? --do-walk "
+    "--format= --pretty=? --abbrev-commit --no-abbrev-commit --oneline --encoding= "
+    "--expand-tabs=? --no-expand-tabs --notes=? --no-notes --show-notes=? --relative-date "
+    "--date= --parents --children --left-right --graph --show-linear-break=? --decorate=? "
+    "--no-decorate --decorate-refs= --decorate-refs-exclude= --source --use-mailmap "
+    "--no-use-mailmap --full-diff --log-size --follow --no-follow --diff-merges= "
+    "--no-diff-merges --combined-all-paths --remerge-diff --dd --count --clear-decorations"
+)
+_LOG_REFUSED = "--show-signature --output= --ext-diff --textconv --no-index"
+
+_GIT_SUBCOMMANDS: Mapping[str, _Rule] = {
+    "status": _rule(
+        "-s -b -v -u=? -z --short --branch --show-stash --porcelain=? --long --verbose "
+        "--untracked-files=? --ignore-submodules=? --ignored=? --column=? --no-column "
+        "--ahead-behind --no-ahead-behind --renames --no-renames --find-renames=?"
+    ),
+    "diff": _rule(_DIFF_OPTIONS, _DIFF_REFUSED),
+    "log": _rule(f"{_DIFF_OPTIONS} {_LOG_OPTIONS}", f"{_DIFF_REFUSED} {_LOG_REFUSED}", digits=True),
+    "show": _rule(
+        f"{_DIFF_OPTIONS} {_LOG_OPTIONS}", f"{_DIFF_REFUSED} {_LOG_REFUSED}", digits=True
+    ),
+    "shortlog": _rule(
+        "-n -s -e -c -w=? --numbered --summary --email --committer --group= --format= "
+        f"{_LOG_OPTIONS}"
+    ),
+    "rev-parse": _rule(
+        "-q --show-toplevel --abbrev-ref=? --short=? --verify --quiet --git-dir "
+        "--absolute-git-dir --git-common-dir --is-inside-work-tree --is-inside-git-dir "
+        "--is-bare-repository --is-shallow-repository --show-prefix --show-cdup "
+        "--show-superproject-working-tree --symbolic --symbolic-full-name --all --branches=? "
+        "--tags=? --remotes=? --sq --default= --since= --until= --path-format= "
+        "--show-object-format=? --revs-only --no-revs --flags --no-flags --not"
+    ),
+    "ls-files": _rule(
+        "-c -d -m -o -i -s -u -k -z -t -v -f --cached --deleted --modified --others --ignored "
+        "--stage --unmerged --killed --exclude= -x= --exclude-standard --exclude-from=@ "
+        "--exclude-per-directory= --directory --no-empty-directory --error-unmatch "
+        "--full-name --abbrev=? --format= --recurse-submodules --deduplicate --sparse --eol "
+        "--debug"
+    ),
+    "ls-tree": _rule(
+        "-d -r -t -l -z --long --name-only --name-status --object-only --full-name "
+        "--full-tree --abbrev=? --format="
+    ),
+    "blame": _rule(
+        "-L= -l -t -s -e -w -p -M=? -C=? -c -b -f -n --root --show-stats --porcelain "
+        "--line-porcelain --incremental --date= --show-name --show-number --show-email "
+        "--abbrev=? --first-parent --reverse= --ignore-rev= --ignore-revs-file=@ --color-lines "
+        "--color-by-age --progress --no-progress --contents=@ -S=@ --score-debug"
+    ),
+    "grep": _rule(
+        "-i -w -v -n -l -L -c -e= -E -F -G -P -h -H -o -q -z -p -W -a -I -r -f=@ -A= -B= -C= "
+        "--cached --untracked --no-exclude-standard --exclude-standard --recurse-submodules "
+        "--ignore-case --word-regexp --invert-match --line-number --column --full-name "
+        "--files-with-matches --name-only --files-without-match --count --only-matching "
+        "--heading --break --show-function --function-context --max-depth= --and --or --not "
+        "--all-match --quiet --color=? --no-color --threads= --null --text --textconv=? "
+        "--basic-regexp --extended-regexp --fixed-strings --perl-regexp --after-context= "
+        "--before-context= --context= --max-count= -m= --recursive --no-recursive",
+        "-O=? --open-files-in-pager=? --no-index --textconv",
+        digits=True,
+        operands="pattern",
+        pattern_options="-e -f",
+    ),
+    "branch": _rule(
+        "-a -r -v -l -i --all --remotes --verbose --list --show-current --no-color --color=? "
+        "--contains=? --no-contains=? --merged=? --no-merged=? --sort= --format= --points-at= "
+        "--column=? --no-column --ignore-case --abbrev=? --no-abbrev",
+        "-d -D -m -M -c -C -f -t -u --delete --move --copy --force --track=? --no-track "
+        "--set-upstream-to= --unset-upstream --edit-description --create-reflog "
+        "--recurse-submodules",
+    ),
+    "tag": _rule(
+        "-l -n=? -i --list --sort= --contains=? --no-contains=? --points-at= --merged=? "
+        "--no-merged=? --format= --column=? --no-column --ignore-case --color=?",
+        "-a -s -u= -f -d -v -m= -F= -e --annotate --sign --local-user= --force --delete "
+        "--verify --message= --file= --edit --create-reflog",
+    ),
+    "describe": _rule(
+        "--tags --all --long --abbrev=? --always --exact-match --match= --exclude= --contains "
+        "--first-parent --candidates= --debug"
+    ),
+    "cat-file": _rule(
+        "-t -s -p -e --allow-unknown-type",
+        "--textconv --filters --batch=? --batch-check=? --batch-command=?",
+    ),
+    "remote": _rule("-v --verbose", max_operands=0),
+    "version": _rule("--build-options"),
+}
+_GIT_LISTING = {"branch": ("-l", "--list"), "tag": ("-l", "--list")}
+
+
+def _git(program: str, args: Sequence[str], places: _Places) -> str | None:
+    """``git [read-only globals] <read-only subcommand> [its read-only options]``."""
+    parsed = parse_arguments(args, _GIT_GLOBAL_TABLE)
+    refusal = _rule_refusal(program, _GIT_GLOBAL, attrs.evolve(parsed, operands=()), places)
+    if refusal is not None:
+        return refusal
+    if parsed.rest_index >= len(args):
+        return None  # git --version
+    subcommand = args[parsed.rest_index]
+    rule = _GIT_SUBCOMMANDS.get(subcommand)
+    if rule is None:
+        return f"git {subcommand} is not on the read-only list"
+    rest = parse_arguments(args[parsed.rest_index + 1 :], rule.table)
+    refusal = _rule_refusal(f"git {subcommand}", rule, rest, places)
+    if refusal is not None:
+        return refusal
+    listing = _GIT_LISTING.get(subcommand)
+    if listing and rest.operands and not any(o.name in listing for o in rest.options):
+        return f"git {subcommand} with a name creates it"
+    return None
+
+
+_PROGRAMS: dict[str, _Judge] = {
+    **{name: _judge_by_rule(rule) for name, rule in _COMMON_TEXT_TOOLS.items()},
+    **dict.fromkeys(("echo", "true", "false", ":"), _prints_its_arguments),
+    "printf": _printf,
+    "test": _test,
+    "[": _test,
+    "date": _date,
+    "find": _find,
+    "git": _git,
+}
+"""Every program that can be judged read-only, and how its arguments are judged."""

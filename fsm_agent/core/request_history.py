@@ -1,0 +1,129 @@
+"""``RequestHistory``: the API form of a growing transcript, normalized a little at a time.
+
+A session sends the whole history with every request, and the history only grows between
+compactions. Normalizing all of it for every request costs O(history) per turn (DESIGN §7), so
+this module keeps the API form of the settled start of the history and normalizes only what
+came after it. The result is always what :func:`~fsm_agent.core.normalize.normalize_for_api`
+gives for the whole transcript (a property test holds it to that).
+
+Theory of operation. The transcript is cut into segments at *settle points*: a user message
+that starts with a tool_result right after an assistant message. Nothing after such a point
+changes the API form of what came before it (attachments stop bubbling up there, the user turn
+cannot merge backwards, the assistant before it is not the final one). What a segment hands to
+the next (tool_use ids used, open tool_uses, mergeable response ids, withdrawn uuids) is kept
+in a :class:`~fsm_agent.core.normalize.Carry`. Each request:
+
+1. checks that the settled start is still the start of the transcript (one comparison of
+   tuples, at C speed, which sees the same message objects at once); if not (compaction, an
+   edited history) everything is normalized again;
+2. normalizes the messages after it, settling the latest settle point among them;
+3. falls back to a full normalization when a segment reaches back into an earlier one (a
+   tombstone or a media error aimed at an older message, a later part of an older response),
+   or when the media cap has to drop something.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fsm_agent.core.messages import AssistantMessage, Message, ToolResultBlock, UserMessage
+from fsm_agent.core.normalize import (
+    MAX_MEDIA_ITEMS,
+    ApiMessage,
+    Carry,
+    SegmentNotSeparable,
+    cap_media,
+    normalize_for_api,
+    normalize_segment,
+)
+
+__all__ = ["RequestHistory"]
+
+
+def _last_settle_point(messages: Sequence[Message]) -> int:
+    """Index of the last settle point in ``messages`` (0 when there is none).
+
+    A point where the next part of the same response follows (results interleaved between
+    the parts of one response) is skipped: that part would merge back across it.
+    """
+    next_response = ""  # message_id of the nearest assistant message after ``index``
+    for index in range(len(messages) - 1, 0, -1):
+        message = messages[index]
+        if type(message) is AssistantMessage:
+            next_response = message.message_id
+            continue
+        before = messages[index - 1]
+        if (
+            type(message) is UserMessage
+            and message.content
+            and type(message.content[0]) is ToolResultBlock
+            and type(before) is AssistantMessage
+            and not (before.message_id and before.message_id == next_response)
+        ):
+            return index
+    return 0
+
+
+class RequestHistory:
+    """The ``messages`` of successive requests of one session, normalized incrementally.
+
+    Args:
+        max_media: How many images and documents one request may carry (SPEC §10).
+
+    Example:
+        >>> history = RequestHistory()
+        >>> history.normalize(()) == normalize_for_api(())
+        True
+    """
+
+    def __init__(self, *, max_media: int = MAX_MEDIA_ITEMS) -> None:
+        self._max_media = max_media
+        self._settled: tuple[Message, ...] = ()
+        self._settled_api: list[ApiMessage] = []
+        self._carry = Carry()
+        self.messages_normalized = 0
+        """Messages normalized so far, each time counted (linear in a growing session)."""
+
+    def _reset(self) -> None:
+        self._settled = ()
+        self._settled_api = []
+        self._carry = Carry()
+
+    def normalize(self, messages: Sequence[Message]) -> list[ApiMessage]:
+        """The API messages for ``messages``, equal to ``normalize_for_api(messages)``.
+
+        Args:
+            messages: The whole transcript of this request.
+
+        Returns:
+            A new list; the message dicts in it are shared with earlier and later results, so
+            treat them as read-only.
+        """
+        history = tuple(messages)
+        settled = len(self._settled)
+        if settled and history[:settled] != self._settled:
+            self._reset()  # SPEC §7: compaction or an edit replaced the start
+            settled = 0
+        try:
+            return self._extend(history, settled)
+        except SegmentNotSeparable:
+            self._reset()
+            self.messages_normalized += len(history)
+            return normalize_for_api(history, max_media=self._max_media)
+
+    def _extend(self, history: tuple[Message, ...], settled: int) -> list[ApiMessage]:
+        tail = history[settled:]
+        self.messages_normalized += len(tail)
+        cut = _last_settle_point(tail)
+        if cut:
+            head = normalize_segment(tail[:cut], self._carry, final=False)
+            if head.ends_with_assistant:
+                self._carry.absorb(head)
+                self._settled_api.extend(head.api)
+                self._settled = history[: settled + cut]
+                tail = tail[cut:]
+        rest = normalize_segment(tail, self._carry, final=True)
+        api = [*self._settled_api, *rest.api]
+        if self._carry.media + rest.media > self._max_media:
+            return cap_media(api, limit=self._max_media)
+        return api

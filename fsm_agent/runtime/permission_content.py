@@ -1,0 +1,354 @@
+"""What content rules and the mode say about one call (SPEC §9.3 step 1c, the tool's part).
+
+The permission chain (``runtime/permissions.py``) handles whole-tool rules, hooks and modes; this
+module looks inside a call: the parts of a Bash command, the resolved path of a file tool. Its
+answer is a :class:`Verdict`, which the chain turns into a decision following SPEC §9.3.
+
+* **Bash**: the command is taken apart with ``analyse_command``. A deny rule matching any part
+  (inside wrappers, substitutions, pipes) denies; an ask rule matching any part asks, even in
+  bypass mode; a command the parser cannot fully read asks. The command is allowed only when
+  every part is allowed by a rule, is read-only, or (in ``acceptEdits``) is a plain file
+  operation on paths inside the working folder. A part with ``VAR=`` prefixes, a redirection
+  that writes, or a wrapper that changes who runs it (``sudo``) is never allowed by a rule.
+* **File tools**: rules match the resolved path; the tool's own opinion (protected paths ask
+  with a safety check; reads outside the working folder ask) comes after deny and ask rules
+  and before allow rules, as in Claude Code's file-system checks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+import attrs
+
+from fsm_agent.core.events import DecisionSource
+from fsm_agent.core.permission_rules import (
+    Rule,
+    RuleBehavior,
+    RuleSet,
+    path_rule_matches,
+    shell_rule_matches,
+)
+from fsm_agent.core.read_only_commands import judge_read_only
+from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, analyse_command
+from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
+from fsm_agent.toolbox.paths import is_protected
+
+VerdictBehavior: TypeAlias = Literal["allow", "deny", "ask", "passthrough"]
+
+
+@attrs.frozen(kw_only=True)
+class Verdict:
+    """The content step's answer.
+
+    Attributes:
+        behavior: allow, deny, ask or passthrough (no opinion).
+        source: what decided (a rule, the tool, a safety check, the mode).
+        step: the SPEC §9.3 step it stands for (``1d``, ``1e``, ``1f``, ``1g``, ``3``).
+        reason: why, in words.
+        message: for the model or the user.
+        rule: the rule that decided, when one did.
+        immune: an ask that even ``bypassPermissions`` must not skip (steps 1e–1g).
+        suggested_rules: rules that would allow this call, offered to "allow always".
+    """
+
+    behavior: VerdictBehavior
+    source: DecisionSource = DecisionSource.TOOL
+    step: str = "3"
+    reason: str = ""
+    message: str = ""
+    rule: Rule | None = None
+    immune: bool = False
+    suggested_rules: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class CallPlace:
+    """Where a call acts: the folders that decide what is inside and what is outside."""
+
+    cwd: Path
+    home: Path
+    additional_directories: tuple[Path, ...] = ()
+    accept_edits: bool = False
+
+    def inside(self, path: Path) -> bool:
+        """Whether a resolved path is in the working folder or an additional directory."""
+        return any(path.is_relative_to(root) for root in (self.cwd, *self.additional_directories))
+
+
+def tool_verdict(check: PermissionCheck, *, requires_interaction: bool) -> Verdict:
+    """The tool's own opinion as a verdict (SPEC §9.3 steps 1d, 1e, 1g, 3)."""
+    why = check.message or check.reason
+    if check.behavior == "deny":
+        return Verdict(
+            behavior="deny", step="1d", reason=why or "the tool refused", message=check.message
+        )
+    if check.behavior == "ask":
+        if check.reason == SAFETY_CHECK:
+            return Verdict(
+                behavior="ask",
+                source=DecisionSource.SAFETY_CHECK,
+                step="1g",
+                reason=why,
+                message=check.message,
+                immune=True,
+            )
+        if requires_interaction:
+            why = why or "the tool needs a person"
+            return Verdict(behavior="ask", step="1e", reason=why, immune=True)
+        return Verdict(behavior="ask", reason=why or "the tool asks", message=check.message)
+    if check.behavior == "allow":
+        return Verdict(behavior="allow", reason=why or "the tool allows this call")
+    return Verdict(behavior="passthrough", reason=why)
+
+
+# --- file tools ---------------------------------------------------------------------------------
+
+
+def path_verdict(
+    tool_name: str,
+    target: Path,
+    check: PermissionCheck,
+    rules: RuleSet,
+    place: CallPlace,
+    *,
+    read_only: bool,
+    requires_interaction: bool,
+) -> Verdict:
+    """Rules on the resolved path, then the tool's opinion, then allow rules and the mode."""
+    case_sensitive = not _ignores_case(place.cwd)
+    path = target.as_posix()
+
+    def first(behavior: RuleBehavior) -> Rule | None:
+        for rule in rules.content_rules(behavior, tool_name):
+            assert rule.content is not None
+            if path_rule_matches(
+                rule.content,
+                path,
+                cwd=place.cwd.as_posix(),
+                home=place.home.as_posix(),
+                case_sensitive=case_sensitive,
+            ):
+                return rule
+        return None
+
+    denied = first(RuleBehavior.DENY)
+    if denied is not None:
+        return _by_rule("deny", "1d", denied, f"{target} matches")
+    asked = first(RuleBehavior.ASK)
+    if asked is not None:
+        return _by_rule("ask", "1f", asked, f"{target} matches")
+    own = tool_verdict(check, requires_interaction=requires_interaction)
+    if own.behavior == "deny" or own.immune:
+        return own
+    allowed = first(RuleBehavior.ALLOW)
+    if allowed is not None:
+        return _by_rule("allow", "3", allowed, f"{target} matches")
+    if place.accept_edits and not read_only and place.inside(target):
+        return Verdict(
+            behavior="allow",
+            source=DecisionSource.MODE,
+            reason="acceptEdits mode: a file edit inside the working folder",
+        )
+    family = "Read" if read_only else "Edit"
+    return attrs.evolve(own, suggested_rules=(f"{family}(//{_escape_path(path.lstrip('/'))})",))
+
+
+def _by_rule(behavior: VerdictBehavior, step: str, rule: Rule, what: str) -> Verdict:
+    verb = {"deny": "denied", "ask": "needs a question", "allow": "allowed"}[behavior]
+    return Verdict(
+        behavior=behavior,
+        source=DecisionSource.RULE,
+        step=step,
+        reason=f"{what} {rule.behavior.value} rule {rule.text} ({rule.where()}): {verb}",
+        rule=rule,
+        immune=behavior == "ask",
+    )
+
+
+def _escape_path(path: str) -> str:
+    return re.sub(r"([\\*?\[\]()])", r"\\\1", path)
+
+
+_CASE_CACHE: dict[Path, bool] = {}
+
+
+def _ignores_case(folder: Path) -> bool:
+    """Whether the file system holding ``folder`` ignores case (macOS and Windows defaults)."""
+    cached = _CASE_CACHE.get(folder)
+    if cached is None:
+        swapped = folder.with_name(folder.name.swapcase())
+        cached = swapped != folder and swapped.exists() and folder.samefile(swapped)
+        _CASE_CACHE[folder] = cached
+    return cached
+
+
+# --- Bash ---------------------------------------------------------------------------------------
+
+TRANSPARENT_WRAPPERS = frozenset({"timeout", "nice", "nohup", "time", "stdbuf", "command"})
+"""Wrappers that change neither who runs the wrapped command nor what it is given: such a
+wrapper part needs no rule of its own (the command it runs is a part, checked by itself)."""
+
+ACCEPT_EDITS_COMMANDS = {
+    "mkdir": frozenset("pv") | {"--parents", "--verbose"},
+    "touch": frozenset("c") | {"--no-create"},
+    "rm": frozenset("rRfvd") | {"--recursive", "--force", "--verbose", "--dir"},
+    "rmdir": frozenset("pv") | {"--parents", "--verbose"},
+    "mv": frozenset("fnv") | {"--force", "--no-clobber", "--verbose"},
+    "cp": frozenset("rRfnvpa") | {"--recursive", "--force", "--no-clobber", "--verbose"},
+    "sed": frozenset("i") | {"--in-place"},
+}
+"""SPEC §9.3: in acceptEdits these run without a question when every path is inside the
+working folder; only the options listed (harmless ones) are accepted."""
+
+_SED_SUBSTITUTION = re.compile(r"s([/|#,:])(?:(?!\1).)*\1(?:(?!\1).)*\1[gI0-9]*")
+_QUIET_REDIRECTS = frozenset({"/dev/null"})
+
+
+def shell_verdict(
+    command: str, check: PermissionCheck, rules: RuleSet, place: CallPlace
+) -> Verdict:
+    """Rules on every part of a Bash command (SPEC §9.3 Bash checkPermissions)."""
+    analysis = analyse_command(command)
+    texts = [part.text for part in analysis.parts if part.argv]
+    whole = command.strip()
+    # exact/prefix/wildcard deny on any part, wherever it stands
+    for denying in rules.content_rules(RuleBehavior.DENY, "Bash"):
+        matched = _matching_text(denying, [whole, *texts])
+        if matched is not None:
+            return _by_rule("deny", "1d", denying, f"{matched!r}")
+    own = tool_verdict(check, requires_interaction=False)
+    if own.behavior == "deny":
+        return own
+    for asking in rules.content_rules(RuleBehavior.ASK, "Bash"):
+        matched = _matching_text(asking, [whole, *texts])
+        if matched is not None:
+            return _by_rule("ask", "1f", asking, f"{matched!r}")
+    if analysis.problem is not None:
+        return Verdict(
+            behavior="ask",
+            reason=f"the command cannot be fully analysed: {analysis.problem}",
+            suggested_rules=(_exact_rule(whole),),
+        )
+    if own.behavior == "allow":
+        return own
+    used: Rule | None = None
+    by_mode = False
+    refused: list[CommandPart] = []
+    for part in analysis.parts:
+        if part.argv and part.argv[0] in TRANSPARENT_WRAPPERS and _plain(part):
+            continue
+        allowing = _allowing_rule(part, rules)
+        if allowing is not None:
+            used = used or allowing
+        elif place.accept_edits and _accept_edits_allows(part, place):
+            by_mode = True
+        elif not _read_only(part, place):
+            refused.append(part)
+    if refused:
+        first = refused[0]
+        return Verdict(
+            behavior="passthrough",
+            reason=f"`{first.text}` is neither allowed by a rule nor read-only",
+            message=own.message,
+            suggested_rules=tuple(dict.fromkeys(_exact_rule(p.text) for p in refused)),
+        )
+    if used is not None:
+        return _by_rule("allow", "3", used, "every part is allowed or read-only;")
+    if by_mode:
+        return Verdict(
+            behavior="allow",
+            source=DecisionSource.MODE,
+            reason="acceptEdits mode: file operations inside the working folder",
+        )
+    return Verdict(behavior="allow", reason="every part of the command is read-only")
+
+
+def _read_only(part: CommandPart, place: CallPlace) -> bool:
+    """One part judged by the read-only allowlist, reading only where no question is needed."""
+    verdict = judge_read_only(
+        CommandAnalysis(command=part.text, parts=(part,)),
+        cwd=place.cwd.as_posix(),
+        readable_roots=[root.as_posix() for root in place.additional_directories],
+        home=place.home.as_posix(),
+        resolve=os.path.realpath,
+    )
+    return verdict.read_only
+
+
+def _matching_text(rule: Rule, texts: Iterable[str]) -> str | None:
+    assert rule.content is not None
+    for text in texts:
+        if shell_rule_matches(rule.content, text):
+            return text
+    return None
+
+
+def _plain(part: CommandPart) -> bool:
+    """No ``VAR=`` prefix and no redirection that could write somewhere."""
+    return not part.assignments and all(_quiet(r.operator, r.target) for r in part.redirects)
+
+
+def _quiet(operator: str, target: str) -> bool:
+    if operator.startswith("<<"):
+        return True  # a heredoc or here-string is data
+    if operator.endswith("&") and target.isdigit():
+        return True  # 2>&1
+    return ">" in operator and target in _QUIET_REDIRECTS
+
+
+def _allowing_rule(part: CommandPart, rules: RuleSet) -> Rule | None:
+    if not part.argv or not _plain(part) or "sudo" in part.wrappers or "doas" in part.wrappers:
+        return None
+    for rule in rules.content_rules(RuleBehavior.ALLOW, "Bash"):
+        assert rule.content is not None
+        if shell_rule_matches(rule.content, part.text):
+            return rule
+    return None
+
+
+def _accept_edits_allows(part: CommandPart, place: CallPlace) -> bool:
+    """SPEC §9.3: acceptEdits runs simple file operations whose paths are all inside."""
+    if not part.argv or part.assignments or part.wrappers or part.expanded:
+        return False
+    program, *args = part.argv
+    accepted = ACCEPT_EDITS_COMMANDS.get(program)
+    if accepted is None:
+        return False
+    for redirect in part.redirects:
+        if not (_quiet(redirect.operator, redirect.target) or _inside(redirect.target, place)):
+            return False
+    operands: list[str] = []
+    options_done = False
+    for arg in args:
+        if options_done or not arg.startswith("-") or arg == "-":
+            operands.append(arg)
+        elif arg == "--":
+            options_done = True
+        elif arg.startswith("--"):
+            if arg not in accepted:
+                return False
+        elif not set(arg[1:]) <= accepted:
+            return False
+    if program == "sed":
+        if not operands or _SED_SUBSTITUTION.fullmatch(operands[0]) is None:
+            return False
+        operands = operands[1:]
+    return bool(operands) and all(_inside(operand, place) for operand in operands)
+
+
+def _inside(raw: str, place: CallPlace) -> bool:
+    if not raw or (raw.startswith("~") and not raw.startswith("~/")):
+        return False  # ~user paths, and the home folder itself, are not inside
+    path = Path(raw).expanduser()
+    resolved = (path if path.is_absolute() else place.cwd / path).resolve()
+    return resolved.is_relative_to(place.cwd) and not is_protected(resolved)
+
+
+def _exact_rule(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+    return f"Bash({escaped.replace('*', chr(92) + '*')})"

@@ -1,0 +1,262 @@
+"""What a person at the terminal sees of a live run, and how they answer permission questions.
+
+The view prints each loop transition, each tool call with a summary of its input and of its
+result, model failures and retries with their reason and delay as they happen, and streamed
+thinking apart from streamed text. A status line shows the current phase.
+
+A permission question shows the tool, its input and the reason it is asked, and offers
+allow once, allow always (for the rest of the session) or deny with a message for the model.
+While it waits, everything else the run would print is held back and printed after the
+answer, so nothing lands on the question's line. Texts are printed without rich markup, so
+``[y/N]`` or a file name in brackets shows as written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from fsm_agent.core.messages import (
+    AssistantMessage,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+)
+from fsm_agent.runtime import agent as updates
+from fsm_agent.runtime.permissions import PermissionAnswer, PermissionRequest
+
+SUMMARY_CHARS = 100
+"""How much of a tool's input or result a summary line shows."""
+
+_ALWAYS = {"a", "always"}
+_ONCE = {"y", "yes"}
+_DENY = {"n", "no", ""}
+
+
+def summarize_input(tool_input: dict[str, Any], limit: int = SUMMARY_CHARS) -> str:
+    """``key=value`` pairs of a tool input on one line, cut to ``limit`` characters."""
+    shown = " ".join(f"{key}={_one_line(value)!r}" for key, value in tool_input.items())
+    return _cut(shown, limit)
+
+
+def summarize_result(content: object, limit: int = SUMMARY_CHARS) -> str:
+    """The first line of a tool result, cut to ``limit``, with the line count when longer."""
+    if isinstance(content, str):
+        text = content
+    else:
+        text = " ".join(str(getattr(block, "text", "")) for block in content or ())  # type: ignore[attr-defined]
+    lines = text.splitlines() or [""]
+    more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    return _cut(lines[0], limit) + more
+
+
+def _one_line(value: object) -> str:
+    return " ".join(str(value).split())
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class LiveView:
+    """Prints a run's updates as they come; asks permission questions at the terminal.
+
+    Args:
+        quiet: print nothing but what the caller prints itself (transitions are still
+            counted in ``loop_transitions``).
+        console: where to print (default: a rich console on stdout).
+        read_line: reads one answer line (default: ``input``); replaceable for tests.
+    """
+
+    def __init__(
+        self,
+        *,
+        quiet: bool = False,
+        console: Console | None = None,
+        read_line: Callable[[str], str] = input,
+    ) -> None:
+        self.console = console if console is not None else Console(highlight=False)
+        self.quiet = quiet
+        self.read_line = read_line
+        self.loop_transitions: list[str] = []
+        self.always_allowed: set[str] = set()
+        self._status: Any = None
+        self._phase = "idle"
+        self._text = ""  # the streamed line still arriving
+        self._thinking = False
+        self._tools: dict[str, str] = {}  # call id → tool name
+        self._asking: asyncio.Lock | None = None
+        self._held: list[Callable[[], None]] | None = None  # output held during a question
+
+    def __enter__(self) -> LiveView:
+        if not self.quiet and self.console.is_terminal:
+            self._status = self.console.status("idle")
+            self._status.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._end_text()
+        if self._status is not None:
+            self._status.__exit__(None, None, None)
+
+    # --- printing ---------------------------------------------------------------------------
+
+    def _print(self, text: str, style: str = "") -> None:
+        """Print one line as plain text (never markup), or hold it while a question waits."""
+
+        def out() -> None:
+            self.console.print(Text(text, style=style))
+
+        if self._held is not None:
+            self._held.append(out)
+        else:
+            out()
+
+    def show(self, update: object) -> updates.RunResult | None:
+        """Print one update; returns the result from the last one (``RunFinished``)."""
+        if isinstance(update, updates.RunFinished):
+            return update.result
+        if isinstance(update, updates.TransitionUpdate):
+            self._transition(update)
+        elif self.quiet:
+            return None
+        elif isinstance(update, updates.TextDelta):
+            self._delta(update)
+        elif isinstance(update, updates.MessageUpdate):
+            self._message(update)
+        elif isinstance(update, updates.ModelFailed):
+            self._end_text()
+            status = f", HTTP {update.status}" if update.status is not None else ""
+            self._print(f"   model request failed ({update.kind}{status}): {update.message}", "red")
+        elif isinstance(update, updates.RetryScheduled):
+            self._end_text()
+            self._print(
+                f"   retrying the request (attempt {update.attempt}) "
+                f"in {update.delay_ms / 1000:.1f} s",
+                "yellow",
+            )
+        elif isinstance(update, updates.ToolProgress):
+            name = self._tools.get(update.call_id, update.call_id)
+            self._print(f"   … {name}: {_cut(update.text, SUMMARY_CHARS)}", "dim")
+        return None
+
+    def _transition(self, update: updates.TransitionUpdate) -> None:
+        taken = update.transition
+        if taken.machine == "loop":
+            self.loop_transitions.append(taken.name)
+        if self.quiet:
+            return
+        if taken.machine == "loop":
+            self._end_text()
+            self._print(f"⟶ {taken.name}  {taken.source} → {taken.dest}", "cyan")
+            self._phase = update.phase
+            self._update_status()
+        elif taken.name in {"permission_denied", "hook_denied", "cancelled", "input_rejected"}:
+            self._end_text()
+            name = self._tools.get(taken.call_id or "", taken.call_id or "?")
+            self._print(f"   {name}: {taken.name.replace('_', ' ')}", "magenta")
+
+    def _delta(self, update: updates.TextDelta) -> None:
+        if update.thinking != self._thinking:
+            # Thinking and text never share a line, and each starts with its own label.
+            self._end_text()
+            self._thinking = update.thinking
+            if update.thinking:
+                self._print("   thinking:", "dim italic")
+        self._text += update.text
+        *complete, self._text = self._text.split("\n")
+        for line in complete:
+            self._print_text_line(line)
+        self._update_status()
+
+    def _print_text_line(self, line: str) -> None:
+        if self._thinking:
+            self._print(f"   │ {line}", "dim italic")
+        else:
+            self._print(f"   {line}")
+
+    def _message(self, update: updates.MessageUpdate) -> None:
+        message = update.message
+        if isinstance(message, AssistantMessage):
+            for block in message.content:
+                if isinstance(block, ToolUseBlock):
+                    self._end_text()
+                    self._tools[block.id] = block.name
+                    self._print(f"   ▶ {block.name} {summarize_input(block.input)}", "bold")
+        elif isinstance(message, UserMessage):
+            for block in message.content:
+                if isinstance(block, ToolResultBlock):
+                    self._end_text()
+                    name = self._tools.get(block.tool_use_id, "tool")
+                    mark, style = ("✗", "red") if block.is_error else ("◀", "green")
+                    self._print(f"   {mark} {name}: {summarize_result(block.content)}", style)
+
+    def _update_status(self) -> None:
+        if self._status is None or self._held is not None:
+            return
+        tail = self._text[-70:]
+        self._status.update(Text(f"phase: {self._phase}" + (f"  │ {tail}" if tail else "")))
+
+    def _end_text(self) -> None:
+        if self._text:
+            self._print_text_line(self._text)
+            self._text = ""
+
+    # --- permission questions -----------------------------------------------------------------
+
+    async def ask(self, request: PermissionRequest) -> PermissionAnswer:
+        """Ask the person at the terminal, one question at a time; the run goes on meanwhile
+        but prints nothing until the answer is in."""
+        if request.tool_name in self.always_allowed:
+            return PermissionAnswer(allow=True, message="allowed always this session")
+        if self._asking is None:
+            self._asking = asyncio.Lock()
+        async with self._asking:
+            self._end_text()
+            if self._status is not None:
+                self._status.stop()
+            self._held = []
+            try:
+                return await asyncio.to_thread(self._question, request)
+            finally:
+                held, self._held = self._held, None
+                for out in held:
+                    out()
+                if self._status is not None:
+                    self._status.start()
+
+    def _question(self, request: PermissionRequest) -> PermissionAnswer:
+        plain = self.console.print
+        plain(Text(f"\nPermission needed: {request.tool_name}", style="bold yellow"))
+        for key, value in request.input.items():
+            plain(Text(f"  {key}: {_cut(str(value), 400)}"))
+        why = request.message or request.reason or "this call needs your approval"
+        plain(Text(f"  why: {why}"))
+        while True:
+            try:
+                raw = self.read_line("Allow? [y] once, [a] always, [n] no: ")
+            except EOFError:
+                return PermissionAnswer(allow=False, message="no answer came (input closed)")
+            answer = raw.strip().lower()
+            if answer in _ONCE:
+                return PermissionAnswer(allow=True)
+            if answer in _ALWAYS:
+                self.always_allowed.add(request.tool_name)
+                return PermissionAnswer(allow=True, message="allowed always this session")
+            if answer in _DENY:
+                try:
+                    note = self.read_line("Message for the model (optional): ").strip()
+                except EOFError:
+                    note = ""
+                return PermissionAnswer(allow=False, message=note)
+            plain(Text("  please answer y, a or n"))
+
+
+def stdin_is_terminal() -> bool:
+    """Whether someone can be asked (standard input is a terminal)."""
+    return sys.stdin.isatty()

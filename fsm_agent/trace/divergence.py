@@ -1,0 +1,62 @@
+"""How a divergence is reported, the same way by the CLI and the pytest plugin.
+
+Records are shown as the JSON lines of the trace (keys sorted), and the report names the
+first field that differs as a JSON path (``$.effect.max_output_tokens``), so a long record
+need not be compared by eye.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from fsm_agent.errors import TraceDivergence
+
+
+def first_difference(expected: Any, actual: Any, path: str = "$") -> str | None:
+    """The JSON path of the first place where two JSON values differ, or None if equal.
+
+    Object keys are visited in sorted order, list items in order; a key present on one side
+    only is a difference at that key, a list of another length at the first missing index.
+    """
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(expected.keys() | actual.keys()):
+            if key not in expected or key not in actual:
+                return f"{path}.{key}"
+            found = first_difference(expected[key], actual[key], f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(expected, list) and isinstance(actual, list):
+        for index, (mine, theirs) in enumerate(zip(expected, actual, strict=False)):
+            found = first_difference(mine, theirs, f"{path}[{index}]")
+            if found is not None:
+                return found
+        if len(expected) != len(actual):
+            return f"{path}[{min(len(expected), len(actual))}]"
+        return None
+    if type(expected) is not type(actual) or expected != actual:
+        return path
+    return None
+
+
+def _json(record: dict[str, Any] | None) -> str:
+    if record is None:
+        return "(nothing: the trace ends here)"
+    return orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def format_divergence(error: TraceDivergence) -> str:
+    """A short report: where, the first differing field, both records, and the context."""
+    lines = [f"{error.source or 'trace'}: replay diverged at seq {error.seq}"]
+    if error.expected is not None and error.actual is not None:
+        lines.append(f"  first difference: {first_difference(error.expected, error.actual)}")
+    lines.append(f"  recorded: {_json(error.expected)}")
+    lines.append(f"  replayed: {_json(error.actual)}")
+    if error.context:
+        lines.append("  around it (recorded):")
+        for record in error.context:
+            marker = ">" if record.get("seq") == error.seq else " "
+            lines.append(f"   {marker} {_json(record)}")
+    return "\n".join(lines)

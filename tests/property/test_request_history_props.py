@@ -1,0 +1,55 @@
+"""Incremental request messages equal a full normalization (DESIGN §7, SPEC §8.1–8.2)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fsm_agent.core.messages import Message
+from fsm_agent.core.normalize import normalize_for_api
+from fsm_agent.core.request_history import RequestHistory
+from fsm_agent.testing.transcripts import loop_transcripts, transcripts
+
+
+@st.composite
+def _growing(draw: st.DrawFn, source: st.SearchStrategy[list[Message]]) -> list[list[Message]]:
+    """Successive requests of one session: ever longer prefixes of one transcript."""
+    transcript = draw(source)
+    cuts = sorted(draw(st.lists(st.integers(0, len(transcript)), max_size=6)))
+    return [transcript[:cut] for cut in cuts] + [transcript]
+
+
+def _session() -> st.SearchStrategy[list[list[Message]]]:
+    return st.one_of(
+        _growing(transcripts(max_size=30)),
+        _growing(loop_transcripts(max_rounds=8)),
+        _growing(
+            st.lists(loop_transcripts(max_rounds=3), min_size=2, max_size=3).map(
+                lambda parts: [m for part in parts for m in part]
+            )
+        ),
+    )
+
+
+@given(_session())
+def test_incremental_requests_equal_full_normalization(requests: list[list[Message]]) -> None:
+    """Each request of a growing session normalizes to exactly what a full pass gives."""
+    history = RequestHistory()
+    for messages in requests:
+        assert history.normalize(messages) == normalize_for_api(messages)
+
+
+@given(_session(), st.data())
+def test_an_edited_history_is_normalized_again(
+    requests: list[list[Message]], data: st.DataObject
+) -> None:
+    """A request whose start differs from the last one (compaction, an edit) is still right."""
+    history = RequestHistory()
+    for messages in requests:
+        history.normalize(messages)
+    last = requests[-1]
+    if last:
+        drop = data.draw(st.integers(0, len(last) - 1))
+        edited = last[:drop] + last[drop + 1 :]
+        assert history.normalize(edited) == normalize_for_api(edited)
+        assert history.normalize(last) == normalize_for_api(last)

@@ -1,0 +1,196 @@
+"""The command line's debugging workflow: clear one-line errors, fork, resume, truncated
+traces, folders, the shared divergence report, and exit statuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsm_agent import __version__
+from fsm_agent.cli import main
+from fsm_agent.trace.divergence import first_difference
+from fsm_agent.trace.reader import read_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACES = ROOT / "traces"
+
+
+def scenario(tmp_path: Path, steps: list[dict[str, Any]]) -> str:
+    """A scenario file for ``--model scripted:FILE``."""
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps({"steps": steps}), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["replay", "missing.jsonl"],
+        ["show", "missing.jsonl"],
+        ["diff", "missing.jsonl", str(TRACES / "max_turns.jsonl")],
+        ["diagram", "--trace", "missing.jsonl"],
+        ["run", "hi", "--model", "scripted:missing.json"],
+        ["fork", "missing.jsonl", "--at", "3", "--model", "scripted:x.json"],
+        ["resume", "missing.jsonl", "--model", "scripted:x.json"],
+    ],
+)
+def test_a_missing_path_is_one_clear_line(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Every command given a missing file exits 2 with one line naming it, no traceback."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fsm-agent: ") and "missing" in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_a_folder_where_a_file_is_needed_is_named(tmp_path: Path, capsys: Any) -> None:
+    """diff and diagram --trace given a folder say so instead of raising IsADirectoryError."""
+    assert main(["diff", str(tmp_path), str(TRACES / "max_turns.jsonl")]) == 2
+    assert main(["diagram", "--trace", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("is a folder") == 2 and "Traceback" not in err
+
+
+def test_show_on_a_folder_lists_its_traces(capsys: Any) -> None:
+    """`show FOLDER` prints one line per trace with its terminal reason."""
+    assert main(["show", str(TRACES)]) == 0
+    out = capsys.readouterr().out
+    assert "traces in" in out
+    assert "max_turns.jsonl" in out and "model_error.jsonl" in out
+    assert " max_turns" in out.split("max_turns.jsonl", 1)[1].splitlines()[0]
+
+
+def test_version(capsys: Any) -> None:
+    """`--version` prints the library version."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"fsm-agent {__version__}"
+
+
+def test_every_argument_has_help(capsys: Any) -> None:
+    """Each command's --help gives a description for every argument and option."""
+    for command in ("run", "fork", "resume", "replay", "show", "diff", "diagram", "demo"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = capsys.readouterr().out
+        lines = text.split("\n\n", 1)[1].splitlines()
+        entries = 0
+        for index, line in enumerate(lines):
+            if not line.startswith("  ") or line.startswith("   "):
+                continue  # not an argument's first line
+            entries += 1
+            _, _, description = line.strip().partition("  ")
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            assert description.strip() or following.startswith("     "), (command, line)
+        assert entries, text
+
+
+def test_a_run_ending_in_an_error_terminal_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """A run that ends model_error exits 1 and shows the failure live, not only in the trace."""
+    monkeypatch.chdir(tmp_path)
+    model = scenario(tmp_path, [{"error": {"kind": "other", "message": "bad request here"}}])
+    assert main(["run", "hi", "--model", model, "--trace", "t.jsonl"]) == 1
+    out = capsys.readouterr().out
+    assert "model request failed" in out and "bad request here" in out
+    assert "ended: model_error" in out
+
+
+def test_without_a_terminal_an_ask_is_denied_saying_no_one_was_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no terminal and no --yes, a Write that needs permission is denied as 'no one to
+    ask', not recorded as a user's denial."""
+    monkeypatch.chdir(tmp_path)
+    write = {"tool_use": {"name": "Write", "input": {"file_path": "x.txt", "content": "x"}}}
+    model = scenario(tmp_path, [{"content": [write]}, {"content": [{"text": "ok"}]}])
+    main(["run", "write it", "--model", model, "--trace", "t.jsonl"])
+    decided = [
+        r.data["event"]
+        for r in read_trace(tmp_path / "t.jsonl").of_kind("event")
+        if r.data["event"]["type"] == "PermissionDecided"
+    ]
+    assert [(d["behavior"], d["reason"]) for d in decided] == [("deny", "no one to ask")]
+    assert not (tmp_path / "x.txt").exists()
+
+
+def test_fork_on_the_command_line_records_its_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fork TRACE --at SEQ` replays the prefix, carries on live, and names the parent."""
+    monkeypatch.chdir(tmp_path)
+    first = scenario(tmp_path, [{"content": [{"text": "one"}]}])
+    assert main(["run", "hi", "--model", first, "--trace", "a.jsonl"]) == 0
+    again = scenario(tmp_path, [{"content": [{"text": "two"}]}])
+    argv = ["fork", "a.jsonl", "--at", "1", "--model", again, "--trace", "b.jsonl"]
+    assert main(argv) == 0
+    header = read_trace(tmp_path / "b.jsonl").header
+    assert header.meta["parent"] == {"kind": "fork", "trace": "a.jsonl", "seq": 1}
+    assert main(["replay", "b.jsonl"]) == 0
+
+
+def test_truncated_traces_replay_resume_and_need_the_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """A cut-off trace fails `replay` with a hint, passes `replay --allow-truncated`, and
+    `resume` carries it on to an end."""
+    monkeypatch.chdir(tmp_path)
+    text = (TRACES / "retry_then_success.jsonl").read_bytes()
+    lines = text.splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(b"".join(lines[:6]) + lines[6][:20])
+    assert main(["replay", "cut.jsonl"]) == 1
+    assert "--allow-truncated" in capsys.readouterr().out
+    assert main(["replay", "--allow-truncated", "cut.jsonl"]) == 0
+    assert "truncated: accepted" in capsys.readouterr().out
+    answer = scenario(tmp_path, [{"content": [{"text": "resumed"}]}] * 3)
+    assert main(["resume", "cut.jsonl", "--model", answer, "--trace", "r.jsonl"]) in {0, 1}
+    assert read_trace(tmp_path / "r.jsonl").header.meta["parent"]["kind"] == "resume"
+
+
+def test_divergence_reports_name_the_first_differing_field(tmp_path: Path, capsys: Any) -> None:
+    """`replay` and `diff` report a divergence as JSON records with the field path."""
+    good = (TRACES / "model_error.jsonl").read_text(encoding="utf-8")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good.replace('"dest":"model_error"', '"dest":"completed"', 1))
+    assert main(["replay", str(bad)]) == 1
+    assert "first difference: $.dest" in capsys.readouterr().out
+    assert main(["diff", str(TRACES / "model_error.jsonl"), str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "first difference: $.dest" in out and '"dest":"completed"' in out
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "path"),
+    [
+        ({"a": 1}, {"a": 1}, None),
+        ({"a": {"b": [1, 2]}}, {"a": {"b": [1, 3]}}, "$.a.b[1]"),
+        ({"a": [1]}, {"a": [1, 2]}, "$.a[1]"),
+        ({"a": 1}, {"a": 1, "z": 2}, "$.z"),
+        ({"a": 1}, {"a": True}, "$.a"),
+    ],
+)
+def test_first_difference_paths(expected: Any, actual: Any, path: str | None) -> None:
+    """first_difference names the JSON path of the first differing value (None if equal)."""
+    assert first_difference(expected, actual) == path
+
+
+def test_diagram_folds_abort_edges_into_a_note(capsys: Any) -> None:
+    """The mermaid diagram draws no abort edge; one note lists where aborts come from, and the
+    run's path is drawn in a loud colour."""
+    assert main(["diagram", "--trace", str(TRACES / "aborted_streaming.jsonl")]) == 0
+    out = capsys.readouterr().out
+    loop = out.split("```mermaid", 2)[1]
+    assert "--> aborted_streaming: aborted_streaming on AbortRequested" not in loop
+    note = next(line for line in loop.splitlines() if "note right of idle" in line)
+    assert "aborted_streaming on AbortRequested from idle, session_start_hooks" in note
+    assert "aborted_tools on AbortRequested from attachments, post_tools" in note
+    assert "classDef taken fill:#ff922b,stroke:#c92a2a,stroke-width:3px" in loop

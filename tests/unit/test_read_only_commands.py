@@ -1,0 +1,243 @@
+"""Read-only judgement: programs and their options by allowlist, reads kept inside the folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
+from fsm_agent.core.shell_commands import analyse_command
+
+CWD = "/work/project"
+HOME = "/home/user"
+
+
+def judge(command: str, *, roots: tuple[str, ...] = ()) -> ReadOnlyVerdict:
+    """The verdict on ``command`` run in CWD, lexical paths only."""
+    return judge_read_only(analyse_command(command), cwd=CWD, readable_roots=roots, home=HOME)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls",
+        "ls -la src",
+        "ls --color=auto -1",
+        "cat README.md",
+        "cat -n src/a.py | head -20",
+        "head -n 5 a.txt",
+        "head -5 a.txt",
+        "tail -f log.txt",
+        "wc -l a.txt b.txt",
+        "grep -rn 'def main' src",
+        "grep -E 'a|b' -- -weird-name",
+        "grep -e pattern file",
+        "egrep -i x y",
+        "rg -n --hidden todo",
+        "rg --files",
+        "rg -e foo -e bar src",
+        "find . -name '*.py' -type f",
+        "find src -maxdepth 2 -not -path './.git/*' -print",
+        "sort a.txt",
+        "sort -rn -k 2 a.txt | uniq -c",
+        "uniq -c a.txt",
+        "diff -u a.txt b.txt",
+        "cut -d, -f2 data.csv",
+        "tr a-z A-Z < in.txt",
+        "stat a.txt",
+        "du -sh .",
+        "df -h",
+        "file a.bin",
+        "tree -L 2",
+        "echo hello world",
+        "echo -n 'a > b'",
+        "printf '%s\\n' x",
+        "pwd",
+        "date +%Y",
+        "which python",
+        "test -f a.txt && cat a.txt",
+        "[ -d src ] || echo none",
+        "true",
+        "sha256sum a.txt",
+        "git status",
+        "git status --porcelain=v1 -b",
+        "git log --oneline -5",
+        "git log -p --stat -- src",
+        "git diff HEAD~1 --stat",
+        "git diff --cached --name-only",
+        "git show HEAD:README.md",
+        "git branch -a",
+        "git branch --list 'feat*'",
+        "git rev-parse --show-toplevel",
+        "git ls-files -z",
+        "git blame -L 1,10 a.py",
+        "git --no-pager log -1",
+        "git tag -l",
+        "git remote -v",
+        "git grep -n todo",
+        "git --version",
+        "ls 2>/dev/null",
+        "ls 2>&1 | grep x",
+        "cat a.txt >/dev/null 2>&1",
+        "LC_ALL=C sort a.txt",
+        "cat <<EOF\nhello\nEOF",
+        "grep x <<< 'some text'",
+        "/usr/bin/ls -l",
+        "ls; " * 49 + "ls",
+    ],
+)
+def test_read_only_commands_are_allowed(command: str) -> None:
+    """Everyday looking-around commands are judged read-only."""
+    verdict = judge(command)
+    assert verdict.read_only, verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("rm x", "`rm x`: rm is not on the read-only list"),
+        ("ls && rm x", "`rm x`: rm is not on the read-only list"),
+        ("sort -o out a.txt", "sort -o is not a read-only option"),
+        ("sort -ro out a.txt", "sort -o is not a read-only option"),
+        ("sort --outp=out a.txt", "sort --outp (that is --output) is not a read-only option"),
+        ("sort --o=out a.txt", "sort --o (that is --output) is not a read-only option"),
+        ("sort --rev a.txt", "sort --rev abbreviates --reverse; spell options out in full"),
+        ("sort --bogus a.txt", "sort: --bogus is not an option we know"),
+        ("sort -T /tmp a.txt", "sort -T is not a read-only option"),
+        ("uniq in.txt out.txt", "uniq with more than 1 operand(s) writes or changes"),
+        ("git diff --output=x", "git diff --output is not a read-only option"),
+        ("git diff --outp=x", "git diff: --outp is ambiguous"),
+        ("git log --output x", "git log --output is not a read-only option"),
+        ("git -c core.pager=sh log", "git -c is not a read-only option"),
+        ("git --exec-path=/tmp log", "git --exec-path is not a read-only option"),
+        ("git -C /tmp status", "git -C is not a read-only option"),
+        ("git diff --ext-diff", "git diff --ext-diff is not a read-only option"),
+        ("git grep -O x", "git grep -O is not a read-only option"),
+        ("git commit -m x", "git commit is not on the read-only list"),
+        ("git branch new", "git branch with a name creates it"),
+        ("git branch -D old", "git branch -D is not a read-only option"),
+        ("git tag v1", "git tag with a name creates it"),
+        ("git remote add o url", "git remote with more than 0 operand(s)"),
+        ("find . -delete", "find -delete deletes files"),
+        ("find . -exec cat {} +", "find -exec runs a command"),
+        ("find . -fprint out", "find -fprint writes a file"),
+        ("find . -newermt 2020", "find -newermt is not known to be read-only"),
+        ("rg --pre=sh x", "rg --pre is not a read-only option"),
+        ("rg -z x", "rg -z is not a read-only option"),
+        ("tree -o out", "tree -o is not a read-only option"),
+        ("date -s 2020-01-01", "date -s is not a read-only option"),
+        ("date 0101", "sets the clock"),
+        ("printf -v x y", "printf -v assigns a shell variable"),
+        ("echo hi > out", "writes to out (>)"),
+        ("echo hi >> out", "writes to out (>>)"),
+        ("echo hi &> out", "writes to out (&>)"),
+        ("echo hi 2> err", "writes to err (2>)"),
+        ("echo hi >&out", "redirects with >& out"),
+        ("cat < $F", "which the shell computes"),
+        ("env", "env prints the environment"),
+        ("printenv", "printenv prints the environment"),
+        ("set", "set prints the shell's variables"),
+        ("export -p", "export prints or changes the environment"),
+        ("declare -p", "declare prints or changes shell variables"),
+        ("compgen -v", "compgen can list the environment"),
+        ("echo $HOME", "uses $HOME, which the shell computes"),
+        ('echo "$(id)"', "uses $(id), which the shell computes"),
+        ("ls *", "uses *, which the shell computes"),
+        ("PATH=. ls", "sets PATH for the program"),
+        ("X=$(id) ls", "sets X for the program"),
+        ("PATH=.", "assigns shell variables"),
+        ("timeout 5 ls", "timeout is not on the read-only list"),
+        ("xargs ls", "xargs is not on the read-only list"),
+        ("./ls", "runs the program file ./ls"),
+        ("less a.txt", "less is not on the read-only list"),
+        ("sed -n p a.txt", "sed is not on the read-only list"),
+        ("awk '{print}' a.txt", "awk is not on the read-only list"),
+        ("tee out", "tee is not on the read-only list"),
+        ("ls 'open", "cannot be analysed"),
+        ("", "there is no command to run"),
+        ("ls; " * 50 + "ls", "more than 50"),
+    ],
+)
+def test_anything_not_proven_read_only_is_refused_with_a_reason(command: str, reason: str) -> None:
+    """Writers, runners, environment printers and unknowns are refused, naming why."""
+    verdict = judge(command)
+    assert not verdict.read_only
+    assert reason in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat /etc/passwd",
+        "cat ../secret",
+        "cat src/../../secret",
+        "cat ~/.ssh/id_rsa",
+        "cat ~root/.bashrc",
+        "ls /",
+        "grep -r key /etc",
+        "grep -f /etc/shadow x",
+        "rg key ~",
+        "find / -name id_rsa",
+        "find . -newer /etc/shadow",
+        "cat < /etc/passwd",
+        "wc --files0-from=/etc/list",
+        "git log -- ../other",
+        "git diff /etc/passwd a",
+        "diff --from-file=/etc/hosts a",
+        "test -f ~/.netrc",
+        "head -c 10 /proc/self/environ",
+    ],
+)
+def test_reads_outside_the_working_folder_are_refused(command: str) -> None:
+    """A path (operand, path option or ``<`` source) outside the folder and roots asks."""
+    verdict = judge(command)
+    assert not verdict.read_only
+    assert "outside the working folder" in verdict.reason
+
+
+def test_readable_roots_widen_where_reading_is_allowed() -> None:
+    """A file under an additional readable folder may be read."""
+    assert judge("cat /data/shared/a.txt", roots=("/data/shared",)).read_only
+    assert not judge("cat /data/other/a.txt", roots=("/data/shared",)).read_only
+    assert not judge("cat /data/shared-not/a.txt", roots=("/data/shared",)).read_only
+
+
+def test_the_home_folder_is_what_tilde_means() -> None:
+    """``~`` resolves to the given home; it is readable only when it is a readable root."""
+    assert judge("cat ~/notes.txt", roots=(HOME,)).read_only
+
+
+def test_symlinks_are_followed_with_a_resolver(tmp_path: Path) -> None:
+    """With ``os.path.realpath`` as resolver, a link inside pointing outside is refused."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "secret").write_text("key")
+    (work / "link").symlink_to(tmp_path / "secret")
+    (work / "plain.txt").write_text("ok")
+    cwd = os.path.realpath(work)
+
+    def verdict(command: str) -> bool:
+        analysis = analyse_command(command)
+        return judge_read_only(
+            analysis, cwd=cwd, readable_roots=(), home=HOME, resolve=os.path.realpath
+        ).read_only
+
+    assert verdict("cat plain.txt")
+    assert not verdict("cat link")
+
+
+def test_a_wrapped_read_only_command_is_not_read_only() -> None:
+    """The wrapper itself is never read-only, whatever it runs."""
+    verdict = judge("sudo ls")
+    assert (verdict.read_only, verdict.reason) == (
+        False,
+        "`sudo ls`: sudo is not on the read-only list",
+    )
+
+
+def test_the_reason_names_the_first_part_that_is_not_read_only() -> None:
+    """Earlier read-only parts are passed over; the refusal quotes the offending part."""
+    verdict = judge("ls | grep x && cat a > b")
+    assert verdict.reason == "`cat a`: writes to b (>)"

@@ -1,0 +1,141 @@
+"""The live view and the permission prompt at the terminal (printed to a string console)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+
+from rich.console import Console
+
+from fsm_agent.core.messages import (
+    AssistantMessage,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+)
+from fsm_agent.core.step import TransitionTaken
+from fsm_agent.runtime.agent import (
+    MessageUpdate,
+    ModelFailed,
+    RetryScheduled,
+    TextDelta,
+    TransitionUpdate,
+)
+from fsm_agent.runtime.permissions import PermissionAnswer, PermissionRequest
+from fsm_agent.terminal_view import LiveView, summarize_result
+
+
+def view_with(answers: list[str]) -> tuple[LiveView, io.StringIO, list[str]]:
+    """A view printing to a string, reading ``answers`` in turn; returns the prompts shown."""
+    out = io.StringIO()
+    prompts: list[str] = []
+
+    def read_line(prompt: str) -> str:
+        prompts.append(prompt)
+        return answers.pop(0)
+
+    console = Console(file=out, width=200, force_terminal=False, color_system=None)
+    return LiveView(console=console, read_line=read_line), out, prompts
+
+
+REQUEST = PermissionRequest(
+    tool_name="Write",
+    input={"file_path": "[notes].txt", "content": "hello"},
+    message="writes need approval [y/N]",
+)
+
+
+def test_the_question_shows_tool_input_and_reason_verbatim() -> None:
+    """The prompt names the tool, each input field and the reason, brackets and all."""
+    view, out, prompts = view_with(["y"])
+    answer = asyncio.run(view.ask(REQUEST))
+    assert answer == PermissionAnswer(allow=True)
+    text = out.getvalue()
+    assert "Permission needed: Write" in text
+    assert "file_path: [notes].txt" in text
+    assert "why: writes need approval [y/N]" in text
+    assert prompts == ["Allow? [y] once, [a] always, [n] no: "]
+
+
+def test_allow_always_is_remembered_for_the_session() -> None:
+    """'a' allows the call and every later call of the same tool without asking."""
+    view, _, prompts = view_with(["a"])
+    assert asyncio.run(view.ask(REQUEST)).allow
+    assert asyncio.run(view.ask(REQUEST)).allow
+    assert len(prompts) == 1
+
+
+def test_deny_takes_a_message_for_the_model() -> None:
+    """'n' denies and passes the typed message on; an unknown answer asks again."""
+    view, _, prompts = view_with(["maybe", "n", "use the scratch folder"])
+    answer = asyncio.run(view.ask(REQUEST))
+    assert answer == PermissionAnswer(allow=False, message="use the scratch folder")
+    assert len(prompts) == 3
+
+
+def test_output_waits_while_a_question_is_open() -> None:
+    """Updates arriving during a question are printed after the answer, not onto it."""
+    out = io.StringIO()
+    asked, release = threading.Event(), threading.Event()
+
+    def read_line(prompt: str) -> str:
+        asked.set()
+        release.wait(5)
+        return "y"
+
+    console = Console(file=out, width=200, color_system=None)
+    view = LiveView(console=console, read_line=read_line)
+    taken = TransitionTaken(machine="loop", name="next_turn", source="post_tools", dest="iter_init")
+
+    async def go() -> str:
+        question = asyncio.create_task(view.ask(REQUEST))
+        while not asked.is_set():
+            await asyncio.sleep(0.01)
+        view.show(TransitionUpdate(transition=taken, phase="iter_init"))
+        during = out.getvalue()
+        release.set()
+        await question
+        return during
+
+    during = asyncio.run(go())
+    assert "next_turn" not in during
+    assert out.getvalue().index("next_turn") > out.getvalue().index("Permission needed")
+
+
+def test_tool_calls_are_named_with_input_and_result() -> None:
+    """A tool call shows its name and input; its result shows the tool and a summary."""
+    view, out, _ = view_with([])
+    use = ToolUseBlock(id="toolu_1", name="Read", input={"file_path": "app.py"})
+    view.show(MessageUpdate(message=AssistantMessage(uuid="a", message_id="m", content=(use,))))
+    result = ToolResultBlock(tool_use_id="toolu_1", content="line one\nline two\nline three")
+    view.show(MessageUpdate(message=UserMessage(uuid="u", content=(result,))))
+    text = out.getvalue()
+    assert "▶ Read file_path='app.py'" in text
+    assert "◀ Read: line one  (+2 lines)" in text
+
+
+def test_model_failures_and_retries_show_live() -> None:
+    """A failed request shows its kind, status and message; a retry its attempt and delay."""
+    view, out, _ = view_with([])
+    view.show(ModelFailed(request_id="r1", kind="overloaded", message="busy", status=529))
+    view.show(RetryScheduled(request_id="r1", attempt=2, delay_ms=1500))
+    text = out.getvalue()
+    assert "model request failed (overloaded, HTTP 529): busy" in text
+    assert "retrying the request (attempt 2) in 1.5 s" in text
+
+
+def test_thinking_is_kept_apart_from_text() -> None:
+    """Thinking gets its own label and lines; text that follows starts a new line."""
+    view, out, _ = view_with([])
+    view.show(TextDelta(text="let me see", thinking=True))
+    view.show(TextDelta(text="The answer."))
+    view.__exit__(None, None, None)
+    lines = out.getvalue().splitlines()
+    assert lines == ["   thinking:", "   │ let me see", "   The answer."]
+
+
+def test_result_summary_of_blocks_and_long_text() -> None:
+    """Summaries cut long first lines and read text out of content blocks."""
+    assert summarize_result("x" * 300, limit=10) == "xxxxxxxxx…"
+    assert summarize_result("") == ""
