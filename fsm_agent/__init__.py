@@ -31,6 +31,9 @@ _PUBLIC = {
     "RunResult": "fsm_agent.runtime.agent",
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
+    "Thinking": "fsm_agent.runtime.models",
+    "ServerTool": "fsm_agent.runtime.server_tools",
+    "McpServer": "fsm_agent.runtime.mcp_tools",
     "Hooks": "fsm_agent.runtime.hooks",
     "HookMatcher": "fsm_agent.runtime.hook_spec",
     "HookInput": "fsm_agent.runtime.hook_spec",
@@ -40,6 +43,14 @@ _PUBLIC = {
     "HookEvent": "fsm_agent.core.effects",
     "PermissionPolicy": "fsm_agent.runtime.permissions",
     "PermissionMode": "fsm_agent.runtime.permissions",
+    "PermissionAnswer": "fsm_agent.runtime.permissions",
+    "PermissionRequest": "fsm_agent.runtime.permissions",
+    "Rule": "fsm_agent.core.permission_rules",
+    "RuleBehavior": "fsm_agent.core.permission_rules",
+    "RuleSource": "fsm_agent.core.permission_rules",
+    "parse_rule": "fsm_agent.core.permission_rules",
+    "Settings": "fsm_agent.runtime.settings",
+    "load_settings": "fsm_agent.runtime.settings",
     "Tool": "fsm_agent.runtime.tool",
     "tool": "fsm_agent.runtime.tool",
     "replay": "fsm_agent.trace.replay",
@@ -63,15 +74,24 @@ __all__ = [
     "HookOutcome",
     "Hooks",
     "LoopConfig",
+    "McpServer",
     "Model",
+    "PermissionAnswer",
     "PermissionMode",
     "PermissionPolicy",
+    "PermissionRequest",
     "Phase",
     "ReadOnlyVerdict",
     "Redirect",
+    "Rule",
+    "RuleBehavior",
+    "RuleSource",
     "RunResult",
+    "ServerTool",
+    "Settings",
     "Step",
     "Terminal",
+    "Thinking",
     "Tool",
     "ToolSpec",
     "TransitionTaken",
@@ -79,7 +99,9 @@ __all__ = [
     "analyse_command",
     "fork",
     "judge_read_only",
+    "load_settings",
     "normalize_for_api",
+    "parse_rule",
     "read_trace",
     "replay",
     "resume",
@@ -92,6 +114,7 @@ if TYPE_CHECKING:
     from fsm_agent.core.effects import HookEvent
     from fsm_agent.core.events import HookDecision, HookOutcome
     from fsm_agent.core.normalize import normalize_for_api
+    from fsm_agent.core.permission_rules import Rule, RuleBehavior, RuleSource, parse_rule
     from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
     from fsm_agent.core.shell_commands import (
         CommandAnalysis,
@@ -105,8 +128,16 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.agent import Agent, RunResult
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
-    from fsm_agent.runtime.models import AnthropicModel, Model
-    from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy
+    from fsm_agent.runtime.mcp_tools import McpServer
+    from fsm_agent.runtime.models import AnthropicModel, Model, Thinking
+    from fsm_agent.runtime.permissions import (
+        PermissionAnswer,
+        PermissionMode,
+        PermissionPolicy,
+        PermissionRequest,
+    )
+    from fsm_agent.runtime.server_tools import ServerTool
+    from fsm_agent.runtime.settings import Settings, load_settings
     from fsm_agent.runtime.tool import Tool, tool
     from fsm_agent.trace.reader import read_trace
     from fsm_agent.trace.replay import fork, replay, resume

@@ -142,14 +142,30 @@ def media_omitted(kind: str) -> str:
 INTERRUPTED = "[Request interrupted by user]"
 INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
 
-USER_REJECTED_TOOL = (
-    "The user does not want this tool call to run, and it did nothing. Stop here and wait "
-    "for the user's next instruction."
+INTERRUPTED_BEFORE_START = (
+    "The user interrupted the request before this tool call started, so it did not run. "
+    "Wait for the user's next instruction."
 )
+"""Result for a call an interrupt (Esc, Ctrl-C) cancelled before it ran (SPEC §5.2)."""
+
+INTERRUPTED_WHILE_RUNNING = (
+    "The user interrupted the request while this tool call was running. It was stopped "
+    "part-way, so its effects may be partial: check what it changed before relying on it "
+    "or running it again, and wait for the user's next instruction."
+)
+"""Result for a call an interrupt stopped while it ran: not a refusal, and not a no-op."""
+
 DISCARDED_BY_FALLBACK = (
     "<tool_use_error>This call was discarded because the response was re-requested after "
-    "a streaming failure.</tool_use_error>"
+    "a streaming failure. It did not run.</tool_use_error>"
 )
+"""Result for a call of a withdrawn attempt that never started (SPEC §5.2)."""
+
+STOPPED_BY_FALLBACK = (
+    "<tool_use_error>This call was stopped while it ran, because the response that asked "
+    "for it failed and was re-requested. Its effects may be partial.</tool_use_error>"
+)
+"""Result for a call of a withdrawn attempt that had started: it stays visible (SPEC §5.2)."""
 RESUME_AFTER_TRUNCATION = (
     "Your last response was cut off at the output limit. Continue exactly where it stopped, "
     "without apologising or repeating anything, and break the remaining work into smaller "
@@ -332,4 +348,16 @@ def tool_timed_out(tool_name: str, seconds: float) -> str:
     return (
         f"{tool_name} did not finish within {seconds:g} s and was cancelled "
         "(tool_timeout_ms); try a smaller task, or a command that finishes sooner."
+    )
+
+
+def persisted_output(size: int, path: str, preview: str, *, more: bool) -> str:
+    """What the model sees of a tool result too large to send whole (SPEC §7.1)."""
+    ellipsis = "\n..." if more else ""
+    return (
+        f"<persisted-output>\n"
+        f"This result was {size:,} characters long, too large to show here. It was saved to "
+        f"{path}; read that file for the rest.\n\n"
+        f"Preview (first {len(preview):,} characters):\n{preview}{ellipsis}\n"
+        f"</persisted-output>"
     )

@@ -39,9 +39,12 @@ from fsm_agent.core.messages import (
 )
 from fsm_agent.core.prompt_cache import cache_breakpoints
 from fsm_agent.core.step import Step, TransitionTaken
+from fsm_agent.core.tables import Phase
+from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
 from fsm_agent.runtime.hooks import HookInput, Hooks
+from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool, connect_all, list_all
 from fsm_agent.runtime.models import (
     Model,
     ModelFailure,
@@ -50,6 +53,7 @@ from fsm_agent.runtime.models import (
     classify_failure,
 )
 from fsm_agent.runtime.permissions import CallFacts, PermissionPolicy
+from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.tool import (
     OUTSIDE_WORKING_FOLDER,
@@ -211,7 +215,8 @@ class Agent:
 
     Args:
         model: what answers (``AnthropicModel``, ``ScriptedModel``, or your own ``Model``).
-        tools: the tools the model may call.
+        tools: the tools the model may call: local tools, and ``ServerTool`` declarations of
+            tools the API runs itself (web search, web fetch, code execution).
         config: the loop's bounds and options (its ``model`` is set to ``model.name``).
         hooks: Python (and command) hooks by event; the ``hooks`` of ``settings`` files
             run beside them.
@@ -236,13 +241,16 @@ class Agent:
         prompt_caching: mark the system prompt, the tools and the end of the history as
             prompt-cache breakpoints, so each request reads what the previous one wrote
             (see :mod:`fsm_agent.core.prompt_cache`); on by default.
+        mcp_servers: MCP servers whose tools the model may call, as ``mcp__<server>__<tool>``
+            (``McpServer.stdio(...)`` or ``McpServer.http(...)``; needs the ``mcp`` extra).
+            They are connected for each run, and their tool lists read again between turns.
     """
 
     def __init__(
         self,
         *,
         model: Model,
-        tools: Sequence[Tool[Any]] = (),
+        tools: Sequence[Tool[Any] | ServerTool] = (),
         config: LoopConfig | None = None,
         hooks: Hooks | None = None,
         permissions: PermissionPolicy | None = None,
@@ -255,13 +263,17 @@ class Agent:
         clock: Callable[[], float] = time.monotonic,
         price: ModelPrice | None = None,
         prompt_caching: bool = True,
+        mcp_servers: Sequence[McpServer] = (),
     ) -> None:
         self.model = model
         self.prompt_caching = prompt_caching
+        self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
         self.clock = clock
         self.price = price
-        self.tools = tuple(tools)
+        # Server tools are declarations for the API; only local tools reach the core.
+        self.tools = tuple(t for t in tools if not isinstance(t, ServerTool))
+        self.server_tools = tuple(t for t in tools if isinstance(t, ServerTool))
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
         self.trace = trace
@@ -280,7 +292,7 @@ class Agent:
         self.tool_definitions = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
             for t in self.tools
-        ]
+        ] + [t.to_api() for t in self.server_tools]
         self._by_name: dict[str, Tool[Any]] = {}
         for tool in self.tools:
             for name in (tool.name, *tool.aliases):
@@ -303,9 +315,14 @@ class Agent:
 
     async def stream(self, prompt: str | Sequence[Message]) -> AsyncIterator[Update]:
         """Run, yielding stream deltas, messages, transitions and tool progress as they come."""
-        session = _Session(self, _as_messages(prompt))
-        async for update in session.run():
-            yield update
+        messages = _as_messages(prompt)
+        async with contextlib.AsyncExitStack() as stack:
+            connections = await connect_all(self.mcp_servers, stack) if self.mcp_servers else []
+            session = _Session(
+                self, messages, mcp=connections, mcp_tools=await list_all(connections)
+            )
+            async for update in session.run():
+                yield update
 
     async def continue_from(
         self,
@@ -370,8 +387,12 @@ class _Session:
         *,
         start: ForkPoint | ResumePoint | None = None,
         rerun: Callable[[InFlight], bool] | None = None,
+        mcp: Sequence[McpConnection] = (),
+        mcp_tools: Sequence[McpTool] = (),
     ) -> None:
         self.agent = agent
+        self.mcp = tuple(mcp)
+        self._use_tools(mcp_tools)
         self.messages = messages
         self.start = start
         self.rerun = rerun
@@ -379,6 +400,12 @@ class _Session:
         self.writer: TraceWriter | None = None
         meta = {"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name}
         self.hidden_paths = agent.hidden_paths(self.trace_path)
+        # SPEC §7.1: oversized tool results are saved beside the trace, readable by the model.
+        self.results_dir = (
+            self.trace_path.parent / f"{self.trace_path.stem}.tool-results"
+            if self.trace_path is not None
+            else None
+        )
         if start is not None:
             # Continue a recorded run: its core, and a trace that repeats its prefix.
             if not isinstance(start.core, AgentCore):
@@ -389,12 +416,12 @@ class _Session:
                     self.trace_path, secrets=agent.secrets, meta=meta, clock=agent.clock
                 )
         else:
-            self.core = AgentCore(config=agent.config, tools=[t.spec() for t in agent.tools])
+            self.core = AgentCore(config=agent.config, tools=self.tool_specs())
             if self.trace_path is not None:
                 self.writer = TraceWriter(
                     self.trace_path,
                     config=agent.config,
-                    tools=[t.spec() for t in agent.tools],
+                    tools=self.tool_specs(),
                     secrets=agent.secrets,
                     meta=meta,
                     clock=agent.clock,
@@ -413,6 +440,32 @@ class _Session:
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
         self.closing_hooks: set[asyncio.Task[ev.HookOutcome]] = set()
+
+    def _use_tools(self, mcp_tools: Sequence[McpTool]) -> None:
+        """Take an MCP tool list (at the start, and again at each refresh)."""
+        self.mcp_tools = {tool.name: tool for tool in mcp_tools}
+        self.tool_definitions = [
+            *self.agent.tool_definitions,
+            *(
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
+                for t in mcp_tools
+            ),
+        ]
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """What the core knows of every tool of this run (local, then MCP)."""
+        return [t.spec() for t in (*self.agent.tools, *self.mcp_tools.values())]
+
+    def tool(self, name: str) -> Tool[Any] | None:
+        """The tool called ``name``: one of the agent's, or an MCP server's."""
+        return self.agent.tool(name) or self.mcp_tools.get(name)
+
+    async def _refresh_tools(self, effect: fx.FetchAttachments) -> None:
+        # SPEC §1.2 S7: tools are refreshed between turns; the core is told the new list.
+        self._use_tools(await list_all(self.mcp))
+        self.queue.put_nowait(
+            ev.AttachmentsReady(effect_id=effect.effect_id, tools=tuple(self.tool_specs()))
+        )
 
     async def run(self) -> AsyncIterator[Update]:
         try:
@@ -461,36 +514,59 @@ class _Session:
         yield RunFinished(result=result)
 
     def _pick_up(self, start: ForkPoint | ResumePoint) -> list[Update]:
-        """Perform what the recorded run left unanswered, then carry on live."""
+        """Perform what the recorded run left unanswered, then carry on live.
+
+        The order works for a run cut at any line (DESIGN §5 resume): first the calls that may
+        have run are answered (never re-run without ``rerun``), then a half-recorded response
+        is closed (all of it was recorded) or failed (the core retries it, which withdraws its
+        attempt and cancels its calls), and only then is the rest performed — except the
+        tool steps that withdrawal has cancelled meanwhile.
+        """
         if self.core.terminal is not None:
+            recorded_end = any(record.get("record") == "end" for record in start.records)
+            if self.writer is not None and not recorded_end:
+                # Cut between the step that ended the run and its end record.
+                self.writer.write_end(self.core.terminal, self.core.usage)
             return []
+        if self.core.phase == Phase.IDLE.value:
+            raise UsageError(
+                "the trace ends before the run started, so there is no prompt to continue "
+                "from: start a new run instead"
+            )
         in_flight = start.outstanding_effects if isinstance(start, ForkPoint) else start.in_flight
         updates: list[Update] = []
+        lost_stream: fx.CallModel | None = None
+        later: list[fx.Effect] = []
         for item in in_flight:
             effect = item.effect
             if isinstance(effect, fx.CallModel) and self.core.stream_started(effect.request_id):
-                # Half a response was recorded and the rest is gone: the core retries it.
-                lost = ev.ModelStreamFailed(
-                    request_id=effect.request_id,
-                    kind=ev.FailureKind.CONNECTION,
-                    message="the stream was cut where the run was picked up",
-                )
-                updates.extend(self._feed(lost))
+                lost_stream = effect
             elif item.maybe_side_effects and not (self.rerun and self.rerun(item)):
                 # A call that may have run already is not run again unless the caller says so.
                 assert isinstance(effect, fx.RunToolStep)
-                updates.extend(
-                    self._feed(
-                        ev.ToolCallFinished(
-                            call_id=effect.call_id,
-                            content=texts.not_rerun(effect.tool_name),
-                            is_error=True,
-                        )
-                    )
+                not_rerun = ev.ToolCallFinished(
+                    call_id=effect.call_id, content=texts.not_rerun(effect.tool_name), is_error=True
                 )
+                updates.extend(self._feed(not_rerun))
             else:
+                later.append(effect)
+        if lost_stream is not None:
+            updates.extend(self._feed(self._end_of_recorded_stream(lost_stream.request_id)))
+        for effect in later:
+            stale = isinstance(effect, fx.RunToolStep) and effect.call_id in self.cancelled_calls
+            if not stale and self.core.terminal is None:
                 self._perform(effect)
         return updates
+
+    def _end_of_recorded_stream(self, request_id: str) -> ev.Event:
+        """How a response cut off by the end of the recording ends: closed if it was whole."""
+        if self.core.stream_complete(request_id):
+            return ev.ModelStreamClosed(request_id=request_id)
+        return ev.ModelStreamFailed(
+            request_id=request_id,
+            kind=ev.FailureKind.CONNECTION,
+            message="the stream was cut where the run was picked up",
+        )
 
     def _abort(self, reason: str) -> list[Update]:
         if self.core.terminal is not None or self.core.poisoned:
@@ -582,7 +658,7 @@ class _Session:
     def _perform(self, effect: fx.Effect) -> None:
         if isinstance(effect, fx.CallModel):
             system: str | list[dict[str, Any]] = self.agent.system
-            tools, messages = self.agent.tool_definitions, self.core.api_messages()
+            tools, messages = self.tool_definitions, self.core.api_messages()
             if self.agent.prompt_caching:
                 system, tools, messages = cache_breakpoints(
                     system=system, tools=tools, messages=messages
@@ -617,7 +693,10 @@ class _Session:
             # Context collapse is not built into this driver: nothing is ever staged.
             self.queue.put_nowait(ev.CollapseDrained(effect_id=effect.effect_id, committed=0))
         elif isinstance(effect, fx.FetchAttachments):
-            self.queue.put_nowait(ev.AttachmentsReady(effect_id=effect.effect_id))
+            if self.mcp:
+                self._spawn(self._refresh_tools(effect))
+            else:
+                self.queue.put_nowait(ev.AttachmentsReady(effect_id=effect.effect_id))
         elif isinstance(effect, fx.CancelTool):
             self.cancelled_calls.add(effect.call_id)
             context = self.call_contexts.get(effect.call_id)
@@ -661,17 +740,21 @@ class _Session:
     def _context(self, call_id: str) -> ToolContext:
         context = self.call_contexts.get(call_id)
         if context is None:
+            readable = tuple(self.agent.permissions.additional_directories)
+            if self.results_dir is not None:
+                readable = (*readable, self.results_dir.resolve())
             context = ToolContext(
                 cwd=self.agent.cwd,
-                additional_directories=tuple(self.agent.permissions.additional_directories),
+                additional_directories=readable,
                 hidden_paths=self.hidden_paths,
+                results_dir=self.results_dir,
                 extra=dict(self.core.tool_context),
             )
             self.call_contexts[call_id] = context
         return context
 
     async def _tool_step(self, effect: fx.RunToolStep) -> None:
-        tool = self.agent.tool(effect.tool_name)
+        tool = self.tool(effect.tool_name)
         context = self._context(effect.call_id)
         if effect.step is fx.ToolStep.VALIDATE:
             validated = await run_validation(
@@ -722,7 +805,7 @@ class _Session:
         )
 
     async def _permission(self, effect: fx.AskPermission) -> None:
-        tool = self.agent.tool(effect.tool_name)
+        tool = self.tool(effect.tool_name)
         context = self._context(effect.call_id)
         check = PermissionCheck(behavior="passthrough")
         target: Path | None = None
