@@ -230,6 +230,8 @@ def shell_verdict(
         matched = _matching_text(asking, [whole, *texts])
         if matched is not None:
             return rule_verdict("ask", "1f", asking, f"{matched!r}")
+    if own.immune:  # SPEC §9.3 step 1g: a write to a protected path asks, bypass or not
+        return own
     if analysis.problem is not None:
         # A command we cannot read may hide a part a deny or ask rule names: then neither a
         # whole-tool allow nor bypass may skip the question (SPEC §9.3 step 1f).
