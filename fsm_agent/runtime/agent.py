@@ -292,6 +292,9 @@ class Agent:
         for found in self.settings.hooks:
             self.hooks = self.hooks.merged(Hooks.from_settings(found.value, source=str(found.path)))
         policy = permissions if permissions is not None else PermissionPolicy()
+        # Rules may name the tools of a declared MCP server before the server is reached.
+        servers = (*policy.mcp_servers, *(server.name for server in self.mcp_servers))
+        policy = attrs.evolve(policy, mcp_servers=tuple(dict.fromkeys(servers)))
         self.permissions = policy.with_settings(self.settings)
         self.system = system
         key = getattr(model, "api_key", None)
