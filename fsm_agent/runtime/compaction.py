@@ -40,6 +40,12 @@ class SummaryCompactor:
         self, kind: CompactKind, history: Sequence[Message], model: Model, model_name: str
     ) -> CompactionResult:
         """Summarise ``history``; on success the summary message replaces it."""
+        return await self.summarise(history, model, model_name, what=f"{kind.value} compaction")
+
+    async def summarise(
+        self, history: Sequence[Message], model: Model, model_name: str, *, what: str
+    ) -> CompactionResult:
+        """Summarise ``history`` into one meta user message (``what`` names the job in errors)."""
         ask = UserMessage(uuid="summary-request", content=(TextBlock(text=SUMMARY_REQUEST),))
         request = ModelRequest(
             model=model_name,
@@ -53,10 +59,10 @@ class SummaryCompactor:
                 if isinstance(delta, dict) and delta.get("type") == "text_delta":
                     pieces.append(str(delta.get("text", "")))
         except ModelFailure as failure:
-            return CompactionResult(ok=False, error=f"{kind.value} compaction failed: {failure}")
+            return CompactionResult(ok=False, error=f"{what} failed: {failure}")
         summary = "".join(pieces).strip()
         if not summary:
-            return CompactionResult(ok=False, error=f"{kind.value} compaction got no summary")
+            return CompactionResult(ok=False, error=f"{what} got no summary")
         self._count += 1
         message = UserMessage(
             uuid=f"compact{self._count}",
