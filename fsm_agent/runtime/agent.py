@@ -44,6 +44,7 @@ from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
+from fsm_agent.runtime.context_collapse import CollapseResult, collapse_oldest
 from fsm_agent.runtime.hooks import HookInput, Hooks
 from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool, connect_all, list_all
 from fsm_agent.runtime.models import (
@@ -707,8 +708,7 @@ class _Session:
         elif isinstance(effect, fx.Compact):
             self._spawn(self._compact(effect))
         elif isinstance(effect, fx.DrainCollapse):
-            # Context collapse is not built into this driver: nothing is ever staged.
-            self.queue.put_nowait(ev.CollapseDrained(effect_id=effect.effect_id, committed=0))
+            self._spawn(self._collapse(effect))
         elif isinstance(effect, fx.FetchAttachments):
             if self.mcp:
                 self._spawn(self._refresh_tools(effect))
@@ -897,6 +897,19 @@ class _Session:
                 ok=result.ok,
                 messages=result.messages,
                 error=result.error,
+            )
+        )
+
+    async def _collapse(self, effect: fx.DrainCollapse) -> None:
+        try:
+            result = await collapse_oldest(
+                self.core.messages_for_query(), self.compactor, self.agent.model, self.core.model
+            )
+        except Exception:  # nothing committed: the core goes on to its next recovery
+            result = CollapseResult(committed=0)
+        self.queue.put_nowait(
+            ev.CollapseDrained(
+                effect_id=effect.effect_id, committed=result.committed, messages=result.messages
             )
         )
 
