@@ -8,6 +8,7 @@ environment.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -31,9 +32,59 @@ def _optional_positive(
         raise ConfigError(f"{attribute.name} must be at least 1 or None, got {value}")
 
 
-@attrs.frozen(kw_only=True)
+def _bound(milliseconds: int) -> int | None:
+    """A default for an ``int | None`` field (typed so, for mypy)."""
+    return milliseconds
+
+
+_KINDS: dict[str, tuple[type, str]] = {
+    "int": (int, "an integer"),
+    "bool": (bool, "true or false"),
+    "str": (str, "a string"),
+}
+
+
+def _type_check(annotation: str) -> Any:
+    """A validator refusing values whose type is not the annotation's (no bool for an int, no
+    float or string for a count): a wrong type would otherwise fail later, far from here.
+    None for an annotation other than ``int``, ``bool``, ``str`` (each optionally ``| None``).
+    """
+    name, _, rest = annotation.partition(" | ")
+    if name not in _KINDS or rest not in {"", "None"}:
+        return None
+    kind, wanted = _KINDS[name]
+    optional = rest == "None"
+    if optional:
+        wanted += " or None"
+
+    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if (value is None and optional) or type(value) is kind:
+            return
+        raise ConfigError(
+            f"{attribute.name} must be {wanted}, got {type(value).__name__} {value!r}"
+        )
+
+    return check
+
+
+def _typed(_cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
+    """attrs field transformer: every field checks its type before its range validator."""
+    typed = []
+    for field in fields:
+        check = _type_check(str(field.type))
+        if check is not None and field.validator is not None:
+            check = attrs.validators.and_(check, field.validator)
+        typed.append(field if check is None else field.evolve(validator=check))
+    return typed
+
+
+@attrs.frozen(kw_only=True, field_transformer=_typed)
 class LoopConfig:
-    """Options of the loop machine. All bounds have a property test (DESIGN §2)."""
+    """Options of the loop machine. All bounds have a property test (DESIGN §2).
+
+    Every field is checked for its type as well as its range: a string, a float or a bool
+    where an integer belongs is a ``ConfigError`` naming the field.
+    """
 
     model: str = "claude-sonnet-4-6"
     fallback_model: str | None = None
@@ -77,6 +128,16 @@ class LoopConfig:
     # Tools (SPEC §5).
     streaming_tool_execution: bool = True
     max_tool_concurrency: int = attrs.field(default=10, validator=_positive)
+
+    # Default bounds on what the driver awaits (our addition; None waits for ever). A tool
+    # call past its bound gets an error result saying so; a Python hook is stopped with a
+    # warning (a command hook keeps its own timeout); a permission callback is taken as a
+    # denial, reason "permission callback timed out".
+    tool_timeout_ms: int | None = attrs.field(default=_bound(600_000), validator=_optional_positive)
+    hook_timeout_ms: int | None = attrs.field(default=_bound(60_000), validator=_optional_positive)
+    permission_timeout_ms: int | None = attrs.field(
+        default=_bound(300_000), validator=_optional_positive
+    )
 
     # Token budget (SPEC §7.6); None disables it.
     token_budget: int | None = attrs.field(default=None, validator=_optional_positive)

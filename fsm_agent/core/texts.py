@@ -307,3 +307,20 @@ def not_granted(tool_name: str, why: str) -> str:
 def permission_not_asked(tool_name: str) -> str:
     """Denial text when asking for permission failed."""
     return f"Permission to use {tool_name} could not be asked."
+
+
+PERMISSION_TIMED_OUT = "permission callback timed out"
+"""The recorded reason of a denial because the permission callback did not answer in time."""
+
+
+def permission_timed_out(tool_name: str, seconds: float) -> str:
+    """Denial text when the permission callback did not answer within its bound."""
+    return f"Permission to use {tool_name} was not granted: no answer came within {seconds:g} s."
+
+
+def tool_timed_out(tool_name: str, seconds: float) -> str:
+    """Error result of a tool call that ran past the loop's ``tool_timeout_ms`` bound."""
+    return (
+        f"{tool_name} did not finish within {seconds:g} s and was cancelled "
+        "(tool_timeout_ms); try a smaller task, or a command that finishes sooner."
+    )

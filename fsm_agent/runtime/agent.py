@@ -336,6 +336,10 @@ class Agent:
         return (keep_out.resolve(),)
 
 
+def _seconds(milliseconds: int | None) -> float | None:
+    return None if milliseconds is None else milliseconds / 1000
+
+
 def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
     if isinstance(prompt, str):
         if not prompt.strip():
@@ -646,7 +650,12 @@ class _Session:
         context = self._context(effect.call_id)
         if effect.step is fx.ToolStep.VALIDATE:
             validated = await run_validation(
-                tool, effect.tool_name, effect.input, context, call_id=effect.call_id
+                tool,
+                effect.tool_name,
+                effect.input,
+                context,
+                call_id=effect.call_id,
+                timeout_s=_seconds(self.agent.config.tool_timeout_ms),
             )
             self.queue.put_nowait(validated)
             return
@@ -657,7 +666,14 @@ class _Session:
         def progress(text: str) -> None:
             self.queue.put_nowait(ev.ToolProgressReported(call_id=effect.call_id, text=text))
 
-        finished = await run_call(tool, effect.input, context, progress, call_id=effect.call_id)
+        finished = await run_call(
+            tool,
+            effect.input,
+            context,
+            progress,
+            call_id=effect.call_id,
+            timeout_s=_seconds(self.agent.config.tool_timeout_ms),
+        )
         self.queue.put_nowait(finished)
 
     async def _hooks(self, effect: fx.RunHooks) -> None:
@@ -672,7 +688,9 @@ class _Session:
             cwd=str(self.agent.cwd),
             trace_path=str(self.trace_path) if self.trace_path is not None else None,
         )
-        outcome = await self.agent.hooks.run(hook_input)
+        outcome = await self.agent.hooks.run(
+            hook_input, default_timeout_s=_seconds(self.agent.config.hook_timeout_ms)
+        )
         self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
 
     async def _permission(self, effect: fx.AskPermission) -> None:
@@ -692,13 +710,25 @@ class _Session:
             target=target,
             session_rules=self.core.session_permission_rules,
         )
+        limit = _seconds(self.agent.config.permission_timeout_ms)
         try:
-            decided = await self.agent.permissions.decide(effect, check, facts)
+            async with asyncio.timeout(limit):
+                decided = await self.agent.permissions.decide(effect, check, facts)
             if decided.behavior is ev.PermissionBehavior.ALLOW:
                 # The tool writes exactly the file that was checked (no swap in between), and
                 # a read outside the working folder that was allowed may now reach it.
                 context.checked_path = target
                 context.allow_outside = check.reason == OUTSIDE_WORKING_FOLDER
+        except TimeoutError:
+            assert limit is not None
+            # Our bound (LoopConfig.permission_timeout_ms): nobody answered, so no grant.
+            decided = ev.PermissionDecided(
+                effect_id=effect.effect_id,
+                behavior=ev.PermissionBehavior.DENY,
+                source=ev.DecisionSource.USER,
+                reason=texts.PERMISSION_TIMED_OUT,
+                message=texts.permission_timed_out(effect.tool_name, limit),
+            )
         except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
             decided = ev.PermissionDecided(
                 effect_id=effect.effect_id,

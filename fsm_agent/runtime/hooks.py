@@ -133,13 +133,19 @@ class Hooks:
                 chosen.append((hook, group.timeout))
         return chosen
 
-    async def run(self, hook_input: HookInput) -> HookOutcome:
-        """Run every selected hook for ``hook_input`` concurrently; combine their outcomes."""
+    async def run(
+        self, hook_input: HookInput, *, default_timeout_s: float | None = None
+    ) -> HookOutcome:
+        """Run every selected hook for ``hook_input`` concurrently; combine their outcomes.
+
+        ``default_timeout_s`` bounds a Python hook whose matcher sets no timeout (the
+        driver passes ``LoopConfig.hook_timeout_ms``); command hooks keep their own default.
+        """
         chosen = self.selected(hook_input)
         if not chosen:
             return HookOutcome()
         outcomes = await asyncio.gather(
-            *(_run_one(hook, timeout, hook_input) for hook, timeout in chosen)
+            *(_run_one(hook, timeout, hook_input, default_timeout_s) for hook, timeout in chosen)
         )
         return _fit_to_event(hook_input.hook_event, combine(outcomes))
 
@@ -165,7 +171,12 @@ def _hook_name(hook: Hook) -> str:
     return str(getattr(hook, "__name__", None) or type(hook).__name__)
 
 
-async def _run_one(hook: Hook, group_timeout: float | None, hook_input: HookInput) -> HookOutcome:
+async def _run_one(
+    hook: Hook,
+    group_timeout: float | None,
+    hook_input: HookInput,
+    default_timeout: float | None,
+) -> HookOutcome:
     label = hook_input.hook_event.value
     if isinstance(hook, CommandHook):
         default = (
@@ -181,14 +192,15 @@ async def _run_one(hook: Hook, group_timeout: float | None, hook_input: HookInpu
             timeout_s=hook.timeout or group_timeout or default,
         )
     name = _hook_name(hook)
+    limit = group_timeout if group_timeout is not None else default_timeout
     try:
-        async with asyncio.timeout(group_timeout):
+        async with asyncio.timeout(limit):
             result: object = hook(hook_input)
             if inspect.isawaitable(result):
                 result = await result
     except TimeoutError:
-        assert group_timeout is not None
-        return HookOutcome(system_messages=(texts.hook_timed_out(label, name, group_timeout),))
+        assert limit is not None
+        return HookOutcome(system_messages=(texts.hook_timed_out(label, name, limit),))
     except Exception as exc:  # a broken hook warns, never blocks (SPEC §6.3)
         error = f"{type(exc).__name__}: {exc}"
         return HookOutcome(system_messages=(texts.hook_failed(label, name, error),))

@@ -35,6 +35,7 @@ import cattrs
 from cattrs.errors import ForbiddenExtraKeysError
 from cattrs.v import format_exception as cattrs_format_exception
 
+from fsm_agent.core import texts
 from fsm_agent.core.codec import json_type_name
 from fsm_agent.core.events import ToolCallFinished, ToolInputValidated
 from fsm_agent.core.messages import TextBlock, ToolResultContent
@@ -274,6 +275,7 @@ async def run_validation(
     ctx: ToolContext,
     *,
     call_id: str,
+    timeout_s: float | None = None,
 ) -> ToolInputValidated:
     """Look the tool up, parse and validate the input, and classify the call (SPEC §4 steps 0 to 2).
 
@@ -288,6 +290,8 @@ async def run_validation(
         raw_input: the model's input object.
         ctx: the context the call would run in.
         call_id: the id of the call, echoed in the result.
+        timeout_s: ``validate_input`` past this many seconds fails the call with an error
+            saying so (the same bound as the call itself); None waits for ever.
     """
     if tool is None:
         return ToolInputValidated(
@@ -305,10 +309,14 @@ async def run_validation(
         return ToolInputValidated(call_id=call_id, ok=False, error=_wrap(text))
     safe = _predicate(tool.is_concurrency_safe, data)
     read_only = _predicate(tool.is_read_only, data)
+    deadline = asyncio.timeout(timeout_s)
     try:
-        problem = await tool.validate_input(data, ctx)
+        async with deadline:
+            problem = await tool.validate_input(data, ctx)
     except Exception as exc:
         problem = format_tool_error(exc)
+        if isinstance(exc, TimeoutError) and deadline.expired() and timeout_s is not None:
+            problem = texts.tool_timed_out(tool.name, timeout_s)
     if problem is not None:
         return ToolInputValidated(
             call_id=call_id,
@@ -334,6 +342,7 @@ async def run_call(
     progress: ProgressCallback,
     *,
     call_id: str,
+    timeout_s: float | None = None,
 ) -> ToolCallFinished:
     """Run one call and shape its result for the model (SPEC §4 steps 7, 8; §7.1).
 
@@ -348,14 +357,23 @@ async def run_call(
         ctx: the context to run it in.
         progress: called with progress texts while the tool runs.
         call_id: the id of the call, echoed in the result.
+        timeout_s: the call is cancelled past this many seconds and answered with an error
+            saying so (``LoopConfig.tool_timeout_ms``); None waits for ever. A tool working
+            in a thread is only abandoned, not stopped: such tools bound their own work.
     """
+    deadline = asyncio.timeout(timeout_s)
     try:
-        data = tool.parse_input(raw_input)
-        output = await tool.call(data, ctx, progress)
-        output = _as_output(tool, output)
+        async with deadline:
+            data = tool.parse_input(raw_input)
+            output = await tool.call(data, ctx, progress)
+            output = _as_output(tool, output)
     except ToolInputError as exc:
         return ToolCallFinished(call_id=call_id, content=_wrap(str(exc)), is_error=True)
     except Exception as exc:
+        if isinstance(exc, TimeoutError) and deadline.expired():
+            assert timeout_s is not None
+            text = texts.tool_timed_out(tool.name, timeout_s)
+            return ToolCallFinished(call_id=call_id, content=_wrap(text), is_error=True)
         return ToolCallFinished(
             call_id=call_id, content=_wrap(format_tool_error(exc)), is_error=True
         )
