@@ -129,6 +129,13 @@ class _Word:
 
 
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
+_BACKQUOTE = re.compile(r"\\([\\`$])")
+_BACKQUOTE_IN_STRING = re.compile(r'\\([\\`$"])')
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_RESERVED_WORDS = frozenset(
+    {"!", "{", "}", "[[", "]]", "case", "do", "done", "elif", "else", "esac", "fi", "for",
+     "function", "if", "in", "select", "then", "until", "while"}
+)  # fmt: skip
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _GLOB = re.compile(r"[*?]|\[[^\]]*\]")
 _BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
@@ -153,8 +160,9 @@ class _Reader:
         if depth > MAX_NESTING:
             self.problems.append(f"commands nested deeper than {MAX_NESTING} wrappers")
             return
-        if "\0" in text:
-            self.problems.append("the command contains a NUL character")
+        if _CONTROL.search(text):
+            # Bash keeps them in words where tree-sitter may see blanks: not worth the doubt.
+            self.problems.append("the command contains control characters")
             return
         root = _parse(text)
         if root.has_error:
@@ -195,7 +203,15 @@ class _Reader:
             self._keyword_command(node, wrappers, redirects, depth)
         elif kind in _SUBSTITUTIONS:
             # What runs inside $(...) or <(...) writes to a pipe, not to the outer redirects.
-            self._walk_children(node, wrappers, depth)
+            body = _text(node)[1:-1]
+            if _text(node).startswith("`") and "\\" in body:
+                # Bash removes one level of backslashes in `...` before parsing it again;
+                # tree-sitter does not, so `\\r\\m x` would hide rm: read it as Bash does.
+                quoted = node.parent is not None and node.parent.type == "string"
+                script = (_BACKQUOTE_IN_STRING if quoted else _BACKQUOTE).sub(r"\1", body)
+                self.read_script(script, wrappers=wrappers, redirects=(), depth=depth + 1)
+            else:
+                self._walk_children(node, wrappers, depth)
         else:
             for child in node.children:
                 self._walk(child, wrappers, redirects, depth)
@@ -230,22 +246,36 @@ class _Reader:
     def _command(
         self, node: Node, wrappers: tuple[str, ...], redirects: tuple[Redirect, ...], depth: int
     ) -> None:
-        words: list[_Word] = []
+        groups: list[list[Node]] = []  # the nodes of each word
         assignments: list[str] = []
         own: list[Redirect] = []
         for index, child in enumerate(node.children):
             field = node.field_name_for_child(index)
-            if child.type == "variable_assignment" and not words:
+            if child.type == "variable_assignment" and not groups:
                 assignments.append(_text(child))
             elif child.type in _REDIRECTS:
                 own.extend(self._redirects(child))
-            elif field == "name":
-                words.append(_word(child.children[0] if child.children else child))
-            elif field == "argument" or child.is_named:
-                words.append(_word(child))
+            elif field in ("name", "argument") or child.is_named:
+                piece = child.children[0] if field == "name" and child.children else child
+                gap = _between(node, groups[-1][-1], piece) if groups else " "
+                if gap is None:
+                    self.problems.append(f"the parser misread the escapes in {_text(node)!r}")
+                    groups.append([piece])
+                elif gap:
+                    groups.append([piece])
+                else:
+                    # tree-sitter splits 'a'\b in two; touching tokens are one word in Bash
+                    groups[-1].append(piece)
             else:
                 self.problems.append(f"unexpected {_text(child)!r} in {_text(node)!r}")
-            self._walk_children(child, wrappers, depth)
+            if child.type == "variable_assignment":
+                self._walk_children(child, wrappers, depth)
+            else:
+                self._walk(child, wrappers, (), depth)  # substitutions inside the words
+        words = [_word(*group) for group in groups]
+        if groups and _text(groups[0][0]) in _RESERVED_WORDS:
+            # Bash would have read a compound command here; tree-sitter misread it.
+            self.problems.append(f"the parser misread the reserved word {_text(groups[0][0])}")
         if words and words[0].expanded:
             self.problems.append(f"the program name {words[0].value!r} is computed by the shell")
         self._add(
@@ -431,9 +461,11 @@ def _shell(args: Sequence[str]) -> _Unwrapped | str | None:
     parsed = parse_arguments(args, _SHELL_OPTIONS)
     if parsed.problem is not None:
         return parsed.problem
-    if not any(option.name == "-c" for option in parsed.options):
-        return None  # runs a script file or reads stdin: only the shell itself is a part
     index = parsed.rest_index
+    if not any(option.name == "-c" for option in parsed.options):
+        if index >= len(args) or any(option.name == "-s" for option in parsed.options):
+            return "a shell reading commands from its input is not analysed"
+        return None  # runs a script file: only the shell itself is a part
     if index >= len(args):
         return "-c without a command"
     return _Unwrapped(script=args[index], script_indexes=(index,), label="")
@@ -544,14 +576,30 @@ _WRAPPERS: dict[str, _Unwrap] = {
 # -- words -------------------------------------------------------------------------------------
 
 
+def _between(command: Node, left: Node, right: Node) -> str | None:
+    """What separates two tokens of a command: "" (nothing: they are one word), blanks, or
+    None (something tree-sitter skipped that is not a blank)."""
+    source, base = command.text or b"", command.start_byte
+    gap = source[left.end_byte - base : right.start_byte - base].decode(errors="replace")
+    rest = gap.replace("\\\n", "")  # a line continuation joins
+    if rest.strip(" \t\n"):
+        return None
+    return rest
+
+
 def _text(node: Node) -> str:
     return (node.text or b"").decode(errors="replace")
 
 
-def _word(node: Node) -> _Word:
-    """A word as the program receives it; ``expanded`` when the shell computes any of it."""
+def _word(*nodes: Node) -> _Word:
+    """A word (of one node, or of several touching ones) as the program receives it.
+
+    ``expanded`` when the shell computes any of it.
+    """
     pieces: list[tuple[str, bool]] = []  # (text, quoted)
-    expanded = _pieces(node, pieces)
+    expanded = False
+    for node in nodes:
+        expanded = _pieces(node, pieces) or expanded
     value = "".join(text for text, _ in pieces)
     pattern = "".join(_QUOTED * len(text) if quoted else text for text, quoted in pieces)
     if _GLOB.search(pattern) or _BRACES.search(pattern):
@@ -575,7 +623,7 @@ def _test_words(node: Node) -> list[_Word]:
 def _pieces(node: Node, pieces: list[tuple[str, bool]]) -> bool:
     kind = node.type
     text = _text(node)
-    if kind in ("word", "number"):
+    if kind in ("word", "number") or (not node.is_named and not node.children):
         pieces.extend(_unescape_bare(text))
         return False
     if kind == "raw_string":

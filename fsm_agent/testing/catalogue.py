@@ -200,6 +200,52 @@ ENTRIES: tuple[Entry, ...] = (
         terminal="refusal",
     ),
     Entry(
+        name="server_tool_and_citations",
+        description="A web search the API runs itself, its result and a cited answer.",
+        steps=(
+            {
+                "content": [
+                    {
+                        "server_tool_use": {
+                            "id": "srvtoolu_001",
+                            "name": "web_search",
+                            "input": {"query": "project status"},
+                        }
+                    },
+                    {
+                        "block": {
+                            "type": "web_search_tool_result",
+                            "tool_use_id": "srvtoolu_001",
+                            "content": [
+                                {
+                                    "type": "web_search_result",
+                                    "url": "https://example.com/status",
+                                    "title": "Status",
+                                    "encrypted_content": "EqQBCioIBxgC",
+                                    "page_age": None,
+                                }
+                            ],
+                        }
+                    },
+                    {"redacted_thinking": "EmwKAhgBEgy3va3pzix"},
+                    {
+                        "text": "The project is on track.",
+                        "citations": [
+                            {
+                                "type": "web_search_result_location",
+                                "cited_text": "On track.",
+                                "url": "https://example.com/status",
+                                "title": "Status",
+                                "encrypted_index": "Eo8BCioIBxgC",
+                            }
+                        ],
+                    },
+                ]
+            },
+        ),
+        terminal="completed",
+    ),
+    Entry(
         name="pause_turn",
         description="The API pauses a long server-tool turn; the paused answer is sent back.",
         steps=(_text("Searching the web.", stop_reason="pause_turn"), _text("Found it.")),

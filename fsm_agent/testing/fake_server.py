@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import http
 import json
 import math
@@ -47,6 +48,19 @@ REDACTED = "[redacted]"
 _SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "cookie"})
 _MAX_BODY = 64 * 1024 * 1024
 _START_TIMEOUT_S = 5.0
+_RETRYABLE_STATUSES = frozenset({408, 409, 429})
+RATE_LIMIT_HEADERS = {
+    "anthropic-ratelimit-requests-limit": "4000",
+    "anthropic-ratelimit-requests-remaining": "3999",
+    "anthropic-ratelimit-requests-reset": "2026-01-01T00:00:01Z",
+    "anthropic-ratelimit-input-tokens-limit": "2000000",
+    "anthropic-ratelimit-input-tokens-remaining": "2000000",
+    "anthropic-ratelimit-input-tokens-reset": "2026-01-01T00:00:01Z",
+    "anthropic-ratelimit-output-tokens-limit": "400000",
+    "anthropic-ratelimit-output-tokens-remaining": "400000",
+    "anthropic-ratelimit-output-tokens-reset": "2026-01-01T00:00:01Z",
+}
+"""The rate-limit headers every API response carries (fixed values: nothing is limited)."""
 _STOP_TIMEOUT_S = 10.0
 
 
@@ -300,7 +314,9 @@ class FakeAnthropicServer:
             model = DEFAULT_MODEL
         if body.get("stream") is True:
             return await _stream_step(writer, step, model=model, request_id=request_id)
-        return await _answer_step(writer, step, model=model, request_id=request_id)
+        # A JSON answer is compressed when the client asks for it, as the API does.
+        gzip_ok = "gzip" in request.headers.get("accept-encoding", "")
+        return await _answer_step(writer, step, model=model, request_id=request_id, gzip_ok=gzip_ok)
 
 
 # --- HTTP plumbing -------------------------------------------------------------------------
@@ -393,7 +409,13 @@ def _error_body(error_type: str, message: str, request_id: str = "req_000") -> d
 async def _send_http_error(
     writer: asyncio.StreamWriter, error: ErrorSpec, *, request_id: str
 ) -> None:
-    headers = {"request-id": request_id}
+    # The API tells clients whether a retry may help (the SDK reads x-should-retry first).
+    retry = error.http_status in _RETRYABLE_STATUSES or error.http_status >= 500
+    headers = {
+        "request-id": request_id,
+        "x-should-retry": "true" if retry else "false",
+        **RATE_LIMIT_HEADERS,
+    }
     seconds = error.retry_after_seconds
     if seconds is not None:
         headers["retry-after"] = f"{seconds:g}"
@@ -406,7 +428,7 @@ async def _send_http_error(
 
 
 async def _answer_step(
-    writer: asyncio.StreamWriter, step: Step, *, model: str, request_id: str
+    writer: asyncio.StreamWriter, step: Step, *, model: str, request_id: str, gzip_ok: bool
 ) -> bool:
     """Answer a non-streamed request; return True when the connection must be cut."""
     error = step.error
@@ -417,11 +439,11 @@ async def _answer_step(
     if step.delay_ms:
         await asyncio.sleep(step.delay_ms / 1000)
     data = json.dumps(render_message(step, model=model)).encode()
-    headers = {
-        "content-type": "application/json",
-        "content-length": str(len(data)),
-        "request-id": request_id,
-    }
+    headers = {"content-type": "application/json", "request-id": request_id, **RATE_LIMIT_HEADERS}
+    if gzip_ok:
+        data = gzip.compress(data, mtime=0)
+        headers["content-encoding"] = "gzip"
+    headers["content-length"] = str(len(data))
     if error is not None and error.kind is ErrorKind.TRUNCATED:
         # The declared length promises more than is sent: the client sees a cut body.
         writer.write(_head(200, headers) + data[: len(data) // 2])
@@ -462,17 +484,10 @@ async def _stream_step(
         if error.kind is ErrorKind.TIMEOUT:
             error = None  # after the stall, a patient client gets the whole stream
 
-    headers = {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-cache",
-        "transfer-encoding": "chunked",
-        "request-id": request_id,
-    }
-    writer.write(_head(200, headers) + _chunk(_sse("ping", {"type": "ping"})))
+    writer.write(_head(200, _stream_headers(request_id)))
     await writer.drain()
     sent = len(events) if error is None else error.events_before_failure(len(events))
-    for event in events[:sent]:
-        await _send_event(writer, step, event)
+    await _send_events(writer, step, events[:sent])
     if error is None or error.kind is ErrorKind.TRUNCATED:
         writer.write(_LAST_CHUNK)
         await writer.drain()
@@ -481,8 +496,7 @@ async def _stream_step(
         return True
     if error.kind is ErrorKind.TIMEOUT:
         await asyncio.sleep(error.stall_ms / 1000)
-        for event in events[sent:]:
-            await _send_event(writer, step, event)
+        await _send_events(writer, step, events[sent:], pinged=sent > 0)
         writer.write(_LAST_CHUNK)
         await writer.drain()
         return False
@@ -494,13 +508,7 @@ async def _stream_step(
 
 async def _play_recorded(writer: asyncio.StreamWriter, body: str, *, request_id: str) -> bool:
     """Send a recorded SSE body byte for byte, one chunk per frame as a server flushes them."""
-    headers = {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-cache",
-        "transfer-encoding": "chunked",
-        "request-id": request_id,
-    }
-    writer.write(_head(200, headers))
+    writer.write(_head(200, _stream_headers(request_id)))
     data = body.encode()
     start = 0
     while start < len(data):
@@ -512,6 +520,29 @@ async def _play_recorded(writer: asyncio.StreamWriter, body: str, *, request_id:
     writer.write(_LAST_CHUNK)
     await writer.drain()
     return False
+
+
+def _stream_headers(request_id: str) -> dict[str, str]:
+    return {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache",
+        "transfer-encoding": "chunked",
+        "request-id": request_id,
+        **RATE_LIMIT_HEADERS,
+    }
+
+
+async def _send_events(
+    writer: asyncio.StreamWriter, step: Step, events: list[dict[str, Any]], *, pinged: bool = False
+) -> None:
+    """Send events; a ``ping`` follows the first content_block_start, where the real API
+    puts it (a response without content blocks gets none)."""
+    for event in events:
+        await _send_event(writer, step, event)
+        if not pinged and event["type"] == "content_block_start":
+            pinged = True
+            writer.write(_chunk(_sse("ping", {"type": "ping"})))
+            await writer.drain()
 
 
 async def _send_event(writer: asyncio.StreamWriter, step: Step, event: dict[str, Any]) -> None:

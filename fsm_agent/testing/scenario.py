@@ -23,8 +23,13 @@ The format (JSON; every key except ``steps`` and a step's content is optional)::
 
 A step:
 
-* ``content``: blocks, each ``{"text": "..."}``, ``{"thinking": "...", "signature": "..."}``
-  or ``{"tool_use": {"name": "Read", "input": {...}, "id": "toolu_x"}}``. Tool ids default to
+* ``content``: blocks, each ``{"text": "...", "citations": [...]}`` (citations optional),
+  ``{"thinking": "...", "signature": "..."}``, ``{"redacted_thinking": "<data>"}``,
+  ``{"tool_use": {"name": "Read", "input": {...}, "id": "toolu_x"}}``,
+  ``{"server_tool_use": {"id": "srvtoolu_x", "name": "web_search", "input": {...}}}`` or
+  ``{"block": {"type": "web_search_tool_result", ...}}`` (any other block, sent as given).
+  Blocks are streamed as the real API streams them (an empty first ``partial_json``, an empty
+  ``thinking_delta`` before the signature, citations before their text). Tool ids default to
   ``toolu_001``, ``toolu_002``... counted across the scenario; the message id to ``msg_001``...
   by step (or set ``"message_id"``).
 * ``stop_reason``: ``tool_use`` when a tool_use block is present, else ``end_turn``; any API
@@ -82,9 +87,12 @@ from fsm_agent.runtime.models import ModelFailure, ModelRequest, classify_api_er
 __all__ = [
     "ErrorKind",
     "ErrorSpec",
+    "RawBlockSpec",
+    "RedactedThinkingSpec",
     "Scenario",
     "ScenarioError",
     "ScriptedModel",
+    "ServerToolUseSpec",
     "Step",
     "TextSpec",
     "ThinkingSpec",
@@ -146,9 +154,10 @@ def _positive(_instance: object, attribute: attrs.Attribute[Any], value: int | N
 
 @attrs.frozen(kw_only=True)
 class TextSpec:
-    """A text block."""
+    """A text block, with the citations the API attaches to it (sent as ``citations_delta``)."""
 
     text: str
+    citations: tuple[dict[str, Any], ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -168,7 +177,33 @@ class ToolUseSpec:
     id: str | None = None
 
 
-BlockSpec: TypeAlias = TextSpec | ThinkingSpec | ToolUseSpec
+@attrs.frozen(kw_only=True)
+class RedactedThinkingSpec:
+    """A redacted_thinking block (thinking the API returns encrypted)."""
+
+    data: str
+
+
+@attrs.frozen(kw_only=True)
+class ServerToolUseSpec:
+    """A server_tool_use block: a call of a tool the API runs (web search, code execution)."""
+
+    name: str
+    input: dict[str, Any] = attrs.field(factory=dict)
+    id: str
+
+
+@attrs.frozen(kw_only=True)
+class RawBlockSpec:
+    """Any other block, sent in content_block_start exactly as given (a server tool's result,
+    a block type from the future)."""
+
+    block: dict[str, Any]
+
+
+BlockSpec: TypeAlias = (
+    TextSpec | ThinkingSpec | ToolUseSpec | RedactedThinkingSpec | ServerToolUseSpec | RawBlockSpec
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -432,12 +467,43 @@ def _error_kind(value: Any, _type: type) -> ErrorKind:
 
 
 def _block(value: Any, _type: object) -> BlockSpec:
-    shapes = '{"text": ...}, {"thinking": ...} or {"tool_use": {"name": ..., "input": {...}}}'
+    shapes = (
+        '{"text": ...}, {"thinking": ...}, {"tool_use": {"name": ..., "input": {...}}}, '
+        '{"redacted_thinking": ...}, {"server_tool_use": {"id": ..., "name": ...}} or '
+        '{"block": {"type": ...}}'
+    )
     if not isinstance(value, Mapping):
         raise _FieldProblem(f"a content block must be an object like {shapes}, got {value!r}")
     keys = set(value)
-    if keys == {"text"}:
-        return TextSpec(text=_strict_str(value["text"], str))
+    if "text" in keys and keys <= {"text", "citations"}:
+        citations = value.get("citations", [])
+        if not isinstance(citations, list) or not all(isinstance(c, Mapping) for c in citations):
+            raise _FieldProblem(f"citations must be a list of objects, got {citations!r}")
+        return TextSpec(
+            text=_strict_str(value["text"], str), citations=tuple(dict(c) for c in citations)
+        )
+    if keys == {"redacted_thinking"}:
+        return RedactedThinkingSpec(data=_strict_str(value["redacted_thinking"], str))
+    if keys == {"server_tool_use"}:
+        spec = value["server_tool_use"]
+        if not isinstance(spec, Mapping) or not {"id", "name"} <= set(spec):
+            raise _FieldProblem(f"server_tool_use needs an id and a name, got {spec!r}")
+        extra = set(spec) - {"name", "input", "id"}
+        if extra:
+            raise _FieldProblem(f"server_tool_use has unknown keys: {', '.join(sorted(extra))}")
+        server_input = spec.get("input", {})
+        if not isinstance(server_input, Mapping):
+            raise _FieldProblem(f"server_tool_use.input must be an object, got {server_input!r}")
+        return ServerToolUseSpec(
+            id=_strict_str(spec["id"], str),
+            name=_strict_str(spec["name"], str),
+            input=dict(server_input),
+        )
+    if keys == {"block"}:
+        raw = value["block"]
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
+            raise _FieldProblem(f"block must be an object with a type, got {raw!r}")
+        return RawBlockSpec(block=dict(raw))
     if "thinking" in keys and keys <= {"thinking", "signature"}:
         signature = value.get("signature")
         return ThinkingSpec(
@@ -582,68 +648,10 @@ def _pieces(text: str, chunk: int | None) -> list[str]:
     return [text[start : start + chunk] for start in range(0, len(text), chunk)]
 
 
-def _tool_json(block: ToolUseSpec) -> str:
-    return json.dumps(block.input, ensure_ascii=False)
-
-
 def _signature(step: Step, index: int, block: ThinkingSpec) -> str:
     if block.signature is not None:
         return block.signature
     return f"sig_{step.message_id or 'msg'}_{index}"
-
-
-def _usage(step: Step) -> dict[str, int]:
-    usage = step.usage
-    output = usage.output_tokens
-    if output is None:
-        chars = 0
-        for block in step.content:
-            if isinstance(block, TextSpec):
-                chars += len(block.text)
-            elif isinstance(block, ThinkingSpec):
-                chars += len(block.thinking)
-            else:
-                chars += len(_tool_json(block))
-        output = max(1, math.ceil(chars / 4))
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": output,
-        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-        "cache_read_input_tokens": usage.cache_read_input_tokens,
-    }
-
-
-def _tool_id(block: ToolUseSpec, index: int) -> str:
-    return block.id or f"toolu_{index + 1:03d}"
-
-
-def _block_events(step: Step, index: int, block: BlockSpec) -> list[dict[str, Any]]:
-    def delta(body: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "content_block_delta", "index": index, "delta": body}
-
-    events: list[dict[str, Any]] = []
-    if isinstance(block, TextSpec):
-        start: dict[str, Any] = {"type": "text", "text": ""}
-        deltas = [delta({"type": "text_delta", "text": p}) for p in _pieces(block.text, step.chunk)]
-    elif isinstance(block, ThinkingSpec):
-        start = {"type": "thinking", "thinking": "", "signature": ""}
-        deltas = [
-            delta({"type": "thinking_delta", "thinking": p})
-            for p in _pieces(block.thinking, step.chunk)
-        ]
-        deltas.append(
-            delta({"type": "signature_delta", "signature": _signature(step, index, block)})
-        )
-    else:
-        start = {"type": "tool_use", "id": _tool_id(block, index), "name": block.name, "input": {}}
-        deltas = [
-            delta({"type": "input_json_delta", "partial_json": p})
-            for p in _pieces(_tool_json(block), step.chunk)
-        ]
-    events.append({"type": "content_block_start", "index": index, "content_block": start})
-    events.extend(deltas)
-    events.append({"type": "content_block_stop", "index": index})
-    return events
 
 
 def sse_frames(body: str) -> list[tuple[str | None, str]]:
@@ -687,23 +695,130 @@ def _recorded_error(body: str) -> ModelFailure | None:
     return None
 
 
+def _block_chars(block: BlockSpec) -> int:
+    if isinstance(block, TextSpec):
+        return len(block.text)
+    if isinstance(block, ThinkingSpec):
+        return len(block.thinking)
+    if isinstance(block, ToolUseSpec | ServerToolUseSpec):
+        return len(json.dumps(block.input, ensure_ascii=False))
+    return 0
+
+
+def _usage(step: Step) -> dict[str, Any]:
+    """The cumulative usage of the response, with the fields ``message_delta`` carries."""
+    usage = step.usage
+    output = usage.output_tokens
+    if output is None:
+        output = max(1, math.ceil(sum(map(_block_chars, step.content)) / 4))
+    final: dict[str, Any] = {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": output,
+    }
+    server_calls: dict[str, int] = {}
+    for block in step.content:
+        if isinstance(block, ServerToolUseSpec):
+            key = f"{block.name}_requests"
+            server_calls[key] = server_calls.get(key, 0) + 1
+    if server_calls:
+        final["server_tool_use"] = server_calls
+    return final
+
+
+def _start_usage(step: Step) -> dict[str, Any]:
+    """``message_start``'s usage, every field the real API sends there (one output token)."""
+    usage = step.usage
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": usage.cache_creation_input_tokens,
+            "ephemeral_1h_input_tokens": 0,
+        },
+        "output_tokens": 1,
+        "service_tier": "standard",
+        "inference_geo": "global",
+    }
+
+
+def _tool_id(block: ToolUseSpec, index: int) -> str:
+    return block.id or f"toolu_{index + 1:03d}"
+
+
+def _block_events(step: Step, index: int, block: BlockSpec) -> list[dict[str, Any]]:
+    """One block's events in the order the real API sends them."""
+
+    def delta(body: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "content_block_delta", "index": index, "delta": body}
+
+    deltas: list[dict[str, Any]] = []
+    if isinstance(block, TextSpec):
+        start: dict[str, Any] = {"type": "text", "text": ""}
+        if block.citations:
+            # A cited span starts with citations: [] and its citations come before its text.
+            start = {"citations": [], "type": "text", "text": ""}
+            deltas = [delta({"type": "citations_delta", "citation": c}) for c in block.citations]
+        deltas += [
+            delta({"type": "text_delta", "text": p}) for p in _pieces(block.text, step.chunk)
+        ]
+    elif isinstance(block, ThinkingSpec):
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [
+            delta({"type": "thinking_delta", "thinking": p})
+            for p in _pieces(block.thinking, step.chunk)
+        ]
+        # The real API ends the thinking with an empty thinking_delta, then the signature.
+        deltas.append(delta({"type": "thinking_delta", "thinking": ""}))
+        deltas.append(
+            delta({"type": "signature_delta", "signature": _signature(step, index, block)})
+        )
+    elif isinstance(block, ToolUseSpec | ServerToolUseSpec):
+        if isinstance(block, ToolUseSpec):
+            start = {
+                "type": "tool_use",
+                "id": _tool_id(block, index),
+                "name": block.name,
+                "input": {},
+                "caller": {"type": "direct"},
+            }
+        else:
+            start = {"type": "server_tool_use", "id": block.id, "name": block.name, "input": {}}
+        # Every real tool call begins with an empty partial_json.
+        deltas = [delta({"type": "input_json_delta", "partial_json": ""})]
+        deltas += [
+            delta({"type": "input_json_delta", "partial_json": p})
+            for p in _pieces(json.dumps(block.input, ensure_ascii=False), step.chunk)
+        ]
+    elif isinstance(block, RedactedThinkingSpec):
+        start = {"type": "redacted_thinking", "data": block.data}
+    else:
+        start = block.block
+    return [
+        {"type": "content_block_start", "index": index, "content_block": start},
+        *deltas,
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
 def _complete_events(step: Step, model: str) -> list[dict[str, Any]]:
     if step.sse is not None:
         return _recorded_events(step.sse)
-    usage = _usage(step)
-    start_usage = {**usage, "output_tokens": 1}
     events: list[dict[str, Any]] = [
         {
             "type": "message_start",
             "message": {
+                "model": model,
                 "id": step.message_id or "msg_001",
                 "type": "message",
                 "role": "assistant",
-                "model": model,
                 "content": [],
                 "stop_reason": None,
                 "stop_sequence": None,
-                "usage": start_usage,
+                "stop_details": None,
+                "usage": _start_usage(step),
             },
         }
     ]
@@ -715,10 +830,10 @@ def _complete_events(step: Step, model: str) -> list[dict[str, Any]]:
             "delta": {
                 "stop_reason": step.resolved_stop_reason,
                 "stop_sequence": None,
-                **({"stop_details": step.stop_details} if step.stop_details else {}),
+                "stop_details": step.stop_details,
             },
             # Cumulative, like the API's (NOTES.md).
-            "usage": usage,
+            "usage": _usage(step),
         }
     )
     events.append({"type": "message_stop"})
@@ -753,34 +868,33 @@ def render_message(step: Step, *, model: str = DEFAULT_MODEL) -> dict[str, Any]:
     """The complete (non-streamed) Message JSON for a step's response."""
     content: list[dict[str, Any]] = []
     for index, block in enumerate(step.content):
-        if isinstance(block, TextSpec):
-            content.append({"type": "text", "text": block.text})
-        elif isinstance(block, ThinkingSpec):
-            content.append(
-                {
-                    "type": "thinking",
-                    "thinking": block.thinking,
-                    "signature": _signature(step, index, block),
-                }
-            )
-        else:
-            content.append(
-                {
-                    "type": "tool_use",
-                    "id": _tool_id(block, index),
-                    "name": block.name,
-                    "input": block.input,
-                }
-            )
+        start, *deltas, _stop = _block_events(step, index, block)
+        final = dict(start["content_block"])
+        # Fold the deltas the way the API's own non-streamed answer holds the block.
+        pieces: dict[str, str] = {}
+        for event in deltas:
+            body = event["delta"]
+            if body["type"] == "citations_delta":
+                final["citations"] = [*final.get("citations", []), body["citation"]]
+            elif body["type"] == "signature_delta":
+                final["signature"] = body["signature"]
+            else:
+                key = {"text_delta": "text", "thinking_delta": "thinking"}.get(body["type"])
+                target = key or "input"
+                pieces[target] = pieces.get(target, "") + body[key or "partial_json"]
+        for key, text in pieces.items():
+            final[key] = json.loads(text) if key == "input" else text
+        content.append(final)
     return {
+        "model": model,
         "id": step.message_id or "msg_001",
         "type": "message",
         "role": "assistant",
-        "model": model,
         "content": content,
         "stop_reason": step.resolved_stop_reason,
         "stop_sequence": None,
-        "usage": _usage(step),
+        "stop_details": step.stop_details,
+        "usage": {**_start_usage(step), **_usage(step)},
     }
 
 

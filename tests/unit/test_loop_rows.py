@@ -565,8 +565,10 @@ def test_permission_rejection_mid_stream_aborts_streaming() -> None:
     call = f.feed(ev.TurnStarted(messages=prompt("hi"))).effects[-1]
     events = stream({"content": [{"tool_use": {"name": "Write", "input": {}}}, {"text": "x"}]},
                     call.request_id)  # fmt: skip
-    for event in events[:4]:  # message_start, the tool_use block, its stop
+    for event in events:  # message_start, the tool_use block, up to its stop
         f.feed(event)
+        if event.event["type"] == "content_block_stop":
+            break
     validate = f.effects(fx.RunToolStep)[-1]
     f.feed(ev.ToolInputValidated(call_id=validate.call_id, ok=True))
     hook = f.effects(fx.RunHooks)[-1]

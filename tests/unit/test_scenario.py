@@ -237,7 +237,11 @@ def test_text_step_renders_the_wire_sequence() -> None:
     assert start["stop_reason"] is None
     assert events[1]["content_block"] == {"type": "text", "text": ""}
     assert events[2]["delta"] == {"type": "text_delta", "text": "hello"}
-    assert events[4]["delta"] == {"stop_reason": "end_turn", "stop_sequence": None}
+    assert events[4]["delta"] == {
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "stop_details": None,
+    }
 
 
 def test_chunk_splits_text_and_tool_json() -> None:
@@ -261,15 +265,19 @@ def test_chunk_splits_text_and_tool_json() -> None:
         "id": "toolu_001",
         "name": "Read",
         "input": {},
+        "caller": {"type": "direct"},
     }
+    # As on the real wire, the input starts with an empty piece.
+    assert events[len(text_deltas) + 4]["delta"] == {"type": "input_json_delta", "partial_json": ""}
 
 
 def test_thinking_ends_with_a_signature_delta() -> None:
-    """A thinking block streams thinking deltas then one signature delta."""
+    """A thinking block streams thinking deltas, an empty one, then one signature delta."""
     step = one_step({"content": [{"thinking": "ponder"}]}).steps[0]
     events = render_events(step)
     block = [e for e in events if e["type"] == "content_block_delta"]
     assert block[0]["delta"] == {"type": "thinking_delta", "thinking": "ponder"}
+    assert block[-2]["delta"] == {"type": "thinking_delta", "thinking": ""}
     assert block[-1]["delta"]["type"] == "signature_delta"
     assert block[-1]["delta"]["signature"] == "sig_msg_001_0"
 
@@ -301,7 +309,13 @@ def test_render_message_matches_the_streamed_content() -> None:
     assert message["id"] == "msg_001"
     assert message["content"] == [
         {"type": "text", "text": "a"},
-        {"type": "tool_use", "id": "toolu_001", "name": "Read", "input": {"p": 1}},
+        {
+            "type": "tool_use",
+            "id": "toolu_001",
+            "name": "Read",
+            "input": {"p": 1},
+            "caller": {"type": "direct"},
+        },
     ]
     assert message["stop_reason"] == "tool_use"
 

@@ -78,6 +78,10 @@ def test_lists_pipes_groups_and_control_flow_are_split(
         "y=$(rm x)",
         "ls > $(rm x)",
         "cat <<EOF\n$(rm x)\nEOF",
+        "echo `\\r\\m x`",
+        "echo `\\\\r\\\\m x`",
+        'echo "`\\r\\m x`"',
+        "echo `echo \\`rm x\\``",
     ],
 )
 def test_substitutions_are_parts_wherever_they_stand(command: str) -> None:
@@ -206,6 +210,8 @@ def test_a_computed_redirect_target_is_marked() -> None:
         ("env -S 'rm x'", "not analysed"),
         ("timeout --bogus 5 rm x", "not an option we know"),
         ("env " * 12 + "rm x", "nested deeper"),
+        ("echo rm x | bash", "reading commands from its input"),
+        ("bash -s < script", "reading commands from its input"),
         ("; ".join(["ls"] * (MAX_PARTS + 1)), f"more than {MAX_PARTS}"),
     ],
 )
