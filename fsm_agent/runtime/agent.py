@@ -37,6 +37,7 @@ from fsm_agent.core.messages import (
     UserMessage,
     text_of,
 )
+from fsm_agent.core.prompt_cache import cache_breakpoints
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
@@ -229,6 +230,9 @@ class Agent:
         clock: monotonic seconds (default ``time.monotonic``), for trace timing and
             ``RunResult.duration_s``.
         price: the model's price, to fill ``RunResult.cost_usd``.
+        prompt_caching: mark the system prompt, the tools and the end of the history as
+            prompt-cache breakpoints, so each request reads what the previous one wrote
+            (see :mod:`fsm_agent.core.prompt_cache`); on by default.
     """
 
     def __init__(
@@ -247,8 +251,10 @@ class Agent:
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
         price: ModelPrice | None = None,
+        prompt_caching: bool = True,
     ) -> None:
         self.model = model
+        self.prompt_caching = prompt_caching
         self.sleep = sleep
         self.clock = clock
         self.price = price
@@ -568,12 +574,18 @@ class _Session:
 
     def _perform(self, effect: fx.Effect) -> None:
         if isinstance(effect, fx.CallModel):
+            system: str | list[dict[str, Any]] = self.agent.system
+            tools, messages = self.agent.tool_definitions, self.core.api_messages()
+            if self.agent.prompt_caching:
+                system, tools, messages = cache_breakpoints(
+                    system=system, tools=tools, messages=messages
+                )
             request = ModelRequest(
                 model=effect.model,
                 max_output_tokens=effect.max_output_tokens,
-                messages=self.core.api_messages(),
-                system=self.agent.system,
-                tools=self.agent.tool_definitions,
+                messages=messages,
+                system=system,
+                tools=tools,
             )
             self._spawn(self._call_model(effect, request))
         elif isinstance(effect, fx.RunToolStep):

@@ -60,14 +60,15 @@ class ModelRequest:
         model: The model id to ask (the loop may switch it on fallback, SPEC §8.3).
         max_output_tokens: The output cap sent as ``max_tokens``.
         messages: API-shaped messages (``{"role": ..., "content": ...}``).
-        system: The system prompt; empty means none is sent.
+        system: The system prompt, as text or as API text blocks (which may carry
+            ``cache_control``); empty means none is sent.
         tools: API tool definitions (``name``, ``description``, ``input_schema``).
     """
 
     model: str
     max_output_tokens: int
     messages: list[dict[str, Any]]
-    system: str = ""
+    system: str | list[dict[str, Any]] = ""
     tools: list[dict[str, Any]] = attrs.field(factory=list)
 
 

@@ -1,13 +1,22 @@
-"""Grep: search file contents with a Python regular expression (no external ``rg`` needed)."""
+"""Grep: search file contents with a Python regular expression (no external ``rg`` needed).
+
+The files are listed here; the regex runs in a child process
+(:mod:`fsm_agent.toolbox.regex_search`), because Python's ``re`` holds the GIL while it
+matches: a pattern with catastrophic backtracking would freeze every timer and Ctrl-C of the
+whole process. The child is killed when :attr:`Grep.timeout_s` passes or the call is
+cancelled, so a runaway pattern costs at most that long and never blocks an interrupt.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import fnmatch
+import json
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
@@ -31,6 +40,9 @@ MAX_FILES = 100
 MAX_LINES = 250
 MAX_LINE_CHARS = 500
 BINARY_SNIFF_BYTES = 8_192
+DEFAULT_TIMEOUT_S = 30.0
+"""How long one search may take before its process is killed."""
+WORKER = Path(__file__).with_name("regex_search.py")
 
 
 @attrs.frozen(kw_only=True)
@@ -70,6 +82,10 @@ class Grep(Tool[GrepInput]):
     input_type = GrepInput
     path_field = "path"
 
+    def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        super().__init__()
+        self.timeout_s = timeout_s
+
     def is_concurrency_safe(self, data: GrepInput) -> bool:
         """Searching never conflicts with other reads."""
         return True
@@ -100,31 +116,75 @@ class Grep(Tool[GrepInput]):
     ) -> ToolOutput:
         """Return matching files, or matching lines, sorted by path."""
         target = resolve_in_cwd(data.path or ".", ctx)
-        regex = re.compile(data.pattern, re.IGNORECASE if data.ignore_case else 0)
-        return await asyncio.to_thread(_search, target, regex, data, ctx)
+        files = await asyncio.to_thread(lambda: list(_candidates(target, data.glob, ctx)))
+        if not files:
+            return ToolOutput(content="No matches found")
+        request = {
+            "pattern": data.pattern,
+            "ignore_case": data.ignore_case,
+            "files": [str(path) for path in files],
+            "max_hits": MAX_LINES,
+            "max_line_chars": MAX_LINE_CHARS,
+            "sniff_bytes": BINARY_SNIFF_BYTES,
+        }
+        found = await _run_worker(request, self.timeout_s)
+        if found is None:
+            return ToolOutput(
+                content=f"Grep stopped after {self.timeout_s:g} s: the pattern {data.pattern!r} "
+                "takes too long to match (nested repetition such as (a+)+ backtracks "
+                "without end). Simplify the pattern or narrow the path.",
+                is_error=True,
+            )
+        return _report(found, files, data, ctx)
 
 
-def _search(target: Path, regex: re.Pattern[str], data: GrepInput, ctx: ToolContext) -> ToolOutput:
-    files: list[str] = []
-    lines: list[str] = []
-    for path in _candidates(target, data.glob, ctx):
-        hits = list(_matching_lines(path, regex))
-        if not hits:
-            continue
-        shown = display_path(path, ctx)
-        files.append(shown)
-        lines.extend(f"{shown}:{number}:{text}" for number, text in hits)
-    if not files:
+async def _run_worker(request: dict[str, Any], timeout_s: float) -> list[dict[str, Any]] | None:
+    """Run the search in a child process; None when it ran past ``timeout_s`` (killed)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-I",  # isolated: no user site, no PYTHON* variables, the script's folder not on path
+        str(WORKER),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(timeout_s):
+            out, err = await process.communicate(json.dumps(request).encode())
+    except TimeoutError:
+        return None
+    finally:
+        # Timed out or cancelled (Ctrl-C): kill the child at once; it holds nothing.
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    if process.returncode != 0:
+        problem = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"the search process failed: {problem[0]}")
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def _report(
+    found: list[dict[str, Any]], files: list[Path], data: GrepInput, ctx: ToolContext
+) -> ToolOutput:
+    if not found:
         return ToolOutput(content="No matches found")
+    shown = [display_path(files[item["file"]], ctx) for item in found]
     if data.output_mode == "content":
-        return ToolOutput(content=_capped(lines, MAX_LINES, "matching lines"))
-    return ToolOutput(content=_capped(files, MAX_FILES, "matching files"))
+        lines = [
+            f"{name}:{number}:{text}"
+            for name, item in zip(shown, found, strict=True)
+            for number, text in item["hits"]
+        ]
+        total = sum(item["count"] for item in found)
+        return ToolOutput(content=_capped(lines, total, MAX_LINES, "matching lines"))
+    return ToolOutput(content=_capped(shown, len(shown), MAX_FILES, "matching files"))
 
 
-def _capped(items: list[str], cap: int, what: str) -> str:
+def _capped(items: list[str], total: int, cap: int, what: str) -> str:
     shown = items[:cap]
-    if len(items) > cap:
-        shown.append(f"(showing the first {cap} of {len(items)} {what}; narrow the search)")
+    if total > cap:
+        shown.append(f"(showing the first {cap} of {total} {what}; narrow the search)")
     return "\n".join(shown)
 
 
@@ -139,16 +199,3 @@ def _candidates(target: Path, glob: str | None, ctx: ToolContext) -> Iterator[Pa
         if glob and not (fnmatch.fnmatch(path.name, glob) or fnmatch.fnmatch(relative, glob)):
             continue
         yield path
-
-
-def _matching_lines(path: Path, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
-    try:
-        with path.open("rb") as handle:
-            if b"\0" in handle.read(BINARY_SNIFF_BYTES):
-                return
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if regex.search(line):
-            yield number, line[:MAX_LINE_CHARS]

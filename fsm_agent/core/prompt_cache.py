@@ -1,0 +1,84 @@
+"""Prompt-cache breakpoints: where a request asks the API to cache its prefix.
+
+The Messages API caches the prefix of a request up to a block marked with ``cache_control``
+(at most four marks per request). A later request that starts with the same bytes reads that
+prefix from the cache at a tenth of the input price, so a long session pays full price only
+for what each turn adds. The marks go where the reference puts them: the system prompt, the
+tool definitions, and the end of the history. Two marks go at the end: on the last message,
+which writes the cache for the next request, and on the message two before it, which was the
+last message of the previous request in a tool loop, so the new request reads exactly what the
+previous one wrote.
+
+Nothing here changes a dict it is given: the history's API dicts are shared between requests
+(``core/request_history.py``), so marked messages and blocks are copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+__all__ = ["CACHE_CONTROL", "MAX_BREAKPOINTS", "cache_breakpoints", "count_breakpoints"]
+
+CACHE_CONTROL: Final = {"type": "ephemeral"}
+"""The mark the API reads (the default five-minute lifetime)."""
+
+MAX_BREAKPOINTS: Final = 4
+"""The most ``cache_control`` marks one request may carry (an API limit)."""
+
+_MESSAGE_MARKS: Final = (1, 3)  # positions from the end: the last message, and two before it
+
+
+def _marked(block: dict[str, Any]) -> dict[str, Any]:
+    return {**block, "cache_control": CACHE_CONTROL}
+
+
+def _mark_message(message: dict[str, Any]) -> dict[str, Any]:
+    content = message["content"]
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if not content:
+        return message
+    return {**message, "content": [*content[:-1], _marked(content[-1])]}
+
+
+def cache_breakpoints(
+    *,
+    system: str | list[dict[str, Any]],
+    tools: Sequence[dict[str, Any]],
+    messages: Sequence[dict[str, Any]],
+) -> tuple[str | list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The system prompt, tools and messages of a request, with cache breakpoints added.
+
+    Args:
+        system: The system prompt (text, or API text blocks).
+        tools: API tool definitions.
+        messages: API messages, as :func:`~fsm_agent.core.normalize.normalize_for_api` gives.
+
+    Returns:
+        ``(system, tools, messages)``: the system prompt as blocks whose last one is marked
+        (unchanged when empty), the tools with the last one marked, and the messages with the
+        last one and the one two before it marked; at most :data:`MAX_BREAKPOINTS` in all.
+    """
+    if isinstance(system, str):
+        system_blocks = [{"type": "text", "text": system}] if system else []
+    else:
+        system_blocks = list(system)
+    marked_system: str | list[dict[str, Any]] = system
+    if system_blocks:
+        marked_system = [*system_blocks[:-1], _marked(system_blocks[-1])]
+    marked_tools = [*tools[:-1], _marked(tools[-1])] if tools else []
+    marked_messages = list(messages)
+    for back in _MESSAGE_MARKS:
+        if back <= len(marked_messages):
+            marked_messages[-back] = _mark_message(marked_messages[-back])
+    return marked_system, marked_tools, marked_messages
+
+
+def count_breakpoints(value: object) -> int:
+    """How many ``cache_control`` marks ``value`` (a request part, any nesting) carries."""
+    if isinstance(value, dict):
+        return int("cache_control" in value) + sum(count_breakpoints(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(count_breakpoints(item) for item in value)
+    return 0
