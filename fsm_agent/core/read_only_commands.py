@@ -13,7 +13,11 @@ name of one we do not know (``git diff --output`` is also a prefix of the harmle
 ``--output-indicator-new``).
 
 Path checks are lexical here (``~``, ``..``); callers pass ``resolve`` (``os.path.realpath``)
-to follow symlinks as well: the core does no I/O.
+to follow symlinks as well: the core does no I/O. Options that make a program follow symlinks
+while it walks a tree (``grep -R``, ``find -L``, ``rg --follow``) are refused, and so are globs
+(a match could be a link). What is not covered: programs named by the repository's own
+configuration (git's ``core.fsmonitor``, diff drivers, ripgrep's config file): ``.git/`` and
+the shell's start-up files are protected paths, so the agent cannot plant them unasked.
 """
 
 from __future__ import annotations
@@ -260,34 +264,35 @@ def _rule_refusal(
 
 _GREP = _rule(
     "-E -F -G -P -e= -f=@ -i -y -v -w -x -c --color=? --colour=? -L -l -m= -o -q -s -b -H -h "
-    "-n -T -Z -z -A= -B= -C= -a -I -r -R -U --extended-regexp --fixed-strings --basic-regexp "
+    "-n -T -Z -z -A= -B= -C= -a -I -r -U --extended-regexp --fixed-strings --basic-regexp "
     "--perl-regexp --regexp= --file=@ --ignore-case --no-ignore-case --invert-match "
     "--word-regexp --line-regexp --count --files-without-match --files-with-matches "
     "--max-count= --only-matching --quiet --silent --no-messages --byte-offset --with-filename "
     "--no-filename --label= --line-number --initial-tab --null --null-data --after-context= "
     "--before-context= --context= --text --binary-files= --devices= -D= -d= --directories= "
     "--exclude= --exclude-from=@ --exclude-dir= --include= --recursive "
-    "--dereference-recursive --line-buffered --binary --help --version",
+    "--line-buffered --binary --help --version",
+    "-R --dereference-recursive",
     digits=True,
     operands="pattern",
     pattern_options="-e -f --regexp --file",
 )
 
 _RG = _rule(
-    "-i -S -s -w -x -v -n -N -l -c -o -F -e= -f=@ -g= -t= -T= -u -L -A= -B= -C= -m= -d= -H -I "
+    "-i -S -s -w -x -v -n -N -l -c -o -F -e= -f=@ -g= -t= -T= -u -A= -B= -C= -m= -d= -H -I "
     "-P -U -0 -a -j= -M= -r= -q -h -V -. -p -b --ignore-case --smart-case --case-sensitive "
     "--word-regexp --line-regexp --invert-match --line-number --no-line-number "
     "--files-with-matches --files-without-match --count --count-matches --only-matching "
     "--fixed-strings --regexp= --file=@ --glob= --iglob= --type= --type-not= --type-list "
     "--unrestricted --hidden --no-hidden --no-ignore --no-ignore-vcs --no-ignore-dot "
-    "--no-ignore-parent --follow --after-context= --before-context= --context= --max-count= "
+    "--no-ignore-parent --after-context= --before-context= --context= --max-count= "
     "--max-depth= --json --color= --colors= --heading --no-heading --with-filename "
     "--no-filename --files --sort= --sortr= --pcre2 --multiline --multiline-dotall --trim "
     "--vimgrep --null --text --threads= --max-columns= --max-columns-preview --replace= "
     "--column --no-column --stats --quiet --no-messages --no-config --ignore-file=@ --help "
     "--version --debug --engine= --passthru --line-buffered --block-buffered --byte-offset "
     "--pretty --max-filesize= --one-file-system --crlf --encoding= --null-data",
-    "-z --pre= --pre-glob= --search-zip --hostname-bin= --hyperlink-format=",
+    "-z -L --follow --pre= --pre-glob= --search-zip --hostname-bin= --hyperlink-format=",
     operands="pattern",
     pattern_options="-e -f --regexp --file --files --type-list",
 )
@@ -303,16 +308,16 @@ _SORT = _rule(
 )
 
 _LS = _rule(
-    "-a -A -b -B -c -C -d -D -f -F -g -G -h -H -i -k -l -L -m -n -N -o -p -q -Q -r -R -s -S -t "
+    "-a -A -b -B -c -C -d -D -f -F -g -G -h -H -i -k -l -m -n -N -o -p -q -Q -r -R -s -S -t "
     "-u -U -v -x -X -Z -1 -I= -w= -T= --all --almost-all --author --escape --block-size= "
     "--ignore-backups --color=? --directory --dired --classify=? --file-type --format= "
     "--full-time --group-directories-first --no-group --human-readable --si "
     "--dereference-command-line --dereference-command-line-symlink-to-dir --hide= "
-    "--hyperlink=? --indicator-style= --inode --ignore= --kibibytes --dereference "
-    "--numeric-uid-gid "
+    "--hyperlink=? --indicator-style= --inode --ignore= --kibibytes --numeric-uid-gid "
     "--literal --hide-control-chars --show-control-chars --quote-name --quoting-style= "
     "--reverse --recursive --size --sort= --time= --time-style= --tabsize= --width= --context "
-    "--zero --help --version"
+    "--zero --help --version",
+    "-L --dereference",
 )
 
 _COMMON_TEXT_TOOLS = {
@@ -359,8 +364,8 @@ _COMMON_TEXT_TOOLS = {
     ),
     "sort": _SORT,
     "diff": _rule(
-        "-u -U= -c -C= -q -s -r -N -i -w -b -B -a -y -W= -p -t -T -x= -X=@ -I= -d -E -Z "
-        "--brief --report-identical-files --recursive --new-file --unidirectional-new-file "
+        "-u -U= -c -C= -q -s -N -i -w -b -B -a -y -W= -p -t -T -x= -X=@ -I= -d -E -Z "
+        "--brief --report-identical-files --new-file --unidirectional-new-file "
         "--ignore-case --ignore-all-space --ignore-space-change --ignore-blank-lines "
         "--ignore-tab-expansion --ignore-trailing-space --ignore-file-name-case "
         "--no-ignore-file-name-case --ignore-matching-lines= --text --side-by-side --width= "
@@ -368,7 +373,8 @@ _COMMON_TEXT_TOOLS = {
         "--strip-trailing-cr --show-c-function --show-function-line= --expand-tabs "
         "--initial-tab --label= --no-dereference --minimal --speed-large-files "
         "--suppress-common-lines --left-column --suppress-blank-empty --tabsize= "
-        "--from-file=@ --to-file=@ --horizon-lines= --starting-file= --help --version"
+        "--from-file=@ --to-file=@ --horizon-lines= --starting-file= --help --version",
+        "-r --recursive",
     ),
     "comm": _rule(
         "-1 -2 -3 -i -z --check-order --nocheck-order --output-delimiter= --total "
@@ -388,11 +394,12 @@ _COMMON_TEXT_TOOLS = {
         "--help --version"
     ),
     "du": _rule(
-        "-0 -a -b -c -D -h -H -k -L -l -m -P -s -S -x -d= -t= -X=@ --null --all "
+        "-0 -a -b -c -D -h -H -k -l -m -P -s -S -x -d= -t= -X=@ --null --all "
         "--apparent-size --block-size= --bytes --total --dereference-args --human-readable "
-        "--inodes --dereference --count-links --max-depth= --no-dereference --separate-dirs "
+        "--inodes --count-links --max-depth= --no-dereference --separate-dirs "
         "--si --summarize --threshold= --time=? --time-style= --exclude-from=@ --exclude= "
-        "--one-file-system --files0-from=@ --help --version"
+        "--one-file-system --files0-from=@ --help --version",
+        "-L --dereference",
     ),
     "df": _rule(
         "-a -h -H -i -k -l -P -T -t= -x= -B= --all --block-size= --human-readable --si "
@@ -407,11 +414,11 @@ _COMMON_TEXT_TOOLS = {
         "-C --compile -m= --magic-file= -f= --files-from= -z --uncompress -Z --uncompress-noreport",
     ),
     "tree": _rule(
-        "-a -d -l -f -x -L= -P= -I= -q -N -Q -p -u -g -s -h -D -F -v -t -c -U -r -i -A -S -n -C "
+        "-a -d -f -x -L= -P= -I= -q -N -Q -p -u -g -s -h -D -F -v -t -c -U -r -i -A -S -n -C "
         "-J -X --noreport --dirsfirst --filesfirst --gitignore --charset= --filelimit= --du "
         "--si --prune --matchdirs --ignore-case --inodes --device --sort= --timefmt= --help "
         "--version",
-        "-o= -R -H= -T= --fromfile",
+        "-o= -R -H= -T= -l --fromfile",
     ),
     "realpath": _rule(
         "-e -m -L -P -q -s -z --canonicalize-existing --canonicalize-missing "
@@ -509,6 +516,8 @@ def _find(program: str, args: Sequence[str], places: _Places) -> str | None:
     """``find``: starting points inside, then only tests and printing actions."""
     index = 0
     while index < len(args) and args[index] in ("-H", "-L", "-P"):
+        if args[index] == "-L":
+            return "find -L follows symbolic links, out of the folder too"
         index += 1
     while index < len(args) and not args[index].startswith(("-", "(", "!")):
         if places.outside(args[index]):
@@ -519,8 +528,8 @@ def _find(program: str, args: Sequence[str], places: _Places) -> str | None:
         index += 1
         if word in ("(", ")", "!", ","):
             continue
-        if word in _FIND_ACTING:
-            return f"find {word} {_FIND_ACTING[word]}"
+        if word in _FIND_REFUSED:
+            return f"find {word} {_FIND_REFUSED[word]}"
         takes = _FIND_PREDICATES.get(word)
         if takes is None:
             return f"find {word} is not known to be read-only"
@@ -534,7 +543,8 @@ def _find(program: str, args: Sequence[str], places: _Places) -> str | None:
     return None
 
 
-_FIND_ACTING = {
+_FIND_REFUSED = {
+    "-follow": "follows symbolic links, out of the folder too",
     "-exec": "runs a command",
     "-execdir": "runs a command",
     "-ok": "runs a command",
@@ -553,7 +563,7 @@ _FIND_TAKING_VALUES = (
 )
 _FIND_TAKING_NOTHING = (
     "-empty -nouser -nogroup -readable -writable -executable -true -false -print -print0 -ls "
-    "-prune -quit -depth -follow -xdev -mount -noleaf -daystart -ignore_readdir_race "
+    "-prune -quit -depth -xdev -mount -noleaf -daystart -ignore_readdir_race "
     "-noignore_readdir_race -warn -nowarn -not -a -and -o -or -help --help -version "
     "--version"
 )

@@ -90,7 +90,8 @@ class Bash(Tool[BashInput]):
         The message says why: the part that is not read-only, or what could not be analysed.
         """
         cwd = os.path.realpath(ctx.cwd)
-        verdict = _judge(data.command, cwd=cwd, readable_roots=("/",) if ctx.allow_outside else ())
+        roots = ("/",) if ctx.allow_outside else tuple(map(str, ctx.additional_directories))
+        verdict = _judge(data.command, cwd=cwd, readable_roots=roots)
         if verdict.read_only:
             return PermissionCheck(behavior="allow", message="read-only command")
         return PermissionCheck(behavior="ask", message=f"not read-only: {verdict.reason}")

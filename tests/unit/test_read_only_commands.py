@@ -197,6 +197,25 @@ def test_reads_outside_the_working_folder_are_refused(command: str) -> None:
     assert "outside the working folder" in verdict.reason
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "grep -R key .",
+        "grep --dereference-recursive key .",
+        "rg --follow key",
+        "find -L . -name x",
+        "find . -follow -name x",
+        "ls -LR",
+        "du -L .",
+        "tree -l",
+        "diff -r a b",
+    ],
+)
+def test_options_that_follow_symlinks_while_walking_are_refused(command: str) -> None:
+    """A walk that follows links could leave the folder through one, so it asks."""
+    assert not judge(command).read_only
+
+
 def test_readable_roots_widen_where_reading_is_allowed() -> None:
     """A file under an additional readable folder may be read."""
     assert judge("cat /data/shared/a.txt", roots=("/data/shared",)).read_only

@@ -454,6 +454,18 @@ def test_bash_permission_asks_for_reads_outside_the_working_folder(tmp_path: Pat
     assert Bash().is_read_only(Bash().parse_input({"command": "cat /etc/hostname"}))
 
 
+def test_bash_permission_reads_additional_directories_without_asking(tmp_path: Path) -> None:
+    """A file in one of the context's additional directories may be read unasked."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "notes.txt").write_text("n")
+    ctx = ToolContext(cwd=tmp_path / "work", additional_directories=(tmp_path / "shared",))
+    data = Bash().parse_input({"command": f"cat {tmp_path / 'shared' / 'notes.txt'}"})
+    assert Bash().check_permissions(data, ctx).behavior == "allow"
+    other = Bash().parse_input({"command": f"cat {tmp_path / 'elsewhere.txt'}"})
+    assert Bash().check_permissions(other, ctx).behavior == "ask"
+
+
 def test_bash_permission_follows_symlinks_out_of_the_working_folder(tmp_path: Path) -> None:
     """A symlink inside the working folder that points outside does not make a read local."""
     (tmp_path / "work").mkdir()
