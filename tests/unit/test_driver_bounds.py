@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_run_always_ends import RawModel, answered, tool_call
+from test_agent_scripted import results_of
+from test_run_always_ends import RawModel, tool_call
 
 from fsm_agent.core import texts
 from fsm_agent.core.config import LoopConfig
@@ -46,6 +47,12 @@ def run(tmp_path: Path, name: str, tools: list[Tool[Any]], **options: Any) -> Ru
     return asyncio.run(agent.run("go"))
 
 
+def recorded(tmp_path: Path, event_type: str) -> list[dict[str, Any]]:
+    """The recorded events of one type, from the run's trace."""
+    events = [r.data["event"] for r in read_trace(tmp_path / "t.jsonl").of_kind("event")]
+    return [event for event in events if event["type"] == event_type]
+
+
 def test_a_tool_past_its_bound_is_answered_with_a_timeout_error(tmp_path: Path) -> None:
     """A call past tool_timeout_ms gets an error result saying so; the run completes."""
     hang_any: Tool[Any] = hang
@@ -58,7 +65,7 @@ def test_a_tool_past_its_bound_is_answered_with_a_timeout_error(tmp_path: Path) 
     )
     result = asyncio.run(agent.run("go"))
     assert result.terminal == "completed"
-    block = answered(result)["toolu_1"]
+    block = results_of(result)["toolu_1"]
     assert block.is_error
     assert "did not finish within 0.05 s" in str(block.content)
     assert replay(tmp_path / "t.jsonl").terminal == "completed"
@@ -80,11 +87,7 @@ def test_a_python_hook_past_its_bound_is_stopped_with_a_warning(tmp_path: Path) 
     )
     assert result.terminal == "completed"
     assert (tmp_path / "n.txt").read_text(encoding="utf-8") == "x"
-    outcomes = [
-        r.data["event"]["outcome"]
-        for r in read_trace(tmp_path / "t.jsonl").of_kind("event")
-        if r.data["event"]["type"] == "HooksFinished"
-    ]
+    outcomes = [event["outcome"] for event in recorded(tmp_path, "HooksFinished")]
     assert any(
         "slow_hook timed out after 0.05 s" in m for o in outcomes for m in o["system_messages"]
     )
@@ -106,12 +109,8 @@ def test_a_permission_callback_past_its_bound_denies(tmp_path: Path) -> None:
     )
     assert result.terminal == "completed"
     assert not (tmp_path / "n.txt").exists()
-    assert answered(result)["toolu_1"].is_error
-    decided = [
-        r.data["event"]
-        for r in read_trace(tmp_path / "t.jsonl").of_kind("event")
-        if r.data["event"]["type"] == "PermissionDecided"
-    ]
+    assert results_of(result)["toolu_1"].is_error
+    decided = recorded(tmp_path, "PermissionDecided")
     assert decided[0]["behavior"] == "deny"
     assert decided[0]["reason"] == texts.PERMISSION_TIMED_OUT
 

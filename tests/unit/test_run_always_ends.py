@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_agent_scripted import results_of
 
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.core.messages import ToolResultBlock, tool_results, tool_uses
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.agent import Agent, RunResult
 from fsm_agent.runtime.models import ModelRequest
@@ -88,14 +88,6 @@ def run(tmp_path: Path, model: RawModel, tools: list[Tool[Any]]) -> RunResult:
     return asyncio.run(agent.run("go"))
 
 
-def answered(result: RunResult) -> dict[str, ToolResultBlock]:
-    """The tool results by id, after checking that every tool_use has exactly one."""
-    used = [b.id for m in result.messages for b in tool_uses(m)]
-    found = [b for m in result.messages for b in tool_results(m)]
-    assert sorted(b.tool_use_id for b in found) == sorted(used)
-    return {b.tool_use_id: b for b in found}
-
-
 def assert_ends_and_replays(result: RunResult) -> None:
     assert result.trace_path is not None
     trace = read_trace(result.trace_path)
@@ -112,7 +104,7 @@ def test_a_tool_returning_a_lone_surrogate_ends_the_run(tmp_path: Path) -> None:
     """A tool result holding a lone surrogate reaches the model escaped; the run completes."""
     result = run(tmp_path, RawModel(tool_call("Echo", '{"x": 1}')), [surrogate_text])
     assert result.terminal == "completed"
-    assert answered(result)["toolu_1"].content == "caf\\udce9"
+    assert results_of(result)["toolu_1"].content == "caf\\udce9"
     assert_ends_and_replays(result)
 
 
@@ -130,7 +122,7 @@ def test_a_file_name_that_is_not_utf8_is_listed_escaped(
     os.close(descriptor)
     result = run(tmp_path, RawModel(tool_call(tool_name, tool_input)), [Glob(), Grep()])
     assert result.terminal == "completed"
-    content = answered(result)["toolu_1"].content
+    content = results_of(result)["toolu_1"].content
     assert isinstance(content, str)
     assert "caf\\xe9.txt" in content
     assert_ends_and_replays(result)
@@ -146,7 +138,7 @@ def test_a_tool_input_nested_too_deep_ends_the_run(tmp_path: Path) -> None:
     deep = '{"x": ' + "[" * 600 + "]" * 600 + "}"
     result = run(tmp_path, RawModel(tool_call("Take", deep)), [take_anything])
     assert result.terminal == "completed"
-    assert answered(result)["toolu_1"].content == "taken"
+    assert results_of(result)["toolu_1"].content == "taken"
     assert result.trace_path is not None
     assert TOO_DEEP.encode() in result.trace_path.read_bytes()
     assert_ends_and_replays(result)
@@ -157,7 +149,7 @@ def test_usage_past_64_bits_is_a_model_error_not_a_crash(tmp_path: Path) -> None
     response = tool_call("Take", '{"x": 1}', output_tokens=2**70)
     result = run(tmp_path, RawModel(response), [take_anything])
     assert result.terminal == "model_error"
-    answered(result)
+    results_of(result)
     assert_ends_and_replays(result)
 
 
