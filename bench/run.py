@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import functools
 import io
+import random
 import statistics
 import subprocess
 import sys
@@ -22,12 +23,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import orjson
+from hypothesis import Phase as HypothesisPhase
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transitions import Machine
 
 from fsm_agent.core.agent_core import AgentCore
+from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import Event, ModelStreamEvent
 from fsm_agent.testing.catalogue import ENTRIES, TOOLS, Entry, by_name, record, run_entry
-from fsm_agent.testing.world import prompt
+from fsm_agent.testing.invariants import check_run
+from fsm_agent.testing.strategies import loop_configs, tool_specs_for, worlds
+from fsm_agent.testing.world import World, WorldRun, prompt
 from fsm_agent.trace.replay import replay
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
@@ -357,6 +364,41 @@ def command_seconds(command: list[str], *, repeat: int = 3) -> float:
     return statistics.median(samples)
 
 
+def generated_worlds(count: int) -> list[tuple[LoopConfig, World, int]]:
+    """``count`` configs and worlds drawn from the public strategies (and a seed for the
+    order in which pending answers are fed), generated before anything is timed."""
+    drawn: list[tuple[LoopConfig, World, int]] = []
+
+    @settings(max_examples=count, database=None, phases=[HypothesisPhase.generate])
+    @given(config=loop_configs(), world=worlds(), seed=st.integers(0, 2**32 - 1))
+    def collect(config: LoopConfig, world: World, seed: int) -> None:
+        drawn.append((config, world, seed))
+
+    collect()
+    return drawn
+
+
+def generated_run_figures(count: int) -> tuple[float, float, int]:
+    """Full generated runs per second with every invariant checked at the end of each run
+    (``check_run``), the share of runs that reach tool execution (``tools_requested``), and
+    how many runs broke an invariant (expected 0)."""
+    drawn = generated_worlds(count)
+    specs = tool_specs_for()
+    deep = 0
+    broken = 0
+    start = time.perf_counter()
+    for config, world, seed in drawn:
+        core = AgentCore(config=config, tools=specs)
+        order = random.Random(seed)
+        run = WorldRun(core.feed, world, prompt("hi"))
+        run.run(lambda order=order: order.randrange(8))
+        if check_run(core, run.steps, config):
+            broken += 1
+        deep += any(t.name == "tools_requested" for _, step in run.steps for t in step.transitions)
+    elapsed = time.perf_counter() - start
+    return len(drawn) / elapsed, deep / len(drawn), broken
+
+
 def row(label: str, value: str, note: str) -> None:
     """Print one result line."""
     print(f"{label:<36} {value:>12}   {note}")
@@ -393,6 +435,13 @@ def main() -> int:
     row("stream delta, traced", f"{traced_delta * 1e6:8.2f} µs", "budget 15 µs")
     turn = turn_seconds(repeat)
     row("model turn with two tool calls", f"{turn * 1e6:8.1f} µs", "zero-latency effects")
+    rate, deep, broken = generated_run_figures(200 if args.quick else 1_000)
+    row(
+        "generated runs, invariants checked",
+        f"{rate:8.0f} /s",
+        f"goal ≥ 200/s; {broken} broke an invariant",
+    )
+    row("generated runs reaching tools", f"{deep:8.0%}", "goal ≥ 70 %")
 
     corpus = sorted((ROOT / "traces").glob("*.jsonl"))
     with tempfile.TemporaryDirectory() as folder:

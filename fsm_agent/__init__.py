@@ -31,6 +31,8 @@ _PUBLIC = {
     "RunResult": "fsm_agent.runtime.agent",
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
+    "Thinking": "fsm_agent.runtime.models",
+    "ServerTool": "fsm_agent.runtime.server_tools",
     "Hooks": "fsm_agent.runtime.hooks",
     "HookMatcher": "fsm_agent.runtime.hook_spec",
     "HookInput": "fsm_agent.runtime.hook_spec",
@@ -107,9 +109,11 @@ __all__ = [
     "RetryScheduled",
     "RunFinished",
     "RunResult",
+    "ServerTool",
     "Step",
     "Terminal",
     "TextDelta",
+    "Thinking",
     "Tool",
     "ToolContext",
     "ToolOutput",
@@ -170,13 +174,14 @@ if TYPE_CHECKING:
     )
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
-    from fsm_agent.runtime.models import AnthropicModel, Model
+    from fsm_agent.runtime.models import AnthropicModel, Model, Thinking
     from fsm_agent.runtime.permissions import (
         PermissionAnswer,
         PermissionMode,
         PermissionPolicy,
         PermissionRequest,
     )
+    from fsm_agent.runtime.server_tools import ServerTool
     from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, ToolOutput, tool
     from fsm_agent.trace.reader import read_trace
     from fsm_agent.trace.replay import (

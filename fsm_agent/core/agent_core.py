@@ -167,6 +167,9 @@ class AgentCore:
         self._awaiting: str | None = None
         self._compacted_this_iteration = False
         self._collapse_drain_attempted = False
+        # the refill breaker (issue 10): compactions this user turn, and whether one refilled
+        self._compactions_this_turn = 0
+        self._compaction_refilled = False
         self._answered: set[str] = set()
         self._request_history = RequestHistory()
         # token budget tracking (SPEC §7.6)
@@ -235,6 +238,14 @@ class AgentCore:
             request_id == self._request_id
             and self._assembler is not None
             and self._assembler.started
+        )
+
+    def stream_complete(self, request_id: str) -> bool:
+        """Whether this request's response has arrived whole (``message_stop`` included)."""
+        return (
+            self.stream_started(request_id)
+            and self._assembler is not None
+            and self._assembler.truncated_reason() is None
         )
 
     def messages_for_query(self) -> tuple[Message, ...]:
@@ -545,39 +556,64 @@ class AgentCore:
         )
 
     def _discard_attempt(self) -> None:
-        """Withdraw a failed attempt's messages and calls (SPEC §3 streaming fallback)."""
-        if self._executor is not None:
-            self._executor.discard()
+        """Withdraw a failed attempt (SPEC §3 streaming fallback), hiding no call that ran.
+
+        SPEC §5.2 "Ours": every call of the attempt hands its one tool_result to the caller
+        (a call that never started gets the "discarded" error result). A call that was called
+        — only read-only calls can be, before the response ends — is never hidden from the
+        model: its tool_use message and its result are not withdrawn but moved into the
+        history the next request is built from, right before that request's answer. Every
+        other message of the attempt is withdrawn by a tombstone; normalization then drops
+        the withdrawn tool_uses together with their results (``normalize``).
+        """
+        ran = self._executor.discard() if self._executor is not None else []
+        # Batch path: the calls were never handed to an executor; answer them here.
+        self._answer_unanswered(self._assistant, texts.DISCARDED_BY_FALLBACK)
+        ran_ids = {call.call_id for call in ran}
+        kept: list[Message] = []
         for message in self._assistant:
-            # Everything of the attempt was shown except a withheld error; withdraw the rest.
-            if not (isinstance(message, ApiErrorMessage) and message.withheld):
+            if isinstance(message, ApiErrorMessage) and message.withheld:
+                continue  # never shown, so nothing to withdraw
+            if ran_ids and _only_tool_uses_of(message, ran_ids):
+                kept.append(message)
+            else:
                 self._show(TombstoneMessage(uuid=self.new_uuid(), target_uuid=message.uuid))
+        if kept:
+            results = [m for call in ran for m in call.messages]
+            self._state = attrs.evolve(
+                self._state, messages=(*self._state.messages, *kept, *results)
+            )
         self._assistant = []
+        self._tool_results = []
 
     def _answer_everything(self, reason: fx.CancelReason, text: str) -> None:
         """Give every tool_use of this iteration its one result (SPEC §12 invariant 1)."""
         if self._executor is not None:
             self._executor.cancel_all(reason, message=text)
             self._executor.flush()
-        for message in list(self._assistant):
+        result_text = (
+            texts.model_error_result(text)
+            if reason is fx.CancelReason.MODEL_ERROR
+            else texts.INTERRUPTED_BEFORE_START
+        )
+        self._tool_results.extend(self._answer_unanswered(self._assistant, result_text))
+
+    def _answer_unanswered(self, messages: list[Message], text: str) -> list[Message]:
+        """Show an error result for each tool_use in ``messages`` that has none yet."""
+        answered: list[Message] = []
+        for message in messages:
             for block in message.content if isinstance(message, AssistantMessage) else ():
                 if isinstance(block, ToolUseBlock) and block.id not in self._answered:
                     self._answered.add(block.id)
-                    result_text = (
-                        texts.model_error_result(text)
-                        if reason is fx.CancelReason.MODEL_ERROR
-                        else texts.USER_REJECTED_TOOL
-                    )
                     result = UserMessage(
                         uuid=self.new_uuid(),
                         content=(
-                            ToolResultBlock(
-                                tool_use_id=block.id, content=result_text, is_error=True
-                            ),
+                            ToolResultBlock(tool_use_id=block.id, content=text, is_error=True),
                         ),
                     )
-                    self._tool_results.append(result)
                     self._show(result)
+                    answered.append(result)
+        return answered
 
     def _abort_tools(self, reason: str) -> None:
         if self._abort_reason is None:
@@ -640,6 +676,19 @@ class AgentCore:
 
     # --- guards (read, never write) -------------------------------------------------------------
 
+    def _compaction_allowed(self) -> bool:
+        """The refill breaker: a bounded number of compactions per user turn, and none after
+        one that left the context over the threshold (it would only run again and again)."""
+        return (
+            not self._compaction_refilled
+            and self._compactions_this_turn < self.config.max_compactions_per_turn
+        )
+
+    def _count_compaction(self) -> None:
+        self._compactions_this_turn += 1
+        if self._estimate_tokens() >= self.config.autocompact_threshold:
+            self._compaction_refilled = True
+
     def _guard_should_autocompact(self) -> bool:
         tracking = self._state.auto_compact
         failures = tracking.consecutive_failures if tracking is not None else 0
@@ -647,6 +696,7 @@ class AgentCore:
             self.config.autocompact
             and not self.config.context_collapse
             and failures < self.config.autocompact_failure_limit
+            and self._compaction_allowed()
             and self._estimate_tokens() >= self.config.autocompact_threshold
         )
 
@@ -657,7 +707,7 @@ class AgentCore:
         # SPEC §2.2 blocking_limit: skipped when compaction can still rescue the request.
         if self._compacted_this_iteration or self.config.context_collapse:
             return False
-        if self.config.reactive_compact and self.config.autocompact:
+        if self.config.reactive_compact and self.config.autocompact and self._compaction_allowed():
             return False
         return self._estimate_tokens() >= self.config.blocking_limit
 
@@ -736,6 +786,7 @@ class AgentCore:
         return (
             self.config.reactive_compact
             and not self._state.has_attempted_reactive_compact
+            and self._compaction_allowed()
             and (
                 self._withheld(ApiErrorKind.PROMPT_TOO_LONG)
                 or self._withheld(ApiErrorKind.MEDIA_TOO_LARGE)
@@ -824,6 +875,8 @@ class AgentCore:
         event: ev.TurnStarted = self._event
         self._state = LoopState(messages=tuple(event.messages))
         self._transcript.extend(event.messages)
+        self._compactions_this_turn = 0
+        self._compaction_refilled = False
         self._turn_output_tokens = 0
         self._budget_continuations = 0
         self._budget_last_delta = 0
@@ -855,6 +908,7 @@ class AgentCore:
     def _on_autocompact_done(self) -> None:
         event: ev.CompactionFinished = self._event
         self._adopt_compacted(event.messages)
+        self._count_compaction()
         self._compacted_this_iteration = True
         self._state = attrs.evolve(
             self._state,
@@ -898,6 +952,8 @@ class AgentCore:
 
     def _on_stream_ended(self) -> None:
         assert self._assembler is not None
+        if self._executor is not None:
+            self._executor.end_response()  # SPEC §5.2 "Ours": side effects may start now
         usage = self._assembler.usage
         self._usage = self._usage + usage
         self._turn_output_tokens += usage.output_tokens
@@ -1009,6 +1065,7 @@ class AgentCore:
     def _on_reactive_compact_retry(self) -> None:
         event: ev.CompactionFinished = self._event
         self._adopt_compacted(event.messages)
+        self._count_compaction()
         self._continue_with(
             attrs.evolve(
                 self._state,
@@ -1195,6 +1252,15 @@ class AgentCore:
             ),
             "next_turn",
         )
+
+
+def _only_tool_uses_of(message: Message, call_ids: set[str]) -> bool:
+    """The message is an assistant message whose blocks are all tool_uses of ``call_ids``."""
+    return (
+        isinstance(message, AssistantMessage)
+        and bool(message.content)
+        and all(isinstance(b, ToolUseBlock) and b.id in call_ids for b in message.content)
+    )
 
 
 def _message_chars(message: Message) -> int:

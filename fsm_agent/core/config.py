@@ -115,6 +115,11 @@ class LoopConfig:
     autocompact_buffer_tokens: int = attrs.field(default=13_000, validator=_non_negative)
     blocking_buffer_tokens: int = attrs.field(default=3_000, validator=_non_negative)
     summary_output_reserve: int = attrs.field(default=20_000, validator=_non_negative)
+    # Our addition (issue 10): compactions (auto and reactive) per user turn. Past it, or once
+    # a compaction leaves the context over the autocompact threshold (it refilled at once),
+    # nothing compacts again this turn: the run goes on, or ends blocking_limit or
+    # prompt_too_long, instead of paying for a summary every iteration.
+    max_compactions_per_turn: int = attrs.field(default=3, validator=_positive)
 
     # Retries and fallback (SPEC §8.3). Backoff has no jitter: the core draws no randoms.
     max_retries: int = attrs.field(default=10, validator=_non_negative)

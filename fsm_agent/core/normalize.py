@@ -230,7 +230,13 @@ class _Turn:
 
 
 def _live_messages(messages: Sequence[Message], carry: Carry, segment: Segment) -> list[Message]:
-    """The segment without tombstones and the messages they withdraw (SPEC §3 fallback)."""
+    """The segment without tombstones and the messages they withdraw (SPEC §3 fallback).
+
+    A withdrawn tool_use still got its tool_result in the transcript (SPEC §5.2: every
+    tool_use handed to the caller is answered, and the result is shown before the tombstone);
+    that result goes with it. A call that ran is never withdrawn in the first place (the core
+    keeps it, SPEC §5.2 "Ours").
+    """
     withdrawn = segment.withdrawn
     for message in messages:
         if isinstance(message, TombstoneMessage):
@@ -239,13 +245,34 @@ def _live_messages(messages: Sequence[Message], carry: Carry, segment: Segment) 
     if withdrawn and not carry.fresh and not withdrawn <= {m.uuid for m in messages}:
         raise SegmentNotSeparable
     gone = carry.withdrawn
-    return [
-        m
+    withdrawn_calls = {
+        block.id
         for m in messages
-        if not isinstance(m, TombstoneMessage)
-        and not (withdrawn and m.uuid in withdrawn)
-        and not (gone and m.uuid in gone)
-    ]
+        if withdrawn and isinstance(m, AssistantMessage) and m.uuid in withdrawn
+        for block in m.content
+        if isinstance(block, ToolUseBlock)
+    }
+    live: list[Message] = []
+    for m in messages:
+        if (
+            isinstance(m, TombstoneMessage)
+            or (withdrawn and m.uuid in withdrawn)
+            or (gone and m.uuid in gone)
+        ):
+            continue
+        if withdrawn_calls and isinstance(m, UserMessage):
+            content = tuple(
+                b
+                for b in m.content
+                if not (isinstance(b, ToolResultBlock) and b.tool_use_id in withdrawn_calls)
+            )
+            if not content:
+                continue
+            if len(content) != len(m.content):
+                live.append(attrs.evolve(m, content=content))
+                continue
+        live.append(m)
+    return live
 
 
 def _media_strip_targets(live: Sequence[Message], carry: Carry, segment: Segment) -> set[int]:

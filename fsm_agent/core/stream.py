@@ -197,6 +197,7 @@ class StreamAssembler:
 
     _open: dict[int, _OpenBlock] = attrs.field(factory=dict, init=False)
     _used_indices: set[int] = attrs.field(factory=set, init=False)
+    _tool_ids: set[str] = attrs.field(factory=set, init=False)
     _truncation_reported: bool = attrs.field(default=False, init=False)
     _poisoned: str | None = attrs.field(default=None, init=False)
 
@@ -404,6 +405,12 @@ class StreamAssembler:
             name = _string(raw["name"], "content_block_start", index, "name")
             if not tool_id:
                 raise _protocol_error("content_block_start", index, f"{kind} id is empty")
+            if tool_id in self._tool_ids:
+                # Two calls under one id could not each get their one tool_result.
+                raise _protocol_error(
+                    "content_block_start", index, f"duplicate {kind} id {tool_id!r}"
+                )
+            self._tool_ids.add(tool_id)
             start_input = raw.get("input") or {}
             if not isinstance(start_input, dict):
                 raise _protocol_error("content_block_start", index, "input must be an object")

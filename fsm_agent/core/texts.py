@@ -142,14 +142,30 @@ def media_omitted(kind: str) -> str:
 INTERRUPTED = "[Request interrupted by user]"
 INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
 
-USER_REJECTED_TOOL = (
-    "The user does not want this tool call to run, and it did nothing. Stop here and wait "
-    "for the user's next instruction."
+INTERRUPTED_BEFORE_START = (
+    "The user interrupted the request before this tool call started, so it did not run. "
+    "Wait for the user's next instruction."
 )
+"""Result for a call an interrupt (Esc, Ctrl-C) cancelled before it ran (SPEC §5.2)."""
+
+INTERRUPTED_WHILE_RUNNING = (
+    "The user interrupted the request while this tool call was running. It was stopped "
+    "part-way, so its effects may be partial: check what it changed before relying on it "
+    "or running it again, and wait for the user's next instruction."
+)
+"""Result for a call an interrupt stopped while it ran: not a refusal, and not a no-op."""
+
 DISCARDED_BY_FALLBACK = (
     "<tool_use_error>This call was discarded because the response was re-requested after "
-    "a streaming failure.</tool_use_error>"
+    "a streaming failure. It did not run.</tool_use_error>"
 )
+"""Result for a call of a withdrawn attempt that never started (SPEC §5.2)."""
+
+STOPPED_BY_FALLBACK = (
+    "<tool_use_error>This call was stopped while it ran, because the response that asked "
+    "for it failed and was re-requested. Its effects may be partial.</tool_use_error>"
+)
+"""Result for a call of a withdrawn attempt that had started: it stays visible (SPEC §5.2)."""
 RESUME_AFTER_TRUNCATION = (
     "Your last response was cut off at the output limit. Continue exactly where it stopped, "
     "without apologising or repeating anything, and break the remaining work into smaller "

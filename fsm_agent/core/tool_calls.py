@@ -15,7 +15,10 @@ Scheduling has two modes:
   when nothing unsafe runs, an unsafe one only when nothing runs; the queue scan stops at the
   first unsafe call that cannot start. Results are handed back in model order except that a
   running *safe* call does not hold back later finished ones. Only unsafe calls' context
-  updates apply. A failing shell call cancels its running siblings.
+  updates apply. A failing shell call cancels its running siblings. Ours (SPEC §5.2 "side
+  effects wait"): a call that is not read-only starts only once the response that asked for
+  it has ended (``end_response``), so a retried or fallen-back attempt has run nothing but
+  reads. ``discard`` answers every call of a withdrawn attempt and reports which ones ran.
 * batch (SPEC §5.1): all calls are known at once and partitioned into batches; a safe batch
   runs up to ``max_tool_concurrency`` at once and its context updates apply after the batch in
   model order; batches run strictly one after another.
@@ -95,6 +98,8 @@ class ToolCall:
     hook_stop_reason: str = ""
     extra: list[Message] = attrs.field(factory=list)
     handed_back: bool = False
+    called: bool = False
+    messages: tuple[Message, ...] = ()
 
     @property
     def executing(self) -> bool:
@@ -148,6 +153,7 @@ class ToolExecutor:
         self._event: Any = None
         self._sibling_error: ToolCall | None = None
         self._discarded = False
+        self._response_ended = batch_mode
         self._batches: list[list[ToolCall]] | None = None
         self._batch_index = 0
         self._deferred_updates: list[tuple[int, dict[str, Any]]] = []
@@ -360,6 +366,7 @@ class ToolExecutor:
             call.input = dict(event.updated_input)
         if event.added_rules:
             self._sink.remember_permission_rules(event.added_rules)
+        call.called = True  # from here on the call may have had its effect
         self._request_step(call, fx.ToolStep.CALL)
 
     def _on_permission_denied(self, call: ToolCall) -> None:
@@ -422,17 +429,14 @@ class ToolExecutor:
         return AttachmentMessage(uuid=self._sink.new_uuid(), kind=kind, text=text)
 
     def _on_result_yielded(self, call: ToolCall) -> None:
-        if self._discarded:
-            return  # the tool_use was withdrawn with its response (SPEC §3 fallback)
+        # Also for a discarded attempt: every tool_use handed to the caller gets its one
+        # tool_result (SPEC §5.2 synthetic texts); the core decides which ones stay visible.
         call.handed_back = True
         result = ToolResultBlock(
             tool_use_id=call.call_id, content=call.content, is_error=call.is_error
         )
-        messages: list[Message] = [
-            UserMessage(uuid=self._sink.new_uuid(), content=(result,)),
-            *call.extra,
-        ]
-        self._sink.hand_back(call, messages)
+        call.messages = (UserMessage(uuid=self._sink.new_uuid(), content=(result,)), *call.extra)
+        self._sink.hand_back(call, list(call.messages))
 
     # --- cancellation ------------------------------------------------------------------------
 
@@ -447,18 +451,31 @@ class ToolExecutor:
                 continue
             self._cancel(call, reason, message=message)
 
-    def discard(self) -> None:
-        """Drop this attempt's calls: a fallback or retry re-requests the response."""
+    def end_response(self) -> None:
+        """The response that asked for these calls has ended: side effects may start now."""
+        self._response_ended = True
+
+    def discard(self) -> list[ToolCall]:
+        """Withdraw this attempt: a fallback or retry re-requests the response (SPEC §5.2).
+
+        Calls that have not finished are cancelled; every call hands back its one result
+        at once, and queued calls never start.
+
+        Returns:
+            The calls that were called (their effect may have happened), in model order: the
+            core keeps them visible to the model.
+        """
         self._discarded = True
         self.cancel_all(fx.CancelReason.STREAMING_FALLBACK)
-        self.pump()
+        self.flush()
+        return [call for call in self.order if call.called]
 
     def _cancel(self, call: ToolCall, reason: fx.CancelReason, *, message: str) -> None:
         was_waiting = call.awaiting is not None or call.executing
         self._fire(call, "cancelled")
         call.cancel_reason = reason
         call.is_error = True
-        call.content = self._cancel_text(reason, message)
+        call.content = self._cancel_text(call, reason, message)
         if was_waiting:
             self._sink.add_effect(
                 fx.CancelTool(
@@ -467,16 +484,17 @@ class ToolExecutor:
             )
         call.awaiting = None
 
-    def _cancel_text(self, reason: fx.CancelReason, message: str) -> str:
+    def _cancel_text(self, call: ToolCall, reason: fx.CancelReason, message: str) -> str:
         if reason is fx.CancelReason.SIBLING_ERROR and self._sibling_error is not None:
             return texts.sibling_error(
                 self._sibling_error.tool_name, self._sibling_error.main_argument
             )
         if reason is fx.CancelReason.STREAMING_FALLBACK:
-            return texts.DISCARDED_BY_FALLBACK
+            return texts.STOPPED_BY_FALLBACK if call.called else texts.DISCARDED_BY_FALLBACK
         if reason is fx.CancelReason.MODEL_ERROR:
             return texts.model_error_result(message)
-        return texts.USER_REJECTED_TOOL
+        # SPEC §5.2 synthetic texts: an interruption, never worded as the user's refusal.
+        return texts.INTERRUPTED_WHILE_RUNNING if call.called else texts.INTERRUPTED_BEFORE_START
 
     # --- scheduling --------------------------------------------------------------------------
 
@@ -536,6 +554,8 @@ class ToolExecutor:
                 return False
             running = sum(1 for c in self._batches[self._batch_index] if c.executing)
             return running < (self._max_concurrency if call.safe else 1)
+        if not (self._response_ended or call.read_only):
+            return False  # SPEC §5.2 "Ours": side effects wait for the whole response
         executing = [c for c in self.order if c.executing]
         return not executing or (call.safe and all(c.safe for c in executing))
 

@@ -39,6 +39,7 @@ from fsm_agent.core.messages import (
 )
 from fsm_agent.core.prompt_cache import cache_breakpoints
 from fsm_agent.core.step import Step, TransitionTaken
+from fsm_agent.core.tables import Phase
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
 from fsm_agent.runtime.hooks import HookInput, Hooks
@@ -50,6 +51,7 @@ from fsm_agent.runtime.models import (
     classify_failure,
 )
 from fsm_agent.runtime.permissions import CallFacts, PermissionPolicy
+from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.tool import (
     OUTSIDE_WORKING_FOLDER,
@@ -209,7 +211,8 @@ class Agent:
 
     Args:
         model: what answers (``AnthropicModel``, ``ScriptedModel``, or your own ``Model``).
-        tools: the tools the model may call.
+        tools: the tools the model may call: local tools, and ``ServerTool`` declarations of
+            tools the API runs itself (web search, web fetch, code execution).
         config: the loop's bounds and options (its ``model`` is set to ``model.name``).
         hooks: PreToolUse, PostToolUse and Stop hooks.
         permissions: rules, mode and the ``ask`` callback (default: allow what tools allow,
@@ -239,7 +242,7 @@ class Agent:
         self,
         *,
         model: Model,
-        tools: Sequence[Tool[Any]] = (),
+        tools: Sequence[Tool[Any] | ServerTool] = (),
         config: LoopConfig | None = None,
         hooks: Hooks | None = None,
         permissions: PermissionPolicy | None = None,
@@ -258,7 +261,9 @@ class Agent:
         self.sleep = sleep
         self.clock = clock
         self.price = price
-        self.tools = tuple(tools)
+        # Server tools are declarations for the API; only local tools reach the core.
+        self.tools = tuple(t for t in tools if not isinstance(t, ServerTool))
+        self.server_tools = tuple(t for t in tools if isinstance(t, ServerTool))
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
         self.hooks = hooks if hooks is not None else Hooks()
@@ -274,7 +279,7 @@ class Agent:
         self.tool_definitions = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
             for t in self.tools
-        ]
+        ] + [t.to_api() for t in self.server_tools]
         self._by_name: dict[str, Tool[Any]] = {}
         for tool in self.tools:
             for name in (tool.name, *tool.aliases):
@@ -454,36 +459,59 @@ class _Session:
         yield RunFinished(result=result)
 
     def _pick_up(self, start: ForkPoint | ResumePoint) -> list[Update]:
-        """Perform what the recorded run left unanswered, then carry on live."""
+        """Perform what the recorded run left unanswered, then carry on live.
+
+        The order works for a run cut at any line (DESIGN §5 resume): first the calls that may
+        have run are answered (never re-run without ``rerun``), then a half-recorded response
+        is closed (all of it was recorded) or failed (the core retries it, which withdraws its
+        attempt and cancels its calls), and only then is the rest performed — except the
+        tool steps that withdrawal has cancelled meanwhile.
+        """
         if self.core.terminal is not None:
+            recorded_end = any(record.get("record") == "end" for record in start.records)
+            if self.writer is not None and not recorded_end:
+                # Cut between the step that ended the run and its end record.
+                self.writer.write_end(self.core.terminal, self.core.usage)
             return []
+        if self.core.phase == Phase.IDLE.value:
+            raise UsageError(
+                "the trace ends before the run started, so there is no prompt to continue "
+                "from: start a new run instead"
+            )
         in_flight = start.outstanding_effects if isinstance(start, ForkPoint) else start.in_flight
         updates: list[Update] = []
+        lost_stream: fx.CallModel | None = None
+        later: list[fx.Effect] = []
         for item in in_flight:
             effect = item.effect
             if isinstance(effect, fx.CallModel) and self.core.stream_started(effect.request_id):
-                # Half a response was recorded and the rest is gone: the core retries it.
-                lost = ev.ModelStreamFailed(
-                    request_id=effect.request_id,
-                    kind=ev.FailureKind.CONNECTION,
-                    message="the stream was cut where the run was picked up",
-                )
-                updates.extend(self._feed(lost))
+                lost_stream = effect
             elif item.maybe_side_effects and not (self.rerun and self.rerun(item)):
                 # A call that may have run already is not run again unless the caller says so.
                 assert isinstance(effect, fx.RunToolStep)
-                updates.extend(
-                    self._feed(
-                        ev.ToolCallFinished(
-                            call_id=effect.call_id,
-                            content=texts.not_rerun(effect.tool_name),
-                            is_error=True,
-                        )
-                    )
+                not_rerun = ev.ToolCallFinished(
+                    call_id=effect.call_id, content=texts.not_rerun(effect.tool_name), is_error=True
                 )
+                updates.extend(self._feed(not_rerun))
             else:
+                later.append(effect)
+        if lost_stream is not None:
+            updates.extend(self._feed(self._end_of_recorded_stream(lost_stream.request_id)))
+        for effect in later:
+            stale = isinstance(effect, fx.RunToolStep) and effect.call_id in self.cancelled_calls
+            if not stale and self.core.terminal is None:
                 self._perform(effect)
         return updates
+
+    def _end_of_recorded_stream(self, request_id: str) -> ev.Event:
+        """How a response cut off by the end of the recording ends: closed if it was whole."""
+        if self.core.stream_complete(request_id):
+            return ev.ModelStreamClosed(request_id=request_id)
+        return ev.ModelStreamFailed(
+            request_id=request_id,
+            kind=ev.FailureKind.CONNECTION,
+            message="the stream was cut where the run was picked up",
+        )
 
     def _abort(self, reason: str) -> list[Update]:
         if self.core.terminal is not None or self.core.poisoned:

@@ -8,10 +8,12 @@ The checks read the steps a run produced (transitions, effects, the events that 
 and, where the steps alone cannot tell, the core's private state: this module is part of the
 testing package and knows how the core is built.
 
-Invariant numbers follow DESIGN §6: 1 (tool_use/tool_result pairing), 2 (bounded transitions),
-3 (no reactive-compact death loop), 4 (bounded output-token recovery), 5 (no Stop hooks after an
-API error), 6 (unsafe tools run alone, in model order), 8 (valid API messages), 9 (every
-transition is a table row).
+Invariant numbers follow DESIGN §6: 1 (tool_use/tool_result pairing: every tool_use ever
+emitted, withdrawn ones included, gets exactly one tool_result), 2 (bounded transitions), 3 (no
+reactive-compact death loop), 4 (bounded output-token recovery), 5 (no Stop hooks after an API
+error), 6 (unsafe tools run alone, in model order), 8 (valid API messages), 9 (every transition
+is a table row). Two more come from SPEC §5.2 "Ours: side effects wait": 11 (no call that is not
+read-only is called in an attempt that is then withdrawn) and 12 (no call id is called twice).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import (
     ApiErrorMessage,
     Message,
-    TombstoneMessage,
     tool_results,
     tool_uses,
 )
@@ -61,6 +62,10 @@ _CHAIN_RESETS = frozenset({"next_turn", "stop_hook_blocking", "token_budget_cont
 _OVERRIDE_RESETS = frozenset(c.value for c in ContinueReason) - {"max_output_tokens_escalate"}
 _CONTINUES = frozenset(c.value for c in ContinueReason)
 _CALL_DONE = RESULT_STATES | {CallState.YIELDED.value}
+# Loop rows that withdraw the attempt in flight (the core's ``_discard_attempt``).
+_WITHDRAWING = frozenset(
+    {"request_retried", "model_fallback", "max_tokens_reduced", "api_error_received"}
+)
 # Loop rows one iteration can take besides retries: start, preprocess, compaction, setup,
 # request, stream end, the no-tools or tools branch, finalizing and its waits, one continue.
 _LOOP_ROWS_PER_ITERATION = 16
@@ -126,26 +131,17 @@ def _transitions(steps: StepLog) -> list[TransitionTaken]:
     return [t for _, step in steps for t in step.transitions]
 
 
-def _withdrawn(transcript: Sequence[Message]) -> set[str]:
-    return {m.target_uuid for m in transcript if isinstance(m, TombstoneMessage)}
-
-
 # --- single invariants --------------------------------------------------------------------
 
 
 def _pairing(transcript: Sequence[Message], *, terminal: bool) -> list[str]:
-    """Invariant 1: each live tool_use has one tool_result (at most one while running)."""
-    withdrawn = _withdrawn(transcript)
-    live_ids: list[str] = []
-    all_ids: set[str] = set()
-    for message in transcript:
-        for block in tool_uses(message):
-            all_ids.add(block.id)
-            if message.uuid not in withdrawn:
-                live_ids.append(block.id)
+    """Invariant 1: each emitted tool_use, withdrawn or not, has one tool_result (at most one
+    while the run goes on): SPEC §5.2 answers the calls of a withdrawn attempt too."""
+    call_ids = [block.id for message in transcript for block in tool_uses(message)]
+    all_ids = set(call_ids)
     answers = Counter(block.tool_use_id for m in transcript for block in tool_results(m))
     problems: list[str] = []
-    for call_id in live_ids:
+    for call_id in call_ids:
         count = answers.get(call_id, 0)
         if count > 1:
             problems.append(f"inv1: tool_use {call_id} has {count} tool_results")
@@ -156,6 +152,40 @@ def _pairing(transcript: Sequence[Message], *, terminal: bool) -> list[str]:
         for call_id in answers
         if call_id not in all_ids
     )
+    return problems
+
+
+def _side_effects(steps: StepLog) -> list[str]:
+    """Invariants 11 and 12: no side effect in a withdrawn attempt; no call called twice.
+
+    A call is *called* when the core asks the driver to run it (``RunToolStep`` with step
+    ``call``); whether it is read-only comes from its validation.
+    """
+    read_only: dict[str, bool] = {}
+    called: Counter[str] = Counter()
+    attempt: list[str] = []
+    problems: list[str] = []
+    for event, step in steps:
+        if isinstance(event, ev.ToolInputValidated):
+            read_only[event.call_id] = event.ok and event.read_only
+        for t in step.transitions:
+            if t.machine != "loop":
+                continue
+            if t.name in _WITHDRAWING:
+                problems.extend(
+                    f"inv11: {call} has side effects and was called in an attempt that "
+                    f"{t.name} withdrew"
+                    for call in attempt
+                    if not read_only.get(call, False)
+                )
+            if t.name in _WITHDRAWING or t.name in ("request_sent", "stream_ended"):
+                attempt = []
+        for effect in step.effects:
+            if isinstance(effect, fx.RunToolStep) and effect.step is fx.ToolStep.CALL:
+                called[effect.call_id] += 1
+                if called[effect.call_id] == 2:
+                    problems.append(f"inv12: call {effect.call_id} was called twice")
+                attempt.append(effect.call_id)
     return problems
 
 
@@ -184,6 +214,36 @@ def _reactive(transitions: Sequence[TransitionTaken]) -> list[str]:
             if armed:
                 problems.append("inv3: two reactive_compact_retry without a model turn between")
             armed = True
+    return problems
+
+
+_COMPACTIONS = frozenset({"autocompact_done", "reactive_compact_retry"})
+
+
+def _compactions(config: LoopConfig, transitions: Sequence[TransitionTaken]) -> list[str]:
+    """Invariant 3, extended (issue 10): at most ``max_compactions_per_turn`` compactions per
+    user turn, and never compact → refused → compact → refused → compact: two compactions at
+    most without a model response between them."""
+    problems = []
+    per_turn = 0
+    since_response = 0
+    for t in transitions:
+        if t.machine != "loop":
+            continue
+        if t.name == "run_started":
+            per_turn = 0
+        elif t.name == "stream_ended":
+            since_response = 0
+        elif t.name in _COMPACTIONS:
+            per_turn += 1
+            since_response += 1
+            if per_turn == config.max_compactions_per_turn + 1:
+                problems.append(
+                    f"inv3: {per_turn} compactions in one user turn exceed "
+                    f"max_compactions_per_turn {config.max_compactions_per_turn}"
+                )
+            if since_response == 3:
+                problems.append("inv3: three compactions without a model response between")
     return problems
 
 
@@ -328,9 +388,11 @@ def check_step(
     problems = _pairing(core.transcript, terminal=False)
     problems += _rows(transitions)
     problems += _reactive(transitions)
+    problems += _compactions(config, transitions)
     problems += _output_recovery(config, transitions)
     problems += _stop_hooks_after_api_error(steps)
     problems += _concurrency(steps)
+    problems += _side_effects(steps)
     if steps:
         problems += _stop_hooks_now(core, steps[-1][1])
     if config.max_turns is not None and core.state.turn_count > config.max_turns:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from fsm_agent.core import events as ev
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.tool_spec import ToolSpec
-from fsm_agent.testing.scenario import parse_scenario
+from fsm_agent.testing.scenario import parse_scenario, render_events
 from fsm_agent.testing.world import ToolScript, World
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "SHELL_TOOL",
     "UNKNOWN_TOOL",
     "error_specs",
+    "events_through_first_block",
     "hook_outcomes",
     "loop_configs",
     "scenario_steps",
@@ -72,25 +73,68 @@ def error_specs() -> st.SearchStrategy[dict[str, Any]]:
     plain = st.sampled_from(_ERROR_KINDS).map(lambda kind: {"kind": kind})
     mid_stream = st.builds(
         lambda kind, after: {"kind": kind, "mid_stream_after": after},
-        st.sampled_from(["overloaded", "connection", "server_error", "truncated"]),
+        st.sampled_from(_MID_STREAM_KINDS),
         st.integers(min_value=0, max_value=6),
     )
     return st.one_of(plain, plain, mid_stream)
 
 
+_MID_STREAM_KINDS = ("overloaded", "connection", "server_error", "truncated")
+# Kinds the loop retries (or falls back on): most failures should let the run go on.
+_RETRIED_KINDS = ("overloaded", "rate_limited", "server_error", "connection", "timeout")
+
+
+def _recoverable_errors() -> st.SearchStrategy[dict[str, Any]]:
+    return st.sampled_from(_RETRIED_KINDS).map(lambda kind: {"kind": kind})
+
+
+def _tool_use(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(
+        lambda name, arg: {"tool_use": {"name": name, "input": {"arg": arg}}},
+        st.sampled_from([*tool_names, *tool_names, UNKNOWN_TOOL]),
+        _WORDS,
+    )
+
+
 def _blocks(tool_names: Sequence[str]) -> st.SearchStrategy[list[dict[str, Any]]]:
     text = _WORDS.map(lambda words: {"text": words})
     thinking = _WORDS.map(lambda words: {"thinking": words})
-    tool_use = st.builds(
-        lambda name, arg: {"tool_use": {"name": name, "input": {"arg": arg}}},
-        st.sampled_from([*tool_names, UNKNOWN_TOOL]),
-        _WORDS,
-    )
+    tool_use = _tool_use(tool_names)
     return st.lists(st.one_of(text, thinking, tool_use, tool_use), min_size=1, max_size=4)
 
 
-def _step(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
-    reply = st.builds(
+def _tool_blocks(tool_names: Sequence[str]) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """Blocks that start with a tool_use (a failure can then strike right after it)."""
+    return st.builds(lambda first, rest: [first, *rest], _tool_use(tool_names), _blocks(tool_names))
+
+
+def events_through_first_block(content: list[dict[str, Any]]) -> int:
+    """How many stream events a response with ``content`` sends up to and including the
+    stop of its first content block (for a ``mid_stream_after`` that follows a whole block)."""
+    step = parse_scenario({"steps": [{"content": content}]}).steps[0]
+    types = [event["type"] for event in render_events(step)]
+    return types.index("content_block_stop") + 1
+
+
+def _failing_after_tools(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
+    """A response that fails mid-stream after its first tool_use block has closed, so retries
+    and fallbacks meet calls that were already handed to the executor (SPEC §5.2 "Ours")."""
+    return st.builds(
+        lambda content, kind, later: {
+            "content": content,
+            "error": {
+                "kind": kind,
+                "mid_stream_after": events_through_first_block(content) + later,
+            },
+        },
+        _tool_blocks(tool_names),
+        st.sampled_from(_MID_STREAM_KINDS),
+        st.integers(min_value=0, max_value=8),
+    )
+
+
+def _reply(blocks: st.SearchStrategy[list[dict[str, Any]]]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(
         lambda content, stop, output: {
             "content": content,
             **({"stop_reason": stop} if stop is not None else {}),
@@ -100,19 +144,40 @@ def _step(tool_names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
                 else {}
             ),
         },
-        _blocks(tool_names),
-        st.sampled_from(
-            [None, None, None, None, "max_tokens", "max_tokens", "pause_turn", "refusal"]
-        ),
+        blocks,
+        st.sampled_from([*[None] * 8, "max_tokens", "max_tokens", "pause_turn", "refusal"]),
         st.none() | st.integers(min_value=0, max_value=3000),
     )
-    failure = error_specs().map(lambda error: {"error": error})
+
+
+def _weighted(choices: Sequence[tuple[int, st.SearchStrategy[Any]]]) -> st.SearchStrategy[Any]:
+    """Pick one of ``choices`` with the given weights (``one_of`` flattens nested
+    alternatives into equal shares, so repeating a branch does not weigh it)."""
+    labels = [index for index, (weight, _) in enumerate(choices) for _ in range(weight)]
+    return st.sampled_from(labels).flatmap(lambda index: choices[index][1])
+
+
+def _step(
+    tool_names: Sequence[str], *, tools: int = 6, failing_after_tools: int = 2
+) -> st.SearchStrategy[dict[str, Any]]:
+    # Weights: most steps ask for tools and most failures are retried, so that most runs
+    # reach tool execution and many meet a retry or fallback after a tool block; every kind
+    # of failure and reply still comes up.
     failing_reply = st.builds(
         lambda content, error: {"content": content, "error": error},
         _blocks(tool_names),
         error_specs(),
     )
-    return st.one_of(reply, reply, reply, reply, reply, failure, failing_reply)
+    return _weighted(
+        [
+            (tools, _reply(_tool_blocks(tool_names))),
+            (2, _reply(_blocks(tool_names))),
+            (failing_after_tools, _failing_after_tools(tool_names)),
+            (1, _recoverable_errors().map(lambda error: {"error": error})),
+            (1, error_specs().map(lambda error: {"error": error})),
+            (1, failing_reply),
+        ]
+    )
 
 
 def scenario_steps(
@@ -122,8 +187,8 @@ def scenario_steps(
 
     Steps answer with text, thinking and tool_use blocks (tools from ``tool_names`` plus an
     unknown one), sometimes stop at ``max_tokens``, ``pause_turn`` or ``refusal``, or fail with
-    any scripted error kind,
-    plainly or mid-stream.
+    any scripted error kind, plainly or mid-stream (often right after a tool_use block). Most
+    steps ask for tools and most failures are ones the loop retries, so most runs go deep.
 
     Args:
         tool_names: the tools the model may ask for.
@@ -132,10 +197,15 @@ def scenario_steps(
     Returns:
         A strategy of step lists, ready for ``parse_scenario({"steps": ...})``.
     """
-    closing = st.sampled_from([[], [{"content": [{"text": "done"}]}]])
+    done = [{"content": [{"text": "done"}]}]
+    closing = st.sampled_from([[], done, done, done])
+    # The first step mostly asks for tools (plainly or failing after a tool block), so that
+    # most runs get past their first response.
+    first = _step(tool_names, tools=16, failing_after_tools=4)
     return st.builds(
-        lambda steps, end: (steps + end)[:max_steps],
-        st.lists(_step(tool_names), min_size=1, max_size=max_steps),
+        lambda head, rest, end: ([head, *rest][: max(max_steps - len(end), 1)] + end)[:max_steps],
+        first,
+        st.lists(_step(tool_names), max_size=max_steps - 1),
         closing,
     )
 
@@ -201,7 +271,7 @@ def worlds(
         st.sets(st.sampled_from(names)) if names else st.just(set[str]()),
         st.lists(st.booleans(), max_size=4),
         st.lists(st.integers(min_value=0, max_value=2), max_size=3),
-        st.none() | st.none() | st.integers(min_value=1, max_value=40),
+        _weighted([(5, st.none()), (1, st.integers(min_value=1, max_value=60))]),
     )
 
 
@@ -219,8 +289,9 @@ def loop_configs() -> st.SearchStrategy[LoopConfig]:
         reactive_compact=st.booleans(),
         context_collapse=st.sampled_from([False, False, True]),
         autocompact_failure_limit=st.integers(min_value=1, max_value=3),
+        max_compactions_per_turn=st.integers(min_value=1, max_value=3),
         context_window=st.sampled_from([200_000, 200_000, 33_050, 23_030]),
-        max_retries=st.integers(min_value=0, max_value=3),
+        max_retries=st.sampled_from([0, 1, 2, 2, 3, 3]),
         overloaded_before_fallback=st.integers(min_value=1, max_value=3),
         streaming_tool_execution=st.booleans(),
         max_tool_concurrency=st.integers(min_value=1, max_value=3),

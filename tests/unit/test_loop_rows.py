@@ -563,14 +563,15 @@ def test_permission_rejection_mid_stream_aborts_streaming() -> None:
     """A permission answer that aborts the turn while streaming ends aborted_streaming."""
     f = Feeder()
     call = f.feed(ev.TurnStarted(messages=prompt("hi"))).effects[-1]
-    events = stream({"content": [{"tool_use": {"name": "Write", "input": {}}}, {"text": "x"}]},
+    events = stream({"content": [{"tool_use": {"name": "Read", "input": {}}}, {"text": "x"}]},
                     call.request_id)  # fmt: skip
     for event in events:  # message_start, the tool_use block, up to its stop
         f.feed(event)
         if event.event["type"] == "content_block_stop":
             break
     validate = f.effects(fx.RunToolStep)[-1]
-    f.feed(ev.ToolInputValidated(call_id=validate.call_id, ok=True))
+    # Only a read-only call starts before the response has ended (SPEC §5.2 "Ours").
+    f.feed(ev.ToolInputValidated(call_id=validate.call_id, ok=True, read_only=True))
     hook = f.effects(fx.RunHooks)[-1]
     f.feed(ev.HooksFinished(effect_id=hook.effect_id))
     ask = f.effects(fx.AskPermission)[-1]

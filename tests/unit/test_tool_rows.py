@@ -231,9 +231,9 @@ def test_running_unsafe_call_holds_back_later_results() -> None:
     """A running unsafe call holds back the results of calls after it (model order)."""
     scripts = {"Write": ToolScript(safe=False), "Nope": ToolScript()}
     core, run = LOOP.start([uses("Write", "Nope"), TEXT], tools=scripts)
-    fifo_until(run, lambda: len(core.tool_calls) == 1)
+    # The unsafe Write starts only once the response has ended (SPEC §5.2 "Ours").
+    fifo_until(run, lambda: core.phase == "tool_exec")
     drive_call(run, core, 0, "running")
-    fifo_until(run, lambda: len(core.tool_calls) == 2)
     assert core.tool_calls[1].state == "rejected"  # decided, but not yet handed back
     LOOP.finish(core, run)
     order = [tool_results(m)[0].tool_use_id for m in core.transcript if tool_results(m)]
