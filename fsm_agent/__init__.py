@@ -42,6 +42,14 @@ _PUBLIC = {
     "HookEvent": "fsm_agent.core.effects",
     "PermissionPolicy": "fsm_agent.runtime.permissions",
     "PermissionMode": "fsm_agent.runtime.permissions",
+    "PermissionAnswer": "fsm_agent.runtime.permissions",
+    "PermissionRequest": "fsm_agent.runtime.permissions",
+    "Rule": "fsm_agent.core.permission_rules",
+    "RuleBehavior": "fsm_agent.core.permission_rules",
+    "RuleSource": "fsm_agent.core.permission_rules",
+    "parse_rule": "fsm_agent.core.permission_rules",
+    "Settings": "fsm_agent.runtime.settings",
+    "load_settings": "fsm_agent.runtime.settings",
     "Tool": "fsm_agent.runtime.tool",
     "tool": "fsm_agent.runtime.tool",
     "replay": "fsm_agent.trace.replay",
@@ -57,8 +65,6 @@ _PUBLIC = {
     "RetryScheduled": "fsm_agent.runtime.agent",
     "RunFinished": "fsm_agent.runtime.agent",
     "ModelPrice": "fsm_agent.runtime.agent",
-    "PermissionRequest": "fsm_agent.runtime.permissions",
-    "PermissionAnswer": "fsm_agent.runtime.permissions",
     "PermissionCheck": "fsm_agent.runtime.tool",
     "ToolContext": "fsm_agent.runtime.tool",
     "ToolOutput": "fsm_agent.runtime.tool",
@@ -107,9 +113,13 @@ __all__ = [
     "ReplayResult",
     "ResumePoint",
     "RetryScheduled",
+    "Rule",
+    "RuleBehavior",
+    "RuleSource",
     "RunFinished",
     "RunResult",
     "ServerTool",
+    "Settings",
     "Step",
     "Terminal",
     "TextDelta",
@@ -129,7 +139,9 @@ __all__ = [
     "analyse_command",
     "fork",
     "judge_read_only",
+    "load_settings",
     "normalize_for_api",
+    "parse_rule",
     "read_trace",
     "replay",
     "resume",
@@ -142,6 +154,7 @@ if TYPE_CHECKING:
     from fsm_agent.core.effects import HookEvent
     from fsm_agent.core.events import HookDecision, HookOutcome
     from fsm_agent.core.normalize import normalize_for_api
+    from fsm_agent.core.permission_rules import Rule, RuleBehavior, RuleSource, parse_rule
     from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
     from fsm_agent.core.shell_commands import (
         CommandAnalysis,
@@ -182,6 +195,7 @@ if TYPE_CHECKING:
         PermissionRequest,
     )
     from fsm_agent.runtime.server_tools import ServerTool
+    from fsm_agent.runtime.settings import Settings, load_settings
     from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, ToolOutput, tool
     from fsm_agent.trace.reader import read_trace
     from fsm_agent.trace.replay import (

@@ -128,3 +128,24 @@ def test_malformed_settings_name_the_file_and_the_key(
         load_settings(project, user_home=home)
     assert str(path) in str(caught.value)
     assert where in str(caught.value)
+
+
+def test_the_readme_examples_of_rules_and_settings_are_valid(tmp_path: Path) -> None:
+    """The README's policy example builds, and its settings example loads with every key used."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Permissions: rules, modes, settings files", 1)[1]
+    policy_code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict[str, object] = {}
+    exec(policy_code, scope)
+    policy = scope["policy"]
+    assert isinstance(policy, PermissionPolicy)
+    assert len(policy.rule_set.rules) == 5
+    settings_json = section.split("```json\n", 1)[1].split("```", 1)[0]
+    settings = Settings.from_mapping(json.loads(settings_json), cwd=tmp_path)
+    assert [r.text for r in settings.rules] == [
+        "Read(./secrets/**)",
+        "Bash(git push:*)",
+        "Bash(npm run test:*)",
+    ]
+    assert settings.default_mode is PermissionMode.ACCEPT_EDITS
+    assert settings.additional_directories == ((tmp_path.parent / "shared-docs").resolve(),)
