@@ -984,7 +984,11 @@ def diff_traces(
     for index in range(max(len(ours), len(theirs))):
         mine = _untimed(ours[index].data) if index < len(ours) else None
         other = _untimed(theirs[index].data) if index < len(theirs) else None
-        if mine != other:
+        try:
+            differ = mine != other
+        except RecursionError as exc:  # both nested near the reader's depth limit
+            raise records.unreadable(exc, line=index + 2, source=first.source) from None
+        if differ:
             low, high = max(index - context, 0), index + context + 1
             return Divergence(
                 seq=index + 1,

@@ -18,7 +18,7 @@ from fsm_agent.core.messages import Usage
 from fsm_agent.errors import TraceFormatError, TraceTruncated, UsageError
 from fsm_agent.trace.json_limits import MAX_DEPTH, TOO_DEEP, fit_for_json
 from fsm_agent.trace.reader import read_trace
-from fsm_agent.trace.replay import replay
+from fsm_agent.trace.replay import diff_traces, replay
 from fsm_agent.trace.writer import TraceWriter
 
 
@@ -124,3 +124,20 @@ def test_a_type_tag_nested_a_thousand_deep_is_a_format_error(tmp_path: Path) -> 
     for action in (read_trace, replay):
         with pytest.raises(TraceFormatError, match="line 2"):
             action(path)
+
+
+def test_diff_of_traces_nested_a_thousand_deep_is_a_format_error(tmp_path: Path) -> None:
+    """Comparing two records nested 1,000 deep raises TraceFormatError, not RecursionError."""
+    records = lines_of(record_run(tmp_path / "good.jsonl"))
+    depth = 1_000
+    paths = []
+    for name, leaf in (("a", b"1"), ("b", b"2")):
+        path = write_lines(tmp_path / f"{name}.jsonl", records)
+        lines = path.read_bytes().split(b"\n")
+        payload = b'{"a":' * depth + leaf + b"}" * depth
+        lines[1] = b'{"event":{"event":' + payload + b',"request_id":"r",'
+        lines[1] += b'"type":"ModelStreamEvent"},"record":"event","seq":1}'
+        path.write_bytes(b"\n".join(lines))
+        paths.append(path)
+    with pytest.raises(TraceFormatError, match="line 2"):
+        diff_traces(*paths)
