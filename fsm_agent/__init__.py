@@ -33,6 +33,7 @@ _PUBLIC = {
     "Model": "fsm_agent.runtime.models",
     "Thinking": "fsm_agent.runtime.models",
     "ServerTool": "fsm_agent.runtime.server_tools",
+    "McpServer": "fsm_agent.runtime.mcp_tools",
     "Hooks": "fsm_agent.runtime.hooks",
     "HookMatcher": "fsm_agent.runtime.hook_spec",
     "HookInput": "fsm_agent.runtime.hook_spec",
@@ -98,6 +99,7 @@ __all__ = [
     "Hooks",
     "InFlight",
     "LoopConfig",
+    "McpServer",
     "MessageUpdate",
     "Model",
     "ModelFailed",
@@ -187,6 +189,7 @@ if TYPE_CHECKING:
     )
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
+    from fsm_agent.runtime.mcp_tools import McpServer
     from fsm_agent.runtime.models import AnthropicModel, Model, Thinking
     from fsm_agent.runtime.permissions import (
         PermissionAnswer,

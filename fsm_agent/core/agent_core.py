@@ -130,13 +130,7 @@ class AgentCore:
 
     def __init__(self, *, config: LoopConfig | None = None, tools: Sequence[ToolSpec] = ()) -> None:
         self.config = config if config is not None else LoopConfig()
-        self.tools = tuple(tools)
-        self._specs: dict[str, ToolSpec] = {}
-        for spec in self.tools:
-            for name in (spec.name, *spec.aliases):
-                if name in self._specs:
-                    raise DefinitionError(f"two tools are called {name!r}")
-                self._specs[name] = spec
+        self._set_tools(tools)
         self._machine_model = _LoopModel()
         self._state = LoopState()
         self._model_name = self.config.model
@@ -463,6 +457,16 @@ class AgentCore:
         self._session_rules.extend(rule for rule in rules if rule not in self._session_rules)
 
     # --- helpers ---------------------------------------------------------------------------------
+
+    def _set_tools(self, tools: Sequence[ToolSpec]) -> None:
+        specs: dict[str, ToolSpec] = {}
+        for spec in tools:
+            for name in (spec.name, *spec.aliases):
+                if name in specs:
+                    raise DefinitionError(f"two tools are called {name!r}")
+                specs[name] = spec
+        self.tools = tuple(tools)
+        self._specs = specs
 
     def _show(self, message: Message) -> None:
         self._transcript.append(message)
@@ -1220,6 +1224,8 @@ class AgentCore:
         for message in event.messages:
             self._tool_results.append(message)
             self._show(message)
+        if event.tools is not None:
+            self._set_tools(event.tools)
 
     def _on_max_turns(self) -> None:
         self._show_max_turns_reached()

@@ -54,6 +54,7 @@ _OPTIONAL_FIELDS: dict[type, tuple[str, ...]] = {
     messages.ServerToolUseBlock: ("caller",),
     messages.AssistantMessage: ("stop_details",),
     messages.Usage: ("cache_creation", "server_tool_use", "service_tier", "extra"),
+    events.AttachmentsReady: ("tools",),
 }
 
 

@@ -14,6 +14,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from fsm_agent.core.messages import Message, ToolResultContent
+from fsm_agent.core.tool_spec import ToolSpec
 
 
 @attrs.frozen(kw_only=True)
@@ -218,10 +219,15 @@ class CollapseDrained:
 
 @attrs.frozen(kw_only=True)
 class AttachmentsReady:
-    """Attachments, prefetch results and queued commands for the next turn."""
+    """Attachments, prefetch results and queued commands for the next turn.
+
+    ``tools``, when given, is the refreshed tool list (SPEC §1.2 S7: tools are refreshed
+    between turns, for example an MCP server's); None keeps the tools as they are.
+    """
 
     effect_id: str
     messages: tuple[Message, ...] = ()
+    tools: tuple[ToolSpec, ...] | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -340,3 +340,15 @@ def tool_timed_out(tool_name: str, seconds: float) -> str:
         f"{tool_name} did not finish within {seconds:g} s and was cancelled "
         "(tool_timeout_ms); try a smaller task, or a command that finishes sooner."
     )
+
+
+def persisted_output(size: int, path: str, preview: str, *, more: bool) -> str:
+    """What the model sees of a tool result too large to send whole (SPEC §7.1)."""
+    ellipsis = "\n..." if more else ""
+    return (
+        f"<persisted-output>\n"
+        f"This result was {size:,} characters long, too large to show here. It was saved to "
+        f"{path}; read that file for the rest.\n\n"
+        f"Preview (first {len(preview):,} characters):\n{preview}{ellipsis}\n"
+        f"</persisted-output>"
+    )

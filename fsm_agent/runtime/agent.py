@@ -40,9 +40,11 @@ from fsm_agent.core.messages import (
 from fsm_agent.core.prompt_cache import cache_breakpoints
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tables import Phase
+from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
 from fsm_agent.runtime.hooks import HookInput, Hooks
+from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool, connect_all, list_all
 from fsm_agent.runtime.models import (
     Model,
     ModelFailure,
@@ -236,6 +238,9 @@ class Agent:
         prompt_caching: mark the system prompt, the tools and the end of the history as
             prompt-cache breakpoints, so each request reads what the previous one wrote
             (see :mod:`fsm_agent.core.prompt_cache`); on by default.
+        mcp_servers: MCP servers whose tools the model may call, as ``mcp__<server>__<tool>``
+            (``McpServer.stdio(...)`` or ``McpServer.http(...)``; needs the ``mcp`` extra).
+            They are connected for each run, and their tool lists read again between turns.
     """
 
     def __init__(
@@ -255,9 +260,11 @@ class Agent:
         clock: Callable[[], float] = time.monotonic,
         price: ModelPrice | None = None,
         prompt_caching: bool = True,
+        mcp_servers: Sequence[McpServer] = (),
     ) -> None:
         self.model = model
         self.prompt_caching = prompt_caching
+        self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
         self.clock = clock
         self.price = price
@@ -302,9 +309,14 @@ class Agent:
 
     async def stream(self, prompt: str | Sequence[Message]) -> AsyncIterator[Update]:
         """Run, yielding stream deltas, messages, transitions and tool progress as they come."""
-        session = _Session(self, _as_messages(prompt))
-        async for update in session.run():
-            yield update
+        messages = _as_messages(prompt)
+        async with contextlib.AsyncExitStack() as stack:
+            connections = await connect_all(self.mcp_servers, stack) if self.mcp_servers else []
+            session = _Session(
+                self, messages, mcp=connections, mcp_tools=await list_all(connections)
+            )
+            async for update in session.run():
+                yield update
 
     async def continue_from(
         self,
@@ -369,8 +381,12 @@ class _Session:
         *,
         start: ForkPoint | ResumePoint | None = None,
         rerun: Callable[[InFlight], bool] | None = None,
+        mcp: Sequence[McpConnection] = (),
+        mcp_tools: Sequence[McpTool] = (),
     ) -> None:
         self.agent = agent
+        self.mcp = tuple(mcp)
+        self._use_tools(mcp_tools)
         self.messages = messages
         self.start = start
         self.rerun = rerun
@@ -378,6 +394,12 @@ class _Session:
         self.writer: TraceWriter | None = None
         meta = {"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name}
         self.hidden_paths = agent.hidden_paths(self.trace_path)
+        # SPEC §7.1: oversized tool results are saved beside the trace, readable by the model.
+        self.results_dir = (
+            self.trace_path.parent / f"{self.trace_path.stem}.tool-results"
+            if self.trace_path is not None
+            else None
+        )
         if start is not None:
             # Continue a recorded run: its core, and a trace that repeats its prefix.
             if not isinstance(start.core, AgentCore):
@@ -388,12 +410,12 @@ class _Session:
                     self.trace_path, secrets=agent.secrets, meta=meta, clock=agent.clock
                 )
         else:
-            self.core = AgentCore(config=agent.config, tools=[t.spec() for t in agent.tools])
+            self.core = AgentCore(config=agent.config, tools=self.tool_specs())
             if self.trace_path is not None:
                 self.writer = TraceWriter(
                     self.trace_path,
                     config=agent.config,
-                    tools=[t.spec() for t in agent.tools],
+                    tools=self.tool_specs(),
                     secrets=agent.secrets,
                     meta=meta,
                     clock=agent.clock,
@@ -411,6 +433,32 @@ class _Session:
         self.started = agent.clock()
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
+
+    def _use_tools(self, mcp_tools: Sequence[McpTool]) -> None:
+        """Take an MCP tool list (at the start, and again at each refresh)."""
+        self.mcp_tools = {tool.name: tool for tool in mcp_tools}
+        self.tool_definitions = [
+            *self.agent.tool_definitions,
+            *(
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
+                for t in mcp_tools
+            ),
+        ]
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """What the core knows of every tool of this run (local, then MCP)."""
+        return [t.spec() for t in (*self.agent.tools, *self.mcp_tools.values())]
+
+    def tool(self, name: str) -> Tool[Any] | None:
+        """The tool called ``name``: one of the agent's, or an MCP server's."""
+        return self.agent.tool(name) or self.mcp_tools.get(name)
+
+    async def _refresh_tools(self, effect: fx.FetchAttachments) -> None:
+        # SPEC §1.2 S7: tools are refreshed between turns; the core is told the new list.
+        self._use_tools(await list_all(self.mcp))
+        self.queue.put_nowait(
+            ev.AttachmentsReady(effect_id=effect.effect_id, tools=tuple(self.tool_specs()))
+        )
 
     async def run(self) -> AsyncIterator[Update]:
         try:
@@ -603,7 +651,7 @@ class _Session:
     def _perform(self, effect: fx.Effect) -> None:
         if isinstance(effect, fx.CallModel):
             system: str | list[dict[str, Any]] = self.agent.system
-            tools, messages = self.agent.tool_definitions, self.core.api_messages()
+            tools, messages = self.tool_definitions, self.core.api_messages()
             if self.agent.prompt_caching:
                 system, tools, messages = cache_breakpoints(
                     system=system, tools=tools, messages=messages
@@ -632,7 +680,10 @@ class _Session:
             # Context collapse is not built into this driver: nothing is ever staged.
             self.queue.put_nowait(ev.CollapseDrained(effect_id=effect.effect_id, committed=0))
         elif isinstance(effect, fx.FetchAttachments):
-            self.queue.put_nowait(ev.AttachmentsReady(effect_id=effect.effect_id))
+            if self.mcp:
+                self._spawn(self._refresh_tools(effect))
+            else:
+                self.queue.put_nowait(ev.AttachmentsReady(effect_id=effect.effect_id))
         elif isinstance(effect, fx.CancelTool):
             self.cancelled_calls.add(effect.call_id)
             context = self.call_contexts.get(effect.call_id)
@@ -676,17 +727,21 @@ class _Session:
     def _context(self, call_id: str) -> ToolContext:
         context = self.call_contexts.get(call_id)
         if context is None:
+            readable = tuple(self.agent.permissions.additional_directories)
+            if self.results_dir is not None:
+                readable = (*readable, self.results_dir.resolve())
             context = ToolContext(
                 cwd=self.agent.cwd,
-                additional_directories=tuple(self.agent.permissions.additional_directories),
+                additional_directories=readable,
                 hidden_paths=self.hidden_paths,
+                results_dir=self.results_dir,
                 extra=dict(self.core.tool_context),
             )
             self.call_contexts[call_id] = context
         return context
 
     async def _tool_step(self, effect: fx.RunToolStep) -> None:
-        tool = self.agent.tool(effect.tool_name)
+        tool = self.tool(effect.tool_name)
         context = self._context(effect.call_id)
         if effect.step is fx.ToolStep.VALIDATE:
             validated = await run_validation(
@@ -734,7 +789,7 @@ class _Session:
         self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
 
     async def _permission(self, effect: fx.AskPermission) -> None:
-        tool = self.agent.tool(effect.tool_name)
+        tool = self.tool(effect.tool_name)
         context = self._context(effect.call_id)
         check = PermissionCheck(behavior="passthrough")
         target: Path | None = None

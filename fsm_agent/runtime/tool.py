@@ -105,6 +105,8 @@ class ToolContext:
             that writes must write exactly this file.
         hidden_paths: folders the searching tools (Glob, Grep) never list, such as the
             run's own trace folder (a run must not read its own traces).
+        results_dir: where a result too large to send is saved whole (SPEC §7.1); the model
+            gets a preview and the path. None cuts such a result to the preview instead.
         extra: anything else the application wants to hand to its tools.
     """
 
@@ -114,6 +116,7 @@ class ToolContext:
     additional_directories: tuple[Path, ...] = ()
     checked_path: Path | None = None
     hidden_paths: tuple[Path, ...] = ()
+    results_dir: Path | None = None
     extra: dict[str, Any] = attrs.field(factory=dict)
 
 
@@ -381,7 +384,7 @@ async def run_call(
     if _is_empty(content):
         content = f"({tool.name} completed with no output)"
     else:
-        content = _limit_size(content, tool.max_result_chars)
+        content = _limit_size(content, tool.max_result_chars, ctx.results_dir, call_id)
     return ToolCallFinished(
         call_id=call_id,
         content=content,
@@ -417,25 +420,57 @@ def _is_empty(content: ToolResultContent) -> bool:
     return all(isinstance(b, TextBlock) and not b.text.strip() for b in content)
 
 
-def _limit_size(content: ToolResultContent, max_chars: int | None) -> ToolResultContent:
-    """Truncate text over the limit; images are never counted or cut (SPEC §7.1)."""
+def _limit_size(
+    content: ToolResultContent, max_chars: int | None, results_dir: Path | None, call_id: str
+) -> ToolResultContent:
+    """Persist (or, with nowhere to save it, truncate) text over the limit; images are never
+    counted or cut (SPEC §7.1). The decision is taken once, when the result is made, so the
+    model never sees the same result in two shapes (the prompt cache keeps it)."""
     if max_chars is None:
         return content
     limit = min(max_chars, DEFAULT_MAX_RESULT_CHARS)
     if isinstance(content, str):
-        return _truncate(content, limit) if len(content) > limit else content
-    texts = [b.text for b in content if isinstance(b, TextBlock)]
-    if sum(map(len, texts)) <= limit:
+        if len(content) <= limit:
+            return content
+        return _shorten(content, limit, results_dir, call_id)
+    written = [b.text for b in content if isinstance(b, TextBlock)]
+    if sum(map(len, written)) <= limit:
         return content
     others = tuple(b for b in content if not isinstance(b, TextBlock))
-    return (TextBlock(text=_truncate("\n".join(texts), limit)), *others)
+    return (TextBlock(text=_shorten("\n".join(written), limit, results_dir, call_id)), *others)
 
 
-def _truncate(text: str, limit: int) -> str:
+def _preview(text: str) -> str:
     preview = text[:PREVIEW_CHARS]
     cut = preview.rfind("\n")
     if cut > PREVIEW_CHARS // 2:  # end the preview on a line boundary when one is close
         preview = preview[:cut]
+    return preview
+
+
+def _shorten(text: str, limit: int, results_dir: Path | None, call_id: str) -> str:
+    if results_dir is not None:
+        path = results_dir / f"{_safe_name(call_id)}.txt"
+        try:
+            results_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            pass  # nowhere to save it: the model gets the truncated form instead
+        else:
+            preview = _preview(text)
+            return texts.persisted_output(
+                len(text), str(path), preview, more=len(preview) < len(text)
+            )
+    return _truncate(text, limit)
+
+
+def _safe_name(call_id: str) -> str:
+    """A file name for a call id (ids come from the model: keep only safe characters)."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id) or "result"
+
+
+def _truncate(text: str, limit: int) -> str:
+    preview = _preview(text)
     return (
         f"<truncated-output>\n"
         f"This result was {len(text):,} characters long, over the limit of {limit:,}, "

@@ -453,3 +453,40 @@ def test_default_permission_check_allows() -> None:
     assert SampleTool().check_permissions(data, ctx_for()) == PermissionCheck(behavior="allow")
     assert not SampleTool().is_concurrency_safe(data)
     assert not SampleTool().is_read_only(data)
+
+
+def test_run_call_persists_oversized_output_when_it_has_a_folder(tmp_path: Path) -> None:
+    """With a results folder, an oversized result is saved whole and the model gets a
+    preview and the file's path (SPEC §7.1)."""
+    big = "\n".join(f"line {i:06d}" for i in range(10_000))
+    context = attrs.evolve(ctx_for(), results_dir=tmp_path / "results")
+    result = run(
+        run_call(
+            Scripted(ToolOutput(content=big)), {"path": "a"}, context, no_progress, call_id="c/9"
+        )
+    )
+    saved = tmp_path / "results" / "c_9.txt"
+    assert saved.read_text(encoding="utf-8") == big
+    assert isinstance(result.content, str)
+    assert "<persisted-output>" in result.content
+    assert str(saved) in result.content
+    assert "119,999 characters" in result.content
+    assert "line 000000" in result.content
+    assert len(result.content) < PREVIEW_CHARS + 500
+
+
+def test_run_call_truncates_when_the_folder_cannot_be_written(tmp_path: Path) -> None:
+    """A results folder that cannot be made falls back to the truncated preview."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    context = attrs.evolve(ctx_for(), results_dir=blocker / "results")
+    result = run(
+        run_call(
+            Scripted(ToolOutput(content="x" * 60_000)),
+            {"path": "a"},
+            context,
+            no_progress,
+            call_id="c",
+        )
+    )
+    assert "<truncated-output>" in str(result.content)

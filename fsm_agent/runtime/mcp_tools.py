@@ -1,0 +1,233 @@
+"""Tools from MCP servers, through the official ``mcp`` package (an optional extra).
+
+``McpServer`` says how to reach a server: ``McpServer.stdio(...)`` starts it as a subprocess,
+``McpServer.http(...)`` connects to a streamable-HTTP endpoint. An agent given
+``Agent(mcp_servers=[...])`` connects to each when a run starts, lists its tools, and offers
+them to the model as ``mcp__<server>__<tool>``; the list is read again between turns (SPEC
+§1.2 S7, tool refresh), so tools a server adds or removes reach the next request.
+
+A tool whose ``readOnlyHint`` annotation is true is concurrency-safe and read-only (SPEC §5);
+every other one runs alone. The server validates the arguments against its own schema. A
+result maps to tool_result content: text blocks as text, images as image blocks (base64),
+embedded text resources as text, anything else as its JSON; ``isError`` makes an error result.
+
+``mcp`` takes seconds to import: it is imported only when a connection opens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+import attrs
+
+from fsm_agent.core.messages import ImageBlock, ResultPart, TextBlock
+from fsm_agent.errors import ConfigError
+from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
+
+__all__ = ["McpConnection", "McpServer", "McpTool", "mcp_tool_name"]
+
+_NAME_PREFIX = "mcp"
+_SEPARATOR = "__"
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """The name the model calls a server's tool by: ``mcp__<server>__<tool>``."""
+    return f"{_NAME_PREFIX}{_SEPARATOR}{server}{_SEPARATOR}{tool}"
+
+
+@attrs.frozen(kw_only=True)
+class McpServer:
+    """How to reach one MCP server. Build it with ``McpServer.stdio`` or ``McpServer.http``.
+
+    Attributes:
+        name: The server's name in tool names (``mcp__<name>__<tool>``); letters, digits,
+            ``_`` and ``-``.
+        command: stdio: the program to start.
+        args: stdio: its arguments.
+        env: stdio: extra environment variables for it.
+        cwd: stdio: its working folder.
+        url: streamable HTTP: the endpoint.
+        headers: streamable HTTP: headers for every request (an ``Authorization``, say).
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if not self.name or not all(c.isalnum() or c in "_-" for c in self.name):
+            raise ConfigError(
+                f"McpServer name {self.name!r}: use letters, digits, '_' and '-' only "
+                "(it becomes part of each tool's name)"
+            )
+        if _SEPARATOR in self.name:
+            raise ConfigError(f"McpServer name {self.name!r} must not contain '__'")
+        if (self.command is None) == (self.url is None):
+            raise ConfigError(f"McpServer {self.name!r}: give a command (stdio) or a url (HTTP)")
+
+    @classmethod
+    def stdio(
+        cls,
+        name: str,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> McpServer:
+        """A server started as a subprocess and spoken to over its stdin and stdout."""
+        return cls(
+            name=name,
+            command=command,
+            args=tuple(args),
+            env=None if env is None else dict(env),
+            cwd=None if cwd is None else os.fspath(cwd),
+        )
+
+    @classmethod
+    def http(cls, name: str, url: str, *, headers: Mapping[str, str] | None = None) -> McpServer:
+        """A server reached over streamable HTTP at ``url``."""
+        return cls(name=name, url=url, headers=None if headers is None else dict(headers))
+
+
+@attrs.frozen
+class _Arguments:
+    """The stand-in input type of an MCP tool: its arguments stay a JSON object."""
+
+
+class McpTool(Tool[Any]):
+    """One tool of an MCP server, called through its connection."""
+
+    input_type = _Arguments
+
+    def __init__(
+        self, connection: McpConnection, remote_name: str, description: str, schema: Any
+    ) -> None:
+        self.connection = connection
+        self.remote_name = remote_name
+        self.name = mcp_tool_name(connection.server.name, remote_name)
+        self.description = description
+        self.read_only = False
+        self._schema: dict[str, Any] = dict(schema) if isinstance(schema, Mapping) else {}
+        super().__init__()
+
+    def input_schema(self) -> dict[str, Any]:
+        """The server's own JSON schema of the arguments."""
+        return self._schema or {"type": "object", "properties": {}}
+
+    def parse_input(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments as they are: the server checks them against its schema."""
+        return dict(raw)
+
+    def is_concurrency_safe(self, data: Any) -> bool:
+        """True when the server marks the tool ``readOnlyHint`` (SPEC §5)."""
+        return self.read_only
+
+    def is_read_only(self, data: Any) -> bool:
+        """The server's ``readOnlyHint``."""
+        return self.read_only
+
+    async def call(self, data: Any, ctx: ToolContext, progress: ProgressCallback) -> ToolOutput:
+        """Call the tool on its server and map the result to tool_result content."""
+        return await self.connection.call(self.remote_name, data)
+
+
+def _result_part(item: Any) -> ResultPart:
+    kind = getattr(item, "type", None)
+    if kind == "text":
+        return TextBlock(text=str(item.text))
+    if kind == "image":
+        source = {"type": "base64", "media_type": item.mime_type, "data": item.data}
+        return ImageBlock(source=source)
+    embedded = getattr(getattr(item, "resource", None), "text", None)
+    if kind == "resource" and isinstance(embedded, str):
+        return TextBlock(text=embedded)
+    dump = item.model_dump(mode="json", by_alias=True) if hasattr(item, "model_dump") else item
+    return TextBlock(text=json.dumps(dump, ensure_ascii=False))
+
+
+class McpConnection:
+    """An open session with one MCP server (use inside an ``AsyncExitStack``)."""
+
+    def __init__(self, server: McpServer, *, stderr: TextIO | None = None) -> None:
+        self.server = server
+        self._stderr = stderr
+        self._session: Any = None
+
+    async def open(self, stack: contextlib.AsyncExitStack) -> None:
+        """Connect and initialize; the stack closes the session and the transport."""
+        import mcp  # noqa: PLC0415 - lazy on purpose: the import costs seconds
+
+        server = self.server
+        if server.command is not None:
+            parameters = mcp.StdioServerParameters(
+                command=server.command, args=list(server.args), env=server.env, cwd=server.cwd
+            )
+            errlog = self._stderr or stack.enter_context(open(os.devnull, "w"))  # noqa: PTH123, SIM115
+            streams = await stack.enter_async_context(mcp.stdio_client(parameters, errlog))
+        else:
+            from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415
+
+            assert server.url is not None
+            client = None
+            if server.headers:
+                import httpx2  # noqa: PLC0415
+
+                client = await stack.enter_async_context(httpx2.AsyncClient(headers=server.headers))
+            streams = await stack.enter_async_context(
+                streamable_http_client(server.url, http_client=client)
+            )
+        read, write = streams[0], streams[1]
+        self._session = await stack.enter_async_context(mcp.ClientSession(read, write))
+        await self._session.initialize()
+
+    async def tools(self) -> list[McpTool]:
+        """The server's tools as it lists them now."""
+        listed = await self._session.list_tools()
+        tools = []
+        for remote in listed.tools:
+            tool = McpTool(self, remote.name, remote.description or "", remote.input_schema)
+            annotations = remote.annotations
+            tool.read_only = bool(annotations is not None and annotations.read_only_hint)
+            tools.append(tool)
+        return tools
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutput:
+        """Call one tool; an MCP error result becomes an error tool_result."""
+        result = await self._session.call_tool(name, dict(arguments))
+        parts = tuple(_result_part(item) for item in getattr(result, "content", None) or ())
+        if not parts and getattr(result, "structured_content", None) is not None:
+            parts = (TextBlock(text=json.dumps(result.structured_content, ensure_ascii=False)),)
+        return ToolOutput(content=parts or "", is_error=bool(getattr(result, "is_error", False)))
+
+
+async def connect_all(
+    servers: Sequence[McpServer], stack: contextlib.AsyncExitStack
+) -> list[McpConnection]:
+    """Open a connection to every server, in order (all closed by ``stack``)."""
+    names = [server.name for server in servers]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ConfigError(f"two MCP servers are called {', '.join(duplicates)}")
+    connections = []
+    for server in servers:
+        connection = McpConnection(server)
+        await connection.open(stack)
+        connections.append(connection)
+    return connections
+
+
+async def list_all(connections: Sequence[McpConnection]) -> list[McpTool]:
+    """Every tool of every connection, as the servers list them now."""
+    tools: list[McpTool] = []
+    for connection in connections:
+        tools.extend(await connection.tools())
+    return tools
