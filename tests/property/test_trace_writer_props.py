@@ -1,0 +1,74 @@
+"""Anything the trace writer writes, the reader reads (issue 8): model events holding lone
+surrogates, integers of any size, nesting of any depth and non-string keys."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fsm_agent.core import events as ev
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.messages import Usage
+from fsm_agent.trace.json_limits import fit_for_json
+from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.writer import TraceWriter
+
+# Every code point, lone surrogates included (st.text() leaves those out by default).
+ANY_TEXT = st.text(alphabet=st.characters(codec=None), max_size=8)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=2**63, max_value=2**80)
+    | st.integers(min_value=-(2**80), max_value=-(2**63))
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | ANY_TEXT
+)
+KEYS = ANY_TEXT | st.integers() | st.booleans() | st.none()
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
+    max_leaves=20,
+)
+
+
+def nested(depth: int, leaf: Any) -> Any:
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
+def written_as(event: dict[str, Any]) -> Any:
+    """What a trace holds for ``event``: itself when orjson can write its record, else its
+    fitted form, cut where the record (two levels above the payload) passes the depth limit."""
+    try:
+        orjson.dumps({"record": "event", "event": {"event": event}})
+    except orjson.JSONEncodeError:
+        return fit_for_json(event, depth=2)
+    return event
+
+
+@given(
+    payload=st.dictionaries(ANY_TEXT, VALUES, max_size=4),
+    depth=st.integers(0, 400),
+    tokens=st.integers(min_value=0, max_value=2**80),
+)
+def test_what_the_writer_writes_the_reader_reads(
+    payload: dict[str, Any], depth: int, tokens: int
+) -> None:
+    """A written model event reads back as its trace-safe form; a usage total of any size
+    reads back as itself."""
+    event = {**payload, "deep": nested(depth, "leaf")}
+    buffer = io.BytesIO()
+    writer = TraceWriter(buffer, config=LoopConfig(), table_digest="d")
+    writer.write_event(ev.ModelStreamEvent(request_id="r", event=event))
+    writer.write_end("completed", Usage(output_tokens=tokens))
+    trace = read_trace(io.BytesIO(buffer.getvalue()))
+    read_back = trace.records[0].event
+    assert isinstance(read_back, ev.ModelStreamEvent)
+    assert read_back.event == written_as(event)
+    assert trace.records[1].data["usage"]["output_tokens"] in (tokens, str(tokens))
