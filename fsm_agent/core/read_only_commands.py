@@ -73,9 +73,13 @@ def judge_read_only(
         return ReadOnlyVerdict(read_only=False, reason=f"cannot be analysed: {analysis.problem}")
     if not analysis.parts:
         return ReadOnlyVerdict(read_only=False, reason="there is no command to run")
-    places = _Places(cwd=cwd, roots=tuple(readable_roots), home=home, resolve=resolve)
+    places = _Places(
+        cwd=cwd, shell_dirs=(cwd,), roots=tuple(readable_roots), home=home, resolve=resolve
+    )
     for part in analysis.parts:
         why = _refusal(part, places)
+        if why is None and part.argv[0] == "cd":
+            places, why = places.entered(_cd_target(part.argv[1:], home) or "")
         if why is not None:
             shown = part.text or " ".join(part.assignments)
             return ReadOnlyVerdict(read_only=False, reason=f"`{shown}`: {why}")
@@ -84,12 +88,27 @@ def judge_read_only(
 
 @attrs.frozen(kw_only=True)
 class _Places:
-    """Where reading is allowed."""
+    """Where reading is allowed, and where the shell may be when a part runs.
+
+    After ``cd src`` the shell is in ``src`` for the parts that follow, unless the ``cd`` ran
+    in a subshell: both are kept in ``shell_dirs``, and a path must be inside from each.
+    """
 
     cwd: str
+    shell_dirs: tuple[str, ...]
     roots: tuple[str, ...]
     home: str
     resolve: Callable[[str], str]
+
+    def entered(self, target: str) -> tuple[_Places, str | None]:
+        """These places after ``cd target`` (already judged to stay inside)."""
+        if target == "~" or target.startswith("~/"):
+            target = self.home + target[1:]
+        joined = (posixpath.normpath(posixpath.join(d, target)) for d in self.shell_dirs)
+        dirs = tuple(dict.fromkeys((*self.shell_dirs, *joined)))
+        if len(dirs) > MAX_SHELL_DIRS:
+            return self, f"more than {MAX_SHELL_DIRS} folders the shell may be in"
+        return attrs.evolve(self, shell_dirs=dirs), None
 
     def outside(self, path: str) -> bool:
         """Whether ``path`` names something outside the working folder and readable roots."""
@@ -99,9 +118,38 @@ class _Places:
             path = self.home + path[1:]
         elif path.startswith("~"):
             return True  # another user's home
-        full = self.resolve(posixpath.normpath(posixpath.join(self.cwd, path)))
-        allowed = (self.cwd, *self.roots)
-        return not any(_within(full, self.resolve(posixpath.normpath(root))) for root in allowed)
+        allowed = [self.resolve(posixpath.normpath(root)) for root in (self.cwd, *self.roots)]
+        for base in self.shell_dirs:
+            full = self.resolve(posixpath.normpath(posixpath.join(base, path)))
+            if not any(_within(full, root) for root in allowed):
+                return True
+        return False
+
+
+MAX_SHELL_DIRS = 16
+"""``cd`` after ``cd`` doubles the folders to check from; past this many, the command asks."""
+
+
+def _cd_target(args: Sequence[str], home: str) -> str | None:
+    """Where ``cd args`` goes, or None when it is not a plain ``cd [-L|-P] [--] [DIR]``."""
+    words = [arg for arg in args if arg not in ("-L", "-P")]
+    if words[:1] == ["--"]:
+        words = words[1:]
+    if not words:
+        return home
+    if len(words) > 1 or words[0].startswith("-"):
+        return None  # `cd -` goes back to a folder not known here
+    return words[0]
+
+
+def _cd(program: str, args: Sequence[str], places: _Places) -> str | None:
+    """``cd DIR`` changes nothing but where later parts run: DIR must be inside."""
+    target = _cd_target(args, places.home)
+    if target is None:
+        return "cd other than `cd [-L|-P] DIR` is not judged read-only"
+    if places.outside(target):
+        return f"cd {target} leaves the working folder"
+    return None
 
 
 def _within(path: str, root: str) -> bool:
@@ -512,6 +560,60 @@ _DATE = _rule(
 )
 
 
+def _sed(program: str, args: Sequence[str], places: _Places) -> str | None:
+    """``sed`` that only prints: no ``-i``, no script file, and scripts of printing commands."""
+    parsed = parse_arguments(args, _SED.table)
+    refusal = _rule_refusal(program, _SED, parsed, places)
+    if refusal is not None:
+        return refusal
+    scripts = [o.value or "" for o in parsed.options if o.name in ("-e", "--expression")]
+    if not scripts:
+        scripts = list(parsed.operands[:1])
+    for script in scripts:
+        why = _sed_script_refusal(script)
+        if why is not None:
+            return f"sed {why}"
+    return None
+
+
+_SED = _rule(
+    "-n -e= -E -r -z -u -s -l= --quiet --silent --expression= --regexp-extended --null-data "
+    "--unbuffered --separate --line-length= --posix --debug --sandbox --help --version",
+    "-i=? -f= --in-place=? --file= --follow-symlinks -b --binary",
+    operands="pattern",
+    pattern_options="-e --expression",
+)
+
+# One sed command of a printing script: an optional address or range, `!`, then the command.
+_SED_ADDRESS = r"(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n])*/[IM]*)"
+_SED_COMMAND = re.compile(
+    rf"\s*(?:{_SED_ADDRESS}(?:\s*,\s*(?:{_SED_ADDRESS}|[+~]\d+))?)?\s*!?\s*"
+    r"(?P<command>[{}pPdDnNgGhHxz=lF]|[qQ]\s*\d*|l\s*\d+|[btT](?:\s*[^;}\s]+)?|:[^;\n]+"
+    r"|(?P<s>s)(?P<d>[^\\\n])(?:\\.|(?!(?P=d))[^\\])*(?P=d)(?:\\.|(?!(?P=d))[^\\])*(?P=d)"
+    r"(?P<flags>[a-zA-Z0-9]*)"
+    r"|y(?P<yd>[^\\\n])(?:\\.|(?!(?P=yd))[^\\])*(?P=yd)(?:\\.|(?!(?P=yd))[^\\])*(?P=yd))"
+    r"\s*(?:;|\n|(?=})|(?<={)|$)"
+)
+_SED_SAFE_FLAGS = re.compile(r"[gpiImM0-9]*")
+
+
+def _sed_script_refusal(script: str) -> str | None:
+    """Why a sed script may write, read or run something; None when it only prints."""
+    position = 0
+    while position < len(script):
+        if script[position].isspace() or script[position] == ";":
+            position += 1
+            continue
+        match = _SED_COMMAND.match(script, position)
+        if match is None:
+            return f"script {script[position : position + 20]!r} is not a printing command"
+        flags = match.group("flags")
+        if match.group("s") and not _SED_SAFE_FLAGS.fullmatch(flags or ""):
+            return f"s///{flags} can write a file or run a command"
+        position = match.end()
+    return None
+
+
 def _find(program: str, args: Sequence[str], places: _Places) -> str | None:
     """``find``: starting points inside, then only tests and printing actions."""
     index = 0
@@ -732,6 +834,8 @@ _PROGRAMS: dict[str, _Judge] = {
     "test": _test,
     "[": _test,
     "date": _date,
+    "cd": _cd,
+    "sed": _sed,
     "find": _find,
     "git": _git,
 }

@@ -152,7 +152,6 @@ def test_read_only_commands_are_allowed(command: str) -> None:
         ("xargs ls", "xargs is not on the read-only list"),
         ("./ls", "runs the program file ./ls"),
         ("less a.txt", "less is not on the read-only list"),
-        ("sed -n p a.txt", "sed is not on the read-only list"),
         ("awk '{print}' a.txt", "awk is not on the read-only list"),
         ("tee out", "tee is not on the read-only list"),
         ("ls 'open", "cannot be analysed"),
@@ -214,6 +213,68 @@ def test_reads_outside_the_working_folder_are_refused(command: str) -> None:
 def test_options_that_follow_symlinks_while_walking_are_refused(command: str) -> None:
     """A walk that follows links could leave the folder through one, so it asks."""
     assert not judge(command).read_only
+
+
+@pytest.mark.parametrize(
+    ("command", "read_only"),
+    [
+        ("cd src && ls", True),
+        ("cd src; git status", True),
+        ("cd src && cd lib && cat a.py", True),
+        ("cd -P src && ls", True),
+        ("cd .. && ls", False),
+        ("cd /etc && cat passwd", False),
+        ("cd && ls", False),
+        ("cd ~ && ls", False),
+        ("cd - && ls", False),
+        ("cd $DIR && ls", False),
+        ("cd src && cat ../README.md", False),
+        ("(cd src; ls); cat ../x", False),
+    ],
+)
+def test_cd_inside_the_folder_is_followed(command: str, read_only: bool) -> None:
+    """``cd`` inside the folder is read-only; later paths must stay inside from either folder."""
+    assert judge(command).read_only is read_only
+
+
+@pytest.mark.parametrize(
+    ("command", "read_only"),
+    [
+        ("sed -n '1,20p' a.txt", True),
+        ("sed -n 5p a.txt", True),
+        ("sed 's/a/b/g' a.txt", True),
+        ("sed -e 's|a|b|' -e '/x/d' a.txt", True),
+        ("sed -n '/start/,/end/p' a.txt", True),
+        ("sed '1!G;h;$!d' a.txt", True),
+        ("sed -n '/a/{s/x/y/p}' a.txt", True),
+        ("sed 's/a\\/b/c/' a.txt", True),
+        ("sed y/abc/xyz/ a.txt", True),
+        ("sed -i s/a/b/ a.txt", False),
+        ("sed -ni p a.txt", False),
+        ("sed --in-pl s/a/b/ a.txt", False),
+        ("sed -f script a.txt", False),
+        ("sed 's/a/b/w out' a.txt", False),
+        ("sed 's/x/y/;s/a/b/gw out' a.txt", False),
+        ("sed 's/a/b/e' a.txt", False),
+        ("sed 'w out' a.txt", False),
+        ("sed 'W out' a.txt", False),
+        ("sed '1e rm x' a.txt", False),
+        ("sed e a.txt", False),
+        ("sed 'r /etc/passwd' a.txt", False),
+        ("sed '/a/{w x\n}' a.txt", False),
+        ("sed p /etc/passwd", False),
+    ],
+)
+def test_sed_is_read_only_only_with_a_printing_script(command: str, read_only: bool) -> None:
+    """sed passes with printing commands only: no -i, no w/W/r/R/e, no s///w or s///e."""
+    assert judge(command).read_only is read_only
+
+
+def test_cd_after_cd_is_bounded() -> None:
+    """Each ``cd`` doubles the folders to check from; too many ask."""
+    verdict = judge("".join(f"cd d{n}; " for n in range(5)) + "ls")
+    assert not verdict.read_only
+    assert "folders the shell may be in" in verdict.reason
 
 
 def test_readable_roots_widen_where_reading_is_allowed() -> None:
