@@ -23,6 +23,7 @@ from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
 from fsm_agent.core import texts
 from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.hook_results import context_and_notices
 from fsm_agent.core.loop_state import AutoCompactTracking, LoopState
 from fsm_agent.core.messages import (
     COMPACT_BOUNDARY,
@@ -83,6 +84,8 @@ INTERNAL_EVENTS: frozenset[tuple[str, type]] = frozenset(
 _AWAITING_PHASES = frozenset(
     p.value
     for p in (
+        _P.SESSION_START_HOOKS,
+        _P.PROMPT_HOOKS,
         _P.AUTOCOMPACTING,
         _P.REACTIVE_COMPACTING,
         _P.COLLAPSE_DRAINING,
@@ -399,6 +402,8 @@ class AgentCore:
             action(self)
         if row.dest in FINAL_STATES:
             self._terminal = row.dest
+            # SessionEnd hooks run as the session closes; nothing waits for them (SPEC §6).
+            self._run_hooks(fx.HookEvent.SESSION_END, {"reason": row.dest})
 
     def _handle_internal(self, event: ev.Event) -> None:
         if isinstance(event, ev.ModelStreamEvent):
@@ -496,13 +501,26 @@ class AgentCore:
 
     def _stop_failure_hooks(self) -> None:
         last = self._last_assistant()
-        self._effects.append(
-            fx.RunHooks(
-                effect_id=self.new_effect_id(),
-                hook_event=fx.HookEvent.STOP_FAILURE,
-                payload={"error": text_of(last) if last is not None else ""},
-            )
+        self._run_hooks(
+            fx.HookEvent.STOP_FAILURE, {"error": text_of(last) if last is not None else ""}
         )
+
+    def _run_hooks(
+        self, hook_event: fx.HookEvent, payload: dict[str, Any], *, wait: bool = False
+    ) -> None:
+        """Ask for the hooks of a loop-level event; ``wait``: the phase waits for their answer."""
+        effect = fx.RunHooks(effect_id=self.new_effect_id(), hook_event=hook_event, payload=payload)
+        if wait:
+            self._await(effect)
+        else:
+            self._effects.append(effect)
+
+    def _take_hook_outcome(self, outcome: ev.HookOutcome) -> None:
+        """Context from a loop-level hook joins the history; its notices are shown."""
+        for message in context_and_notices(outcome, self.new_uuid):
+            self._show(message)
+            if isinstance(message, AttachmentMessage):
+                self._state = attrs.evolve(self._state, messages=(*self._state.messages, message))
 
     def _api_error(self, kind: ApiErrorKind, text: str, *, withheld: bool) -> None:
         message = ApiErrorMessage(uuid=self.new_uuid(), kind=kind, text=text, withheld=withheld)
@@ -834,6 +852,10 @@ class AgentCore:
     def _guard_last_is_api_error(self) -> bool:
         return isinstance(self._last_assistant(), ApiErrorMessage)
 
+    def _guard_prompt_refused(self) -> bool:
+        outcome: ev.HookOutcome = self._event.outcome
+        return outcome.prevent_continuation or bool(outcome.blocking_errors)
+
     def _guard_hook_prevented_continuation(self) -> bool:
         return bool(self._event.outcome.prevent_continuation)
 
@@ -885,6 +907,33 @@ class AgentCore:
         self._budget_continuations = 0
         self._budget_last_delta = 0
         self._budget_last_total = 0
+        self._run_hooks(fx.HookEvent.SESSION_START, {"source": "startup"}, wait=True)
+
+    def _on_session_started(self) -> None:
+        event: ev.HooksFinished = self._event
+        self._take_hook_outcome(event.outcome)
+        prompt = next(
+            (m for m in reversed(self._state.messages) if isinstance(m, UserMessage)), None
+        )
+        payload = {"prompt": text_of(prompt) if prompt is not None else ""}
+        self._run_hooks(fx.HookEvent.USER_PROMPT_SUBMIT, payload, wait=True)
+
+    def _on_prompt_blocked(self) -> None:
+        outcome: ev.HookOutcome = self._event.outcome
+        if outcome.prevent_continuation:
+            text = texts.hook_stopped(outcome.stop_reason)
+        else:
+            text = texts.hook_blocked_prompt("\n".join(outcome.blocking_errors))
+        self._take_hook_outcome(attrs.evolve(outcome, additional_context=()))
+        self._show(
+            AttachmentMessage(
+                uuid=self.new_uuid(), kind=AttachmentKind.HOOK_STOPPED_CONTINUATION, text=text
+            )
+        )
+
+    def _on_prompt_submitted(self) -> None:
+        event: ev.HooksFinished = self._event
+        self._take_hook_outcome(event.outcome)
 
     def _on_iteration_started(self) -> None:
         self._output_cap = None
@@ -901,7 +950,28 @@ class AgentCore:
         self._effects.append(effect)
 
     def _on_autocompact_started(self) -> None:
-        self._await(fx.Compact(effect_id=self.new_effect_id(), kind=fx.CompactKind.AUTO))
+        self._pre_compact_hooks()
+
+    def _pre_compact_hooks(self) -> None:
+        # SPEC §7.5 "Full compaction": PreCompact hooks run before the summary is asked for.
+        payload = {"trigger": "auto", "custom_instructions": ""}
+        self._run_hooks(fx.HookEvent.PRE_COMPACT, payload, wait=True)
+
+    def _on_pre_compact_done(self) -> None:
+        outcome: ev.HookOutcome = self._event.outcome
+        kind = (
+            fx.CompactKind.AUTO
+            if self.phase == Phase.AUTOCOMPACTING.value
+            else fx.CompactKind.REACTIVE
+        )
+        self._take_hook_outcome(attrs.evolve(outcome, additional_context=()))
+        self._await(
+            fx.Compact(
+                effect_id=self.new_effect_id(),
+                kind=kind,
+                instructions="\n".join(outcome.additional_context),
+            )
+        )
 
     def _adopt_compacted(self, messages: tuple[Message, ...]) -> None:
         self._show(SystemMessage(uuid=self.new_uuid(), subtype=COMPACT_BOUNDARY))
@@ -1064,7 +1134,7 @@ class AgentCore:
         self._collapse_drain_attempted = True
 
     def _on_reactive_compact_started(self) -> None:
-        self._await(fx.Compact(effect_id=self.new_effect_id(), kind=fx.CompactKind.REACTIVE))
+        self._pre_compact_hooks()
 
     def _on_reactive_compact_retry(self) -> None:
         event: ev.CompactionFinished = self._event
@@ -1114,16 +1184,13 @@ class AgentCore:
 
     def _on_stop_hooks_started(self) -> None:
         last = next((m for m in reversed(self._assistant) if isinstance(m, AssistantMessage)), None)
-        self._await(
-            fx.RunHooks(
-                effect_id=self.new_effect_id(),
-                hook_event=fx.HookEvent.STOP,
-                payload={
-                    "stop_hook_active": bool(self._state.stop_hook_active),
-                    "last_assistant_message": text_of(last) if last is not None else "",
-                },
-            )
-        )
+        # SPEC §6.3: a subagent's loop runs SubagentStop hooks where the main loop runs Stop.
+        hook_event = fx.HookEvent.SUBAGENT_STOP if self.config.is_subagent else fx.HookEvent.STOP
+        payload = {
+            "stop_hook_active": bool(self._state.stop_hook_active),
+            "last_assistant_message": text_of(last) if last is not None else "",
+        }
+        self._run_hooks(hook_event, payload, wait=True)
 
     def _on_stop_hook_prevented(self) -> None:
         event = self._event

@@ -8,6 +8,7 @@ would hide a broken trace (a string is never silently turned into a number or a 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Final, TypeVar, cast
 
@@ -94,7 +95,7 @@ def _json_object(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_converter() -> cattrs.Converter:
-    """Build the converter (once per process is enough; ``CONVERTER`` is that one)."""
+    """Build the converter (once per process is enough; :func:`converter` is that one)."""
     conv = cattrs.Converter(forbid_extra_keys=True)
     for kind in (str, int, bool, float):
         conv.register_structure_hook(kind, _strict_scalar(kind))
@@ -146,42 +147,53 @@ def snake_name(cls: type) -> str:
     return _SNAKE.sub("_", cls.__name__).lower()
 
 
-CONVERTER = make_converter()
+@functools.cache
+def converter() -> cattrs.Converter:
+    """The converter of the whole library, built on first use (building it costs more than
+    the rest of ``import fsm_agent``, and a run that writes no trace never needs it)."""
+    return make_converter()
+
+
+def __getattr__(name: str) -> cattrs.Converter:
+    # ``CONVERTER`` is still importable by that name; it is built on first access.
+    if name == "CONVERTER":
+        return converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def dump_event(event: events.Event) -> dict[str, Any]:
     """An event as a JSON-ready dict with its ``type`` tag."""
-    result: dict[str, Any] = CONVERTER.unstructure(event, unstructure_as=events.Event)
+    result: dict[str, Any] = converter().unstructure(event, unstructure_as=events.Event)
     return result
 
 
 def load_event(data: Any) -> events.Event:
     """Structure an event dict; raises cattrs errors (the trace reader turns them into paths)."""
-    result: events.Event = CONVERTER.structure(data, events.Event)  # type: ignore[arg-type]
+    result: events.Event = converter().structure(data, events.Event)  # type: ignore[arg-type]
     return result
 
 
 def dump_effect(effect: effects.Effect) -> dict[str, Any]:
     """An effect as a JSON-ready dict with its ``type`` tag."""
-    result: dict[str, Any] = CONVERTER.unstructure(effect, unstructure_as=effects.Effect)
+    result: dict[str, Any] = converter().unstructure(effect, unstructure_as=effects.Effect)
     return result
 
 
 def load_effect(data: Any) -> effects.Effect:
     """Structure an effect dict."""
-    result: effects.Effect = CONVERTER.structure(data, effects.Effect)  # type: ignore[arg-type]
+    result: effects.Effect = converter().structure(data, effects.Effect)  # type: ignore[arg-type]
     return result
 
 
 def dump_message(message: messages.Message) -> dict[str, Any]:
     """A transcript message as a JSON-ready dict with its ``type`` tag."""
-    result: dict[str, Any] = CONVERTER.unstructure(message, unstructure_as=messages.Message)
+    result: dict[str, Any] = converter().unstructure(message, unstructure_as=messages.Message)
     return result
 
 
 def load_message(data: Any) -> messages.Message:
     """Structure a transcript message dict."""
-    result: messages.Message = CONVERTER.structure(data, messages.Message)  # type: ignore[arg-type]
+    result: messages.Message = converter().structure(data, messages.Message)  # type: ignore[arg-type]
     return result
 
 

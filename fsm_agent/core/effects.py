@@ -67,6 +67,10 @@ class HookEvent(enum.Enum):
     NOTIFICATION = "Notification"
 
 
+DETACHED_HOOK_EVENTS = frozenset({HookEvent.STOP_FAILURE, HookEvent.SESSION_END})
+"""Hook events asked for as the run ends: nothing waits for them, no event answers them."""
+
+
 @attrs.frozen(kw_only=True)
 class RunHooks:
     """Run every hook registered for ``hook_event``; the answer is ``HooksFinished``."""
@@ -105,6 +109,7 @@ class Compact:
     effect_id: str
     kind: CompactKind
     trigger: str = ""
+    instructions: str = ""  # what PreCompact hooks asked the summary to keep (SPEC §7.5)
 
 
 @attrs.frozen(kw_only=True)

@@ -37,6 +37,8 @@ class Phase(enum.Enum):
     """Non-final states of the loop machine (DESIGN §2, SPEC §1.2)."""
 
     IDLE = "idle"
+    SESSION_START_HOOKS = "session_start_hooks"
+    PROMPT_HOOKS = "prompt_hooks"
     ITER_INIT = "iter_init"
     PREPROCESS = "preprocess"
     AUTOCOMPACTING = "autocompacting"
@@ -66,6 +68,7 @@ class Terminal(enum.Enum):
     HOOK_STOPPED = "hook_stopped"
     MAX_TURNS = "max_turns"
     REFUSAL = "refusal"
+    PROMPT_BLOCKED = "prompt_blocked"  # ours: a UserPromptSubmit hook refused the prompt
 
 
 class ContinueReason(enum.Enum):
@@ -123,6 +126,8 @@ def _row(
 P, T, C = Phase, Terminal, CallState
 _NOT_WAITING_ON_TOOLS = (
     P.IDLE,
+    P.SESSION_START_HOOKS,
+    P.PROMPT_HOOKS,
     P.ITER_INIT,
     P.PREPROCESS,
     P.AUTOCOMPACTING,
@@ -138,10 +143,16 @@ _AFTER_TOOLS = (P.TOOL_EXEC, P.ATTACHMENTS, P.POST_TOOLS)
 # fmt: off
 LOOP_ROWS: tuple[Row, ...] = (
     # name                         on                     source                  dest                       guard
-    _row("run_started",            ev.TurnStarted,        P.IDLE,                 P.ITER_INIT),
+    _row("run_started",            ev.TurnStarted,        P.IDLE,                 P.SESSION_START_HOOKS),
+    # SessionStart, then UserPromptSubmit hooks, before the first iteration (SPEC §6)
+    _row("session_started",        ev.HooksFinished,      P.SESSION_START_HOOKS,  P.PROMPT_HOOKS),
+    _row("prompt_blocked",         ev.HooksFinished,      P.PROMPT_HOOKS,         T.PROMPT_BLOCKED,         "prompt_refused"),
+    _row("prompt_submitted",       ev.HooksFinished,      P.PROMPT_HOOKS,         P.ITER_INIT),
     # S0 → S1 → S2 (SPEC §1.2, §7.5)
     _row("iteration_started",      None,                  P.ITER_INIT,            P.PREPROCESS),
     _row("autocompact_started",    None,                  P.PREPROCESS,           P.AUTOCOMPACTING,         "should_autocompact"),
+    # PreCompact hooks run first; their answer asks for the compaction itself (SPEC §7.5)
+    _row("pre_compact_done",       ev.HooksFinished,      P.AUTOCOMPACTING,       P.AUTOCOMPACTING),
     _row("context_prepared",       None,                  P.PREPROCESS,           P.SETUP),
     _row("autocompact_done",       ev.CompactionFinished, P.AUTOCOMPACTING,       P.SETUP,                  "compaction_succeeded"),
     _row("autocompact_failed",     ev.CompactionFinished, P.AUTOCOMPACTING,       P.SETUP),
@@ -175,6 +186,7 @@ LOOP_ROWS: tuple[Row, ...] = (
     _row("stop_hooks_started",     None,                  P.FINALIZING,           P.STOP_HOOKS),
     _row("collapse_drain_retry",   ev.CollapseDrained,    P.COLLAPSE_DRAINING,    P.ITER_INIT,              "collapse_committed"),
     _row("collapse_drain_empty",   ev.CollapseDrained,    P.COLLAPSE_DRAINING,    P.FINALIZING),
+    _row("pre_compact_done",       ev.HooksFinished,      P.REACTIVE_COMPACTING,  P.REACTIVE_COMPACTING),
     _row("reactive_compact_retry", ev.CompactionFinished, P.REACTIVE_COMPACTING,  P.ITER_INIT,              "compaction_succeeded"),
     _row("prompt_too_long",        ev.CompactionFinished, P.REACTIVE_COMPACTING,  T.PROMPT_TOO_LONG,        "withheld_prompt_too_long"),
     _row("image_error",            ev.CompactionFinished, P.REACTIVE_COMPACTING,  T.IMAGE_ERROR),
@@ -210,8 +222,9 @@ TOOL_ROWS: tuple[Row, ...] = (
     _row("permission_requested", ev.HooksFinished,        C.PRE_HOOKS,    C.PERMISSION),
     _row("permission_granted", ev.PermissionDecided,      C.PERMISSION,   C.RUNNING,     "permission_allowed"),
     _row("permission_denied",  ev.PermissionDecided,      C.PERMISSION,   C.DENIED),
-    _row("call_failed",        ev.ToolCallFinished,       C.RUNNING,      C.ERRORED,     "call_errored"),
+    _row("call_failed",        ev.ToolCallFinished,       C.RUNNING,      C.POST_HOOKS,  "call_errored"),
     _row("call_returned",      ev.ToolCallFinished,       C.RUNNING,      C.POST_HOOKS),
+    _row("failure_hooks_done", ev.HooksFinished,          C.POST_HOOKS,   C.ERRORED,     "call_failed_before"),
     _row("post_hooks_done",    ev.HooksFinished,          C.POST_HOOKS,   C.COMPLETED),
     _row("cancelled",          None,                      _TOOL_ACTIVE,   C.CANCELLED),
     _row("result_yielded",     None,                      (C.COMPLETED, C.REJECTED, C.DENIED, C.CANCELLED, C.ERRORED), C.YIELDED),

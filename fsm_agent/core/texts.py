@@ -299,6 +299,15 @@ SUMMARY_REQUEST = (
     "Write a summary of the conversation so far for your own later use: the user's goal, "
     "decisions made, files touched, and what remains to do. Plain text, no preamble."
 )
+
+
+def summary_request(instructions: str) -> str:
+    """The summary request, with what PreCompact hooks asked it to keep (SPEC §7.5)."""
+    if not instructions.strip():
+        return SUMMARY_REQUEST
+    return f"{SUMMARY_REQUEST}\n\nInstructions for this summary:\n{instructions.strip()}"
+
+
 SUMMARY_PREFIX = "This session continues from an earlier conversation, summarised here:\n\n"
 
 

@@ -34,6 +34,7 @@ import attrs
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
 from fsm_agent.core import texts
+from fsm_agent.core.hook_results import context_and_notices
 from fsm_agent.core.messages import (
     AttachmentKind,
     AttachmentMessage,
@@ -296,6 +297,9 @@ class ToolExecutor:
     def _guard_call_errored(self, call: ToolCall) -> bool:
         return bool(self._event.is_error)
 
+    def _guard_call_failed_before(self, call: ToolCall) -> bool:
+        return call.is_error
+
     # --- row actions -------------------------------------------------------------------------
 
     def _on_input_rejected(self, call: ToolCall) -> None:
@@ -389,6 +393,9 @@ class ToolExecutor:
                     other.executing or other.state == CallState.VALIDATING.value
                 ):
                     self._cancel(other, fx.CancelReason.SIBLING_ERROR, message="")
+        # SPEC §4 "exception" row: PostToolUseFailure hooks run for a call that failed.
+        payload = {"tool_input": call.input, "error": _as_text(call.content)}
+        self._request_hooks(call, fx.HookEvent.POST_TOOL_USE_FAILURE, payload)
 
     def _on_call_returned(self, call: ToolCall) -> None:
         event: ev.ToolCallFinished = self._event
@@ -397,12 +404,11 @@ class ToolExecutor:
         payload = {"tool_input": call.input, "tool_response": _as_text(call.content)}
         self._request_hooks(call, fx.HookEvent.POST_TOOL_USE, payload)
 
+    def _on_failure_hooks_done(self, call: ToolCall) -> None:
+        self._note_after_call_hooks(call)
+
     def _on_post_hooks_done(self, call: ToolCall) -> None:
-        outcome: ev.HookOutcome = self._event.outcome
-        for text in outcome.blocking_errors:
-            # SPEC §6.1: a PostToolUse blocking error is fed to the model, not a denial.
-            call.extra.append(self._attachment(AttachmentKind.HOOK_BLOCKING_ERROR, text))
-        self._note_hook_outcome(call, outcome)
+        self._note_after_call_hooks(call)
         if call.context_update is not None:
             if self._batch_mode and call.safe:
                 self._deferred_updates.append((call.index, call.context_update))
@@ -410,11 +416,15 @@ class ToolExecutor:
                 self._sink.apply_context_update(call.context_update)
             # SPEC §5.2: in the streaming executor, safe calls' updates are dropped.
 
+    def _note_after_call_hooks(self, call: ToolCall) -> None:
+        outcome: ev.HookOutcome = self._event.outcome
+        for text in outcome.blocking_errors:
+            # SPEC §6.1: a PostToolUse blocking error is fed to the model, not a denial.
+            call.extra.append(self._attachment(AttachmentKind.HOOK_BLOCKING_ERROR, text))
+        self._note_hook_outcome(call, outcome)
+
     def _note_hook_outcome(self, call: ToolCall, outcome: ev.HookOutcome) -> None:
-        for text in outcome.additional_context:
-            call.extra.append(self._attachment(AttachmentKind.HOOK_ADDITIONAL_CONTEXT, text))
-        for text in outcome.system_messages:
-            call.extra.append(self._attachment(AttachmentKind.HOOK_SYSTEM_MESSAGE, text))
+        call.extra.extend(context_and_notices(outcome, self._sink.new_uuid))
         if outcome.prevent_continuation and not call.hook_stopped:
             call.hook_stopped = True
             call.hook_stop_reason = outcome.stop_reason

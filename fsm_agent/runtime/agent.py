@@ -69,6 +69,8 @@ from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 ABORT_ON_FAULT = "fault"
 """``AbortRequested.reason`` fed when the driver itself fails (the ``end`` record names it)."""
+_CLOSING_HOOKS_WAIT_S = 5.0
+"""How long a finished run waits for its SessionEnd and StopFailure hooks at most."""
 
 
 # --- what the caller sees -----------------------------------------------------------------------
@@ -216,7 +218,8 @@ class Agent:
         tools: the tools the model may call: local tools, and ``ServerTool`` declarations of
             tools the API runs itself (web search, web fetch, code execution).
         config: the loop's bounds and options (its ``model`` is set to ``model.name``).
-        hooks: PreToolUse, PostToolUse and Stop hooks.
+        hooks: Python (and command) hooks by event; the ``hooks`` of ``settings`` files
+            run beside them.
         permissions: rules, mode and the ``ask`` callback (default: allow what tools allow,
             refuse what would need a question, with the reason "no one to ask").
         settings: Claude Code settings files to apply on top of ``permissions``: a path (one
@@ -273,10 +276,13 @@ class Agent:
         self.server_tools = tuple(t for t in tools if isinstance(t, ServerTool))
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
-        self.hooks = hooks if hooks is not None else Hooks()
         self.trace = trace
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
         self.settings = _settings(settings, self.cwd)
+        # Python hooks first, then each settings file's command hooks, in reading order.
+        self.hooks = hooks if hooks is not None else Hooks()
+        for found in self.settings.hooks:
+            self.hooks = self.hooks.merged(Hooks.from_settings(found.value, source=str(found.path)))
         policy = permissions if permissions is not None else PermissionPolicy()
         self.permissions = policy.with_settings(self.settings)
         self.system = system
@@ -433,6 +439,7 @@ class _Session:
         self.started = agent.clock()
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
+        self.closing_hooks: set[asyncio.Task[ev.HookOutcome]] = set()
 
     def _use_tools(self, mcp_tools: Sequence[McpTool]) -> None:
         """Take an MCP tool list (at the start, and again at each refresh)."""
@@ -669,7 +676,13 @@ class _Session:
         elif isinstance(effect, fx.RunHooks):
             if effect.call_id is not None:
                 self.effect_calls[effect.effect_id] = effect.call_id
-            if effect.hook_event is not fx.HookEvent.STOP_FAILURE:
+            if effect.hook_event in fx.DETACHED_HOOK_EVENTS:
+                if not self.agent.hooks.matchers(effect.hook_event):
+                    return
+                # The run is ending: nothing waits for these, but they finish before it returns.
+                closing = asyncio.get_running_loop().create_task(self._run_hooks(effect))
+                self.closing_hooks.add(closing)
+            else:
                 self._spawn(self._hooks(effect), call_id=effect.call_id)
         elif isinstance(effect, fx.AskPermission):
             self.effect_calls[effect.effect_id] = effect.call_id
@@ -772,6 +785,10 @@ class _Session:
         self.queue.put_nowait(finished)
 
     async def _hooks(self, effect: fx.RunHooks) -> None:
+        outcome = await self._run_hooks(effect)
+        self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
+
+    async def _run_hooks(self, effect: fx.RunHooks) -> ev.HookOutcome:
         payload = dict(effect.payload)
         tool_input = payload.pop("tool_input", {})
         hook_input = HookInput(
@@ -783,10 +800,9 @@ class _Session:
             cwd=str(self.agent.cwd),
             trace_path=str(self.trace_path) if self.trace_path is not None else None,
         )
-        outcome = await self.agent.hooks.run(
+        return await self.agent.hooks.run(
             hook_input, default_timeout_s=_seconds(self.agent.config.hook_timeout_ms)
         )
-        self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
 
     async def _permission(self, effect: fx.AskPermission) -> None:
         tool = self.tool(effect.tool_name)
@@ -838,7 +854,11 @@ class _Session:
     async def _compact(self, effect: fx.Compact) -> None:
         try:
             result = await self.compactor.compact(
-                effect.kind, self.core.messages_for_query(), self.agent.model, self.core.model
+                effect.kind,
+                self.core.messages_for_query(),
+                self.agent.model,
+                self.core.model,
+                instructions=effect.instructions,
             )
         except Exception as exc:  # a failed compaction is a named transition, not a crash
             result = CompactionResult(ok=False, error=f"{type(exc).__name__}: {exc}")
@@ -857,6 +877,13 @@ class _Session:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        if self.closing_hooks:
+            # SessionEnd and StopFailure hooks: each has its own time limit; this bounds the
+            # rest (a Python hook that never returns). Their answers change nothing now.
+            _, late = await asyncio.wait(self.closing_hooks, timeout=_CLOSING_HOOKS_WAIT_S)
+            for overdue in late:
+                overdue.cancel()
+            await asyncio.gather(*self.closing_hooks, return_exceptions=True)
 
 
 def _settings(value: Settings | str | os.PathLike[str] | bool | None, cwd: Path) -> Settings:

@@ -15,7 +15,7 @@ import attrs
 from fsm_agent.core.effects import CompactKind
 from fsm_agent.core.messages import Message, TextBlock, UserMessage
 from fsm_agent.core.normalize import normalize_for_api
-from fsm_agent.core.texts import SUMMARY_PREFIX, SUMMARY_REQUEST
+from fsm_agent.core.texts import SUMMARY_PREFIX, summary_request
 from fsm_agent.runtime.models import Model, ModelFailure, ModelRequest
 
 SUMMARY_OUTPUT_TOKENS = 20_000
@@ -37,10 +37,20 @@ class SummaryCompactor:
         self._count = 0
 
     async def compact(
-        self, kind: CompactKind, history: Sequence[Message], model: Model, model_name: str
+        self,
+        kind: CompactKind,
+        history: Sequence[Message],
+        model: Model,
+        model_name: str,
+        *,
+        instructions: str = "",
     ) -> CompactionResult:
-        """Summarise ``history``; on success the summary message replaces it."""
-        ask = UserMessage(uuid="summary-request", content=(TextBlock(text=SUMMARY_REQUEST),))
+        """Summarise ``history``; on success the summary message replaces it.
+
+        ``instructions`` come from PreCompact hooks: what the summary should keep.
+        """
+        text = summary_request(instructions)
+        ask = UserMessage(uuid="summary-request", content=(TextBlock(text=text),))
         request = ModelRequest(
             model=model_name,
             max_output_tokens=SUMMARY_OUTPUT_TOKENS,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import enum
+import functools
 import inspect
 import keyword
 import types
@@ -213,7 +214,7 @@ class Tool(Generic[InputT]):
                 f"InputValidationError: input: expected an object, got {json_type_name(raw)}"
             )
         try:
-            return _CONVERTER.structure(dict(raw), self.input_type)
+            return _input_converter().structure(dict(raw), self.input_type)
         except Exception as exc:
             problems = cattrs.transform_error(exc, path="$", format_exception=_describe_problem)
             lines = [f"InputValidationError: {_problem_line(p)}" for p in problems]
@@ -814,15 +815,14 @@ def _strict_collections(converter: cattrs.Converter) -> None:
     )
 
 
-def _make_converter() -> cattrs.Converter:
+@functools.cache
+def _input_converter() -> cattrs.Converter:
+    """The strict converter for tool inputs, built on first use (not at import)."""
     converter = cattrs.Converter(forbid_extra_keys=True)
     for kind in _SCALARS:
         converter.register_structure_hook(kind, _strict_scalar(kind))
     _strict_collections(converter)
     return converter
-
-
-_CONVERTER = _make_converter()
 
 
 def _describe_problem(exc: BaseException, kind: type | None) -> str:

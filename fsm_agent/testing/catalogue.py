@@ -47,6 +47,7 @@ class Entry:
     pre_hooks: tuple[HookOutcome, ...] = ()
     post_hooks: tuple[HookOutcome, ...] = ()
     stop_hooks: tuple[HookOutcome, ...] = ()
+    prompt_hooks: tuple[HookOutcome, ...] = ()
     deny_tools: frozenset[str] = frozenset()
     compactions: tuple[bool, ...] = ()
     collapses: tuple[int, ...] = ()
@@ -62,6 +63,7 @@ class Entry:
             pre_hooks=self.pre_hooks,
             post_hooks=self.post_hooks,
             stop_hooks=self.stop_hooks,
+            prompt_hooks=self.prompt_hooks,
             deny_tools=self.deny_tools,
             compactions=self.compactions,
             collapses=self.collapses,
@@ -379,7 +381,7 @@ ENTRIES: tuple[Entry, ...] = (
         name="aborted_streaming",
         description="The user aborts while the answer streams.",
         steps=(_text("A long answer that will be interrupted.", chunk=4),),
-        abort_after=6,
+        abort_after=8,
         terminal="aborted_streaming",
     ),
     Entry(
@@ -396,14 +398,14 @@ ENTRIES: tuple[Entry, ...] = (
                 "chunk": 3,
             },
         ),
-        abort_after=12,
+        abort_after=14,
         terminal="aborted_streaming",
     ),
     Entry(
         name="aborted_tools",
         description="The user aborts while tools run; each call still gets its result.",
         steps=(_tools(_READ, _GLOB), _text("never reached")),
-        abort_after=14,
+        abort_after=16,
         terminal="aborted_tools",
     ),
     Entry(
@@ -412,6 +414,13 @@ ENTRIES: tuple[Entry, ...] = (
         steps=(_tools(_READ), _text("never reached")),
         post_hooks=(HookOutcome(prevent_continuation=True, stop_reason="enough"),),
         terminal="hook_stopped",
+    ),
+    Entry(
+        name="prompt_blocked",
+        description="A UserPromptSubmit hook refuses the prompt: no request is ever sent.",
+        steps=(_text("never reached"),),
+        prompt_hooks=(HookOutcome(blocking_errors=("[./check-prompt.sh]: no secrets, please",)),),
+        terminal="prompt_blocked",
     ),
     Entry(
         name="max_turns",

@@ -58,6 +58,7 @@ class World:
     pre_hooks: tuple[ev.HookOutcome, ...] = ()
     post_hooks: tuple[ev.HookOutcome, ...] = ()
     stop_hooks: tuple[ev.HookOutcome, ...] = ()
+    prompt_hooks: tuple[ev.HookOutcome, ...] = ()
     deny_tools: frozenset[str] = frozenset()
     compactions: tuple[bool, ...] = ()
     collapses: tuple[int, ...] = ()
@@ -68,6 +69,19 @@ class World:
 def prompt(text: str) -> tuple[Message, ...]:
     """A one-message transcript holding a user prompt."""
     return (UserMessage(uuid="prompt", content=(TextBlock(text=text),)),)
+
+
+def open_turn(feed: Feed, messages: Sequence[Message]) -> Step:
+    """Feed ``TurnStarted`` and answer its SessionStart and UserPromptSubmit hooks with nothing.
+
+    Returns the step that asks for the first model response (its last effect is that
+    ``CallModel``): where a test starts when the hooks before the first request do not matter.
+    """
+    step = feed(ev.TurnStarted(messages=tuple(messages)))
+    for _ in range(2):
+        (hooks,) = [e for e in step.effects if isinstance(e, fx.RunHooks)]
+        step = feed(ev.HooksFinished(effect_id=hooks.effect_id))
+    return step
 
 
 @attrs.define
@@ -89,6 +103,7 @@ class WorldRun:
         self._pre = iter(world.pre_hooks)
         self._post = iter(world.post_hooks)
         self._stop = iter(world.stop_hooks)
+        self._prompt = iter(world.prompt_hooks)
         self._compactions = iter(world.compactions)
         self._collapses = iter(world.collapses)
         self._summaries = 0
@@ -151,8 +166,8 @@ class WorldRun:
             # The driver never reports on a call after cancelling it.
             self.pending = [p for p in self.pending if p.key != effect.call_id]
             return
-        if isinstance(effect, fx.RunHooks) and effect.hook_event is fx.HookEvent.STOP_FAILURE:
-            return  # fire and forget (SPEC §2.2)
+        if isinstance(effect, fx.RunHooks) and effect.hook_event in fx.DETACHED_HOOK_EVENTS:
+            return  # fire and forget (SPEC §2.2, §6)
         key, events = self._answer(effect)
         self.pending.append(_Pending(key=key, events=iter(events)))
 
@@ -185,8 +200,10 @@ class WorldRun:
                 fx.HookEvent.PRE_TOOL_USE: self._pre,
                 fx.HookEvent.POST_TOOL_USE: self._post,
                 fx.HookEvent.STOP: self._stop,
-            }[effect.hook_event]
-            outcome = next(source, ev.HookOutcome())
+                fx.HookEvent.USER_PROMPT_SUBMIT: self._prompt,
+            }.get(effect.hook_event)
+            # Hook events the world scripts no answers for have nothing to say.
+            outcome = next(source, ev.HookOutcome()) if source is not None else ev.HookOutcome()
             key = effect.call_id or effect.effect_id
             return key, [ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome)]
         if isinstance(effect, fx.AskPermission):

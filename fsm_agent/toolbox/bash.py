@@ -101,16 +101,7 @@ class Bash(Tool[BashInput]):
     ) -> ToolOutput:
         """Run the command; on timeout or cancellation kill its whole process group."""
         timeout_ms = min(data.timeout_ms or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
-        process = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            data.command,
-            cwd=ctx.cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process = await _start(data.command, ctx.cwd)
         output = _Output()
         try:
             async with asyncio.timeout(timeout_ms / 1000):
@@ -167,6 +158,33 @@ class _Output:
             f"{shown}\n\n(output cut: showing the first {len(shown):,} characters of "
             f"about {self.total_bytes:,} bytes)"
         )
+
+
+async def _start(command: str, cwd: str | os.PathLike[str]) -> asyncio.subprocess.Process:
+    """Start ``bash -c command`` as the leader of a new process group.
+
+    A cancellation that lands while the process is being set up must still kill the whole
+    group: left to itself, asyncio kills only the shell then, and whatever the command had
+    already put in the background lives on. So the start is shielded, and a cancelled caller
+    waits for it to finish before killing the group and re-raising.
+    """
+    starting = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            command,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    )
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        await _kill_group(await starting)
+        raise
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:

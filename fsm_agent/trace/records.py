@@ -32,7 +32,7 @@ import cattrs
 import orjson
 
 from fsm_agent.core.codec import (
-    CONVERTER,
+    converter,
     dump_effect,
     dump_event,
     json_type_name,
@@ -141,8 +141,8 @@ class TraceHeader:
             "schema": self.schema,
             "library_version": self.library_version,
             "table_digest": self.table_digest,
-            "config": CONVERTER.unstructure(self.config),
-            "tools": [CONVERTER.unstructure(tool) for tool in self.tools],
+            "config": converter().unstructure(self.config),
+            "tools": [converter().unstructure(tool) for tool in self.tools],
             "meta": dict(self.meta),
         }
 
@@ -211,7 +211,7 @@ def effect_fields(effect: Effect) -> dict[str, Any]:
 
 def end_fields(terminal: str | None, usage: Usage, *, fault: str | None = None) -> dict[str, Any]:
     """The fields of an ``end`` record (without ``seq``); ``fault`` only when there was one."""
-    fields = {"record": "end", "terminal": terminal, "usage": CONVERTER.unstructure(usage)}
+    fields = {"record": "end", "terminal": terminal, "usage": converter().unstructure(usage)}
     if fault is not None:
         fields["fault"] = fault
     return fields
@@ -364,11 +364,11 @@ def parse_header(data: dict[str, Any], line: int, source: str | None) -> TraceHe
     if not isinstance(meta, dict):
         raise _fail(line, "$.meta", f"expected object, got {json_type_name(meta)}", source)
     try:
-        config = CONVERTER.structure(raw_config, LoopConfig)
+        config = converter().structure(raw_config, LoopConfig)
     except Exception as exc:
         raise structure_error(exc, line=line, prefix="$.config", source=source) from None
     try:
-        tools = CONVERTER.structure(raw_tools, tuple[ToolSpec, ...])
+        tools = converter().structure(raw_tools, tuple[ToolSpec, ...])
     except Exception as exc:
         raise structure_error(exc, line=line, prefix="$.tools", source=source) from None
     return TraceHeader(
@@ -473,7 +473,7 @@ def check_record(
         usage = _require(data, "usage", (dict,), "object", line=line, source=source)
         if deep:
             try:
-                CONVERTER.structure(usage, Usage)
+                converter().structure(usage, Usage)
             except Exception as exc:
                 raise structure_error(exc, line=line, prefix="$.usage", source=source) from None
     return None

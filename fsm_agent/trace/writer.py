@@ -1,10 +1,15 @@
-"""The trace writer: one JSONL record per line through structlog, write-ahead, flushed per line.
+"""The trace writer: one JSONL record per line, write-ahead, flushed per line.
 
-The logger is built locally with ``structlog.wrap_logger`` (never ``structlog.configure``,
-which is process-global): our processors stamp ``seq`` and redact, then ``JSONRenderer`` turns
-the record into one orjson line with sorted keys, and ``BytesLogger`` writes and flushes it.
-The renderer's ``default=`` raises, so an object that was not unstructured fails loudly
-instead of leaving a ``repr`` (with a memory address) in the trace.
+The header and ``end`` records (and records copied by :meth:`TraceWriter.write_record`) go
+through a structlog logger built locally with ``structlog.wrap_logger`` (never
+``structlog.configure``, which is process-global): our processors stamp ``seq`` and redact,
+then ``JSONRenderer`` turns the record into one orjson line with sorted keys, and
+``BytesLogger`` writes and flushes it. Events, transitions and effects, the records of the hot
+path, skip the logger's machinery (it added nothing there but its cost, issue 10): the same
+stamping, serializer and redaction, then one write and one flush. Both paths give the same
+bytes. The serializer's ``default=`` raises, so an object that was not unstructured fails
+loudly instead of leaving a ``repr`` (with a memory address) in the trace. structlog is
+imported when the first writer is made, so importing the package does not pay for it.
 
 Order of use (DESIGN §5): :meth:`TraceWriter.write_event` *before* the core sees the event,
 :meth:`TraceWriter.write_step` with what ``feed`` returned, :meth:`TraceWriter.write_end` once
@@ -20,7 +25,6 @@ from types import TracebackType
 from typing import IO, Any, Protocol
 
 import orjson
-import structlog
 
 import fsm_agent
 from fsm_agent.core.config import LoopConfig
@@ -113,6 +117,8 @@ class TraceWriter:
         self._closed = False
         self.ended = False
         """Whether the ``end`` record has been written."""
+        import structlog  # noqa: PLC0415 - lazy: the import costs more than a run's first records
+
         self._logger = structlog.wrap_logger(
             structlog.BytesLogger(self._file),  # type: ignore[arg-type]  # any binary file works
             processors=[
@@ -175,17 +181,31 @@ class TraceWriter:
         data.pop("seq", None)
         self._write(data)
 
+    def _write_direct(self, fields: MutableMapping[str, Any]) -> None:
+        """``_write`` for the hot path: the same bytes, without the logger's machinery."""
+        if self._closed:
+            raise UsageError("the trace writer is closed")
+        fields["seq"] = self._next_seq
+        try:
+            data = self._serialize(fields)
+        except (orjson.JSONEncodeError, TypeError) as exc:
+            cause = exc.__cause__ or exc
+            raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
+        self._file.write(data + b"\n")
+        self._file.flush()
+        self._next_seq += 1
+
     def write_event(self, event: Event) -> None:
         """Record an event; call it *before* the core processes the event (write-ahead)."""
         fields = records.event_fields(event)
         if self._clock is not None and type(event) is not ModelStreamEvent:
             fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-        self._write(fields)
+        self._write_direct(fields)
 
     def write_step(self, step: Step) -> None:
         """Record what one ``feed`` returned: its transitions, then its effects."""
         for fields in records.step_fields(step):
-            self._write(fields)
+            self._write_direct(fields)
 
     def write_end(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
         """Record the end of the run: the terminal reason, the usage totals, and the fault

@@ -26,8 +26,8 @@ from fsm_agent.core.messages import (
     tool_results,
     tool_uses,
 )
+from fsm_agent.core.texts import SUMMARY_PREFIX, SUMMARY_REQUEST
 from fsm_agent.runtime.agent import Agent, RunResult
-from fsm_agent.runtime.compaction import SUMMARY_PREFIX, SUMMARY_REQUEST
 from fsm_agent.runtime.models import AnthropicModel
 from fsm_agent.testing.fake_server import FakeAnthropicServer
 from fsm_agent.toolbox import default_tools

@@ -7,7 +7,11 @@ tool list again between turns.
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +79,43 @@ def test_mcp_server_tools_run_and_refresh(tmp_path: Path) -> None:
     assert not validated["toolu_003"] and not validated["toolu_004"]
     # The refreshed tool list is in the trace, so the run replays without the server.
     replay(result.trace_path)
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    """The notes server on streamable HTTP (127.0.0.1, a free port); yields its endpoint."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    pytest.fail("the MCP HTTP server did not start")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_mcp_tools_over_streamable_http(http_server: str) -> None:
+    """The same server reached over streamable HTTP serves the same tools."""
+    steps = [{"content": [_call("shout", text="over http")]}, {"content": [{"text": "Done."}]}]
+    model = ScriptedModel(parse_scenario({"steps": steps}))
+    agent = Agent(model=model, mcp_servers=[McpServer.http("notes", http_server)], trace=False)
+    result = agent.run_sync("Shout over HTTP.")
+    assert result.terminal == "completed"
+    assert _results(result.messages)["toolu_001"].content == (TextBlock(text="OVER HTTP"),)
 
 
 def test_server_names_are_checked() -> None:

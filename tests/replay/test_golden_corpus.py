@@ -42,7 +42,7 @@ def _taken() -> set[str]:
 
 
 def test_corpus_covers_every_continue_and_terminal_reason() -> None:
-    """All 7 continue reasons and all 10 terminal reasons appear across the corpus."""
+    """All 7 continue reasons and all 11 terminal reasons appear across the corpus."""
     taken = _taken()
     wanted = {c.value for c in ContinueReason} | {t.value for t in Terminal}
     assert wanted - taken == set()

@@ -12,8 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import ToolResultBlock, tool_results
+from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent, RunResult
 from fsm_agent.runtime.hooks import Hooks
 from fsm_agent.runtime.permissions import PermissionPolicy, PermissionRequest
@@ -160,3 +163,23 @@ def test_a_hook_whose_matcher_does_not_match_does_not_run(
     command = hook_script("guard", "sys.exit(2)\n")
     result, _ = run_agent(tmp_path, READ_A, settings_hooks("PreToolUse", command, matcher="Bash"))
     assert not only_result(result).is_error
+
+
+def test_hooks_of_a_settings_file_run_in_an_agent(tmp_path: Path, hook_script: HookScript) -> None:
+    """Agent(settings=FILE) runs the file's command hooks beside the Python ones."""
+    command = hook_script("guard", "sys.stderr.write('not from settings'); sys.exit(2)\n")
+    group = {"matcher": "Write", "hooks": [{"type": "command", "command": command}]}
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [group]}}), encoding="utf-8")
+    result, _ = run_agent(tmp_path, WRITE_NOTE, Hooks(), settings=settings)
+    assert "not from settings" in str(only_result(result).content)
+    assert not (tmp_path / "work" / "note.txt").exists()
+
+
+def test_a_malformed_hooks_key_in_settings_stops_the_agent_early(tmp_path: Path) -> None:
+    """A bad hook entry in a settings file is a ConfigError naming the file and the key path."""
+    settings = tmp_path / "settings.json"
+    bad = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": 0}]}]}}
+    settings.write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"settings.json: hooks.Stop\[0\].hooks\[0\].timeout"):
+        run_agent(tmp_path, WRITE_NOTE, Hooks(), settings=settings)

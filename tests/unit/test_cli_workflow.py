@@ -191,6 +191,6 @@ def test_diagram_folds_abort_edges_into_a_note(capsys: Any) -> None:
     loop = out.split("```mermaid", 2)[1]
     assert "--> aborted_streaming: aborted_streaming on AbortRequested" not in loop
     note = next(line for line in loop.splitlines() if "note right of idle" in line)
-    assert "aborted_streaming on AbortRequested from idle, iter_init" in note
+    assert "aborted_streaming on AbortRequested from idle, session_start_hooks" in note
     assert "aborted_tools on AbortRequested from attachments, post_tools" in note
     assert "classDef taken fill:#ff922b,stroke:#c92a2a,stroke-width:3px" in loop

@@ -7,12 +7,12 @@ import pytest
 from fsm_agent.core import events as ev
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.errors import CorePoisoned, UsageError
-from fsm_agent.testing.world import prompt
+from fsm_agent.testing.world import open_turn, prompt
 
 
 def streaming_core() -> tuple[AgentCore, str]:
     core = AgentCore()
-    step = core.feed(ev.TurnStarted(messages=prompt("hi")))
+    step = open_turn(core.feed, prompt("hi"))
     (call,) = [e for e in step.effects if type(e).__name__ == "CallModel"]
     return core, call.request_id  # type: ignore[union-attr]
 

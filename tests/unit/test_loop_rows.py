@@ -22,6 +22,7 @@ from fsm_agent.core.messages import (
     AttachmentKind,
     AttachmentMessage,
     SystemMessage,
+    text_of,
     tool_results,
 )
 from fsm_agent.core.step import Step
@@ -29,7 +30,7 @@ from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.testing.invariants import check_run
 from fsm_agent.testing.scenario import parse_scenario, render_events
-from fsm_agent.testing.world import World, WorldRun, prompt
+from fsm_agent.testing.world import World, WorldRun, open_turn, prompt
 
 TAKEN: set[tuple[str, str, str, str]] = set()
 TOOLS = [ToolSpec(name="Read"), ToolSpec(name="Write"), ToolSpec(name="Bash", is_shell=True)]
@@ -117,8 +118,9 @@ def test_text_reply_runs_stop_hooks_and_completes() -> None:
     _, run, terminal = play([TEXT])
     assert terminal == "completed"
     assert loop_names(run) == [
-        "run_started", "iteration_started", "context_prepared", "request_sent",
-        "stream_ended", "no_tools", "stop_hooks_started", "completed",
+        "run_started", "session_started", "prompt_submitted", "iteration_started",
+        "context_prepared", "request_sent", "stream_ended", "no_tools", "stop_hooks_started",
+        "completed",
     ]  # fmt: skip
 
 
@@ -127,7 +129,7 @@ def test_tool_turn_fetches_attachments_then_next_turn() -> None:
     core, run, terminal = play([READ, TEXT])
     assert terminal == "completed"
     names = loop_names(run)
-    assert names[4:9] == [
+    assert names[6:11] == [
         "stream_ended",
         "tools_requested",
         "tools_finished",
@@ -252,7 +254,7 @@ def test_model_fallback_answers_streamed_tool_uses_by_withdrawal() -> None:
 def test_stream_protocol_error_is_model_error() -> None:
     """A malformed stream event ends the run in model_error, not an exception."""
     f = Feeder()
-    call = f.feed(ev.TurnStarted(messages=prompt("hi"))).effects[-1]
+    call = open_turn(f.feed, prompt("hi")).effects[-1]
     assert isinstance(call, fx.CallModel)
     bad = {"type": "content_block_stop", "index": 0}  # before message_start
     step = f.feed(ev.ModelStreamEvent(request_id=call.request_id, event=bad))
@@ -262,7 +264,7 @@ def test_stream_protocol_error_is_model_error() -> None:
 def test_image_invalid_is_image_error() -> None:
     """An image that cannot be sent ends the run in image_error."""
     f = Feeder()
-    call = f.feed(ev.TurnStarted(messages=prompt("hi"))).effects[-1]
+    call = open_turn(f.feed, prompt("hi")).effects[-1]
     failed = ev.ModelStreamFailed(
         request_id=call.request_id, kind=ev.FailureKind.IMAGE_INVALID, message="bad image"
     )
@@ -445,7 +447,8 @@ def test_refusal_ends_in_the_refusal_terminal_and_says_why() -> None:
     assert len(notes) == 1
     assert "cyber" in notes[0].text
     assert "Not this." in notes[0].text
-    assert not effects_of(run, fx.RunHooks)
+    fired = {e.hook_event for e in effects_of(run, fx.RunHooks)}
+    assert fx.HookEvent.STOP not in fired
     last = [m for m in core.transcript if isinstance(m, AssistantMessage)][-1]
     assert last.stop_details == details
 
@@ -533,6 +536,47 @@ def test_abort_mid_stream_answers_streamed_tool_use() -> None:
     assert finish(core, run) == "aborted_streaming"
 
 
+@pytest.mark.parametrize("phase", [Phase.SESSION_START_HOOKS, Phase.PROMPT_HOOKS])
+def test_abort_while_prompt_time_hooks_run_is_aborted_streaming(phase: Phase) -> None:
+    """An abort while SessionStart or UserPromptSubmit hooks run ends aborted_streaming."""
+    core, run = start([TEXT])
+    while core.phase != phase.value:
+        run.advance()
+    run.abort()
+    assert finish(core, run) == "aborted_streaming"
+    assert effects_of(run, fx.CallModel) == []
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (ev.HookOutcome(blocking_errors=("[./guard.sh]: no secrets",)), "no secrets"),
+        (ev.HookOutcome(prevent_continuation=True, stop_reason="office hours"), "office hours"),
+    ],
+)
+def test_a_refused_prompt_ends_prompt_blocked(case: tuple[ev.HookOutcome, str]) -> None:
+    """A UserPromptSubmit block or stop ends prompt_blocked, says why, and sends no request."""
+    outcome, shown = case
+    core, run, terminal = play([TEXT], prompt_hooks=(outcome,))
+    assert terminal == "prompt_blocked"
+    assert effects_of(run, fx.CallModel) == []
+    assert shown in text_of(core.transcript[-1])
+
+
+def test_prompt_hook_context_reaches_the_first_request() -> None:
+    """UserPromptSubmit additional context is part of the first request's messages."""
+    outcome = ev.HookOutcome(
+        additional_context=("the user is on call",), system_messages=("for-the-user",)
+    )
+    core, run = start([TEXT], prompt_hooks=(outcome,))
+    while not effects_of(run, fx.CallModel):
+        run.advance()
+    sent = str(core.api_messages())
+    assert "the user is on call" in sent
+    assert "for-the-user" not in sent  # a notice is for the user, never for the model
+    assert finish(core, run) == "completed"
+
+
 def test_abort_when_idle_is_aborted_streaming() -> None:
     """An abort before the run starts ends it aborted_streaming."""
     f = Feeder()
@@ -562,7 +606,7 @@ def test_abort_in_post_tools_is_aborted_tools() -> None:
 def test_permission_rejection_mid_stream_aborts_streaming() -> None:
     """A permission answer that aborts the turn while streaming ends aborted_streaming."""
     f = Feeder()
-    call = f.feed(ev.TurnStarted(messages=prompt("hi"))).effects[-1]
+    call = open_turn(f.feed, prompt("hi")).effects[-1]
     events = stream({"content": [{"tool_use": {"name": "Read", "input": {}}}, {"text": "x"}]},
                     call.request_id)  # fmt: skip
     for event in events:  # message_start, the tool_use block, up to its stop

@@ -21,7 +21,7 @@ from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.testing.invariants import check_run
 from fsm_agent.testing.scenario import parse_scenario, render_events
 from fsm_agent.testing.strategies import events_through_first_block
-from fsm_agent.testing.world import ToolScript, World, WorldRun, prompt
+from fsm_agent.testing.world import ToolScript, World, WorldRun, open_turn, prompt
 
 TOOLS = [ToolSpec(name="Read"), ToolSpec(name="Write")]
 SCRIPTS = {"Read": ToolScript(safe=True), "Write": ToolScript(safe=False)}
@@ -144,7 +144,7 @@ def test_interrupt_texts_say_what_happened_to_each_call() -> None:
     """An interrupt is worded as an interruption: a call stopped while running may have had a
     partial effect; a call that had not started did not run. Neither reads as a refusal."""
     hand = Hand()
-    request = hand.feed(ev.TurnStarted(messages=prompt("hi"))).effects[-1]
+    request = open_turn(hand.feed, prompt("hi")).effects[-1]
     reply = {
         "content": [
             {"tool_use": {"name": "Read", "input": {"arg": "r"}}},

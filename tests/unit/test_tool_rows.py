@@ -24,7 +24,7 @@ from fsm_agent.core.messages import AttachmentKind, AttachmentMessage, tool_resu
 from fsm_agent.core.tables import LOOP_ROWS, TOOL_ROWS, CallState
 from fsm_agent.core.tool_calls import ToolCall, ToolExecutor
 from fsm_agent.core.tool_spec import ToolSpec
-from fsm_agent.testing.world import ToolScript, WorldRun
+from fsm_agent.testing.world import ToolScript, WorldRun, open_turn
 
 
 def _load_loop_examples() -> ModuleType:
@@ -107,7 +107,7 @@ def test_unknown_tool_is_rejected_with_no_such_tool() -> None:
 def test_invalid_tool_json_is_rejected() -> None:
     """Tool input JSON that is not an object is rejected without running the tool."""
     f = LOOP.Feeder()
-    call = f.feed(ev.TurnStarted(messages=LOOP.prompt("hi"))).effects[-1]
+    call = open_turn(f.feed, LOOP.prompt("hi")).effects[-1]
     rid = call.request_id
     raw = [
         {"type": "message_start", "message": {"id": "m1", "type": "message", "role": "assistant",

@@ -373,6 +373,37 @@ def test_bash_cancellation_kills_the_process_group(tmp_path: Path) -> None:
     assert _wait_until_dead(_read_pids(tmp_path))
 
 
+def test_bash_cancelled_while_starting_kills_the_process_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancellation that lands while the shell is still being set up kills its whole group."""
+    real_spawn = asyncio.create_subprocess_exec
+    gate = asyncio.Event()
+
+    async def slow_spawn(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
+        process = await real_spawn(*args, **kwargs)
+        await gate.wait()  # the set-up is still under way when the cancellation arrives
+        return process
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", slow_spawn)
+
+    async def scenario() -> None:
+        ctx = ToolContext(cwd=tmp_path)
+        task = asyncio.create_task(
+            run_call(Bash(), {"command": SPAWN}, ctx, lambda _: None, call_id="b")
+        )
+        while not (tmp_path / "child.pid").exists() or not (tmp_path / "child.pid").read_text():
+            await asyncio.sleep(0.02)
+        task.cancel()
+        await asyncio.sleep(0.05)
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(scenario())
+    assert _wait_until_dead(_read_pids(tmp_path))
+
+
 def test_bash_timeout_out_of_range_is_refused(tmp_path: Path) -> None:
     """timeout_ms above 600 000 is a validation error."""
     result = validate(Bash(), {"command": "ls", "timeout_ms": 600_001}, tmp_path)

@@ -44,13 +44,13 @@ def test_a_divergence_is_reported_readably(pytester: pytest.Pytester, tmp_path: 
     """A diverging trace fails with seq, the differing field, recorded and replayed records,
     and no traceback."""
     records = lines_of(record_run(tmp_path / "good.jsonl"))
-    records[3]["name"] = "teleported"
+    records[2]["name"] = "teleported"
     bad = write_lines(tmp_path / "bad.jsonl", records)
     result = run(pytester, "--fsm-replay", str(bad))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*replay diverged at seq 3",
+            "*replay diverged at seq 2",
             "*first difference: $.name",
             '*recorded: {*"name":"teleported"*',
             "*replayed: {*",

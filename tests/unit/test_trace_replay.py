@@ -87,7 +87,9 @@ def test_a_changed_transition_diverges(tmp_path: Path, good: Path) -> None:
 def test_a_changed_effect_diverges(tmp_path: Path, good: Path) -> None:
     """A mutated effect field diverges at that effect."""
     records = lines_of(good)
-    index = index_of(records, lambda r: r["record"] == "effect")
+    index = index_of(
+        records, lambda r: r["record"] == "effect" and r["effect"]["type"] == "CallModel"
+    )
     records[index]["effect"]["max_output_tokens"] = 1
     with pytest.raises(TraceDivergence) as info:
         replay(write_lines(tmp_path / "bad.jsonl", records))
@@ -352,6 +354,6 @@ def test_resume_of_a_finished_run(good: Path) -> None:
 def test_resume_still_checks_consistency(tmp_path: Path, good: Path) -> None:
     """A crashed trace that disagrees with the core is refused, not silently resumed."""
     records = lines_of(good)[:20]
-    records[3]["name"] = "teleported"
+    records[index_of(records, lambda r: r["record"] == "transition")]["name"] = "teleported"
     with pytest.raises(TraceDivergence):
         resume(write_lines(tmp_path / "bad.jsonl", records))

@@ -1,4 +1,7 @@
-"""A small MCP server written with the ``mcp`` package's own server API, run over stdio.
+"""A small MCP server written with the ``mcp`` package's own server API.
+
+Run over stdio by default; ``notes_server.py http PORT`` serves streamable HTTP on
+127.0.0.1:PORT at ``/mcp`` instead.
 
 Tools: ``shout`` (read-only), ``picture`` (an image result, read-only), ``fail`` (an error
 result) and ``unlock``, which adds a ``secret`` tool: the client sees it once it lists again.
@@ -7,6 +10,7 @@ result) and ``unlock``, which adds a ``secret`` tool: the client sees it once it
 from __future__ import annotations
 
 import base64
+import sys
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -47,4 +51,7 @@ def unlock() -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")
