@@ -92,6 +92,6 @@ def test_a_transition_update_carries_its_own_destination(tmp_path: Path) -> None
         return [u async for u in agent.stream("hi") if isinstance(u, TransitionUpdate)]
 
     updates = asyncio.run(go())
-    first_step = [u for u in updates if u.transition.name in {"run_started", "iteration_started"}]
-    assert [u.dest for u in first_step] == ["iter_init", "preprocess"]
-    assert len({u.phase for u in first_step}) == 1  # the phase is where the whole step ended
+    started = next(u for u in updates if u.transition.name == "iteration_started")
+    assert started.dest == "preprocess"
+    assert started.phase != "preprocess"  # the step went on; phase is where it ended
