@@ -228,6 +228,8 @@ def shell_verdict(
         matched = _matching_text(asking, [whole, *texts])
         if matched is not None:
             return _by_rule("ask", "1f", asking, f"{matched!r}")
+    if own.immune:  # SPEC §9.3 step 1g: a write to a protected path asks, bypass or not
+        return own
     if analysis.problem is not None:
         return Verdict(
             behavior="ask",

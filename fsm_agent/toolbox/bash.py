@@ -20,12 +20,14 @@ import attrs
 from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
 from fsm_agent.core.shell_commands import analyse_command
 from fsm_agent.runtime.tool import (
+    SAFETY_CHECK,
     PermissionCheck,
     ProgressCallback,
     Tool,
     ToolContext,
     ToolOutput,
 )
+from fsm_agent.toolbox.paths import is_protected
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -94,6 +96,13 @@ class Bash(Tool[BashInput]):
         verdict = _judge(data.command, cwd=cwd, readable_roots=roots)
         if verdict.read_only:
             return PermissionCheck(behavior="allow", message="read-only command")
+        touched = _protected_path_named(data.command, ctx)
+        if touched is not None:
+            return PermissionCheck(
+                behavior="ask",
+                reason=SAFETY_CHECK,
+                message=f"may change the protected path {touched}: {verdict.reason}",
+            )
         return PermissionCheck(behavior="ask", message=f"not read-only: {verdict.reason}")
 
     async def call(
@@ -121,6 +130,31 @@ class Bash(Tool[BashInput]):
         if code != 0:
             return ToolOutput(content=f"Exit code {code}\n{text}".rstrip(), is_error=True)
         return ToolOutput(content=text)
+
+
+def _protected_path_named(command: str, ctx: ToolContext) -> str | None:
+    """The first protected path a command that is not read-only names, if any.
+
+    A command that may write (``echo x > .bashrc``, ``cp f .git/hooks/pre-commit``) is as
+    dangerous as an Edit of the same file, so it gets the same bypass-immune safety check
+    (SPEC §9.3 step 1g). Every word of every part and every redirect target counts: without
+    knowing each program's meaning, a protected path anywhere in a writing command asks.
+    """
+    analysis = analyse_command(command)
+    for part in analysis.parts:
+        words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
+        for word in words:
+            for candidate in _path_candidates(word):
+                path = Path(candidate).expanduser()
+                if is_protected(path if path.is_absolute() else ctx.cwd / path):
+                    return word
+    return None
+
+
+def _path_candidates(word: str) -> tuple[str, ...]:
+    """``word`` itself, and the value of an ``--option=value`` or ``of=value`` word."""
+    _, equals, value = word.partition("=")
+    return (word, value) if equals and value else (word,)
 
 
 def _judge(command: str, *, cwd: str, readable_roots: tuple[str, ...]) -> ReadOnlyVerdict:

@@ -140,3 +140,31 @@ def test_second_request_carries_server_and_opaque_blocks_back_exactly() -> None:
     ):
         assert json.dumps(sent) == json.dumps(received)
     assert second["messages"][2]["content"][0]["tool_use_id"] == "toolu_1"
+
+
+def test_pause_turn_sends_the_paused_server_call_back_as_the_last_message() -> None:
+    """A paused turn goes back with its unfinished server tool call as the last message, and
+    the API's continuation completes the run."""
+    paused = {
+        "content": [
+            {"text": "Let me search."},
+            {"server_tool_use": {"id": "srvtoolu_9", "name": "web_search", "input": {"q": "x"}}},
+        ],
+        "stop_reason": "pause_turn",
+    }
+    result_block = {**SEARCH_RESULT, "tool_use_id": "srvtoolu_9"}
+    resumed = {"content": [{"block": result_block}, {"text": "Found it."}]}
+    with FakeAnthropicServer(parse_scenario({"steps": [paused, resumed]})) as server:
+        agent = Agent(
+            model=AnthropicModel(name=MODEL, api_key="sk-test", base_url=server.base_url),
+            config=LoopConfig(model=MODEL, max_retries=0),
+            trace=False,
+        )
+        result = asyncio.run(asyncio.wait_for(agent.run("Search, please."), 20))
+        second = server.message_requests[1].body
+
+    assert result.terminal == "completed"
+    last = second["messages"][-1]
+    assert last["role"] == "assistant"
+    assert [block["type"] for block in last["content"]] == ["text", "server_tool_use"]
+    assert last["content"][1]["id"] == "srvtoolu_9"
