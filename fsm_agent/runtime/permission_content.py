@@ -138,16 +138,16 @@ def path_verdict(
 
     denied = first(RuleBehavior.DENY)
     if denied is not None:
-        return _by_rule("deny", "1d", denied, f"{target} matches")
+        return rule_verdict("deny", "1d", denied, f"{target} matches")
     asked = first(RuleBehavior.ASK)
     if asked is not None:
-        return _by_rule("ask", "1f", asked, f"{target} matches")
+        return rule_verdict("ask", "1f", asked, f"{target} matches")
     own = tool_verdict(check, requires_interaction=requires_interaction)
     if own.behavior == "deny" or own.immune:
         return own
     allowed = first(RuleBehavior.ALLOW)
     if allowed is not None:
-        return _by_rule("allow", "3", allowed, f"{target} matches")
+        return rule_verdict("allow", "3", allowed, f"{target} matches")
     if place.accept_edits and not read_only and place.inside(target):
         return Verdict(
             behavior="allow",
@@ -158,13 +158,15 @@ def path_verdict(
     return attrs.evolve(own, suggested_rules=(f"{family}(//{_escape_path(path.lstrip('/'))})",))
 
 
-def _by_rule(behavior: VerdictBehavior, step: str, rule: Rule, what: str) -> Verdict:
+def rule_verdict(behavior: VerdictBehavior, step: str, rule: Rule, what: str = "") -> Verdict:
+    """What one rule decided: asks by a rule are bypass-immune (SPEC §9.3 steps 1b, 1f)."""
     verb = {"deny": "denied", "ask": "needs a question", "allow": "allowed"}[behavior]
+    subject = f"{what} " if what else ""
     return Verdict(
         behavior=behavior,
         source=DecisionSource.RULE,
         step=step,
-        reason=f"{what} {rule.behavior.value} rule {rule.text} ({rule.where()}): {verb}",
+        reason=f"{subject}{rule.behavior.value} rule {rule.text} ({rule.where()}): {verb}",
         rule=rule,
         immune=behavior == "ask",
     )
@@ -220,20 +222,29 @@ def shell_verdict(
     for denying in rules.content_rules(RuleBehavior.DENY, "Bash"):
         matched = _matching_text(denying, [whole, *texts])
         if matched is not None:
-            return _by_rule("deny", "1d", denying, f"{matched!r}")
+            return rule_verdict("deny", "1d", denying, f"{matched!r}")
     own = tool_verdict(check, requires_interaction=False)
     if own.behavior == "deny":
         return own
     for asking in rules.content_rules(RuleBehavior.ASK, "Bash"):
         matched = _matching_text(asking, [whole, *texts])
         if matched is not None:
-            return _by_rule("ask", "1f", asking, f"{matched!r}")
+            return rule_verdict("ask", "1f", asking, f"{matched!r}")
     if own.immune:  # SPEC §9.3 step 1g: a write to a protected path asks, bypass or not
         return own
     if analysis.problem is not None:
+        # A command we cannot read may hide a part a deny or ask rule names: then neither a
+        # whole-tool allow nor bypass may skip the question (SPEC §9.3 step 1f).
+        guarded = any(
+            True
+            for behavior in (RuleBehavior.DENY, RuleBehavior.ASK)
+            for _ in rules.content_rules(behavior, "Bash")
+        )
         return Verdict(
             behavior="ask",
+            step="1f" if guarded else "3",
             reason=f"the command cannot be fully analysed: {analysis.problem}",
+            immune=guarded,
             suggested_rules=(_exact_rule(whole),),
         )
     if own.behavior == "allow":
@@ -260,7 +271,7 @@ def shell_verdict(
             suggested_rules=tuple(dict.fromkeys(_exact_rule(p.text) for p in refused)),
         )
     if used is not None:
-        return _by_rule("allow", "3", used, "every part is allowed or read-only;")
+        return rule_verdict("allow", "3", used, "every part is allowed or read-only;")
     if by_mode:
         return Verdict(
             behavior="allow",

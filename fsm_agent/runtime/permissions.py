@@ -50,6 +50,7 @@ from fsm_agent.runtime.permission_content import (
     CallPlace,
     Verdict,
     path_verdict,
+    rule_verdict,
     shell_verdict,
     tool_verdict,
 )
@@ -258,14 +259,8 @@ class _Chain:
         mode = self.policy.mode
         denied = self.rules.whole_tool(RuleBehavior.DENY, self.name)
         if denied is not None:  # step 1a
-            return Verdict(
-                behavior="deny",
-                source=DecisionSource.RULE,
-                step="1a",
-                reason=f"deny rule {denied.text} ({denied.where()})",
-                message=texts.denied_by_rule(self.name),
-                rule=denied,
-            )
+            message = texts.denied_by_rule(self.name)
+            return attrs.evolve(rule_verdict("deny", "1a", denied), message=message)
         content = self._content(check)  # step 1c
         if content.behavior == "deny":  # step 1d (a content deny rule also beats a hook's ask)
             return attrs.evolve(content, message=content.message or texts.denied_by_rule(self.name))
@@ -292,15 +287,8 @@ class _Chain:
             )
         asked = self.rules.whole_tool(RuleBehavior.ASK, self.name)
         if asked is not None:  # step 1b
-            return Verdict(
-                behavior="ask",
-                source=DecisionSource.RULE,
-                step="1b",
-                reason=f"ask rule {asked.text} ({asked.where()})",
-                rule=asked,
-                immune=True,
-                suggested_rules=content.suggested_rules,
-            )
+            verdict = rule_verdict("ask", "1b", asked)
+            return attrs.evolve(verdict, suggested_rules=content.suggested_rules)
         if content.behavior == "ask" and content.immune:  # steps 1e, 1f, 1g
             return content
         if self.effect.hook_decision == "allow":  # SPEC §9.5: no question, rules checked above
@@ -319,13 +307,7 @@ class _Chain:
             )
         allowed = self.rules.whole_tool(RuleBehavior.ALLOW, self.name)
         if allowed is not None:  # step 2b
-            return Verdict(
-                behavior="allow",
-                source=DecisionSource.RULE,
-                step="2b",
-                reason=f"allow rule {allowed.text} ({allowed.where()})",
-                rule=allowed,
-            )
+            return rule_verdict("allow", "2b", allowed)
         if content.behavior == "allow":  # step 3
             return attrs.evolve(content, step="3")
         return attrs.evolve(content, behavior="ask", step="3")
@@ -386,25 +368,20 @@ class _Chain:
         """Someone must be asked: the mode, the absence of a callback, or the callback decides."""
         why = question.reason
         because = f" ({why})" if why else ""
-        if self.policy.mode is PermissionMode.DONT_ASK:  # SPEC §9.3 post-processing
-            return self.decided(
-                attrs.evolve(
-                    question,
-                    source=DecisionSource.MODE,
-                    step="dontAsk",
-                    reason=f"dontAsk mode turns the question into a denial{because}",
-                    message=texts.not_granted(self.name, "dontAsk mode: no questions are asked"),
-                )
-            )
         ask = self.policy.ask
-        if ask is None:
+        if self.policy.mode is PermissionMode.DONT_ASK or ask is None:
+            if self.policy.mode is PermissionMode.DONT_ASK:  # SPEC §9.3 post-processing
+                source, step = DecisionSource.MODE, "dontAsk"
+                short = "dontAsk mode: no questions are asked"
+            else:
+                source, step, short = DecisionSource.NO_ONE_TO_ASK, "no_one_to_ask", "no one to ask"
             return self.decided(
                 attrs.evolve(
                     question,
-                    source=DecisionSource.NO_ONE_TO_ASK,
-                    step="no_one_to_ask",
-                    reason=f"no one to ask{because}",
-                    message=texts.not_granted(self.name, "no one to ask"),
+                    source=source,
+                    step=step,
+                    reason=f"{short}{because}",
+                    message=texts.not_granted(self.name, short),
                 )
             )
         request = PermissionRequest(

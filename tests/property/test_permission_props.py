@@ -25,6 +25,7 @@ from fsm_agent.runtime.permissions import (
     PermissionRequest,
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck, ToolContext
+from fsm_agent.testing.shell_disguises import shell_disguises
 from fsm_agent.toolbox import Bash, Write
 
 STEPS = {"1a", "1b", "1d", "1e", "1f", "1g", "2a", "2b", "3", "hook", "plan", "dontAsk", "user"}
@@ -201,41 +202,11 @@ def test_safety_checks_are_immune_to_bypass(
 # --- disguises of a denied command ---------------------------------------------------------------
 
 
-def _quoted(word: str, style: int) -> str:
-    return [word, f"'{word}'", f'"{word}"', "\\" + word, f"{word[0]}''{word[1:]}"][style]
-
-
-@st.composite
-def disguised_rm(draw: st.DrawFn) -> str:
-    """`rm -rf build` dressed up: quoting, wrappers, prefixes, groups, substitutions, neighbours."""
-    program = _quoted("rm", draw(st.integers(0, 4)))
-    flags = draw(st.sampled_from(["-rf", "-r -f", "-fr", "--recursive --force", "-rf --"]))
-    space = draw(st.sampled_from([" ", "  ", "\t"]))
-    prefix = draw(st.sampled_from(["", "FOO=1 ", "A=1 B='x y' "]))  # the shell reads these first
-    core = f"{prefix}{program}{space}{flags}{space}build"
-    for _ in range(draw(st.integers(0, 2))):
-        wrappers = [
-            f"{{ {core}; }}",
-            f"( {core} )",
-            f"echo $( {core} )",
-        ]
-        if "'" not in core:
-            wrappers.append(f"bash -c '{core}'")
-        elif '"' not in core:
-            wrappers.append(f'bash -c "{core}"')
-        # Programs that run a program (not shell syntax such as `{ ...; }`): env and sudo
-        # also take assignments first, timeout, nohup and xargs do not.
-        if not core.startswith(("{", "(")):
-            wrappers += [f"env {core}", f"sudo {core}"]
-            if not core.startswith(("FOO=", "A=")):
-                wrappers += [f"timeout 5 {core}", f"nohup {core}", f"echo build | xargs {core}"]
-        core = draw(st.sampled_from(wrappers))
-    before = draw(st.sampled_from(["", "ls && ", "true; ", "git status || "]))
-    after = draw(st.sampled_from(["", " | cat", "; echo done", " && ls"]))
-    return f"{before}{core}{after}"
-
-
-@given(command=disguised_rm(), mode=modes, hook=hook_decisions)
+@given(
+    command=shell_disguises(("rm", "-rf", "build"), change_options=True),
+    mode=modes,
+    hook=hook_decisions,
+)
 def test_disguises_of_a_denied_command_are_never_allowed_silently(
     cwd: Path, command: str, mode: PermissionMode, hook: str | None
 ) -> None:

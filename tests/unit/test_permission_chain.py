@@ -443,3 +443,18 @@ def test_deny_with_a_message_tells_the_model(work: Path) -> None:
     )
     assert "use the Makefile instead" in outcome.texts[0]
     assert outcome.decisions()[0]["reason"].startswith("user denied")
+
+
+def test_a_command_that_cannot_be_read_asks_when_content_rules_guard_bash(work: Path) -> None:
+    """`Bash` allowed, `Bash(rm:*)` denied, bypass mode: an unreadable command still asks."""
+    asker = Asker(lambda _r: False)
+    outcome = run_calls(
+        work,
+        [("Bash", {"command": "! { rm canary.txt; }"})],
+        permissions=PermissionPolicy(
+            mode=PermissionMode.BYPASS, allow={"Bash"}, deny={"Bash(rm:*)"}, ask=asker
+        ),
+    )
+    assert (work / "canary.txt").exists()
+    assert "cannot be fully analysed" in asker.requests[0].message
+    assert outcome.decisions()[0]["step"] == "user"
