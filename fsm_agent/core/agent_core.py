@@ -68,6 +68,7 @@ _TOOL_EVENTS = (
     ev.ToolCallFinished,
     ev.ToolProgressReported,
     ev.HooksFinished,
+    ev.PermissionPromptShown,
     ev.PermissionDecided,
 )
 _P = Phase

@@ -59,7 +59,7 @@ class HookEvent(enum.Enum):
     POST_TOOL_USE_FAILURE = "PostToolUseFailure"
     USER_PROMPT_SUBMIT = "UserPromptSubmit"
     STOP = "Stop"
-    SUBAGENT_STOP = "SubagentStop"
+    SUBAGENT_STOP = "SubagentStop"  # replaces Stop when LoopConfig.is_subagent (no subagents yet)
     STOP_FAILURE = "StopFailure"
     PRE_COMPACT = "PreCompact"
     SESSION_START = "SessionStart"
@@ -67,13 +67,17 @@ class HookEvent(enum.Enum):
     NOTIFICATION = "Notification"
 
 
-DETACHED_HOOK_EVENTS = frozenset({HookEvent.STOP_FAILURE, HookEvent.SESSION_END})
-"""Hook events asked for as the run ends: nothing waits for them, no event answers them."""
+DETACHED_HOOK_EVENTS = frozenset(
+    {HookEvent.STOP_FAILURE, HookEvent.SESSION_END, HookEvent.NOTIFICATION}
+)
+"""Hook events nothing waits for and no event answers: they run as the run ends, or (for
+Notification) beside a question a person is being asked."""
 
 
 @attrs.frozen(kw_only=True)
 class RunHooks:
-    """Run every hook registered for ``hook_event``; the answer is ``HooksFinished``."""
+    """Run every hook registered for ``hook_event``; the answer is ``HooksFinished`` (none for
+    ``DETACHED_HOOK_EVENTS``)."""
 
     effect_id: str
     hook_event: HookEvent

@@ -142,6 +142,17 @@ class HooksFinished:
     outcome: HookOutcome = attrs.field(factory=HookOutcome)
 
 
+@attrs.frozen(kw_only=True)
+class PermissionPromptShown:
+    """A person is being asked the question of the ``AskPermission`` effect ``effect_id``.
+
+    The driver reports it as the question goes out (before the answer); the core then runs the
+    Notification hooks (SPEC §9.6: the dialog is when the user is told the agent waits).
+    """
+
+    effect_id: str
+
+
 class PermissionBehavior(enum.Enum):
     """The final permission answer for one tool call."""
 
@@ -246,6 +257,7 @@ Event: TypeAlias = (
     | ToolCallFinished
     | ToolProgressReported
     | HooksFinished
+    | PermissionPromptShown
     | PermissionDecided
     | CompactionFinished
     | CollapseDrained
@@ -262,6 +274,7 @@ EVENT_TYPES: tuple[type, ...] = (
     ToolCallFinished,
     ToolProgressReported,
     HooksFinished,
+    PermissionPromptShown,
     PermissionDecided,
     CompactionFinished,
     CollapseDrained,

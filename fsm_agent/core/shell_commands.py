@@ -486,6 +486,30 @@ def _eval(args: Sequence[str]) -> _Unwrapped | str | None:
     return _Unwrapped(script=" ".join(args), script_indexes=tuple(range(len(args))))
 
 
+def _watch(args: Sequence[str]) -> _Unwrapped | str | None:
+    """``watch [options] command...``: the words are joined and run by ``sh -c``."""
+    parsed = parse_arguments(args, _WATCH_OPTIONS)
+    if parsed.problem is not None:
+        return parsed.problem
+    rest = args[parsed.rest_index :]
+    if any(option.name in ("-x", "--exec") for option in parsed.options):
+        return _Unwrapped(start=parsed.rest_index) if rest else None
+    if not rest:
+        return None
+    indexes = tuple(range(parsed.rest_index, len(args)))
+    return _Unwrapped(script=" ".join(rest), script_indexes=indexes, label="watch")
+
+
+_WATCH_OPTIONS = _table(
+    "bcegptwx",
+    "beep color no-color errexit chgexit exec no-title no-wrap precise help version",
+    short_values="n",
+    short_optional="d",
+    long_values="interval",
+    long_optional="differences",
+)
+
+
 _FIND_RUNNERS = ("-exec", "-execdir", "-ok", "-okdir")
 
 
@@ -567,6 +591,14 @@ _WRAPPERS: dict[str, _Unwrap] = {
         default=("echo",),
     ),
     "eval": _eval,
+    "watch": _watch,
+    "setsid": _options_then_command(_table("cfw", "ctty fork wait help version")),
+    "ionice": _options_then_command(
+        _table("t", "ignore help version", short_values="cn", long_values="class classdata")
+    ),
+    "taskset": _options_then_command(
+        _table("ac", "all-tasks cpu-list help version"), operands_before=1
+    ),
     "find": _find,
     **dict.fromkeys(("bash", "sh", "zsh", "dash", "ksh"), _shell),
 }

@@ -204,6 +204,11 @@ def hook_denied(reason: str) -> str:
     return reason or "A PreToolUse hook denied this tool call."
 
 
+def permission_notification(tool_name: str) -> str:
+    """What Notification hooks are told while a person is asked about a call (SPEC §9.6)."""
+    return f"The agent needs your permission to use {tool_name}."
+
+
 def permission_denied(tool_name: str, message: str) -> str:
     """Denial text for a permission decision without a message of its own."""
     return message or f"Permission to use {tool_name} was denied."

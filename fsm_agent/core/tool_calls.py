@@ -173,7 +173,7 @@ class ToolExecutor:
 
     def owns(self, event: ev.Event) -> ToolCall | None:
         """The call an event is about, or None when it is not one of this executor's."""
-        if isinstance(event, ev.HooksFinished | ev.PermissionDecided):
+        if isinstance(event, ev.HooksFinished | ev.PermissionDecided | ev.PermissionPromptShown):
             return self._by_effect.get(event.effect_id)
         call_id = getattr(event, "call_id", None)
         return self.calls.get(call_id) if isinstance(call_id, str) else None
@@ -242,6 +242,22 @@ class ToolExecutor:
             )
         if isinstance(event, ev.ToolProgressReported):
             return  # shown by the driver; no transition (DESIGN §2)
+        if isinstance(event, ev.PermissionPromptShown):
+            if call.state == CallState.PERMISSION.value:
+                # Notification hooks run beside the question; nothing waits for them.
+                self._sink.add_effect(
+                    fx.RunHooks(
+                        effect_id=self._sink.new_effect_id(),
+                        hook_event=fx.HookEvent.NOTIFICATION,
+                        call_id=call.call_id,
+                        tool_name=call.tool_name,
+                        payload={
+                            "message": texts.permission_notification(call.tool_name),
+                            "notification_type": "permission_prompt",
+                        },
+                    )
+                )
+            return
         if call.state in _RESULT_READY or call.state == _YIELDED:
             return  # a late answer for a call that was cancelled: already decided
         self._deliver(call, event)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import datetime as dt
 import os
 import time
@@ -43,6 +44,7 @@ from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
+from fsm_agent.runtime.context_collapse import CollapseResult, collapse_oldest
 from fsm_agent.runtime.hooks import HookInput, Hooks
 from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool, connect_all, list_all
 from fsm_agent.runtime.models import (
@@ -52,7 +54,12 @@ from fsm_agent.runtime.models import (
     checked_stream_event,
     classify_failure,
 )
-from fsm_agent.runtime.permissions import CallFacts, PermissionPolicy
+from fsm_agent.runtime.permissions import (
+    AskCallback,
+    CallFacts,
+    PermissionPolicy,
+    PermissionRequest,
+)
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.tool import (
@@ -69,6 +76,8 @@ from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 ABORT_ON_FAULT = "fault"
 """``AbortRequested.reason`` fed when the driver itself fails (the ``end`` record names it)."""
+_QUESTION: contextvars.ContextVar[fx.AskPermission] = contextvars.ContextVar("fsm_agent_question")
+"""The permission question a permission task is answering (each task has its own)."""
 _CLOSING_HOOKS_WAIT_S = 5.0
 """How long a finished run waits for its SessionEnd and StopFailure hooks at most."""
 
@@ -284,6 +293,9 @@ class Agent:
         for found in self.settings.hooks:
             self.hooks = self.hooks.merged(Hooks.from_settings(found.value, source=str(found.path)))
         policy = permissions if permissions is not None else PermissionPolicy()
+        # Rules may name the tools of a declared MCP server before the server is reached.
+        servers = (*policy.mcp_servers, *(server.name for server in self.mcp_servers))
+        policy = attrs.evolve(policy, mcp_servers=tuple(dict.fromkeys(servers)))
         self.permissions = policy.with_settings(self.settings)
         self.system = system
         key = getattr(model, "api_key", None)
@@ -440,6 +452,10 @@ class _Session:
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
         self.closing_hooks: set[asyncio.Task[ev.HookOutcome]] = set()
+        # The policy whose ``ask`` callback first tells the core a person is being asked.
+        policy = agent.permissions
+        ask = policy.ask
+        self.permissions = policy if ask is None else attrs.evolve(policy, ask=self._telling(ask))
 
     def _use_tools(self, mcp_tools: Sequence[McpTool]) -> None:
         """Take an MCP tool list (at the start, and again at each refresh)."""
@@ -592,7 +608,9 @@ class _Session:
 
     def _dropped(self, event: ev.Event) -> bool:
         call_id = getattr(event, "call_id", None)
-        if call_id is None and isinstance(event, ev.HooksFinished | ev.PermissionDecided):
+        if call_id is None and isinstance(
+            event, ev.HooksFinished | ev.PermissionDecided | ev.PermissionPromptShown
+        ):
             call_id = self.effect_calls.get(event.effect_id)
         return call_id is not None and call_id in self.cancelled_calls
 
@@ -690,8 +708,7 @@ class _Session:
         elif isinstance(effect, fx.Compact):
             self._spawn(self._compact(effect))
         elif isinstance(effect, fx.DrainCollapse):
-            # Context collapse is not built into this driver: nothing is ever staged.
-            self.queue.put_nowait(ev.CollapseDrained(effect_id=effect.effect_id, committed=0))
+            self._spawn(self._collapse(effect))
         elif isinstance(effect, fx.FetchAttachments):
             if self.mcp:
                 self._spawn(self._refresh_tools(effect))
@@ -804,6 +821,17 @@ class _Session:
             hook_input, default_timeout_s=_seconds(self.agent.config.hook_timeout_ms)
         )
 
+    def _telling(self, ask: AskCallback) -> AskCallback:
+        """``ask``, reporting ``PermissionPromptShown`` first (Notification hooks, SPEC §9.6)."""
+
+        def telling(request: PermissionRequest) -> Any:
+            effect = _QUESTION.get(None)
+            if effect is not None:  # set by the permission task that is asking
+                self.queue.put_nowait(ev.PermissionPromptShown(effect_id=effect.effect_id))
+            return ask(request)
+
+        return telling
+
     async def _permission(self, effect: fx.AskPermission) -> None:
         tool = self.tool(effect.tool_name)
         context = self._context(effect.call_id)
@@ -824,7 +852,8 @@ class _Session:
         limit = _seconds(self.agent.config.permission_timeout_ms)
         try:
             async with asyncio.timeout(limit):
-                decided = await self.agent.permissions.decide(effect, check, facts)
+                _QUESTION.set(effect)
+                decided = await self.permissions.decide(effect, check, facts)
             if decided.behavior is ev.PermissionBehavior.ALLOW:
                 # The tool writes exactly the file that was checked (no swap in between), and
                 # a read outside the working folder that was allowed may now reach it.
@@ -868,6 +897,19 @@ class _Session:
                 ok=result.ok,
                 messages=result.messages,
                 error=result.error,
+            )
+        )
+
+    async def _collapse(self, effect: fx.DrainCollapse) -> None:
+        try:
+            result = await collapse_oldest(
+                self.core.messages_for_query(), self.compactor, self.agent.model, self.core.model
+            )
+        except Exception:  # nothing committed: the core goes on to its next recovery
+            result = CollapseResult(committed=0)
+        self.queue.put_nowait(
+            ev.CollapseDrained(
+                effect_id=effect.effect_id, committed=result.committed, messages=result.messages
             )
         )
 

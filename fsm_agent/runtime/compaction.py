@@ -49,6 +49,24 @@ class SummaryCompactor:
 
         ``instructions`` come from PreCompact hooks: what the summary should keep.
         """
+        return await self.summarise(
+            history,
+            model,
+            model_name,
+            what=f"{kind.value} compaction",
+            instructions=instructions,
+        )
+
+    async def summarise(
+        self,
+        history: Sequence[Message],
+        model: Model,
+        model_name: str,
+        *,
+        what: str,
+        instructions: str = "",
+    ) -> CompactionResult:
+        """Summarise ``history`` into one meta user message (``what`` names the job in errors)."""
         text = summary_request(instructions)
         ask = UserMessage(uuid="summary-request", content=(TextBlock(text=text),))
         request = ModelRequest(
@@ -63,10 +81,10 @@ class SummaryCompactor:
                 if isinstance(delta, dict) and delta.get("type") == "text_delta":
                     pieces.append(str(delta.get("text", "")))
         except ModelFailure as failure:
-            return CompactionResult(ok=False, error=f"{kind.value} compaction failed: {failure}")
+            return CompactionResult(ok=False, error=f"{what} failed: {failure}")
         summary = "".join(pieces).strip()
         if not summary:
-            return CompactionResult(ok=False, error=f"{kind.value} compaction got no summary")
+            return CompactionResult(ok=False, error=f"{what} got no summary")
         self._count += 1
         message = UserMessage(
             uuid=f"compact{self._count}",

@@ -21,6 +21,7 @@ from fsm_agent.core.messages import ImageBlock, TextBlock, ToolResultBlock, tool
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.runtime.mcp_tools import McpServer, mcp_tool_name
+from fsm_agent.runtime.permissions import PermissionPolicy
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.replay import replay
@@ -124,3 +125,32 @@ def test_server_names_are_checked() -> None:
         McpServer.stdio("bad name", "x")
     with pytest.raises(ConfigError, match="command"):
         McpServer(name="notes")
+
+
+def test_permission_rules_name_the_tools_of_a_declared_mcp_server() -> None:
+    """A deny rule on one MCP tool is accepted before the server is reached, and it wins."""
+    steps = [
+        {"content": [_call("shout", text="hi"), _call("fail", reason="never")]},
+        {"content": [{"text": "Done."}]},
+    ]
+    agent = Agent(
+        model=ScriptedModel(parse_scenario({"steps": steps})),
+        mcp_servers=[McpServer.stdio("notes", sys.executable, [str(SERVER)])],
+        permissions=PermissionPolicy(deny={"mcp__notes__fail"}, allow={"mcp__notes"}),
+        trace=False,
+    )
+    results = _results(agent.run_sync("Use the notes server.").messages)
+    assert results["toolu_001"].content == (TextBlock(text="HI"),)
+    assert results["toolu_002"].is_error
+    assert "failed on purpose" not in str(results["toolu_002"].content)
+
+
+def test_a_rule_for_an_undeclared_mcp_server_is_refused() -> None:
+    """A rule naming a server the agent does not declare is a ConfigError naming the server."""
+    with pytest.raises(ConfigError, match="'github'"):
+        Agent(
+            model=ScriptedModel(parse_scenario({"steps": [{"content": [{"text": "x"}]}]})),
+            mcp_servers=[McpServer.stdio("notes", sys.executable, [str(SERVER)])],
+            permissions=PermissionPolicy(deny={"mcp__github__create_issue"}),
+            trace=False,
+        )

@@ -80,6 +80,7 @@ EVENTS: dict[str, st.SearchStrategy[Any]] = {
     "ToolCallFinished": st.builds(ev.ToolCallFinished, call_id=CALL_IDS, is_error=st.booleans()),
     "ToolProgressReported": st.builds(ev.ToolProgressReported, call_id=CALL_IDS, text=st.just("p")),
     "HooksFinished": st.builds(ev.HooksFinished, effect_id=IDS, outcome=OUTCOMES),
+    "PermissionPromptShown": st.builds(ev.PermissionPromptShown, effect_id=IDS),
     "PermissionDecided": st.builds(
         ev.PermissionDecided,
         effect_id=IDS,
@@ -99,7 +100,7 @@ EVENTS: dict[str, st.SearchStrategy[Any]] = {
 
 
 def test_every_event_type_has_a_strategy() -> None:
-    """The matrix covers all 13 event classes."""
+    """The matrix covers all 14 event classes."""
     assert set(EVENTS) == {t.__name__ for t in ev.EVENT_TYPES}
 
 
@@ -197,7 +198,7 @@ class _Sink:
 
 TOOL_EVENT_TYPES = [
     "ToolInputValidated", "ToolCallFinished", "ToolProgressReported", "HooksFinished",
-    "PermissionDecided", "AbortRequested", "CompactionFinished",
+    "PermissionDecided", "PermissionPromptShown", "AbortRequested", "CompactionFinished",
 ]  # fmt: skip
 
 

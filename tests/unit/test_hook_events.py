@@ -16,9 +16,10 @@ from fsm_agent.core.events import HookOutcome
 from fsm_agent.core.messages import SystemMessage
 from fsm_agent.runtime.agent import Agent, RunResult
 from fsm_agent.runtime.hooks import HookInput, Hooks
-from fsm_agent.runtime.tool import tool
+from fsm_agent.runtime.permissions import PermissionPolicy, PermissionRequest
+from fsm_agent.runtime.tool import Tool, tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
-from fsm_agent.toolbox import Read
+from fsm_agent.toolbox import Read, Write
 from fsm_agent.trace.replay import replay
 
 MODEL = "scripted-model"
@@ -68,7 +69,13 @@ class Recorder:
 
 
 def run_agent(
-    tmp_path: Path, steps: list[dict[str, Any]], recorder: Recorder, **config: Any
+    tmp_path: Path,
+    steps: list[dict[str, Any]],
+    recorder: Recorder,
+    *,
+    tools: list[Tool[Any]] | None = None,
+    permissions: PermissionPolicy | None = None,
+    **config: Any,
 ) -> tuple[RunResult, ScriptedModel]:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
@@ -76,7 +83,8 @@ def run_agent(
     model = ScriptedModel(parse_scenario({"steps": steps}), name=MODEL)
     agent = Agent(
         model=model,
-        tools=[Read(), flaky],
+        tools=tools if tools is not None else [Read(), flaky],
+        permissions=permissions,
         config=LoopConfig(model=MODEL, **config),
         hooks=recorder.hooks(),
         trace=tmp_path / "trace.jsonl",
@@ -169,3 +177,43 @@ def test_stop_failure_fires_when_the_run_ends_on_an_api_error(tmp_path: Path) ->
     assert result.terminal == "model_error"
     assert recorder.events[-1] == "SessionEnd"
     assert "Stop" not in recorder.events
+
+
+def test_notification_fires_when_a_person_is_asked(tmp_path: Path) -> None:
+    """A question to a person fires Notification once (permission_prompt, naming the tool)."""
+    recorder = Recorder()
+    asked: list[str] = []
+
+    def ask(request: PermissionRequest) -> bool:
+        asked.append(request.tool_name)
+        return False
+
+    write = {
+        "content": [
+            {"tool_use": {"name": "Write", "input": {"file_path": "n.txt", "content": "x"}}}
+        ]
+    }
+    result, _ = run_agent(
+        tmp_path, [write, DONE], recorder, tools=[Write()], permissions=PermissionPolicy(ask=ask)
+    )
+    assert result.terminal == "completed"
+    assert recorder.events.count("Notification") == 1
+    [note] = [h for h in recorder.seen if h.hook_event is HookEvent.NOTIFICATION]
+    assert note.payload["notification_type"] == "permission_prompt"
+    assert "Write" in note.payload["message"]
+    assert asked == ["Write"]
+    assert result.trace_path is not None
+    replay(result.trace_path)
+
+
+def test_no_notification_when_no_one_is_asked(tmp_path: Path) -> None:
+    """Without an ask callback nobody is prompted, so Notification does not fire."""
+    recorder = Recorder()
+    write = {
+        "content": [
+            {"tool_use": {"name": "Write", "input": {"file_path": "n.txt", "content": "x"}}}
+        ]
+    }
+    result, _ = run_agent(tmp_path, [write, DONE], recorder, tools=[Write()])
+    assert result.terminal == "completed"
+    assert "Notification" not in recorder.events

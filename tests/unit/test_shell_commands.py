@@ -119,6 +119,13 @@ def test_a_quoted_heredoc_body_is_data() -> None:
         ("sudo -u root rm x", ("rm", "x"), ("sudo",)),
         ("doas -u root rm x", ("rm", "x"), ("doas",)),
         ("find . -exec rm {} ;", ("rm", "{}"), ("find -exec",)),
+        ("watch -n 1 rm x", ("rm", "x"), ("watch",)),
+        ("watch -d 'rm x'", ("rm", "x"), ("watch",)),
+        ("watch -x rm x", ("rm", "x"), ("watch",)),
+        ("setsid -f rm x", ("rm", "x"), ("setsid",)),
+        ("ionice -c 3 rm x", ("rm", "x"), ("ionice",)),
+        ("taskset 0x1 rm x", ("rm", "x"), ("taskset",)),
+        ("taskset -c 0,1 rm x", ("rm", "x"), ("taskset",)),
         ("sudo env bash -c 'timeout 3 rm x'", ("rm", "x"), ("sudo", "env", "bash -c", "timeout")),
     ],
 )

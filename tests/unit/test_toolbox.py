@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -355,8 +355,11 @@ def test_bash_timeout_kills_the_process_group(tmp_path: Path) -> None:
     assert _wait_until_dead(_read_pids(tmp_path))
 
 
-def test_bash_cancellation_kills_the_process_group(tmp_path: Path) -> None:
-    """Cancelling a running Bash call kills its process group and re-raises CancelledError."""
+def _cancel_once_spawned(
+    tmp_path: Path, *, after_cancel: Callable[[], None] = lambda: None
+) -> None:
+    """Start SPAWN as a Bash call, cancel it once its background child exists, and check that
+    the cancellation reached the caller; ``after_cancel`` runs between the two."""
 
     async def scenario() -> None:
         ctx = ToolContext(cwd=tmp_path)
@@ -366,10 +369,17 @@ def test_bash_cancellation_kills_the_process_group(tmp_path: Path) -> None:
         while not (tmp_path / "child.pid").exists() or not (tmp_path / "child.pid").read_text():
             await asyncio.sleep(0.02)
         task.cancel()
+        await asyncio.sleep(0.05)
+        after_cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
     run(scenario())
+
+
+def test_bash_cancellation_kills_the_process_group(tmp_path: Path) -> None:
+    """Cancelling a running Bash call kills its process group and re-raises CancelledError."""
+    _cancel_once_spawned(tmp_path)
     assert _wait_until_dead(_read_pids(tmp_path))
 
 
@@ -386,21 +396,7 @@ def test_bash_cancelled_while_starting_kills_the_process_group(
         return process
 
     monkeypatch.setattr(asyncio, "create_subprocess_exec", slow_spawn)
-
-    async def scenario() -> None:
-        ctx = ToolContext(cwd=tmp_path)
-        task = asyncio.create_task(
-            run_call(Bash(), {"command": SPAWN}, ctx, lambda _: None, call_id="b")
-        )
-        while not (tmp_path / "child.pid").exists() or not (tmp_path / "child.pid").read_text():
-            await asyncio.sleep(0.02)
-        task.cancel()
-        await asyncio.sleep(0.05)
-        gate.set()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    run(scenario())
+    _cancel_once_spawned(tmp_path, after_cancel=gate.set)
     assert _wait_until_dead(_read_pids(tmp_path))
 
 

@@ -1,0 +1,87 @@
+"""Context collapse: a refused request collapses the oldest half of the history and retries."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.messages import (
+    AssistantMessage,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+)
+from fsm_agent.core.normalize import api_invariant_violations, normalize_for_api
+from fsm_agent.runtime.agent import Agent, TransitionUpdate
+from fsm_agent.runtime.context_collapse import collapse_cut
+from fsm_agent.runtime.tool import tool
+from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+
+
+@tool(name="Echo", description="Say it back.", concurrency_safe=True, read_only=True)
+async def echo(*, text: str) -> str:
+    return text
+
+
+def _round(number: int) -> list[Message]:
+    tool_id = f"t{number}"
+    return [
+        AssistantMessage(
+            uuid=f"a{number}",
+            message_id=f"m{number}",
+            content=(ToolUseBlock(id=tool_id, name="Echo", input={}),),
+        ),
+        UserMessage(
+            uuid=f"u{number}", content=(ToolResultBlock(tool_use_id=tool_id, content="x"),)
+        ),
+    ]
+
+
+def test_the_cut_never_parts_a_tool_use_from_its_result() -> None:
+    """The oldest half ends where a new response starts, and what is kept is valid."""
+    history: list[Message] = [UserMessage(uuid="p", content=(TextBlock(text="go"),))]
+    for number in range(5):
+        history += _round(number)
+    cut = collapse_cut(history)
+    assert 0 < cut < len(history)
+    assert isinstance(history[cut], AssistantMessage)
+    summary = UserMessage(uuid="s", content=(TextBlock(text="summary"),), is_meta=True)
+    kept = [summary, *history[cut:]]
+    assert api_invariant_violations(normalize_for_api(kept, strict=True)) == []
+
+
+def test_a_history_too_short_is_not_cut() -> None:
+    """A lone prompt has no oldest half to collapse."""
+    assert collapse_cut([UserMessage(uuid="p", content=(TextBlock(text="go"),))]) == 0
+
+
+def test_a_refused_request_takes_the_collapse_drain_retry_row() -> None:
+    """With context collapse on, a prompt-too-long refusal collapses old turns and the run
+    carries on from the collapsed view."""
+    turn = {"content": [{"tool_use": {"name": "Echo", "input": {"text": "x"}}}]}
+    steps = [
+        turn,
+        turn,
+        turn,
+        {"error": {"kind": "prompt_too_long"}},
+        {"content": [{"text": "Earlier: three echoes."}]},  # the collapse's summary request
+        {"content": [{"text": "done"}]},
+    ]
+    model = ScriptedModel(parse_scenario({"steps": steps}))
+    agent = Agent(model=model, tools=[echo], config=LoopConfig(context_collapse=True), trace=False)
+
+    async def run() -> list[str]:
+        return [
+            update.transition.name
+            async for update in agent.stream("go")
+            if isinstance(update, TransitionUpdate)
+        ]
+
+    taken = asyncio.run(run())
+    assert "collapse_drain_retry" in taken
+    assert taken[-1] == "completed"
+    retried = model.requests[-1].messages
+    assert "Earlier: three echoes." in str(retried[0])
+    assert len(retried) < len(model.requests[3].messages)
