@@ -68,8 +68,8 @@ def bare_trigger_seconds(repeat: int) -> float:
     )
 
     def both() -> None:
-        model.go()  # type: ignore[attr-defined]
-        model.back()  # type: ignore[attr-defined]
+        model.go()
+        model.back()
 
     return median_time(both, number=2_000, repeat=repeat) / 2
 
@@ -239,10 +239,16 @@ def delta_seconds(repeat: int) -> tuple[float, float]:
             feed = TracingCore(
                 core, TraceWriter(io.BytesIO(), config=LoopConfig(), tools=TOOLS)
             ).feed
-        from fsm_agent.core.events import TurnStarted
+        from fsm_agent.core.effects import CallModel, RunHooks
+        from fsm_agent.core.events import HookOutcome, HooksFinished, TurnStarted
 
         step = feed(TurnStarted(messages=prompt("hi")))
-        rid = step.effects[-1].request_id  # type: ignore[union-attr]
+        # Session-start and prompt hooks come first: answer them with nothing to say.
+        while not any(isinstance(e, CallModel) for e in step.effects):
+            (hooks,) = [e for e in step.effects if isinstance(e, RunHooks)]
+            step = feed(HooksFinished(effect_id=hooks.effect_id, outcome=HookOutcome()))
+        (call,) = [e for e in step.effects if isinstance(e, CallModel)]
+        rid = call.request_id
         feed(ModelStreamEvent(request_id=rid, event=_MESSAGE_START))
         feed(ModelStreamEvent(request_id=rid, event=_BLOCK_START))
         return feed, rid  # type: ignore[return-value]

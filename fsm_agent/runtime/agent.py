@@ -858,6 +858,9 @@ class _Session:
                 # The tool writes exactly the file that was checked (no swap in between), and
                 # a read outside the working folder that was allowed may now reach it.
                 context.checked_path = target
+                if tool is not None and decided.updated_input is not None:
+                    # the user allowed a changed input: its path is the one they approved
+                    context.checked_path = _target_path(tool, decided.updated_input, context.cwd)
                 context.allow_outside = check.reason == OUTSIDE_WORKING_FOLDER
         except TimeoutError:
             assert limit is not None

@@ -284,6 +284,22 @@ def transcripts(*, max_size: int = 24) -> st.SearchStrategy[list[Message]]:
 # --- transcripts as the loop writes them ------------------------------------------------------
 
 
+def tool_round(number: int, *, tool_name: str = "Read") -> list[Message]:
+    """One model turn asking for a tool, then its result, as the loop appends them (ids and
+    uuids numbered by ``number``); for building long sessions by hand."""
+    tool_id = f"toolu_r{number}"
+    return [
+        AssistantMessage(
+            uuid=f"a{number}",
+            message_id=f"msg_{number}",
+            content=(ToolUseBlock(id=tool_id, name=tool_name, input={"path": "x"}),),
+        ),
+        UserMessage(
+            uuid=f"r{number}", content=(ToolResultBlock(tool_use_id=tool_id, content="x"),)
+        ),
+    ]
+
+
 @st.composite
 def loop_transcripts(draw: st.DrawFn, *, max_rounds: int = 4) -> list[Message]:
     """Well-formed transcripts: prompt, then rounds of split responses and tool results.

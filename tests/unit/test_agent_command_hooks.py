@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.core.messages import ToolResultBlock, tool_results
+from fsm_agent.core.messages import SystemMessage, ToolResultBlock, tool_results
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent, RunResult
 from fsm_agent.runtime.hooks import Hooks
@@ -183,3 +183,29 @@ def test_a_malformed_hooks_key_in_settings_stops_the_agent_early(tmp_path: Path)
     settings.write_text(json.dumps(bad), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"settings.json: hooks.Stop\[0\].hooks\[0\].timeout"):
         run_agent(tmp_path, WRITE_NOTE, Hooks(), settings=settings)
+
+
+def test_session_end_command_hooks_finish_before_the_run_returns(
+    tmp_path: Path, hook_script: HookScript
+) -> None:
+    """A SessionEnd command hook has run, with the terminal as its reason, when run() returns."""
+    seen = tmp_path / "ended.json"
+    command = hook_script("end", f"open({str(seen)!r}, 'w').write(sys.stdin.read())\n")
+    result, _ = run_agent(tmp_path, READ_A, settings_hooks("SessionEnd", command, matcher=""))
+    assert result.terminal == "completed"
+    payload = json.loads(seen.read_text())
+    assert payload["hook_event_name"] == "SessionEnd"
+    assert payload["reason"] == "completed"
+
+
+def test_a_hook_answering_the_wrong_type_warns_and_the_run_goes_on(tmp_path: Path) -> None:
+    """A PreToolUse hook returning a dict decides nothing; the user sees a warning naming it."""
+
+    def sloppy(_: Any) -> Any:
+        return {"decision": "deny"}
+
+    result, _ = run_agent(tmp_path, READ_A, Hooks(pre_tool_use=[sloppy]))
+    assert result.terminal == "completed"
+    assert not only_result(result).is_error  # the Read ran: the dict was not a denial
+    notices = [m.text for m in result.messages if isinstance(m, SystemMessage)]
+    assert any("sloppy" in text and "dict" in text for text in notices)

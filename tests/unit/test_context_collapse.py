@@ -9,8 +9,6 @@ from fsm_agent.core.messages import (
     AssistantMessage,
     Message,
     TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
     UserMessage,
 )
 from fsm_agent.core.normalize import api_invariant_violations, normalize_for_api
@@ -18,6 +16,7 @@ from fsm_agent.runtime.agent import Agent, TransitionUpdate
 from fsm_agent.runtime.context_collapse import collapse_cut
 from fsm_agent.runtime.tool import tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+from fsm_agent.testing.transcripts import tool_round
 
 
 @tool(name="Echo", description="Say it back.", concurrency_safe=True, read_only=True)
@@ -25,25 +24,11 @@ async def echo(*, text: str) -> str:
     return text
 
 
-def _round(number: int) -> list[Message]:
-    tool_id = f"t{number}"
-    return [
-        AssistantMessage(
-            uuid=f"a{number}",
-            message_id=f"m{number}",
-            content=(ToolUseBlock(id=tool_id, name="Echo", input={}),),
-        ),
-        UserMessage(
-            uuid=f"u{number}", content=(ToolResultBlock(tool_use_id=tool_id, content="x"),)
-        ),
-    ]
-
-
 def test_the_cut_never_parts_a_tool_use_from_its_result() -> None:
     """The oldest half ends where a new response starts, and what is kept is valid."""
     history: list[Message] = [UserMessage(uuid="p", content=(TextBlock(text="go"),))]
     for number in range(5):
-        history += _round(number)
+        history += tool_round(number)
     cut = collapse_cut(history)
     assert 0 < cut < len(history)
     assert isinstance(history[cut], AssistantMessage)

@@ -458,3 +458,15 @@ def test_a_command_that_cannot_be_read_asks_when_content_rules_guard_bash(work: 
     assert (work / "canary.txt").exists()
     assert "cannot be fully analysed" in asker.requests[0].message
     assert outcome.decisions()[0]["step"] == "user"
+
+
+def test_an_allowed_changed_path_is_the_one_written(work: Path) -> None:
+    """Allowing a Write with an updated input writes the updated path, not the asked one."""
+    asker = Asker(lambda r: PermissionAnswer.allow_once({**r.input, "file_path": "approved.txt"}))
+    run_calls(
+        work,
+        [("Write", {"file_path": "asked.txt", "content": "x"})],
+        permissions=PermissionPolicy(ask=asker),
+    )
+    assert (work / "approved.txt").read_text() == "x"
+    assert not (work / "asked.txt").exists()

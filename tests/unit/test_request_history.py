@@ -3,38 +3,21 @@
 from __future__ import annotations
 
 from fsm_agent.core.messages import (
-    AssistantMessage,
     Message,
     TextBlock,
     TombstoneMessage,
-    ToolResultBlock,
-    ToolUseBlock,
     UserMessage,
 )
 from fsm_agent.core.normalize import normalize_for_api
 from fsm_agent.core.request_history import RequestHistory
-
-
-def _round(number: int) -> list[Message]:
-    """One model turn asking for a tool, then its result, as the loop appends them."""
-    tool_id = f"toolu_{number}"
-    return [
-        AssistantMessage(
-            uuid=f"a{number}",
-            message_id=f"msg_{number}",
-            content=(ToolUseBlock(id=tool_id, name="Read", input={"path": "x"}),),
-        ),
-        UserMessage(
-            uuid=f"r{number}", content=(ToolResultBlock(tool_use_id=tool_id, content="x"),)
-        ),
-    ]
+from fsm_agent.testing.transcripts import tool_round
 
 
 def _session(turns: int) -> list[tuple[Message, ...]]:
     messages: list[Message] = [UserMessage(uuid="p", content=(TextBlock(text="go"),))]
     requests = [tuple(messages)]
     for number in range(turns):
-        messages.extend(_round(number))
+        messages.extend(tool_round(number))
         requests.append(tuple(messages))
     return requests
 
@@ -54,7 +37,7 @@ def test_a_replaced_start_is_normalized_from_the_start() -> None:
     requests = _session(10)
     for messages in requests:
         history.normalize(messages)
-    compacted = (UserMessage(uuid="s", content=(TextBlock(text="summary"),)), *_round(99))
+    compacted = (UserMessage(uuid="s", content=(TextBlock(text="summary"),)), *tool_round(99))
     before = history.messages_normalized
     assert history.normalize(compacted) == normalize_for_api(compacted)
     assert history.messages_normalized == before + len(compacted)

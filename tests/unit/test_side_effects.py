@@ -15,13 +15,15 @@ from fsm_agent.core import texts
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import ApiErrorMessage, text_of, tool_results
-from fsm_agent.core.normalize import normalize_for_api
 from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.runtime.agent import Agent
 from fsm_agent.testing.invariants import check_run
-from fsm_agent.testing.scenario import parse_scenario, render_events
+from fsm_agent.testing.scenario import ScriptedModel, parse_scenario, render_events
 from fsm_agent.testing.strategies import events_through_first_block
 from fsm_agent.testing.world import ToolScript, World, WorldRun, open_turn, prompt
+from fsm_agent.toolbox import default_tools
+from fsm_agent.trace.replay import replay
 
 TOOLS = [ToolSpec(name="Read"), ToolSpec(name="Write")]
 SCRIPTS = {"Read": ToolScript(safe=True), "Write": ToolScript(safe=False)}
@@ -90,9 +92,23 @@ def test_side_effect_waits_across_a_model_fallback() -> None:
 def test_a_read_that_ran_in_a_withdrawn_attempt_stays_visible() -> None:
     """A read-only call that ran before the stream failed keeps its tool_use and its result in
     the history the retry is sent with."""
-    core, run = play([asks("Read", {"kind": "connection"}), TEXT])
+    core = AgentCore(config=LoopConfig(max_retries=2), tools=TOOLS)
+    sent: list[list[dict[str, Any]]] = []
+
+    def feed(event: ev.Event) -> Step:
+        step = core.feed(event)
+        if any(isinstance(e, fx.CallModel) for e in step.effects):
+            sent.append(core.api_messages())  # what the driver sends with this request
+        return step
+
+    steps = [asks("Read", {"kind": "connection"}), TEXT]
+    run = WorldRun(feed, World(scenario=parse_scenario({"steps": steps}), tools=SCRIPTS),
+                   prompt("hi"))  # fmt: skip
+    run.run(tools_first)
+    assert check_run(core, run.steps, core.config) == []
     assert calls_of(run) == ["toolu_001"]
-    api = normalize_for_api(core.messages_for_query())
+    assert "request_retried" in [t.name for _, s in run.steps for t in s.transitions]
+    api = sent[1]  # the re-request
     uses = [b["id"] for m in api for b in m["content"] if b.get("type") == "tool_use"]
     answered = [
         (b["tool_use_id"], b["content"])
@@ -175,3 +191,17 @@ def test_interrupt_texts_say_what_happened_to_each_call() -> None:
     for text in answered.values():
         assert "does not want" not in text
     assert check_run(hand.core, hand.steps, hand.core.config) == []
+
+
+def test_duplicate_tool_ids_end_an_agent_run_instead_of_hanging(tmp_path: Any) -> None:
+    """Through the async driver, a response with two tool_use blocks under one id ends the run
+    in model_error, with every tool_use answered and the trace ended."""
+    same = {"name": "Read", "input": {"file_path": "a.txt"}, "id": "toolu_same"}
+    scenario = parse_scenario({"steps": [{"content": [{"tool_use": same}, {"tool_use": same}]}]})
+    agent = Agent(model=ScriptedModel(scenario), tools=default_tools(), cwd=tmp_path,
+                  trace=tmp_path / "trace.jsonl")  # fmt: skip
+    result = agent.run_sync("read it twice")
+    assert result.terminal == "model_error"
+    answered = [b.tool_use_id for m in result.messages for b in tool_results(m)]
+    assert answered == ["toolu_same"]
+    assert replay(tmp_path / "trace.jsonl").ended
