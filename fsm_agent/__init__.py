@@ -62,6 +62,27 @@ _PUBLIC = {
     "TransitionCount": "fsm_agent.store.query",
     "RunStore": "fsm_agent.store.sql_store",
     "StoredRun": "fsm_agent.store.sql_store",
+    "Update": "fsm_agent.runtime.agent",
+    "TextDelta": "fsm_agent.runtime.agent",
+    "MessageUpdate": "fsm_agent.runtime.agent",
+    "TransitionUpdate": "fsm_agent.runtime.agent",
+    "ToolProgress": "fsm_agent.runtime.agent",
+    "ModelFailed": "fsm_agent.runtime.agent",
+    "RetryScheduled": "fsm_agent.runtime.agent",
+    "RunFinished": "fsm_agent.runtime.agent",
+    "ModelPrice": "fsm_agent.runtime.agent",
+    "PermissionCheck": "fsm_agent.runtime.tool",
+    "ToolContext": "fsm_agent.runtime.tool",
+    "ToolOutput": "fsm_agent.runtime.tool",
+    "ForkPoint": "fsm_agent.trace.replay",
+    "ResumePoint": "fsm_agent.trace.replay",
+    "InFlight": "fsm_agent.trace.replay",
+    "ReplayResult": "fsm_agent.trace.replay",
+    "FsmAgentError": "fsm_agent.errors",
+    "ConfigError": "fsm_agent.errors",
+    "UsageError": "fsm_agent.errors",
+    "TraceError": "fsm_agent.errors",
+    "TraceDivergence": "fsm_agent.errors",
 }
 
 __all__ = [
@@ -71,26 +92,38 @@ __all__ = [
     "CommandAnalysis",
     "CommandHook",
     "CommandPart",
+    "ConfigError",
     "ContinueReason",
+    "ForkPoint",
+    "FsmAgentError",
     "HookDecision",
     "HookEvent",
     "HookInput",
     "HookMatcher",
     "HookOutcome",
     "Hooks",
+    "InFlight",
     "LoopConfig",
     "McpServer",
+    "MessageUpdate",
     "Model",
+    "ModelFailed",
+    "ModelPrice",
     "PermissionAnswer",
+    "PermissionCheck",
     "PermissionMode",
     "PermissionPolicy",
     "PermissionRequest",
     "Phase",
     "ReadOnlyVerdict",
     "Redirect",
+    "ReplayResult",
+    "ResumePoint",
+    "RetryScheduled",
     "Rule",
     "RuleBehavior",
     "RuleSource",
+    "RunFinished",
     "RunQuery",
     "RunResult",
     "RunStore",
@@ -99,11 +132,20 @@ __all__ = [
     "Step",
     "StoredRun",
     "Terminal",
+    "TextDelta",
     "Thinking",
     "Tool",
+    "ToolContext",
+    "ToolOutput",
+    "ToolProgress",
     "ToolSpec",
+    "TraceDivergence",
+    "TraceError",
     "TransitionCount",
     "TransitionTaken",
+    "TransitionUpdate",
+    "Update",
+    "UsageError",
     "__version__",
     "analyse_command",
     "fork",
@@ -135,7 +177,26 @@ if TYPE_CHECKING:
     from fsm_agent.core.step import Step, TransitionTaken
     from fsm_agent.core.tables import ContinueReason, Phase, Terminal
     from fsm_agent.core.tool_spec import ToolSpec
-    from fsm_agent.runtime.agent import Agent, RunResult
+    from fsm_agent.errors import (
+        ConfigError,
+        FsmAgentError,
+        TraceDivergence,
+        TraceError,
+        UsageError,
+    )
+    from fsm_agent.runtime.agent import (
+        Agent,
+        MessageUpdate,
+        ModelFailed,
+        ModelPrice,
+        RetryScheduled,
+        RunFinished,
+        RunResult,
+        TextDelta,
+        ToolProgress,
+        TransitionUpdate,
+        Update,
+    )
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
     from fsm_agent.runtime.mcp_tools import McpServer
@@ -148,12 +209,20 @@ if TYPE_CHECKING:
     )
     from fsm_agent.runtime.server_tools import ServerTool
     from fsm_agent.runtime.settings import Settings, load_settings
-    from fsm_agent.runtime.tool import Tool, tool
+    from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, ToolOutput, tool
     from fsm_agent.store.opening import open_store
     from fsm_agent.store.query import RunQuery, TransitionCount
     from fsm_agent.store.sql_store import RunStore, StoredRun
     from fsm_agent.trace.reader import read_trace
-    from fsm_agent.trace.replay import fork, replay, resume
+    from fsm_agent.trace.replay import (
+        ForkPoint,
+        InFlight,
+        ReplayResult,
+        ResumePoint,
+        fork,
+        replay,
+        resume,
+    )
 
 
 def __getattr__(name: str) -> Any:
