@@ -122,9 +122,10 @@ class SqlRunStore(abc.ABC):
 
     def _write(self, cursor: Cursor, batch: list[RunSummary]) -> None:
         m = self.marker
-        ids = [[run.run_id] for run in batch]
-        for table in ("run_transitions", "tool_calls", "permission_decisions"):
-            cursor.executemany(f"DELETE FROM {table} WHERE run_id = {m}", ids)
+        # The last write of a run wins. Upserting the run rows first locks them, in id order
+        # (so two writers of the same runs cannot deadlock); a second writer of a run then
+        # waits, and its deletes below see the first writer's committed rows.
+        batch = sorted({run.run_id: run for run in batch}.values(), key=lambda run: run.run_id)
         updates = ", ".join(f"{name} = excluded.{name}" for name in RUN_FIELDS[1:])
         cursor.executemany(
             f"INSERT INTO runs ({', '.join(RUN_FIELDS)}) "
@@ -132,6 +133,9 @@ class SqlRunStore(abc.ABC):
             f"ON CONFLICT (run_id) DO UPDATE SET {updates}",
             [[getattr(run, name) for name in RUN_FIELDS] for run in batch],
         )
+        ids = [[run.run_id] for run in batch]
+        for table in ("run_transitions", "tool_calls", "permission_decisions"):
+            cursor.executemany(f"DELETE FROM {table} WHERE run_id = {m}", ids)
         transitions = [
             [run.run_id, name, count] for run in batch for name, count in run.transitions.items()
         ]
