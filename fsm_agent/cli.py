@@ -382,12 +382,41 @@ def _cmd_runs_import(args: argparse.Namespace) -> int:
 
 
 def _trace_file(path: Path) -> Path:
-    """``path`` if it is a file; otherwise a clear one-line error."""
+    """``path`` if it is a file, else the trace of the run of that id; or a clear error."""
     if path.is_file():
         return path
     if path.is_dir():
         raise CommandLineError(f"{path} is a folder; give one trace file (.jsonl) in it")
-    raise CommandLineError(f"no such trace file: {path}")
+    found = _trace_of_run(path)
+    if found is not None:
+        return found
+    raise CommandLineError(f"no such trace file or indexed run: {path}")
+
+
+def _trace_of_run(name: Path) -> Path | None:
+    """The trace of the indexed run called ``name`` (issue 13: commands accept a run id).
+
+    Only an existing store is asked (a mistyped path must not create one), and only for a
+    bare name, not a path.
+    """
+    from fsm_agent.store.opening import STORE_ENV, default_store_url, open_store  # noqa: PLC0415
+
+    if len(name.parts) != 1 or name.suffix == ".jsonl":
+        return None
+    url = default_store_url()
+    if not os.environ.get(STORE_ENV) and not Path(url).is_file():
+        return None
+    try:
+        store = open_store(url)
+        try:
+            run = store.get(str(name))
+        finally:
+            store.close()
+    except FsmAgentError:
+        return None
+    if run is None or not Path(run.trace_path).is_file():
+        return None
+    return Path(run.trace_path)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -395,10 +424,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from fsm_agent.trace.divergence import format_divergence  # noqa: PLC0415
     from fsm_agent.trace.reader import trace_files  # noqa: PLC0415
 
-    missing = [path for path in args.paths if not path.exists()]
+    paths = [path if path.exists() else (_trace_of_run(path) or path) for path in args.paths]
+    missing = [path for path in paths if not path.exists()]
     if missing:
-        raise CommandLineError(f"no such trace file or folder: {missing[0]}")
-    files = list(trace_files(args.paths))
+        raise CommandLineError(f"no such trace file, folder or indexed run: {missing[0]}")
+    files = list(trace_files(paths))
     if not files:
         raise CommandLineError("no trace files (*.jsonl) found")
     failures = 0

@@ -45,3 +45,19 @@ def test_bad_filter_and_missing_folder_are_clear_errors(
     assert "MIN must be a whole number" in capsys.readouterr().err
     assert main(["runs", "--store", store, "import", str(tmp_path / "nowhere")]) == 2
     assert "no such trace file or folder" in capsys.readouterr().err
+
+
+def test_show_replay_and_diff_take_a_run_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An indexed run's id stands for its trace file in show, replay and diff."""
+    monkeypatch.setenv("FSM_AGENT_STORE", str(tmp_path / "index.sqlite3"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["runs", "import", str(GOLDEN / "max_turns.jsonl")]) == 0
+    assert main(["show", "max_turns"]) == 0
+    assert main(["replay", "max_turns"]) == 0
+    assert "1 replayed identically, 0 failed" in capsys.readouterr().out
+    assert main(["diff", "max_turns", "max_turns"]) == 0
+    assert "the traces agree" in capsys.readouterr().out
+    assert main(["show", "no_such_run"]) == 2
+    assert "no such trace file or indexed run: no_such_run" in capsys.readouterr().err
