@@ -24,6 +24,10 @@ class ConfigError(DefinitionError):
     """A configuration value is out of its allowed range."""
 
 
+class SettingsWarning(UserWarning):
+    """A part of a settings file that fsm_agent understands but does not act on."""
+
+
 class UsageError(FsmAgentError):
     """The library was called in a way it does not allow."""
 

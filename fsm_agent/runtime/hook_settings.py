@@ -7,20 +7,51 @@ The shape::
 
 Every malformed part is a ``ConfigError`` naming the file and the key path
 (``settings.json: hooks.PreToolUse[0].hooks[1].timeout: ...``); nothing is dropped silently,
-so a user never believes a hook guards them when it does not run. An event fsm_agent does not
-run is refused for the same reason.
+so a user never believes a hook guards them when it does not run. An event name that is not
+a hook event at all (a typo) is refused for the same reason. An event Claude Code defines but
+fsm_agent never fires (``PostCompact``, ``PermissionRequest``, ...) is skipped with a
+``SettingsWarning`` naming it: a user's existing settings file still loads, and they are told
+which hooks will not run.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fsm_agent.core.effects import HookEvent
-from fsm_agent.errors import ConfigError
+from fsm_agent.errors import ConfigError, SettingsWarning
 from fsm_agent.runtime.hook_spec import CommandHook, HookMatcher
 
 _EVENTS = {event.value: event for event in HookEvent}
+CLAUDE_CODE_EVENTS_NOT_RUN = (
+    frozenset(
+        {
+            "PermissionRequest",
+            "PermissionDenied",
+            "PostCompact",
+            "SubagentStart",
+            "StopFailure",
+            "TaskCompleted",
+            "TaskCreated",
+            "TeammateIdle",
+            "ConfigChange",
+            "WorktreeCreate",
+            "WorktreeRemove",
+            "InstructionsLoaded",
+            "Elicitation",
+            "ElicitationResult",
+            "CwdChanged",
+            "FileChanged",
+            "PostToolBatch",
+            "UserPromptExpansion",
+        }
+    )
+    - _EVENTS.keys()
+)
+"""Hook events of Claude Code's settings format that fsm_agent never fires: skipped, with a
+warning, so that a settings file written for Claude Code still loads."""
 _GROUP_KEYS = frozenset({"matcher", "hooks"})
 _HOOK_KEYS = frozenset({"type", "command", "timeout"})
 
@@ -39,6 +70,13 @@ def matchers_from_settings(
     for name, groups in value.items():
         path = f"{where}.{name}"
         event = _EVENTS.get(name) if isinstance(name, str) else None
+        if event is None and name in CLAUDE_CODE_EVENTS_NOT_RUN:
+            warnings.warn(
+                f"{path}: fsm_agent never fires {name} hooks; they are skipped",
+                SettingsWarning,
+                stacklevel=2,
+            )
+            continue
         if event is None:
             known = ", ".join(_EVENTS)
             raise ConfigError(f"{path}: not a hook event fsm_agent runs (it runs: {known})")

@@ -9,7 +9,7 @@ import pytest
 
 from fsm_agent.core.effects import HookEvent
 from fsm_agent.core.events import HookDecision, HookOutcome
-from fsm_agent.errors import ConfigError
+from fsm_agent.errors import ConfigError, SettingsWarning
 from fsm_agent.runtime.hooks import CommandHook, HookInput, HookMatcher, Hooks
 
 SOURCE = ".claude/settings.json"
@@ -185,3 +185,14 @@ def test_malformed_settings_name_the_file_and_key_path(value: Any, path: str) ->
     with pytest.raises(ConfigError, match=path) as caught:
         Hooks.from_settings(value, source=SOURCE)
     assert str(caught.value).startswith(f"{SOURCE}: hooks")
+
+
+def test_claude_code_events_fsm_agent_never_fires_are_skipped_with_a_warning() -> None:
+    """A settings file written for Claude Code loads; hooks of events we never fire are named."""
+    value = {
+        "PostCompact": [{"hooks": [{"type": "command", "command": "true"}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}],
+    }
+    with pytest.warns(SettingsWarning, match=r"hooks.PostCompact: fsm_agent never fires"):
+        hooks = Hooks.from_settings(value, source=SOURCE)
+    assert len(hooks.matchers(HookEvent.PRE_TOOL_USE)) == 1
