@@ -57,6 +57,11 @@ _PUBLIC = {
     "fork": "fsm_agent.trace.replay",
     "resume": "fsm_agent.trace.replay",
     "read_trace": "fsm_agent.trace.reader",
+    "open_store": "fsm_agent.store.opening",
+    "RunQuery": "fsm_agent.store.query",
+    "TransitionCount": "fsm_agent.store.query",
+    "RunStore": "fsm_agent.store.sql_store",
+    "StoredRun": "fsm_agent.store.sql_store",
     "Update": "fsm_agent.runtime.agent",
     "TextDelta": "fsm_agent.runtime.agent",
     "MessageUpdate": "fsm_agent.runtime.agent",
@@ -119,10 +124,13 @@ __all__ = [
     "RuleBehavior",
     "RuleSource",
     "RunFinished",
+    "RunQuery",
     "RunResult",
+    "RunStore",
     "ServerTool",
     "Settings",
     "Step",
+    "StoredRun",
     "Terminal",
     "TextDelta",
     "Thinking",
@@ -133,6 +141,7 @@ __all__ = [
     "ToolSpec",
     "TraceDivergence",
     "TraceError",
+    "TransitionCount",
     "TransitionTaken",
     "TransitionUpdate",
     "Update",
@@ -143,6 +152,7 @@ __all__ = [
     "judge_read_only",
     "load_settings",
     "normalize_for_api",
+    "open_store",
     "parse_rule",
     "read_trace",
     "replay",
@@ -200,6 +210,9 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.server_tools import ServerTool
     from fsm_agent.runtime.settings import Settings, load_settings
     from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, ToolOutput, tool
+    from fsm_agent.store.opening import open_store
+    from fsm_agent.store.query import RunQuery, TransitionCount
+    from fsm_agent.store.sql_store import RunStore, StoredRun
     from fsm_agent.trace.reader import read_trace
     from fsm_agent.trace.replay import (
         ForkPoint,

@@ -1,4 +1,4 @@
-"""The ``fsm-agent`` command: run, fork, resume, demo, replay, show, diff, diagram.
+"""The ``fsm-agent`` command: run, fork, resume, demo, replay, show, diff, runs, diagram.
 
 Start-up stays cheap: the anthropic SDK and rich are imported only by the commands that use
 them, so ``replay``, ``show``, ``diff`` and ``diagram`` start in a fraction of a second.
@@ -121,6 +121,8 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("b", type=Path, help="the second trace")
     diff.set_defaults(handler=_cmd_diff)
 
+    _runs_parser(commands)
+
     diagram = commands.add_parser("diagram", help="mermaid diagrams of the machine tables")
     diagram.add_argument("--trace", type=Path, default=None, help="highlight this trace's path")
     diagram.set_defaults(handler=_cmd_diagram)
@@ -164,6 +166,31 @@ def _live_options(command: argparse.ArgumentParser) -> None:
         "~/.claude/settings.json, .claude/settings.json and .claude/settings.local.json "
         "(repeatable)",
     )
+
+
+def _runs_parser(commands: Any) -> None:
+    """``runs``: list and filter indexed runs; ``runs import FOLDER``: index traces."""
+    runs = commands.add_parser("runs", help="list and filter runs in the run store")
+    runs.add_argument("--store", default=None, help="store URL or SQLite file (FSM_AGENT_STORE)")
+    runs.add_argument("--terminal", default=None, help="runs that ended with this reason")
+    runs.add_argument(
+        "--transition",
+        action="append",
+        default=[],
+        metavar="NAME[:MIN]",
+        help="runs that took this transition at least MIN times (default 1; repeatable)",
+    )
+    runs.add_argument("--tool", default=None, help="runs that called this tool")
+    runs.add_argument("--denied", action="store_true", help="runs in which a call was denied")
+    runs.add_argument("--since", default=None, help="runs started at or after this ISO time")
+    runs.add_argument("--model", default=None, help="runs of this model")
+    runs.add_argument("--limit", type=int, default=None, help="at most this many, newest first")
+    runs.add_argument("--json", action="store_true", help="one JSON object per line")
+    runs.set_defaults(handler=_cmd_runs)
+    actions = runs.add_subparsers(title="actions")
+    importing = actions.add_parser("import", help="index the traces of folders or files")
+    importing.add_argument("paths", type=Path, nargs="+", help="trace files or folders")
+    importing.set_defaults(handler=_cmd_runs_import)
 
 
 # --- run, fork, resume and demo -----------------------------------------------------------------
@@ -295,6 +322,60 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         f"no model, no network   ({outcome.seconds:.2f} s in all)"
     )
     return EXIT_OK if result.terminal == "completed" else EXIT_FAILED
+
+
+# --- the run store -----------------------------------------------------------------------------
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    import orjson  # noqa: PLC0415
+
+    from fsm_agent.store.opening import open_store  # noqa: PLC0415
+    from fsm_agent.store.query import RunQuery, TransitionCount, parse_since  # noqa: PLC0415
+
+    query = RunQuery(
+        terminal=args.terminal,
+        transitions=tuple(TransitionCount.parse(text) for text in args.transition),
+        tool=args.tool,
+        denied=args.denied,
+        since=parse_since(args.since) if args.since is not None else None,
+        model=args.model,
+        limit=args.limit,
+    )
+    store = open_store(args.store)
+    try:
+        found = store.runs(query)
+    finally:
+        store.close()
+    if args.json:
+        for run in found:
+            print(orjson.dumps(run.to_json()).decode())
+        return EXIT_OK
+    print(f"{'run':<32}  {'started':<25}  {'terminal':<20}  {'model':<20}  turns  tokens in/out")
+    for run in found:
+        print(
+            f"{run.run_id:<32}  {run.started or '-':<25}  {run.terminal or '(not ended)':<20}  "
+            f"{run.model:<20}  {run.turns:>5}  {run.input_tokens}/{run.output_tokens}"
+        )
+    print(f"\n{len(found)} runs")
+    return EXIT_OK
+
+
+def _cmd_runs_import(args: argparse.Namespace) -> int:
+    from fsm_agent.store.opening import open_store  # noqa: PLC0415
+    from fsm_agent.store.recording import import_traces  # noqa: PLC0415
+
+    missing = [path for path in args.paths if not path.exists()]
+    if missing:
+        raise CommandLineError(f"no such trace file or folder: {missing[0]}")
+    store = open_store(args.store)
+    try:
+        indexed, unreadable = import_traces(store, args.paths)
+    finally:
+        store.close()
+    skipped = f"; {unreadable} unreadable traces skipped" if unreadable else ""
+    print(f"indexed {indexed} runs{skipped}")
+    return EXIT_FAILED if unreadable else EXIT_OK
 
 
 # --- traces -------------------------------------------------------------------------------------

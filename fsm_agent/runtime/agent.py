@@ -70,6 +70,9 @@ from fsm_agent.runtime.tool import (
     run_call,
     run_validation,
 )
+from fsm_agent.store.opening import STORE_ENV, default_store_url
+from fsm_agent.store.recording import index_run
+from fsm_agent.store.sql_store import RunStore
 from fsm_agent.trace.location import names_folder, prepare_trace_file
 from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
@@ -253,6 +256,10 @@ class Agent:
         mcp_servers: MCP servers whose tools the model may call, as ``mcp__<server>__<tool>``
             (``McpServer.stdio(...)`` or ``McpServer.http(...)``; needs the ``mcp`` extra).
             They are connected for each run, and their tool lists read again between turns.
+        store: the run store each finished run is indexed in (see :mod:`fsm_agent.store`):
+            a ``RunStore``, a store URL or SQLite path, True for the default store, False for
+            none. None (the default) indexes runs when ``FSM_AGENT_STORE`` is set or the
+            trace goes to the default folder. A store failure is logged, never raised.
     """
 
     def __init__(
@@ -272,6 +279,7 @@ class Agent:
         clock: Callable[[], float] = time.monotonic,
         price: ModelPrice | None = None,
         prompt_caching: bool = True,
+        store: RunStore | str | os.PathLike[str] | bool | None = None,
         mcp_servers: Sequence[McpServer] = (),
     ) -> None:
         self.model = model
@@ -286,6 +294,7 @@ class Agent:
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
         self.trace = trace
+        self.store = store
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
         self.settings = _settings(settings, self.cwd)
         # Python hooks first, then each settings file's command hooks, in reading order.
@@ -367,6 +376,20 @@ class Agent:
         if self.trace is False:
             return None
         return prepare_trace_file(None if self.trace is True else self.trace)
+
+    def store_target(self) -> RunStore | str | None:
+        """The store finished runs are indexed in (a store or its URL), or None for none."""
+        if self.store is False:
+            return None
+        if self.store is True:
+            return default_store_url()
+        if isinstance(self.store, str | os.PathLike):
+            return os.fspath(self.store)
+        if self.store is not None:
+            return self.store
+        if os.environ.get(STORE_ENV) or self.trace is None or self.trace is True:
+            return default_store_url()
+        return None
 
     def hidden_paths(self, trace_path: Path | None) -> tuple[Path, ...]:
         """What Glob and Grep must not list: the trace folder (or the trace file)."""
@@ -517,6 +540,11 @@ class _Session:
             await self._stop_tasks()
             if self.writer is not None:
                 self.writer.close()
+                # Issue 13: the trace is complete before the index hears of it; a store
+                # failure is logged inside index_run and never reaches the run.
+                store = self.agent.store_target()
+                if store is not None and self.trace_path is not None:
+                    index_run(self.trace_path, store)
         price = self.agent.price
         result = RunResult(
             terminal=self.core.terminal or "",

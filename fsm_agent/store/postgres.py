@@ -1,0 +1,76 @@
+"""The run store for many writers on many machines: PostgreSQL through psycopg 3 (issue 13).
+
+Needs the ``fsm_agent[postgres]`` extra. The schema is the one SQLite uses (``migrations/``);
+migrations run under an advisory lock, so processes opening a new database at once apply each
+migration exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fsm_agent.errors import ConfigError
+from fsm_agent.store.sql_store import Cursor, SqlRunStore, migrations
+
+# An arbitrary constant naming the lock that serializes schema migrations.
+_MIGRATION_LOCK = 0x0F5A_6E70
+
+
+class PostgresRunStore(SqlRunStore):
+    """A run store in a PostgreSQL database.
+
+    Args:
+        url: a libpq connection URL (``postgresql://user@host:port/dbname``).
+
+    Raises:
+        ConfigError: psycopg is not installed, or the server cannot be reached.
+    """
+
+    marker = "%s"
+
+    def __init__(self, url: str) -> None:
+        try:
+            import psycopg  # noqa: PLC0415 - an optional extra
+        except ImportError:
+            raise ConfigError(
+                "a postgresql:// run store needs psycopg: pip install 'fsm_agent[postgres]'"
+            ) from None
+        self._errors: type[Exception] = psycopg.Error
+        try:
+            self._connection: Any = psycopg.connect(url, autocommit=True)
+            self._migrate()
+        except psycopg.Error as exc:
+            raise ConfigError(f"run store {_without_password(url)}: {exc}") from None
+
+    def _migrate(self) -> None:
+        with self.transaction() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
+            cursor.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER)")
+            cursor.execute("SELECT version FROM schema_migrations")
+            done = {row[0] for row in cursor.fetchall()}
+            for version, script in migrations():
+                if version not in done:
+                    cursor.execute(script)
+                    cursor.execute("INSERT INTO schema_migrations (version) VALUES (%s)", [version])
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor]:
+        """A cursor inside a transaction, committed on success and rolled back on error."""
+        with self._connection.transaction(), self._connection.cursor() as cursor:
+            yield cursor
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._connection.close()
+
+
+def _without_password(url: str) -> str:
+    """The URL as it may be shown in an error: any password replaced by ``***``."""
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not at or ":" not in credentials:
+        return url
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}{sep}{user}:***@{host}"

@@ -1,0 +1,71 @@
+"""Indexing a run when it ends, without ever breaking it (issue 13).
+
+The trace is complete and closed before the store is touched, and every failure of the store
+(down, full, read-only, a bad URL) is logged and swallowed: the run's result and its trace do
+not depend on the index, which can be rebuilt with ``fsm-agent runs import``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from fsm_agent.store.opening import open_store
+from fsm_agent.store.sql_store import RunStore
+from fsm_agent.store.summary import RunSummary, summarize_trace
+from fsm_agent.trace.reader import trace_files
+
+LOGGER = logging.getLogger("fsm_agent.store")
+"""Store failures are reported here (stdlib logging), never raised into a run."""
+
+
+def index_run(trace_path: str | os.PathLike[str], store: RunStore | str) -> bool:
+    """Index one finished run; returns whether it was indexed.
+
+    Args:
+        trace_path: the run's (closed) trace file.
+        store: the store to write to, or its URL (then it is opened, and closed afterwards).
+    """
+    try:
+        summary = summarize_trace(trace_path)
+        if isinstance(store, str):
+            opened = open_store(store)
+            try:
+                opened.add([summary])
+            finally:
+                opened.close()
+        else:
+            store.add([summary])
+    except Exception as exc:  # the run must not fail because its index did
+        LOGGER.warning(
+            "run %s was not indexed in the run store (%s: %s); its trace is complete, "
+            "index it later with: fsm-agent runs import %s",
+            Path(trace_path).stem,
+            type(exc).__name__,
+            exc,
+            Path(trace_path).parent,
+        )
+        return False
+    return True
+
+
+def import_traces(store: RunStore, paths: Iterable[str | os.PathLike[str]]) -> tuple[int, int]:
+    """Index every trace under ``paths`` (files or folders); returns (indexed, unreadable).
+
+    A trace that cannot be read is logged and skipped; the others are still indexed.
+    """
+    unreadable = 0
+
+    def summaries() -> Iterable[RunSummary]:
+        nonlocal unreadable
+        for path in trace_files(paths):
+            try:
+                yield summarize_trace(path)
+            except Exception as exc:  # one bad file must not stop an import
+                unreadable += 1
+                LOGGER.warning("%s: not indexed: %s", path, exc)
+
+    indexed = store.add(summaries())
+    return indexed, unreadable
