@@ -33,13 +33,28 @@ def _marked(block: dict[str, Any]) -> dict[str, Any]:
     return {**block, "cache_control": CACHE_CONTROL}
 
 
+_MARKABLE: Final = frozenset(
+    {"text", "image", "document", "search_result", "tool_use", "tool_result", "server_tool_use"}
+)
+"""Block types the API lets carry ``cache_control``; thinking and redacted thinking are cached
+as part of the prefix but may not be marked, and neither may an empty text block."""
+
+
+def _markable(block: dict[str, Any]) -> bool:
+    kind = block.get("type")
+    return kind in _MARKABLE and not (kind == "text" and not block.get("text"))
+
+
 def _mark_message(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with its last markable block marked (unchanged when it has none)."""
     content = message["content"]
     if isinstance(content, str):
         content = [{"type": "text", "text": content}]
-    if not content:
-        return message
-    return {**message, "content": [*content[:-1], _marked(content[-1])]}
+    for index in range(len(content) - 1, -1, -1):
+        if _markable(content[index]):
+            marked = [*content[:index], _marked(content[index]), *content[index + 1 :]]
+            return {**message, "content": marked}
+    return message
 
 
 def cache_breakpoints(

@@ -39,6 +39,28 @@ def test_marks_go_on_system_tools_and_the_end_of_the_history() -> None:
     assert count_breakpoints([system, tools, messages]) == 4
 
 
+def test_thinking_and_empty_text_are_never_marked() -> None:
+    """The API refuses cache_control on thinking blocks and empty text: the mark moves back."""
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "go"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Let me think."},
+                {"type": "thinking", "thinking": "hm", "signature": "s"},
+                {"type": "redacted_thinking", "data": "x"},
+                {"type": "text", "text": ""},
+            ],
+        },
+        {"role": "user", "content": [{"type": "text", "text": "ok"}]},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": ""}]},
+    ]
+    _, _, messages = cache_breakpoints(system="", tools=[], messages=history)
+    assert messages[-1] == history[-1]  # nothing in it may carry a mark
+    marked = [b for b in messages[1]["content"] if "cache_control" in b]
+    assert marked == [{"type": "text", "text": "Let me think.", "cache_control": CACHE_CONTROL}]
+
+
 def test_the_given_dicts_are_left_alone() -> None:
     """Marking copies what it marks: the history's shared dicts never change."""
     before = copy.deepcopy((TOOLS, MESSAGES))
