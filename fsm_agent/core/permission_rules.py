@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import enum
 import re
+import warnings
 from collections.abc import Collection, Iterable, Iterator, Sequence
 
 import attrs
 
-from fsm_agent.errors import ConfigError
+from fsm_agent.errors import ConfigError, SettingsWarning
 
 
 class RuleSource(enum.Enum):
@@ -221,6 +222,19 @@ def _unescape(content: str) -> str:
     return re.sub(r"\\([()\\])", r"\1", content)
 
 
+CLAUDE_CODE_TOOLS = frozenset(
+    {
+        "Agent", "AskUserQuestion", "BashOutput", "EnterPlanMode", "ExitPlanMode", "LS", "LSP",
+        "ListMcpResourcesTool", "MultiEdit", "NotebookEdit", "NotebookRead", "PowerShell",
+        "ReadMcpResourceTool", "Skill", "SlashCommand", "TaskOutput", "TaskStop", "TodoWrite",
+        "ToolSearch", "WebFetch", "WebSearch",
+    }
+)  # fmt: skip
+"""Tools of Claude Code that an fsm_agent agent may lack. A rule naming one (common in a
+user's existing settings files) can neither protect nor expose anything here, so it is kept
+with a ``SettingsWarning`` instead of refused; any other unknown name is a typo to report."""
+
+
 def check_rule_tools(
     rules: Iterable[Rule], tool_names: Collection[str], mcp_servers: Collection[str] = ()
 ) -> None:
@@ -243,6 +257,14 @@ def check_rule_tools(
                 continue
             why = f"the agent declares no MCP server {server!r}"
         elif rule.tool in known:
+            continue
+        elif rule.tool in CLAUDE_CODE_TOOLS:
+            warnings.warn(
+                f"permission rule {rule.text!r} ({rule.source.value}): this agent has no "
+                f"{rule.tool} tool, so the rule never applies",
+                SettingsWarning,
+                stacklevel=2,
+            )
             continue
         else:
             why = f"the agent has no tool {rule.tool!r} (it has: {', '.join(sorted(known))})"

@@ -15,7 +15,7 @@ import pytest
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import HookDecision, HookOutcome
 from fsm_agent.core.messages import tool_results
-from fsm_agent.errors import ConfigError
+from fsm_agent.errors import ConfigError, SettingsWarning
 from fsm_agent.runtime.agent import Agent, RunResult
 from fsm_agent.runtime.hooks import Hooks
 from fsm_agent.runtime.permissions import (
@@ -157,11 +157,19 @@ def test_a_prefix_rule_does_not_allow_assignments_writing_redirects_or_sudo(work
 
 
 def test_invalid_rules_and_unknown_tools_are_refused_when_the_agent_is_built(work: Path) -> None:
-    """`Bash(rm` and `WebFetch` (a tool this agent lacks) are ConfigErrors, not ignored."""
+    """`Bash(rm` and `Bahs` (no tool of any agent) are ConfigErrors, not ignored."""
     with pytest.raises(ConfigError, match=r"'Bash\(rm' from cliArg"):
         PermissionPolicy(deny={"Bash(rm"})
-    with pytest.raises(ConfigError, match="no tool 'WebFetch'"):
-        run_calls(work, [], permissions=PermissionPolicy(deny={"WebFetch"}))
+    with pytest.raises(ConfigError, match="no tool 'Bahs'"):
+        run_calls(work, [], permissions=PermissionPolicy(deny={"Bahs"}))
+
+
+def test_rules_for_claude_code_tools_this_agent_lacks_warn(work: Path) -> None:
+    """A user's `WebFetch` rule (a Claude Code tool this agent lacks) warns and loads."""
+    path = settings_file(work, "settings.json", {"permissions": {"deny": ["WebFetch"]}})
+    with pytest.warns(SettingsWarning, match="'WebFetch' .*no WebFetch tool"):
+        outcome = run_calls(work, [("Read", {"file_path": "canary.txt"})], settings=path)
+    assert outcome.errors == [False]
 
 
 # --- settings files ------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from fsm_agent.core.permission_rules import (
     path_rule_matches,
     shell_rule_matches,
 )
-from fsm_agent.errors import ConfigError
+from fsm_agent.errors import ConfigError, SettingsWarning
 
 DENY, ASK, ALLOW = RuleBehavior.DENY, RuleBehavior.ASK, RuleBehavior.ALLOW
 
@@ -86,6 +86,8 @@ def test_rules_naming_tools_the_agent_lacks_are_refused() -> None:
     check_rule_tools([rule("mcp__gh__create")], tools, mcp_servers={"gh"})
     with pytest.raises(ConfigError, match=r"no tool 'Write' \(it has: Bash, Read"):
         check_rule_tools([rule("Write")], tools)
+    with pytest.warns(SettingsWarning, match="no WebSearch tool"):
+        check_rule_tools([rule("WebSearch")], tools)
     with pytest.raises(ConfigError, match="declares no MCP server 'gh'"):
         check_rule_tools([rule("mcp__gh")], tools)
 
