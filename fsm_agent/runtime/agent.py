@@ -241,7 +241,7 @@ class Agent:
         trace: where the JSONL trace goes: a folder (a path ending in ``/`` or an existing
             folder; created, one new file per run), a file, None for the default folder
             (the user's state folder, outside ``cwd``; see :mod:`fsm_agent.trace.location`),
-            or False for no trace. Glob and Grep never list the trace folder.
+            or False for no trace. Glob, Grep and Read never touch the trace folder.
         cwd: the working directory tools act in (default: the current one).
         system: the system prompt.
         secrets: strings that must never reach a trace (the API key is added by itself).

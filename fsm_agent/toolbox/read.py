@@ -32,6 +32,7 @@ from fsm_agent.toolbox.paths import (
     resolve_in_cwd,
     resolve_path,
 )
+from fsm_agent.toolbox.walk import is_hidden
 
 DEFAULT_LINE_LIMIT = 2_000
 MAX_LINE_CHARS = 2_000
@@ -88,6 +89,8 @@ class Read(Tool[ReadInput]):
         if data.limit is not None and data.limit < 1:
             return "limit must be 1 or more"
         path = resolve_path(data.file_path, ctx)
+        if is_hidden(path, ctx):
+            return f"{data.file_path} is in this run's own trace folder, which tools do not read"
         if not is_readable_without_asking(path, ctx):
             return None  # asked about first; what exists out there is not told before
         if not path.exists():

@@ -72,7 +72,9 @@ def _rules_for(folder: Path, ctx: ToolContext) -> _IgnoreRules:
     return rules
 
 
-def _hidden(path: Path, ctx: ToolContext) -> bool:
+def is_hidden(path: Path, ctx: ToolContext) -> bool:
+    """Whether ``path`` (resolved) lies in one of the context's hidden folders (the run's
+    traces): no built-in tool lists or reads it."""
     return any(path == hidden or path.is_relative_to(hidden) for hidden in ctx.hidden_paths)
 
 
@@ -85,7 +87,7 @@ def walk_files(top: Path, ctx: ToolContext, *, max_depth: int | None = None) -> 
             ``hidden_paths`` the folders never listed.
         max_depth: how many folder levels below ``top`` to enter (None: all).
     """
-    if _hidden(top.resolve(), ctx):
+    if is_hidden(top.resolve(), ctx):
         return
     stack: list[tuple[Path, _IgnoreRules, int]] = [(top, _rules_for(top.resolve(), ctx), 0)]
     while stack:
@@ -109,7 +111,7 @@ def walk_files(top: Path, ctx: ToolContext, *, max_depth: int | None = None) -> 
                 resolved = resolve_in_cwd(str(path), ctx)  # a symlink may point outside
             except PathOutsideWorkingDirectory:
                 continue
-            if _hidden(resolved, ctx):
+            if is_hidden(resolved, ctx):
                 continue
             if is_dir:
                 # A linked folder is not followed (no cycles); depth bounds a shallow glob.

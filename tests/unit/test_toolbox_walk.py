@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from fsm_agent.runtime.tool import Tool, ToolContext, run_call, run_validation
-from fsm_agent.toolbox import Glob, Grep
+from fsm_agent.toolbox import Glob, Grep, Read
 from fsm_agent.toolbox.walk import glob_regex, walk_files
 
 
@@ -84,6 +84,21 @@ def test_glob_and_grep_leave_out_ignored_and_hidden_files(project: Path) -> None
         "app.py",
         "src/main.py",
     ]
+
+
+def test_read_refuses_a_file_in_a_hidden_folder(project: Path) -> None:
+    """Read will not open a file inside the run's trace folder, and says why."""
+    ctx = ToolContext(cwd=project, hidden_paths=((project / "src").resolve(),))
+
+    async def check() -> str:
+        checked = await run_validation(
+            Read(), "Read", {"file_path": "src/main.py"}, ctx, call_id="c"
+        )
+        assert not checked.ok
+        return checked.error
+
+    assert "trace folder" in asyncio.run(check())
+    assert call(Read(), {"file_path": "app.py"}, ctx).endswith("needle")
 
 
 def test_glob_pattern_depth_and_literal_prefix(project: Path) -> None:
