@@ -1,20 +1,30 @@
 """The built-in tools: Read, Glob, Grep, Edit, Write and Bash.
 
 Each lives in its own module; :func:`default_tools` gives one fresh instance of each, in the
-order they are usually listed to the model.
+order they are usually listed to the model. The modules are loaded on first use: a program
+that needs one helper of this package (say ``toolbox.paths``) does not pay for the shell
+parser behind Bash or the ignore-file reader behind Glob.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from fsm_agent.runtime.tool import Tool
-from fsm_agent.toolbox.bash import Bash, BashInput
-from fsm_agent.toolbox.edit import Edit, EditInput
-from fsm_agent.toolbox.glob import Glob, GlobInput
-from fsm_agent.toolbox.grep import Grep, GrepInput
-from fsm_agent.toolbox.read import Read, ReadInput
-from fsm_agent.toolbox.write import Write, WriteInput
+_PUBLIC = {
+    "Bash": "fsm_agent.toolbox.bash",
+    "BashInput": "fsm_agent.toolbox.bash",
+    "Edit": "fsm_agent.toolbox.edit",
+    "EditInput": "fsm_agent.toolbox.edit",
+    "Glob": "fsm_agent.toolbox.glob",
+    "GlobInput": "fsm_agent.toolbox.glob",
+    "Grep": "fsm_agent.toolbox.grep",
+    "GrepInput": "fsm_agent.toolbox.grep",
+    "Read": "fsm_agent.toolbox.read",
+    "ReadInput": "fsm_agent.toolbox.read",
+    "Write": "fsm_agent.toolbox.write",
+    "WriteInput": "fsm_agent.toolbox.write",
+}
 
 __all__ = [
     "Bash",
@@ -32,7 +42,36 @@ __all__ = [
     "default_tools",
 ]
 
+if TYPE_CHECKING:
+    from fsm_agent.runtime.tool import Tool
+    from fsm_agent.toolbox.bash import Bash, BashInput
+    from fsm_agent.toolbox.edit import Edit, EditInput
+    from fsm_agent.toolbox.glob import Glob, GlobInput
+    from fsm_agent.toolbox.grep import Grep, GrepInput
+    from fsm_agent.toolbox.read import Read, ReadInput
+    from fsm_agent.toolbox.write import Write, WriteInput
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fsm_agent.toolbox' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 def default_tools() -> list[Tool[Any]]:
     """One instance of every built-in tool."""
+    from fsm_agent.toolbox.bash import Bash  # noqa: PLC0415 (loaded on first use)
+    from fsm_agent.toolbox.edit import Edit  # noqa: PLC0415
+    from fsm_agent.toolbox.glob import Glob  # noqa: PLC0415
+    from fsm_agent.toolbox.grep import Grep  # noqa: PLC0415
+    from fsm_agent.toolbox.read import Read  # noqa: PLC0415
+    from fsm_agent.toolbox.write import Write  # noqa: PLC0415
+
     return [Read(), Glob(), Grep(), Edit(), Write(), Bash()]
