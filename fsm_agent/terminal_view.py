@@ -84,7 +84,6 @@ class LiveView:
         self.quiet = quiet
         self.read_line = read_line
         self.loop_transitions: list[str] = []
-        self.always_allowed: set[str] = set()
         self._status: Any = None
         self._phase = "idle"
         self._text = ""  # the streamed line still arriving
@@ -212,8 +211,6 @@ class LiveView:
     async def ask(self, request: PermissionRequest) -> PermissionAnswer:
         """Ask the person at the terminal, one question at a time; the run goes on meanwhile
         but prints nothing until the answer is in."""
-        if request.tool_name in self.always_allowed:
-            return PermissionAnswer(allow=True, message="allowed always this session")
         if self._asking is None:
             self._asking = asyncio.Lock()
         async with self._asking:
@@ -237,6 +234,8 @@ class LiveView:
             plain(Text(f"  {key}: {_cut(str(value), 400)}"))
         why = request.message or request.reason or "this call needs your approval"
         plain(Text(f"  why: {why}"))
+        if request.suggested_rules:
+            plain(Text(f"  always adds: {', '.join(request.suggested_rules)}"))
         while True:
             try:
                 raw = self.read_line("Allow? [y] once, [a] always, [n] no: ")
@@ -246,8 +245,9 @@ class LiveView:
             if answer in _ONCE:
                 return PermissionAnswer(allow=True)
             if answer in _ALWAYS:
-                self.always_allowed.add(request.tool_name)
-                return PermissionAnswer(allow=True, message="allowed always this session")
+                # The session rules the chain suggests (``Bash(touch x.txt)``), never the whole
+                # tool: the policy records them in the trace and applies them from now on.
+                return PermissionAnswer.allow_always(request.suggested_rules)
             if answer in _DENY:
                 try:
                     note = self.read_line("Message for the model (optional): ").strip()

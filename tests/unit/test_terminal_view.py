@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import threading
+from pathlib import Path
 
 from rich.console import Console
 
@@ -13,17 +14,21 @@ from fsm_agent.core.messages import (
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
+    tool_results,
 )
 from fsm_agent.core.step import TransitionTaken
 from fsm_agent.runtime.agent import (
+    Agent,
     MessageUpdate,
     ModelFailed,
     RetryScheduled,
     TextDelta,
     TransitionUpdate,
 )
-from fsm_agent.runtime.permissions import PermissionAnswer, PermissionRequest
+from fsm_agent.runtime.permissions import PermissionAnswer, PermissionPolicy, PermissionRequest
 from fsm_agent.terminal_view import LiveView, summarize_result
+from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+from fsm_agent.toolbox import Bash
 
 
 def view_with(answers: list[str]) -> tuple[LiveView, io.StringIO, list[str]]:
@@ -58,12 +63,30 @@ def test_the_question_shows_tool_input_and_reason_verbatim() -> None:
     assert prompts == ["Allow? [y] once, [a] always, [n] no: "]
 
 
-def test_allow_always_is_remembered_for_the_session() -> None:
-    """'a' allows the call and every later call of the same tool without asking."""
-    view, _, prompts = view_with(["a"])
-    assert asyncio.run(view.ask(REQUEST)).allow
-    assert asyncio.run(view.ask(REQUEST)).allow
-    assert len(prompts) == 1
+def test_allow_always_adds_the_suggested_session_rules_not_the_whole_tool(tmp_path: Path) -> None:
+    """'a' answers with the rules the chain suggests: the same command later runs unasked, a
+    different command of the same tool is still asked about."""
+    (tmp_path / "canary.txt").write_text("alive\n")
+    steps = [
+        {"content": [{"tool_use": {"name": "Bash", "input": {"command": command}}}]}
+        for command in ("touch made.txt", "touch made.txt", "rm canary.txt")
+    ]
+    steps.append({"content": [{"text": "done"}]})
+    view, out, prompts = view_with(["a", "n", ""])
+    agent = Agent(
+        model=ScriptedModel(parse_scenario({"steps": steps}), name="scripted"),
+        tools=[Bash()],
+        cwd=tmp_path,
+        permissions=PermissionPolicy(ask=view.ask),
+        trace=False,
+    )
+    result = asyncio.run(agent.run("go"))
+    errors = [b.is_error for m in result.messages for b in tool_results(m)]
+    assert errors == [False, False, True]
+    assert prompts.count("Allow? [y] once, [a] always, [n] no: ") == 2
+    assert "always adds: Bash(touch made.txt)" in out.getvalue()
+    assert (tmp_path / "made.txt").exists()
+    assert (tmp_path / "canary.txt").exists()
 
 
 def test_deny_takes_a_message_for_the_model() -> None:
