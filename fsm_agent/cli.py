@@ -93,7 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     resume.set_defaults(handler=_cmd_resume)
 
     demo = commands.add_parser("demo", help="an offline demo through the fake server")
-    demo.add_argument("--trace", type=Path, default=None, help="where to keep the trace")
+    # Kept as typed: Path() would drop the trailing "/" that makes a target a folder.
+    demo.add_argument(
+        "--trace", default=None, help="trace file, or folder (ending in / or existing)"
+    )
     demo.add_argument("--quiet", action="store_true", help="print only the summary")
     demo.set_defaults(handler=_cmd_demo)
 
@@ -141,8 +144,7 @@ def _live_options(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--trace",
-        type=Path,
-        default=None,
+        default=None,  # a str: Path() would drop the trailing "/" that makes it a folder
         help="trace file, or folder (ending in / or existing); default: the user state folder",
     )
     command.add_argument(

@@ -11,6 +11,7 @@ record.
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -79,7 +80,7 @@ def stop_hook_asking_once() -> Callable[[HookInput], HookOutcome | None]:
 async def run_demo(
     *,
     workdir: Path | None = None,
-    trace_path: Path | None = None,
+    trace_path: str | os.PathLike[str] | None = None,
     on_update: Callable[[Update], None] | None = None,
 ) -> DemoOutcome:
     """Run the demo scenario against the fake server and replay its trace."""
@@ -117,12 +118,13 @@ async def run_demo(
                     result = update.result
             await model.aclose()
         assert result is not None
-        replayed = replay(trace)
+        assert result.trace_path is not None
+        replayed = replay(result.trace_path)
         if trace_path is None:
             # Keep the trace beyond the temporary folder.
             kept = default_trace_folder() / "demo-trace.jsonl"
             kept.parent.mkdir(parents=True, exist_ok=True)
-            kept.write_bytes(trace.read_bytes())
+            kept.write_bytes(result.trace_path.read_bytes())
             result = attrs.evolve(result, trace_path=kept)
     return DemoOutcome(
         result=result,

@@ -194,3 +194,18 @@ def test_diagram_folds_abort_edges_into_a_note(capsys: Any) -> None:
     assert "aborted_streaming on AbortRequested from idle, session_start_hooks" in note
     assert "aborted_tools on AbortRequested from attachments, post_tools" in note
     assert "classDef taken fill:#ff922b,stroke:#c92a2a,stroke-width:3px" in loop
+
+
+def test_run_and_demo_given_a_trace_folder_ending_in_a_slash_write_into_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--trace runs/` makes a folder holding one file per run, for `run` and `demo` alike;
+    the next run adds a file instead of overwriting a file named `runs`."""
+    monkeypatch.chdir(tmp_path)
+    model = scenario(tmp_path, [{"content": [{"text": "hi"}]}])
+    assert main(["run", "hi", "--model", model, "--trace", "runs/"]) == 0
+    assert main(["run", "hi", "--model", model, "--trace", "runs/"]) == 0
+    assert main(["demo", "--quiet", "--trace", "demos/"]) == 0
+    assert (tmp_path / "runs").is_dir()
+    assert len(list((tmp_path / "runs").glob("*.jsonl"))) == 2
+    assert len(list((tmp_path / "demos").glob("*.jsonl"))) == 1
