@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import functools
 import io
+import os
 import random
 import statistics
 import subprocess
@@ -415,6 +416,59 @@ def generated_run_figures(count: int) -> tuple[float, float, float, int]:
     return len(drawn) / elapsed, len(drawn) / cpu, deep / len(drawn), broken
 
 
+def store_figures(url: str, runs: int) -> tuple[float, float]:
+    """Issue 13: runs per second importing ``runs`` traces into the store at ``url``, and the
+    median time of a filtered query over them."""
+    import shutil
+
+    from fsm_agent.store.opening import open_store
+    from fsm_agent.store.query import RunQuery, TransitionCount
+    from fsm_agent.store.recording import import_traces
+
+    golden = sorted(Path(__file__).parents[1].joinpath("traces").glob("*.jsonl"))
+    with tempfile.TemporaryDirectory() as folder:
+        for n in range(runs):
+            shutil.copyfile(golden[n % len(golden)], Path(folder, f"run-{n:05d}.jsonl"))
+        store = open_store(url or Path(folder, "index.sqlite3"))
+        try:
+            start = time.perf_counter()
+            import_traces(store, [folder])
+            imported = time.perf_counter() - start
+            query = RunQuery(
+                terminal="completed",
+                transitions=(TransitionCount(name="next_turn"),),
+                denied=True,
+            )
+            queried = median_time(lambda: store.runs(query), number=1, repeat=5)
+        finally:
+            store.close()
+    return runs / imported, queried
+
+
+def store_write_overhead() -> float:
+    """A scripted session indexed in a SQLite store, as a ratio to the same session without."""
+    from fsm_agent.runtime.agent import Agent
+    from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+
+    scenario = {"steps": [{"content": [{"text": "done"}]}]}
+    with tempfile.TemporaryDirectory() as folder:
+
+        def session(store: object) -> None:
+            agent = Agent(
+                model=ScriptedModel(parse_scenario(scenario)),
+                cwd=folder,
+                trace=Path(folder, "traces") / "",
+                store=store,  # type: ignore[arg-type]
+            )
+            agent.run_sync("go")
+
+        bare = median_time(lambda: session(False), number=5, repeat=5)
+        indexed = median_time(
+            lambda: session(str(Path(folder, "index.sqlite3"))), number=5, repeat=5
+        )
+    return indexed / bare
+
+
 def row(label: str, value: str, note: str) -> None:
     """Print one result line."""
     print(f"{label:<36} {value:>12}   {note}")
@@ -508,6 +562,17 @@ def main() -> int:
         f"{driven * 1e3:8.2f} ms",
         f"{driven / synchronous:.0f}× the core alone ({synchronous * 1e6:.0f} µs)",
     )
+    store_runs = 1_000 if args.quick else 10_000
+    backends = [("SQLite", "")]  # "": a SQLite file in the benchmark's temporary folder
+    if os.environ.get("FSM_AGENT_BENCH_POSTGRES"):
+        backends.append(("PostgreSQL", os.environ["FSM_AGENT_BENCH_POSTGRES"]))
+    for name, url in backends:
+        rate, queried = store_figures(url, store_runs)
+        row(f"run store import, {name}", f"{rate:8.0f} /s", f"{store_runs:,} runs")
+        row(f"run store filtered query, {name}", f"{queried * 1e3:8.2f} ms", "3 filters")
+    if len(backends) == 1:
+        row("run store, PostgreSQL", "skipped", "set FSM_AGENT_BENCH_POSTGRES=postgresql://...")
+    row("store write per run", f"{store_write_overhead():8.2f} ×", "scripted session, vs none")
     python = sys.executable
     bare_python = command_seconds([python, "-c", "pass"])
     imported = command_seconds([python, "-c", "import fsm_agent"])
