@@ -10,7 +10,7 @@ import pytest
 from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
 from fsm_agent.core.shell_commands import analyse_command
 
-CWD = "/work/project"
+CWD = "/srv/project"
 HOME = "/home/user"
 
 
