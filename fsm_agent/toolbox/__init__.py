@@ -8,8 +8,9 @@ parser behind Bash or the ignore-file reader behind Glob.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from fsm_agent.lazy_exports import lazy_exports
 
 _PUBLIC = {
     "Bash": "fsm_agent.toolbox.bash",
@@ -52,17 +53,7 @@ if TYPE_CHECKING:
     from fsm_agent.toolbox.write import Write, WriteInput
 
 
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fsm_agent.toolbox' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC, globals())
 
 
 def default_tools() -> list[Tool[Any]]:

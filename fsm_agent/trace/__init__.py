@@ -10,8 +10,9 @@ replay and the timelines. ``fsm_agent.trace.replay`` is the module; the function
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fsm_agent.lazy_exports import lazy_exports
 
 _PUBLIC = {
     "SCHEMA_VERSION": "fsm_agent.trace.records",
@@ -86,14 +87,4 @@ if TYPE_CHECKING:
     from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fsm_agent.trace' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC, globals())
