@@ -60,6 +60,7 @@ from fsm_agent.runtime.permissions import (
     PermissionPolicy,
     PermissionRequest,
 )
+from fsm_agent.runtime.result_files import persist_chosen
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.tool import (
@@ -737,6 +738,13 @@ class _Session:
             self._spawn(self._compact(effect))
         elif isinstance(effect, fx.DrainCollapse):
             self._spawn(self._collapse(effect))
+        elif isinstance(effect, fx.PersistToolResults):
+            results = persist_chosen(
+                self.core.messages_for_query(), effect.results, self.results_dir
+            )
+            self.queue.put_nowait(
+                ev.ToolResultsPersisted(effect_id=effect.effect_id, results=results)
+            )
         elif isinstance(effect, fx.FetchAttachments):
             if self.mcp:
                 self._spawn(self._refresh_tools(effect))
