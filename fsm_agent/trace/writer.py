@@ -1,4 +1,4 @@
-"""The trace writer: one JSONL record per line, write-ahead, flushed per line.
+"""The trace writer: one JSONL record per line, write-ahead, flushed per event and per step.
 
 The header and ``end`` records (and records copied by :meth:`TraceWriter.write_record`) go
 through a structlog logger built locally with ``structlog.wrap_logger`` (never
@@ -6,8 +6,9 @@ through a structlog logger built locally with ``structlog.wrap_logger`` (never
 then ``JSONRenderer`` turns the record into one orjson line with sorted keys, and
 ``BytesLogger`` writes and flushes it. Events, transitions and effects, the records of the hot
 path, skip the logger's machinery (it added nothing there but its cost, issue 10): the same
-stamping, serializer and redaction, then one write and one flush. Both paths give the same
-bytes. The serializer's ``default=`` raises, so an object that was not unstructured fails
+stamping, serializer and redaction, then one write and one flush per event and per step; a
+transition line is spliced from its table row's bytes, rendered once per process. All paths
+give the same bytes. The serializer's ``default=`` raises, so an object that was not unstructured fails
 loudly instead of leaving a ``repr`` (with a memory address) in the trace. structlog is
 imported when the first writer is made, so importing the package does not pay for it.
 
@@ -40,8 +41,6 @@ _CALL_ID: Final = b'{"call_id":'
 """How every transition line starts (keys are sorted; ``call_id`` sorts first)."""
 _NO_TEMPLATE: Final[tuple[bytes, bytes]] = (b"", b"")
 """Marks a row whose lines take the general path."""
-
-
 _TEMPLATE_LIMIT: Final = 4096
 """Rows remembered (the tables have a few hundred; other machines' rows may add more)."""
 _TEMPLATES: Final[dict[tuple[str, str, str, str], tuple[bytes, bytes]]] = {}
