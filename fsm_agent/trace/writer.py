@@ -8,9 +8,10 @@ then ``JSONRenderer`` turns the record into one orjson line with sorted keys, an
 path, skip the logger's machinery (it added nothing there but its cost, issue 10): the same
 stamping, serializer and redaction, then one write and one flush per event and per step; a
 transition line is spliced from its table row's bytes, rendered once per process. All paths
-give the same bytes. The serializer's ``default=`` raises, so an object that was not unstructured fails
-loudly instead of leaving a ``repr`` (with a memory address) in the trace. structlog is
-imported when the first writer is made, so importing the package does not pay for it.
+give the same bytes. The serializer's ``default=`` raises, so an object that was not
+unstructured fails loudly instead of leaving a ``repr`` (with a memory address) in the trace.
+structlog is imported when the first writer is made, so importing the package does not pay
+for it.
 
 Order of use (DESIGN §5): :meth:`TraceWriter.write_event` *before* the core sees the event,
 :meth:`TraceWriter.write_step` with what ``feed`` returned, :meth:`TraceWriter.write_end` once
