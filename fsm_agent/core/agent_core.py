@@ -68,6 +68,7 @@ _TOOL_EVENTS = (
     ev.ToolInputValidated,
     ev.ToolCallFinished,
     ev.ToolProgressReported,
+    ev.SubagentStarted,
     ev.HooksFinished,
     ev.PermissionPromptShown,
     ev.PermissionDecided,

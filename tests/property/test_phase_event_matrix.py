@@ -79,6 +79,9 @@ EVENTS: dict[str, st.SearchStrategy[Any]] = {
     ),
     "ToolCallFinished": st.builds(ev.ToolCallFinished, call_id=CALL_IDS, is_error=st.booleans()),
     "ToolProgressReported": st.builds(ev.ToolProgressReported, call_id=CALL_IDS, text=st.just("p")),
+    "SubagentStarted": st.builds(
+        ev.SubagentStarted, call_id=CALL_IDS, agent=st.just("a"), run_id=st.just("r")
+    ),
     "HooksFinished": st.builds(ev.HooksFinished, effect_id=IDS, outcome=OUTCOMES),
     "PermissionPromptShown": st.builds(ev.PermissionPromptShown, effect_id=IDS),
     "PermissionDecided": st.builds(
@@ -204,8 +207,9 @@ class _Sink:
 
 
 TOOL_EVENT_TYPES = [
-    "ToolInputValidated", "ToolCallFinished", "ToolProgressReported", "HooksFinished",
-    "PermissionDecided", "PermissionPromptShown", "AbortRequested", "CompactionFinished",
+    "ToolInputValidated", "ToolCallFinished", "ToolProgressReported", "SubagentStarted",
+    "HooksFinished", "PermissionDecided", "PermissionPromptShown", "AbortRequested",
+    "CompactionFinished",
 ]  # fmt: skip
 
 
