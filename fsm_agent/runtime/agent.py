@@ -19,7 +19,7 @@ import datetime as dt
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from fsm_agent.runtime.performing import (
     compaction,
     grant,
     hook_input,
+    is_stale,
     model_request,
     permission_facts,
     permission_failed,
@@ -329,7 +330,7 @@ class Agent:
 
     async def stream(self, prompt: str | Sequence[Message]) -> AsyncIterator[Update]:
         """Run, yielding stream deltas, messages, transitions and tool progress as they come."""
-        messages = _as_messages(prompt)
+        messages = as_messages(prompt)
         async with contextlib.AsyncExitStack() as stack:
             connections = await connect_all(self.mcp_servers, stack) if self.mcp_servers else []
             session = _Session(
@@ -384,6 +385,20 @@ class Agent:
             return default_store_url()
         return None
 
+    def tool_context(self, trace_path: Path | None, *, extra: Mapping[str, Any]) -> ToolContext:
+        """A fresh context for one tool call of a run whose trace is ``trace_path``."""
+        results_dir = results_folder(trace_path)
+        readable = tuple(self.permissions.additional_directories)
+        if results_dir is not None:
+            readable = (*readable, results_dir.resolve())
+        return ToolContext(
+            cwd=self.cwd,
+            additional_directories=readable,
+            hidden_paths=self.hidden_paths(trace_path),
+            results_dir=results_dir,
+            extra=dict(extra),
+        )
+
     def hidden_paths(self, trace_path: Path | None) -> tuple[Path, ...]:
         """What Glob and Grep must not list: the trace folder (or the trace file)."""
         if trace_path is None:
@@ -393,7 +408,15 @@ class Agent:
         return (keep_out.resolve(),)
 
 
-def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
+def results_folder(trace_path: Path | None) -> Path | None:
+    """Where oversized tool results are saved (SPEC §7.1): beside the trace, readable by the
+    model; None without a trace."""
+    if trace_path is None:
+        return None
+    return trace_path.parent / f"{trace_path.stem}.tool-results"
+
+
+def as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
     if isinstance(prompt, str):
         if not prompt.strip():
             raise UsageError("the prompt is empty")
@@ -423,13 +446,6 @@ class _Session:
         self.trace_path = agent.trace_path()
         self.writer: TraceWriter | None = None
         meta = {"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name}
-        self.hidden_paths = agent.hidden_paths(self.trace_path)
-        # SPEC §7.1: oversized tool results are saved beside the trace, readable by the model.
-        self.results_dir = (
-            self.trace_path.parent / f"{self.trace_path.stem}.tool-results"
-            if self.trace_path is not None
-            else None
-        )
         if start is not None:
             # Continue a recorded run: its core, and a trace that repeats its prefix.
             if not isinstance(start.core, AgentCore):
@@ -514,7 +530,7 @@ class _Session:
                         raise
                     if isinstance(item, BaseException):
                         raise item  # a task failed: handled below, like a fault of our own
-                    if self._dropped(item):
+                    if is_stale(item, self.cancelled_calls, self.effect_calls):
                         continue
                     for update in self._feed(item):
                         yield update
@@ -622,14 +638,6 @@ class _Session:
             with contextlib.suppress(Exception):
                 writer.write_end(self.core.terminal, self.core.usage, fault=fault)
         return updates
-
-    def _dropped(self, event: ev.Event) -> bool:
-        call_id = getattr(event, "call_id", None)
-        if call_id is None and isinstance(
-            event, ev.HooksFinished | ev.PermissionDecided | ev.PermissionPromptShown
-        ):
-            call_id = self.effect_calls.get(event.effect_id)
-        return call_id is not None and call_id in self.cancelled_calls
 
     def _feed(self, event: ev.Event) -> list[Update]:
         step: Step = self.feeder.feed(event)
@@ -747,16 +755,7 @@ class _Session:
     def _context(self, call_id: str) -> ToolContext:
         context = self.call_contexts.get(call_id)
         if context is None:
-            readable = tuple(self.agent.permissions.additional_directories)
-            if self.results_dir is not None:
-                readable = (*readable, self.results_dir.resolve())
-            context = ToolContext(
-                cwd=self.agent.cwd,
-                additional_directories=readable,
-                hidden_paths=self.hidden_paths,
-                results_dir=self.results_dir,
-                extra=dict(self.core.tool_context),
-            )
+            context = self.agent.tool_context(self.trace_path, extra=self.core.tool_context)
             self.call_contexts[call_id] = context
         return context
 
