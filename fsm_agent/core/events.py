@@ -112,6 +112,27 @@ class ToolProgressReported:
     text: str
 
 
+@attrs.frozen(kw_only=True)
+class SubagentStarted:
+    """A tool call started a child agent, whose trace is a file of its own.
+
+    A fact for the trace (it links the parent's call to the child's run, both ways with the
+    child's header); the machines take no transition for it, and the model never sees it.
+    Resume reads it to pick the child up from its own trace instead of running it again.
+
+    Attributes:
+        call_id: the parent's tool call that runs the child.
+        agent: the name of the child's definition.
+        run_id: the child's run id.
+        trace: the child's trace file, or None when the run is not traced.
+    """
+
+    call_id: str
+    agent: str
+    run_id: str
+    trace: str | None = None
+
+
 class HookDecision(enum.Enum):
     """A PreToolUse hook's permission decision (SPEC §6.1)."""
 
@@ -229,6 +250,23 @@ class CollapseDrained:
 
 
 @attrs.frozen(kw_only=True)
+class PersistedResult:
+    """What the model sees of a tool_result saved to a file: a preview and the path."""
+
+    tool_use_id: str
+    content: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultsPersisted:
+    """The answer to ``PersistToolResults``: the results that were saved (one that could not
+    be is left out, and keeps its content)."""
+
+    effect_id: str
+    results: tuple[PersistedResult, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class AttachmentsReady:
     """Attachments, prefetch results and queued commands for the next turn.
 
@@ -256,11 +294,13 @@ Event: TypeAlias = (
     | ToolInputValidated
     | ToolCallFinished
     | ToolProgressReported
+    | SubagentStarted
     | HooksFinished
     | PermissionPromptShown
     | PermissionDecided
     | CompactionFinished
     | CollapseDrained
+    | ToolResultsPersisted
     | AttachmentsReady
     | AbortRequested
 )
@@ -273,11 +313,13 @@ EVENT_TYPES: tuple[type, ...] = (
     ToolInputValidated,
     ToolCallFinished,
     ToolProgressReported,
+    SubagentStarted,
     HooksFinished,
     PermissionPromptShown,
     PermissionDecided,
     CompactionFinished,
     CollapseDrained,
+    ToolResultsPersisted,
     AttachmentsReady,
     AbortRequested,
 )

@@ -56,6 +56,7 @@ from fsm_agent.runtime.performing import (
     permission_facts,
     permission_failed,
     permission_timed_out,
+    persist_results,
     seconds,
     stream_model,
     tool_step,
@@ -63,6 +64,7 @@ from fsm_agent.runtime.performing import (
 from fsm_agent.runtime.permissions import AskCallback, PermissionPolicy, PermissionRequest
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
+from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
 from fsm_agent.runtime.tool import Tool, ToolContext
 from fsm_agent.store.opening import STORE_ENV, default_store_url
 from fsm_agent.store.recording import index_run
@@ -254,6 +256,8 @@ class Agent:
             a ``RunStore``, a store URL or SQLite path, True for the default store, False for
             none. None (the default) indexes runs when ``FSM_AGENT_STORE`` is set or the
             trace goes to the default folder. A store failure is logged, never raised.
+        subagent: set by the ``Task`` tool when it builds a child agent: the child's name, its
+            place in the tree of subagents and the parent run and call it works for.
     """
 
     def __init__(
@@ -275,8 +279,10 @@ class Agent:
         prompt_caching: bool = True,
         store: RunStore | str | os.PathLike[str] | bool | None = None,
         mcp_servers: Sequence[McpServer] = (),
+        subagent: SubagentSeat | None = None,
     ) -> None:
         self.model = model
+        self.subagent = subagent
         self.prompt_caching = prompt_caching
         self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
@@ -313,7 +319,9 @@ class Agent:
             for name in (tool.name, *tool.aliases):
                 self._by_name[name] = tool
         # A rule naming a tool this agent lacks would never match: refuse it now (SPEC §9.2).
-        self.permissions.check_tools(self._by_name)
+        # A tool its subagents have counts: the parent's deny rules reach them (issue 14).
+        inner = (name for t in self.tools for name in t.inner_tool_names())
+        self.permissions.check_tools({*self._by_name, *inner})
 
     async def run(self, prompt: str | Sequence[Message]) -> RunResult:
         """Run until a terminal reason; return the result."""
@@ -385,8 +393,16 @@ class Agent:
             return default_store_url()
         return None
 
-    def tool_context(self, trace_path: Path | None, *, extra: Mapping[str, Any]) -> ToolContext:
-        """A fresh context for one tool call of a run whose trace is ``trace_path``."""
+    def tool_context(
+        self,
+        trace_path: Path | None,
+        *,
+        extra: Mapping[str, Any],
+        call_id: str = "",
+        parent: ParentRun | None = None,
+    ) -> ToolContext:
+        """A fresh context for call ``call_id`` of a run whose trace is ``trace_path``
+        (``parent``: what a tool that starts a child agent needs of this run)."""
         results_dir = results_folder(trace_path)
         readable = tuple(self.permissions.additional_directories)
         if results_dir is not None:
@@ -397,6 +413,8 @@ class Agent:
             hidden_paths=self.hidden_paths(trace_path),
             results_dir=results_dir,
             extra=dict(extra),
+            call_id=call_id,
+            parent=parent,
         )
 
     def hidden_paths(self, trace_path: Path | None) -> tuple[Path, ...]:
@@ -414,6 +432,25 @@ def results_folder(trace_path: Path | None) -> Path | None:
     if trace_path is None:
         return None
     return trace_path.parent / f"{trace_path.stem}.tool-results"
+
+
+def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
+    """The trace of the child agent an in-flight call had started, if the recording says so
+    (a resume only: a fork continues differently, so its children start afresh)."""
+    effect = item.effect
+    if not isinstance(start, ResumePoint) or not isinstance(effect, fx.RunToolStep):
+        return None
+    found: Path | None = None
+    for record in start.records:
+        event = record.get("event") if record.get("record") == "event" else None
+        if (
+            isinstance(event, dict)
+            and event.get("type") == "SubagentStarted"
+            and event.get("call_id") == effect.call_id
+            and isinstance(event.get("trace"), str)
+        ):
+            found = Path(event["trace"])
+    return found
 
 
 def as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
@@ -445,7 +482,12 @@ class _Session:
         self.rerun = rerun
         self.trace_path = agent.trace_path()
         self.writer: TraceWriter | None = None
-        meta = {"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name}
+        meta: dict[str, Any] = {
+            "started": dt.datetime.now(dt.UTC).isoformat(),
+            "model": agent.model.name,
+        }
+        if agent.subagent is not None:
+            meta.update(agent.subagent.header_meta())
         if start is not None:
             # Continue a recorded run: its core, and a trace that repeats its prefix.
             if not isinstance(start.core, AgentCore):
@@ -479,6 +521,14 @@ class _Session:
         self.started = agent.clock()
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
+        # Issue 14: what the calls of this run that start child agents share and record.
+        self.run_id = str(meta.get("run_id") or "") or (
+            self.trace_path.stem if self.trace_path is not None else self.session_id
+        )
+        seat = agent.subagent
+        self.subagent_budget = seat.budget if seat is not None else SubagentBudget()
+        self.resumed_children: dict[str, Path] = {}
+        self.announced: dict[str, asyncio.Future[None]] = {}
         self.closing_hooks: set[asyncio.Task[ev.HookOutcome]] = set()
         # The policy whose ``ask`` callback first tells the core a person is being asked.
         policy = agent.permissions
@@ -534,6 +584,10 @@ class _Session:
                         continue
                     for update in self._feed(item):
                         yield update
+                    if isinstance(item, ev.SubagentStarted):
+                        recorded = self.announced.pop(item.call_id, None)
+                        if recorded is not None and not recorded.done():
+                            recorded.set_result(None)
             except Exception as exc:
                 # A bug in the driver, the trace writer or a user's callable: abort through
                 # the core, so every tool_use is answered, end the trace naming the fault,
@@ -590,6 +644,12 @@ class _Session:
             effect = item.effect
             if isinstance(effect, fx.CallModel) and self.core.stream_started(effect.request_id):
                 lost_stream = effect
+            elif item.maybe_side_effects and (child := _child_trace(start, item)) is not None:
+                # Issue 14: the call had started a child agent, which has a trace of its own:
+                # the call is performed again, and picks the child up from that trace.
+                assert isinstance(effect, fx.RunToolStep)
+                self.resumed_children[effect.call_id] = child
+                later.append(effect)
             elif item.maybe_side_effects and not (self.rerun and self.rerun(item)):
                 # A call that may have run already is not run again unless the caller says so.
                 assert isinstance(effect, fx.RunToolStep)
@@ -728,6 +788,11 @@ class _Session:
             self._spawn(self._compact(effect))
         elif isinstance(effect, fx.DrainCollapse):
             self._spawn(self._collapse(effect))
+        elif isinstance(effect, fx.PersistToolResults):
+            messages = self.core.messages_for_query()
+            self.queue.put_nowait(
+                persist_results(effect, messages, results_folder(self.trace_path))
+            )
         elif isinstance(effect, fx.FetchAttachments):
             if self.mcp:
                 self._spawn(self._refresh_tools(effect))
@@ -755,9 +820,30 @@ class _Session:
     def _context(self, call_id: str) -> ToolContext:
         context = self.call_contexts.get(call_id)
         if context is None:
-            context = self.agent.tool_context(self.trace_path, extra=self.core.tool_context)
+            context = self.agent.tool_context(
+                self.trace_path,
+                extra=self.core.tool_context,
+                call_id=call_id,
+                parent=ParentRun(
+                    agent=self.agent,
+                    run_id=self.run_id,
+                    trace_path=self.trace_path,
+                    call_id=call_id,
+                    depth=self.agent.subagent.depth if self.agent.subagent is not None else 0,
+                    budget=self.subagent_budget,
+                    announce=self._announce,
+                    resume_from=self.resumed_children.get(call_id),
+                ),
+            )
             self.call_contexts[call_id] = context
         return context
+
+    async def _announce(self, event: ev.SubagentStarted) -> None:
+        """Record that a call started a child; return once the event is in the trace."""
+        recorded = asyncio.get_running_loop().create_future()
+        self.announced[event.call_id] = recorded
+        self.queue.put_nowait(event)
+        await recorded
 
     async def _tool_step(self, effect: fx.RunToolStep) -> None:
         finished = await tool_step(
@@ -777,6 +863,11 @@ class _Session:
         told = hook_input(
             effect, session_id=self.session_id, cwd=self.agent.cwd, trace_path=self.trace_path
         )
+        seat = self.agent.subagent
+        if seat is not None and effect.hook_event is fx.HookEvent.SUBAGENT_STOP:
+            # Issue 14: a child's SubagentStop hooks learn its name, run id and trace.
+            extra = seat.hook_payload(self.trace_path)
+            told = attrs.evolve(told, payload={**told.payload, **extra})
         return await self.agent.hooks.run(
             told, default_timeout_s=seconds(self.agent.config.hook_timeout_ms)
         )

@@ -29,7 +29,7 @@ import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeAlias, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, Union
 
 import attrs
 import cattrs
@@ -42,7 +42,11 @@ from fsm_agent.core.events import ToolCallFinished, ToolInputValidated
 from fsm_agent.core.messages import TextBlock, ToolResultContent
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import DefinitionError, FsmAgentError
+from fsm_agent.runtime.result_files import PREVIEW_CHARS, preview_of, save_result
 from fsm_agent.trace.json_limits import escape_surrogates
+
+if TYPE_CHECKING:
+    from fsm_agent.runtime.subagent_link import ParentRun
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
@@ -68,9 +72,6 @@ InputT = TypeVar("InputT")
 
 DEFAULT_MAX_RESULT_CHARS = 50_000
 """Results longer than this are truncated, whatever a tool asks for (SPEC §7.1, §10)."""
-
-PREVIEW_CHARS = 2_000
-"""How much of an oversized result the model still sees (SPEC §10: persisted preview)."""
 
 SAFETY_CHECK = "safety_check"
 """``PermissionCheck.reason`` for protected paths; the permission chain never bypasses it."""
@@ -109,6 +110,9 @@ class ToolContext:
         results_dir: where a result too large to send is saved whole (SPEC §7.1); the model
             gets a preview and the path. None cuts such a result to the preview instead.
         extra: anything else the application wants to hand to its tools.
+        call_id: the id of the call (the model's tool_use id).
+        parent: the run the call belongs to, for a tool that starts a child agent
+            (``Task``); None outside an ``Agent`` run.
     """
 
     cwd: Path
@@ -119,6 +123,8 @@ class ToolContext:
     hidden_paths: tuple[Path, ...] = ()
     results_dir: Path | None = None
     extra: dict[str, Any] = attrs.field(factory=dict)
+    call_id: str = ""
+    parent: ParentRun | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -176,6 +182,9 @@ class Tool(Generic[InputT]):
             writes apply to it (SPEC §9.3).
         requires_user_interaction: the call needs a person (SPEC §9.3 step 1e): when the
             permission chain asks, it asks even in ``bypassPermissions`` mode.
+        read_only: every call of the tool is read-only, whatever its input (``Read``,
+            ``Glob``, ``Grep``); a ``Task`` whose child has only such tools may run beside
+            other calls.
     """
 
     name: str
@@ -187,6 +196,7 @@ class Tool(Generic[InputT]):
     aliases: tuple[str, ...] = ()
     path_field: str | None = None
     requires_user_interaction: bool = False
+    read_only: bool = False
 
     def __init__(self) -> None:
         where = type(self).__qualname__
@@ -239,6 +249,11 @@ class Tool(Generic[InputT]):
         """The tool's own permission opinion (default: allow)."""
         return PermissionCheck()
 
+    def inner_tool_names(self) -> tuple[str, ...]:
+        """Tools this tool's calls may run in turn (a ``Task``'s child tools): an agent's
+        permission rules may name them, and reach them there."""
+        return ()
+
     async def call(self, data: InputT, ctx: ToolContext, progress: ProgressCallback) -> ToolOutput:
         """Do the work. Exceptions become error results; cancellation must propagate."""
         raise NotImplementedError(f"tool {self.name!r} does not implement call()")
@@ -252,6 +267,7 @@ class Tool(Generic[InputT]):
             is_shell=self.is_shell,
             interrupt_cancels=self.interrupt_cancels,
             aliases=tuple(self.aliases),
+            unbounded_results=self.max_result_chars is None,
         )
 
     def __repr__(self) -> str:
@@ -441,37 +457,13 @@ def _limit_size(
     return (TextBlock(text=_shorten("\n".join(written), limit, results_dir, call_id)), *others)
 
 
-def _preview(text: str) -> str:
-    preview = text[:PREVIEW_CHARS]
-    cut = preview.rfind("\n")
-    if cut > PREVIEW_CHARS // 2:  # end the preview on a line boundary when one is close
-        preview = preview[:cut]
-    return preview
-
-
 def _shorten(text: str, limit: int, results_dir: Path | None, call_id: str) -> str:
-    if results_dir is not None:
-        path = results_dir / f"{_safe_name(call_id)}.txt"
-        try:
-            results_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        except OSError:
-            pass  # nowhere to save it: the model gets the truncated form instead
-        else:
-            preview = _preview(text)
-            return texts.persisted_output(
-                len(text), str(path), preview, more=len(preview) < len(text)
-            )
-    return _truncate(text, limit)
-
-
-def _safe_name(call_id: str) -> str:
-    """A file name for a call id (ids come from the model: keep only safe characters)."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id) or "result"
+    saved = save_result(text, results_dir, call_id)
+    return saved if saved is not None else _truncate(text, limit)
 
 
 def _truncate(text: str, limit: int) -> str:
-    preview = _preview(text)
+    preview = preview_of(text)
     return (
         f"<truncated-output>\n"
         f"This result was {len(text):,} characters long, over the limit of {limit:,}, "
@@ -522,7 +514,7 @@ class FunctionTool(Tool[Any]):
         self._keyword_form = keyword_form
         self._context_param = context_param
         self._concurrency_safe = concurrency_safe
-        self._read_only = read_only
+        self.read_only = read_only
         super().__init__()
 
     def is_concurrency_safe(self, data: Any) -> bool:
@@ -531,7 +523,7 @@ class FunctionTool(Tool[Any]):
 
     def is_read_only(self, data: Any) -> bool:
         """The flag given to the decorator."""
-        return self._read_only
+        return self.read_only
 
     async def call(self, data: Any, ctx: ToolContext, progress: ProgressCallback) -> ToolOutput:
         """Call the wrapped function and accept a string or a ToolOutput from it."""

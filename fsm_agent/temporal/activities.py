@@ -31,7 +31,7 @@ from fsm_agent.core import codec
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
 from fsm_agent.errors import ConfigError
-from fsm_agent.runtime.agent import Agent
+from fsm_agent.runtime.agent import Agent, results_folder
 from fsm_agent.runtime.compaction import SummaryCompactor
 from fsm_agent.runtime.performing import (
     collapse,
@@ -41,6 +41,7 @@ from fsm_agent.runtime.performing import (
     model_request,
     permission_facts,
     permission_failed,
+    persist_results,
     seconds,
     stream_model,
     tool_step,
@@ -91,6 +92,7 @@ class SessionActivities:
             self.run_hooks,
             self.decide_permission,
             self.compact,
+            self.persist_results,
             self.write_trace,
         ]
 
@@ -294,6 +296,16 @@ class SessionActivities:
                 done = await collapse(effect, self._compactor, history, agent.model, job["model"])
         return codec.dump_event(done)
 
+    @activity.defn(name="fsm_agent.persist_results")
+    async def persist_results(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Save the tool results the budget chose beside the trace (``PersistToolResults``)."""
+        effect = codec.load_effect(job["effect"])
+        assert isinstance(effect, fx.PersistToolResults)
+        trace = job["session"].get("trace_path")
+        messages = [codec.load_message(message) for message in job["messages"]]
+        folder = results_folder(Path(trace) if trace else None)
+        return codec.dump_event(persist_results(effect, messages, folder))
+
     @activity.defn(name="fsm_agent.write_trace")
     async def write_trace(self, job: dict[str, Any]) -> None:
         """Write trace bytes at an offset (so a retried write is harmless); index when ended.
@@ -306,7 +318,7 @@ class SessionActivities:
         redactor = Redactor(agent.secrets)
         data = bytearray()
         for line in str(job["data"]).encode().splitlines(keepends=True):
-            if redactor.may_need(line):
+            if redactor.holds_secret(line):
                 line = records.dumps(redactor.value(orjson.loads(line))) + b"\n"  # noqa: PLW2901
             data += line
         with path.open("r+b" if path.exists() else "wb") as file:

@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from fsm_agent.core.config import LoopConfig
     from fsm_agent.core.messages import AssistantMessage, text_of
     from fsm_agent.core.tool_spec import ToolSpec
+    from fsm_agent.errors import UsageError
     from fsm_agent.runtime.agent import RunResult, as_messages
     from fsm_agent.runtime.performing import is_stale, permission_timed_out, seconds
     from fsm_agent.trace.writer import TraceWriter, TracingCore
@@ -308,6 +309,9 @@ class SessionWorkflow:
             messages = [codec.dump_message(m) for m in self._core.messages_for_query()]
             job = self._job(effect, messages=messages, model=self._core.model)
             self._spawn(self._compact(job, limit=config.hook_timeout_ms))
+        elif isinstance(effect, fx.PersistToolResults):
+            messages = [codec.dump_message(m) for m in self._core.messages_for_query()]
+            self._spawn(self._persist(self._job(effect, messages=messages)))
         elif isinstance(effect, fx.FetchAttachments):
             # Without MCP servers (refused on Temporal workers) there is nothing to fetch:
             # the in-process driver answers the same, at once.
@@ -316,6 +320,10 @@ class SessionWorkflow:
             self._cancelled.add(effect.call_id)
             for task in self._call_tasks.pop(effect.call_id, set()):
                 task.cancel()
+        else:
+            # A new kind of effect this driver does not know: end the run loudly (a fault),
+            # rather than wait forever for an answer that will not come.
+            raise UsageError(f"the Temporal driver cannot perform {type(effect).__name__}")
 
     async def _events(self, name: str, job: dict[str, Any], **options: Any) -> list[ev.Event]:
         found = await workflow.execute_activity(
@@ -448,6 +456,17 @@ class SessionWorkflow:
             job,
             start_to_close_timeout=_DEFAULT_LIMIT if limit is None else _limit(limit),
             heartbeat_timeout=self._heartbeat,
+            retry_policy=_READ_ONLY_RETRIES,
+            result_type=dict,
+        )
+        self._inbox.append(codec.load_event(found))
+
+    async def _persist(self, job: dict[str, Any]) -> None:
+        # Files beside the trace, written again whole if retried: a local activity.
+        found = await workflow.execute_local_activity(
+            "fsm_agent.persist_results",
+            job,
+            start_to_close_timeout=timedelta(minutes=1),
             retry_policy=_READ_ONLY_RETRIES,
             result_type=dict,
         )

@@ -79,6 +79,9 @@ EVENTS: dict[str, st.SearchStrategy[Any]] = {
     ),
     "ToolCallFinished": st.builds(ev.ToolCallFinished, call_id=CALL_IDS, is_error=st.booleans()),
     "ToolProgressReported": st.builds(ev.ToolProgressReported, call_id=CALL_IDS, text=st.just("p")),
+    "SubagentStarted": st.builds(
+        ev.SubagentStarted, call_id=CALL_IDS, agent=st.just("a"), run_id=st.just("r")
+    ),
     "HooksFinished": st.builds(ev.HooksFinished, effect_id=IDS, outcome=OUTCOMES),
     "PermissionPromptShown": st.builds(ev.PermissionPromptShown, effect_id=IDS),
     "PermissionDecided": st.builds(
@@ -94,13 +97,20 @@ EVENTS: dict[str, st.SearchStrategy[Any]] = {
     "CollapseDrained": st.builds(
         ev.CollapseDrained, effect_id=IDS, committed=st.integers(0, 2), messages=MESSAGES
     ),
+    "ToolResultsPersisted": st.builds(
+        ev.ToolResultsPersisted,
+        effect_id=IDS,
+        results=st.sampled_from(
+            [(), (ev.PersistedResult(tool_use_id="toolu_001", content="<persisted-output>"),)]
+        ),
+    ),
     "AttachmentsReady": st.builds(ev.AttachmentsReady, effect_id=IDS, messages=MESSAGES),
     "AbortRequested": st.builds(ev.AbortRequested, reason=st.sampled_from(["user", "interrupt"])),
 }
 
 
 def test_every_event_type_has_a_strategy() -> None:
-    """The matrix covers all 14 event classes."""
+    """The matrix covers every event class."""
     assert set(EVENTS) == {t.__name__ for t in ev.EVENT_TYPES}
 
 
@@ -197,8 +207,9 @@ class _Sink:
 
 
 TOOL_EVENT_TYPES = [
-    "ToolInputValidated", "ToolCallFinished", "ToolProgressReported", "HooksFinished",
-    "PermissionDecided", "PermissionPromptShown", "AbortRequested", "CompactionFinished",
+    "ToolInputValidated", "ToolCallFinished", "ToolProgressReported", "SubagentStarted",
+    "HooksFinished", "PermissionDecided", "PermissionPromptShown", "AbortRequested",
+    "CompactionFinished",
 ]  # fmt: skip
 
 
