@@ -138,8 +138,9 @@ def _call_group(call: _Call, tools: dict[str, tuple[str, Any]], children: Mappin
         summary += f' <a class="subagent" href="{_esc(child)}">subagent timeline →</a>'
     body = "\n".join(_line(entry) for entry in call.entries)
     return (
-        f'<details id="call-{_esc(call.call_id)}" class="call{" t-" + tone if tone else ""}">'
-        f'<summary>{summary}</summary><div class="lines">{body}</div></details>'
+        f'<a id="call-{_esc(call.call_id)}"></a>'  # what a subagent's page links back to
+        f'<details class="call{" t-" + tone if tone else ""}"><summary>{summary}</summary>'
+        f'<div class="lines">{body}</div></details>'
     )
 
 
