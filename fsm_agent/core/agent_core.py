@@ -23,6 +23,7 @@ from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
 from fsm_agent.core import texts
 from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.context_collapse import STAGING_SHARE, CollapsedSpan, CollapseView
 from fsm_agent.core.hook_results import context_and_notices
 from fsm_agent.core.loop_state import AutoCompactTracking, LoopState
 from fsm_agent.core.messages import (
@@ -79,6 +80,8 @@ _P = Phase
 # Events a phase consumes without (necessarily) a transition; rows for the same pair run after.
 INTERNAL_EVENTS: frozenset[tuple[str, type]] = frozenset(
     {(_P.STREAMING.value, ev.ModelStreamEvent)}
+    # SPEC §7.4: a staged collapse is answered while the run goes on, in any phase
+    | {(p.value, ev.CollapseStaged) for p in _P if p is not _P.IDLE}
     | {(_P.STREAMING.value, t) for t in _TOOL_EVENTS}
     | {(_P.TOOL_EXEC.value, t) for t in _TOOL_EVENTS}
     | {(_P.TOOL_EXEC.value, ev.AbortRequested)}
@@ -177,6 +180,7 @@ class AgentCore:
         # SPEC §7.1 tool-result budget: what the model has seen; checked once per iteration
         self._budget = ToolResultBudget(limit=self.config.tool_result_budget_chars)
         self._budget_checked = False
+        self._collapse = CollapseView()  # SPEC §7.4: staged and committed collapses
         # SPEC §7.3 time-based microcompact: wall times from events; once per pause
         self._wall_now: float | None = None
         self._last_response_at: float | None = None
@@ -258,8 +262,9 @@ class AgentCore:
         )
 
     def messages_for_query(self) -> tuple[Message, ...]:
-        """The history the current or next request is built from."""
-        return self._state.messages
+        """What the current or next request is built from: the history, with a committed
+        context collapse projected over it (SPEC §7.4)."""
+        return self._collapse.project(self._state.messages)
 
     def api_messages(self) -> list[dict[str, Any]]:
         """The current request's messages, normalized for the Messages API (SPEC §8.1).
@@ -267,7 +272,7 @@ class AgentCore:
         Only what changed since the previous request is normalized (DESIGN §7); the message
         dicts are shared between requests, so treat them as read-only.
         """
-        return self._request_history.normalize(self._state.messages)
+        return self._request_history.normalize(self.messages_for_query())
 
     def legal_events(self) -> tuple[str, ...]:
         """Names of the event types the current phase accepts."""
@@ -376,7 +381,9 @@ class AgentCore:
         rows = _LOOP_INDEX.get((phase, kind))
         if not internal and rows is None:
             raise IllegalTransition(phase=phase, event=kind.__name__, legal=self.legal_events())
-        if phase in _AWAITING_PHASES and not isinstance(event, ev.AbortRequested):
+        if phase in _AWAITING_PHASES and not isinstance(
+            event, ev.AbortRequested | ev.CollapseStaged
+        ):
             effect_id = getattr(event, "effect_id", None)
             if effect_id != self._awaiting:
                 raise UsageError(
@@ -422,6 +429,8 @@ class AgentCore:
             self._on_stream(event.request_id, event.event)
         elif isinstance(event, ev.AbortRequested):
             self._abort_tools(event.reason)
+        elif isinstance(event, ev.CollapseStaged):
+            self._take_staged_collapse(event)
         elif self._executor is not None and self._executor.owns(event) is not None:
             self._executor.handle(event)
         else:
@@ -729,6 +738,17 @@ class AgentCore:
         self._compactions_this_turn += 1
         if self._estimate_tokens() >= self.config.autocompact_threshold:
             self._compaction_refilled = True
+
+    def _guard_collapse_stage_due(self) -> bool:
+        collapse = self._collapse
+        return (
+            self.config.context_collapse
+            and collapse.staging is None
+            and collapse.staged is None
+            and not collapse.staging_failed
+            and self._estimate_tokens() >= STAGING_SHARE * self.config.effective_window
+            and collapse.next_span(self._state.messages) is not None
+        )
 
     def _guard_microcompact_due(self) -> bool:
         config = self.config
@@ -1195,18 +1215,41 @@ class AgentCore:
                         self._executor.add(block, error)
         self._executor.pump()
 
+    def _on_collapse_staging_started(self) -> None:
+        span = self._collapse.next_span(self._state.messages)
+        assert span is not None
+        effect_id = self.new_effect_id()
+        self._collapse.staging = effect_id
+        count, through = span
+        self._effects.append(
+            fx.StageCollapse(effect_id=effect_id, message_count=count, through_uuid=through)
+        )
+
+    def _take_staged_collapse(self, event: ev.CollapseStaged) -> None:
+        if event.effect_id != self._collapse.staging:
+            raise UsageError(
+                f"CollapseStaged answers {event.effect_id!r}, but the collapse being staged "
+                f"is {self._collapse.staging!r}"
+            )
+        self._collapse.staging = None
+        if event.ok:
+            span = CollapsedSpan(through_uuid=event.through_uuid, summary=tuple(event.summary))
+            self._collapse.staged = span
+        else:
+            self._collapse.staging_failed = True  # no second summary attempt this run
+
     def _on_collapse_drain_started(self) -> None:
-        self._await(fx.DrainCollapse(effect_id=self.new_effect_id()))
+        staged = 1 if self._collapse.staged is not None else 0
+        self._await(fx.DrainCollapse(effect_id=self.new_effect_id(), staged=staged))
 
     def _on_collapse_drain_retry(self) -> None:
         event: ev.CollapseDrained = self._event
+        # SPEC §7.4: a staged span is committed and projected, the history kept; a collapse
+        # made on demand brings the collapsed view itself.
+        if event.messages or not self._collapse.commit():
+            self._state = attrs.evolve(self._state, messages=tuple(event.messages))
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                messages=tuple(event.messages),
-                max_output_tokens_override=None,
-                stop_hook_active=None,
-            ),
+            attrs.evolve(self._state, max_output_tokens_override=None, stop_hook_active=None),
             "collapse_drain_retry",
         )
 

@@ -118,9 +118,22 @@ class Compact:
 
 @attrs.frozen(kw_only=True)
 class DrainCollapse:
-    """Commit staged context collapses (SPEC §7.4)."""
+    """Commit staged context collapses (SPEC §7.4); ``staged`` spans are ready to commit, and
+    with none the driver collapses the oldest half on demand."""
 
     effect_id: str
+    staged: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class StageCollapse:
+    """Summarise the oldest span of what is sent now, in the background (SPEC §7.4): the
+    first ``message_count`` messages of ``AgentCore.messages_for_query()``, the last of them
+    ``through_uuid``. Nothing waits for the answer, ``CollapseStaged``."""
+
+    effect_id: str
+    message_count: int
+    through_uuid: str
 
 
 @attrs.frozen(kw_only=True)
@@ -180,6 +193,7 @@ Effect: TypeAlias = (
     | AskPermission
     | Compact
     | DrainCollapse
+    | StageCollapse
     | PersistToolResults
     | CancelTool
     | FetchAttachments
@@ -193,6 +207,7 @@ EFFECT_TYPES: tuple[type, ...] = (
     AskPermission,
     Compact,
     DrainCollapse,
+    StageCollapse,
     PersistToolResults,
     CancelTool,
     FetchAttachments,

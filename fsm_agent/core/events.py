@@ -261,6 +261,17 @@ class CollapseDrained:
 
 
 @attrs.frozen(kw_only=True)
+class CollapseStaged:
+    """The summary asked for by ``StageCollapse`` (``ok`` False: none could be made). It may
+    arrive in any phase; the core keeps it until a refusal commits it (SPEC §7.4)."""
+
+    effect_id: str
+    through_uuid: str
+    ok: bool
+    summary: tuple[Message, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class PersistedResult:
     """What the model sees of a tool_result saved to a file: a preview and the path."""
 
@@ -313,6 +324,7 @@ Event: TypeAlias = (
     | PermissionDecided
     | CompactionFinished
     | CollapseDrained
+    | CollapseStaged
     | ToolResultsPersisted
     | AttachmentsReady
     | AbortRequested
@@ -332,6 +344,7 @@ EVENT_TYPES: tuple[type, ...] = (
     PermissionDecided,
     CompactionFinished,
     CollapseDrained,
+    CollapseStaged,
     ToolResultsPersisted,
     AttachmentsReady,
     AbortRequested,

@@ -58,6 +58,7 @@ from fsm_agent.runtime.performing import (
     permission_timed_out,
     persist_results,
     seconds,
+    stage_collapse,
     stream_model,
     tool_step,
 )
@@ -804,6 +805,9 @@ class _Session:
             self._spawn(self._compact(effect))
         elif isinstance(effect, fx.DrainCollapse):
             self._spawn(self._collapse(effect))
+        elif isinstance(effect, fx.StageCollapse):
+            # The span is read now: the core goes on while it is summarised (SPEC §7.4).
+            self._spawn(self._stage_collapse(effect, self.core.messages_for_query()))
         elif isinstance(effect, fx.PersistToolResults):
             messages = self.core.messages_for_query()
             self.queue.put_nowait(
@@ -937,6 +941,14 @@ class _Session:
             self.core.model,
         )
         self.queue.put_nowait(drained)
+
+    async def _stage_collapse(
+        self, effect: fx.StageCollapse, messages: tuple[Message, ...]
+    ) -> None:
+        staged = await stage_collapse(
+            effect, self.compactor, messages, self.agent.model, self.core.model
+        )
+        self.queue.put_nowait(staged)
 
     async def _stop_tasks(self) -> None:
         pending = [task for task in self.tasks if not task.done()]

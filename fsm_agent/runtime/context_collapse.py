@@ -1,16 +1,16 @@
 """Context collapse performed by the driver (SPEC §7.4, our design; the reference is a stub).
 
-Where autocompact replaces the whole history with one summary, a collapse replaces only its
-oldest span and keeps the recent turns as they were, so the model keeps granular context. The
-core asks for it with ``DrainCollapse`` after the API refused a request as too long (a 413 or
-"prompt is too long"); this module summarises the oldest half of the history (cut where no
-tool_use is parted from its tool_result) and answers ``CollapseDrained`` with the collapsed
-view, which the core takes through the ``collapse_drain_retry`` row. A history too short to
-cut, or a summary request that fails, commits nothing, and the core goes on to reactive
-compaction or ``prompt_too_long``.
+The core decides (``core.context_collapse``); this module summarises. Two jobs:
 
-Collapses are made when the refusal arrives, not staged ahead of it: a span is summarised once,
-when it has to go.
+* **Staging**, in the background: for ``StageCollapse`` the oldest span the core named (the
+  first ``message_count`` messages of what it sends now) is summarised while the run goes on,
+  and ``CollapseStaged`` brings the summary back. Nothing changes yet.
+* **Draining**, when the API refused a request as too long: for ``DrainCollapse`` with a span
+  staged, the core commits it and the next request is projected through its summary. With
+  nothing staged, the oldest half of the history is summarised on demand and ``CollapseDrained``
+  carries the collapsed view. Either way the core takes the ``collapse_drain_retry`` row; a
+  history too short to cut, or a summary request that fails, commits nothing, and the core
+  goes on to reactive compaction or ``prompt_too_long``.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from collections.abc import Sequence
 
 import attrs
 
-from fsm_agent.core.messages import AssistantMessage, Message, ToolResultBlock, UserMessage
-from fsm_agent.runtime.compaction import SummaryCompactor
+from fsm_agent.core.context_collapse import collapse_cut
+from fsm_agent.core.messages import Message
+from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
 from fsm_agent.runtime.models import Model
 
-__all__ = ["CollapseResult", "collapse_cut", "collapse_oldest"]
+__all__ = ["CollapseResult", "collapse_cut", "collapse_oldest", "stage_span"]
 
 
 @attrs.frozen(kw_only=True)
@@ -32,31 +33,6 @@ class CollapseResult:
 
     committed: int
     messages: tuple[Message, ...] = ()
-
-
-def _starts_round(history: Sequence[Message], index: int) -> bool:
-    """Whether a cut before ``history[index]`` leaves every tool_use with its result."""
-    message = history[index]
-    if isinstance(message, AssistantMessage):
-        # A new response, unless it continues the one before it (same message_id).
-        before = history[index - 1]
-        return not (
-            isinstance(before, AssistantMessage) and before.message_id == message.message_id
-        )
-    if isinstance(message, UserMessage):
-        return not (message.content and isinstance(message.content[0], ToolResultBlock))
-    return False
-
-
-def collapse_cut(history: Sequence[Message]) -> int:
-    """Where the oldest half of ``history`` ends: the round start nearest the middle, or 0
-    when no cut keeps something on both sides."""
-    middle = len(history) // 2
-    for distance in range(middle + 1):
-        for index in (middle - distance, middle + distance):
-            if 0 < index < len(history) and _starts_round(history, index):
-                return index
-    return 0
 
 
 async def collapse_oldest(
@@ -70,3 +46,10 @@ async def collapse_oldest(
     if not summary.ok:
         return CollapseResult(committed=0)
     return CollapseResult(committed=1, messages=(*summary.messages, *history[cut:]))
+
+
+async def stage_span(
+    span: Sequence[Message], compactor: SummaryCompactor, model: Model, model_name: str
+) -> CompactionResult:
+    """Summarise a span the core chose to stage (its summary replaces it once committed)."""
+    return await compactor.summarise(span, model, model_name, what="staged context collapse")

@@ -23,7 +23,7 @@ from fsm_agent.core.messages import Message
 from fsm_agent.core.prompt_cache import cache_breakpoints
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
-from fsm_agent.runtime.context_collapse import CollapseResult, collapse_oldest
+from fsm_agent.runtime.context_collapse import CollapseResult, collapse_oldest, stage_span
 from fsm_agent.runtime.hooks import HookInput
 from fsm_agent.runtime.models import (
     Model,
@@ -269,13 +269,37 @@ async def collapse(
     model: Model,
     model_name: str,
 ) -> ev.CollapseDrained:
-    """Collapse the oldest part of the history for a ``DrainCollapse`` effect."""
+    """Collapse the oldest part of the history for a ``DrainCollapse`` effect; with a span
+    staged, the core commits that one and nothing is summarised here (SPEC §7.4)."""
+    if effect.staged:
+        return ev.CollapseDrained(effect_id=effect.effect_id, committed=effect.staged)
     try:
         result = await collapse_oldest(messages, compactor, model, model_name)
     except Exception:  # nothing committed: the core goes on to its next recovery
         result = CollapseResult(committed=0)
     return ev.CollapseDrained(
         effect_id=effect.effect_id, committed=result.committed, messages=result.messages
+    )
+
+
+async def stage_collapse(
+    effect: fx.StageCollapse,
+    compactor: SummaryCompactor,
+    messages: Sequence[Message],
+    model: Model,
+    model_name: str,
+) -> ev.CollapseStaged:
+    """Summarise the span a ``StageCollapse`` effect names, in the background (SPEC §7.4)."""
+    span = messages[: effect.message_count]
+    try:
+        result = await stage_span(span, compactor, model, model_name)
+    except Exception as exc:  # no summary: the core stages nothing more this run
+        result = CompactionResult(ok=False, error=f"{type(exc).__name__}: {exc}")
+    return ev.CollapseStaged(
+        effect_id=effect.effect_id,
+        through_uuid=effect.through_uuid,
+        ok=result.ok,
+        summary=result.messages,
     )
 
 

@@ -43,6 +43,7 @@ from fsm_agent.runtime.performing import (
     permission_failed,
     persist_results,
     seconds,
+    stage_collapse,
     stream_model,
     tool_step,
 )
@@ -282,13 +283,17 @@ class SessionActivities:
 
     @activity.defn(name="fsm_agent.compact")
     async def compact(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Summarise the history for a ``Compact`` or ``DrainCollapse`` effect."""
+        """Summarise the history for a ``Compact``, ``DrainCollapse`` or ``StageCollapse``."""
         agent = self.agent(job["session"])
         effect = codec.load_effect(job["effect"])
         history = [codec.load_message(message) for message in job["messages"]]
         async with self._beating():
             if isinstance(effect, fx.Compact):
                 done: ev.Event = await compaction(
+                    effect, self._compactor, history, agent.model, job["model"]
+                )
+            elif isinstance(effect, fx.StageCollapse):
+                done = await stage_collapse(
                     effect, self._compactor, history, agent.model, job["model"]
                 )
             else:

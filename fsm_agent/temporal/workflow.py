@@ -305,7 +305,7 @@ class SessionWorkflow:
                 session_rules=list(self._core.session_permission_rules),
             )
             self._spawn(self._permission(effect, job), call_id=effect.call_id)
-        elif isinstance(effect, fx.Compact | fx.DrainCollapse):
+        elif isinstance(effect, fx.Compact | fx.DrainCollapse | fx.StageCollapse):
             messages = [codec.dump_message(m) for m in self._core.messages_for_query()]
             job = self._job(effect, messages=messages, model=self._core.model)
             self._spawn(self._compact(job, limit=config.hook_timeout_ms))

@@ -172,6 +172,19 @@ ENTRIES: tuple[Entry, ...] = (
         must_take=("collapse_drain_started", "collapse_drain_retry"),
     ),
     Entry(
+        name="staged_collapse",
+        description="Near the window the oldest span is summarised in the background; the "
+        "refusal that follows commits it, and the retry sends the projected history.",
+        steps=(
+            _tools(_READ, usage={"input_tokens": 19_000, "output_tokens": 10}),
+            _error("prompt_too_long"),
+            _text("Fits now."),
+        ),
+        config=LoopConfig(context_collapse=True, reactive_compact=False, context_window=40_000),
+        terminal="completed",
+        must_take=("collapse_staging_started", "collapse_drain_started", "collapse_drain_retry"),
+    ),
+    Entry(
         name="collapse_drain_empty",
         description="A drain that commits nothing and no reactive compact: prompt_too_long.",
         steps=(_error("prompt_too_long"),),

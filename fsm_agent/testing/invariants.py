@@ -66,9 +66,10 @@ _CALL_DONE = RESULT_STATES | {CallState.YIELDED.value}
 _WITHDRAWING = frozenset(
     {"request_retried", "model_fallback", "max_tokens_reduced", "api_error_received"}
 )
-# Loop rows one iteration can take besides retries: start, preprocess, compaction, setup,
-# request, stream end, the no-tools or tools branch, finalizing and its waits, one continue.
-_LOOP_ROWS_PER_ITERATION = 16
+# Loop rows one iteration can take besides retries: start, preprocess (the tool-result budget
+# and its answer, microcompact, collapse staging), compaction, setup, request, stream end, the
+# no-tools or tools branch, finalizing and its waits, one continue.
+_LOOP_ROWS_PER_ITERATION = 20
 _LOOP_ROWS_PER_REQUEST = 2
 _TOOL_ROWS_PER_CALL = 10
 
@@ -354,6 +355,10 @@ def _api_messages(core: AgentCore) -> list[str]:
         problems.extend(
             f"inv8 (messages_for_query): {p}"
             for p in api_invariant_violations(normalize_for_api(core.messages_for_query()))
+        )
+        # what a request sends: collapse projections, cleared and saved results included
+        problems.extend(
+            f"inv8 (request): {p}" for p in api_invariant_violations(core.api_messages())
         )
     return problems
 

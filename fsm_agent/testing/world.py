@@ -231,8 +231,23 @@ class WorldRun:
                 error="" if ok else "compaction failed (scripted)",
             )
             return effect.effect_id, [done]
+        if isinstance(effect, fx.StageCollapse):
+            self._summaries += 1
+            summary = UserMessage(
+                uuid=f"collapse{self._summaries}",
+                content=(TextBlock(text="Summary of the oldest turns."),),
+                is_meta=True,
+            )
+            staged = ev.CollapseStaged(
+                effect_id=effect.effect_id,
+                through_uuid=effect.through_uuid,
+                ok=True,
+                summary=(summary,),
+            )
+            return effect.effect_id, [staged]
         if isinstance(effect, fx.DrainCollapse):
-            committed = next(self._collapses, 0)
+            # A staged span is committed as it is; else the scripted on-demand answer.
+            committed = effect.staged or next(self._collapses, 0)
             drained = ev.CollapseDrained(effect_id=effect.effect_id, committed=committed)
             return effect.effect_id, [drained]
         if isinstance(effect, fx.FetchAttachments):

@@ -41,11 +41,13 @@ from fsm_agent.core.effects import (
     PersistToolResults,
     RunHooks,
     RunToolStep,
+    StageCollapse,
     ToolStep,
 )
 from fsm_agent.core.events import (
     AttachmentsReady,
     CollapseDrained,
+    CollapseStaged,
     CompactionFinished,
     Event,
     HooksFinished,
@@ -368,6 +370,7 @@ _ANSWERED_BY_EFFECT_ID = (
     PermissionDecided,
     CompactionFinished,
     CollapseDrained,
+    CollapseStaged,
     ToolResultsPersisted,
     AttachmentsReady,
 )
@@ -376,6 +379,7 @@ _ASKS_BY_EFFECT_ID = (
     AskPermission,
     Compact,
     DrainCollapse,
+    StageCollapse,
     PersistToolResults,
     FetchAttachments,
 )

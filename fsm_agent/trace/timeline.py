@@ -275,6 +275,9 @@ class _Builder:
             )
         elif kind == "CollapseDrained":
             self.add(seq, "compact", f"collapse drained: {event.get('committed')} committed")
+        elif kind == "CollapseStaged":
+            result = "staged" if event.get("ok") else "failed"
+            self.add(seq, "compact", f"collapse through {event.get('through_uuid')} {result}")
         elif kind == "ToolResultsPersisted":
             count = len(event.get("results") or [])
             self.add(seq, "compact", f"tool results saved to files: {count}")
@@ -361,6 +364,9 @@ class _Builder:
             self.add(seq, "compact", f"compact: {effect.get('kind')}{trigger}")
         elif kind == "DrainCollapse":
             self.add(seq, "compact", "drain staged context collapses")
+        elif kind == "StageCollapse":
+            count = effect.get("message_count")
+            self.add(seq, "compact", f"stage a collapse of the oldest {count} messages")
         elif kind == "PersistToolResults":
             ids = ", ".join(str(r.get("tool_use_id")) for r in effect.get("results") or [])
             self.add(seq, "compact", f"save oversized tool results to files: {ids}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import given
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
+from fsm_agent.runtime.response_clock import ResponseClock
 from fsm_agent.testing.invariants import check_run
 from fsm_agent.testing.scenario import parse_scenario
 from fsm_agent.testing.strategies import tool_specs_for
@@ -59,3 +61,50 @@ def test_compactions_per_user_turn_are_bounded(
     taken = [t.name for _, step in run.steps for t in step.transitions]
     assert sum(name in _COMPACTIONS for name in taken) <= cap
     assert check_run(core, run.steps, config, model_steps=len(steps) + 1) == []
+
+
+@given(
+    steps=_steps(),
+    size=st.sampled_from([10, 400, 900]),
+    calls=st.integers(min_value=1, max_value=3),
+    collapse=st.booleans(),
+    hours=st.sampled_from([0.0, 3_600.0]),
+    cap=st.integers(min_value=1, max_value=3),
+)
+def test_every_context_mechanism_keeps_tool_pairing(
+    *,
+    steps: list[dict[str, Any]],
+    size: int,
+    calls: int,
+    collapse: bool,
+    hours: float,
+    cap: int,
+) -> None:
+    """Budget, time-based microcompact, staged collapse and compaction together, under any
+    overflow pattern: every request is valid API input (each tool_use answered once, in the
+    next message), compactions stay bounded, and every invariant holds."""
+    config = LoopConfig(
+        context_window=_WINDOWS[1],
+        max_compactions_per_turn=cap,
+        context_collapse=collapse,
+        tool_result_budget_chars=1_000,
+        time_based_microcompact=True,
+        microcompact_keep_recent=1,
+    )
+    core = AgentCore(config=config, tools=tool_specs_for(["Read"]))
+    # each tool turn asks for ``calls`` reads at once: their results share one message
+    turns = [{**step, "content": step["content"] * calls} if "content" in step else step
+             for step in steps]  # fmt: skip
+    world = World(
+        scenario=parse_scenario({"steps": [*turns, {"content": [{"text": "done"}]}]}),
+        tools={"Read": ToolScript(content="r" * size)},
+    )
+    ticks = itertools.count(start=0.0, step=hours)
+    clock = ResponseClock(lambda: next(ticks))
+    run = WorldRun(lambda event: core.feed(clock.stamp(event)), world, prompt("hi"))
+    run.run()
+    taken = [t.name for _, step in run.steps for t in step.transitions]
+    assert sum(name in _COMPACTIONS for name in taken) <= cap
+    tool_uses = calls * sum("usage" in step for step in steps)
+    found = check_run(core, run.steps, config, model_steps=len(steps) + 1, tool_calls=tool_uses)
+    assert found == []

@@ -97,6 +97,13 @@ EVENTS: dict[str, st.SearchStrategy[Any]] = {
     "CollapseDrained": st.builds(
         ev.CollapseDrained, effect_id=IDS, committed=st.integers(0, 2), messages=MESSAGES
     ),
+    "CollapseStaged": st.builds(
+        ev.CollapseStaged,
+        effect_id=IDS,
+        through_uuid=st.sampled_from(["u1", "m1"]),
+        ok=st.booleans(),
+        summary=MESSAGES,
+    ),
     "ToolResultsPersisted": st.builds(
         ev.ToolResultsPersisted,
         effect_id=IDS,

@@ -70,3 +70,28 @@ def test_a_refused_request_takes_the_collapse_drain_retry_row() -> None:
     retried = model.requests[-1].messages
     assert "Earlier: three echoes." in str(retried[0])
     assert len(retried) < len(model.requests[3].messages)
+
+
+def test_a_staged_collapse_is_committed_by_the_refusal() -> None:
+    """Near the window the oldest span is summarised while the run goes on; the refusal
+    commits that summary, the retry sends it in place of the span, and the history is kept."""
+    big = {
+        "content": [{"tool_use": {"name": "Echo", "input": {"text": "x"}}}],
+        "usage": {"input_tokens": 19_000, "output_tokens": 10},
+    }
+    steps = [
+        big,
+        {"content": [{"text": "Staged: the prompt."}]},  # the staging summary request
+        {"error": {"kind": "prompt_too_long"}},
+        {"content": [{"text": "done"}]},
+    ]
+    model = ScriptedModel(parse_scenario({"steps": steps}))
+    config = LoopConfig(context_collapse=True, reactive_compact=False, context_window=40_000)
+    agent = Agent(model=model, tools=[echo], config=config, trace=False)
+    result = asyncio.run(agent.run("go"))
+    assert result.terminal == "completed"
+    staged, refused, retried = model.requests[1:]
+    assert "go" in str(staged.messages)  # the span it summarised
+    assert "Staged: the prompt." in str(retried.messages[0])
+    assert len(retried.messages) == len(refused.messages)  # one prompt became one summary
+    assert "Staged: the prompt." not in str(result.messages)  # history unchanged

@@ -363,6 +363,21 @@ def test_abort_while_results_are_saved_is_aborted_streaming() -> None:
     assert finish(core, run) == "aborted_streaming"
 
 
+def test_a_collapse_staged_near_the_window_is_committed_by_a_refusal() -> None:
+    """Over 90% of the window a span is staged without waiting; the refusal commits it, and
+    requests are projected through its summary while the history is kept (SPEC §7.4)."""
+    big = {**READ, "usage": {"input_tokens": 19_000, "output_tokens": 1}}
+    config = LoopConfig(context_collapse=True, context_window=40_000)
+    core, run, terminal = play([big, PTL, TEXT], config=config)
+    assert terminal == "completed"
+    names = loop_names(run)
+    assert names.index("collapse_staging_started") < names.index("collapse_drain_retry")
+    (drain,) = effects_of(run, fx.DrainCollapse)
+    assert drain.staged == 1
+    assert "collapse" in core.messages_for_query()[0].uuid
+    assert core.state.messages[0].uuid == "prompt"
+
+
 def test_collapse_drain_retry_when_committed() -> None:
     """With context collapse on, a committed drain retries the request."""
     config = LoopConfig(context_collapse=True)
