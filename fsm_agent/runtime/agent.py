@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -38,6 +38,7 @@ from fsm_agent.core.messages import (
     UserMessage,
     text_of,
 )
+from fsm_agent.core.pricing import ModelPrice
 from fsm_agent.core.prompt_cache import cache_breakpoints
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tables import Phase
@@ -73,9 +74,13 @@ from fsm_agent.runtime.tool import (
 from fsm_agent.store.opening import STORE_ENV, default_store_url
 from fsm_agent.store.recording import index_run
 from fsm_agent.store.sql_store import RunStore
-from fsm_agent.trace.location import names_folder, prepare_trace_file
+from fsm_agent.telemetry.config import Telemetry, tracer_for
+from fsm_agent.trace.location import names_folder, new_run_id, prepare_trace_file
 from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
+
+if TYPE_CHECKING:
+    from fsm_agent.telemetry.live import RunTelemetry
 
 ABORT_ON_FAULT = "fault"
 """``AbortRequested.reason`` fed when the driver itself fails (the ``end`` record names it)."""
@@ -117,25 +122,6 @@ class RunResult:
             if isinstance(message, AssistantMessage) and text_of(message):
                 return text_of(message)
         return ""
-
-
-@attrs.frozen(kw_only=True)
-class ModelPrice:
-    """What a model costs, in US dollars per million tokens (to fill ``RunResult.cost_usd``)."""
-
-    input: float
-    output: float
-    cache_write: float = 0.0
-    cache_read: float = 0.0
-
-    def cost(self, usage: Usage) -> float:
-        """The cost of ``usage`` at these prices."""
-        return (
-            usage.input_tokens * self.input
-            + usage.output_tokens * self.output
-            + usage.cache_creation_input_tokens * self.cache_write
-            + usage.cache_read_input_tokens * self.cache_read
-        ) / 1_000_000
 
 
 @attrs.frozen(kw_only=True)
@@ -260,6 +246,11 @@ class Agent:
             a ``RunStore``, a store URL or SQLite path, True for the default store, False for
             none. None (the default) indexes runs when ``FSM_AGENT_STORE`` is set or the
             trace goes to the default folder. A store failure is logged, never raised.
+        telemetry: OpenTelemetry export of each run's spans (see :mod:`fsm_agent.telemetry`):
+            True, or a ``Telemetry`` naming a tracer provider or collector; False for none.
+            None (the default) exports when the ``OTEL_*`` environment asks for it
+            (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_TRACES_EXPORTER``). Needs the ``otel``
+            extra; the spans are built from the run's trace records.
     """
 
     def __init__(
@@ -281,8 +272,11 @@ class Agent:
         prompt_caching: bool = True,
         store: RunStore | str | os.PathLike[str] | bool | None = None,
         mcp_servers: Sequence[McpServer] = (),
+        telemetry: Telemetry | bool | None = None,
     ) -> None:
         self.model = model
+        # Resolved now, so a missing extra or a bad OTEL_* setting is a ConfigError here.
+        self.tracer = tracer_for(telemetry)
         self.prompt_caching = prompt_caching
         self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
@@ -367,15 +361,16 @@ class Agent:
         """The tool called ``name`` (or one of its aliases)."""
         return self._by_name.get(name)
 
-    def trace_path(self) -> Path | None:
-        """A new file for the next run's trace, its folder created (None when tracing is off).
+    def trace_path(self, run_id: str | None = None) -> Path | None:
+        """A new file for the next run's trace, its folder created (None when tracing is off);
+        in a folder, the file is named after ``run_id``.
 
         Raises:
             ConfigError: the trace folder cannot be created.
         """
         if self.trace is False:
             return None
-        return prepare_trace_file(None if self.trace is True else self.trace)
+        return prepare_trace_file(None if self.trace is True else self.trace, run_id=run_id)
 
     def store_target(self) -> RunStore | str | None:
         """The store finished runs are indexed in (a store or its URL), or None for none."""
@@ -431,9 +426,17 @@ class _Session:
         self.messages = messages
         self.start = start
         self.rerun = rerun
-        self.trace_path = agent.trace_path()
+        self.run_id = new_run_id()
+        self.trace_path = agent.trace_path(self.run_id)
         self.writer: TraceWriter | None = None
-        meta = {"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name}
+        meta: dict[str, Any] = {
+            "started": dt.datetime.now(dt.UTC).isoformat(),
+            "model": agent.model.name,
+            "run_id": self.run_id,
+        }
+        if agent.price is not None:
+            # The trace carries the price, so the store can tell the run's cost (issue 13).
+            meta["price"] = agent.price.to_meta()
         self.hidden_paths = agent.hidden_paths(self.trace_path)
         # SPEC §7.1: oversized tool results are saved beside the trace, readable by the model.
         self.results_dir = (
@@ -464,6 +467,13 @@ class _Session:
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
         )
+        self.fault: str | None = None
+        self.telemetry: RunTelemetry | None = None
+        if agent.tracer is not None:
+            from fsm_agent.telemetry.live import RunTelemetry  # noqa: PLC0415 - the SDK is optional
+
+            lineage = {} if start is None else {"parent": start.lineage()}
+            self.telemetry = RunTelemetry(agent.tracer, meta={**meta, **lineage})
         self.queue: asyncio.Queue[ev.Event | BaseException] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
         self.call_tasks: dict[str, set[asyncio.Task[None]]] = {}
@@ -538,6 +548,8 @@ class _Session:
                 raise
         finally:
             await self._stop_tasks()
+            if self.telemetry is not None:
+                self.telemetry.finish(self.core.terminal, self.core.usage, fault=self.fault)
             if self.writer is not None:
                 self.writer.close()
                 # Issue 13: the trace is complete before the index hears of it; a store
@@ -623,6 +635,7 @@ class _Session:
         Whatever still fails here is swallowed: ``exc`` is what the caller must see.
         """
         fault = f"{type(exc).__name__}: {exc}"
+        self.fault = fault
         if isinstance(self.feeder, TracingCore):
             self.feeder.fault = fault
         updates: list[Update] = []
@@ -644,6 +657,8 @@ class _Session:
 
     def _feed(self, event: ev.Event) -> list[Update]:
         step: Step = self.feeder.feed(event)
+        if self.telemetry is not None:
+            self.telemetry.observe(event, step)
         updates: list[Update] = []
         if (
             isinstance(event, ev.ModelStreamEvent)
