@@ -39,38 +39,32 @@ from fsm_agent.core.messages import (
     text_of,
 )
 from fsm_agent.core.pricing import ModelPrice
-from fsm_agent.core.prompt_cache import cache_breakpoints
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
-from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
-from fsm_agent.runtime.context_collapse import CollapseResult, collapse_oldest
-from fsm_agent.runtime.hooks import HookInput, Hooks
+from fsm_agent.runtime.compaction import SummaryCompactor
+from fsm_agent.runtime.hooks import Hooks
 from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool, connect_all, list_all
-from fsm_agent.runtime.models import (
-    Model,
-    ModelFailure,
-    ModelRequest,
-    checked_stream_event,
-    classify_failure,
+from fsm_agent.runtime.models import Model, ModelRequest
+from fsm_agent.runtime.performing import (
+    collapse,
+    compaction,
+    grant,
+    hook_input,
+    model_request,
+    permission_facts,
+    permission_failed,
+    permission_timed_out,
+    seconds,
+    stream_model,
+    tool_step,
 )
-from fsm_agent.runtime.permissions import (
-    AskCallback,
-    CallFacts,
-    PermissionPolicy,
-    PermissionRequest,
-)
+from fsm_agent.runtime.permissions import AskCallback, PermissionPolicy, PermissionRequest
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
-from fsm_agent.runtime.tool import (
-    OUTSIDE_WORKING_FOLDER,
-    PermissionCheck,
-    Tool,
-    ToolContext,
-    run_call,
-    run_validation,
-)
+from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
+from fsm_agent.runtime.tool import Tool, ToolContext
 from fsm_agent.store.opening import STORE_ENV, default_store_url
 from fsm_agent.store.recording import index_run
 from fsm_agent.store.sql_store import RunStore
@@ -251,6 +245,8 @@ class Agent:
             None (the default) exports when the ``OTEL_*`` environment asks for it
             (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_TRACES_EXPORTER``). Needs the ``otel``
             extra; the spans are built from the run's trace records.
+        subagent: set by the ``Task`` tool when it builds a child agent: the child's name, its
+            place in the tree of subagents and the parent run and call it works for.
     """
 
     def __init__(
@@ -272,9 +268,11 @@ class Agent:
         prompt_caching: bool = True,
         store: RunStore | str | os.PathLike[str] | bool | None = None,
         mcp_servers: Sequence[McpServer] = (),
+        subagent: SubagentSeat | None = None,
         telemetry: Telemetry | bool | None = None,
     ) -> None:
         self.model = model
+        self.subagent = subagent
         # Resolved now, so a missing extra or a bad OTEL_* setting is a ConfigError here.
         self.tracer = tracer_for(telemetry)
         self.prompt_caching = prompt_caching
@@ -313,7 +311,9 @@ class Agent:
             for name in (tool.name, *tool.aliases):
                 self._by_name[name] = tool
         # A rule naming a tool this agent lacks would never match: refuse it now (SPEC §9.2).
-        self.permissions.check_tools(self._by_name)
+        # A tool its subagents have counts: the parent's deny rules reach them (issue 14).
+        inner = (name for t in self.tools for name in t.inner_tool_names())
+        self.permissions.check_tools({*self._by_name, *inner})
 
     async def run(self, prompt: str | Sequence[Message]) -> RunResult:
         """Run until a terminal reason; return the result."""
@@ -395,8 +395,23 @@ class Agent:
         return (keep_out.resolve(),)
 
 
-def _seconds(milliseconds: int | None) -> float | None:
-    return None if milliseconds is None else milliseconds / 1000
+def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
+    """The trace of the child agent an in-flight call had started, if the recording says so
+    (a resume only: a fork continues differently, so its children start afresh)."""
+    effect = item.effect
+    if not isinstance(start, ResumePoint) or not isinstance(effect, fx.RunToolStep):
+        return None
+    found: Path | None = None
+    for record in start.records:
+        event = record.get("event") if record.get("record") == "event" else None
+        if (
+            isinstance(event, dict)
+            and event.get("type") == "SubagentStarted"
+            and event.get("call_id") == effect.call_id
+            and isinstance(event.get("trace"), str)
+        ):
+            found = Path(event["trace"])
+    return found
 
 
 def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
@@ -426,7 +441,9 @@ class _Session:
         self.messages = messages
         self.start = start
         self.rerun = rerun
-        self.run_id = new_run_id()
+        # Issue 13: an id unique across folders and machines (a child's is unique in its tree);
+        # issue 14: the calls of this run that start child agents share and record it.
+        self.run_id = agent.subagent.run_id() if agent.subagent is not None else new_run_id()
         self.trace_path = agent.trace_path(self.run_id)
         self.writer: TraceWriter | None = None
         meta: dict[str, Any] = {
@@ -437,6 +454,8 @@ class _Session:
         if agent.price is not None:
             # The trace carries the price, so the store can tell the run's cost (issue 13).
             meta["price"] = agent.price.to_meta()
+        if agent.subagent is not None:
+            meta.update(agent.subagent.header_meta())
         self.hidden_paths = agent.hidden_paths(self.trace_path)
         # SPEC §7.1: oversized tool results are saved beside the trace, readable by the model.
         self.results_dir = (
@@ -484,6 +503,10 @@ class _Session:
         self.started = agent.clock()
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
+        seat = agent.subagent
+        self.subagent_budget = seat.budget if seat is not None else SubagentBudget()
+        self.resumed_children: dict[str, Path] = {}
+        self.announced: dict[str, asyncio.Future[None]] = {}
         self.closing_hooks: set[asyncio.Task[ev.HookOutcome]] = set()
         # The policy whose ``ask`` callback first tells the core a person is being asked.
         policy = agent.permissions
@@ -539,6 +562,10 @@ class _Session:
                         continue
                     for update in self._feed(item):
                         yield update
+                    if isinstance(item, ev.SubagentStarted):
+                        recorded = self.announced.pop(item.call_id, None)
+                        if recorded is not None and not recorded.done():
+                            recorded.set_result(None)
             except Exception as exc:
                 # A bug in the driver, the trace writer or a user's callable: abort through
                 # the core, so every tool_use is answered, end the trace naming the fault,
@@ -597,6 +624,12 @@ class _Session:
             effect = item.effect
             if isinstance(effect, fx.CallModel) and self.core.stream_started(effect.request_id):
                 lost_stream = effect
+            elif item.maybe_side_effects and (child := _child_trace(start, item)) is not None:
+                # Issue 14: the call had started a child agent, which has a trace of its own:
+                # the call is performed again, and picks the child up from that trace.
+                assert isinstance(effect, fx.RunToolStep)
+                self.resumed_children[effect.call_id] = child
+                later.append(effect)
             elif item.maybe_side_effects and not (self.rerun and self.rerun(item)):
                 # A call that may have run already is not run again unless the caller says so.
                 assert isinstance(effect, fx.RunToolStep)
@@ -718,18 +751,12 @@ class _Session:
 
     def _perform(self, effect: fx.Effect) -> None:
         if isinstance(effect, fx.CallModel):
-            system: str | list[dict[str, Any]] = self.agent.system
-            tools, messages = self.tool_definitions, self.core.api_messages()
-            if self.agent.prompt_caching:
-                system, tools, messages = cache_breakpoints(
-                    system=system, tools=tools, messages=messages
-                )
-            request = ModelRequest(
-                model=effect.model,
-                max_output_tokens=effect.max_output_tokens,
-                messages=messages,
-                system=system,
-                tools=tools,
+            request = model_request(
+                effect,
+                system=self.agent.system,
+                tool_definitions=self.tool_definitions,
+                messages=self.core.api_messages(),
+                prompt_caching=self.agent.prompt_caching,
             )
             self._spawn(self._call_model(effect, request))
         elif isinstance(effect, fx.RunToolStep):
@@ -766,36 +793,15 @@ class _Session:
                 task.cancel()
 
     async def _call_model(self, effect: fx.CallModel, request: ModelRequest) -> None:
-        rid = effect.request_id
         if effect.delay_ms:
             await self.agent.sleep(effect.delay_ms / 1000)
-        idle_s = self.agent.config.stream_idle_timeout_ms / 1000
-        stream = self.agent.model.stream(request)
-        try:
-            while True:
-                # SPEC §3 idle watchdog: a stream silent for too long is abandoned (the core
-                # retries it); the SDK's own timeout covers only single reads.
-                try:
-                    async with asyncio.timeout(idle_s):
-                        raw = await anext(stream)
-                except StopAsyncIteration:
-                    break
-                except TimeoutError:
-                    raise ModelFailure(
-                        kind=ev.FailureKind.TIMEOUT,
-                        message=f"no stream event for {idle_s:g} s (idle watchdog)",
-                    ) from None
-                event = checked_stream_event(raw)
-                self.queue.put_nowait(ev.ModelStreamEvent(request_id=rid, event=event))
-        except Exception as exc:  # SPEC §2.2 model_error: any exception escaping the stream
-            failure = exc if isinstance(exc, ModelFailure) else classify_failure(exc)
-            self.queue.put_nowait(failure.to_event(rid))
-            return
-        finally:
-            close = getattr(stream, "aclose", None)
-            if close is not None:
-                await close()
-        self.queue.put_nowait(ev.ModelStreamClosed(request_id=rid))
+        await stream_model(
+            self.agent.model,
+            request,
+            request_id=effect.request_id,
+            idle_timeout_s=self.agent.config.stream_idle_timeout_ms / 1000,
+            report=self.queue.put_nowait,
+        )
 
     def _context(self, call_id: str) -> ToolContext:
         context = self.call_contexts.get(call_id)
@@ -809,38 +815,35 @@ class _Session:
                 hidden_paths=self.hidden_paths,
                 results_dir=self.results_dir,
                 extra=dict(self.core.tool_context),
+                call_id=call_id,
+                parent=ParentRun(
+                    agent=self.agent,
+                    run_id=self.run_id,
+                    trace_path=self.trace_path,
+                    call_id=call_id,
+                    depth=self.agent.subagent.depth if self.agent.subagent is not None else 0,
+                    budget=self.subagent_budget,
+                    announce=self._announce,
+                    resume_from=self.resumed_children.get(call_id),
+                ),
             )
             self.call_contexts[call_id] = context
         return context
 
+    async def _announce(self, event: ev.SubagentStarted) -> None:
+        """Record that a call started a child; return once the event is in the trace."""
+        recorded = asyncio.get_running_loop().create_future()
+        self.announced[event.call_id] = recorded
+        self.queue.put_nowait(event)
+        await recorded
+
     async def _tool_step(self, effect: fx.RunToolStep) -> None:
-        tool = self.tool(effect.tool_name)
-        context = self._context(effect.call_id)
-        if effect.step is fx.ToolStep.VALIDATE:
-            validated = await run_validation(
-                tool,
-                effect.tool_name,
-                effect.input,
-                context,
-                call_id=effect.call_id,
-                timeout_s=_seconds(self.agent.config.tool_timeout_ms),
-            )
-            self.queue.put_nowait(validated)
-            return
-        if tool is None:
-            raise UsageError(f"the core asked to call {effect.tool_name!r}, which is not a tool")
-        context.extra.update(effect.context)
-
-        def progress(text: str) -> None:
-            self.queue.put_nowait(ev.ToolProgressReported(call_id=effect.call_id, text=text))
-
-        finished = await run_call(
-            tool,
-            effect.input,
-            context,
-            progress,
-            call_id=effect.call_id,
-            timeout_s=_seconds(self.agent.config.tool_timeout_ms),
+        finished = await tool_step(
+            self.tool(effect.tool_name),
+            effect,
+            self._context(effect.call_id),
+            timeout_s=seconds(self.agent.config.tool_timeout_ms),
+            report=self.queue.put_nowait,
         )
         self.queue.put_nowait(finished)
 
@@ -849,19 +852,16 @@ class _Session:
         self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
 
     async def _run_hooks(self, effect: fx.RunHooks) -> ev.HookOutcome:
-        payload = dict(effect.payload)
-        tool_input = payload.pop("tool_input", {})
-        hook_input = HookInput(
-            hook_event=effect.hook_event,
-            tool_name=effect.tool_name,
-            tool_input=tool_input if isinstance(tool_input, dict) else {},
-            payload=payload,
-            session_id=self.session_id,
-            cwd=str(self.agent.cwd),
-            trace_path=str(self.trace_path) if self.trace_path is not None else None,
+        told = hook_input(
+            effect, session_id=self.session_id, cwd=self.agent.cwd, trace_path=self.trace_path
         )
+        seat = self.agent.subagent
+        if seat is not None and effect.hook_event is fx.HookEvent.SUBAGENT_STOP:
+            # Issue 14: a child's SubagentStop hooks learn its name, run id and trace.
+            extra = seat.hook_payload(self.trace_path)
+            told = attrs.evolve(told, payload={**told.payload, **extra})
         return await self.agent.hooks.run(
-            hook_input, default_timeout_s=_seconds(self.agent.config.hook_timeout_ms)
+            told, default_timeout_s=seconds(self.agent.config.hook_timeout_ms)
         )
 
     def _telling(self, ask: AskCallback) -> AskCallback:
@@ -878,86 +878,40 @@ class _Session:
     async def _permission(self, effect: fx.AskPermission) -> None:
         tool = self.tool(effect.tool_name)
         context = self._context(effect.call_id)
-        check = PermissionCheck(behavior="passthrough")
-        target: Path | None = None
-        if tool is not None:
-            try:
-                check = tool.check_permissions(tool.parse_input(effect.input), context)
-            except Exception:
-                check = PermissionCheck(behavior="passthrough")
-            target = _target_path(tool, effect.input, context.cwd)
-        facts = CallFacts(
-            tool=tool,
-            cwd=context.cwd.resolve(),
-            target=target,
-            session_rules=self.core.session_permission_rules,
-        )
-        limit = _seconds(self.agent.config.permission_timeout_ms)
+        check, facts = permission_facts(tool, effect, context, self.core.session_permission_rules)
+        limit = seconds(self.agent.config.permission_timeout_ms)
         try:
             async with asyncio.timeout(limit):
                 _QUESTION.set(effect)
                 decided = await self.permissions.decide(effect, check, facts)
-            if decided.behavior is ev.PermissionBehavior.ALLOW:
-                # The tool writes exactly the file that was checked (no swap in between), and
-                # a read outside the working folder that was allowed may now reach it.
-                context.checked_path = target
-                if tool is not None and decided.updated_input is not None:
-                    # the user allowed a changed input: its path is the one they approved
-                    context.checked_path = _target_path(tool, decided.updated_input, context.cwd)
-                context.allow_outside = check.reason == OUTSIDE_WORKING_FOLDER
+            grant(context, tool, check, facts, decided)
         except TimeoutError:
             assert limit is not None
             # Our bound (LoopConfig.permission_timeout_ms): nobody answered, so no grant.
-            decided = ev.PermissionDecided(
-                effect_id=effect.effect_id,
-                behavior=ev.PermissionBehavior.DENY,
-                source=ev.DecisionSource.USER,
-                reason=texts.PERMISSION_TIMED_OUT,
-                message=texts.permission_timed_out(effect.tool_name, limit),
-            )
+            decided = permission_timed_out(effect, limit)
         except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
-            decided = ev.PermissionDecided(
-                effect_id=effect.effect_id,
-                behavior=ev.PermissionBehavior.DENY,
-                source=ev.DecisionSource.USER,
-                reason=f"the permission callback failed: {type(exc).__name__}: {exc}",
-                message=texts.permission_not_asked(effect.tool_name),
-                abort_turn=True,
-            )
+            decided = permission_failed(effect, exc)
         self.queue.put_nowait(decided)
 
     async def _compact(self, effect: fx.Compact) -> None:
-        try:
-            result = await self.compactor.compact(
-                effect.kind,
-                self.core.messages_for_query(),
-                self.agent.model,
-                self.core.model,
-                instructions=effect.instructions,
-            )
-        except Exception as exc:  # a failed compaction is a named transition, not a crash
-            result = CompactionResult(ok=False, error=f"{type(exc).__name__}: {exc}")
-        self.queue.put_nowait(
-            ev.CompactionFinished(
-                effect_id=effect.effect_id,
-                ok=result.ok,
-                messages=result.messages,
-                error=result.error,
-            )
+        finished = await compaction(
+            effect,
+            self.compactor,
+            self.core.messages_for_query(),
+            self.agent.model,
+            self.core.model,
         )
+        self.queue.put_nowait(finished)
 
     async def _collapse(self, effect: fx.DrainCollapse) -> None:
-        try:
-            result = await collapse_oldest(
-                self.core.messages_for_query(), self.compactor, self.agent.model, self.core.model
-            )
-        except Exception:  # nothing committed: the core goes on to its next recovery
-            result = CollapseResult(committed=0)
-        self.queue.put_nowait(
-            ev.CollapseDrained(
-                effect_id=effect.effect_id, committed=result.committed, messages=result.messages
-            )
+        drained = await collapse(
+            effect,
+            self.compactor,
+            self.core.messages_for_query(),
+            self.agent.model,
+            self.core.model,
         )
+        self.queue.put_nowait(drained)
 
     async def _stop_tasks(self) -> None:
         pending = [task for task in self.tasks if not task.done()]
@@ -983,14 +937,3 @@ def _settings(value: Settings | str | os.PathLike[str] | bool | None, cwd: Path)
     if isinstance(value, Settings):
         return value
     return load_settings_file(value, cwd=cwd)
-
-
-def _target_path(tool: Tool[Any], raw_input: dict[str, Any], cwd: Path) -> Path | None:
-    """The resolved file or folder a file tool will touch (``~``, ``..`` and links followed)."""
-    if tool.path_field is None:
-        return None
-    raw = raw_input.get(tool.path_field) or "."
-    if not isinstance(raw, str):
-        return None
-    path = Path(raw).expanduser()
-    return (path if path.is_absolute() else cwd.resolve() / path).resolve()
