@@ -94,7 +94,7 @@ def test_the_child_answer_is_the_result_and_both_traces_replay(tmp_path: Path) -
     assert header.meta["run_id"] == started["run_id"]
     assert header.meta["subagent_of"] == {
         "agent": "reader",
-        "run_id": "parent",
+        "run_id": read_trace(parent).header.meta["run_id"],
         "trace": str(parent),
         "call_id": started["call_id"],
     }
@@ -234,7 +234,8 @@ def test_subagent_stop_hooks_fire_with_the_agent_name_as_matched_value(tmp_path:
     )
     (stopped,) = seen
     assert stopped.payload["agent_type"] == "reader"
-    assert stopped.payload["agent_id"].startswith("parent.")
+    parent_id = read_trace(tmp_path / "parent.jsonl").header.meta["run_id"]
+    assert stopped.payload["agent_id"].startswith(f"{parent_id}.")
     assert Path(stopped.payload["agent_transcript_path"]).parent.name == "parent.subagents"
     assert len(stops) == 1
 
