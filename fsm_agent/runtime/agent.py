@@ -56,6 +56,7 @@ from fsm_agent.runtime.performing import (
     permission_facts,
     permission_failed,
     permission_timed_out,
+    persist_results,
     seconds,
     stream_model,
     tool_step,
@@ -779,6 +780,9 @@ class _Session:
             self._spawn(self._compact(effect))
         elif isinstance(effect, fx.DrainCollapse):
             self._spawn(self._collapse(effect))
+        elif isinstance(effect, fx.PersistToolResults):
+            messages = self.core.messages_for_query()
+            self.queue.put_nowait(persist_results(effect, messages, self.results_dir))
         elif isinstance(effect, fx.FetchAttachments):
             if self.mcp:
                 self._spawn(self._refresh_tools(effect))

@@ -267,6 +267,9 @@ class _Builder:
             )
         elif kind == "CollapseDrained":
             self.add(seq, "compact", f"collapse drained: {event.get('committed')} committed")
+        elif kind == "ToolResultsPersisted":
+            count = len(event.get("results") or [])
+            self.add(seq, "compact", f"tool results saved to files: {count}")
         elif kind == "AttachmentsReady":
             count = len(event.get("messages") or [])
             self.add(seq, "event", f"attachments ready ({count} messages)")
@@ -350,6 +353,9 @@ class _Builder:
             self.add(seq, "compact", f"compact: {effect.get('kind')}{trigger}")
         elif kind == "DrainCollapse":
             self.add(seq, "compact", "drain staged context collapses")
+        elif kind == "PersistToolResults":
+            ids = ", ".join(str(r.get("tool_use_id")) for r in effect.get("results") or [])
+            self.add(seq, "compact", f"save oversized tool results to files: {ids}")
         elif kind == "CancelTool":
             self.add(seq, "tool", f"cancel {effect.get('call_id')}: {effect.get('reason')}")
         elif kind == "FetchAttachments":
