@@ -388,12 +388,16 @@ class Agent:
         return None
 
     def hidden_paths(self, trace_path: Path | None) -> tuple[Path, ...]:
-        """What Glob and Grep must not list: the trace folder (or the trace file)."""
+        """What Glob and Grep must not list: the trace folder (or the trace file and the
+        folder of its subagents' traces), and for a subagent what its parent hides."""
+        inherited = self.subagent.hidden if self.subagent is not None else ()
         if trace_path is None:
-            return ()
+            return inherited
         named_file = isinstance(self.trace, str | os.PathLike) and not names_folder(self.trace)
-        keep_out = trace_path if named_file else trace_path.parent
-        return (keep_out.resolve(),)
+        if not named_file:
+            return (*inherited, trace_path.parent.resolve())
+        children = trace_path.parent / f"{trace_path.stem}.subagents"
+        return (*inherited, trace_path.resolve(), children.resolve())
 
 
 def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
@@ -829,6 +833,7 @@ class _Session:
                     budget=self.subagent_budget,
                     announce=self._announce,
                     resume_from=self.resumed_children.get(call_id),
+                    hidden=self.hidden_paths,
                 ),
             )
             self.call_contexts[call_id] = context
