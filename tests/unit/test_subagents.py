@@ -326,7 +326,8 @@ def test_show_and_the_html_pages_link_parent_and_child(
     page = tmp_path / "page.html"
     assert main(["show", str(tmp_path / "parent.jsonl"), "--html", str(page)]) == 0
     shown = capsys.readouterr().out
-    assert f"started subagent 'reader': run parent.{child.stem}, trace {child}" in shown
+    parent_id = read_trace(tmp_path / "parent.jsonl").header.meta["run_id"]
+    assert f"started subagent 'reader': run {parent_id}.{child.stem}, trace {child}" in shown
     child_page = tmp_path / f"page.{child.stem}.html"
     assert f'href="{child_page.name}"' in page.read_text(encoding="utf-8")
     back = child_page.read_text(encoding="utf-8")
@@ -334,7 +335,8 @@ def test_show_and_the_html_pages_link_parent_and_child(
     assert f'id="call-{child.stem}"' in page.read_text(encoding="utf-8")
 
     assert main(["show", str(child)]) == 0
-    assert f"subagent 'reader' of run parent, for its call {child.stem}" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert f"subagent 'reader' of run {parent_id}, for its call {child.stem}" in shown
 
 
 def test_the_child_does_not_list_the_parents_traces(tmp_path: Path) -> None:
