@@ -19,7 +19,7 @@ import datetime as dt
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +52,7 @@ from fsm_agent.runtime.performing import (
     compaction,
     grant,
     hook_input,
+    is_stale,
     model_request,
     permission_facts,
     permission_failed,
@@ -62,6 +63,7 @@ from fsm_agent.runtime.performing import (
     tool_step,
 )
 from fsm_agent.runtime.permissions import AskCallback, PermissionPolicy, PermissionRequest
+from fsm_agent.runtime.response_clock import ResponseClock
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
@@ -228,6 +230,8 @@ class Agent:
         secrets: strings that must never reach a trace (the API key is added by itself).
         sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
             agent under Hypothesis without real waiting.
+        wall_clock: epoch seconds (default ``time.time``), stamped on the events that
+            time-based microcompact reads, when ``config.time_based_microcompact`` is on.
         clock: monotonic seconds (default ``time.monotonic``), for trace timing and
             ``RunResult.duration_s``.
         price: the model's price, to fill ``RunResult.cost_usd``.
@@ -265,6 +269,7 @@ class Agent:
         secrets: Sequence[str] = (),
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
         price: ModelPrice | None = None,
         prompt_caching: bool = True,
         store: RunStore | str | os.PathLike[str] | bool | None = None,
@@ -280,6 +285,7 @@ class Agent:
         self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
         self.clock = clock
+        self.response_clock = ResponseClock(wall_clock)
         self.price = price
         # Server tools are declarations for the API; only local tools reach the core.
         self.tools = tuple(t for t in tools if not isinstance(t, ServerTool))
@@ -331,7 +337,7 @@ class Agent:
 
     async def stream(self, prompt: str | Sequence[Message]) -> AsyncIterator[Update]:
         """Run, yielding stream deltas, messages, transitions and tool progress as they come."""
-        messages = _as_messages(prompt)
+        messages = as_messages(prompt)
         async with contextlib.AsyncExitStack() as stack:
             connections = await connect_all(self.mcp_servers, stack) if self.mcp_servers else []
             session = _Session(
@@ -387,6 +393,30 @@ class Agent:
             return default_store_url()
         return None
 
+    def tool_context(
+        self,
+        trace_path: Path | None,
+        *,
+        extra: Mapping[str, Any],
+        call_id: str = "",
+        parent: ParentRun | None = None,
+    ) -> ToolContext:
+        """A fresh context for call ``call_id`` of a run whose trace is ``trace_path``
+        (``parent``: what a tool that starts a child agent needs of this run)."""
+        results_dir = results_folder(trace_path)
+        readable = tuple(self.permissions.additional_directories)
+        if results_dir is not None:
+            readable = (*readable, results_dir.resolve())
+        return ToolContext(
+            cwd=self.cwd,
+            additional_directories=readable,
+            hidden_paths=self.hidden_paths(trace_path),
+            results_dir=results_dir,
+            extra=dict(extra),
+            call_id=call_id,
+            parent=parent,
+        )
+
     def hidden_paths(self, trace_path: Path | None) -> tuple[Path, ...]:
         """What Glob and Grep must not list: the trace folder (or the trace file and the
         folder of its subagents' traces), and for a subagent what its parent hides."""
@@ -398,6 +428,14 @@ class Agent:
             return (*inherited, trace_path.parent.resolve())
         children = trace_path.parent / f"{trace_path.stem}.subagents"
         return (*inherited, trace_path.resolve(), children.resolve())
+
+
+def results_folder(trace_path: Path | None) -> Path | None:
+    """Where oversized tool results are saved (SPEC §7.1): beside the trace, readable by the
+    model; None without a trace."""
+    if trace_path is None:
+        return None
+    return trace_path.parent / f"{trace_path.stem}.tool-results"
 
 
 def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
@@ -419,7 +457,7 @@ def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
     return found
 
 
-def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
+def as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
     if isinstance(prompt, str):
         if not prompt.strip():
             raise UsageError("the prompt is empty")
@@ -461,13 +499,6 @@ class _Session:
             meta["price"] = agent.price.to_meta()
         if agent.subagent is not None:
             meta.update(agent.subagent.header_meta())
-        self.hidden_paths = agent.hidden_paths(self.trace_path)
-        # SPEC §7.1: oversized tool results are saved beside the trace, readable by the model.
-        self.results_dir = (
-            self.trace_path.parent / f"{self.trace_path.stem}.tool-results"
-            if self.trace_path is not None
-            else None
-        )
         if start is not None:
             # Continue a recorded run: its core, and a trace that repeats its prefix.
             if not isinstance(start.core, AgentCore):
@@ -506,6 +537,9 @@ class _Session:
         self.effect_calls: dict[str, str] = {}
         self.compactor = SummaryCompactor()
         self.started = agent.clock()
+        # SPEC §7.3: wall times ride on events only when time-based microcompact reads them.
+        stamping = agent.config.time_based_microcompact
+        self.stamp = agent.response_clock.stamp if stamping else None
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
         seat = agent.subagent
@@ -548,7 +582,8 @@ class _Session:
         try:
             try:
                 if self.start is None:
-                    for update in self._feed(ev.TurnStarted(messages=self.messages)):
+                    started = ev.TurnStarted(messages=self.messages)
+                    for update in self._feed(self.stamp(started) if self.stamp else started):
                         yield update
                 else:
                     for update in self._pick_up(self.start):
@@ -563,8 +598,10 @@ class _Session:
                         raise
                     if isinstance(item, BaseException):
                         raise item  # a task failed: handled below, like a fault of our own
-                    if self._dropped(item):
+                    if is_stale(item, self.cancelled_calls, self.effect_calls):
                         continue
+                    if self.stamp is not None:
+                        item = self.stamp(item)
                     for update in self._feed(item):
                         yield update
                     if isinstance(item, ev.SubagentStarted):
@@ -589,6 +626,7 @@ class _Session:
                 store = self.agent.store_target()
                 if store is not None and self.trace_path is not None:
                     index_run(self.trace_path, store)
+        self.agent.response_clock.run_ended(self.core.transcript)
         price = self.agent.price
         result = RunResult(
             terminal=self.core.terminal or "",
@@ -685,14 +723,6 @@ class _Session:
                 writer.write_end(self.core.terminal, self.core.usage, fault=fault)
         return updates
 
-    def _dropped(self, event: ev.Event) -> bool:
-        call_id = getattr(event, "call_id", None)
-        if call_id is None and isinstance(
-            event, ev.HooksFinished | ev.PermissionDecided | ev.PermissionPromptShown
-        ):
-            call_id = self.effect_calls.get(event.effect_id)
-        return call_id is not None and call_id in self.cancelled_calls
-
     def _feed(self, event: ev.Event) -> list[Update]:
         step: Step = self.feeder.feed(event)
         if self.telemetry is not None:
@@ -786,7 +816,9 @@ class _Session:
             self._spawn(self._collapse(effect))
         elif isinstance(effect, fx.PersistToolResults):
             messages = self.core.messages_for_query()
-            self.queue.put_nowait(persist_results(effect, messages, self.results_dir))
+            self.queue.put_nowait(
+                persist_results(effect, messages, results_folder(self.trace_path))
+            )
         elif isinstance(effect, fx.FetchAttachments):
             if self.mcp:
                 self._spawn(self._refresh_tools(effect))
@@ -814,15 +846,9 @@ class _Session:
     def _context(self, call_id: str) -> ToolContext:
         context = self.call_contexts.get(call_id)
         if context is None:
-            readable = tuple(self.agent.permissions.additional_directories)
-            if self.results_dir is not None:
-                readable = (*readable, self.results_dir.resolve())
-            context = ToolContext(
-                cwd=self.agent.cwd,
-                additional_directories=readable,
-                hidden_paths=self.hidden_paths,
-                results_dir=self.results_dir,
-                extra=dict(self.core.tool_context),
+            context = self.agent.tool_context(
+                self.trace_path,
+                extra=self.core.tool_context,
                 call_id=call_id,
                 parent=ParentRun(
                     agent=self.agent,
