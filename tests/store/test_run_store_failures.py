@@ -20,9 +20,8 @@ from fsm_agent.runtime.hooks import HookInput, Hooks
 from fsm_agent.store.background import StoreWriter, wait_for_store_writes
 from fsm_agent.store.opening import open_store
 from fsm_agent.store.query import RunQuery
-from fsm_agent.store.sql_store import StoredRun
 from fsm_agent.store.sqlite import SqliteRunStore
-from fsm_agent.store.summary import RunSummary, summarize_trace
+from fsm_agent.store.summary import RunSummary, StoredRun, summarize_trace
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.trace.reader import read_header
 from fsm_agent.trace.replay import replay
