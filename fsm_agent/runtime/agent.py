@@ -62,6 +62,7 @@ from fsm_agent.runtime.performing import (
     tool_step,
 )
 from fsm_agent.runtime.permissions import AskCallback, PermissionPolicy, PermissionRequest
+from fsm_agent.runtime.response_clock import ResponseClock
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
@@ -243,6 +244,8 @@ class Agent:
         secrets: strings that must never reach a trace (the API key is added by itself).
         sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
             agent under Hypothesis without real waiting.
+        wall_clock: epoch seconds (default ``time.time``), stamped on the events that
+            time-based microcompact reads, when ``config.time_based_microcompact`` is on.
         clock: monotonic seconds (default ``time.monotonic``), for trace timing and
             ``RunResult.duration_s``.
         price: the model's price, to fill ``RunResult.cost_usd``.
@@ -275,6 +278,7 @@ class Agent:
         secrets: Sequence[str] = (),
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
         price: ModelPrice | None = None,
         prompt_caching: bool = True,
         store: RunStore | str | os.PathLike[str] | bool | None = None,
@@ -287,6 +291,7 @@ class Agent:
         self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
         self.clock = clock
+        self.response_clock = ResponseClock(wall_clock)
         self.price = price
         # Server tools are declarations for the API; only local tools reach the core.
         self.tools = tuple(t for t in tools if not isinstance(t, ServerTool))
@@ -523,6 +528,9 @@ class _Session:
         self.effect_calls: dict[str, str] = {}
         self.compactor = SummaryCompactor()
         self.started = agent.clock()
+        # SPEC §7.3: wall times ride on events only when time-based microcompact reads them.
+        stamping = agent.config.time_based_microcompact
+        self.stamp = agent.response_clock.stamp if stamping else None
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
         # Issue 14: what the calls of this run that start child agents share and record.
@@ -569,7 +577,8 @@ class _Session:
         try:
             try:
                 if self.start is None:
-                    for update in self._feed(ev.TurnStarted(messages=self.messages)):
+                    started = ev.TurnStarted(messages=self.messages)
+                    for update in self._feed(self.stamp(started) if self.stamp else started):
                         yield update
                 else:
                     for update in self._pick_up(self.start):
@@ -586,6 +595,8 @@ class _Session:
                         raise item  # a task failed: handled below, like a fault of our own
                     if is_stale(item, self.cancelled_calls, self.effect_calls):
                         continue
+                    if self.stamp is not None:
+                        item = self.stamp(item)
                     for update in self._feed(item):
                         yield update
                     if isinstance(item, ev.SubagentStarted):
@@ -608,6 +619,7 @@ class _Session:
                 store = self.agent.store_target()
                 if store is not None and self.trace_path is not None:
                     index_run(self.trace_path, store)
+        self.agent.response_clock.run_ended(self.core.transcript)
         price = self.agent.price
         result = RunResult(
             terminal=self.core.terminal or "",
