@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -44,7 +44,6 @@ from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.compaction import SummaryCompactor
 from fsm_agent.runtime.hooks import Hooks
-from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool, connect_all, list_all
 from fsm_agent.runtime.models import Model, ModelRequest
 from fsm_agent.runtime.performing import (
     collapse,
@@ -67,12 +66,15 @@ from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
 from fsm_agent.runtime.tool import Tool, ToolContext
-from fsm_agent.store.opening import STORE_ENV, default_store_url
-from fsm_agent.store.recording import index_run
-from fsm_agent.store.sql_store import RunStore
 from fsm_agent.trace.location import names_folder, prepare_trace_file
-from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
+
+if TYPE_CHECKING:
+    # Imported where they are used: a plain run loads no MCP client, no replay and no store
+    # module until it needs one, which keeps ``from fsm_agent import Agent`` cheap (issue 10).
+    from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool
+    from fsm_agent.store.sql_store import RunStore
+    from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 
 ABORT_ON_FAULT = "fault"
 """``AbortRequested.reason`` fed when the driver itself fails (the ``end`` record names it)."""
@@ -345,9 +347,9 @@ class Agent:
         """Run, yielding stream deltas, messages, transitions and tool progress as they come."""
         messages = as_messages(prompt)
         async with contextlib.AsyncExitStack() as stack:
-            connections = await connect_all(self.mcp_servers, stack) if self.mcp_servers else []
+            connections = await _connect_mcp(self.mcp_servers, stack)
             session = _Session(
-                self, messages, mcp=connections, mcp_tools=await list_all(connections)
+                self, messages, mcp=connections, mcp_tools=await _list_mcp_tools(connections)
             )
             async for update in session.run():
                 yield update
@@ -386,6 +388,8 @@ class Agent:
 
     def store_target(self) -> RunStore | str | None:
         """The store finished runs are indexed in (a store or its URL), or None for none."""
+        from fsm_agent.store.opening import STORE_ENV, default_store_url  # noqa: PLC0415 - lazy
+
         if self.store is False:
             return None
         if self.store is True:
@@ -435,6 +439,26 @@ class Agent:
         return (*inherited, trace_path.resolve(), children.resolve())
 
 
+async def _connect_mcp(
+    servers: Sequence[McpServer], stack: contextlib.AsyncExitStack
+) -> list[McpConnection]:
+    """Connect to the run's MCP servers (the MCP client is loaded only when there are any)."""
+    if not servers:
+        return []
+    from fsm_agent.runtime.mcp_tools import connect_all  # noqa: PLC0415 - lazy, see the imports
+
+    return await connect_all(servers, stack)
+
+
+async def _list_mcp_tools(connections: Sequence[McpConnection]) -> list[McpTool]:
+    """The tools the connected MCP servers offer (none without a connection)."""
+    if not connections:
+        return []
+    from fsm_agent.runtime.mcp_tools import list_all  # noqa: PLC0415 - lazy, see the imports
+
+    return await list_all(connections)
+
+
 def results_folder(trace_path: Path | None) -> Path | None:
     """Where oversized tool results are saved (SPEC §7.1): beside the trace, readable by the
     model; None without a trace."""
@@ -447,6 +471,8 @@ def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
     """The trace of the child agent an in-flight call had started, if the recording says so
     (a resume only: a fork continues differently, so its children start afresh)."""
     effect = item.effect
+    from fsm_agent.trace.replay import ResumePoint  # noqa: PLC0415 - lazy, see the imports
+
     if not isinstance(start, ResumePoint) or not isinstance(effect, fx.RunToolStep):
         return None
     found: Path | None = None
@@ -568,7 +594,7 @@ class _Session:
 
     async def _refresh_tools(self, effect: fx.FetchAttachments) -> None:
         # SPEC §1.2 S7: tools are refreshed between turns; the core is told the new list.
-        self._use_tools(await list_all(self.mcp))
+        self._use_tools(await _list_mcp_tools(self.mcp))
         self.queue.put_nowait(
             ev.AttachmentsReady(effect_id=effect.effect_id, tools=tuple(self.tool_specs()))
         )
@@ -618,6 +644,8 @@ class _Session:
                 # failure is logged inside index_run and never reaches the run.
                 store = self.agent.store_target()
                 if store is not None and self.trace_path is not None:
+                    from fsm_agent.store.recording import index_run  # noqa: PLC0415 - lazy
+
                     index_run(self.trace_path, store)
         self.agent.response_clock.run_ended(self.core.transcript)
         price = self.agent.price
@@ -652,6 +680,8 @@ class _Session:
                 "the trace ends before the run started, so there is no prompt to continue "
                 "from: start a new run instead"
             )
+        from fsm_agent.trace.replay import ForkPoint  # noqa: PLC0415 - lazy, see the imports
+
         in_flight = start.outstanding_effects if isinstance(start, ForkPoint) else start.in_flight
         updates: list[Update] = []
         lost_stream: fx.CallModel | None = None
