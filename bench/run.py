@@ -633,6 +633,9 @@ def main() -> int:
     )
     demo = command_seconds([python, "-m", "fsm_agent", "demo", "--quiet"], repeat=2)
     row("fsm-agent demo, wall time", f"{demo:8.2f} s", "")
+    import temporal_sessions  # beside this script; needs the temporal extra only to measure
+
+    temporal_sessions.report(row, quick=args.quick)
     return 0
 
 
