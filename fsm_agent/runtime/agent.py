@@ -38,6 +38,7 @@ from fsm_agent.core.messages import (
     UserMessage,
     text_of,
 )
+from fsm_agent.core.pricing import ModelPrice
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
@@ -66,7 +67,8 @@ from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
 from fsm_agent.runtime.tool import Tool, ToolContext
-from fsm_agent.trace.location import names_folder, prepare_trace_file
+from fsm_agent.telemetry.config import Telemetry, tracer_for
+from fsm_agent.trace.location import names_folder, new_run_id, prepare_trace_file
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 if TYPE_CHECKING:
@@ -74,6 +76,7 @@ if TYPE_CHECKING:
     # module until it needs one, which keeps ``from fsm_agent import Agent`` cheap (issue 10).
     from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool
     from fsm_agent.store.sql_store import RunStore
+    from fsm_agent.telemetry.live import RunTelemetry
     from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 
 ABORT_ON_FAULT = "fault"
@@ -116,25 +119,6 @@ class RunResult:
             if isinstance(message, AssistantMessage) and text_of(message):
                 return text_of(message)
         return ""
-
-
-@attrs.frozen(kw_only=True)
-class ModelPrice:
-    """What a model costs, in US dollars per million tokens (to fill ``RunResult.cost_usd``)."""
-
-    input: float
-    output: float
-    cache_write: float = 0.0
-    cache_read: float = 0.0
-
-    def cost(self, usage: Usage) -> float:
-        """The cost of ``usage`` at these prices."""
-        return (
-            usage.input_tokens * self.input
-            + usage.output_tokens * self.output
-            + usage.cache_creation_input_tokens * self.cache_write
-            + usage.cache_read_input_tokens * self.cache_read
-        ) / 1_000_000
 
 
 @attrs.frozen(kw_only=True)
@@ -261,6 +245,11 @@ class Agent:
             a ``RunStore``, a store URL or SQLite path, True for the default store, False for
             none. None (the default) indexes runs when ``FSM_AGENT_STORE`` is set or the
             trace goes to the default folder. A store failure is logged, never raised.
+        telemetry: OpenTelemetry export of each run's spans (see :mod:`fsm_agent.telemetry`):
+            True, or a ``Telemetry`` naming a tracer provider or collector; False for none.
+            None (the default) exports when the ``OTEL_*`` environment asks for it
+            (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_TRACES_EXPORTER``). Needs the ``otel``
+            extra; the spans are built from the run's trace records.
         subagent: set by the ``Task`` tool when it builds a child agent: the child's name, its
             place in the tree of subagents and the parent run and call it works for.
     """
@@ -286,9 +275,12 @@ class Agent:
         store: RunStore | str | os.PathLike[str] | bool | None = None,
         mcp_servers: Sequence[McpServer] = (),
         subagent: SubagentSeat | None = None,
+        telemetry: Telemetry | bool | None = None,
     ) -> None:
         self.model = model
         self.subagent = subagent
+        # Resolved now, so a missing extra or a bad OTEL_* setting is a ConfigError here.
+        self.tracer = tracer_for(telemetry)
         self.prompt_caching = prompt_caching
         self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
@@ -376,15 +368,16 @@ class Agent:
         """The tool called ``name`` (or one of its aliases)."""
         return self._by_name.get(name)
 
-    def trace_path(self) -> Path | None:
-        """A new file for the next run's trace, its folder created (None when tracing is off).
+    def trace_path(self, run_id: str | None = None) -> Path | None:
+        """A new file for the next run's trace, its folder created (None when tracing is off);
+        in a folder, the file is named after ``run_id``.
 
         Raises:
             ConfigError: the trace folder cannot be created.
         """
         if self.trace is False:
             return None
-        return prepare_trace_file(None if self.trace is True else self.trace)
+        return prepare_trace_file(None if self.trace is True else self.trace, run_id=run_id)
 
     def store_target(self) -> RunStore | str | None:
         """The store finished runs are indexed in (a store or its URL), or None for none."""
@@ -515,12 +508,19 @@ class _Session:
         self.messages = messages
         self.start = start
         self.rerun = rerun
-        self.trace_path = agent.trace_path()
+        # Issue 13: an id unique across folders and machines (a child's is unique in its tree);
+        # issue 14: the calls of this run that start child agents share and record it.
+        self.run_id = agent.subagent.run_id() if agent.subagent is not None else new_run_id()
+        self.trace_path = agent.trace_path(self.run_id)
         self.writer: TraceWriter | None = None
         meta: dict[str, Any] = {
             "started": dt.datetime.now(dt.UTC).isoformat(),
             "model": agent.model.name,
+            "run_id": self.run_id,
         }
+        if agent.price is not None:
+            # The trace carries the price, so the store can tell the run's cost (issue 13).
+            meta["price"] = agent.price.to_meta()
         if agent.subagent is not None:
             meta.update(agent.subagent.header_meta())
         if start is not None:
@@ -546,6 +546,13 @@ class _Session:
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
         )
+        self.fault: str | None = None
+        self.telemetry: RunTelemetry | None = None
+        if agent.tracer is not None:
+            from fsm_agent.telemetry.live import RunTelemetry  # noqa: PLC0415 - the SDK is optional
+
+            lineage = {} if start is None else {"parent": start.lineage()}
+            self.telemetry = RunTelemetry(agent.tracer, meta={**meta, **lineage})
         self.queue: asyncio.Queue[ev.Event | BaseException] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
         self.call_tasks: dict[str, set[asyncio.Task[None]]] = {}
@@ -559,10 +566,6 @@ class _Session:
         self.stamp = agent.response_clock.stamp if stamping else None
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
-        # Issue 14: what the calls of this run that start child agents share and record.
-        self.run_id = str(meta.get("run_id") or "") or (
-            self.trace_path.stem if self.trace_path is not None else self.session_id
-        )
         seat = agent.subagent
         self.subagent_budget = seat.budget if seat is not None else SubagentBudget()
         self.resumed_children: dict[str, Path] = {}
@@ -638,6 +641,8 @@ class _Session:
                 raise
         finally:
             await self._stop_tasks()
+            if self.telemetry is not None:
+                self.telemetry.finish(self.core.terminal, self.core.usage, fault=self.fault)
             if self.writer is not None:
                 self.writer.close()
                 # Issue 13: the trace is complete before the index hears of it; a store
@@ -734,6 +739,7 @@ class _Session:
         Whatever still fails here is swallowed: ``exc`` is what the caller must see.
         """
         fault = f"{type(exc).__name__}: {exc}"
+        self.fault = fault
         if isinstance(self.feeder, TracingCore):
             self.feeder.fault = fault
         updates: list[Update] = []
@@ -747,6 +753,8 @@ class _Session:
 
     def _feed(self, event: ev.Event) -> list[Update]:
         step: Step = self.feeder.feed(event)
+        if self.telemetry is not None:
+            self.telemetry.observe(event, step)
         updates: list[Update] = []
         if (
             isinstance(event, ev.ModelStreamEvent)
