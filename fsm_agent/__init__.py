@@ -30,6 +30,12 @@ _PUBLIC = {
     "ReadOnlyVerdict": "fsm_agent.core.read_only_commands",
     "Agent": "fsm_agent.runtime.agent",
     "RunResult": "fsm_agent.runtime.agent",
+    "Session": "fsm_agent.runtime.session",
+    "Attachment": "fsm_agent.runtime.attachments",
+    "AttachmentProvider": "fsm_agent.runtime.attachments",
+    "AttachmentRequest": "fsm_agent.runtime.attachments",
+    "AttachmentTiming": "fsm_agent.runtime.attachments",
+    "ChangedFiles": "fsm_agent.runtime.file_changes",
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
     "Thinking": "fsm_agent.runtime.models",
@@ -90,6 +96,11 @@ __all__ = [
     "Agent",
     "AgentCore",
     "AnthropicModel",
+    "Attachment",
+    "AttachmentProvider",
+    "AttachmentRequest",
+    "AttachmentTiming",
+    "ChangedFiles",
     "CommandAnalysis",
     "CommandHook",
     "CommandPart",
@@ -129,6 +140,7 @@ __all__ = [
     "RunResult",
     "RunStore",
     "ServerTool",
+    "Session",
     "Settings",
     "Step",
     "StoredRun",
@@ -198,6 +210,13 @@ if TYPE_CHECKING:
         TransitionUpdate,
         Update,
     )
+    from fsm_agent.runtime.attachments import (
+        Attachment,
+        AttachmentProvider,
+        AttachmentRequest,
+        AttachmentTiming,
+    )
+    from fsm_agent.runtime.file_changes import ChangedFiles
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
     from fsm_agent.runtime.mcp_tools import McpServer
@@ -209,6 +228,7 @@ if TYPE_CHECKING:
         PermissionRequest,
     )
     from fsm_agent.runtime.server_tools import ServerTool
+    from fsm_agent.runtime.session import Session
     from fsm_agent.runtime.settings import Settings, load_settings
     from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, ToolOutput, tool
     from fsm_agent.store.opening import open_store

@@ -9,6 +9,7 @@ bad trace), never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -430,7 +431,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     missing = [path for path in paths if not path.exists()]
     if missing:
         raise CommandLineError(f"no such trace file, folder or indexed run: {missing[0]}")
-    files = list(trace_files(paths))
+    files = _with_earlier_turns(paths, list(trace_files(paths)))
     if not files:
         raise CommandLineError("no trace files (*.jsonl) found")
     failures = 0
@@ -457,6 +458,23 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failures else EXIT_OK
 
 
+def _with_earlier_turns(given: list[Path], files: list[Path]) -> list[Path]:
+    """``files``, each trace file named on the command line preceded by the earlier turns of
+    its conversation (a session's turn replays with the turns before it)."""
+    from fsm_agent.errors import TraceError  # noqa: PLC0415
+    from fsm_agent.trace.conversation import conversation_turns  # noqa: PLC0415
+
+    named = {path for path in given if path.is_file()}
+    wanted: dict[Path, None] = {}
+    for path in files:
+        turns = [path]
+        if path in named:
+            with contextlib.suppress(TraceError, OSError):  # replay reports a bad file itself
+                turns = conversation_turns(path)
+        wanted.update(dict.fromkeys(turns))
+    return list(wanted)
+
+
 def _replay_one(path: Path, *, allow_truncated: bool) -> tuple[int, int, str]:
     """Replay one trace: (events, transitions, how it ended) for the table."""
     from fsm_agent.trace.replay import replay  # noqa: PLC0415
@@ -479,7 +497,12 @@ def _cmd_show(args: argparse.Namespace) -> int:
         if args.html is not None:
             raise CommandLineError(f"{args.path} is a folder; --html needs one trace file")
         return _list_traces(args.path)
+    from fsm_agent.trace.conversation import turn_label  # noqa: PLC0415
+
     trace = read_trace(_trace_file(args.path), allow_truncated=True)
+    label = turn_label(trace.header.meta)
+    if label is not None:
+        print(f"({label})")
     print(render_timeline(trace))
     if args.html is not None:
         if args.html.is_dir():

@@ -19,9 +19,9 @@ import datetime as dt
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -43,6 +43,12 @@ from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
+from fsm_agent.runtime.attachments import (
+    AttachmentCollector,
+    AttachmentProvider,
+    AttachmentRequest,
+    check_providers,
+)
 from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
 from fsm_agent.runtime.context_collapse import CollapseResult, collapse_oldest
 from fsm_agent.runtime.hooks import HookInput, Hooks
@@ -76,6 +82,9 @@ from fsm_agent.store.sql_store import RunStore
 from fsm_agent.trace.location import names_folder, prepare_trace_file
 from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
+
+if TYPE_CHECKING:
+    from fsm_agent.runtime.session import Session
 
 ABORT_ON_FAULT = "fault"
 """``AbortRequested.reason`` fed when the driver itself fails (the ``end`` record names it)."""
@@ -260,6 +269,9 @@ class Agent:
             a ``RunStore``, a store URL or SQLite path, True for the default store, False for
             none. None (the default) indexes runs when ``FSM_AGENT_STORE`` is set or the
             trace goes to the default folder. A store failure is logged, never raised.
+        attachments: attachment providers (see :mod:`fsm_agent.runtime.attachments`): what
+            they find reaches the model as ``<system-reminder>`` context at each attachment
+            phase (SPEC §1.2 S7), recorded in the trace.
     """
 
     def __init__(
@@ -281,8 +293,10 @@ class Agent:
         prompt_caching: bool = True,
         store: RunStore | str | os.PathLike[str] | bool | None = None,
         mcp_servers: Sequence[McpServer] = (),
+        attachments: Sequence[AttachmentProvider] = (),
     ) -> None:
         self.model = model
+        self.attachments = check_providers(attachments)
         self.prompt_caching = prompt_caching
         self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
@@ -336,14 +350,53 @@ class Agent:
 
     async def stream(self, prompt: str | Sequence[Message]) -> AsyncIterator[Update]:
         """Run, yielding stream deltas, messages, transitions and tool progress as they come."""
-        messages = _as_messages(prompt)
+        async for update in self.stream_turn(_as_messages(prompt)):
+            yield update
+
+    async def stream_turn(
+        self,
+        messages: Sequence[Message],
+        *,
+        collector: AttachmentCollector | None = None,
+        link: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[Update]:
+        """One run of the loop on ``messages`` (what ``stream`` and a ``Session`` turn do).
+
+        Args:
+            messages: the transcript to start from, the new prompt last.
+            collector: answers the attachment phases (a session keeps one over its turns).
+            link: header metadata tying the trace to its conversation.
+        """
         async with contextlib.AsyncExitStack() as stack:
             connections = await connect_all(self.mcp_servers, stack) if self.mcp_servers else []
-            session = _Session(
-                self, messages, mcp=connections, mcp_tools=await list_all(connections)
+            run = _Run(
+                self,
+                tuple(messages),
+                mcp=connections,
+                mcp_tools=await list_all(connections),
+                collector=collector,
+                link=link,
             )
-            async for update in session.run():
+            async for update in run.run():
                 yield update
+
+    def session(
+        self,
+        *,
+        resume: str | os.PathLike[str] | None = None,
+        changed_files: bool = True,
+    ) -> Session:
+        """A conversation over many user turns (see :class:`Session`).
+
+        Args:
+            resume: the trace of an earlier turn to carry on from (its transcript is the
+                start of this conversation, and the next turn's trace links to it).
+            changed_files: report files read earlier that changed on disk since (on by
+                default in a session).
+        """
+        from fsm_agent.runtime.session import Session  # noqa: PLC0415 - it imports this module
+
+        return Session(self, resume=resume, changed_files=changed_files)
 
     async def continue_from(
         self,
@@ -359,7 +412,7 @@ class Agent:
         saying so, unless ``rerun(in_flight)`` returns True. A half-received model response
         is re-requested through the core's retry path. The new trace repeats the prefix.
         """
-        session = _Session(self, (), start=point, rerun=rerun)
+        session = _Run(self, (), start=point, rerun=rerun)
         async for update in session.run():
             yield update
 
@@ -367,15 +420,22 @@ class Agent:
         """The tool called ``name`` (or one of its aliases)."""
         return self._by_name.get(name)
 
-    def trace_path(self) -> Path | None:
+    def trace_path(self, user_turn: int = 1) -> Path | None:
         """A new file for the next run's trace, its folder created (None when tracing is off).
+
+        Runs traced to a folder get a new file each; when the trace is one named file, the
+        later turns of a session go beside it (``NAME.turn2.jsonl``...).
 
         Raises:
             ConfigError: the trace folder cannot be created.
         """
         if self.trace is False:
             return None
-        return prepare_trace_file(None if self.trace is True else self.trace)
+        target = None if self.trace is True else self.trace
+        path = prepare_trace_file(target)
+        if user_turn > 1 and target is not None and not names_folder(target):
+            path = path.with_name(f"{path.stem}.turn{user_turn}{path.suffix}")
+        return path
 
     def store_target(self) -> RunStore | str | None:
         """The store finished runs are indexed in (a store or its URL), or None for none."""
@@ -412,7 +472,15 @@ def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
     return tuple(prompt)
 
 
-class _Session:
+class _QueuedMessage:
+    """Put in a run's event queue when the user queues a message (not an event: the driver
+    looks at it and may feed ``AbortRequested("interrupt")``)."""
+
+
+_MESSAGE_QUEUED = _QueuedMessage()
+
+
+class _Run:
     """One run: the core, its trace, the tasks performing effects, and the event queue."""
 
     def __init__(
@@ -424,16 +492,22 @@ class _Session:
         rerun: Callable[[InFlight], bool] | None = None,
         mcp: Sequence[McpConnection] = (),
         mcp_tools: Sequence[McpTool] = (),
+        collector: AttachmentCollector | None = None,
+        link: Mapping[str, Any] | None = None,
     ) -> None:
         self.agent = agent
+        self.collector = collector or AttachmentCollector(agent.attachments)
+        self.interrupted = False
+        self.look_at_queue = False
         self.mcp = tuple(mcp)
         self._use_tools(mcp_tools)
         self.messages = messages
         self.start = start
         self.rerun = rerun
-        self.trace_path = agent.trace_path()
+        self.trace_path = agent.trace_path(self.collector.user_turn)
         self.writer: TraceWriter | None = None
         meta = {"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name}
+        meta.update(link or {})  # a turn of a session names its session and previous turn
         self.hidden_paths = agent.hidden_paths(self.trace_path)
         # SPEC §7.1: oversized tool results are saved beside the trace, readable by the model.
         self.results_dir = (
@@ -464,7 +538,7 @@ class _Session:
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
         )
-        self.queue: asyncio.Queue[ev.Event | BaseException] = asyncio.Queue()
+        self.queue: asyncio.Queue[ev.Event | BaseException | _QueuedMessage] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
         self.call_tasks: dict[str, set[asyncio.Task[None]]] = {}
         self.call_contexts: dict[str, ToolContext] = {}
@@ -499,14 +573,49 @@ class _Session:
         """The tool called ``name``: one of the agent's, or an MCP server's."""
         return self.agent.tool(name) or self.mcp_tools.get(name)
 
-    async def _refresh_tools(self, effect: fx.FetchAttachments) -> None:
-        # SPEC §1.2 S7: tools are refreshed between turns; the core is told the new list.
-        self._use_tools(await list_all(self.mcp))
-        self.queue.put_nowait(
-            ev.AttachmentsReady(effect_id=effect.effect_id, tools=tuple(self.tool_specs()))
+    def attachment_request(self, iteration: int) -> AttachmentRequest:
+        """What attachment providers are told now."""
+        return AttachmentRequest(
+            cwd=self.agent.cwd,
+            messages=self.core.transcript,
+            user_turn=self.collector.user_turn,
+            iteration=iteration,
         )
 
+    async def _attachments(self, effect: fx.FetchAttachments) -> None:
+        # SPEC §1.2 S7: attachments, prefetches and queued messages, then the tool refresh
+        # (tools are refreshed between turns; the core is told the new list).
+        found = await self.collector.collect(self.attachment_request(effect.turn))
+        tools: tuple[ToolSpec, ...] | None = None
+        if self.mcp:
+            self._use_tools(await list_all(self.mcp))
+            tools = tuple(self.tool_specs())
+        self.queue.put_nowait(
+            ev.AttachmentsReady(effect_id=effect.effect_id, messages=tuple(found), tools=tools)
+        )
+
+    def _message_queued(self) -> list[Update]:
+        """A message was queued: SPEC §2.2 ``interrupt`` stops the tools an interrupt may cancel
+        (the others finish); otherwise the message waits for the next attachment phase."""
+        queue = self.collector.queue
+        if self.interrupted or self.core.terminal is not None or not queue:
+            return []
+        if self.core.phase != Phase.TOOL_EXEC.value:
+            return []
+        cancellable = any(
+            call.spec is not None and call.spec.interrupt_cancels and not call.handed_back
+            for call in self.core.tool_calls
+        )
+        if not cancellable:
+            return []
+        self.interrupted = True
+        return self._abort("interrupt")
+
     async def run(self) -> AsyncIterator[Update]:
+        queue = self.collector.queue
+        if queue is not None:
+            loop = asyncio.get_running_loop()
+            queue.wake = lambda: loop.call_soon_threadsafe(self.queue.put_nowait, _MESSAGE_QUEUED)
         try:
             try:
                 if self.start is None:
@@ -525,10 +634,18 @@ class _Session:
                         raise
                     if isinstance(item, BaseException):
                         raise item  # a task failed: handled below, like a fault of our own
+                    if isinstance(item, _QueuedMessage):
+                        for update in self._message_queued():
+                            yield update
+                        continue
                     if self._dropped(item):
                         continue
                     for update in self._feed(item):
                         yield update
+                    if self.look_at_queue:
+                        self.look_at_queue = False
+                        for update in self._message_queued():
+                            yield update
             except Exception as exc:
                 # A bug in the driver, the trace writer or a user's callable: abort through
                 # the core, so every tool_use is answered, end the trace naming the fault,
@@ -537,6 +654,9 @@ class _Session:
                     yield update
                 raise
         finally:
+            if queue is not None:
+                queue.wake = None
+            await self.collector.close()
             await self._stop_tasks()
             if self.writer is not None:
                 self.writer.close()
@@ -668,6 +788,15 @@ class _Session:
         for transition in step.transitions:
             if transition.name == "request_sent":
                 self.turns += 1
+            elif transition.name == "tools_requested":
+                # A message queued while the response streamed may interrupt these tools.
+                self.look_at_queue = True
+            elif transition.name == "run_started" and self.collector.providers:
+                self.collector.turn_started(self.attachment_request(1))
+            elif transition.name == "iteration_started" and self.collector.providers:
+                self.collector.iteration_started(
+                    self.attachment_request(self.core.state.turn_count)
+                )
             updates.append(TransitionUpdate(transition=transition, phase=self.core.phase))
         for effect in step.effects:
             if isinstance(effect, fx.Emit):
@@ -738,8 +867,8 @@ class _Session:
         elif isinstance(effect, fx.DrainCollapse):
             self._spawn(self._collapse(effect))
         elif isinstance(effect, fx.FetchAttachments):
-            if self.mcp:
-                self._spawn(self._refresh_tools(effect))
+            if self.mcp or not self.collector.idle:
+                self._spawn(self._attachments(effect))
             else:
                 self.queue.put_nowait(ev.AttachmentsReady(effect_id=effect.effect_id))
         elif isinstance(effect, fx.CancelTool):
