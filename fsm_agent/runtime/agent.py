@@ -38,7 +38,6 @@ from fsm_agent.core.messages import (
     UserMessage,
     text_of,
 )
-from fsm_agent.core.prompt_cache import cache_breakpoints
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
@@ -49,33 +48,27 @@ from fsm_agent.runtime.attachments import (
     AttachmentRequest,
     check_providers,
 )
-from fsm_agent.runtime.compaction import CompactionResult, SummaryCompactor
-from fsm_agent.runtime.context_collapse import CollapseResult, collapse_oldest
-from fsm_agent.runtime.hooks import HookInput, Hooks
+from fsm_agent.runtime.compaction import SummaryCompactor
+from fsm_agent.runtime.hooks import Hooks
 from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool, connect_all, list_all
-from fsm_agent.runtime.models import (
-    Model,
-    ModelFailure,
-    ModelRequest,
-    checked_stream_event,
-    classify_failure,
+from fsm_agent.runtime.models import Model, ModelRequest
+from fsm_agent.runtime.performing import (
+    collapse,
+    compaction,
+    grant,
+    hook_input,
+    model_request,
+    permission_facts,
+    permission_failed,
+    permission_timed_out,
+    seconds,
+    stream_model,
+    tool_step,
 )
-from fsm_agent.runtime.permissions import (
-    AskCallback,
-    CallFacts,
-    PermissionPolicy,
-    PermissionRequest,
-)
+from fsm_agent.runtime.permissions import AskCallback, PermissionPolicy, PermissionRequest
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
-from fsm_agent.runtime.tool import (
-    OUTSIDE_WORKING_FOLDER,
-    PermissionCheck,
-    Tool,
-    ToolContext,
-    run_call,
-    run_validation,
-)
+from fsm_agent.runtime.tool import Tool, ToolContext
 from fsm_agent.store.opening import STORE_ENV, default_store_url
 from fsm_agent.store.recording import index_run
 from fsm_agent.store.sql_store import RunStore
@@ -412,8 +405,8 @@ class Agent:
         saying so, unless ``rerun(in_flight)`` returns True. A half-received model response
         is re-requested through the core's retry path. The new trace repeats the prefix.
         """
-        session = _Run(self, (), start=point, rerun=rerun)
-        async for update in session.run():
+        run = _Run(self, (), start=point, rerun=rerun)
+        async for update in run.run():
             yield update
 
     def tool(self, name: str) -> Tool[Any] | None:
@@ -458,10 +451,6 @@ class Agent:
         named_file = isinstance(self.trace, str | os.PathLike) and not names_folder(self.trace)
         keep_out = trace_path if named_file else trace_path.parent
         return (keep_out.resolve(),)
-
-
-def _seconds(milliseconds: int | None) -> float | None:
-    return None if milliseconds is None else milliseconds / 1000
 
 
 def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
@@ -832,18 +821,12 @@ class _Run:
 
     def _perform(self, effect: fx.Effect) -> None:
         if isinstance(effect, fx.CallModel):
-            system: str | list[dict[str, Any]] = self.agent.system
-            tools, messages = self.tool_definitions, self.core.api_messages()
-            if self.agent.prompt_caching:
-                system, tools, messages = cache_breakpoints(
-                    system=system, tools=tools, messages=messages
-                )
-            request = ModelRequest(
-                model=effect.model,
-                max_output_tokens=effect.max_output_tokens,
-                messages=messages,
-                system=system,
-                tools=tools,
+            request = model_request(
+                effect,
+                system=self.agent.system,
+                tool_definitions=self.tool_definitions,
+                messages=self.core.api_messages(),
+                prompt_caching=self.agent.prompt_caching,
             )
             self._spawn(self._call_model(effect, request))
         elif isinstance(effect, fx.RunToolStep):
@@ -880,36 +863,15 @@ class _Run:
                 task.cancel()
 
     async def _call_model(self, effect: fx.CallModel, request: ModelRequest) -> None:
-        rid = effect.request_id
         if effect.delay_ms:
             await self.agent.sleep(effect.delay_ms / 1000)
-        idle_s = self.agent.config.stream_idle_timeout_ms / 1000
-        stream = self.agent.model.stream(request)
-        try:
-            while True:
-                # SPEC §3 idle watchdog: a stream silent for too long is abandoned (the core
-                # retries it); the SDK's own timeout covers only single reads.
-                try:
-                    async with asyncio.timeout(idle_s):
-                        raw = await anext(stream)
-                except StopAsyncIteration:
-                    break
-                except TimeoutError:
-                    raise ModelFailure(
-                        kind=ev.FailureKind.TIMEOUT,
-                        message=f"no stream event for {idle_s:g} s (idle watchdog)",
-                    ) from None
-                event = checked_stream_event(raw)
-                self.queue.put_nowait(ev.ModelStreamEvent(request_id=rid, event=event))
-        except Exception as exc:  # SPEC §2.2 model_error: any exception escaping the stream
-            failure = exc if isinstance(exc, ModelFailure) else classify_failure(exc)
-            self.queue.put_nowait(failure.to_event(rid))
-            return
-        finally:
-            close = getattr(stream, "aclose", None)
-            if close is not None:
-                await close()
-        self.queue.put_nowait(ev.ModelStreamClosed(request_id=rid))
+        await stream_model(
+            self.agent.model,
+            request,
+            request_id=effect.request_id,
+            idle_timeout_s=self.agent.config.stream_idle_timeout_ms / 1000,
+            report=self.queue.put_nowait,
+        )
 
     def _context(self, call_id: str) -> ToolContext:
         context = self.call_contexts.get(call_id)
@@ -928,33 +890,12 @@ class _Run:
         return context
 
     async def _tool_step(self, effect: fx.RunToolStep) -> None:
-        tool = self.tool(effect.tool_name)
-        context = self._context(effect.call_id)
-        if effect.step is fx.ToolStep.VALIDATE:
-            validated = await run_validation(
-                tool,
-                effect.tool_name,
-                effect.input,
-                context,
-                call_id=effect.call_id,
-                timeout_s=_seconds(self.agent.config.tool_timeout_ms),
-            )
-            self.queue.put_nowait(validated)
-            return
-        if tool is None:
-            raise UsageError(f"the core asked to call {effect.tool_name!r}, which is not a tool")
-        context.extra.update(effect.context)
-
-        def progress(text: str) -> None:
-            self.queue.put_nowait(ev.ToolProgressReported(call_id=effect.call_id, text=text))
-
-        finished = await run_call(
-            tool,
-            effect.input,
-            context,
-            progress,
-            call_id=effect.call_id,
-            timeout_s=_seconds(self.agent.config.tool_timeout_ms),
+        finished = await tool_step(
+            self.tool(effect.tool_name),
+            effect,
+            self._context(effect.call_id),
+            timeout_s=seconds(self.agent.config.tool_timeout_ms),
+            report=self.queue.put_nowait,
         )
         self.queue.put_nowait(finished)
 
@@ -963,19 +904,11 @@ class _Run:
         self.queue.put_nowait(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
 
     async def _run_hooks(self, effect: fx.RunHooks) -> ev.HookOutcome:
-        payload = dict(effect.payload)
-        tool_input = payload.pop("tool_input", {})
-        hook_input = HookInput(
-            hook_event=effect.hook_event,
-            tool_name=effect.tool_name,
-            tool_input=tool_input if isinstance(tool_input, dict) else {},
-            payload=payload,
-            session_id=self.session_id,
-            cwd=str(self.agent.cwd),
-            trace_path=str(self.trace_path) if self.trace_path is not None else None,
+        told = hook_input(
+            effect, session_id=self.session_id, cwd=self.agent.cwd, trace_path=self.trace_path
         )
         return await self.agent.hooks.run(
-            hook_input, default_timeout_s=_seconds(self.agent.config.hook_timeout_ms)
+            told, default_timeout_s=seconds(self.agent.config.hook_timeout_ms)
         )
 
     def _telling(self, ask: AskCallback) -> AskCallback:
@@ -992,86 +925,40 @@ class _Run:
     async def _permission(self, effect: fx.AskPermission) -> None:
         tool = self.tool(effect.tool_name)
         context = self._context(effect.call_id)
-        check = PermissionCheck(behavior="passthrough")
-        target: Path | None = None
-        if tool is not None:
-            try:
-                check = tool.check_permissions(tool.parse_input(effect.input), context)
-            except Exception:
-                check = PermissionCheck(behavior="passthrough")
-            target = _target_path(tool, effect.input, context.cwd)
-        facts = CallFacts(
-            tool=tool,
-            cwd=context.cwd.resolve(),
-            target=target,
-            session_rules=self.core.session_permission_rules,
-        )
-        limit = _seconds(self.agent.config.permission_timeout_ms)
+        check, facts = permission_facts(tool, effect, context, self.core.session_permission_rules)
+        limit = seconds(self.agent.config.permission_timeout_ms)
         try:
             async with asyncio.timeout(limit):
                 _QUESTION.set(effect)
                 decided = await self.permissions.decide(effect, check, facts)
-            if decided.behavior is ev.PermissionBehavior.ALLOW:
-                # The tool writes exactly the file that was checked (no swap in between), and
-                # a read outside the working folder that was allowed may now reach it.
-                context.checked_path = target
-                if tool is not None and decided.updated_input is not None:
-                    # the user allowed a changed input: its path is the one they approved
-                    context.checked_path = _target_path(tool, decided.updated_input, context.cwd)
-                context.allow_outside = check.reason == OUTSIDE_WORKING_FOLDER
+            grant(context, tool, check, facts, decided)
         except TimeoutError:
             assert limit is not None
             # Our bound (LoopConfig.permission_timeout_ms): nobody answered, so no grant.
-            decided = ev.PermissionDecided(
-                effect_id=effect.effect_id,
-                behavior=ev.PermissionBehavior.DENY,
-                source=ev.DecisionSource.USER,
-                reason=texts.PERMISSION_TIMED_OUT,
-                message=texts.permission_timed_out(effect.tool_name, limit),
-            )
+            decided = permission_timed_out(effect, limit)
         except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
-            decided = ev.PermissionDecided(
-                effect_id=effect.effect_id,
-                behavior=ev.PermissionBehavior.DENY,
-                source=ev.DecisionSource.USER,
-                reason=f"the permission callback failed: {type(exc).__name__}: {exc}",
-                message=texts.permission_not_asked(effect.tool_name),
-                abort_turn=True,
-            )
+            decided = permission_failed(effect, exc)
         self.queue.put_nowait(decided)
 
     async def _compact(self, effect: fx.Compact) -> None:
-        try:
-            result = await self.compactor.compact(
-                effect.kind,
-                self.core.messages_for_query(),
-                self.agent.model,
-                self.core.model,
-                instructions=effect.instructions,
-            )
-        except Exception as exc:  # a failed compaction is a named transition, not a crash
-            result = CompactionResult(ok=False, error=f"{type(exc).__name__}: {exc}")
-        self.queue.put_nowait(
-            ev.CompactionFinished(
-                effect_id=effect.effect_id,
-                ok=result.ok,
-                messages=result.messages,
-                error=result.error,
-            )
+        finished = await compaction(
+            effect,
+            self.compactor,
+            self.core.messages_for_query(),
+            self.agent.model,
+            self.core.model,
         )
+        self.queue.put_nowait(finished)
 
     async def _collapse(self, effect: fx.DrainCollapse) -> None:
-        try:
-            result = await collapse_oldest(
-                self.core.messages_for_query(), self.compactor, self.agent.model, self.core.model
-            )
-        except Exception:  # nothing committed: the core goes on to its next recovery
-            result = CollapseResult(committed=0)
-        self.queue.put_nowait(
-            ev.CollapseDrained(
-                effect_id=effect.effect_id, committed=result.committed, messages=result.messages
-            )
+        drained = await collapse(
+            effect,
+            self.compactor,
+            self.core.messages_for_query(),
+            self.agent.model,
+            self.core.model,
         )
+        self.queue.put_nowait(drained)
 
     async def _stop_tasks(self) -> None:
         pending = [task for task in self.tasks if not task.done()]
@@ -1097,14 +984,3 @@ def _settings(value: Settings | str | os.PathLike[str] | bool | None, cwd: Path)
     if isinstance(value, Settings):
         return value
     return load_settings_file(value, cwd=cwd)
-
-
-def _target_path(tool: Tool[Any], raw_input: dict[str, Any], cwd: Path) -> Path | None:
-    """The resolved file or folder a file tool will touch (``~``, ``..`` and links followed)."""
-    if tool.path_field is None:
-        return None
-    raw = raw_input.get(tool.path_field) or "."
-    if not isinstance(raw, str):
-        return None
-    path = Path(raw).expanduser()
-    return (path if path.is_absolute() else cwd.resolve() / path).resolve()
