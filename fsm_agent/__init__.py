@@ -60,6 +60,8 @@ _PUBLIC = {
     "load_settings": "fsm_agent.runtime.settings",
     "Tool": "fsm_agent.runtime.tool",
     "tool": "fsm_agent.runtime.tool",
+    "SubagentDefinition": "fsm_agent.runtime.subagents",
+    "SubagentLimits": "fsm_agent.runtime.subagents",
     "replay": "fsm_agent.trace.replay",
     "fork": "fsm_agent.trace.replay",
     "resume": "fsm_agent.trace.replay",
@@ -144,6 +146,8 @@ __all__ = [
     "Settings",
     "Step",
     "StoredRun",
+    "SubagentDefinition",
+    "SubagentLimits",
     "Terminal",
     "TextDelta",
     "Thinking",
@@ -230,6 +234,7 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.server_tools import ServerTool
     from fsm_agent.runtime.session import Session
     from fsm_agent.runtime.settings import Settings, load_settings
+    from fsm_agent.runtime.subagents import SubagentDefinition, SubagentLimits
     from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, ToolOutput, tool
     from fsm_agent.store.opening import open_store
     from fsm_agent.store.query import RunQuery, TransitionCount

@@ -67,6 +67,7 @@ _TOOL_EVENTS = (
     ev.ToolInputValidated,
     ev.ToolCallFinished,
     ev.ToolProgressReported,
+    ev.SubagentStarted,
     ev.HooksFinished,
     ev.PermissionPromptShown,
     ev.PermissionDecided,

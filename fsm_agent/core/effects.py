@@ -59,7 +59,7 @@ class HookEvent(enum.Enum):
     POST_TOOL_USE_FAILURE = "PostToolUseFailure"
     USER_PROMPT_SUBMIT = "UserPromptSubmit"
     STOP = "Stop"
-    SUBAGENT_STOP = "SubagentStop"  # replaces Stop when LoopConfig.is_subagent (no subagents yet)
+    SUBAGENT_STOP = "SubagentStop"  # replaces Stop in a subagent (LoopConfig.is_subagent)
     STOP_FAILURE = "StopFailure"
     PRE_COMPACT = "PreCompact"
     SESSION_START = "SessionStart"

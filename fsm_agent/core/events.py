@@ -112,6 +112,27 @@ class ToolProgressReported:
     text: str
 
 
+@attrs.frozen(kw_only=True)
+class SubagentStarted:
+    """A tool call started a child agent, whose trace is a file of its own.
+
+    A fact for the trace (it links the parent's call to the child's run, both ways with the
+    child's header); the machines take no transition for it, and the model never sees it.
+    Resume reads it to pick the child up from its own trace instead of running it again.
+
+    Attributes:
+        call_id: the parent's tool call that runs the child.
+        agent: the name of the child's definition.
+        run_id: the child's run id.
+        trace: the child's trace file, or None when the run is not traced.
+    """
+
+    call_id: str
+    agent: str
+    run_id: str
+    trace: str | None = None
+
+
 class HookDecision(enum.Enum):
     """A PreToolUse hook's permission decision (SPEC §6.1)."""
 
@@ -256,6 +277,7 @@ Event: TypeAlias = (
     | ToolInputValidated
     | ToolCallFinished
     | ToolProgressReported
+    | SubagentStarted
     | HooksFinished
     | PermissionPromptShown
     | PermissionDecided
@@ -273,6 +295,7 @@ EVENT_TYPES: tuple[type, ...] = (
     ToolInputValidated,
     ToolCallFinished,
     ToolProgressReported,
+    SubagentStarted,
     HooksFinished,
     PermissionPromptShown,
     PermissionDecided,

@@ -240,8 +240,8 @@ class ToolExecutor:
                 event=f"{type(event).__name__} for an unknown call or effect",
                 legal=[f"events for {', '.join(self.calls) or 'no calls'}"],
             )
-        if isinstance(event, ev.ToolProgressReported):
-            return  # shown by the driver; no transition (DESIGN §2)
+        if isinstance(event, ev.ToolProgressReported | ev.SubagentStarted):
+            return  # facts for the user and the trace; no transition (DESIGN §2)
         if isinstance(event, ev.PermissionPromptShown):
             if call.state == CallState.PERMISSION.value:
                 # Notification hooks run beside the question; nothing waits for them.

@@ -68,6 +68,7 @@ from fsm_agent.runtime.performing import (
 from fsm_agent.runtime.permissions import AskCallback, PermissionPolicy, PermissionRequest
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
+from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
 from fsm_agent.runtime.tool import Tool, ToolContext
 from fsm_agent.store.opening import STORE_ENV, default_store_url
 from fsm_agent.store.recording import index_run
@@ -265,6 +266,8 @@ class Agent:
         attachments: attachment providers (see :mod:`fsm_agent.runtime.attachments`): what
             they find reaches the model as ``<system-reminder>`` context at each attachment
             phase (SPEC §1.2 S7), recorded in the trace.
+        subagent: set by the ``Task`` tool when it builds a child agent: the child's name, its
+            place in the tree of subagents and the parent run and call it works for.
     """
 
     def __init__(
@@ -287,9 +290,11 @@ class Agent:
         store: RunStore | str | os.PathLike[str] | bool | None = None,
         mcp_servers: Sequence[McpServer] = (),
         attachments: Sequence[AttachmentProvider] = (),
+        subagent: SubagentSeat | None = None,
     ) -> None:
         self.model = model
         self.attachments = check_providers(attachments)
+        self.subagent = subagent
         self.prompt_caching = prompt_caching
         self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
@@ -326,7 +331,9 @@ class Agent:
             for name in (tool.name, *tool.aliases):
                 self._by_name[name] = tool
         # A rule naming a tool this agent lacks would never match: refuse it now (SPEC §9.2).
-        self.permissions.check_tools(self._by_name)
+        # A tool its subagents have counts: the parent's deny rules reach them (issue 14).
+        inner = (name for t in self.tools for name in t.inner_tool_names())
+        self.permissions.check_tools({*self._by_name, *inner})
 
     async def run(self, prompt: str | Sequence[Message]) -> RunResult:
         """Run until a terminal reason; return the result."""
@@ -453,6 +460,25 @@ class Agent:
         return (keep_out.resolve(),)
 
 
+def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
+    """The trace of the child agent an in-flight call had started, if the recording says so
+    (a resume only: a fork continues differently, so its children start afresh)."""
+    effect = item.effect
+    if not isinstance(start, ResumePoint) or not isinstance(effect, fx.RunToolStep):
+        return None
+    found: Path | None = None
+    for record in start.records:
+        event = record.get("event") if record.get("record") == "event" else None
+        if (
+            isinstance(event, dict)
+            and event.get("type") == "SubagentStarted"
+            and event.get("call_id") == effect.call_id
+            and isinstance(event.get("trace"), str)
+        ):
+            found = Path(event["trace"])
+    return found
+
+
 def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
     if isinstance(prompt, str):
         if not prompt.strip():
@@ -495,7 +521,12 @@ class _Run:
         self.rerun = rerun
         self.trace_path = agent.trace_path(self.collector.user_turn)
         self.writer: TraceWriter | None = None
-        meta = {"started": dt.datetime.now(dt.UTC).isoformat(), "model": agent.model.name}
+        meta: dict[str, Any] = {
+            "started": dt.datetime.now(dt.UTC).isoformat(),
+            "model": agent.model.name,
+        }
+        if agent.subagent is not None:
+            meta.update(agent.subagent.header_meta())
         meta.update(link or {})  # a turn of a session names its session and previous turn
         self.hidden_paths = agent.hidden_paths(self.trace_path)
         # SPEC §7.1: oversized tool results are saved beside the trace, readable by the model.
@@ -537,6 +568,14 @@ class _Run:
         self.started = agent.clock()
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
+        # Issue 14: what the calls of this run that start child agents share and record.
+        self.run_id = str(meta.get("run_id") or "") or (
+            self.trace_path.stem if self.trace_path is not None else self.session_id
+        )
+        seat = agent.subagent
+        self.subagent_budget = seat.budget if seat is not None else SubagentBudget()
+        self.resumed_children: dict[str, Path] = {}
+        self.announced: dict[str, asyncio.Future[None]] = {}
         self.closing_hooks: set[asyncio.Task[ev.HookOutcome]] = set()
         # The policy whose ``ask`` callback first tells the core a person is being asked.
         policy = agent.permissions
@@ -631,6 +670,10 @@ class _Run:
                         continue
                     for update in self._feed(item):
                         yield update
+                    if isinstance(item, ev.SubagentStarted):
+                        recorded = self.announced.pop(item.call_id, None)
+                        if recorded is not None and not recorded.done():
+                            recorded.set_result(None)
                     if self.look_at_queue:
                         self.look_at_queue = False
                         for update in self._message_queued():
@@ -694,6 +737,12 @@ class _Run:
             effect = item.effect
             if isinstance(effect, fx.CallModel) and self.core.stream_started(effect.request_id):
                 lost_stream = effect
+            elif item.maybe_side_effects and (child := _child_trace(start, item)) is not None:
+                # Issue 14: the call had started a child agent, which has a trace of its own:
+                # the call is performed again, and picks the child up from that trace.
+                assert isinstance(effect, fx.RunToolStep)
+                self.resumed_children[effect.call_id] = child
+                later.append(effect)
             elif item.maybe_side_effects and not (self.rerun and self.rerun(item)):
                 # A call that may have run already is not run again unless the caller says so.
                 assert isinstance(effect, fx.RunToolStep)
@@ -885,9 +934,27 @@ class _Run:
                 hidden_paths=self.hidden_paths,
                 results_dir=self.results_dir,
                 extra=dict(self.core.tool_context),
+                call_id=call_id,
+                parent=ParentRun(
+                    agent=self.agent,
+                    run_id=self.run_id,
+                    trace_path=self.trace_path,
+                    call_id=call_id,
+                    depth=self.agent.subagent.depth if self.agent.subagent is not None else 0,
+                    budget=self.subagent_budget,
+                    announce=self._announce,
+                    resume_from=self.resumed_children.get(call_id),
+                ),
             )
             self.call_contexts[call_id] = context
         return context
+
+    async def _announce(self, event: ev.SubagentStarted) -> None:
+        """Record that a call started a child; return once the event is in the trace."""
+        recorded = asyncio.get_running_loop().create_future()
+        self.announced[event.call_id] = recorded
+        self.queue.put_nowait(event)
+        await recorded
 
     async def _tool_step(self, effect: fx.RunToolStep) -> None:
         finished = await tool_step(
@@ -907,6 +974,11 @@ class _Run:
         told = hook_input(
             effect, session_id=self.session_id, cwd=self.agent.cwd, trace_path=self.trace_path
         )
+        seat = self.agent.subagent
+        if seat is not None and effect.hook_event is fx.HookEvent.SUBAGENT_STOP:
+            # Issue 14: a child's SubagentStop hooks learn its name, run id and trace.
+            extra = seat.hook_payload(self.trace_path)
+            told = attrs.evolve(told, payload={**told.payload, **extra})
         return await self.agent.hooks.run(
             told, default_timeout_s=seconds(self.agent.config.hook_timeout_ms)
         )

@@ -40,7 +40,8 @@ class HookInput:
             PostToolUse, ``error`` for PostToolUseFailure, ``prompt`` for UserPromptSubmit,
             ``stop_hook_active`` and ``last_assistant_message`` for Stop, ``source`` for
             SessionStart, ``trigger`` for PreCompact, ``message`` and ``notification_type``
-            for Notification, ``reason`` for SessionEnd).
+            for Notification, ``reason`` for SessionEnd; SubagentStop adds ``agent_type``,
+            ``agent_id`` and ``agent_transcript_path`` to the Stop fields).
         session_id: the run's id (the same for every hook of one run).
         cwd: the working directory of the run.
         trace_path: the run's trace file, when it writes one.
@@ -89,6 +90,7 @@ _MATCHED_KEY = {
     HookEvent.PRE_COMPACT: "trigger",
     HookEvent.NOTIFICATION: "notification_type",
     HookEvent.SESSION_END: "reason",
+    HookEvent.SUBAGENT_STOP: "agent_type",
 }
 
 HookFunction = Callable[[HookInput], "HookOutcome | Awaitable[HookOutcome | None] | None"]

@@ -29,7 +29,7 @@ import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeAlias, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, Union
 
 import attrs
 import cattrs
@@ -43,6 +43,9 @@ from fsm_agent.core.messages import TextBlock, ToolResultContent
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import DefinitionError, FsmAgentError
 from fsm_agent.trace.json_limits import escape_surrogates
+
+if TYPE_CHECKING:
+    from fsm_agent.runtime.subagent_link import ParentRun
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
@@ -109,6 +112,9 @@ class ToolContext:
         results_dir: where a result too large to send is saved whole (SPEC §7.1); the model
             gets a preview and the path. None cuts such a result to the preview instead.
         extra: anything else the application wants to hand to its tools.
+        call_id: the id of the call (the model's tool_use id).
+        parent: the run the call belongs to, for a tool that starts a child agent
+            (``Task``); None outside an ``Agent`` run.
     """
 
     cwd: Path
@@ -119,6 +125,8 @@ class ToolContext:
     hidden_paths: tuple[Path, ...] = ()
     results_dir: Path | None = None
     extra: dict[str, Any] = attrs.field(factory=dict)
+    call_id: str = ""
+    parent: ParentRun | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -176,6 +184,9 @@ class Tool(Generic[InputT]):
             writes apply to it (SPEC §9.3).
         requires_user_interaction: the call needs a person (SPEC §9.3 step 1e): when the
             permission chain asks, it asks even in ``bypassPermissions`` mode.
+        read_only: every call of the tool is read-only, whatever its input (``Read``,
+            ``Glob``, ``Grep``); a ``Task`` whose child has only such tools may run beside
+            other calls.
     """
 
     name: str
@@ -187,6 +198,7 @@ class Tool(Generic[InputT]):
     aliases: tuple[str, ...] = ()
     path_field: str | None = None
     requires_user_interaction: bool = False
+    read_only: bool = False
 
     def __init__(self) -> None:
         where = type(self).__qualname__
@@ -238,6 +250,11 @@ class Tool(Generic[InputT]):
     def check_permissions(self, data: InputT, ctx: ToolContext) -> PermissionCheck:
         """The tool's own permission opinion (default: allow)."""
         return PermissionCheck()
+
+    def inner_tool_names(self) -> tuple[str, ...]:
+        """Tools this tool's calls may run in turn (a ``Task``'s child tools): an agent's
+        permission rules may name them, and reach them there."""
+        return ()
 
     async def call(self, data: InputT, ctx: ToolContext, progress: ProgressCallback) -> ToolOutput:
         """Do the work. Exceptions become error results; cancellation must propagate."""
@@ -522,7 +539,7 @@ class FunctionTool(Tool[Any]):
         self._keyword_form = keyword_form
         self._context_param = context_param
         self._concurrency_safe = concurrency_safe
-        self._read_only = read_only
+        self.read_only = read_only
         super().__init__()
 
     def is_concurrency_safe(self, data: Any) -> bool:
@@ -531,7 +548,7 @@ class FunctionTool(Tool[Any]):
 
     def is_read_only(self, data: Any) -> bool:
         """The flag given to the decorator."""
-        return self._read_only
+        return self.read_only
 
     async def call(self, data: Any, ctx: ToolContext, progress: ProgressCallback) -> ToolOutput:
         """Call the wrapped function and accept a string or a ToolOutput from it."""

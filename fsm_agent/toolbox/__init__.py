@@ -1,4 +1,5 @@
-"""The built-in tools: Read, Glob, Grep, Edit, Write and Bash.
+"""The built-in tools: Read, Glob, Grep, Edit, Write and Bash, and Task (opt-in: it runs the
+subagents it is given, see :mod:`fsm_agent.toolbox.task`).
 
 Each lives in its own module; :func:`default_tools` gives one fresh instance of each, in the
 order they are usually listed to the model. The modules are loaded on first use: a program
@@ -23,6 +24,8 @@ _PUBLIC = {
     "GrepInput": "fsm_agent.toolbox.grep",
     "Read": "fsm_agent.toolbox.read",
     "ReadInput": "fsm_agent.toolbox.read",
+    "Task": "fsm_agent.toolbox.task",
+    "TaskInput": "fsm_agent.toolbox.task",
     "Write": "fsm_agent.toolbox.write",
     "WriteInput": "fsm_agent.toolbox.write",
 }
@@ -38,6 +41,8 @@ __all__ = [
     "GrepInput",
     "Read",
     "ReadInput",
+    "Task",
+    "TaskInput",
     "Write",
     "WriteInput",
     "default_tools",
@@ -50,6 +55,7 @@ if TYPE_CHECKING:
     from fsm_agent.toolbox.glob import Glob, GlobInput
     from fsm_agent.toolbox.grep import Grep, GrepInput
     from fsm_agent.toolbox.read import Read, ReadInput
+    from fsm_agent.toolbox.task import Task, TaskInput
     from fsm_agent.toolbox.write import Write, WriteInput
 
 

@@ -56,6 +56,7 @@ class Glob(Tool[GlobInput]):
         "out. Use Grep to search file contents."
     )
     input_type = GlobInput
+    read_only = True
     path_field = "path"
 
     def is_concurrency_safe(self, data: GlobInput) -> bool:

@@ -80,6 +80,7 @@ class Grep(Tool[GrepInput]):
         "what .gitignore ignores are skipped. Filter files with glob, e.g. '*.py'."
     )
     input_type = GrepInput
+    read_only = True
     path_field = "path"
 
     def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:

@@ -71,6 +71,7 @@ class Read(Tool[ReadInput]):
         f"{MAX_LINE_CHARS} characters are cut."
     )
     input_type = ReadInput
+    read_only = True
     max_result_chars = None
     path_field = "file_path"
 

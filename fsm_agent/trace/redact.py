@@ -10,8 +10,10 @@ Two rules, applied to every record before it is rendered:
 * a **secret string** (given to the writer, plus anything shaped like an Anthropic API key)
   is replaced wherever it occurs inside any string value.
 
-Redaction copies only the containers it changes, so a clean record costs one walk and no
-allocation. Replay feeds the redacted events, so a replayed core sees ``[REDACTED]`` exactly
+The writer asks :meth:`Redactor.may_need` first: secret strings are searched for in the bytes
+it rendered anyway, key names on the record (each distinct name judged once per process). Only
+a flagged record is walked by :meth:`Redactor.value`, which copies only the containers it
+changes. Replay feeds the redacted events, so a replayed core sees ``[REDACTED]`` exactly
 where the recording core's trace shows it.
 """
 
@@ -34,28 +36,40 @@ _SENSITIVE_KEY: Final = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _KEY_SHAPED: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
-# The same key rules, looked for in a serialized record: a match only means "walk it".
-_SENSITIVE_KEY_IN_JSON: Final = re.compile(
-    rb"""(?:api.?key|authorization|secret|passw(?:or)?d|cookie|credential|bearer)[^"]*":"""
-    rb"""|["_-]token":""",
-    re.IGNORECASE,
-)
-_KEY_WORDS: Final = (
-    b"key",
-    b"authorization",
-    b"secret",
-    b"passw",
-    b"cookie",
-    b"credential",
-    b"bearer",
-    b'token":',
-)
+_CONTAINERS: Final = (dict, list, tuple)
 _MIN_SECRET: Final = 4
+_KEY_MEMO_LIMIT: Final = 4096
+"""Key names remembered (records repeat a few dozen; tool inputs add more)."""
+_KEY_MEMO: Final[dict[Any, bool]] = {}
 
 
 def is_sensitive_key(key: str) -> bool:
     """Whether a value stored under ``key`` is a credential (``-`` counts as ``_``)."""
     return _SENSITIVE_KEY.search(key.replace("-", "_")) is not None
+
+
+def _has_sensitive_key(value: Any) -> bool:
+    """Whether any key of a JSON-like value, at any depth, is a sensitive key name.
+
+    Iterative, so a model event nested thousands deep is checked like any other.
+    """
+    pending = [value] if type(value) in _CONTAINERS else []
+    while pending:
+        current = pending.pop()
+        if type(current) is dict:
+            for key, item in current.items():
+                sensitive = _KEY_MEMO.get(key)
+                if sensitive is None:
+                    if len(_KEY_MEMO) >= _KEY_MEMO_LIMIT:
+                        _KEY_MEMO.clear()
+                    sensitive = _KEY_MEMO[key] = isinstance(key, str) and is_sensitive_key(key)
+                if sensitive:
+                    return True
+                if type(item) in _CONTAINERS:
+                    pending.append(item)
+        else:
+            pending.extend(item for item in current if type(item) in _CONTAINERS)
+    return False
 
 
 class Redactor:
@@ -83,22 +97,21 @@ class Redactor:
         # As they appear inside a JSON string (quotes and backslashes escaped).
         self._secret_bytes = tuple(orjson.dumps(secret)[1:-1] for secret in self._secrets)
 
-    def may_need(self, serialized: bytes) -> bool:
-        """Whether a serialized record may hold something to redact (False is certain).
+    def may_need(self, record: Any, serialized: bytes) -> bool:
+        """Whether a record may hold something to redact (False is certain).
 
-        A cheap scan of the bytes the writer produced anyway; only a record it flags is
-        walked by :meth:`value`, so clean records (nearly all) cost no walk.
+        ``serialized`` is the record as the writer rendered it anyway: secret strings are
+        looked for in those bytes. Key names are checked on the record itself, each distinct
+        name once per process, so a long text costs no scan per key rule. Only a record
+        flagged here is walked by :meth:`value`; clean records (nearly all) are not.
         """
+        return self.holds_secret(serialized) or _has_sensitive_key(record)
+
+    def holds_secret(self, serialized: bytes) -> bool:
+        """Whether rendered JSON holds a configured secret or API-key-shaped text."""
         if b"sk-ant-" in serialized:
             return True
-        for secret in self._secret_bytes:
-            if secret in serialized:
-                return True
-        lowered = serialized.lower()
-        for word in _KEY_WORDS:
-            if word in lowered:
-                return _SENSITIVE_KEY_IN_JSON.search(serialized) is not None
-        return False  # the usual case: plain substring tests, no regex
+        return any(secret in serialized for secret in self._secret_bytes)
 
     def text(self, value: str) -> str:
         """``value`` with every secret string (and API-key-shaped text) replaced."""

@@ -1,4 +1,4 @@
-"""The trace writer: one JSONL record per line, write-ahead, flushed per line.
+"""The trace writer: one JSONL record per line, write-ahead, flushed per event and per step.
 
 The header and ``end`` records (and records copied by :meth:`TraceWriter.write_record`) go
 through a structlog logger built locally with ``structlog.wrap_logger`` (never
@@ -6,10 +6,12 @@ through a structlog logger built locally with ``structlog.wrap_logger`` (never
 then ``JSONRenderer`` turns the record into one orjson line with sorted keys, and
 ``BytesLogger`` writes and flushes it. Events, transitions and effects, the records of the hot
 path, skip the logger's machinery (it added nothing there but its cost, issue 10): the same
-stamping, serializer and redaction, then one write and one flush. Both paths give the same
-bytes. The serializer's ``default=`` raises, so an object that was not unstructured fails
-loudly instead of leaving a ``repr`` (with a memory address) in the trace. structlog is
-imported when the first writer is made, so importing the package does not pay for it.
+stamping, serializer and redaction, then one write and one flush per event and per step; a
+transition line is spliced from its table row's bytes, rendered once per process. All paths
+give the same bytes. The serializer's ``default=`` raises, so an object that was not
+unstructured fails loudly instead of leaving a ``repr`` (with a memory address) in the trace.
+structlog is imported when the first writer is made, so importing the package does not pay
+for it.
 
 Order of use (DESIGN §5): :meth:`TraceWriter.write_event` *before* the core sees the event,
 :meth:`TraceWriter.write_step` with what ``feed`` returned, :meth:`TraceWriter.write_end` once
@@ -22,7 +24,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Protocol
+from typing import IO, Any, Final, Protocol
 
 import orjson
 
@@ -30,11 +32,47 @@ import fsm_agent
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import Event, ModelStreamEvent
 from fsm_agent.core.messages import Message, Usage
-from fsm_agent.core.step import Step
+from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.trace import records
-from fsm_agent.trace.redact import Redactor
+from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor
+
+_CALL_ID: Final = b'{"call_id":'
+"""How every transition line starts (keys are sorted; ``call_id`` sorts first)."""
+_NO_TEMPLATE: Final[tuple[bytes, bytes]] = (b"", b"")
+"""Marks a row whose lines take the general path."""
+_TEMPLATE_LIMIT: Final = 4096
+"""Rows remembered (the tables have a few hundred; other machines' rows may add more)."""
+_TEMPLATES: Final[dict[tuple[str, str, str, str], tuple[bytes, bytes]]] = {}
+
+
+def _row_template(key: tuple[str, str, str, str]) -> tuple[bytes, bytes]:
+    """A transition line of row ``key`` split around its ``seq`` value, without the leading
+    ``{"call_id":<value>`` (``seq`` and ``call_id`` are what differ between its records);
+    :data:`_NO_TEMPLATE` when the line cannot be split that way."""
+    template = _TEMPLATES.get(key)
+    if template is not None:
+        return template
+    machine, name, source, dest = key
+    fields = records.transition_fields(
+        TransitionTaken(machine=machine, name=name, source=source, dest=dest)
+    )
+    fields["seq"] = 0
+    template = _NO_TEMPLATE
+    try:
+        data = records.dumps(fields)
+    except (orjson.JSONEncodeError, TypeError):
+        data = b""  # the general path raises the clear error
+    head = _CALL_ID + b"null"
+    if data.startswith(head) and not KEY_RULES_ONLY.may_need(fields, data):
+        before, seq, after = data[len(head) :].partition(b'"seq":0')
+        if seq:
+            template = (before + b'"seq":', after + b"\n")
+    if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
+        _TEMPLATES.clear()
+    _TEMPLATES[key] = template
+    return template
 
 
 class CoreLike(Protocol):
@@ -113,6 +151,7 @@ class TraceWriter:
             self._file = target
             self._owns_file = False
         self._redactor = Redactor(secrets)
+        self._templates: dict[tuple[str, str, str, str], tuple[bytes, bytes]] = {}
         self._next_seq = 1
         self._closed = False
         self.ended = False
@@ -153,7 +192,7 @@ class TraceWriter:
 
     def _serialize(self, event_dict: MutableMapping[str, Any], **_options: Any) -> bytes:
         data = records.dumps(event_dict)
-        if self._redactor.may_need(data):
+        if self._redactor.may_need(event_dict, data):
             data = records.dumps(self._redactor.value(event_dict))
         return data
 
@@ -181,8 +220,9 @@ class TraceWriter:
         data.pop("seq", None)
         self._write(data)
 
-    def _write_direct(self, fields: MutableMapping[str, Any]) -> None:
-        """``_write`` for the hot path: the same bytes, without the logger's machinery."""
+    def _line(self, fields: MutableMapping[str, Any]) -> bytes:
+        """One record line for the hot path: ``seq`` stamped, serialized and redacted as the
+        logger would, without its machinery (the same bytes)."""
         if self._closed:
             raise UsageError("the trace writer is closed")
         fields["seq"] = self._next_seq
@@ -191,21 +231,68 @@ class TraceWriter:
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
-        self._file.write(data + b"\n")
-        self._file.flush()
         self._next_seq += 1
+        return data + b"\n"
+
+    def _transition_line(self, transition: TransitionTaken) -> bytes:
+        """A transition record line from its row's template (issue 10).
+
+        A transition record is fixed but for ``seq`` and ``call_id``: the rest is rendered once
+        per table row (:func:`_row_template`) and the two values spliced in; a tool-call id is
+        rendered and scanned for secrets on its own. A row whose own names would need redaction
+        (a configured secret that is also a phase name) keeps the general path.
+        """
+        call_id = transition.call_id
+        key = (transition.machine, transition.name, transition.source, transition.dest)
+        template = self._templates.get(key)
+        if template is None:
+            template = _row_template(key)
+            if self._redactor.holds_secret(b"".join(template)):
+                template = _NO_TEMPLATE
+            self._templates[key] = template
+        if call_id is None:
+            id_bytes = b"null"
+        elif type(call_id) is str and call_id.isascii():
+            id_bytes = orjson.dumps(call_id)
+        else:
+            id_bytes = b""  # escapes or a lone surrogate: the general path renders it
+        if (
+            template is _NO_TEMPLATE
+            or not id_bytes
+            or (call_id is not None and self._redactor.holds_secret(id_bytes))
+        ):
+            return self._line(records.transition_fields(transition))
+        if self._closed:
+            raise UsageError("the trace writer is closed")
+        before, after = template
+        seq = self._next_seq
+        self._next_seq += 1
+        return b"".join((_CALL_ID, id_bytes, before, str(seq).encode(), after))
 
     def write_event(self, event: Event) -> None:
         """Record an event; call it *before* the core processes the event (write-ahead)."""
         fields = records.event_fields(event)
         if self._clock is not None and type(event) is not ModelStreamEvent:
             fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-        self._write_direct(fields)
+        self._file.write(self._line(fields))
+        self._file.flush()
 
     def write_step(self, step: Step) -> None:
-        """Record what one ``feed`` returned: its transitions, then its effects."""
-        for fields in records.step_fields(step):
-            self._write_direct(fields)
+        """Record what one ``feed`` returned: its transitions, then its effects.
+
+        The step's lines go out in one write and one flush. If one cannot be written, the
+        lines before it are still written, then the error is raised.
+        """
+        if not step.transitions and not step.effects:
+            return  # most stream deltas: nothing happened
+        lines: list[bytes] = []
+        try:
+            lines.extend(self._transition_line(t) for t in step.transitions)
+            lines.extend(self._line(records.effect_fields(e)) for e in step.effects)
+        finally:
+            if lines:
+                self._file.write(b"".join(lines))
+                self._file.flush()
 
     def write_end(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
         """Record the end of the run: the terminal reason, the usage totals, and the fault

@@ -79,6 +79,9 @@ EVENTS: dict[str, st.SearchStrategy[Any]] = {
     ),
     "ToolCallFinished": st.builds(ev.ToolCallFinished, call_id=CALL_IDS, is_error=st.booleans()),
     "ToolProgressReported": st.builds(ev.ToolProgressReported, call_id=CALL_IDS, text=st.just("p")),
+    "SubagentStarted": st.builds(
+        ev.SubagentStarted, call_id=CALL_IDS, agent=st.just("a"), run_id=st.just("r")
+    ),
     "HooksFinished": st.builds(ev.HooksFinished, effect_id=IDS, outcome=OUTCOMES),
     "PermissionPromptShown": st.builds(ev.PermissionPromptShown, effect_id=IDS),
     "PermissionDecided": st.builds(
@@ -100,7 +103,7 @@ EVENTS: dict[str, st.SearchStrategy[Any]] = {
 
 
 def test_every_event_type_has_a_strategy() -> None:
-    """The matrix covers all 14 event classes."""
+    """The matrix covers all 15 event classes."""
     assert set(EVENTS) == {t.__name__ for t in ev.EVENT_TYPES}
 
 
@@ -197,8 +200,9 @@ class _Sink:
 
 
 TOOL_EVENT_TYPES = [
-    "ToolInputValidated", "ToolCallFinished", "ToolProgressReported", "HooksFinished",
-    "PermissionDecided", "PermissionPromptShown", "AbortRequested", "CompactionFinished",
+    "ToolInputValidated", "ToolCallFinished", "ToolProgressReported", "SubagentStarted",
+    "HooksFinished", "PermissionDecided", "PermissionPromptShown", "AbortRequested",
+    "CompactionFinished",
 ]  # fmt: skip
 
 

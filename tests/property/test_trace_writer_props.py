@@ -1,5 +1,6 @@
 """Anything the trace writer writes, the reader reads (issue 8): model events holding lone
-surrogates, integers of any size, nesting of any depth and non-string keys."""
+surrogates, integers of any size, nesting of any depth and non-string keys; and transition
+lines, rendered from per-row templates, are the bytes of the general path (issue 10)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from hypothesis import strategies as st
 from fsm_agent.core import events as ev
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import Usage
+from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.trace.json_limits import fit_for_json
 from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.records import dumps, transition_fields
+from fsm_agent.trace.redact import Redactor
 from fsm_agent.trace.writer import TraceWriter
 
 # Every code point, lone surrogates included (st.text() leaves those out by default).
@@ -72,3 +76,33 @@ def test_what_the_writer_writes_the_reader_reads(
     assert isinstance(read_back, ev.ModelStreamEvent)
     assert read_back.event == written_as(event)
     assert trace.records[1].data["usage"]["output_tokens"] in (tokens, str(tokens))
+
+
+NAMES = ANY_TEXT | st.sampled_from(("idle", "phase_wxyz", 'x\\y"z'))
+
+
+@given(
+    machine=NAMES,
+    name=NAMES,
+    source=NAMES,
+    dest=NAMES,
+    call_ids=st.lists(st.none() | NAMES | st.just("toolu_sk-ant-aaaaaaaaaaaa"), max_size=3),
+)
+def test_a_transition_line_is_the_record_the_writer_renders_for_any_other_kind(
+    machine: str, name: str, source: str, dest: str, call_ids: list[str | None]
+) -> None:
+    """Transition lines (spliced from a per-row template) are byte for byte the general
+    rendering of the same record: sorted keys, seq in place, redaction applied."""
+    buffer = io.BytesIO()
+    writer = TraceWriter(buffer, config=LoopConfig(), table_digest="d", secrets=("wxyz",))
+    rows = tuple(
+        TransitionTaken(machine=machine, name=name, source=source, dest=dest, call_id=call_id)
+        for call_id in call_ids
+    )
+    writer.write_step(Step(transitions=rows))
+    redactor = Redactor(("wxyz",))
+    expected = b"".join(
+        dumps(redactor.value({**transition_fields(row), "seq": seq})) + b"\n"
+        for seq, row in enumerate(rows, start=1)
+    )
+    assert buffer.getvalue().split(b"\n", 1)[1] == expected

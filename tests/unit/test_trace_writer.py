@@ -245,3 +245,35 @@ def test_stream_event_fast_path_matches_the_converter() -> None:
         },
     )
     assert event_fields(event) == {"record": "event", "event": dump_event(event)}
+
+
+def test_a_secret_in_a_tool_call_id_is_redacted_in_its_transition_line() -> None:
+    """A transition line is redacted like any record, even though its row's bytes are reused."""
+    buffer = io.BytesIO()
+    writer = make_writer(buffer, secrets=("call-secret-1234",))
+    rows = (
+        TransitionTaken(machine="tool", name="validate", source="queued", dest="validating"),
+        TransitionTaken(
+            machine="tool",
+            name="validate",
+            source="queued",
+            dest="validating",
+            call_id="toolu_call-secret-1234",
+        ),
+    )
+    writer.write_step(Step(transitions=rows))
+    content = buffer.getvalue()
+    assert b"call-secret-1234" not in content
+    records = [orjson.loads(line) for line in content.splitlines()[1:]]
+    assert [r["call_id"] for r in records] == [None, "toolu_[REDACTED]"]
+    assert [r["seq"] for r in records] == [1, 2]
+
+
+def test_a_sensitive_key_deep_in_a_list_is_redacted() -> None:
+    """A credential under a sensitive key inside a list inside a model event is redacted."""
+    buffer = io.BytesIO()
+    writer = make_writer(buffer)
+    payload = {"type": "x", "items": [{"a": [{"client_secret": "s3cr3t-value"}]}]}
+    writer.write_event(ev.ModelStreamEvent(request_id="r1", event=payload))
+    assert b"s3cr3t-value" not in buffer.getvalue()
+    assert REDACTED.encode() in buffer.getvalue()
