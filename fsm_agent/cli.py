@@ -69,8 +69,14 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a coding agent in the current folder")
     run.add_argument("prompt", help="what to ask the agent")
+    _conversation_options(run)
     _live_options(run)
     run.set_defaults(handler=_cmd_run)
+
+    chat = commands.add_parser("chat", help="a conversation: each line of input is the next prompt")
+    _conversation_options(chat)
+    _live_options(chat)
+    chat.set_defaults(handler=_cmd_chat)
 
     fork = commands.add_parser(
         "fork", help="replay a trace up to a seq, then carry the run on live"
@@ -171,6 +177,23 @@ def _live_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _conversation_options(command: argparse.ArgumentParser) -> None:
+    """Where a conversation picks up (run, chat)."""
+    where = command.add_mutually_exclusive_group()
+    where.add_argument(
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="carry on the latest conversation of the trace folder",
+    )
+    where.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN",
+        help="carry on the conversation of this trace file or indexed run id",
+    )
+
+
 def _runs_parser(commands: Any) -> None:
     """``runs``: list and filter indexed runs; ``runs import FOLDER``: index traces."""
     runs = commands.add_parser("runs", help="list and filter runs in the run store")
@@ -221,7 +244,7 @@ def _model(spec: str) -> Any:
     return AnthropicModel(name=spec, api_key=key)
 
 
-def _live(args: argparse.Namespace, stream: Any) -> int:
+def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> int:
     """Drive a live run (``stream`` makes its updates from an agent), print it, and return the
     exit status: 0 for ``completed``, 1 for any other terminal reason."""
     import asyncio  # noqa: PLC0415
@@ -236,7 +259,7 @@ def _live(args: argparse.Namespace, stream: Any) -> int:
     # Settings first: a bad settings file is reported before anything else happens.
     settings = load_settings(Path.cwd(), extra_files=args.settings)
     model = _model(args.model)
-    view = LiveView()
+    view = LiveView() if read_line is None else LiveView(read_line=read_line)
     ask: Any = None  # nobody to ask: the mode decides, and the trace says no one was asked
     if args.yes:
         ask = _always_yes
@@ -262,6 +285,9 @@ def _live(args: argparse.Namespace, stream: Any) -> int:
         return result
 
     result = asyncio.run(go())
+    if result is None:  # a chat whose input ended before the first prompt
+        print("\nended: no prompt was given")
+        return EXIT_OK
     seconds = f"{result.duration_s:.1f} s"
     print(
         f"\nended: {result.terminal}   turns: {result.turns}   {seconds}   "
@@ -271,7 +297,42 @@ def _live(args: argparse.Namespace, stream: Any) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    return _live(args, lambda agent: agent.stream(args.prompt))
+    # Always the turn of a session, so a later ``run --continue`` can carry it on.
+    return _live(args, lambda agent: _session(agent, args).stream(args.prompt))
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from fsm_agent.chat import ChatInput, chat  # noqa: PLC0415
+    from fsm_agent.terminal_view import stdin_is_terminal  # noqa: PLC0415
+
+    at_terminal = stdin_is_terminal()
+    lines = ChatInput(queue_while_working=at_terminal)
+    return _live(
+        args,
+        lambda agent: chat(_session(agent, args), lines, show_prompt=at_terminal),
+        read_line=lines.read_answer,
+    )
+
+
+def _session(agent: Any, args: argparse.Namespace) -> Any:
+    """The session a run or chat talks in: a new one, the latest, or the one named."""
+    from fsm_agent.trace.conversation import latest_turn  # noqa: PLC0415
+    from fsm_agent.trace.location import default_trace_folder, names_folder  # noqa: PLC0415
+
+    if args.resume is not None:
+        return agent.session(resume=_trace_file(Path(args.resume)))
+    if not args.continue_latest:
+        return agent.session()
+    if args.trace is None:
+        folder = default_trace_folder()
+    elif names_folder(args.trace):
+        folder = Path(args.trace)
+    else:
+        folder = Path(args.trace).parent
+    latest = latest_turn(folder)
+    if latest is None:
+        raise CommandLineError(f"--continue: no earlier conversation in {folder}")
+    return agent.session(resume=latest)
 
 
 def _cmd_fork(args: argparse.Namespace) -> int:
