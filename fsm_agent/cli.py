@@ -94,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
         "--rerun",
         action="store_true",
         help="run again tool calls that may already have run (default: answer them with an "
-        "error result saying so)",
+        "error result saying so; a subagent's call picks the subagent up from its own trace)",
     )
     _live_options(resume)
     resume.set_defaults(handler=_cmd_resume)
@@ -122,7 +122,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     show.add_argument("path", type=Path, help="a trace file, or a folder of traces")
     show.add_argument(
-        "--html", type=Path, default=None, metavar="FILE", help="also write an HTML timeline"
+        "--html",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write an HTML timeline (and, beside it, one per subagent the run started, "
+        "linked both ways)",
     )
     show.set_defaults(handler=_cmd_show)
 
@@ -551,8 +556,8 @@ def _replay_one(path: Path, *, allow_truncated: bool) -> tuple[int, int, str]:
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from fsm_agent.trace.reader import read_trace  # noqa: PLC0415
+    from fsm_agent.trace.run_tree_pages import write_run_pages  # noqa: PLC0415
     from fsm_agent.trace.timeline import render_timeline  # noqa: PLC0415
-    from fsm_agent.trace.timeline_page import render_html  # noqa: PLC0415
 
     if args.path.is_dir():
         if args.html is not None:
@@ -568,8 +573,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if args.html is not None:
         if args.html.is_dir():
             raise CommandLineError(f"--html {args.html} is a folder; give a file name")
-        args.html.write_text(render_html(trace), encoding="utf-8")
-        print(f"\nwrote {args.html}")
+        # Issue 14: the pages of the subagents the run started are written beside it, linked.
+        written = write_run_pages(trace, args.html)
+        print(f"\nwrote {', '.join(str(page) for page in written)}")
     return EXIT_OK
 
 

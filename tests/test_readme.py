@@ -69,3 +69,32 @@ def test_the_library_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert isinstance(result, RunResult)
     assert result.terminal == "completed"
     assert result.text == "It prints hello."
+
+
+def test_the_subagent_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's subagent example runs as written, one scripted model answering for the
+    parent and its child in turn: the child's answer reaches the parent."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Subagents", 1)[1]
+    code = re.search(r"```python\n(.+?)\n```", section, re.DOTALL)
+    assert code is not None
+    source = code.group(1)
+    claude = 'AnthropicModel(name="claude-sonnet-4-6")'
+    assert claude in source
+    scripted = (
+        "__import__('fsm_agent.testing.scenario', fromlist=['x']).ScriptedModel("
+        "__import__('fsm_agent.testing.scenario', fromlist=['x']).parse_scenario("
+        "{'steps': [{'content': [{'tool_use': {'name': 'Task', 'input': {'description': 'find', "
+        "'prompt': 'find the retry delay', 'subagent_type': 'explorer'}}}]}, "
+        "{'content': [{'text': 'core/config.py, retry_delay_ms'}]}, "
+        "{'content': [{'text': 'In core/config.py.'}]}]}))"
+    )
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "traces").mkdir()
+    namespace: dict[str, object] = {}
+    exec(compile(source.replace(claude, scripted), "README.md", "exec"), namespace)
+    result = namespace["result"]
+    assert isinstance(result, RunResult)
+    assert result.terminal == "completed"
+    assert result.text == "In core/config.py."
+    assert "core/config.py, retry_delay_ms" in str(result.messages)

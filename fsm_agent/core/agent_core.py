@@ -54,6 +54,7 @@ from fsm_agent.core.tables import (
     check_table,
 )
 from fsm_agent.core.tool_calls import ToolCall, ToolExecutor
+from fsm_agent.core.tool_result_budget import ToolResultBudget, replace_results
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import (
     CorePoisoned,
@@ -91,6 +92,7 @@ _AWAITING_PHASES = frozenset(
         _P.AUTOCOMPACTING,
         _P.REACTIVE_COMPACTING,
         _P.COLLAPSE_DRAINING,
+        _P.PERSISTING_RESULTS,
         _P.STOP_HOOKS,
         _P.ATTACHMENTS,
     )
@@ -171,6 +173,9 @@ class AgentCore:
         self._compaction_refilled = False
         self._answered: set[str] = set()
         self._request_history = RequestHistory()
+        # SPEC §7.1 tool-result budget: what the model has seen; checked once per iteration
+        self._budget = ToolResultBudget(limit=self.config.tool_result_budget_chars)
+        self._budget_checked = False
         # token budget tracking (SPEC §7.6)
         self._turn_output_tokens = 0
         self._budget_continuations = 0
@@ -474,6 +479,9 @@ class AgentCore:
                 specs[name] = spec
         self.tools = tuple(tools)
         self._specs = specs
+        self._unbounded_tools = frozenset(
+            name for name, spec in specs.items() if spec.unbounded_results
+        )
 
     def _show(self, message: Message) -> None:
         self._transcript.append(message)
@@ -567,6 +575,7 @@ class AgentCore:
         self._executor = (
             self._new_executor(batch_mode=False) if self.config.streaming_tool_execution else None
         )
+        self._budget.mark_sent(self._state.messages)
         self._effects.append(
             fx.CallModel(
                 effect_id=self.new_effect_id(),
@@ -712,6 +721,11 @@ class AgentCore:
         self._compactions_this_turn += 1
         if self._estimate_tokens() >= self.config.autocompact_threshold:
             self._compaction_refilled = True
+
+    def _guard_results_over_budget(self) -> bool:
+        return not self._budget_checked and bool(
+            self._budget.plan(self._state.messages, unbounded_tools=self._unbounded_tools)
+        )
 
     def _guard_should_autocompact(self) -> bool:
         tracking = self._state.auto_compact
@@ -903,6 +917,8 @@ class AgentCore:
         event: ev.TurnStarted = self._event
         self._state = LoopState(messages=tuple(event.messages))
         self._transcript.extend(event.messages)
+        # SPEC §7.1: a result the caller hands in was sent before; its fate is kept.
+        self._budget.mark_sent(self._state.messages)
         self._compactions_this_turn = 0
         self._compaction_refilled = False
         self._turn_output_tokens = 0
@@ -946,6 +962,33 @@ class AgentCore:
         self._compacted_this_iteration = False
         self._collapse_drain_attempted = False
         self._consecutive_overloaded = 0
+        self._budget_checked = False
+
+    def _on_tool_results_over_budget(self) -> None:
+        self._budget_checked = True
+        results = self._budget.plan(self._state.messages, unbounded_tools=self._unbounded_tools)
+        self._await(fx.PersistToolResults(effect_id=self.new_effect_id(), results=results))
+
+    def _on_tool_results_persisted(self) -> None:
+        # SPEC §7.1: the preview and path replace the content in what is sent, and in the
+        # transcript, so a later run that carries the transcript on sends the same bytes.
+        event: ev.ToolResultsPersisted = self._event
+        replacements = {result.tool_use_id: result.content for result in event.results}
+        for tool_use_id in replacements:
+            if self._budget.seen(tool_use_id):
+                raise UsageError(
+                    f"ToolResultsPersisted replaces {tool_use_id!r}, which the model has "
+                    "seen already (SPEC §7.1: its content is frozen)"
+                )
+        if not replacements:
+            return
+        messages = []
+        for message in self._state.messages:
+            replaced = replace_results(message, replacements)
+            if replaced is not message:
+                self._replace_in_transcript(message, replaced)
+            messages.append(replaced)
+        self._state = attrs.evolve(self._state, messages=tuple(messages))
 
     def _await(self, effect: fx.Effect) -> None:
         self._awaiting = getattr(effect, "effect_id", None)

@@ -32,9 +32,9 @@ def _optional_positive(
         raise ConfigError(f"{attribute.name} must be at least 1 or None, got {value}")
 
 
-def _bound(milliseconds: int) -> int | None:
+def _bound(value: int) -> int | None:
     """A default for an ``int | None`` field (typed so, for mypy)."""
-    return milliseconds
+    return value
 
 
 _KINDS: dict[str, tuple[type, str]] = {
@@ -120,6 +120,12 @@ class LoopConfig:
     # nothing compacts again this turn: the run goes on, or ends blocking_limit or
     # prompt_too_long, instead of paying for a summary every iteration.
     max_compactions_per_turn: int = attrs.field(default=3, validator=_positive)
+
+    # SPEC §7.1: characters of tool_results one API message may carry before its largest
+    # fresh results are saved to files (None: no budget).
+    tool_result_budget_chars: int | None = attrs.field(
+        default=_bound(200_000), validator=_optional_positive
+    )
 
     # Retries and fallback (SPEC §8.3). Backoff has no jitter: the core draws no randoms.
     max_retries: int = attrs.field(default=10, validator=_non_negative)

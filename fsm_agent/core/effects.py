@@ -123,6 +123,23 @@ class DrainCollapse:
     effect_id: str
 
 
+@attrs.frozen(kw_only=True)
+class OversizedResult:
+    """A tool_result chosen to be saved to a file, and its size in characters."""
+
+    tool_use_id: str
+    chars: int
+
+
+@attrs.frozen(kw_only=True)
+class PersistToolResults:
+    """Save these tool_results of the current history to files; answer with the text the
+    model sees instead of each (SPEC §7.1 tool-result budget)."""
+
+    effect_id: str
+    results: tuple[OversizedResult, ...]
+
+
 class CancelReason(enum.Enum):
     """Why a tool call was cancelled (SPEC §5.2); each has its own synthetic result."""
 
@@ -163,6 +180,7 @@ Effect: TypeAlias = (
     | AskPermission
     | Compact
     | DrainCollapse
+    | PersistToolResults
     | CancelTool
     | FetchAttachments
     | Emit
@@ -175,6 +193,7 @@ EFFECT_TYPES: tuple[type, ...] = (
     AskPermission,
     Compact,
     DrainCollapse,
+    PersistToolResults,
     CancelTool,
     FetchAttachments,
     Emit,

@@ -250,6 +250,23 @@ class CollapseDrained:
 
 
 @attrs.frozen(kw_only=True)
+class PersistedResult:
+    """What the model sees of a tool_result saved to a file: a preview and the path."""
+
+    tool_use_id: str
+    content: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultsPersisted:
+    """The answer to ``PersistToolResults``: the results that were saved (one that could not
+    be is left out, and keeps its content)."""
+
+    effect_id: str
+    results: tuple[PersistedResult, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class AttachmentsReady:
     """Attachments, prefetch results and queued commands for the next turn.
 
@@ -283,6 +300,7 @@ Event: TypeAlias = (
     | PermissionDecided
     | CompactionFinished
     | CollapseDrained
+    | ToolResultsPersisted
     | AttachmentsReady
     | AbortRequested
 )
@@ -301,6 +319,7 @@ EVENT_TYPES: tuple[type, ...] = (
     PermissionDecided,
     CompactionFinished,
     CollapseDrained,
+    ToolResultsPersisted,
     AttachmentsReady,
     AbortRequested,
 )

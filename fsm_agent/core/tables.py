@@ -41,6 +41,7 @@ class Phase(enum.Enum):
     PROMPT_HOOKS = "prompt_hooks"
     ITER_INIT = "iter_init"
     PREPROCESS = "preprocess"
+    PERSISTING_RESULTS = "persisting_results"
     AUTOCOMPACTING = "autocompacting"
     SETUP = "setup"
     STREAMING = "streaming"
@@ -130,6 +131,7 @@ _NOT_WAITING_ON_TOOLS = (
     P.PROMPT_HOOKS,
     P.ITER_INIT,
     P.PREPROCESS,
+    P.PERSISTING_RESULTS,
     P.AUTOCOMPACTING,
     P.SETUP,
     P.STREAMING,
@@ -150,6 +152,9 @@ LOOP_ROWS: tuple[Row, ...] = (
     _row("prompt_submitted",       ev.HooksFinished,      P.PROMPT_HOOKS,         P.ITER_INIT),
     # S0 → S1 → S2 (SPEC §1.2, §7.5)
     _row("iteration_started",      None,                  P.ITER_INIT,            P.PREPROCESS),
+    # SPEC §7.1: the tool-result budget first; the driver saves the chosen results to files
+    _row("tool_results_over_budget", None,                P.PREPROCESS,           P.PERSISTING_RESULTS,     "results_over_budget"),
+    _row("tool_results_persisted", ev.ToolResultsPersisted, P.PERSISTING_RESULTS, P.PREPROCESS),
     _row("autocompact_started",    None,                  P.PREPROCESS,           P.AUTOCOMPACTING,         "should_autocompact"),
     # PreCompact hooks run first; their answer asks for the compaction itself (SPEC §7.5)
     _row("pre_compact_done",       ev.HooksFinished,      P.AUTOCOMPACTING,       P.AUTOCOMPACTING),

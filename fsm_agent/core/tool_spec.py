@@ -22,6 +22,8 @@ class ToolSpec:
         is_shell: a shell tool; its errors cancel running siblings (SPEC §5.2).
         interrupt_cancels: an ``interrupt`` abort cancels it (interruptBehavior ``cancel``).
         aliases: older names the model may still use (SPEC §4 step 0).
+        unbounded_results: the tool bounds its own output (Read): the tool-result budget
+            never saves its results to a file (SPEC §7.1).
     """
 
     name: str
@@ -30,3 +32,4 @@ class ToolSpec:
     is_shell: bool = False
     interrupt_cancels: bool = False
     aliases: tuple[str, ...] = ()
+    unbounded_results: bool = False

@@ -61,6 +61,7 @@ from fsm_agent.runtime.performing import (
     permission_facts,
     permission_failed,
     permission_timed_out,
+    persist_results,
     seconds,
     stream_model,
     tool_step,
@@ -452,12 +453,16 @@ class Agent:
         return None
 
     def hidden_paths(self, trace_path: Path | None) -> tuple[Path, ...]:
-        """What Glob and Grep must not list: the trace folder (or the trace file)."""
+        """What Glob and Grep must not list: the trace folder (or the trace file and the
+        folder of its subagents' traces), and for a subagent what its parent hides."""
+        inherited = self.subagent.hidden if self.subagent is not None else ()
         if trace_path is None:
-            return ()
+            return inherited
         named_file = isinstance(self.trace, str | os.PathLike) and not names_folder(self.trace)
-        keep_out = trace_path if named_file else trace_path.parent
-        return (keep_out.resolve(),)
+        if not named_file:
+            return (*inherited, trace_path.parent.resolve())
+        children = trace_path.parent / f"{trace_path.stem}.subagents"
+        return (*inherited, trace_path.resolve(), children.resolve())
 
 
 def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
@@ -898,6 +903,9 @@ class _Run:
             self._spawn(self._compact(effect))
         elif isinstance(effect, fx.DrainCollapse):
             self._spawn(self._collapse(effect))
+        elif isinstance(effect, fx.PersistToolResults):
+            messages = self.core.messages_for_query()
+            self.queue.put_nowait(persist_results(effect, messages, self.results_dir))
         elif isinstance(effect, fx.FetchAttachments):
             if self.mcp or not self.collector.idle:
                 self._spawn(self._attachments(effect))
@@ -944,6 +952,7 @@ class _Run:
                     budget=self.subagent_budget,
                     announce=self._announce,
                     resume_from=self.resumed_children.get(call_id),
+                    hidden=self.hidden_paths,
                 ),
             )
             self.call_contexts[call_id] = context

@@ -5,8 +5,8 @@ what they report to the core as it arrives; the Temporal driver (:mod:`fsm_agent
 runs them inside activities and feeds what they return from the workflow. Both give the core
 the same answers because both call the code here: how a model request is built and streamed
 (with the idle watchdog), how a tool step runs, what a hook is told, how the permission chain
-is consulted and what an allowed call may then touch, and how compaction and context collapse
-turn into events. Scheduling, cancellation and the trace stay with each driver.
+is consulted and what an allowed call may then touch, and how compaction, context collapse and the
+tool-result budget turn into events. Scheduling, cancellation and the trace stay with each driver.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from fsm_agent.runtime.models import (
     classify_failure,
 )
 from fsm_agent.runtime.permissions import CallFacts
+from fsm_agent.runtime.result_files import persist_chosen
 from fsm_agent.runtime.tool import (
     OUTSIDE_WORKING_FOLDER,
     PermissionCheck,
@@ -264,6 +265,14 @@ async def collapse(
     return ev.CollapseDrained(
         effect_id=effect.effect_id, committed=result.committed, messages=result.messages
     )
+
+
+def persist_results(
+    effect: fx.PersistToolResults, messages: Sequence[Message], results_dir: Path | None
+) -> ev.ToolResultsPersisted:
+    """Save the results the tool-result budget chose, beside the trace (SPEC §7.1)."""
+    saved = persist_chosen(messages, effect.results, results_dir)
+    return ev.ToolResultsPersisted(effect_id=effect.effect_id, results=saved)
 
 
 def target_path(tool: Tool[Any], raw_input: dict[str, Any], cwd: Path) -> Path | None:

@@ -59,6 +59,8 @@ class SubagentSeat:
         parent_run_id: the run id of the parent.
         parent_trace: the parent's trace file (None when it is not traced).
         call_id: the parent's tool call that runs this child.
+        hidden: what the parent's Glob and Grep never list (its traces); the child's never
+            list them either.
     """
 
     name: str
@@ -67,6 +69,7 @@ class SubagentSeat:
     parent_run_id: str
     parent_trace: Path | None
     call_id: str
+    hidden: tuple[Path, ...] = ()
 
     def run_id(self) -> str:
         """The child's run id: unique in the tree, since a call id is unique in its run."""
@@ -79,7 +82,9 @@ class SubagentSeat:
             SUBAGENT_META: {
                 "agent": self.name,
                 "run_id": self.parent_run_id,
-                "trace": str(self.parent_trace) if self.parent_trace is not None else None,
+                "trace": (
+                    str(self.parent_trace.absolute()) if self.parent_trace is not None else None
+                ),
                 "call_id": self.call_id,
             },
         }
@@ -110,6 +115,7 @@ class ParentRun:
             run's trace); it returns once the event is on file, before the child runs.
         resume_from: when a crashed run is resumed, the trace of the child this call had
             started: the child is picked up from it rather than run again.
+        hidden: what the run's Glob and Grep never list (its traces).
     """
 
     agent: Agent
@@ -120,6 +126,7 @@ class ParentRun:
     budget: SubagentBudget
     announce: Callable[[SubagentStarted], Awaitable[None]]
     resume_from: Path | None = None
+    hidden: tuple[Path, ...] = ()
 
     def seat_for(self, name: str) -> SubagentSeat:
         """The seat of a child started by this call under definition ``name``."""
@@ -130,6 +137,7 @@ class ParentRun:
             parent_run_id=self.run_id,
             parent_trace=self.trace_path,
             call_id=self.call_id,
+            hidden=self.hidden,
         )
 
     def child_trace(self) -> Path | None:

@@ -198,7 +198,7 @@ async def run_subagent(
             call_id=parent.call_id,
             agent=name,
             run_id=seat.run_id(),
-            trace=str(trace) if trace is not None else None,
+            trace=str(trace.absolute()) if trace is not None else None,
         )
     )
     parent.budget.runs += 1

@@ -42,6 +42,7 @@ from fsm_agent.core.events import ToolCallFinished, ToolInputValidated
 from fsm_agent.core.messages import TextBlock, ToolResultContent
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import DefinitionError, FsmAgentError
+from fsm_agent.runtime.result_files import PREVIEW_CHARS, preview_of, save_result
 from fsm_agent.trace.json_limits import escape_surrogates
 
 if TYPE_CHECKING:
@@ -71,9 +72,6 @@ InputT = TypeVar("InputT")
 
 DEFAULT_MAX_RESULT_CHARS = 50_000
 """Results longer than this are truncated, whatever a tool asks for (SPEC §7.1, §10)."""
-
-PREVIEW_CHARS = 2_000
-"""How much of an oversized result the model still sees (SPEC §10: persisted preview)."""
 
 SAFETY_CHECK = "safety_check"
 """``PermissionCheck.reason`` for protected paths; the permission chain never bypasses it."""
@@ -269,6 +267,7 @@ class Tool(Generic[InputT]):
             is_shell=self.is_shell,
             interrupt_cancels=self.interrupt_cancels,
             aliases=tuple(self.aliases),
+            unbounded_results=self.max_result_chars is None,
         )
 
     def __repr__(self) -> str:
@@ -458,37 +457,13 @@ def _limit_size(
     return (TextBlock(text=_shorten("\n".join(written), limit, results_dir, call_id)), *others)
 
 
-def _preview(text: str) -> str:
-    preview = text[:PREVIEW_CHARS]
-    cut = preview.rfind("\n")
-    if cut > PREVIEW_CHARS // 2:  # end the preview on a line boundary when one is close
-        preview = preview[:cut]
-    return preview
-
-
 def _shorten(text: str, limit: int, results_dir: Path | None, call_id: str) -> str:
-    if results_dir is not None:
-        path = results_dir / f"{_safe_name(call_id)}.txt"
-        try:
-            results_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        except OSError:
-            pass  # nowhere to save it: the model gets the truncated form instead
-        else:
-            preview = _preview(text)
-            return texts.persisted_output(
-                len(text), str(path), preview, more=len(preview) < len(text)
-            )
-    return _truncate(text, limit)
-
-
-def _safe_name(call_id: str) -> str:
-    """A file name for a call id (ids come from the model: keep only safe characters)."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id) or "result"
+    saved = save_result(text, results_dir, call_id)
+    return saved if saved is not None else _truncate(text, limit)
 
 
 def _truncate(text: str, limit: int) -> str:
-    preview = _preview(text)
+    preview = preview_of(text)
     return (
         f"<truncated-output>\n"
         f"This result was {len(text):,} characters long, over the limit of {limit:,}, "

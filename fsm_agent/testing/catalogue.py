@@ -325,6 +325,19 @@ ENTRIES: tuple[Entry, ...] = (
         must_take=("autocompact_failed",),
     ),
     Entry(
+        name="tool_result_budget",
+        description="Three results over the per-message budget: the largest fresh ones are "
+        "saved to files and the model sees a preview and the path.",
+        steps=(
+            _tools(("Glob", {"pattern": "*.py"}), ("Glob", {"pattern": "*.md"}), _READ),
+            _text("Read the saved listing."),
+        ),
+        tools={"Glob": ToolScript(content="g" * 450), "Read": ToolScript(content="r" * 300)},
+        config=LoopConfig(tool_result_budget_chars=1_000),
+        terminal="completed",
+        must_take=("tool_results_over_budget", "tool_results_persisted"),
+    ),
+    Entry(
         name="retry_then_success",
         description="Overloaded once, a rate limit, a dropped connection, then an answer.",
         steps=(

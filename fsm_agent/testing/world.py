@@ -18,6 +18,7 @@ import attrs
 
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
+from fsm_agent.core import texts
 from fsm_agent.core.messages import Message, TextBlock, UserMessage
 from fsm_agent.core.step import Step
 from fsm_agent.errors import UsageError
@@ -236,6 +237,19 @@ class WorldRun:
             return effect.effect_id, [drained]
         if isinstance(effect, fx.FetchAttachments):
             return effect.effect_id, [ev.AttachmentsReady(effect_id=effect.effect_id)]
+        if isinstance(effect, fx.PersistToolResults):
+            # Nothing is written: the preview names where a driver would have saved it.
+            saved = tuple(
+                ev.PersistedResult(
+                    tool_use_id=result.tool_use_id,
+                    content=texts.persisted_output(
+                        result.chars, f"tool-results/{result.tool_use_id}.txt", "", more=True
+                    ),
+                )
+                for result in effect.results
+            )
+            persisted = ev.ToolResultsPersisted(effect_id=effect.effect_id, results=saved)
+            return effect.effect_id, [persisted]
         raise UsageError(f"the scripted world cannot answer {type(effect).__name__}")
 
     def _model_events(self, effect: fx.CallModel) -> list[ev.Event]:

@@ -38,6 +38,7 @@ from fsm_agent.core.effects import (
     DrainCollapse,
     Effect,
     FetchAttachments,
+    PersistToolResults,
     RunHooks,
     RunToolStep,
     ToolStep,
@@ -54,6 +55,7 @@ from fsm_agent.core.events import (
     PermissionDecided,
     ToolCallFinished,
     ToolInputValidated,
+    ToolResultsPersisted,
 )
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import (
@@ -366,9 +368,17 @@ _ANSWERED_BY_EFFECT_ID = (
     PermissionDecided,
     CompactionFinished,
     CollapseDrained,
+    ToolResultsPersisted,
     AttachmentsReady,
 )
-_ASKS_BY_EFFECT_ID = (RunHooks, AskPermission, Compact, DrainCollapse, FetchAttachments)
+_ASKS_BY_EFFECT_ID = (
+    RunHooks,
+    AskPermission,
+    Compact,
+    DrainCollapse,
+    PersistToolResults,
+    FetchAttachments,
+)
 
 
 class _Outstanding:

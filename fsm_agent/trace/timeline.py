@@ -236,6 +236,14 @@ class _Builder:
                 detail=content if isinstance(content, str) else _pretty(content),
                 tone="error" if event.get("is_error") else "",
             )
+        elif kind == "SubagentStarted":
+            where = event.get("trace") or "(not traced)"
+            self.add(
+                seq,
+                "tool",
+                f"tool {event.get('call_id')} started subagent {event.get('agent')!r}: "
+                f"run {event.get('run_id')}, trace {where}",
+            )
         elif kind == "ToolProgressReported":
             self.add(
                 seq, "tool", f"tool {event.get('call_id')} progress: {_short(event.get('text'))}"
@@ -267,6 +275,9 @@ class _Builder:
             )
         elif kind == "CollapseDrained":
             self.add(seq, "compact", f"collapse drained: {event.get('committed')} committed")
+        elif kind == "ToolResultsPersisted":
+            count = len(event.get("results") or [])
+            self.add(seq, "compact", f"tool results saved to files: {count}")
         elif kind == "AttachmentsReady":
             count = len(event.get("messages") or [])
             self.add(seq, "event", f"attachments ready ({count} messages)")
@@ -350,6 +361,9 @@ class _Builder:
             self.add(seq, "compact", f"compact: {effect.get('kind')}{trigger}")
         elif kind == "DrainCollapse":
             self.add(seq, "compact", "drain staged context collapses")
+        elif kind == "PersistToolResults":
+            ids = ", ".join(str(r.get("tool_use_id")) for r in effect.get("results") or [])
+            self.add(seq, "compact", f"save oversized tool results to files: {ids}")
         elif kind == "CancelTool":
             self.add(seq, "tool", f"cancel {effect.get('call_id')}: {effect.get('reason')}")
         elif kind == "FetchAttachments":
@@ -380,6 +394,14 @@ def timeline_entries(trace: Trace) -> list[TimelineEntry]:
         f"{header.library_version}, tables {header.table_digest}",
     )
     builder.add(0, "info", f"model {header.config.model}; tools: {tools}")
+    parent = header.meta.get("subagent_of")
+    if isinstance(parent, dict):
+        builder.add(
+            0,
+            "info",
+            f"subagent {parent.get('agent')!r} of run {parent.get('run_id')}, for its call "
+            f"{parent.get('call_id')} (trace {parent.get('trace') or '(not traced)'})",
+        )
     for record in trace.records:
         builder.record(record.data)
     counts = builder.counts

@@ -8,11 +8,16 @@ input and output. Recoveries, errors and permission decisions are highlighted, e
 shows its time since the start, long texts open in full, and a row of check boxes filters the
 lines by kind. Only inline CSS and inline SVG: no script, no external asset; every piece of
 trace text is escaped.
+
+A run that started subagents links to their pages from the calls that started them, and a
+subagent's page links back to that call on its parent's page, when the caller says where
+those pages are (:mod:`fsm_agent.trace.run_tree_pages` writes a run's pages together).
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
@@ -111,7 +116,7 @@ def _line(entry: TimelineEntry) -> str:
     return "".join(parts)
 
 
-def _call_group(call: _Call, tools: dict[str, tuple[str, Any]]) -> str:
+def _call_group(call: _Call, tools: dict[str, tuple[str, Any]], children: Mapping[str, str]) -> str:
     name, tool_input = tools.get(call.call_id, ("tool", {}))
     states = [
         e.text.split("→", 1)[1].split("[", 1)[0].strip()
@@ -128,14 +133,20 @@ def _call_group(call: _Call, tools: dict[str, tuple[str, Any]]) -> str:
         f"<b>{_esc(name)}</b> {_esc(shown)} → <b>{_esc(ended)}</b>"
         f'<span class="meta">{_esc(call.call_id)}{" · " + span if span else ""}</span>'
     )
+    child = children.get(call.call_id)
+    if child is not None:
+        summary += f' <a class="subagent" href="{_esc(child)}">subagent timeline →</a>'
     body = "\n".join(_line(entry) for entry in call.entries)
     return (
+        f'<a id="call-{_esc(call.call_id)}"></a>'  # what a subagent's page links back to
         f'<details class="call{" t-" + tone if tone else ""}"><summary>{summary}</summary>'
         f'<div class="lines">{body}</div></details>'
     )
 
 
-def _iteration_group(group: _Iteration, tools: dict[str, tuple[str, Any]]) -> str:
+def _iteration_group(
+    group: _Iteration, tools: dict[str, tuple[str, Any]], children: Mapping[str, str]
+) -> str:
     loop = [e for e in group.entries if e.category == "phase"]
     ending = loop[-1].name if loop else ""
     recoveries = sorted({e.name for e in group.entries if e.tone == "recovery"})
@@ -155,7 +166,8 @@ def _iteration_group(group: _Iteration, tools: dict[str, tuple[str, Any]]) -> st
         if part
     )
     body = "\n".join(
-        _call_group(item, tools) if isinstance(item, _Call) else _line(item) for item in group.items
+        _call_group(item, tools, children) if isinstance(item, _Call) else _line(item)
+        for item in group.items
     )
     return (
         f'<details class="iteration" open><summary><b>{title}</b>'
@@ -177,7 +189,7 @@ def _tool_calls(trace: Trace) -> dict[str, tuple[str, Any]]:
     return found
 
 
-def _summary(trace: Trace, entries: list[TimelineEntry]) -> str:
+def _summary(trace: Trace, entries: list[TimelineEntry], parent_href: str | None) -> str:
     header = trace.header
     ends = trace.of_kind("end")
     terminal = ends[-1].data.get("terminal") if ends else None
@@ -202,7 +214,21 @@ def _summary(trace: Trace, entries: list[TimelineEntry]) -> str:
         f"{_esc(value)}</dd>"
         for key, value in rows
     )
-    return f'<dl class="summary">{cells}</dl>'
+    return f'<dl class="summary">{cells}{_parent_cell(trace, parent_href)}</dl>'
+
+
+def _parent_cell(trace: Trace, parent_href: str | None) -> str:
+    """The summary row of a subagent's page: the run and call it worked for, linked."""
+    parent = trace.header.meta.get("subagent_of")
+    if not isinstance(parent, dict):
+        return ""
+    text = _esc(
+        f"subagent {parent.get('agent')!r} of run {parent.get('run_id')}, "
+        f"call {parent.get('call_id')} ({parent.get('trace') or 'not traced'})"
+    )
+    if parent_href is not None:
+        text = f'<a class="parent" href="{_esc(parent_href)}">{text}</a>'
+    return f"<dt>subagent of</dt><dd>{text}</dd>"
 
 
 def _diagram(trace: Trace) -> str:
@@ -280,17 +306,34 @@ svg .note { font-size: 12px; fill: #555; } svg .note.taken { fill: #c92a2a; }
 """
 
 
-def render_html(trace: Trace, *, title: str | None = None) -> str:
-    """The timeline page of ``trace`` (see the module docstring)."""
+def render_html(
+    trace: Trace,
+    *,
+    title: str | None = None,
+    children: Mapping[str, str] | None = None,
+    parent_href: str | None = None,
+) -> str:
+    """The timeline page of ``trace`` (see the module docstring).
+
+    Args:
+        trace: the trace to show.
+        title: the page's title (default: the trace's file).
+        children: for a run that started subagents, the address of each one's page, by the
+            id of the call that started it.
+        parent_href: for a subagent's trace, the address of the call that started it on its
+            parent's page.
+    """
     heading = _esc(title or f"fsm_agent trace {trace.source or ''}".strip())
     entries = timeline_entries(trace)
     tools = _tool_calls(trace)
+    links = children or {}
     groups = "\n".join(
-        _iteration_group(group, tools) for group in _iterations([e for e in entries if e.seq])
+        _iteration_group(group, tools, links)
+        for group in _iterations([e for e in entries if e.seq])
     )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{heading}</title>\n<style>{_CSS}\n{_filter_css()}</style>\n</head>\n<body>\n"
-        f"<h1>{heading}</h1>\n{_summary(trace, entries)}\n{_diagram(trace)}\n"
+        f"<h1>{heading}</h1>\n{_summary(trace, entries, parent_href)}\n{_diagram(trace)}\n"
         f"{_filters()}\n<main>\n{groups}\n</main>\n</body>\n</html>\n"
     )

@@ -97,13 +97,20 @@ EVENTS: dict[str, st.SearchStrategy[Any]] = {
     "CollapseDrained": st.builds(
         ev.CollapseDrained, effect_id=IDS, committed=st.integers(0, 2), messages=MESSAGES
     ),
+    "ToolResultsPersisted": st.builds(
+        ev.ToolResultsPersisted,
+        effect_id=IDS,
+        results=st.sampled_from(
+            [(), (ev.PersistedResult(tool_use_id="toolu_001", content="<persisted-output>"),)]
+        ),
+    ),
     "AttachmentsReady": st.builds(ev.AttachmentsReady, effect_id=IDS, messages=MESSAGES),
     "AbortRequested": st.builds(ev.AbortRequested, reason=st.sampled_from(["user", "interrupt"])),
 }
 
 
 def test_every_event_type_has_a_strategy() -> None:
-    """The matrix covers all 15 event classes."""
+    """The matrix covers every event class."""
     assert set(EVENTS) == {t.__name__ for t in ev.EVENT_TYPES}
 
 

@@ -30,7 +30,7 @@ from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.testing.invariants import check_run
 from fsm_agent.testing.scenario import parse_scenario, render_events
-from fsm_agent.testing.world import World, WorldRun, open_turn, prompt
+from fsm_agent.testing.world import ToolScript, World, WorldRun, open_turn, prompt
 
 TAKEN: set[tuple[str, str, str, str]] = set()
 TOOLS = [ToolSpec(name="Read"), ToolSpec(name="Write"), ToolSpec(name="Bash", is_shell=True)]
@@ -315,6 +315,34 @@ def test_prompt_too_long_without_recovery_completes() -> None:
     assert terminal == "completed"
     assert "stop_hooks_started" not in loop_names(run)
     assert isinstance(core.transcript[-1], ApiErrorMessage)
+
+
+def test_results_over_the_budget_are_saved_before_the_next_request() -> None:
+    """Two results over the message budget: the larger is saved, then the request goes."""
+    reads = {"content": [{"tool_use": {"name": "Read", "input": {"path": p}}} for p in "ab"]}
+    config = LoopConfig(tool_result_budget_chars=1_000)
+    core, run, terminal = play(
+        [reads, TEXT], config=config, tools={"Read": ToolScript(content="r" * 600)}
+    )
+    assert terminal == "completed"
+    (asked,) = effects_of(run, fx.PersistToolResults)
+    assert [r.tool_use_id for r in asked.results] == ["toolu_001"]
+    names = loop_names(run)
+    after = names[names.index("tool_results_persisted") :]
+    assert after[:3] == ["tool_results_persisted", "context_prepared", "request_sent"]
+    results = [r for m in core.messages_for_query() for r in tool_results(m)]
+    assert [str(r.content)[:18] for r in results] == ["<persisted-output>", "r" * 18]
+
+
+def test_abort_while_results_are_saved_is_aborted_streaming() -> None:
+    """An abort while the driver saves results ends aborted_streaming."""
+    reads = {"content": [{"tool_use": {"name": "Read", "input": {"path": p}}} for p in "ab"]}
+    config = LoopConfig(tool_result_budget_chars=1_000)
+    core, run = start([reads, TEXT], config=config, tools={"Read": ToolScript(content="r" * 600)})
+    while core.phase != Phase.PERSISTING_RESULTS.value:
+        run.advance()
+    run.abort()
+    assert finish(core, run) == "aborted_streaming"
 
 
 def test_collapse_drain_retry_when_committed() -> None:

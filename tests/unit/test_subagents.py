@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from fsm_agent.cli import main
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import HookOutcome
 from fsm_agent.core.messages import ToolResultBlock, UserMessage
@@ -312,3 +313,43 @@ def test_aborting_the_parent_aborts_the_child(tmp_path: Path) -> None:
     (child,) = folder.iterdir()
     assert replay(child).terminal == "aborted_tools"
     assert replay(tmp_path / "parent.jsonl").terminal == "aborted_tools"
+
+
+def test_show_and_the_html_pages_link_parent_and_child(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fsm-agent show` names the child on the parent's call and the parent on the child;
+    --html writes both pages, the call linking to the child's page and back."""
+    run_parent(tmp_path, [calls(task()), text("done")], Task({"reader": reader(*CHILD_READS)}))
+    (child,) = (tmp_path / "parent.subagents").iterdir()
+    page = tmp_path / "page.html"
+    assert main(["show", str(tmp_path / "parent.jsonl"), "--html", str(page)]) == 0
+    shown = capsys.readouterr().out
+    assert f"started subagent 'reader': run parent.{child.stem}, trace {child}" in shown
+    child_page = tmp_path / f"page.{child.stem}.html"
+    assert f'href="{child_page.name}"' in page.read_text(encoding="utf-8")
+    back = child_page.read_text(encoding="utf-8")
+    assert f'href="page.html#call-{child.stem}"' in back
+    assert f'id="call-{child.stem}"' in page.read_text(encoding="utf-8")
+
+    assert main(["show", str(child)]) == 0
+    assert f"subagent 'reader' of run parent, for its call {child.stem}" in capsys.readouterr().out
+
+
+def test_the_child_does_not_list_the_parents_traces(tmp_path: Path) -> None:
+    """With the parent's trace a file in the working folder, the child's Glob lists neither
+    it nor the subagents' traces."""
+    lister = SubagentDefinition(
+        description="lists",
+        tools=[Glob()],
+        model=scripted(calls(("Glob", {"pattern": "**/*"})), text("listed")),
+    )
+    run_parent(tmp_path, [calls(task("lister", "list")), text("done")], Task({"lister": lister}))
+    (child,) = (tmp_path / "parent.subagents").iterdir()
+    (listing,) = [
+        r.data["event"]["content"]
+        for r in read_trace(child).of_kind("event")
+        if r.data["event"]["type"] == "ToolCallFinished"
+    ]
+    assert "a.txt" in listing
+    assert "parent.jsonl" not in listing and ".subagents" not in listing

@@ -1,0 +1,131 @@
+"""The per-message tool-result budget (SPEC §7.1): which results are saved, and how."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.core import events as ev
+from fsm_agent.core.agent_core import AgentCore
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.messages import (
+    AssistantMessage,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+)
+from fsm_agent.core.tool_result_budget import ToolResultBudget
+from fsm_agent.errors import UsageError
+from fsm_agent.runtime.agent import Agent
+from fsm_agent.runtime.tool import tool
+from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+from fsm_agent.testing.world import open_turn
+
+NONE: frozenset[str] = frozenset()
+
+
+def _round(sizes: dict[str, int], tool_name: str = "Glob") -> list[Message]:
+    """One response calling a tool per id, and one result message per call."""
+    calls = tuple(ToolUseBlock(id=i, name=tool_name) for i in sizes)
+    results: list[Message] = [
+        UserMessage(uuid=f"u{i}", content=(ToolResultBlock(tool_use_id=i, content="x" * n),))
+        for i, n in sizes.items()
+    ]
+    return [AssistantMessage(uuid="a", message_id="msg", content=calls), *results]
+
+
+def _prompt() -> UserMessage:
+    return UserMessage(uuid="p", content=(TextBlock(text="go"),))
+
+
+def test_the_largest_fresh_results_go_until_the_message_is_under() -> None:
+    """Over the limit, results are chosen largest first and only as many as needed."""
+    budget = ToolResultBudget(limit=1_000)
+    history = [_prompt(), *_round({"a": 300, "b": 700, "c": 500})]
+    chosen = budget.plan(history, unbounded_tools=NONE)
+    assert [(r.tool_use_id, r.chars) for r in chosen] == [("b", 700)]
+
+
+def test_a_message_under_the_limit_keeps_everything() -> None:
+    """At or under the limit nothing is chosen."""
+    budget = ToolResultBudget(limit=1_000)
+    assert budget.plan([_prompt(), *_round({"a": 500, "b": 500})], unbounded_tools=NONE) == ()
+
+
+def test_a_result_the_model_has_seen_is_never_chosen() -> None:
+    """Once a request carried a result, its content is frozen however large the message."""
+    budget = ToolResultBudget(limit=1_000)
+    history = [_prompt(), *_round({"a": 900, "b": 900})]
+    budget.mark_sent(history)
+    assert budget.seen("a")
+    assert budget.plan(history, unbounded_tools=NONE) == ()
+
+
+def test_results_of_tools_that_bound_their_own_output_are_skipped() -> None:
+    """A Read result (unbounded_results) is never saved, even when it is the largest."""
+    budget = ToolResultBudget(limit=1_000)
+    reads = _round({"a": 900}, "Read")
+    history = [_prompt(), *reads, *_round({"b": 400}, "Glob")[1:]]
+    chosen = budget.plan(history, unbounded_tools=frozenset({"Read"}))
+    assert [r.tool_use_id for r in chosen] == ["b"]
+
+
+def test_no_limit_chooses_nothing() -> None:
+    """``tool_result_budget_chars=None`` turns the budget off."""
+    budget = ToolResultBudget(limit=None)
+    assert budget.plan([_prompt(), *_round({"a": 10**6})], unbounded_tools=NONE) == ()
+
+
+def test_replacing_a_seen_result_is_refused() -> None:
+    """An answer that would change content the model has seen is a clear error."""
+    core = AgentCore(config=LoopConfig(tool_result_budget_chars=10), tools=())
+    open_turn(core.feed, [_prompt(), *_round({"a": 50})])  # sent with the first request
+    core._machine_model.state = "persisting_results"  # as if the budget had asked
+    core._awaiting = "e9"
+    persisted = ev.PersistedResult(tool_use_id="a", content="<persisted-output>")
+    with pytest.raises(UsageError, match="seen already"):
+        core.feed(ev.ToolResultsPersisted(effect_id="e9", results=(persisted,)))
+
+
+BIG = "line\n" * 300  # 1,500 characters
+
+
+@tool(name="Dump", description="Print a lot.", concurrency_safe=True, read_only=True)
+async def dump() -> str:
+    return BIG
+
+
+def test_the_driver_saves_the_chosen_results_and_sends_the_preview(tmp_path: Path) -> None:
+    """Two 1,500-character results over a 2,000 budget: one is saved beside the trace, the
+    next request carries its preview and path, and the transcript keeps that form."""
+    calls = [{"tool_use": {"name": "Dump", "input": {}}} for _ in range(2)]
+    steps = [{"content": calls}, {"content": [{"text": "ok"}]}]
+    model = ScriptedModel(parse_scenario({"steps": steps}))
+    agent = Agent(
+        model=model,
+        tools=[dump],
+        cwd=tmp_path,
+        trace=tmp_path / "run.jsonl",
+        config=LoopConfig(tool_result_budget_chars=2_000),
+    )
+    result = asyncio.run(agent.run("go"))
+    assert result.terminal == "completed"
+    saved = tmp_path / "run.tool-results" / "toolu_001.txt"
+    assert saved.read_text(encoding="utf-8") == BIG
+    sent = model.requests[-1].messages[-1]["content"]
+    contents = [block["content"] for block in sent]
+    assert contents[0].startswith("<persisted-output>")
+    assert str(saved) in contents[0]
+    assert contents[1] == BIG
+    results = [
+        b
+        for m in result.messages
+        if isinstance(m, UserMessage)
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+    ]
+    assert [b.content == BIG for b in results] == [False, True]
