@@ -1,4 +1,5 @@
-"""The ``fsm-agent`` command: run, fork, resume, demo, replay, show, diff, runs, diagram.
+"""The ``fsm-agent`` command: run, fork, resume, demo, replay, show, diff, runs, diagram,
+worker, approve.
 
 Start-up stays cheap: the anthropic SDK and rich are imported only by the commands that use
 them, so ``replay``, ``show``, ``diff`` and ``diagram`` start in a fraction of a second.
@@ -17,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from fsm_agent.errors import FsmAgentError
+from fsm_agent.temporal import commands as temporal_commands
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+_DEFAULT_MODEL = "claude-sonnet-4-6"
 
 
 class CommandLineError(Exception):
@@ -71,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", help="what to ask the agent")
     _conversation_options(run)
     _live_options(run)
+    temporal_commands.add_run_options(run)
     run.set_defaults(handler=_cmd_run)
 
     chat = commands.add_parser("chat", help="a conversation: each line of input is the next prompt")
@@ -137,6 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     diff.set_defaults(handler=_cmd_diff)
 
     _runs_parser(commands)
+    temporal_commands.add_parsers(commands)
 
     diagram = commands.add_parser("diagram", help="mermaid diagrams of the machine tables")
     diagram.add_argument("--trace", type=Path, default=None, help="highlight this trace's path")
@@ -148,7 +153,7 @@ def _live_options(command: argparse.ArgumentParser) -> None:
     """The options of the commands that run an agent live (run, fork, resume)."""
     command.add_argument(
         "--model",
-        default="claude-sonnet-4-6",
+        default=_DEFAULT_MODEL,
         help="a Claude model name, or scripted:FILE to play a scenario file",
     )
     command.add_argument(
@@ -302,6 +307,24 @@ def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> in
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if args.temporal:
+        # The workers' factory builds the agent: options that shape a local one do not apply.
+        local = [
+            option
+            for option, given in (
+                ("--model", args.model != _DEFAULT_MODEL),
+                ("--max-turns", args.max_turns is not None),
+                ("--permission-mode", args.permission_mode is not None),
+                ("--settings", bool(args.settings)),
+            )
+            if given
+        ]
+        if local:
+            raise CommandLineError(
+                f"{', '.join(local)}: with --temporal the workers' agent factory decides "
+                "these (pass what it needs with --params)"
+            )
+        return temporal_commands.run_command(args)
     # Always the turn of a session, so a later ``run --continue`` can carry it on.
     return _live(args, lambda agent: _session(agent, args).stream(args.prompt))
 

@@ -57,6 +57,7 @@ from fsm_agent.runtime.performing import (
     compaction,
     grant,
     hook_input,
+    is_stale,
     model_request,
     permission_facts,
     permission_failed,
@@ -351,7 +352,7 @@ class Agent:
 
     async def stream(self, prompt: str | Sequence[Message]) -> AsyncIterator[Update]:
         """Run, yielding stream deltas, messages, transitions and tool progress as they come."""
-        async for update in self.stream_turn(_as_messages(prompt)):
+        async for update in self.stream_turn(as_messages(prompt)):
             yield update
 
     async def stream_turn(
@@ -452,6 +453,30 @@ class Agent:
             return default_store_url()
         return None
 
+    def tool_context(
+        self,
+        trace_path: Path | None,
+        *,
+        extra: Mapping[str, Any],
+        call_id: str = "",
+        parent: ParentRun | None = None,
+    ) -> ToolContext:
+        """A fresh context for call ``call_id`` of a run whose trace is ``trace_path``
+        (``parent``: what a tool that starts a child agent needs of this run)."""
+        results_dir = results_folder(trace_path)
+        readable = tuple(self.permissions.additional_directories)
+        if results_dir is not None:
+            readable = (*readable, results_dir.resolve())
+        return ToolContext(
+            cwd=self.cwd,
+            additional_directories=readable,
+            hidden_paths=self.hidden_paths(trace_path),
+            results_dir=results_dir,
+            extra=dict(extra),
+            call_id=call_id,
+            parent=parent,
+        )
+
     def hidden_paths(self, trace_path: Path | None) -> tuple[Path, ...]:
         """What Glob and Grep must not list: the trace folder (or the trace file and the
         folder of its subagents' traces), and for a subagent what its parent hides."""
@@ -463,6 +488,14 @@ class Agent:
             return (*inherited, trace_path.parent.resolve())
         children = trace_path.parent / f"{trace_path.stem}.subagents"
         return (*inherited, trace_path.resolve(), children.resolve())
+
+
+def results_folder(trace_path: Path | None) -> Path | None:
+    """Where oversized tool results are saved (SPEC §7.1): beside the trace, readable by the
+    model; None without a trace."""
+    if trace_path is None:
+        return None
+    return trace_path.parent / f"{trace_path.stem}.tool-results"
 
 
 def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
@@ -484,7 +517,7 @@ def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
     return found
 
 
-def _as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
+def as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
     if isinstance(prompt, str):
         if not prompt.strip():
             raise UsageError("the prompt is empty")
@@ -533,13 +566,6 @@ class _Run:
         if agent.subagent is not None:
             meta.update(agent.subagent.header_meta())
         meta.update(link or {})  # a turn of a session names its session and previous turn
-        self.hidden_paths = agent.hidden_paths(self.trace_path)
-        # SPEC §7.1: oversized tool results are saved beside the trace, readable by the model.
-        self.results_dir = (
-            self.trace_path.parent / f"{self.trace_path.stem}.tool-results"
-            if self.trace_path is not None
-            else None
-        )
         if start is not None:
             # Continue a recorded run: its core, and a trace that repeats its prefix.
             if not isinstance(start.core, AgentCore):
@@ -671,7 +697,7 @@ class _Run:
                         for update in self._message_queued():
                             yield update
                         continue
-                    if self._dropped(item):
+                    if is_stale(item, self.cancelled_calls, self.effect_calls):
                         continue
                     for update in self._feed(item):
                         yield update
@@ -797,14 +823,6 @@ class _Run:
                 writer.write_end(self.core.terminal, self.core.usage, fault=fault)
         return updates
 
-    def _dropped(self, event: ev.Event) -> bool:
-        call_id = getattr(event, "call_id", None)
-        if call_id is None and isinstance(
-            event, ev.HooksFinished | ev.PermissionDecided | ev.PermissionPromptShown
-        ):
-            call_id = self.effect_calls.get(event.effect_id)
-        return call_id is not None and call_id in self.cancelled_calls
-
     def _feed(self, event: ev.Event) -> list[Update]:
         step: Step = self.feeder.feed(event)
         updates: list[Update] = []
@@ -905,7 +923,9 @@ class _Run:
             self._spawn(self._collapse(effect))
         elif isinstance(effect, fx.PersistToolResults):
             messages = self.core.messages_for_query()
-            self.queue.put_nowait(persist_results(effect, messages, self.results_dir))
+            self.queue.put_nowait(
+                persist_results(effect, messages, results_folder(self.trace_path))
+            )
         elif isinstance(effect, fx.FetchAttachments):
             if self.mcp or not self.collector.idle:
                 self._spawn(self._attachments(effect))
@@ -933,15 +953,9 @@ class _Run:
     def _context(self, call_id: str) -> ToolContext:
         context = self.call_contexts.get(call_id)
         if context is None:
-            readable = tuple(self.agent.permissions.additional_directories)
-            if self.results_dir is not None:
-                readable = (*readable, self.results_dir.resolve())
-            context = ToolContext(
-                cwd=self.agent.cwd,
-                additional_directories=readable,
-                hidden_paths=self.hidden_paths,
-                results_dir=self.results_dir,
-                extra=dict(self.core.tool_context),
+            context = self.agent.tool_context(
+                self.trace_path,
+                extra=self.core.tool_context,
                 call_id=call_id,
                 parent=ParentRun(
                     agent=self.agent,

@@ -52,6 +52,18 @@ def seconds(milliseconds: int | None) -> float | None:
     return None if milliseconds is None else milliseconds / 1000
 
 
+def is_stale(event: ev.Event, cancelled_calls: set[str], effect_calls: dict[str, str]) -> bool:
+    """Whether ``event`` reports on a tool call that was cancelled (``CancelTool``): such late
+    reports are dropped, never fed. ``effect_calls`` maps hook and permission effect ids to
+    their call."""
+    call_id = getattr(event, "call_id", None)
+    if call_id is None and isinstance(
+        event, ev.HooksFinished | ev.PermissionDecided | ev.PermissionPromptShown
+    ):
+        call_id = effect_calls.get(event.effect_id)
+    return call_id is not None and call_id in cancelled_calls
+
+
 def model_request(
     effect: fx.CallModel,
     *,

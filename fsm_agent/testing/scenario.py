@@ -969,6 +969,13 @@ class ScriptedModel:
         """The latest requests received, oldest first (at most ``keep_requests``)."""
         return list(self._latest)
 
+    def seek(self, requests_before: int) -> None:
+        """Play on from step ``requests_before + 1``: where a session that moved to another
+        process (a Temporal worker) is in its script."""
+        if requests_before < 0:
+            raise ConfigError(f"requests_before must not be negative, not {requests_before}")
+        self.request_count = requests_before
+
     @property
     def remaining(self) -> int:
         """How many steps are left."""

@@ -1,0 +1,372 @@
+"""The activities of a Temporal-hosted session: the outside world, performed on a worker.
+
+Each activity performs one kind of effect with the code the in-process driver uses
+(:mod:`fsm_agent.runtime.performing`) and returns the events that answer it, as JSON (the
+codec's tagged dicts), for the workflow to feed to the core. The agent — model, tools, hooks,
+permission policy — lives on the worker: :class:`SessionActivities` builds it with the user's
+factory, once per session and worker, from the ``params`` the session was started with.
+
+A worker may die and another may pick the session up; nothing here keeps state a session
+needs except as a cache: a scripted model is told where the session is in its script
+(:meth:`~fsm_agent.testing.scenario.ScriptedModel.seek`), tool contexts are rebuilt from what
+the workflow sends, and the trace file is written at a byte offset, so writing it twice is
+harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+from temporalio import activity
+
+from fsm_agent.core import codec
+from fsm_agent.core import effects as fx
+from fsm_agent.core import events as ev
+from fsm_agent.errors import ConfigError
+from fsm_agent.runtime.agent import Agent, results_folder
+from fsm_agent.runtime.compaction import SummaryCompactor
+from fsm_agent.runtime.performing import (
+    collapse,
+    compaction,
+    grant,
+    hook_input,
+    model_request,
+    permission_facts,
+    permission_failed,
+    persist_results,
+    seconds,
+    stream_model,
+    tool_step,
+)
+from fsm_agent.runtime.permissions import PermissionAnswer, PermissionRequest
+from fsm_agent.runtime.tool import ToolContext
+from fsm_agent.store.recording import index_run
+from fsm_agent.trace import records
+from fsm_agent.trace.redact import Redactor
+
+AgentFactory = Callable[..., Agent]
+"""Builds the agent of a session; called with the session's ``params`` as keyword arguments."""
+
+_AGENTS_KEPT = 256
+"""How many sessions' agents one worker keeps built (the oldest is dropped, and rebuilt if
+its session comes back)."""
+
+
+class _Asked(Exception):
+    """Raised by the worker's stand-in ``ask`` callback: a person must answer."""
+
+    def __init__(self, request: PermissionRequest) -> None:
+        super().__init__(request.tool_name)
+        self.request = request
+
+
+class SessionActivities:
+    """The activities of sessions whose agents ``factory`` builds.
+
+    Args:
+        factory: returns the agent for a session's ``params`` (keyword arguments); a
+            function taking no arguments serves sessions started without params.
+        heartbeat_s: how often a running activity tells the server it is alive.
+    """
+
+    def __init__(self, factory: AgentFactory, *, heartbeat_s: float = 1.0) -> None:
+        self._factory = factory
+        self._heartbeat_s = heartbeat_s
+        self._agents: collections.OrderedDict[str, Agent] = collections.OrderedDict()
+        self._compactor = SummaryCompactor()
+
+    def all(self) -> list[Callable[..., Any]]:
+        """The activity functions, to register with a worker."""
+        return [
+            self.describe,
+            self.call_model,
+            self.tool_step,
+            self.run_hooks,
+            self.decide_permission,
+            self.compact,
+            self.persist_results,
+            self.write_trace,
+        ]
+
+    def agent(self, session: Mapping[str, Any]) -> Agent:
+        """The agent of ``session`` (its id and params), built on first use on this worker."""
+        key = str(session["id"])
+        agent = self._agents.get(key)
+        if agent is None:
+            params = dict(session.get("params") or {})
+            agent = self._factory(**params)
+            if not isinstance(agent, Agent):
+                raise ConfigError(
+                    f"the agent factory returned {type(agent).__name__}, not an Agent"
+                )
+            if session.get("trace"):
+                # The session names its trace (a file or a folder): it overrides the
+                # factory's, and decides what tools keep out of, as in-process.
+                agent.trace = str(session["trace"])
+            if agent.mcp_servers:
+                raise ConfigError(
+                    "an agent with MCP servers cannot run on Temporal yet: its connections "
+                    "live in one process"
+                )
+            self._agents[key] = agent
+            while len(self._agents) > _AGENTS_KEPT:
+                self._agents.popitem(last=False)
+        else:
+            self._agents.move_to_end(key)
+        return agent
+
+    @contextlib.asynccontextmanager
+    async def _beating(self) -> AsyncIterator[None]:
+        """Heartbeat while the body runs, so a dead worker is noticed (and a cancel heard)."""
+
+        async def beat() -> None:
+            while True:
+                activity.heartbeat()
+                await asyncio.sleep(self._heartbeat_s)
+
+        beater = asyncio.get_running_loop().create_task(beat())
+        try:
+            yield
+        finally:
+            beater.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beater
+
+    # --- the activities --------------------------------------------------------------------
+
+    @activity.defn(name="fsm_agent.describe")
+    async def describe(self, session: dict[str, Any]) -> dict[str, Any]:
+        """What the workflow needs to build the core: config, tools, the trace file, and the
+        hook events some hook is configured for."""
+        agent = self.agent(session)
+        path = agent.trace_path()
+        return {
+            "config": _plain(agent.config),
+            "tools": [_plain(tool.spec()) for tool in agent.tools],
+            "trace": str(path) if path is not None else None,
+            "hooked": [event.value for event in fx.HookEvent if agent.hooks.matchers(event)],
+        }
+
+    @activity.defn(name="fsm_agent.call_model")
+    async def call_model(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        """Stream one response (``CallModel``); its events, closed or failed at the end."""
+        agent = self.agent(job["session"])
+        effect = codec.load_effect(job["effect"])
+        assert isinstance(effect, fx.CallModel)
+        seek = getattr(agent.model, "seek", None)
+        if callable(seek):
+            seek(int(job["requests_before"]))
+        request = model_request(
+            effect,
+            system=agent.system,
+            tool_definitions=agent.tool_definitions,
+            messages=job["messages"],
+            prompt_caching=agent.prompt_caching,
+        )
+        found: list[ev.Event] = []
+        async with self._beating():
+            await stream_model(
+                agent.model,
+                request,
+                request_id=effect.request_id,
+                idle_timeout_s=agent.config.stream_idle_timeout_ms / 1000,
+                report=found.append,
+            )
+        return [codec.dump_event(event) for event in found]
+
+    def _context(self, agent: Agent, job: Mapping[str, Any]) -> ToolContext:
+        trace = job["session"].get("trace_path")
+        context = agent.tool_context(Path(trace) if trace else None, extra=job["tool_context"])
+        allowed = job.get("grant") or {}
+        checked = allowed.get("checked_path")
+        context.checked_path = Path(checked) if checked else None
+        context.allow_outside = bool(allowed.get("allow_outside"))
+        return context
+
+    @activity.defn(name="fsm_agent.tool_step")
+    async def tool_step(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        """Validate or run one tool call (``RunToolStep``); progress first, then the result."""
+        agent = self.agent(job["session"])
+        effect = codec.load_effect(job["effect"])
+        assert isinstance(effect, fx.RunToolStep)
+        found: list[ev.Event] = []
+        async with self._beating():
+            done = await tool_step(
+                agent.tool(effect.tool_name),
+                effect,
+                self._context(agent, job),
+                timeout_s=seconds(agent.config.tool_timeout_ms),
+                report=found.append,
+            )
+        return [codec.dump_event(event) for event in (*found, done)]
+
+    @activity.defn(name="fsm_agent.run_hooks")
+    async def run_hooks(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Run the hooks of a ``RunHooks`` effect; ``HooksFinished`` with their combined outcome."""
+        agent = self.agent(job["session"])
+        effect = codec.load_effect(job["effect"])
+        assert isinstance(effect, fx.RunHooks)
+        if not agent.hooks.matchers(effect.hook_event):
+            return codec.dump_event(ev.HooksFinished(effect_id=effect.effect_id))
+        trace = job["session"].get("trace_path")
+        told = hook_input(
+            effect,
+            session_id=str(job["session"]["id"]),
+            cwd=agent.cwd,
+            trace_path=Path(trace) if trace else None,
+        )
+        async with self._beating():
+            outcome = await agent.hooks.run(
+                told, default_timeout_s=seconds(agent.config.hook_timeout_ms)
+            )
+        return codec.dump_event(ev.HooksFinished(effect_id=effect.effect_id, outcome=outcome))
+
+    @activity.defn(name="fsm_agent.decide_permission")
+    async def decide_permission(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Run the permission chain for an ``AskPermission`` effect.
+
+        Returns ``{"question": ...}`` when a person must answer and ``job`` holds no
+        ``answer`` yet; otherwise ``{"decided": event, "grant": ...}``. The chain is pure
+        given the same facts, so asking it again with the answer reaches the same question.
+        """
+        agent = self.agent(job["session"])
+        effect = codec.load_effect(job["effect"])
+        assert isinstance(effect, fx.AskPermission)
+        tool = agent.tool(effect.tool_name)
+        context = self._context(agent, job)
+        check, facts = permission_facts(tool, effect, context, tuple(job["session_rules"]))
+        answer = job.get("answer")
+
+        def ask(request: PermissionRequest) -> PermissionAnswer:
+            if answer is None:
+                raise _Asked(request)
+            return PermissionAnswer(
+                allow=bool(answer["allow"]),
+                message=str(answer.get("message") or ""),
+                always=bool(answer.get("always")),
+            )
+
+        policy = attrs.evolve(agent.permissions, ask=ask)
+        try:
+            decided = await policy.decide(effect, check, facts)
+        except _Asked as asked:
+            request = asked.request
+            return {
+                "question": {
+                    "call_id": effect.call_id,
+                    "tool_name": request.tool_name,
+                    "input": request.input,
+                    "message": request.message,
+                    "reason": request.reason,
+                }
+            }
+        except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
+            decided = permission_failed(effect, exc)
+        grant(context, tool, check, facts, decided)
+        checked = context.checked_path
+        return {
+            "decided": codec.dump_event(decided),
+            "grant": {
+                "checked_path": str(checked) if checked is not None else None,
+                "allow_outside": context.allow_outside,
+            },
+        }
+
+    @activity.defn(name="fsm_agent.compact")
+    async def compact(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Summarise the history for a ``Compact`` or ``DrainCollapse`` effect."""
+        agent = self.agent(job["session"])
+        effect = codec.load_effect(job["effect"])
+        history = [codec.load_message(message) for message in job["messages"]]
+        async with self._beating():
+            if isinstance(effect, fx.Compact):
+                done: ev.Event = await compaction(
+                    effect, self._compactor, history, agent.model, job["model"]
+                )
+            else:
+                assert isinstance(effect, fx.DrainCollapse)
+                done = await collapse(effect, self._compactor, history, agent.model, job["model"])
+        return codec.dump_event(done)
+
+    @activity.defn(name="fsm_agent.persist_results")
+    async def persist_results(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Save the tool results the budget chose beside the trace (``PersistToolResults``)."""
+        effect = codec.load_effect(job["effect"])
+        assert isinstance(effect, fx.PersistToolResults)
+        trace = job["session"].get("trace_path")
+        messages = [codec.load_message(message) for message in job["messages"]]
+        folder = results_folder(Path(trace) if trace else None)
+        return codec.dump_event(persist_results(effect, messages, folder))
+
+    @activity.defn(name="fsm_agent.write_trace")
+    async def write_trace(self, job: dict[str, Any]) -> None:
+        """Write trace bytes at an offset (so a retried write is harmless); index when ended.
+
+        The lines were made by the workflow; the agent's secrets, which the workflow never
+        sees, are redacted here.
+        """
+        agent = self.agent(job["session"])
+        path = Path(job["path"])
+        redactor = Redactor(agent.secrets)
+        data = bytearray()
+        for line in str(job["data"]).encode().splitlines(keepends=True):
+            if redactor.holds_secret(line):
+                line = records.dumps(redactor.value(orjson.loads(line))) + b"\n"  # noqa: PLW2901
+            data += line
+        with path.open("r+b" if path.exists() else "wb") as file:
+            file.seek(int(job["offset"]))
+            file.truncate()
+            file.write(data)
+        if job.get("ended"):
+            store = agent.store_target()
+            if store is not None:
+                index_run(path, store)
+
+
+def load_factory(spec: str) -> AgentFactory:
+    """The factory named ``module:function`` (``fsm-agent worker --factory``).
+
+    Raises:
+        ConfigError: the spec is malformed, the module cannot be imported, or the name is
+            missing or not callable.
+    """
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise ConfigError(f"--factory {spec!r}: expected module:function, e.g. mypkg.agents:make")
+    import importlib  # noqa: PLC0415 - only this path imports user code
+
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"--factory {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise ConfigError(f"--factory {spec!r}: {module_name} has no function {name!r}")
+    return factory  # type: ignore[no-any-return]
+
+
+def default_factory(*, cwd: str | None = None) -> Agent:
+    """The built-in coding agent: Claude (``ANTHROPIC_API_KEY``, ``FSM_AGENT_MODEL``) with the
+    built-in tools, in ``cwd`` (default: the worker's folder)."""
+    from fsm_agent.runtime.models import AnthropicModel  # noqa: PLC0415 - the SDK is slow
+    from fsm_agent.toolbox import default_tools  # noqa: PLC0415
+
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise ConfigError("ANTHROPIC_API_KEY is not set on the worker, so Claude cannot be reached")
+    model = AnthropicModel(name=os.environ.get("FSM_AGENT_MODEL", "claude-sonnet-4-6"), api_key=key)
+    return Agent(model=model, tools=default_tools(), cwd=cwd)
+
+
+def _plain(value: object) -> dict[str, Any]:
+    """An attrs value (config, tool spec, hook outcome) as the codec's JSON dict."""
+    data: dict[str, Any] = codec.converter().unstructure(value)
+    return data

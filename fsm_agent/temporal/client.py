@@ -1,0 +1,108 @@
+"""Starting, watching and answering sessions on a Temporal cluster, from any process."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import attrs
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+
+from fsm_agent.errors import UsageError
+from fsm_agent.runtime.agent import as_messages
+from fsm_agent.temporal.workflow import SESSION_WORKFLOW
+
+
+@attrs.frozen(kw_only=True)
+class SessionProgress:
+    """Something a session did (``kind`` ``transition`` or ``message``), or a permission
+    question it waits on (``kind`` ``question``)."""
+
+    kind: str
+    data: Mapping[str, Any]
+
+
+async def start_session(
+    client: Client,
+    prompt: str,
+    *,
+    task_queue: str,
+    session_id: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    trace: str | None = None,
+    heartbeat_timeout_s: float = 10.0,
+) -> WorkflowHandle[Any, Any]:
+    """Start a session; its workflow handle (its id is the run name ``approve`` takes).
+
+    Args:
+        client: a connected Temporal client.
+        prompt: what to ask the agent.
+        task_queue: where the workers serving sessions listen.
+        session_id: the workflow id (default: ``fsm-agent-`` and a random suffix).
+        params: keyword arguments for the workers' agent factory (JSON values).
+        trace: the trace file on the workers' file system (default: the agent's own choice).
+        heartbeat_timeout_s: how long a silent activity is given before its worker is taken
+            for dead (a side-effecting tool call is then reported as possibly run).
+
+    Raises:
+        UsageError: the prompt is empty.
+    """
+    as_messages(prompt)  # the same check as the in-process agent: an empty prompt is refused
+    start = {
+        "prompt": prompt,
+        "params": dict(params or {}),
+        "trace": trace,
+        "heartbeat_timeout_s": heartbeat_timeout_s,
+    }
+    return await client.start_workflow(
+        SESSION_WORKFLOW,
+        start,
+        id=session_id or f"fsm-agent-{uuid.uuid4().hex[:12]}",
+        task_queue=task_queue,
+    )
+
+
+async def watch_session(
+    handle: WorkflowHandle[Any, Any], *, poll_s: float = 0.2
+) -> AsyncIterator[SessionProgress]:
+    """What the session does, as it does it, until it ends (each question reported once)."""
+    seen = 0
+    asked: set[str] = set()
+    ending = asyncio.ensure_future(handle.result())
+    try:
+        while True:
+            done = ending.done()
+            status = await handle.query("status")
+            for item in await handle.query("progress", seen):
+                seen += 1
+                yield SessionProgress(kind=str(item["kind"]), data=item)
+            for question in status["questions"]:
+                if question["call_id"] not in asked:
+                    asked.add(question["call_id"])
+                    yield SessionProgress(kind="question", data=question)
+            if done:
+                return
+            await asyncio.wait({ending}, timeout=poll_s)
+    finally:
+        if not ending.done():
+            ending.cancel()
+
+
+async def answer_permission(
+    client: Client, session_id: str, call_id: str, decision: str, *, message: str = ""
+) -> str:
+    """Answer a pending permission question of session ``session_id`` (``allow``/``deny``).
+
+    Raises:
+        UsageError: no such question is pending, or the decision is neither word.
+    """
+    handle = client.get_workflow_handle(session_id)
+    try:
+        answered: str = await handle.execute_update(
+            "answer_permission", args=[call_id, decision, message], result_type=str
+        )
+    except WorkflowUpdateFailedError as exc:
+        raise UsageError(str(exc.cause or exc)) from exc
+    return answered

@@ -1,0 +1,169 @@
+"""The command line of Temporal-hosted sessions: ``worker``, ``approve`` and ``run --temporal``.
+
+The parsers are added by :mod:`fsm_agent.cli`; ``temporalio`` is imported only when one of
+these commands runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from fsm_agent.errors import ConfigError
+
+DEFAULT_ADDRESS = "127.0.0.1:7233"
+ADDRESS_ENV = "TEMPORAL_ADDRESS"
+DEFAULT_FACTORY = "fsm_agent.temporal.activities:default_factory"
+
+
+def add_cluster_options(command: argparse.ArgumentParser, *, queue: bool) -> None:
+    """``--address`` and ``--namespace`` (and ``--task-queue`` when ``queue``)."""
+    command.add_argument(
+        "--address",
+        default=os.environ.get(ADDRESS_ENV, DEFAULT_ADDRESS),
+        metavar="HOST:PORT",
+        help=f"the Temporal frontend (default: ${ADDRESS_ENV}, else {DEFAULT_ADDRESS})",
+    )
+    command.add_argument("--namespace", default="default", help="the Temporal namespace")
+    if queue:
+        command.add_argument(
+            "--task-queue", default="fsm-agent", help="the task queue sessions run on"
+        )
+
+
+def add_parsers(commands: Any) -> None:
+    """The ``worker`` and ``approve`` commands."""
+    worker = commands.add_parser("worker", help="serve agent sessions from a Temporal cluster")
+    add_cluster_options(worker, queue=True)
+    worker.add_argument(
+        "--factory",
+        default=DEFAULT_FACTORY,
+        metavar="MODULE:FUNCTION",
+        help="the function that builds each session's Agent from its params "
+        "(default: Claude with the built-in tools)",
+    )
+    worker.set_defaults(handler=worker_command)
+
+    approve = commands.add_parser(
+        "approve", help="answer a permission question of a Temporal-hosted session"
+    )
+    approve.add_argument("run", help="the session (its workflow id, as `run --temporal` prints)")
+    approve.add_argument("call_id", help="the tool call asking (as `run --temporal` prints)")
+    approve.add_argument("decision", choices=["allow", "deny"], help="the answer")
+    approve.add_argument("--message", default="", help="for a denial, what the model is told")
+    add_cluster_options(approve, queue=False)
+    approve.set_defaults(handler=approve_command)
+
+
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    """``run --temporal`` and its options."""
+    run.add_argument(
+        "--temporal",
+        action="store_true",
+        help="run the session on a Temporal cluster (see `fsm-agent worker`) and stream it",
+    )
+    add_cluster_options(run, queue=True)
+    run.add_argument(
+        "--params",
+        default="{}",
+        metavar="JSON",
+        help="with --temporal: a JSON object passed to the workers' agent factory",
+    )
+
+
+def _require_temporalio() -> None:
+    """Refuse clearly when the ``temporal`` extra is not installed."""
+    import importlib.util  # noqa: PLC0415
+
+    if importlib.util.find_spec("temporalio") is None:
+        raise ConfigError("the Temporal SDK is not installed: pip install 'fsm_agent[temporal]'")
+
+
+def worker_command(args: argparse.Namespace) -> int:
+    """``fsm-agent worker``: serve sessions until interrupted."""
+    _require_temporalio()
+    from fsm_agent.temporal.activities import load_factory  # noqa: PLC0415
+    from fsm_agent.temporal.worker import run_worker  # noqa: PLC0415
+
+    factory = load_factory(args.factory)
+    print(
+        f"fsm-agent worker: serving task queue {args.task_queue!r} at {args.address}",
+        file=sys.stderr,
+        flush=True,
+    )
+    asyncio.run(
+        run_worker(
+            args.address, task_queue=args.task_queue, factory=factory, namespace=args.namespace
+        )
+    )
+    return 0
+
+
+def approve_command(args: argparse.Namespace) -> int:
+    """``fsm-agent approve RUN CALL_ID allow|deny``."""
+    _require_temporalio()
+    from temporalio.client import Client  # noqa: PLC0415
+
+    from fsm_agent.temporal.client import answer_permission  # noqa: PLC0415
+
+    async def answer() -> str:
+        client = await Client.connect(args.address, namespace=args.namespace)
+        return await answer_permission(
+            client, args.run, args.call_id, args.decision, message=args.message
+        )
+
+    print(asyncio.run(answer()))
+    return 0
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``fsm-agent run --temporal``: start a session, print its progress, wait for its end.
+
+    Returns 0 for ``completed``, 1 for any other terminal reason.
+    """
+    try:
+        params = json.loads(args.params)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--params is not JSON: {exc}") from exc
+    if not isinstance(params, dict):
+        raise ConfigError("--params must be a JSON object (the factory's keyword arguments)")
+    _require_temporalio()
+    from temporalio.client import Client  # noqa: PLC0415
+
+    from fsm_agent.temporal.client import (  # noqa: PLC0415
+        answer_permission,
+        start_session,
+        watch_session,
+    )
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(args.address, namespace=args.namespace)
+        handle = await start_session(
+            client, args.prompt, task_queue=args.task_queue, params=params, trace=args.trace
+        )
+        print(f"session {handle.id} on task queue {args.task_queue!r}", flush=True)
+        async for item in watch_session(handle):
+            data = item.data
+            if item.kind == "transition" and data["machine"] == "loop":
+                print(f"  → {data['name']}", flush=True)
+            elif item.kind == "message" and data["role"] == "assistant" and data["text"]:
+                print(data["text"], flush=True)
+            elif item.kind == "question":
+                call = data["call_id"]
+                print(f"  ? {data['tool_name']} {json.dumps(data['input'])}", flush=True)
+                if args.yes:
+                    await answer_permission(client, handle.id, call, "allow")
+                else:
+                    print(
+                        f"    answer: fsm-agent approve {handle.id} {call} allow|deny", flush=True
+                    )
+        result: dict[str, Any] = await handle.result()
+        return result
+
+    result = asyncio.run(go())
+    print(f"\nended: {result['terminal']}   turns: {result['turns']}   trace: {result['trace']}")
+    return 0 if result["terminal"] == "completed" else 1

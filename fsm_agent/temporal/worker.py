@@ -1,0 +1,56 @@
+"""A Temporal worker for fsm_agent sessions: the workflow and the activities on one queue."""
+
+from __future__ import annotations
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from fsm_agent.temporal.activities import AgentFactory, SessionActivities
+from fsm_agent.temporal.workflow import SessionWorkflow
+
+PASSED_THROUGH = ("fsm_agent", "transitions", "attrs", "cattrs", "structlog", "orjson", "jiter")
+"""Modules the workflow sandbox shares with the worker instead of re-importing them for each
+run: the core and what it is built on are deterministic and keep no per-run module state, and
+re-importing them would cost more than a session's work."""
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox sessions run in (also what a ``Replayer`` of their histories needs)."""
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*PASSED_THROUGH)
+    return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+def session_worker(
+    client: Client,
+    *,
+    task_queue: str,
+    factory: AgentFactory,
+    heartbeat_s: float = 1.0,
+    max_concurrent_activities: int = 100,
+) -> Worker:
+    """A worker that runs sessions on ``task_queue`` with the agents ``factory`` builds.
+
+    Use it as ``async with session_worker(...):`` or ``await worker.run()``.
+    """
+    activities = SessionActivities(factory, heartbeat_s=heartbeat_s)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[SessionWorkflow],
+        activities=activities.all(),
+        workflow_runner=workflow_runner(),
+        max_concurrent_activities=max_concurrent_activities,
+    )
+
+
+async def run_worker(
+    address: str,
+    *,
+    task_queue: str,
+    factory: AgentFactory,
+    namespace: str = "default",
+) -> None:
+    """Connect to ``address`` and serve sessions until cancelled (``fsm-agent worker``)."""
+    client = await Client.connect(address, namespace=namespace)
+    await session_worker(client, task_queue=task_queue, factory=factory).run()

@@ -1,0 +1,93 @@
+"""Agent factories for the Temporal tests: importable by worker processes by module name.
+
+Each factory takes the session's params as keyword arguments (JSON values), so a test starts a
+session with exactly the world it wants, and any worker builds the same agent for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.events import HookOutcome
+from fsm_agent.runtime.agent import Agent
+from fsm_agent.runtime.hooks import HookInput, Hooks
+from fsm_agent.runtime.permissions import PermissionPolicy
+from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
+from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+from fsm_agent.toolbox import Read, Write
+
+MODEL = "scripted-model"
+STOP_MARK = "stop-hook-blocked-once"
+
+
+@attrs.frozen(kw_only=True)
+class AppendInput:
+    """Parameters of Append."""
+
+    line: str
+
+
+class Append(Tool[AppendInput]):
+    """Appends a line to ``ledger.txt`` and then takes ``linger_s`` seconds: a side effect that
+    a dying worker may leave done, with no result recorded."""
+
+    name = "Append"
+    description = "Append a line to the ledger."
+    input_type = AppendInput
+
+    def __init__(self, linger_s: float = 0.0) -> None:
+        super().__init__()
+        self.linger_s = linger_s
+
+    async def call(
+        self, data: AppendInput, ctx: ToolContext, progress: ProgressCallback
+    ) -> ToolOutput:
+        with (ctx.cwd / "ledger.txt").open("a", encoding="utf-8") as ledger:
+            ledger.write(data.line + "\n")
+        progress("appended")
+        await asyncio.sleep(self.linger_s)
+        return ToolOutput(content=f"appended {data.line!r}")
+
+
+def _stop_once(cwd: Path) -> Any:
+    """A Stop hook that blocks the first stop of a session (remembered on disk)."""
+
+    def stop(hook_input: HookInput) -> HookOutcome | None:
+        del hook_input
+        mark = cwd / STOP_MARK
+        if mark.exists():
+            return None
+        mark.write_text("blocked\n", encoding="utf-8")
+        return HookOutcome(blocking_errors=("please say it once more",))
+
+    return stop
+
+
+def scripted(
+    *,
+    steps: list[dict[str, Any]],
+    cwd: str,
+    linger_s: float = 0.0,
+    stop_hook: bool = False,
+    allow: list[str] | None = None,
+    deny: list[str] | None = None,
+    trace: str | None = None,
+) -> Agent:
+    """An agent playing ``steps`` with Read, Write and Append in ``cwd``."""
+    folder = Path(cwd)
+    hooks = Hooks(stop=[_stop_once(folder)]) if stop_hook else Hooks()
+    return Agent(
+        model=ScriptedModel(parse_scenario({"steps": steps}), name=MODEL),
+        tools=[Read(), Write(), Append(linger_s)],
+        config=LoopConfig(model=MODEL, retry_base_ms=1, retry_cap_ms=5),
+        hooks=hooks,
+        permissions=PermissionPolicy(allow=tuple(allow or ()), deny=tuple(deny or ())),
+        cwd=folder,
+        trace=trace if trace is not None else False,
+        store=False,
+    )

@@ -1,0 +1,196 @@
+"""Sessions hosted by Temporal against a real development server: tools, a permission Update,
+a Stop hook, the trace, Temporal's own Replayer, a worker killed mid-call, many sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio", reason="the fsm_agent[temporal] extra is not installed")
+
+from temporalio.client import Client
+from temporalio.worker import Replayer
+
+from fsm_agent import cli
+from fsm_agent.core import texts
+from fsm_agent.errors import UsageError
+from fsm_agent.temporal import (
+    SessionWorkflow,
+    answer_permission,
+    session_worker,
+    start_session,
+    watch_session,
+    workflow_runner,
+)
+from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.replay import replay
+
+from .conftest import WorkerProcess, worker
+from .session_agents import scripted
+
+# The agents of these tests come from session_agents.scripted, in worker processes too.
+
+
+def use(name: str, **tool_input: Any) -> dict[str, Any]:
+    """A tool_use block of a scenario step."""
+    return {"tool_use": {"name": name, "input": tool_input}}
+
+
+def reply(text: str) -> dict[str, Any]:
+    """A scenario step that answers with text."""
+    return {"content": [{"text": text}]}
+
+
+def folders(tmp_path: Path, name: str = "s") -> tuple[Path, Path]:
+    """A working folder and a separate trace file path (tools never read their trace folder)."""
+    work = tmp_path / name / "work"
+    work.mkdir(parents=True)
+    return work, tmp_path / name / "traces" / "trace.jsonl"
+
+
+def loop_names(trace_path: Path) -> list[str]:
+    trace = read_trace(trace_path)
+    return [r.data["name"] for r in trace.of_kind("transition") if r.data["machine"] == "loop"]
+
+
+def test_session_with_tools_permission_update_and_stop_hook_replays(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """Tools run, a Write waits for `fsm-agent approve`, a Stop hook blocks once, the session
+    completes; its trace replays identically and Temporal's Replayer accepts its history."""
+    work, trace = folders(tmp_path)
+    steps = [
+        {"content": [use("Append", line="first")]},
+        {"content": [use("Write", file_path="out.txt", content="hello")]},
+        reply("written"),
+        reply("written, and said once more"),
+    ]
+    params = {"steps": steps, "cwd": str(work), "stop_hook": True, "allow": ["Append"]}
+    seen: list[str] = []
+
+    async def go() -> tuple[dict[str, Any], Any]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="tools", factory=scripted):
+            handle = await start_session(
+                client, "go", task_queue="tools", params=params, trace=str(trace)
+            )
+            async for item in watch_session(handle, poll_s=0.05):
+                seen.append(item.kind)
+                if item.kind == "question":
+                    assert item.data["tool_name"] == "Write"
+                    with pytest.raises(UsageError, match="no permission question is pending"):
+                        await answer_permission(client, handle.id, "toolu_999", "allow")
+                    status = await asyncio.to_thread(
+                        cli.main,
+                        [
+                            "approve",
+                            handle.id,
+                            str(item.data["call_id"]),
+                            "allow",
+                            "--address",
+                            temporal_address,
+                        ],
+                    )
+                    assert status == 0
+            result = await handle.result()
+            return result, await handle.fetch_history()
+
+    result, history = asyncio.run(go())
+    assert result["terminal"] == "completed"
+    assert result["text"] == "written, and said once more"
+    assert seen.count("question") == 1
+    assert (work / "out.txt").read_text(encoding="utf-8") == "hello"
+    assert (work / "ledger.txt").read_text(encoding="utf-8") == "first\n"
+    names = loop_names(trace)
+    assert names.count("stop_hook_blocking") == 1
+    assert names[-1] == "completed"
+    replayed = replay(read_trace(trace))
+    assert replayed.ended
+    assert replayed.terminal == "completed"
+
+    async def replay_history() -> None:
+        replayer = Replayer(workflows=[SessionWorkflow], workflow_runner=workflow_runner())
+        await replayer.replay_workflow(history)  # raises on any non-determinism
+
+    asyncio.run(replay_history())
+
+
+def test_killed_worker_mid_side_effect_runs_it_at_most_once(
+    temporal_address: str, worker_processes: list[WorkerProcess], tmp_path: Path
+) -> None:
+    """A worker SIGKILLed inside a side-effecting call: a second worker finishes the session,
+    the call's effect is on disk once, and the trace says the call may have run."""
+    work, trace = folders(tmp_path)
+    queue = f"kill-{uuid.uuid4().hex[:8]}"
+    steps = [{"content": [use("Append", line="once")]}, reply("carried on")]
+    params = {"steps": steps, "cwd": str(work), "allow": ["Append"], "linger_s": 60.0}
+    worker_processes.append(worker(temporal_address, queue))
+    ledger = work / "ledger.txt"
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(temporal_address)
+        handle = await start_session(
+            client,
+            "go",
+            task_queue=queue,
+            params=params,
+            trace=str(trace),
+            heartbeat_timeout_s=2.0,
+        )
+        deadline = time.monotonic() + 60
+        while not ledger.exists():  # the call is running: its side effect is done
+            assert time.monotonic() < deadline, "the first worker never ran the call"
+            await asyncio.sleep(0.05)
+        worker_processes[0].kill()
+        worker_processes.append(worker(temporal_address, queue))
+        result: dict[str, Any] = await asyncio.wait_for(handle.result(), timeout=90)
+        return result
+
+    result = asyncio.run(go())
+    assert result["terminal"] == "completed"
+    assert ledger.read_text(encoding="utf-8") == "once\n"
+    records = read_trace(trace)
+    finished = [
+        r.data["event"]
+        for r in records.of_kind("event")
+        if r.data["event"]["type"] == "ToolCallFinished"
+    ]
+    assert len(finished) == 1
+    assert finished[0]["content"] == texts.not_rerun("Append")
+    assert finished[0]["is_error"] is True
+    assert replay(records).terminal == "completed"
+
+
+def test_fifty_sessions_across_two_worker_processes(
+    temporal_address: str, worker_pool: str, tmp_path: Path
+) -> None:
+    """Fifty concurrent sessions on two worker processes all complete; every trace replays."""
+    count = 50
+    sessions = [folders(tmp_path, f"s{n}") for n in range(count)]
+
+    async def go() -> list[dict[str, Any]]:
+        client = await Client.connect(temporal_address)
+        handles = []
+        for n, (work, trace) in enumerate(sessions):
+            steps = [{"content": [use("Append", line=f"line {n}")]}, reply(f"done {n}")]
+            params = {"steps": steps, "cwd": str(work), "allow": ["Append"]}
+            handles.append(
+                await start_session(
+                    client, "go", task_queue=worker_pool, params=params, trace=str(trace)
+                )
+            )
+        return list(
+            await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), timeout=120)
+        )
+
+    results = asyncio.run(go())
+    assert [r["terminal"] for r in results] == ["completed"] * count
+    assert [r["text"] for r in results] == [f"done {n}" for n in range(count)]
+    for n, (work, trace) in enumerate(sessions):
+        assert (work / "ledger.txt").read_text(encoding="utf-8") == f"line {n}\n"
+        assert replay(read_trace(trace)).terminal == "completed"
