@@ -966,7 +966,7 @@ class _Run:
                     budget=self.subagent_budget,
                     announce=self._announce,
                     resume_from=self.resumed_children.get(call_id),
-                    hidden=self.hidden_paths,
+                    hidden=self.agent.hidden_paths(self.trace_path),
                 ),
             )
             self.call_contexts[call_id] = context
