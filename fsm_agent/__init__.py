@@ -36,6 +36,9 @@ _PUBLIC = {
     "AttachmentRequest": "fsm_agent.runtime.attachments",
     "AttachmentTiming": "fsm_agent.runtime.attachments",
     "ChangedFiles": "fsm_agent.runtime.file_changes",
+    "RelevantMemory": "fsm_agent.runtime.prefetch_providers",
+    "SkillDiscovery": "fsm_agent.runtime.prefetch_providers",
+    "ToolProvider": "fsm_agent.runtime.tool_providers",
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
     "Thinking": "fsm_agent.runtime.models",
@@ -131,6 +134,7 @@ __all__ = [
     "Phase",
     "ReadOnlyVerdict",
     "Redirect",
+    "RelevantMemory",
     "ReplayResult",
     "ResumePoint",
     "RetryScheduled",
@@ -144,6 +148,7 @@ __all__ = [
     "ServerTool",
     "Session",
     "Settings",
+    "SkillDiscovery",
     "Step",
     "StoredRun",
     "SubagentDefinition",
@@ -155,6 +160,7 @@ __all__ = [
     "ToolContext",
     "ToolOutput",
     "ToolProgress",
+    "ToolProvider",
     "ToolSpec",
     "TraceDivergence",
     "TraceError",
@@ -231,11 +237,13 @@ if TYPE_CHECKING:
         PermissionPolicy,
         PermissionRequest,
     )
+    from fsm_agent.runtime.prefetch_providers import RelevantMemory, SkillDiscovery
     from fsm_agent.runtime.server_tools import ServerTool
     from fsm_agent.runtime.session import Session
     from fsm_agent.runtime.settings import Settings, load_settings
     from fsm_agent.runtime.subagents import SubagentDefinition, SubagentLimits
     from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, ToolOutput, tool
+    from fsm_agent.runtime.tool_providers import ToolProvider
     from fsm_agent.store.opening import open_store
     from fsm_agent.store.query import RunQuery, TransitionCount
     from fsm_agent.store.sql_store import RunStore, StoredRun

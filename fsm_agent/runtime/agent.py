@@ -50,7 +50,7 @@ from fsm_agent.runtime.attachments import (
 )
 from fsm_agent.runtime.compaction import SummaryCompactor
 from fsm_agent.runtime.hooks import Hooks
-from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool, connect_all, list_all
+from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, connect_all, list_all
 from fsm_agent.runtime.models import Model, ModelRequest
 from fsm_agent.runtime.performing import (
     collapse,
@@ -72,6 +72,7 @@ from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
 from fsm_agent.runtime.tool import Tool, ToolContext
+from fsm_agent.runtime.tool_providers import ToolProvider, check_tool_providers, provided_tools
 from fsm_agent.store.opening import STORE_ENV, default_store_url
 from fsm_agent.store.recording import index_run
 from fsm_agent.store.sql_store import RunStore
@@ -268,6 +269,9 @@ class Agent:
         attachments: attachment providers (see :mod:`fsm_agent.runtime.attachments`): what
             they find reaches the model as ``<system-reminder>`` context at each attachment
             phase (SPEC §1.2 S7), recorded in the trace.
+        tool_providers: sources of tools that may change while a run works (see
+            :mod:`fsm_agent.runtime.tool_providers`); asked as each run starts and again at
+            each attachment phase, a change is offered to the model from the next request.
         subagent: set by the ``Task`` tool when it builds a child agent: the child's name, its
             place in the tree of subagents and the parent run and call it works for.
     """
@@ -292,10 +296,12 @@ class Agent:
         store: RunStore | str | os.PathLike[str] | bool | None = None,
         mcp_servers: Sequence[McpServer] = (),
         attachments: Sequence[AttachmentProvider] = (),
+        tool_providers: Sequence[ToolProvider] = (),
         subagent: SubagentSeat | None = None,
     ) -> None:
         self.model = model
         self.attachments = check_providers(attachments)
+        self.tool_providers = check_tool_providers(tool_providers)
         self.subagent = subagent
         self.prompt_caching = prompt_caching
         self.mcp_servers = tuple(mcp_servers)
@@ -375,7 +381,10 @@ class Agent:
                 self,
                 tuple(messages),
                 mcp=connections,
-                mcp_tools=await list_all(connections),
+                extra_tools=[
+                    *await list_all(connections),
+                    *await provided_tools(self.tool_providers),
+                ],
                 collector=collector,
                 link=link,
             )
@@ -544,7 +553,7 @@ class _Run:
         start: ForkPoint | ResumePoint | None = None,
         rerun: Callable[[InFlight], bool] | None = None,
         mcp: Sequence[McpConnection] = (),
-        mcp_tools: Sequence[McpTool] = (),
+        extra_tools: Sequence[Tool[Any]] = (),
         collector: AttachmentCollector | None = None,
         link: Mapping[str, Any] | None = None,
     ) -> None:
@@ -553,7 +562,7 @@ class _Run:
         self.interrupted = False
         self.look_at_queue = False
         self.mcp = tuple(mcp)
-        self._use_tools(mcp_tools)
+        self._use_tools(extra_tools)
         self.messages = messages
         self.start = start
         self.rerun = rerun
@@ -613,24 +622,25 @@ class _Run:
         ask = policy.ask
         self.permissions = policy if ask is None else attrs.evolve(policy, ask=self._telling(ask))
 
-    def _use_tools(self, mcp_tools: Sequence[McpTool]) -> None:
-        """Take an MCP tool list (at the start, and again at each refresh)."""
-        self.mcp_tools = {tool.name: tool for tool in mcp_tools}
+    def _use_tools(self, extra_tools: Sequence[Tool[Any]]) -> None:
+        """Take the MCP servers' and tool providers' tools (at the start, and again at each
+        refresh)."""
+        self.extra_tools = {tool.name: tool for tool in extra_tools}
         self.tool_definitions = [
             *self.agent.tool_definitions,
             *(
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
-                for t in mcp_tools
+                for t in extra_tools
             ),
         ]
 
     def tool_specs(self) -> list[ToolSpec]:
         """What the core knows of every tool of this run (local, then MCP)."""
-        return [t.spec() for t in (*self.agent.tools, *self.mcp_tools.values())]
+        return [t.spec() for t in (*self.agent.tools, *self.extra_tools.values())]
 
     def tool(self, name: str) -> Tool[Any] | None:
         """The tool called ``name``: one of the agent's, or an MCP server's."""
-        return self.agent.tool(name) or self.mcp_tools.get(name)
+        return self.agent.tool(name) or self.extra_tools.get(name)
 
     def attachment_request(self, iteration: int) -> AttachmentRequest:
         """What attachment providers are told now."""
@@ -646,9 +656,14 @@ class _Run:
         # (tools are refreshed between turns; the core is told the new list).
         found = await self.collector.collect(self.attachment_request(effect.turn))
         tools: tuple[ToolSpec, ...] | None = None
-        if self.mcp:
-            self._use_tools(await list_all(self.mcp))
-            tools = tuple(self.tool_specs())
+        if self.mcp or self.agent.tool_providers:
+            before = self.tool_specs()
+            self._use_tools(
+                [*await list_all(self.mcp), *await provided_tools(self.agent.tool_providers)]
+            )
+            # An MCP list is always recorded (as it always was); a provider's, when it changed.
+            if self.mcp or self.tool_specs() != before:
+                tools = tuple(self.tool_specs())
         self.queue.put_nowait(
             ev.AttachmentsReady(effect_id=effect.effect_id, messages=tuple(found), tools=tools)
         )
@@ -927,7 +942,7 @@ class _Run:
                 persist_results(effect, messages, results_folder(self.trace_path))
             )
         elif isinstance(effect, fx.FetchAttachments):
-            if self.mcp or not self.collector.idle:
+            if self.mcp or self.agent.tool_providers or not self.collector.idle:
                 self._spawn(self._attachments(effect))
             else:
                 self.queue.put_nowait(ev.AttachmentsReady(effect_id=effect.effect_id))

@@ -8,7 +8,8 @@ trace records: a replay needs none of the providers.
 
 A provider says when it runs (:class:`AttachmentTiming`):
 
-* ``EACH_PHASE``: asked at every attachment phase, and before each prompt of a session;
+* ``EACH_PHASE``: asked at every attachment phase, and before each prompt of a session
+  (the changed-files provider, :mod:`fsm_agent.runtime.file_changes`);
 * ``TURN_PREFETCH``: started once per user turn, consumed at the first attachment phase at
   which it has settled, never waited for (the relevant-memory prefetch of SPEC §1.1);
 * ``ITERATION_PREFETCH``: started as each iteration starts, waited for at that iteration's
@@ -193,9 +194,11 @@ class AttachmentCollector:
         return found
 
     async def collect(self, request: AttachmentRequest) -> list[AttachmentMessage]:
-        """The answer to one ``FetchAttachments`` (SPEC §1.2 S7), in this order: every-phase
-        providers, settled turn prefetches, iteration prefetches, then the queued messages."""
+        """The answer to one ``FetchAttachments`` (SPEC §1.2 S7), in the seed's order: the
+        every-phase providers and the queued messages, then the settled turn prefetches, then
+        the iteration prefetches."""
         found = await self.before_prompt(request)
+        found += self.drain_queue()
         for name, task in list(self._turn_prefetch.items()):
             if task.done():  # consumed only if settled: a prefetch never holds the loop up
                 del self._turn_prefetch[name]
@@ -203,7 +206,6 @@ class AttachmentCollector:
         for name, task in list(self._iteration_prefetch.items()):
             del self._iteration_prefetch[name]
             found += self._messages(name, await task)
-        found += self.drain_queue()
         return found
 
     def drain_queue(self) -> list[AttachmentMessage]:
