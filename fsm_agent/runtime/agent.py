@@ -345,12 +345,7 @@ class Agent:
 
     async def run(self, prompt: str | Sequence[Message]) -> RunResult:
         """Run until a terminal reason; return the result."""
-        result: RunResult | None = None
-        async for update in self.stream(prompt):
-            if isinstance(update, RunFinished):
-                result = update.result
-        assert result is not None
-        return result
+        return await final_result(self.stream(prompt))
 
     def run_sync(self, prompt: str | Sequence[Message]) -> RunResult:
         """``run`` in a fresh event loop; Ctrl-C aborts the run cleanly and re-raises."""
@@ -524,6 +519,16 @@ def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
         ):
             found = Path(event["trace"])
     return found
+
+
+async def final_result(updates: AsyncIterator[Update]) -> RunResult:
+    """The result a run's updates end with (``RunFinished``), once they are all through."""
+    result: RunResult | None = None
+    async for update in updates:
+        if isinstance(update, RunFinished):
+            result = update.result
+    assert result is not None
+    return result
 
 
 def as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:

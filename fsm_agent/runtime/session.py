@@ -107,14 +107,9 @@ class Session:
 
     async def ask(self, prompt: str | None = None) -> RunResult:
         """Run one user turn to its end; ``prompt`` None takes the queued messages instead."""
-        from fsm_agent.runtime.agent import RunFinished  # noqa: PLC0415 - import cycle
+        from fsm_agent.runtime.agent import final_result  # noqa: PLC0415 - import cycle
 
-        result: RunResult | None = None
-        async for update in self.stream(prompt):
-            if isinstance(update, RunFinished):
-                result = update.result
-        assert result is not None
-        return result
+        return await final_result(self.stream(prompt))
 
     async def stream(self, prompt: str | None = None) -> AsyncIterator[Update]:
         """``ask``, yielding the run's updates as they come (``Agent.stream`` for one turn).

@@ -109,13 +109,18 @@ def test_continue_with_no_conversation_is_one_clear_line(
     assert "no earlier conversation" in err and len(err.strip().splitlines()) == 1
 
 
+def two_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> list[Path]:
+    """The traces of a two-turn chat (its output consumed)."""
+    assert chat(tmp_path, monkeypatch, "first question\nsecond question\n") == 0
+    capsys.readouterr()
+    return turns_in(tmp_path / "traces")
+
+
 def test_replay_of_a_turn_replays_its_conversation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     """``replay LAST_TURN`` checks every turn of the conversation, first to last."""
-    assert chat(tmp_path, monkeypatch, "first question\nsecond question\n") == 0
-    first, second = turns_in(tmp_path / "traces")
-    capsys.readouterr()
+    first, second = two_turns(tmp_path, monkeypatch, capsys)
     assert main(["replay", str(second)]) == 0
     out = capsys.readouterr().out
     assert out.index(first.name) < out.index(second.name)
@@ -126,9 +131,7 @@ def test_show_names_the_turn_and_the_one_before(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     """``show`` of a later turn says which turn of which session it is, and what it follows."""
-    assert chat(tmp_path, monkeypatch, "first question\nsecond question\n") == 0
-    first, second = turns_in(tmp_path / "traces")
-    capsys.readouterr()
+    first, second = two_turns(tmp_path, monkeypatch, capsys)
     assert main(["show", str(second)]) == 0
     head = capsys.readouterr().out.splitlines()[0]
     assert "turn 2 of session" in head and first.name in head

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -217,3 +218,48 @@ def test_resume_carries_a_recorded_conversation_on(tmp_path: Path) -> None:
     assert meta["turn"] == 2
     assert meta["previous"] == first.trace_path.name
     assert meta["session"] == read_trace(first.trace_path).header.meta["session"]
+
+
+def test_a_message_sent_from_another_thread_lands_in_the_running_turn(tmp_path: Path) -> None:
+    """``send`` is thread safe: a message from a thread lands at the turn's attachment phase."""
+    started, sent = threading.Event(), threading.Event()
+    holder: list[Session] = []
+
+    def user() -> None:
+        started.wait(10)
+        holder[0].send("a word from another thread")
+        sent.set()
+
+    @tool(name="Build", description="Builds.", read_only=True)
+    async def build() -> str:
+        started.set()
+        while not sent.is_set():
+            await asyncio.sleep(0.005)
+        return "built"
+
+    model = scripted(calls("Build"), says("done"))
+    session = Agent(model=model, tools=[build], cwd=tmp_path, trace=False).session()
+    holder.append(session)
+    thread = threading.Thread(target=user)
+    thread.start()
+    result = asyncio.run(session.ask("build it"))
+    thread.join()
+    queued = [m for m in result.messages if isinstance(m, AttachmentMessage)]
+    assert [m.kind for m in queued] == [AttachmentKind.QUEUED_COMMAND]
+    assert "a word from another thread" in queued[0].text
+    assert session.pending == 0
+
+
+def test_a_message_sent_between_turns_goes_before_the_next_prompt(tmp_path: Path) -> None:
+    """Queued while no turn runs, a message opens the next turn, ahead of its prompt."""
+    model = scripted(says("one"), says("two"))
+    session = Agent(model=model, cwd=tmp_path, trace=False).session()
+
+    async def talk() -> Any:
+        await session.ask("first")
+        session.send("by the way")
+        return await session.ask("second")
+
+    result = asyncio.run(talk())
+    said = [text_of(m) for m in result.messages if isinstance(m, UserMessage)]
+    assert said == ["first", "by the way", "second"]
