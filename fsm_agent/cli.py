@@ -620,7 +620,12 @@ def _list_traces(folder: Path) -> int:
         started = trace.header.meta.get("started", "")
         ends = list(trace.of_kind("end"))
         terminal = ends[-1].data["terminal"] if ends else "(not ended)"
-        print(f"  {path.relative_to(folder)}  {started}  {len(trace.records)} records  {terminal}")
+        turn = trace.header.meta.get("turn")
+        of_session = f"  turn {turn}" if isinstance(turn, int) else ""
+        print(
+            f"  {path.relative_to(folder)}  {started}  {len(trace.records)} records  "
+            f"{terminal}{of_session}"
+        )
     return EXIT_OK
 
 

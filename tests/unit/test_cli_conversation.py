@@ -194,3 +194,13 @@ def test_typing_while_the_agent_works_queues_the_line(tmp_path: Path) -> None:
         if r.data["event"]["type"] == "AttachmentsReady"
     ]
     assert "also say hello" in ready[0]["messages"][0]["text"]
+
+
+def test_show_of_a_folder_numbers_the_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """``show FOLDER`` says which turn each trace of a conversation is."""
+    two_turns(tmp_path, monkeypatch, capsys)
+    assert main(["show", str(tmp_path / "traces")]) == 0
+    listed = capsys.readouterr().out.splitlines()[1:]
+    assert sorted(line.rsplit("  ", 1)[1] for line in listed) == ["turn 1", "turn 2"]
