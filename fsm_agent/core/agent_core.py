@@ -42,6 +42,7 @@ from fsm_agent.core.messages import (
     UserMessage,
     text_of,
 )
+from fsm_agent.core.microcompact import COMPACTABLE_TOOLS, clear_old_results, gap_elapsed
 from fsm_agent.core.request_history import RequestHistory
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.stream import StreamAssembler
@@ -176,6 +177,10 @@ class AgentCore:
         # SPEC §7.1 tool-result budget: what the model has seen; checked once per iteration
         self._budget = ToolResultBudget(limit=self.config.tool_result_budget_chars)
         self._budget_checked = False
+        # SPEC §7.3 time-based microcompact: wall times from events; once per pause
+        self._wall_now: float | None = None
+        self._last_response_at: float | None = None
+        self._microcompacted_at: float | None = None
         # token budget tracking (SPEC §7.6)
         self._turn_output_tokens = 0
         self._budget_continuations = 0
@@ -482,6 +487,9 @@ class AgentCore:
         self._unbounded_tools = frozenset(
             name for name, spec in specs.items() if spec.unbounded_results
         )
+        self._compactable_tools = COMPACTABLE_TOOLS | {
+            name for name, spec in specs.items() if spec.is_shell
+        }
 
     def _show(self, message: Message) -> None:
         self._transcript.append(message)
@@ -722,6 +730,16 @@ class AgentCore:
         if self._estimate_tokens() >= self.config.autocompact_threshold:
             self._compaction_refilled = True
 
+    def _guard_microcompact_due(self) -> bool:
+        config = self.config
+        return (
+            config.time_based_microcompact
+            and not config.is_subagent  # SPEC §7.3: main thread only
+            and self._microcompacted_at != self._last_response_at
+            and gap_elapsed(self._wall_now, self._last_response_at, config.microcompact_gap_minutes)
+            and self._cleared_history() is not None
+        )
+
     def _guard_results_over_budget(self) -> bool:
         return not self._budget_checked and bool(
             self._budget.plan(self._state.messages, unbounded_tools=self._unbounded_tools)
@@ -917,6 +935,8 @@ class AgentCore:
         event: ev.TurnStarted = self._event
         self._state = LoopState(messages=tuple(event.messages))
         self._transcript.extend(event.messages)
+        self._wall_now = event.wall_time
+        self._last_response_at = event.last_response_wall_time
         # SPEC §7.1: a result the caller hands in was sent before; its fate is kept.
         self._budget.mark_sent(self._state.messages)
         self._compactions_this_turn = 0
@@ -968,6 +988,20 @@ class AgentCore:
         self._budget_checked = True
         results = self._budget.plan(self._state.messages, unbounded_tools=self._unbounded_tools)
         self._await(fx.PersistToolResults(effect_id=self.new_effect_id(), results=results))
+
+    def _cleared_history(self) -> tuple[Message, ...] | None:
+        return clear_old_results(
+            self._state.messages,
+            compactable=self._compactable_tools,
+            keep=self.config.microcompact_keep_recent,
+        )
+
+    def _on_old_tool_results_cleared(self) -> None:
+        # SPEC §7.3: the history sent is cleared; the transcript keeps what was shown.
+        self._microcompacted_at = self._last_response_at
+        cleared = self._cleared_history()
+        assert cleared is not None
+        self._state = attrs.evolve(self._state, messages=cleared)
 
     def _on_tool_results_persisted(self) -> None:
         # SPEC §7.1: the preview and path replace the content in what is sent, and in the
@@ -1071,6 +1105,7 @@ class AgentCore:
 
     def _on_stream_ended(self) -> None:
         assert self._assembler is not None
+        self._last_response_at = self._event.wall_time
         if self._executor is not None:
             self._executor.end_response()  # SPEC §5.2 "Ours": side effects may start now
         usage = self._assembler.usage
@@ -1333,6 +1368,7 @@ class AgentCore:
 
     def _on_attachments_ready(self) -> None:
         event: ev.AttachmentsReady = self._event
+        self._wall_now = event.wall_time
         for message in event.messages:
             self._tool_results.append(message)
             self._show(message)

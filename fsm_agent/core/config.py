@@ -127,6 +127,13 @@ class LoopConfig:
         default=_bound(200_000), validator=_optional_positive
     )
 
+    # SPEC §7.3 time-based microcompact (the reference's tengu_slate_heron, default off): when
+    # the last response is at least the gap old, all but the last ``keep`` results of
+    # compactable tools are cleared. Main thread only.
+    time_based_microcompact: bool = False
+    microcompact_gap_minutes: int = attrs.field(default=60, validator=_positive)
+    microcompact_keep_recent: int = attrs.field(default=5, validator=_positive)
+
     # Retries and fallback (SPEC §8.3). Backoff has no jitter: the core draws no randoms.
     max_retries: int = attrs.field(default=10, validator=_non_negative)
     overloaded_before_fallback: int = attrs.field(default=3, validator=_positive)

@@ -19,9 +19,16 @@ from fsm_agent.core.tool_spec import ToolSpec
 
 @attrs.frozen(kw_only=True)
 class TurnStarted:
-    """A user turn begins with this transcript (the new prompt is its last message)."""
+    """A user turn begins with this transcript (the new prompt is its last message).
+
+    ``wall_time`` is when (epoch seconds), and ``last_response_wall_time`` when the last
+    response of ``messages`` was made, if the driver knows; time-based microcompact reads
+    them (SPEC §7.3). Drivers stamp them only when that is on.
+    """
 
     messages: tuple[Message, ...]
+    wall_time: float | None = None
+    last_response_wall_time: float | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -34,9 +41,13 @@ class ModelStreamEvent:
 
 @attrs.frozen(kw_only=True)
 class ModelStreamClosed:
-    """The model's stream iterator finished without raising (it may still be truncated)."""
+    """The model's stream iterator finished without raising (it may still be truncated).
+
+    ``wall_time``: when, in epoch seconds (stamped for time-based microcompact, SPEC §7.3).
+    """
 
     request_id: str
+    wall_time: float | None = None
 
 
 class FailureKind(enum.Enum):
@@ -272,11 +283,13 @@ class AttachmentsReady:
 
     ``tools``, when given, is the refreshed tool list (SPEC §1.2 S7: tools are refreshed
     between turns, for example an MCP server's); None keeps the tools as they are.
+    ``wall_time``: when the next iteration starts, in epoch seconds (SPEC §7.3).
     """
 
     effect_id: str
     messages: tuple[Message, ...] = ()
     tools: tuple[ToolSpec, ...] | None = None
+    wall_time: float | None = None
 
 
 @attrs.frozen(kw_only=True)

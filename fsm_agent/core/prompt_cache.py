@@ -5,9 +5,17 @@ The Messages API caches the prefix of a request up to a block marked with ``cach
 prefix from the cache at a tenth of the input price, so a long session pays full price only
 for what each turn adds. The marks go where the reference puts them: the system prompt, the
 tool definitions, and the end of the history. Two marks go at the end: on the last message,
-which writes the cache for the next request, and on the message two before it, which was the
-last message of the previous request in a tool loop, so the new request reads exactly what the
-previous one wrote.
+which writes the cache for the next request, and on the last message of the previous request,
+so the new request reads exactly what the previous one wrote. In a tool loop that message is
+two before the last (the model's reply and the tool results came after it); when the request
+continues a paused response (``pause_turn``, often a long server-tool run) it is the one before
+the last, since only the reply came after it.
+
+One shape leaves the previous end unmarked: a reply that normalization drops (thinking only)
+lets the previous last message and the new one merge, so the previous end sits inside the last
+message. The API still reads it there: a breakpoint also finds a cache entry written at any of
+the :data:`CACHE_LOOKBACK_BLOCKS` blocks before it, and what follows a dropped reply is a
+message or two.
 
 Nothing here changes a dict it is given: the history's API dicts are shared between requests
 (``core/request_history.py``), so marked messages and blocks are copies.
@@ -18,7 +26,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-__all__ = ["CACHE_CONTROL", "MAX_BREAKPOINTS", "cache_breakpoints", "count_breakpoints"]
+__all__ = [
+    "CACHE_CONTROL",
+    "CACHE_LOOKBACK_BLOCKS",
+    "MAX_BREAKPOINTS",
+    "cache_breakpoints",
+    "count_breakpoints",
+]
 
 CACHE_CONTROL: Final = {"type": "ephemeral"}
 """The mark the API reads (the default five-minute lifetime)."""
@@ -26,7 +40,9 @@ CACHE_CONTROL: Final = {"type": "ephemeral"}
 MAX_BREAKPOINTS: Final = 4
 """The most ``cache_control`` marks one request may carry (an API limit)."""
 
-_MESSAGE_MARKS: Final = (1, 3)  # positions from the end: the last message, and two before it
+CACHE_LOOKBACK_BLOCKS: Final = 20
+"""How many blocks before a breakpoint the API also looks for a cache entry (its prompt-caching
+guide: tools, system and message blocks, in that order, count alike)."""
 
 
 def _marked(block: dict[str, Any]) -> dict[str, Any]:
@@ -73,7 +89,8 @@ def cache_breakpoints(
     Returns:
         ``(system, tools, messages)``: the system prompt as blocks whose last one is marked
         (unchanged when empty), the tools with the last one marked, and the messages with the
-        last one and the one two before it marked; at most :data:`MAX_BREAKPOINTS` in all.
+        last one marked and the previous request's last one: the one before it when the last
+        message is the model's, two before it otherwise; at most :data:`MAX_BREAKPOINTS` in all.
     """
     if isinstance(system, str):
         system_blocks = [{"type": "text", "text": system}] if system else []
@@ -84,7 +101,8 @@ def cache_breakpoints(
         marked_system = [*system_blocks[:-1], _marked(system_blocks[-1])]
     marked_tools = [*tools[:-1], _marked(tools[-1])] if tools else []
     marked_messages = list(messages)
-    for back in _MESSAGE_MARKS:
+    continues_reply = bool(messages) and messages[-1].get("role") == "assistant"
+    for back in (1, 2 if continues_reply else 3):
         if back <= len(marked_messages):
             marked_messages[-back] = _mark_message(marked_messages[-back])
     return marked_system, marked_tools, marked_messages

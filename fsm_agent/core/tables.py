@@ -155,6 +155,8 @@ LOOP_ROWS: tuple[Row, ...] = (
     # SPEC §7.1: the tool-result budget first; the driver saves the chosen results to files
     _row("tool_results_over_budget", None,                P.PREPROCESS,           P.PERSISTING_RESULTS,     "results_over_budget"),
     _row("tool_results_persisted", ev.ToolResultsPersisted, P.PERSISTING_RESULTS, P.PREPROCESS),
+    # SPEC §7.3: after a long pause, old tool results are cleared (time from the events)
+    _row("old_tool_results_cleared", None,                P.PREPROCESS,           P.PREPROCESS,             "microcompact_due"),
     _row("autocompact_started",    None,                  P.PREPROCESS,           P.AUTOCOMPACTING,         "should_autocompact"),
     # PreCompact hooks run first; their answer asks for the compaction itself (SPEC §7.5)
     _row("pre_compact_done",       ev.HooksFinished,      P.AUTOCOMPACTING,       P.AUTOCOMPACTING),

@@ -182,6 +182,9 @@ RESUME_AFTER_TRUNCATION = (
 )
 PROMPT_TOO_LONG = "Prompt is too long"
 
+OLD_TOOL_RESULT_CLEARED = "[Old tool result content cleared]"
+"""What an old tool result says once time-based microcompact cleared it (SPEC §7.3)."""
+
 
 def sibling_error(tool_name: str, main_argument: str) -> str:
     """Result for a call cancelled because a parallel shell call failed (SPEC §5.2)."""

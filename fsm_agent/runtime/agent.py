@@ -50,7 +50,6 @@ from fsm_agent.runtime.attachments import (
 )
 from fsm_agent.runtime.compaction import SummaryCompactor
 from fsm_agent.runtime.hooks import Hooks
-from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, connect_all, list_all
 from fsm_agent.runtime.models import Model, ModelRequest
 from fsm_agent.runtime.performing import (
     collapse,
@@ -68,20 +67,22 @@ from fsm_agent.runtime.performing import (
     tool_step,
 )
 from fsm_agent.runtime.permissions import AskCallback, PermissionPolicy, PermissionRequest
+from fsm_agent.runtime.response_clock import ResponseClock
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
 from fsm_agent.runtime.tool import Tool, ToolContext
 from fsm_agent.runtime.tool_providers import ToolProvider, check_tool_providers, provided_tools
-from fsm_agent.store.opening import STORE_ENV, default_store_url
-from fsm_agent.store.recording import index_run
-from fsm_agent.store.sql_store import RunStore
 from fsm_agent.trace.location import names_folder, prepare_trace_file
-from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 if TYPE_CHECKING:
+    # Imported where they are used: a plain run loads no MCP client, no replay and no store
+    # module until it needs one, which keeps ``from fsm_agent import Agent`` cheap (issue 10).
+    from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool
     from fsm_agent.runtime.session import Session
+    from fsm_agent.store.sql_store import RunStore
+    from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 
 ABORT_ON_FAULT = "fault"
 """``AbortRequested.reason`` fed when the driver itself fails (the ``end`` record names it)."""
@@ -253,6 +254,8 @@ class Agent:
         secrets: strings that must never reach a trace (the API key is added by itself).
         sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
             agent under Hypothesis without real waiting.
+        wall_clock: epoch seconds (default ``time.time``), stamped on the events that
+            time-based microcompact reads, when ``config.time_based_microcompact`` is on.
         clock: monotonic seconds (default ``time.monotonic``), for trace timing and
             ``RunResult.duration_s``.
         price: the model's price, to fill ``RunResult.cost_usd``.
@@ -291,6 +294,7 @@ class Agent:
         secrets: Sequence[str] = (),
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
         price: ModelPrice | None = None,
         prompt_caching: bool = True,
         store: RunStore | str | os.PathLike[str] | bool | None = None,
@@ -307,6 +311,7 @@ class Agent:
         self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
         self.clock = clock
+        self.response_clock = ResponseClock(wall_clock)
         self.price = price
         # Server tools are declarations for the API; only local tools reach the core.
         self.tools = tuple(t for t in tools if not isinstance(t, ServerTool))
@@ -371,13 +376,13 @@ class Agent:
             link: header metadata tying the trace to its conversation.
         """
         async with contextlib.AsyncExitStack() as stack:
-            connections = await connect_all(self.mcp_servers, stack) if self.mcp_servers else []
+            connections = await _connect_mcp(self.mcp_servers, stack)
             run = _Run(
                 self,
                 tuple(messages),
                 mcp=connections,
                 extra_tools=[
-                    *await list_all(connections),
+                    *await _list_mcp_tools(connections),
                     *await provided_tools(self.tool_providers),
                 ],
                 collector=collector,
@@ -445,6 +450,8 @@ class Agent:
 
     def store_target(self) -> RunStore | str | None:
         """The store finished runs are indexed in (a store or its URL), or None for none."""
+        from fsm_agent.store.opening import STORE_ENV, default_store_url  # noqa: PLC0415 - lazy
+
         if self.store is False:
             return None
         if self.store is True:
@@ -494,6 +501,26 @@ class Agent:
         return (*inherited, trace_path.resolve(), children.resolve())
 
 
+async def _connect_mcp(
+    servers: Sequence[McpServer], stack: contextlib.AsyncExitStack
+) -> list[McpConnection]:
+    """Connect to the run's MCP servers (the MCP client is loaded only when there are any)."""
+    if not servers:
+        return []
+    from fsm_agent.runtime.mcp_tools import connect_all  # noqa: PLC0415 - lazy, see the imports
+
+    return await connect_all(servers, stack)
+
+
+async def _list_mcp_tools(connections: Sequence[McpConnection]) -> list[McpTool]:
+    """The tools the connected MCP servers offer (none without a connection)."""
+    if not connections:
+        return []
+    from fsm_agent.runtime.mcp_tools import list_all  # noqa: PLC0415 - lazy, see the imports
+
+    return await list_all(connections)
+
+
 def results_folder(trace_path: Path | None) -> Path | None:
     """Where oversized tool results are saved (SPEC §7.1): beside the trace, readable by the
     model; None without a trace."""
@@ -506,6 +533,8 @@ def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
     """The trace of the child agent an in-flight call had started, if the recording says so
     (a resume only: a fork continues differently, so its children start afresh)."""
     effect = item.effect
+    from fsm_agent.trace.replay import ResumePoint  # noqa: PLC0415 - lazy, see the imports
+
     if not isinstance(start, ResumePoint) or not isinstance(effect, fx.RunToolStep):
         return None
     found: Path | None = None
@@ -611,6 +640,9 @@ class _Run:
         self.effect_calls: dict[str, str] = {}
         self.compactor = SummaryCompactor()
         self.started = agent.clock()
+        # SPEC §7.3: wall times ride on events only when time-based microcompact reads them.
+        stamping = agent.config.time_based_microcompact
+        self.stamp = agent.response_clock.stamp if stamping else None
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
         # Issue 14: what the calls of this run that start child agents share and record.
@@ -664,7 +696,10 @@ class _Run:
         if self.mcp or self.agent.tool_providers:
             before = self.tool_specs()
             self._use_tools(
-                [*await list_all(self.mcp), *await provided_tools(self.agent.tool_providers)]
+                [
+                    *await _list_mcp_tools(self.mcp),
+                    *await provided_tools(self.agent.tool_providers),
+                ]
             )
             # An MCP list is always recorded (as it always was); a provider's, when it changed.
             if self.mcp or self.tool_specs() != before:
@@ -698,7 +733,8 @@ class _Run:
         try:
             try:
                 if self.start is None:
-                    for update in self._feed(ev.TurnStarted(messages=self.messages)):
+                    started = ev.TurnStarted(messages=self.messages)
+                    for update in self._feed(self.stamp(started) if self.stamp else started):
                         yield update
                 else:
                     for update in self._pick_up(self.start):
@@ -719,6 +755,8 @@ class _Run:
                         continue
                     if is_stale(item, self.cancelled_calls, self.effect_calls):
                         continue
+                    if self.stamp is not None:
+                        item = self.stamp(item)
                     for update in self._feed(item):
                         yield update
                     if isinstance(item, ev.SubagentStarted):
@@ -747,7 +785,10 @@ class _Run:
                 # failure is logged inside index_run and never reaches the run.
                 store = self.agent.store_target()
                 if store is not None and self.trace_path is not None:
+                    from fsm_agent.store.recording import index_run  # noqa: PLC0415 - lazy
+
                     index_run(self.trace_path, store)
+        self.agent.response_clock.run_ended(self.core.transcript)
         price = self.agent.price
         result = RunResult(
             terminal=self.core.terminal or "",
@@ -780,6 +821,8 @@ class _Run:
                 "the trace ends before the run started, so there is no prompt to continue "
                 "from: start a new run instead"
             )
+        from fsm_agent.trace.replay import ForkPoint  # noqa: PLC0415 - lazy, see the imports
+
         in_flight = start.outstanding_effects if isinstance(start, ForkPoint) else start.in_flight
         updates: list[Update] = []
         lost_stream: fx.CallModel | None = None

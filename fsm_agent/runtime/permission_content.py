@@ -21,7 +21,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import attrs
 
@@ -33,10 +33,13 @@ from fsm_agent.core.permission_rules import (
     path_rule_matches,
     shell_rule_matches,
 )
-from fsm_agent.core.read_only_commands import judge_read_only
-from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, analyse_command
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
 from fsm_agent.toolbox.paths import is_protected
+
+if TYPE_CHECKING:
+    # The shell parser and the read-only tables are loaded by the first Bash call, not by
+    # ``from fsm_agent import Agent`` (issue 10: they are a good part of its import time).
+    from fsm_agent.core.shell_commands import CommandPart
 
 VerdictBehavior: TypeAlias = Literal["allow", "deny", "ask", "passthrough"]
 
@@ -215,6 +218,8 @@ def shell_verdict(
     command: str, check: PermissionCheck, rules: RuleSet, place: CallPlace
 ) -> Verdict:
     """Rules on every part of a Bash command (SPEC §9.3 Bash checkPermissions)."""
+    from fsm_agent.core.shell_commands import analyse_command  # noqa: PLC0415 - lazy, see above
+
     analysis = analyse_command(command)
     texts = [part.text for part in analysis.parts if part.argv]
     whole = command.strip()
@@ -283,6 +288,9 @@ def shell_verdict(
 
 def _read_only(part: CommandPart, place: CallPlace) -> bool:
     """One part judged by the read-only allowlist, reading only where no question is needed."""
+    from fsm_agent.core.read_only_commands import judge_read_only  # noqa: PLC0415 - lazy
+    from fsm_agent.core.shell_commands import CommandAnalysis  # noqa: PLC0415 - lazy
+
     verdict = judge_read_only(
         CommandAnalysis(command=part.text, parts=(part,)),
         cwd=place.cwd.as_posix(),

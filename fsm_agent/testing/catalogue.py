@@ -9,6 +9,7 @@ is what it claims to be.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -20,6 +21,7 @@ from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import HookDecision, HookOutcome
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
+from fsm_agent.runtime.response_clock import ResponseClock
 from fsm_agent.testing.scenario import parse_scenario
 from fsm_agent.testing.world import ToolScript, World, WorldRun, prompt
 
@@ -54,6 +56,9 @@ class Entry:
     abort_after: int | None = None
     abort_reason: str = "user"
     prompt_text: str = "Please look at the project."
+    # Seconds of wall time between events, stamped as the driver does (SPEC §7.3); None
+    # leaves every event unstamped.
+    seconds_between_events: float | None = None
 
     def world(self) -> World:
         """The scripted outside world of this run."""
@@ -338,6 +343,16 @@ ENTRIES: tuple[Entry, ...] = (
         must_take=("tool_results_over_budget", "tool_results_persisted"),
     ),
     Entry(
+        name="time_based_microcompact",
+        description="Each event comes an hour after the last: before the third request the "
+        "oldest tool result is cleared.",
+        steps=(_tools(_READ), _tools(_GLOB), _text("Done.")),
+        config=LoopConfig(time_based_microcompact=True, microcompact_keep_recent=1),
+        seconds_between_events=3_600.0,
+        terminal="completed",
+        must_take=("old_tool_results_cleared",),
+    ),
+    Entry(
         name="retry_then_success",
         description="Overloaded once, a rate limit, a dropped connection, then an answer.",
         steps=(
@@ -459,10 +474,23 @@ def run_entry(
     """Run an entry to its end; ``feed`` may wrap the core's feed (for tracing)."""
     core = AgentCore(config=entry.config, tools=TOOLS)
     feeder = feed(core) if feed is not None else core.feed
+    if entry.seconds_between_events is not None:
+        feeder = _stamping(feeder, entry.seconds_between_events)
     run = WorldRun(feeder, entry.world(), prompt(entry.prompt_text))
     run.run()
     _check(entry, run)
     return core, run
+
+
+def _stamping(feed: Callable[[Any], Any], seconds: float) -> Callable[[Any], Any]:
+    """``feed`` with each event stamped ``seconds`` after the one before (SPEC §7.3)."""
+    ticks = itertools.count(start=0.0, step=seconds)
+    clock = ResponseClock(lambda: next(ticks))
+
+    def stamped(event: Any) -> Any:
+        return feed(clock.stamp(event))
+
+    return stamped
 
 
 def record(entry: Entry, target: str | Path | IO[bytes]) -> tuple[AgentCore, WorldRun]:

@@ -24,14 +24,21 @@ def test_every_public_name_of_a_lazy_package_resolves(package: object) -> None:
 
 def test_importing_agent_loads_no_parser_view_or_sdk() -> None:
     """``from fsm_agent import Agent`` leaves the shell parser, the ignore-file reader, the
-    timelines and the anthropic SDK unloaded until a run needs them."""
+    timelines, replay, the run store, the MCP client, the read-only command tables and the
+    anthropic SDK unloaded until a run needs them."""
     heavy = (
         "anthropic",
         "tree_sitter",
         "pathspec",
         "fsm_agent.trace.timeline",
         "fsm_agent.trace.timeline_page",
+        "fsm_agent.trace.replay",
         "fsm_agent.toolbox.bash",
+        "fsm_agent.store.sql_store",
+        "fsm_agent.store.recording",
+        "fsm_agent.runtime.mcp_tools",
+        "fsm_agent.core.read_only_commands",
+        "fsm_agent.core.shell_commands",
     )
     code = (
         "import sys\n"

@@ -6,6 +6,7 @@ Every run adds the (machine, name, source, dest) triples it took to ``TAKEN``; t
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
+from fsm_agent.core import texts
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import (
@@ -28,6 +30,7 @@ from fsm_agent.core.messages import (
 from fsm_agent.core.step import Step
 from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.runtime.response_clock import ResponseClock
 from fsm_agent.testing.invariants import check_run
 from fsm_agent.testing.scenario import parse_scenario, render_events
 from fsm_agent.testing.world import ToolScript, World, WorldRun, open_turn, prompt
@@ -332,6 +335,21 @@ def test_results_over_the_budget_are_saved_before_the_next_request() -> None:
     assert after[:3] == ["tool_results_persisted", "context_prepared", "request_sent"]
     results = [r for m in core.messages_for_query() for r in tool_results(m)]
     assert [str(r.content)[:18] for r in results] == ["<persisted-output>", "r" * 18]
+
+
+def test_old_tool_results_are_cleared_after_a_long_pause() -> None:
+    """Every event an hour after the last: before the third request the first result is
+    cleared, and the pairing holds (SPEC §7.3)."""
+    hours = itertools.count(start=0.0, step=3_600.0)
+    clock = ResponseClock(lambda: next(hours))
+    config = LoopConfig(time_based_microcompact=True, microcompact_keep_recent=1)
+    core = AgentCore(config=config, tools=TOOLS)
+    world = World(scenario=parse_scenario({"steps": [READ, READ, TEXT]}))
+    run = WorldRun(lambda event: core.feed(clock.stamp(event)), world, prompt("hi"))
+    assert finish(core, run) == "completed"
+    assert loop_names(run).count("old_tool_results_cleared") == 1
+    results = [r.content for m in core.messages_for_query() for r in tool_results(m)]
+    assert results == [texts.OLD_TOOL_RESULT_CLEARED, "ok"]
 
 
 def test_abort_while_results_are_saved_is_aborted_streaming() -> None:

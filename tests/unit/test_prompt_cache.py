@@ -39,26 +39,42 @@ def test_marks_go_on_system_tools_and_the_end_of_the_history() -> None:
     assert count_breakpoints([system, tools, messages]) == 4
 
 
-def test_thinking_and_empty_text_are_never_marked() -> None:
-    """The API refuses cache_control on thinking blocks and empty text: the mark moves back."""
+def test_a_continued_reply_marks_where_the_previous_request_ended() -> None:
+    """When the last message is the model's paused reply, the message before it (the previous
+    request's end) is marked, however many blocks the reply has."""
+    searches = [{"type": "text", "text": f"found {n}"} for n in range(30)]
     history = [
         {"role": "user", "content": [{"type": "text", "text": "go"}]},
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "text", "text": "Let me think."},
-                {"type": "thinking", "thinking": "hm", "signature": "s"},
-                {"type": "redacted_thinking", "data": "x"},
-                {"type": "text", "text": ""},
-            ],
-        },
-        {"role": "user", "content": [{"type": "text", "text": "ok"}]},
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": ""}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "a"}]},
+        {"role": "user", "content": [{"type": "text", "text": "search"}]},
+        {"role": "assistant", "content": searches},
     ]
     _, _, messages = cache_breakpoints(system="", tools=[], messages=history)
-    assert messages[-1] == history[-1]  # nothing in it may carry a mark
-    marked = [b for b in messages[1]["content"] if "cache_control" in b]
+    assert [count_breakpoints(m) for m in messages] == [0, 0, 1, 1]
+    assert messages[2]["content"][-1]["cache_control"] == CACHE_CONTROL
+
+
+def test_thinking_and_empty_text_are_never_marked() -> None:
+    """The API refuses cache_control on thinking blocks and empty text: the mark moves back."""
+    mixed = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Let me think."},
+            {"type": "thinking", "thinking": "hm", "signature": "s"},
+            {"type": "redacted_thinking", "data": "x"},
+            {"type": "text", "text": ""},
+        ],
+    }
+    go = {"role": "user", "content": [{"type": "text", "text": "go"}]}
+    _, _, messages = cache_breakpoints(system="", tools=[], messages=[go, mixed])
+    marked = [b for b in messages[-1]["content"] if "cache_control" in b]
     assert marked == [{"type": "text", "text": "Let me think.", "cache_control": CACHE_CONTROL}]
+    thinking_only = {
+        "role": "assistant",
+        "content": [{"type": "thinking", "thinking": "", "signature": ""}],
+    }
+    _, _, messages = cache_breakpoints(system="", tools=[], messages=[go, thinking_only])
+    assert messages[-1] == thinking_only  # nothing in it may carry a mark
 
 
 def test_the_given_dicts_are_left_alone() -> None:
