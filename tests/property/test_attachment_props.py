@@ -3,12 +3,20 @@ the loop adds them, normalization (SPEC §8.1 steps 1 and 5) sends valid request
 
 from __future__ import annotations
 
-from hypothesis import given
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsm_agent.core import texts
 from fsm_agent.core.messages import AssistantMessage, AttachmentKind, AttachmentMessage, Message
 from fsm_agent.core.normalize import api_invariant_violations, normalize_for_api
+from fsm_agent.runtime.agent import Agent
+from fsm_agent.runtime.attachments import Attachment, AttachmentRequest, AttachmentTiming
+from fsm_agent.runtime.tool import tool
+from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.testing.transcripts import loop_transcripts
 
 
@@ -69,3 +77,48 @@ def test_every_attachment_reaches_the_request_as_a_reminder(
     sent = _texts(normalize_for_api(transcript))
     for text in added:
         assert sent.count(texts.system_reminder(text)) == 1
+
+
+class _Note:
+    """Attaches one note at every attachment phase and before every prompt."""
+
+    name = "note"
+    timing = AttachmentTiming.EACH_PHASE
+
+    async def collect(self, request: AttachmentRequest) -> Sequence[Attachment]:
+        return [Attachment(text=f"note {request.user_turn}.{request.iteration}")]
+
+
+@tool(name="Probe", description="Looks.", read_only=True, concurrency_safe=True)
+async def _probe() -> str:
+    return "seen"
+
+
+_RESPONSES = st.lists(st.integers(0, 3), min_size=1, max_size=4)
+"""Each response of a turn: that many Probe calls (0: a plain answer, which ends the turn)."""
+
+
+@settings(max_examples=25)
+@given(st.lists(_RESPONSES, min_size=1, max_size=3))
+def test_every_request_of_a_session_with_attachments_is_valid(turns: list[list[int]]) -> None:
+    """Through a whole session with a provider attaching at every phase, every request the
+    model gets pairs each tool_use with its tool_result and carries the notes as reminders."""
+    steps: list[dict[str, Any]] = []
+    for responses in turns:
+        for calls in responses:
+            if calls:
+                uses = [{"tool_use": {"name": "Probe", "input": {}}}] * calls
+                steps.append({"content": uses})
+        steps.append({"content": [{"text": "answered"}]})
+    model = ScriptedModel(parse_scenario({"steps": steps}), keep_requests=64)
+    agent = Agent(model=model, tools=[_probe], trace=False, attachments=[_Note()])
+
+    async def talk() -> None:
+        session = agent.session(changed_files=False)
+        for number in range(len(turns)):
+            await session.ask(f"question {number}")
+
+    asyncio.run(talk())
+    for request in model.requests:
+        assert api_invariant_violations(request.messages) == []
+        assert "<system-reminder>\nnote " in _texts(request.messages)
