@@ -82,7 +82,10 @@ _PUBLIC = {
     "ModelFailed": "fsm_agent.runtime.agent",
     "RetryScheduled": "fsm_agent.runtime.agent",
     "RunFinished": "fsm_agent.runtime.agent",
-    "ModelPrice": "fsm_agent.runtime.agent",
+    "ModelPrice": "fsm_agent.core.pricing",
+    "Telemetry": "fsm_agent.telemetry.config",
+    "flush_telemetry": "fsm_agent.telemetry.config",
+    "export_trace": "fsm_agent.telemetry.export",
     "PermissionCheck": "fsm_agent.runtime.tool",
     "ToolContext": "fsm_agent.runtime.tool",
     "ToolOutput": "fsm_agent.runtime.tool",
@@ -153,6 +156,7 @@ __all__ = [
     "StoredRun",
     "SubagentDefinition",
     "SubagentLimits",
+    "Telemetry",
     "Terminal",
     "TextDelta",
     "Thinking",
@@ -171,6 +175,8 @@ __all__ = [
     "UsageError",
     "__version__",
     "analyse_command",
+    "export_trace",
+    "flush_telemetry",
     "fork",
     "judge_read_only",
     "load_settings",
@@ -190,6 +196,7 @@ if TYPE_CHECKING:
     from fsm_agent.core.events import HookDecision, HookOutcome
     from fsm_agent.core.normalize import normalize_for_api
     from fsm_agent.core.permission_rules import Rule, RuleBehavior, RuleSource, parse_rule
+    from fsm_agent.core.pricing import ModelPrice
     from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
     from fsm_agent.core.shell_commands import (
         CommandAnalysis,
@@ -211,7 +218,6 @@ if TYPE_CHECKING:
         Agent,
         MessageUpdate,
         ModelFailed,
-        ModelPrice,
         RetryScheduled,
         RunFinished,
         RunResult,
@@ -247,6 +253,8 @@ if TYPE_CHECKING:
     from fsm_agent.store.opening import open_store
     from fsm_agent.store.query import RunQuery, TransitionCount
     from fsm_agent.store.sql_store import RunStore, StoredRun
+    from fsm_agent.telemetry.config import Telemetry, flush_telemetry
+    from fsm_agent.telemetry.export import export_trace
     from fsm_agent.trace.reader import read_trace
     from fsm_agent.trace.replay import (
         ForkPoint,

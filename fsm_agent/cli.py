@@ -119,6 +119,12 @@ def _parser() -> argparse.ArgumentParser:
         help="accept a trace cut short (a crashed run: no end record, or a cut-off last "
         "line) and check what precedes the cut",
     )
+    replay.add_argument(
+        "--export-spans",
+        action="store_true",
+        help="also export each replayed run's OpenTelemetry spans to the collector the OTEL_* "
+        "variables name (replay alone emits none; needs the otel extra)",
+    )
     replay.set_defaults(handler=_cmd_replay)
 
     show = commands.add_parser(
@@ -543,6 +549,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                 print(f"{'':<{width}}  {line}")
             continue
         print(f"{path!s:<{width}}  {events:>6}  {transitions:>11}  {ending}")
+        if args.export_spans:
+            from fsm_agent.telemetry.export import export_trace  # noqa: PLC0415
+
+            export_trace(path)
     print(f"\n{len(files) - failures} replayed identically, {failures} failed")
     return EXIT_FAILED if failures else EXIT_OK
 

@@ -38,6 +38,7 @@ from fsm_agent.core.messages import (
     UserMessage,
     text_of,
 )
+from fsm_agent.core.pricing import ModelPrice
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
@@ -73,7 +74,8 @@ from fsm_agent.runtime.settings import Settings, load_settings, load_settings_fi
 from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
 from fsm_agent.runtime.tool import Tool, ToolContext
 from fsm_agent.runtime.tool_providers import ToolProvider, check_tool_providers, provided_tools
-from fsm_agent.trace.location import names_folder, prepare_trace_file
+from fsm_agent.telemetry.config import Telemetry, tracer_for
+from fsm_agent.trace.location import names_folder, new_run_id, prepare_trace_file
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 if TYPE_CHECKING:
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool
     from fsm_agent.runtime.session import Session
     from fsm_agent.store.sql_store import RunStore
+    from fsm_agent.telemetry.live import RunTelemetry
     from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 
 ABORT_ON_FAULT = "fault"
@@ -124,25 +127,6 @@ class RunResult:
             if isinstance(message, AssistantMessage) and text_of(message):
                 return text_of(message)
         return ""
-
-
-@attrs.frozen(kw_only=True)
-class ModelPrice:
-    """What a model costs, in US dollars per million tokens (to fill ``RunResult.cost_usd``)."""
-
-    input: float
-    output: float
-    cache_write: float = 0.0
-    cache_read: float = 0.0
-
-    def cost(self, usage: Usage) -> float:
-        """The cost of ``usage`` at these prices."""
-        return (
-            usage.input_tokens * self.input
-            + usage.output_tokens * self.output
-            + usage.cache_creation_input_tokens * self.cache_write
-            + usage.cache_read_input_tokens * self.cache_read
-        ) / 1_000_000
 
 
 @attrs.frozen(kw_only=True)
@@ -275,6 +259,11 @@ class Agent:
         tool_providers: sources of tools that may change while a run works (see
             :mod:`fsm_agent.runtime.tool_providers`); asked as each run starts and again at
             each attachment phase, a change is offered to the model from the next request.
+        telemetry: OpenTelemetry export of each run's spans (see :mod:`fsm_agent.telemetry`):
+            True, or a ``Telemetry`` naming a tracer provider or collector; False for none.
+            None (the default) exports when the ``OTEL_*`` environment asks for it
+            (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_TRACES_EXPORTER``). Needs the ``otel``
+            extra; the spans are built from the run's trace records.
         subagent: set by the ``Task`` tool when it builds a child agent: the child's name, its
             place in the tree of subagents and the parent run and call it works for.
     """
@@ -302,11 +291,14 @@ class Agent:
         attachments: Sequence[AttachmentProvider] = (),
         tool_providers: Sequence[ToolProvider] = (),
         subagent: SubagentSeat | None = None,
+        telemetry: Telemetry | bool | None = None,
     ) -> None:
         self.model = model
         self.attachments = check_providers(attachments)
         self.tool_providers = check_tool_providers(tool_providers)
         self.subagent = subagent
+        # Resolved now, so a missing extra or a bad OTEL_* setting is a ConfigError here.
+        self.tracer = tracer_for(telemetry)
         self.prompt_caching = prompt_caching
         self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
@@ -431,8 +423,9 @@ class Agent:
         """The tool called ``name`` (or one of its aliases)."""
         return self._by_name.get(name)
 
-    def trace_path(self, user_turn: int = 1) -> Path | None:
-        """A new file for the next run's trace, its folder created (None when tracing is off).
+    def trace_path(self, run_id: str | None = None, *, user_turn: int = 1) -> Path | None:
+        """A new file for the next run's trace, its folder created (None when tracing is off);
+        in a folder, the file is named after ``run_id``.
 
         Runs traced to a folder get a new file each; when the trace is one named file, the
         later turns of a session go beside it (``NAME.turn2.jsonl``...).
@@ -443,7 +436,7 @@ class Agent:
         if self.trace is False:
             return None
         target = None if self.trace is True else self.trace
-        path = prepare_trace_file(target)
+        path = prepare_trace_file(target, run_id=run_id)
         if user_turn > 1 and target is not None and not names_folder(target):
             path = path.with_name(f"{path.stem}.turn{user_turn}{path.suffix}")
         return path
@@ -600,12 +593,19 @@ class _Run:
         self.messages = messages
         self.start = start
         self.rerun = rerun
-        self.trace_path = agent.trace_path(self.collector.user_turn)
+        # Issue 13: an id unique across folders and machines (a child's is unique in its tree);
+        # issue 14: the calls of this run that start child agents share and record it.
+        self.run_id = agent.subagent.run_id() if agent.subagent is not None else new_run_id()
+        self.trace_path = agent.trace_path(self.run_id, user_turn=self.collector.user_turn)
         self.writer: TraceWriter | None = None
         meta: dict[str, Any] = {
             "started": dt.datetime.now(dt.UTC).isoformat(),
             "model": agent.model.name,
+            "run_id": self.run_id,
         }
+        if agent.price is not None:
+            # The trace carries the price, so the store can tell the run's cost (issue 13).
+            meta["price"] = agent.price.to_meta()
         if agent.subagent is not None:
             meta.update(agent.subagent.header_meta())
         meta.update(link or {})  # a turn of a session names its session and previous turn
@@ -632,6 +632,13 @@ class _Run:
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
         )
+        self.fault: str | None = None
+        self.telemetry: RunTelemetry | None = None
+        if agent.tracer is not None:
+            from fsm_agent.telemetry.live import RunTelemetry  # noqa: PLC0415 - the SDK is optional
+
+            lineage = {} if start is None else {"parent": start.lineage()}
+            self.telemetry = RunTelemetry(agent.tracer, meta={**meta, **lineage})
         self.queue: asyncio.Queue[ev.Event | BaseException | _QueuedMessage] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
         self.call_tasks: dict[str, set[asyncio.Task[None]]] = {}
@@ -645,10 +652,6 @@ class _Run:
         self.stamp = agent.response_clock.stamp if stamping else None
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
-        # Issue 14: what the calls of this run that start child agents share and record.
-        self.run_id = str(meta.get("run_id") or "") or (
-            self.trace_path.stem if self.trace_path is not None else self.session_id
-        )
         seat = agent.subagent
         self.subagent_budget = seat.budget if seat is not None else SubagentBudget()
         self.resumed_children: dict[str, Path] = {}
@@ -779,6 +782,8 @@ class _Run:
                 queue.wake = None
             await self.collector.close()
             await self._stop_tasks()
+            if self.telemetry is not None:
+                self.telemetry.finish(self.core.terminal, self.core.usage, fault=self.fault)
             if self.writer is not None:
                 self.writer.close()
                 # Issue 13: the trace is complete before the index hears of it; a store
@@ -875,6 +880,7 @@ class _Run:
         Whatever still fails here is swallowed: ``exc`` is what the caller must see.
         """
         fault = f"{type(exc).__name__}: {exc}"
+        self.fault = fault
         if isinstance(self.feeder, TracingCore):
             self.feeder.fault = fault
         updates: list[Update] = []
@@ -888,6 +894,8 @@ class _Run:
 
     def _feed(self, event: ev.Event) -> list[Update]:
         step: Step = self.feeder.feed(event)
+        if self.telemetry is not None:
+            self.telemetry.observe(event, step)
         updates: list[Update] = []
         if (
             isinstance(event, ev.ModelStreamEvent)

@@ -155,7 +155,8 @@ def test_resume_after_sigkill_mid_child_does_not_repeat_its_side_effect(tmp_path
     (resumed_child,) = (tmp_path / "resumed.subagents").iterdir()
     child_trace = read_trace(resumed_child)
     assert child_trace.header.meta["parent"]["kind"] == "resume"
-    assert child_trace.header.meta["subagent_of"]["run_id"] == "resumed"
+    parent_id = read_trace(tmp_path / "resumed.jsonl").header.meta["run_id"]
+    assert child_trace.header.meta["subagent_of"]["run_id"] == parent_id
     not_rerun = [
         r.data["event"]
         for r in child_trace.of_kind("event")

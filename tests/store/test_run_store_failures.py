@@ -14,6 +14,7 @@ from fsm_agent.store.query import RunQuery
 from fsm_agent.store.sql_store import StoredRun
 from fsm_agent.store.summary import RunSummary
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+from fsm_agent.trace.reader import read_header
 from fsm_agent.trace.replay import replay
 
 REPLY = {"steps": [{"content": [{"text": "done"}]}]}
@@ -85,10 +86,10 @@ def test_a_store_that_is_down_does_not_break_a_run(
 def test_a_finished_run_is_indexed(tmp_path: Path) -> None:
     """With a working store, the run is in the index as soon as it has finished."""
     database = tmp_path / "index.sqlite3"
-    run_agent(tmp_path, str(database))
+    trace = run_agent(tmp_path, str(database))
     store = open_store(database)
     try:
-        run = store.get("run-1")
+        run = store.get(read_header(trace).meta["run_id"])
     finally:
         store.close()
     assert run is not None

@@ -95,7 +95,7 @@ def test_the_child_answer_is_the_result_and_both_traces_replay(tmp_path: Path) -
     assert header.meta["run_id"] == started["run_id"]
     assert header.meta["subagent_of"] == {
         "agent": "reader",
-        "run_id": "parent",
+        "run_id": read_trace(parent).header.meta["run_id"],
         "trace": str(parent),
         "call_id": started["call_id"],
     }
@@ -235,7 +235,8 @@ def test_subagent_stop_hooks_fire_with_the_agent_name_as_matched_value(tmp_path:
     )
     (stopped,) = seen
     assert stopped.payload["agent_type"] == "reader"
-    assert stopped.payload["agent_id"].startswith("parent.")
+    parent_id = read_trace(tmp_path / "parent.jsonl").header.meta["run_id"]
+    assert stopped.payload["agent_id"].startswith(f"{parent_id}.")
     assert Path(stopped.payload["agent_transcript_path"]).parent.name == "parent.subagents"
     assert len(stops) == 1
 
@@ -325,7 +326,8 @@ def test_show_and_the_html_pages_link_parent_and_child(
     page = tmp_path / "page.html"
     assert main(["show", str(tmp_path / "parent.jsonl"), "--html", str(page)]) == 0
     shown = capsys.readouterr().out
-    assert f"started subagent 'reader': run parent.{child.stem}, trace {child}" in shown
+    parent_id = read_trace(tmp_path / "parent.jsonl").header.meta["run_id"]
+    assert f"started subagent 'reader': run {parent_id}.{child.stem}, trace {child}" in shown
     child_page = tmp_path / f"page.{child.stem}.html"
     assert f'href="{child_page.name}"' in page.read_text(encoding="utf-8")
     back = child_page.read_text(encoding="utf-8")
@@ -333,7 +335,8 @@ def test_show_and_the_html_pages_link_parent_and_child(
     assert f'id="call-{child.stem}"' in page.read_text(encoding="utf-8")
 
     assert main(["show", str(child)]) == 0
-    assert f"subagent 'reader' of run parent, for its call {child.stem}" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert f"subagent 'reader' of run {parent_id}, for its call {child.stem}" in shown
 
 
 def test_the_child_does_not_list_the_parents_traces(tmp_path: Path) -> None:
