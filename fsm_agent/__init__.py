@@ -74,6 +74,7 @@ _PUBLIC = {
     "TransitionCount": "fsm_agent.store.query",
     "RunStore": "fsm_agent.store.sql_store",
     "StoredRun": "fsm_agent.store.sql_store",
+    "wait_for_store_writes": "fsm_agent.store.background",
     "Update": "fsm_agent.runtime.agent",
     "TextDelta": "fsm_agent.runtime.agent",
     "MessageUpdate": "fsm_agent.runtime.agent",
@@ -187,6 +188,7 @@ __all__ = [
     "replay",
     "resume",
     "tool",
+    "wait_for_store_writes",
 ]
 
 if TYPE_CHECKING:
@@ -250,6 +252,7 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.subagents import SubagentDefinition, SubagentLimits
     from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, ToolOutput, tool
     from fsm_agent.runtime.tool_providers import ToolProvider
+    from fsm_agent.store.background import wait_for_store_writes
     from fsm_agent.store.opening import open_store
     from fsm_agent.store.query import RunQuery, TransitionCount
     from fsm_agent.store.sql_store import RunStore, StoredRun

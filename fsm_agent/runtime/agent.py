@@ -252,7 +252,9 @@ class Agent:
         store: the run store each finished run is indexed in (see :mod:`fsm_agent.store`):
             a ``RunStore``, a store URL or SQLite path, True for the default store, False for
             none. None (the default) indexes runs when ``FSM_AGENT_STORE`` is set or the
-            trace goes to the default folder. A store failure is logged, never raised.
+            trace goes to the default folder. The write happens on a background thread once
+            the trace is closed (``wait_for_store_writes`` waits for it); a store failure is
+            logged, never raised.
         attachments: attachment providers (see :mod:`fsm_agent.runtime.attachments`): what
             they find reaches the model as ``<system-reminder>`` context at each attachment
             phase (SPEC §1.2 S7), recorded in the trace.
@@ -786,13 +788,14 @@ class _Run:
                 self.telemetry.finish(self.core.terminal, self.core.usage, fault=self.fault)
             if self.writer is not None:
                 self.writer.close()
-                # Issue 13: the trace is complete before the index hears of it; a store
-                # failure is logged inside index_run and never reaches the run.
+                # Issue 13: the trace is complete before the index hears of it, and the
+                # write happens on the store writer's thread: a slow, full or down store
+                # never holds the run up, and its failure is logged there.
                 store = self.agent.store_target()
                 if store is not None and self.trace_path is not None:
-                    from fsm_agent.store.recording import index_run  # noqa: PLC0415 - lazy
+                    from fsm_agent.store.background import index_later  # noqa: PLC0415 - lazy
 
-                    index_run(self.trace_path, store)
+                    index_later(self.trace_path, store)
         self.agent.response_clock.run_ended(self.core.transcript)
         price = self.agent.price
         result = RunResult(

@@ -9,7 +9,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,9 +28,10 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """The URL of a fresh PostgreSQL cluster's ``postgres`` database, for this session."""
+@contextlib.contextmanager
+def throwaway_cluster() -> Iterator[tuple[str, Callable[[], None]]]:
+    """A fresh PostgreSQL cluster: the URL of its ``postgres`` database and a function that
+    stops the server (fast, as a crash would); removed afterwards."""
     initdb, pg_ctl = _postgres_program("initdb"), _postgres_program("pg_ctl")
     if initdb is None or pg_ctl is None:
         pytest.skip("PostgreSQL server programs (initdb, pg_ctl) are not installed")
@@ -64,15 +65,33 @@ def postgres_server() -> Iterator[str]:
         check=True,
         capture_output=True,
     )
-    try:
-        yield f"postgresql://fsm@127.0.0.1:{port}/postgres"
-    finally:
+
+    def stop() -> None:
         subprocess.run(
             [*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
-            check=True,
+            check=False,
             capture_output=True,
         )
+
+    try:
+        yield f"postgresql://fsm@127.0.0.1:{port}/postgres", stop
+    finally:
+        stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URL of a fresh PostgreSQL cluster's ``postgres`` database, for this session."""
+    with throwaway_cluster() as (url, _stop):
+        yield url
+
+
+@pytest.fixture
+def stoppable_postgres() -> Iterator[tuple[str, Callable[[], None]]]:
+    """A cluster of this test's own, and the function that stops its server mid-test."""
+    with throwaway_cluster() as server:
+        yield server
 
 
 @pytest.fixture
