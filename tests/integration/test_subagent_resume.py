@@ -103,7 +103,9 @@ def kill_mid_child(work: Path, program: Path) -> None:
     )
     try:
         deadline = time.monotonic() + 60
-        while not (work / "side.txt").exists():
+        side = work / "side.txt"
+        # The line is whole once the tool has closed the file (it then hangs).
+        while not (side.exists() and side.read_text(encoding="utf-8").endswith("\n")):
             assert process.poll() is None, process.stderr.read() if process.stderr else ""
             assert time.monotonic() < deadline, "the child never made its call"
             time.sleep(0.02)
