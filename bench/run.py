@@ -123,13 +123,9 @@ def traced_seconds_per_transition(repeat: int) -> tuple[float, float]:
     return seconds, lines / transitions
 
 
-def turn_seconds(repeat: int) -> float:
-    """One model turn with two tool calls through the core, every effect answered at once.
-
-    The catalogue run ``concurrent_reads_next_turn`` (two reads, then the answer) is recorded
-    once; its events are then fed to fresh cores. The run has two model turns.
-    """
-    entry = by_name("concurrent_reads_next_turn")
+def entry_run_seconds(entry: Entry, *, number: int, repeat: int) -> float:
+    """A catalogue entry's run, recorded once, then its events fed to fresh cores (no world,
+    no trace): the median seconds per run."""
     _core, run = run_entry(entry)
     events = [event for event, _step in run.steps]
 
@@ -138,7 +134,17 @@ def turn_seconds(repeat: int) -> float:
         for event in events:
             feed(event)
 
-    return median_time(one_run, number=50, repeat=repeat) / 2
+    return median_time(one_run, number=number, repeat=repeat)
+
+
+def turn_seconds(repeat: int) -> float:
+    """One model turn with two tool calls through the core, every effect answered at once.
+
+    The catalogue run ``concurrent_reads_next_turn`` (two reads, then the answer) is recorded
+    once; its events are then fed to fresh cores. The run has two model turns.
+    """
+    entry = by_name("concurrent_reads_next_turn")
+    return entry_run_seconds(entry, number=50, repeat=repeat) / 2
 
 
 def parallel_call_seconds(calls: int, repeat: int) -> float:
@@ -151,16 +157,8 @@ def parallel_call_seconds(calls: int, repeat: int) -> float:
         steps=({"content": reads}, {"content": [{"text": "done"}]}),
         terminal="completed",
     )
-    _core, run = run_entry(entry)
-    events = [event for event, _step in run.steps]
-
-    def one_run() -> None:
-        feed = AgentCore(config=entry.config, tools=TOOLS).feed
-        for event in events:
-            feed(event)
-
     # As many calls in each timed batch whatever the turn's size, so both sizes are timed alike.
-    return median_time(one_run, number=max(1, 300 // calls), repeat=repeat) / calls
+    return entry_run_seconds(entry, number=max(1, 300 // calls), repeat=repeat) / calls
 
 
 def long_trace(path: Path, deltas: int) -> None:
