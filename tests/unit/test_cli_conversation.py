@@ -151,17 +151,9 @@ def _read_until(fd: int, wanted: bytes, seen: bytearray, *, within_s: float = 30
                 return
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
-def test_typing_while_the_agent_works_queues_the_line(tmp_path: Path) -> None:
-    """At a terminal, a line typed while a tool runs reaches that turn's attachment phase."""
-    model = scenario(
-        tmp_path,
-        [
-            {"content": [{"tool_use": {"name": "Bash", "input": {"command": "sleep 3"}}}]},
-            says("done"),
-        ],
-    )
-    argv = [sys.executable, "-m", "fsm_agent.cli", "chat", "--model", model, "--yes"]
+def _chat_at_a_terminal(tmp_path: Path, model: str, *options: str) -> tuple[int, Any]:
+    """``fsm-agent chat`` started on a pseudo-terminal: (the terminal's fd, the process)."""
+    argv = [sys.executable, "-m", "fsm_agent.cli", "chat", "--model", model, *options]
     main_fd, child_fd = pty.openpty()
     child = subprocess.Popen(
         [*argv, "--trace", f"{tmp_path}/traces/"],
@@ -172,6 +164,20 @@ def test_typing_while_the_agent_works_queues_the_line(tmp_path: Path) -> None:
         env={**os.environ, "COLUMNS": "200", "TERM": "dumb"},
     )
     os.close(child_fd)
+    return main_fd, child
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_typing_while_the_agent_works_queues_the_line(tmp_path: Path) -> None:
+    """At a terminal, a line typed while a tool runs reaches that turn's attachment phase."""
+    model = scenario(
+        tmp_path,
+        [
+            {"content": [{"tool_use": {"name": "Bash", "input": {"command": "sleep 3"}}}]},
+            says("done"),
+        ],
+    )
+    main_fd, child = _chat_at_a_terminal(tmp_path, model, "--yes")
     seen = bytearray()
     try:
         _read_until(main_fd, b"> ", seen)
@@ -204,3 +210,28 @@ def test_show_of_a_folder_numbers_the_turns(
     assert main(["show", str(tmp_path / "traces")]) == 0
     listed = capsys.readouterr().out.splitlines()[1:]
     assert sorted(line.rsplit("  ", 1)[1] for line in listed) == ["turn 1", "turn 2"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_a_permission_question_in_a_chat_takes_the_next_line(tmp_path: Path) -> None:
+    """At a terminal, the line typed after a permission question answers it (not queued)."""
+    write = {"file_path": "out.txt", "content": "hi\n"}
+    model = scenario(
+        tmp_path, [{"content": [{"tool_use": {"name": "Write", "input": write}}]}, says("done")]
+    )
+    main_fd, child = _chat_at_a_terminal(tmp_path, model)
+    seen = bytearray()
+    try:
+        _read_until(main_fd, b"> ", seen)
+        os.write(main_fd, b"write the file\n")
+        _read_until(main_fd, b"Allow?", seen)
+        os.write(main_fd, b"y\n")
+        _read_until(main_fd, b"done", seen)
+        os.write(main_fd, b"\x04")
+        assert child.wait(timeout=30) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(main_fd)
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "hi\n"
