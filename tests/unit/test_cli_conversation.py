@@ -151,8 +151,11 @@ def _read_until(fd: int, wanted: bytes, seen: bytearray, *, within_s: float = 30
                 return
 
 
-def _chat_at_a_terminal(tmp_path: Path, model: str, *options: str) -> tuple[int, Any]:
-    """``fsm-agent chat`` started on a pseudo-terminal: (the terminal's fd, the process)."""
+def _chat_at_a_terminal(
+    tmp_path: Path, model: str, script: list[tuple[bytes, bytes]], *options: str
+) -> None:
+    """Run ``fsm-agent chat`` on a pseudo-terminal: for each (shown, typed) step, wait until
+    the terminal shows ``shown``, then type ``typed``; then end the input (Ctrl-D)."""
     argv = [sys.executable, "-m", "fsm_agent.cli", "chat", "--model", model, *options]
     main_fd, child_fd = pty.openpty()
     child = subprocess.Popen(
@@ -164,7 +167,19 @@ def _chat_at_a_terminal(tmp_path: Path, model: str, *options: str) -> tuple[int,
         env={**os.environ, "COLUMNS": "200", "TERM": "dumb"},
     )
     os.close(child_fd)
-    return main_fd, child
+    seen = bytearray()
+    try:
+        for shown, typed in script:
+            _read_until(main_fd, shown, seen)
+            del seen[: seen.index(shown) + len(shown)]  # later steps look past this point
+            os.write(main_fd, typed)
+        os.write(main_fd, b"\x04")  # Ctrl-D: the input ends
+        assert child.wait(timeout=30) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(main_fd)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
@@ -177,22 +192,13 @@ def test_typing_while_the_agent_works_queues_the_line(tmp_path: Path) -> None:
             says("done"),
         ],
     )
-    main_fd, child = _chat_at_a_terminal(tmp_path, model, "--yes")
-    seen = bytearray()
-    try:
-        _read_until(main_fd, b"> ", seen)
-        os.write(main_fd, b"wait a bit\n")
-        _read_until(main_fd, b"sleep 3", seen)
-        os.write(main_fd, b"also say hello\n")
-        _read_until(main_fd, b"done", seen)
-        _read_until(main_fd, b"> ", seen[seen.index(b"done") :])
-        os.write(main_fd, b"\x04")  # Ctrl-D: the input ends
-        assert child.wait(timeout=30) == 0
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        os.close(main_fd)
+    script = [
+        (b"> ", b"wait a bit\n"),
+        (b"sleep 3", b"also say hello\n"),  # typed while the tool works
+        (b"done", b""),
+        (b"> ", b""),
+    ]
+    _chat_at_a_terminal(tmp_path, model, script, "--yes")
     (trace,) = trace_files([tmp_path / "traces"])
     ready = [
         r.data["event"]
@@ -219,19 +225,6 @@ def test_a_permission_question_in_a_chat_takes_the_next_line(tmp_path: Path) -> 
     model = scenario(
         tmp_path, [{"content": [{"tool_use": {"name": "Write", "input": write}}]}, says("done")]
     )
-    main_fd, child = _chat_at_a_terminal(tmp_path, model)
-    seen = bytearray()
-    try:
-        _read_until(main_fd, b"> ", seen)
-        os.write(main_fd, b"write the file\n")
-        _read_until(main_fd, b"Allow?", seen)
-        os.write(main_fd, b"y\n")
-        _read_until(main_fd, b"done", seen)
-        os.write(main_fd, b"\x04")
-        assert child.wait(timeout=30) == 0
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        os.close(main_fd)
+    script = [(b"> ", b"write the file\n"), (b"Allow?", b"y\n"), (b"done", b"")]
+    _chat_at_a_terminal(tmp_path, model, script)
     assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "hi\n"
