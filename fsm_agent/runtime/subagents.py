@@ -174,6 +174,7 @@ def child_agent(parent: ParentRun, name: str, definition: SubagentDefinition) ->
         prompt_caching=host.prompt_caching,
         store=store if store is not None else False,
         subagent=parent.seat_for(name),
+        telemetry=host.telemetry,  # its run span nests under the parent's Task call
     )
 
 
