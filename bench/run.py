@@ -484,28 +484,77 @@ def store_figures(url: str, runs: int) -> tuple[float, float]:
     return runs / imported, queried
 
 
-def store_write_overhead() -> float:
-    """A scripted session indexed in a SQLite store, as a ratio to the same session without."""
+def session_seconds(folder: str, *, await_store: bool = False, **options: object) -> float:
+    """Median seconds of a scripted session (a Read, then an answer) traced into ``folder``,
+    with the Agent ``options`` given (by default no store and no telemetry); ``await_store``
+    also waits, inside the timed call, for the run's store write to finish."""
     from fsm_agent.runtime.agent import Agent
+    from fsm_agent.store.background import wait_for_store_writes
     from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+    from fsm_agent.toolbox import Read
 
-    scenario = {"steps": [{"content": [{"text": "done"}]}]}
-    with tempfile.TemporaryDirectory() as folder:
+    Path(folder, "a.txt").write_text("alpha\n", encoding="utf-8")
+    read = {"tool_use": {"name": "Read", "input": {"file_path": "a.txt"}}}
+    scenario = {"steps": [{"content": [read]}, {"content": [{"text": "done"}]}]}
+    settings: dict[str, object] = {"store": False, "telemetry": False, **options}
 
-        def session(store: object) -> None:
-            agent = Agent(
-                model=ScriptedModel(parse_scenario(scenario)),
-                cwd=folder,
-                trace=Path(folder, "traces") / "",
-                store=store,  # type: ignore[arg-type]
-            )
-            agent.run_sync("go")
-
-        bare = median_time(lambda: session(False), number=5, repeat=5)
-        indexed = median_time(
-            lambda: session(str(Path(folder, "index.sqlite3"))), number=5, repeat=5
+    def session() -> None:
+        agent = Agent(
+            model=ScriptedModel(parse_scenario(scenario)),
+            tools=[Read()],
+            cwd=folder,
+            trace=f"{Path(folder, 'traces')}{os.sep}",
+            **settings,  # type: ignore[arg-type]
         )
-    return indexed / bare
+        agent.run_sync("go")
+        if await_store:
+            wait_for_store_writes()
+
+    session()  # warm: the first run pays imports and the trace folder
+    wait_for_store_writes()
+    seconds = median_time(session, number=5, repeat=7)
+    wait_for_store_writes()  # nothing of this measure spills into the next
+    return seconds
+
+
+def store_write_overhead() -> tuple[float, float]:
+    """A scripted session indexed in a SQLite store, as ratios to the same session without:
+    as the run sees it (the write is handed to the writer thread and the run returns), and
+    with the write waited for (what the process pays in all)."""
+    with tempfile.TemporaryDirectory() as folder:
+        store = str(Path(folder, "index.sqlite3"))
+        bare = session_seconds(folder)
+        handed_over = session_seconds(folder, store=store)
+        waited = session_seconds(folder, store=store, await_store=True)
+    return handed_over / bare, waited / bare
+
+
+def telemetry_overhead() -> float | None:
+    """A scripted session exporting its spans through the OpenTelemetry SDK (batch processor,
+    an exporter that drops them), as a ratio to the same session without; None without the
+    otel extra."""
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            BatchSpanProcessor,
+            SpanExporter,
+            SpanExportResult,
+        )
+    except ImportError:
+        return None
+    from fsm_agent.telemetry.config import Telemetry
+
+    class Dropped(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Dropped()))
+    with tempfile.TemporaryDirectory() as folder:
+        bare = session_seconds(folder)
+        spanned = session_seconds(folder, telemetry=Telemetry(tracer_provider=provider))
+    provider.shutdown()
+    return spanned / bare
 
 
 def row(label: str, value: str, note: str) -> None:
@@ -621,7 +670,14 @@ def main() -> int:
         row(f"run store filtered query, {name}", f"{queried * 1e3:8.2f} ms", "3 filters")
     if len(backends) == 1:
         row("run store, PostgreSQL", "skipped", "set FSM_AGENT_BENCH_POSTGRES=postgresql://...")
-    row("store write per run", f"{store_write_overhead():8.2f} ×", "scripted session, vs none")
+    handed_over, waited = store_write_overhead()
+    row("store write per run", f"{handed_over:8.2f} ×", "scripted session, vs none (run returns)")
+    row("store write per run, awaited", f"{waited:8.2f} ×", "the same, the write waited for")
+    spans = telemetry_overhead()
+    if spans is None:
+        row("telemetry per run", "skipped", "needs the otel extra")
+    else:
+        row("telemetry per run", f"{spans:8.2f} ×", "scripted session, spans vs none")
     python = sys.executable
     with tempfile.TemporaryDirectory() as pycache:
         package_import, agent_import = import_figures(python, pycache)

@@ -64,7 +64,7 @@ _PUBLIC = {
     "RunQuery": "fsm_agent.store.query",
     "TransitionCount": "fsm_agent.store.query",
     "RunStore": "fsm_agent.store.sql_store",
-    "StoredRun": "fsm_agent.store.sql_store",
+    "StoredRun": "fsm_agent.store.summary",
     "wait_for_store_writes": "fsm_agent.store.background",
     "Update": "fsm_agent.runtime.agent",
     "TextDelta": "fsm_agent.runtime.agent",
@@ -227,7 +227,8 @@ if TYPE_CHECKING:
     from fsm_agent.store.background import wait_for_store_writes
     from fsm_agent.store.opening import open_store
     from fsm_agent.store.query import RunQuery, TransitionCount
-    from fsm_agent.store.sql_store import RunStore, StoredRun
+    from fsm_agent.store.sql_store import RunStore
+    from fsm_agent.store.summary import StoredRun
     from fsm_agent.telemetry.config import Telemetry, flush_telemetry
     from fsm_agent.telemetry.export import export_trace
     from fsm_agent.trace.reader import read_trace

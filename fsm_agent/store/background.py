@@ -1,9 +1,10 @@
 """Store writes off the run's path: one writer thread per process behind a bounded queue.
 
-A finished run hands its (closed, complete) trace to :func:`index_later` and returns at once;
-the writer thread summarizes it and writes it to the store (issue 13: writing to the store never
-blocks or breaks a run). A store that is slow only delays the index; one that is down, full or
-read-only fails in :func:`~fsm_agent.store.recording.index_run`, which logs and carries on. When
+A finished run hands its (closed, complete) trace to :func:`index_later`, which reads it into
+a summary (the file may be overwritten by the next run soon after) and queues that; the
+writer thread writes it to the store while the run returns (issue 13: writing to the store
+never blocks or breaks a run). A store that is slow only delays the index; one that is down, full or
+read-only fails in :func:`~fsm_agent.store.recording.write_summary`, which logs and carries on. When
 the queue is full (the store has stalled for a long while), the run is not queued: that is
 logged too, with the command that indexes it later. At exit, the process waits a bounded time
 for queued writes; what is left then is logged, never waited for.
@@ -22,8 +23,9 @@ import time
 from pathlib import Path
 from typing import Final
 
-from fsm_agent.store.recording import LOGGER, index_run
+from fsm_agent.store.recording import LOGGER, summary_of_run, write_summary
 from fsm_agent.store.sql_store import RunStore
+from fsm_agent.store.summary import RunSummary
 
 QUEUE_CAPACITY: Final = 1024
 """Runs waiting to be indexed, at most; past that a finished run is logged, not queued."""
@@ -39,22 +41,22 @@ class StoreWriter:
     """
 
     def __init__(self, *, capacity: int = QUEUE_CAPACITY) -> None:
-        self._queue: queue.Queue[tuple[str, RunStore | str]] = queue.Queue(maxsize=capacity)
+        self._queue: queue.Queue[tuple[RunSummary, RunStore | str]] = queue.Queue(maxsize=capacity)
         self._thread: threading.Thread | None = None
         self._starting = threading.Lock()
 
-    def submit(self, trace_path: str | os.PathLike[str], store: RunStore | str) -> bool:
+    def submit(self, summary: RunSummary, store: RunStore | str) -> bool:
         """Queue a finished run for indexing; returns False (and logs) when the queue is full."""
         self._start()
         try:
-            self._queue.put_nowait((os.fspath(trace_path), store))
+            self._queue.put_nowait((summary, store))
         except queue.Full:
             LOGGER.warning(
                 "run %s was not indexed: %d runs are already waiting for the run store; its "
                 "trace is complete, index it later with: fsm-agent runs import %s",
-                Path(trace_path).stem,
+                summary.run_id,
                 self._queue.maxsize,
-                Path(trace_path).parent,
+                Path(summary.trace_path).parent,
             )
             return False
         return True
@@ -85,9 +87,9 @@ class StoreWriter:
 
     def _work(self) -> None:
         while True:
-            trace_path, store = self._queue.get()
+            summary, store = self._queue.get()
             try:
-                index_run(trace_path, store)  # logs and swallows every store failure
+                write_summary(summary, store)  # logs and swallows every store failure
             finally:
                 self._queue.task_done()
 
@@ -96,8 +98,10 @@ _WRITER = StoreWriter()
 
 
 def index_later(trace_path: str | os.PathLike[str], store: RunStore | str) -> bool:
-    """Hand a finished run to the process's store writer; never blocks, never raises."""
-    return _WRITER.submit(trace_path, store)
+    """Read a finished run's trace and hand its summary to the process's store writer; never
+    waits for the store, never raises. Returns whether the run was queued."""
+    summary = summary_of_run(trace_path)
+    return summary is not None and _WRITER.submit(summary, store)
 
 
 def wait_for_store_writes(timeout_s: float = 30.0) -> bool:

@@ -63,8 +63,8 @@ class PermissionSummary:
 
 
 @attrs.frozen(kw_only=True)
-class RunSummary:
-    """One run as the store indexes it.
+class StoredRun:
+    """One run's row in the run index: what ``fsm-agent runs`` lists and queries return.
 
     Attributes:
         run_id: the run's id (``run_id`` in the header's meta, else the trace file's stem).
@@ -79,9 +79,6 @@ class RunSummary:
         cost_usd: the run's cost: at the price recorded in the header (``meta.price``, from
             ``Agent(price=...)``) for the usage of the ``end`` record; None without a price.
         parent_run: the run this one was forked or resumed from (``meta.parent``), or ``""``.
-        transitions: how often each transition was taken, by name.
-        tool_calls: every tool call, in the order they were queued.
-        permissions: every permission decision, in order.
     """
 
     run_id: str
@@ -95,6 +92,22 @@ class RunSummary:
     output_tokens: int
     cost_usd: float | None
     parent_run: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The run as a JSON object (what ``fsm-agent runs --json`` prints)."""
+        return attrs.asdict(self)
+
+
+@attrs.frozen(kw_only=True)
+class RunSummary(StoredRun):
+    """One run as the store indexes it: its row, and what the other tables keep of it.
+
+    Attributes:
+        transitions: how often each transition was taken, by name.
+        tool_calls: every tool call, in the order they were queued.
+        permissions: every permission decision, in order.
+    """
+
     transitions: dict[str, int]
     tool_calls: tuple[ToolCallSummary, ...]
     permissions: tuple[PermissionSummary, ...]

@@ -20,9 +20,8 @@ from fsm_agent.runtime.hooks import HookInput, Hooks
 from fsm_agent.store.background import StoreWriter, wait_for_store_writes
 from fsm_agent.store.opening import open_store
 from fsm_agent.store.query import RunQuery
-from fsm_agent.store.sql_store import StoredRun
 from fsm_agent.store.sqlite import SqliteRunStore
-from fsm_agent.store.summary import RunSummary, summarize_trace
+from fsm_agent.store.summary import RunSummary, StoredRun, summarize_trace
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.trace.reader import read_header
 from fsm_agent.trace.replay import replay
@@ -89,7 +88,7 @@ def test_a_failing_store_is_logged_and_the_trace_completes(
     with caplog.at_level(logging.WARNING, logger="fsm_agent.store"):
         trace = run_agent(tmp_path, FullStore())
         finished_and_logged(trace)
-    assert "run-1 was not indexed" in caplog.text
+    assert f"run {read_header(trace).meta['run_id']} was not indexed" in caplog.text
     assert "No space left on device" in caplog.text
 
 
@@ -106,19 +105,34 @@ def test_a_slow_store_does_not_hold_the_run_up(tmp_path: Path) -> None:
     assert [run.run_id for run in store.written] == [read_header(trace).meta["run_id"]]
 
 
+def test_a_run_indexed_late_is_the_run_that_ended_even_if_its_trace_file_is_reused(
+    tmp_path: Path,
+) -> None:
+    """Two runs into one trace file while the store is stuck: each is indexed as it ended."""
+    store = StalledStore()
+    try:
+        first = read_header(run_agent(tmp_path, store)).meta["run_id"]
+        second = read_header(run_agent(tmp_path, store)).meta["run_id"]
+    finally:
+        store.release.set()
+    assert wait_for_store_writes(60)
+    assert [run.run_id for run in store.written] == [first, second]
+    assert all(run.terminal == "completed" for run in store.written)
+
+
 def test_a_full_queue_drops_the_run_from_the_index_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """With the writer stuck and its queue full, a further run is logged, not queued."""
     store = StalledStore()
     writer = StoreWriter(capacity=1)
-    trace = run_agent(tmp_path, False)
+    summary = summarize_trace(run_agent(tmp_path, False))
     try:
-        assert writer.submit(trace, store)  # taken by the writer thread
+        assert writer.submit(summary, store)  # taken by the writer thread
         assert store.entered.wait(30)
-        assert writer.submit(trace, store)  # waits in the queue
+        assert writer.submit(summary, store)  # waits in the queue
         with caplog.at_level(logging.WARNING, logger="fsm_agent.store"):
-            assert not writer.submit(trace, store)
+            assert not writer.submit(summary, store)
     finally:
         store.release.set()
     assert writer.wait(30)
