@@ -141,6 +141,27 @@ def turn_seconds(repeat: int) -> float:
     return median_time(one_run, number=50, repeat=repeat) / 2
 
 
+def parallel_call_seconds(calls: int, repeat: int) -> float:
+    """Per tool call, a turn in which the model asks for ``calls`` reads at once (every effect
+    answered at once), fed to fresh cores as recorded: scheduling should be linear in calls."""
+    reads = [{"tool_use": {"name": "Read", "input": {"file_path": f"f{n}"}}} for n in range(calls)]
+    entry = Entry(
+        name=f"parallel_{calls}",
+        description="many reads in one turn",
+        steps=({"content": reads}, {"content": [{"text": "done"}]}),
+        terminal="completed",
+    )
+    _core, run = run_entry(entry)
+    events = [event for event, _step in run.steps]
+
+    def one_run() -> None:
+        feed = AgentCore(config=entry.config, tools=TOOLS).feed
+        for event in events:
+            feed(event)
+
+    return median_time(one_run, number=3, repeat=repeat) / calls
+
+
 def long_trace(path: Path, deltas: int) -> None:
     """A trace with many stream deltas (a long answer in small chunks) and a few tool turns."""
     text = "word " * deltas
@@ -600,6 +621,12 @@ def main() -> int:
     row("stream delta, traced", f"{traced_delta * 1e6:8.2f} µs", "budget 15 µs")
     turn = turn_seconds(repeat)
     row("model turn with two tool calls", f"{turn * 1e6:8.1f} µs", "zero-latency effects")
+    few, many = parallel_call_seconds(10, repeat), parallel_call_seconds(100, repeat)
+    row(
+        "100 parallel tool calls, per call",
+        f"{many * 1e6:8.1f} µs",
+        f"{many / few:.2f}× per call at 10 calls (goal ≈ 1: linear in calls)",
+    )
     rate, cpu_rate, deep, broken = generated_run_figures(200 if args.quick else 1_000)
     row(
         "generated runs, invariants checked",

@@ -30,6 +30,15 @@ _PUBLIC = {
     "ReadOnlyVerdict": "fsm_agent.core.read_only_commands",
     "Agent": "fsm_agent.runtime.agent",
     "RunResult": "fsm_agent.runtime.agent",
+    "Session": "fsm_agent.runtime.session",
+    "Attachment": "fsm_agent.runtime.attachments",
+    "AttachmentProvider": "fsm_agent.runtime.attachments",
+    "AttachmentRequest": "fsm_agent.runtime.attachments",
+    "AttachmentTiming": "fsm_agent.runtime.attachments",
+    "ChangedFiles": "fsm_agent.runtime.file_changes",
+    "RelevantMemory": "fsm_agent.runtime.prefetch_providers",
+    "SkillDiscovery": "fsm_agent.runtime.prefetch_providers",
+    "ToolProvider": "fsm_agent.runtime.tool_providers",
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
     "Thinking": "fsm_agent.runtime.models",
@@ -96,6 +105,11 @@ __all__ = [
     "Agent",
     "AgentCore",
     "AnthropicModel",
+    "Attachment",
+    "AttachmentProvider",
+    "AttachmentRequest",
+    "AttachmentTiming",
+    "ChangedFiles",
     "CommandAnalysis",
     "CommandHook",
     "CommandPart",
@@ -124,6 +138,7 @@ __all__ = [
     "Phase",
     "ReadOnlyVerdict",
     "Redirect",
+    "RelevantMemory",
     "ReplayResult",
     "ResumePoint",
     "RetryScheduled",
@@ -135,7 +150,9 @@ __all__ = [
     "RunResult",
     "RunStore",
     "ServerTool",
+    "Session",
     "Settings",
+    "SkillDiscovery",
     "Step",
     "StoredRun",
     "SubagentDefinition",
@@ -148,6 +165,7 @@ __all__ = [
     "ToolContext",
     "ToolOutput",
     "ToolProgress",
+    "ToolProvider",
     "ToolSpec",
     "TraceDivergence",
     "TraceError",
@@ -210,6 +228,13 @@ if TYPE_CHECKING:
         TransitionUpdate,
         Update,
     )
+    from fsm_agent.runtime.attachments import (
+        Attachment,
+        AttachmentProvider,
+        AttachmentRequest,
+        AttachmentTiming,
+    )
+    from fsm_agent.runtime.file_changes import ChangedFiles
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
     from fsm_agent.runtime.mcp_tools import McpServer
@@ -220,10 +245,13 @@ if TYPE_CHECKING:
         PermissionPolicy,
         PermissionRequest,
     )
+    from fsm_agent.runtime.prefetch_providers import RelevantMemory, SkillDiscovery
     from fsm_agent.runtime.server_tools import ServerTool
+    from fsm_agent.runtime.session import Session
     from fsm_agent.runtime.settings import Settings, load_settings
     from fsm_agent.runtime.subagents import SubagentDefinition, SubagentLimits
     from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, ToolOutput, tool
+    from fsm_agent.runtime.tool_providers import ToolProvider
     from fsm_agent.store.background import wait_for_store_writes
     from fsm_agent.store.opening import open_store
     from fsm_agent.store.query import RunQuery, TransitionCount

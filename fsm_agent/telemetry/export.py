@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from typing import IO
 
 from fsm_agent.telemetry.config import Telemetry, tracer_for
 from fsm_agent.telemetry.spans import RunSpans
@@ -18,8 +19,11 @@ from fsm_agent.trace.reader import TraceReader
 from fsm_agent.trace.records import ELAPSED
 
 
-def export_trace(path: str | os.PathLike[str], *, telemetry: Telemetry | bool = True) -> None:
-    """Build the spans of a recorded run and hand them to the tracer ``telemetry`` names.
+def export_trace(
+    source: str | os.PathLike[str] | IO[bytes], *, telemetry: Telemetry | bool = True
+) -> None:
+    """Build the spans of a recorded run (a trace file, or a binary file holding one) and
+    hand them to the tracer ``telemetry`` names.
 
     A run whose trace has no ``end`` record (it crashed) still gets its spans, closed at its
     last record.
@@ -31,7 +35,7 @@ def export_trace(path: str | os.PathLike[str], *, telemetry: Telemetry | bool = 
     tracer = tracer_for(telemetry)
     if tracer is None:
         return
-    with TraceReader(path, allow_truncated=True, deep=False) as reader:
+    with TraceReader(source, allow_truncated=True, deep=False) as reader:
         header = reader.header.to_record()
         start_ns = _start_ns(str(header["meta"].get("started") or ""))
         at_ns = start_ns
