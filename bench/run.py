@@ -505,10 +505,12 @@ def store_figures(url: str, runs: int) -> tuple[float, float]:
     return runs / imported, queried
 
 
-def session_seconds(folder: str, *, await_store: bool = False, **options: object) -> float:
-    """Median seconds of a scripted session (a Read, then an answer) traced into ``folder``,
-    with the Agent ``options`` given (by default no store and no telemetry); ``await_store``
-    also waits, inside the timed call, for the run's store write to finish."""
+def scripted_session(
+    folder: str, *, await_store: bool = False, **options: object
+) -> Callable[[], None]:
+    """A scripted session (a Read, then an answer) traced into ``folder``, with the Agent
+    ``options`` given (by default no store and no telemetry); ``await_store`` also waits for
+    the run's store write to finish."""
     from fsm_agent.runtime.agent import Agent
     from fsm_agent.store.background import wait_for_store_writes
     from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
@@ -531,11 +533,27 @@ def session_seconds(folder: str, *, await_store: bool = False, **options: object
         if await_store:
             wait_for_store_writes()
 
-    session()  # warm: the first run pays imports and the trace folder
+    return session
+
+
+def session_ratio(folder: str, *, await_store: bool = False, **options: object) -> float:
+    """The scripted session with ``options`` as a ratio to the same session without: batches
+    of each are timed in turn and the median of their ratios taken, so the load of a shared
+    machine weighs on both sides alike."""
+    from fsm_agent.store.background import wait_for_store_writes
+
+    bare = scripted_session(folder)
+    measured = scripted_session(folder, await_store=await_store, **options)
+    bare()  # warm: the first run pays imports and the trace folder
+    measured()
+    ratios = []
+    for _ in range(9):
+        wait_for_store_writes()  # nothing of one batch spills into the next
+        ratios.append(
+            median_time(measured, number=4, repeat=1) / median_time(bare, number=4, repeat=1)
+        )
     wait_for_store_writes()
-    seconds = median_time(session, number=5, repeat=7)
-    wait_for_store_writes()  # nothing of this measure spills into the next
-    return seconds
+    return statistics.median(ratios)
 
 
 def store_write_overhead() -> tuple[float, float]:
@@ -544,10 +562,9 @@ def store_write_overhead() -> tuple[float, float]:
     with the write waited for (what the process pays in all)."""
     with tempfile.TemporaryDirectory() as folder:
         store = str(Path(folder, "index.sqlite3"))
-        bare = session_seconds(folder)
-        handed_over = session_seconds(folder, store=store)
-        waited = session_seconds(folder, store=store, await_store=True)
-    return handed_over / bare, waited / bare
+        handed_over = session_ratio(folder, store=store)
+        waited = session_ratio(folder, store=store, await_store=True)
+    return handed_over, waited
 
 
 def telemetry_overhead() -> float | None:
@@ -572,10 +589,9 @@ def telemetry_overhead() -> float | None:
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(Dropped()))
     with tempfile.TemporaryDirectory() as folder:
-        bare = session_seconds(folder)
-        spanned = session_seconds(folder, telemetry=Telemetry(tracer_provider=provider))
+        ratio = session_ratio(folder, telemetry=Telemetry(tracer_provider=provider))
     provider.shutdown()
-    return spanned / bare
+    return ratio
 
 
 def row(label: str, value: str, note: str) -> None:

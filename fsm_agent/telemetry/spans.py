@@ -73,6 +73,19 @@ ITERATION_SPAN: Final = "fsm_agent.iteration"
 STREAM_TYPES: Final = frozenset({"message_start", "message_delta", "content_block_start"})
 """The stream events the spans read (response id and model, usage, stop reason, tool names);
 a live run skips building records for the others, which are most of a trace."""
+EVENT_TYPES: Final = frozenset(
+    {
+        "ModelStreamEvent",
+        "ModelStreamClosed",
+        "ModelStreamFailed",
+        "PermissionDecided",
+        "ToolCallFinished",
+    }
+)
+"""The events the spans read; a live run builds no record for the others (some carry whole
+transcripts). Transitions are all read."""
+EFFECT_TYPES: Final = frozenset({"CallModel", "RunToolStep", "AskPermission"})
+"""The effects the spans read; likewise."""
 
 _USAGE_ATTRIBUTES: Final = (
     ("input_tokens", INPUT_TOKENS),
