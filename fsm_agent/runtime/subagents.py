@@ -226,6 +226,7 @@ def child_agent(
         prompt_caching=host.prompt_caching,
         store=store if store is not None else False,
         subagent=parent.seat_for(name),
+        telemetry=host.telemetry,  # its run span nests under the parent's Task call
     )
 
 

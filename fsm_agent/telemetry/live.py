@@ -13,11 +13,13 @@ once and the run goes on without spans.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry.trace import Tracer
 
 from fsm_agent.core.events import Event, ModelStreamEvent
@@ -78,6 +80,18 @@ class RunTelemetry:
                 spans.record(records.effect_fields(effect), now)
 
         self._guarded(feed)
+
+    def task_context(self, call_id: str) -> contextvars.Context | None:
+        """A copy of the current context in which the span of tool call ``call_id`` is the
+        current OpenTelemetry span, for the tasks that perform the call (so a child agent it
+        starts, or the application's own instrumentation, nests under it); None without one."""
+        spans = self._spans
+        found = spans.call_context(call_id) if spans is not None else None
+        if found is None:
+            return None
+        copied = contextvars.copy_context()
+        copied.run(otel_context.attach, found)
+        return copied
 
     def finish(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
         """End the run's spans (once; later calls do nothing)."""

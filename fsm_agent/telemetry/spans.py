@@ -156,6 +156,12 @@ class RunSpans:
         self.ended = False
         """Whether the ``end`` record has been seen (later records are ignored)."""
 
+    def call_context(self, call_id: str) -> otel_context.Context | None:
+        """The context whose current span is the open span of tool call ``call_id`` (a child
+        agent the call starts nests its run span under it), or None."""
+        span = self._tools.get(call_id)
+        return None if span is None else trace.set_span_in_context(span)
+
     # --- records -------------------------------------------------------------------------
 
     def record(self, fields: Mapping[str, Any], at_ns: int) -> None:
