@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
+import importlib.util
 import io
 import os
 import random
@@ -34,6 +36,7 @@ from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import Event, ModelStreamEvent
 from fsm_agent.testing.catalogue import ENTRIES, TOOLS, Entry, by_name, record, run_entry
 from fsm_agent.testing.invariants import check_run
+from fsm_agent.testing.postgres_cluster import cluster_available, throwaway_cluster
 from fsm_agent.testing.strategies import loop_configs, tool_specs_for, worlds
 from fsm_agent.testing.world import World, WorldRun, prompt
 from fsm_agent.trace.replay import replay
@@ -504,10 +507,12 @@ def store_figures(url: str, runs: int) -> tuple[float, float]:
     return runs / imported, queried
 
 
-def session_seconds(folder: str, *, await_store: bool = False, **options: object) -> float:
-    """Median seconds of a scripted session (a Read, then an answer) traced into ``folder``,
-    with the Agent ``options`` given (by default no store and no telemetry); ``await_store``
-    also waits, inside the timed call, for the run's store write to finish."""
+def scripted_session(
+    folder: str, *, await_store: bool = False, **options: object
+) -> Callable[[], None]:
+    """A scripted session (a Read, then an answer) traced into ``folder``, with the Agent
+    ``options`` given (by default no store and no telemetry); ``await_store`` also waits for
+    the run's store write to finish."""
     from fsm_agent.runtime.agent import Agent
     from fsm_agent.store.background import wait_for_store_writes
     from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
@@ -530,11 +535,27 @@ def session_seconds(folder: str, *, await_store: bool = False, **options: object
         if await_store:
             wait_for_store_writes()
 
-    session()  # warm: the first run pays imports and the trace folder
+    return session
+
+
+def session_ratio(folder: str, *, await_store: bool = False, **options: object) -> float:
+    """The scripted session with ``options`` as a ratio to the same session without: batches
+    of each are timed in turn and the median of their ratios taken, so the load of a shared
+    machine weighs on both sides alike."""
+    from fsm_agent.store.background import wait_for_store_writes
+
+    bare = scripted_session(folder)
+    measured = scripted_session(folder, await_store=await_store, **options)
+    bare()  # warm: the first run pays imports and the trace folder
+    measured()
+    ratios = []
+    for _ in range(9):
+        wait_for_store_writes()  # nothing of one batch spills into the next
+        ratios.append(
+            median_time(measured, number=4, repeat=1) / median_time(bare, number=4, repeat=1)
+        )
     wait_for_store_writes()
-    seconds = median_time(session, number=5, repeat=7)
-    wait_for_store_writes()  # nothing of this measure spills into the next
-    return seconds
+    return statistics.median(ratios)
 
 
 def store_write_overhead() -> tuple[float, float]:
@@ -543,10 +564,9 @@ def store_write_overhead() -> tuple[float, float]:
     with the write waited for (what the process pays in all)."""
     with tempfile.TemporaryDirectory() as folder:
         store = str(Path(folder, "index.sqlite3"))
-        bare = session_seconds(folder)
-        handed_over = session_seconds(folder, store=store)
-        waited = session_seconds(folder, store=store, await_store=True)
-    return handed_over / bare, waited / bare
+        handed_over = session_ratio(folder, store=store)
+        waited = session_ratio(folder, store=store, await_store=True)
+    return handed_over, waited
 
 
 def telemetry_overhead() -> float | None:
@@ -571,10 +591,9 @@ def telemetry_overhead() -> float | None:
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(Dropped()))
     with tempfile.TemporaryDirectory() as folder:
-        bare = session_seconds(folder)
-        spanned = session_seconds(folder, telemetry=Telemetry(tracer_provider=provider))
+        ratio = session_ratio(folder, telemetry=Telemetry(tracer_provider=provider))
     provider.shutdown()
-    return spanned / bare
+    return ratio
 
 
 def row(label: str, value: str, note: str) -> None:
@@ -687,15 +706,23 @@ def main() -> int:
         f"{driven / synchronous:.0f}× the core alone ({synchronous * 1e6:.0f} µs)",
     )
     store_runs = 1_000 if args.quick else 10_000
-    backends = [("SQLite", "")]  # "": a SQLite file in the benchmark's temporary folder
-    if os.environ.get("FSM_AGENT_BENCH_POSTGRES"):
-        backends.append(("PostgreSQL", os.environ["FSM_AGENT_BENCH_POSTGRES"]))
-    for name, url in backends:
-        rate, queried = store_figures(url, store_runs)
-        row(f"run store import, {name}", f"{rate:8.0f} /s", f"{store_runs:,} runs")
-        row(f"run store filtered query, {name}", f"{queried * 1e3:8.2f} ms", "3 filters")
+    with contextlib.ExitStack() as stack:
+        backends = [("SQLite", "")]  # "": a SQLite file in the benchmark's temporary folder
+        postgres = os.environ.get("FSM_AGENT_BENCH_POSTGRES")
+        if not postgres and cluster_available() and importlib.util.find_spec("psycopg"):
+            postgres, _stop = stack.enter_context(throwaway_cluster())
+        if postgres:
+            backends.append(("PostgreSQL", postgres))
+        for name, url in backends:
+            rate, queried = store_figures(url, store_runs)
+            row(f"run store import, {name}", f"{rate:8.0f} /s", f"{store_runs:,} runs")
+            row(f"run store filtered query, {name}", f"{queried * 1e3:8.2f} ms", "3 filters")
     if len(backends) == 1:
-        row("run store, PostgreSQL", "skipped", "set FSM_AGENT_BENCH_POSTGRES=postgresql://...")
+        row(
+            "run store, PostgreSQL",
+            "skipped",
+            "no initdb/psycopg; or set FSM_AGENT_BENCH_POSTGRES=postgresql://...",
+        )
     handed_over, waited = store_write_overhead()
     row("store write per run", f"{handed_over:8.2f} ×", "scripted session, vs none (run returns)")
     row("store write per run, awaited", f"{waited:8.2f} ×", "the same, the write waited for")

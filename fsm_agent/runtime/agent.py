@@ -300,6 +300,7 @@ class Agent:
         self.tool_providers = check_tool_providers(tool_providers)
         self.subagent = subagent
         # Resolved now, so a missing extra or a bad OTEL_* setting is a ConfigError here.
+        self.telemetry = telemetry
         self.tracer = tracer_for(telemetry)
         self.prompt_caching = prompt_caching
         self.mcp_servers = tuple(mcp_servers)
@@ -951,8 +952,12 @@ class _Run:
     # --- performing effects ---------------------------------------------------------------------
 
     def _spawn(self, coro: Any, *, call_id: str | None = None) -> None:
+        # Issue 13: a tool call's tasks run with its span current, so a child agent nests.
+        context = None
+        if call_id is not None and self.telemetry is not None:
+            context = self.telemetry.task_context(call_id)
         # The task owns the coroutine: cancelled before it starts, it is closed, not leaked.
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro, context=context)
         self.tasks.add(task)
         task.add_done_callback(self._task_done)
         if call_id is not None:

@@ -1,10 +1,11 @@
 """Spans of a live run: each fed event and the step it produced, as trace records (issue 13).
 
 The records are built by the same functions the trace writer uses
-(:func:`fsm_agent.trace.records.event_fields`, :func:`~fsm_agent.trace.records.step_fields`,
-:func:`~fsm_agent.trace.records.end_fields`), so the spans say what the trace says, whether or
-not the run writes a trace. Stream deltas are skipped before a record is built for them: the
-spans read no delta, and deltas are most of a run's events.
+(:func:`fsm_agent.trace.records.event_fields`, :func:`~fsm_agent.trace.records.transition_fields`,
+:func:`~fsm_agent.trace.records.effect_fields`, :func:`~fsm_agent.trace.records.end_fields`),
+so the spans say what the trace says, whether or not the run writes a trace. Records the spans
+never read (stream deltas, most of a run's events; events and effects that carry whole
+transcripts) are not built at all.
 
 Telemetry must never break a run: a failure here (a bug, an exporter that raises) is logged
 once and the run goes on without spans.
@@ -12,17 +13,19 @@ once and the run goes on without spans.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry.trace import Tracer
 
 from fsm_agent.core.events import Event, ModelStreamEvent
 from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step
-from fsm_agent.telemetry.spans import STREAM_TYPES, RunSpans
+from fsm_agent.telemetry.spans import EFFECT_TYPES, EVENT_TYPES, STREAM_TYPES, RunSpans
 from fsm_agent.trace import records
 
 LOGGER = logging.getLogger("fsm_agent.telemetry")
@@ -57,20 +60,38 @@ class RunTelemetry:
         spans = self._spans
         if spans is None:
             return
-        # A stream event the spans do not read gets no record (deltas are most of a run's
-        # events); its step, usually empty, is still taken.
-        wanted = type(event) is not ModelStreamEvent or event.event.get("type") in STREAM_TYPES
-        if not wanted and not step.transitions and not step.effects:
+        # Records the spans do not read are not built: stream deltas (most of a run's events)
+        # and events or effects that carry whole transcripts. Every transition is read.
+        name = type(event).__name__
+        wanted = name in EVENT_TYPES and (
+            type(event) is not ModelStreamEvent or event.event.get("type") in STREAM_TYPES
+        )
+        effects = [e for e in step.effects if type(e).__name__ in EFFECT_TYPES]
+        if not wanted and not step.transitions and not effects:
             return
 
         def feed() -> None:
             now = self._clock()
             if wanted:
                 spans.record(records.event_fields(event), now)
-            for fields in records.step_fields(step):
-                spans.record(fields, now)
+            for transition in step.transitions:
+                spans.record(records.transition_fields(transition), now)
+            for effect in effects:
+                spans.record(records.effect_fields(effect), now)
 
         self._guarded(feed)
+
+    def task_context(self, call_id: str) -> contextvars.Context | None:
+        """A copy of the current context in which the span of tool call ``call_id`` is the
+        current OpenTelemetry span, for the tasks that perform the call (so a child agent it
+        starts, or the application's own instrumentation, nests under it); None without one."""
+        spans = self._spans
+        found = spans.call_context(call_id) if spans is not None else None
+        if found is None:
+            return None
+        copied = contextvars.copy_context()
+        copied.run(otel_context.attach, found)
+        return copied
 
     def finish(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
         """End the run's spans (once; later calls do nothing)."""

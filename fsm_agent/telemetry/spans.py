@@ -73,6 +73,19 @@ ITERATION_SPAN: Final = "fsm_agent.iteration"
 STREAM_TYPES: Final = frozenset({"message_start", "message_delta", "content_block_start"})
 """The stream events the spans read (response id and model, usage, stop reason, tool names);
 a live run skips building records for the others, which are most of a trace."""
+EVENT_TYPES: Final = frozenset(
+    {
+        "ModelStreamEvent",
+        "ModelStreamClosed",
+        "ModelStreamFailed",
+        "PermissionDecided",
+        "ToolCallFinished",
+    }
+)
+"""The events the spans read; a live run builds no record for the others (some carry whole
+transcripts). Transitions are all read."""
+EFFECT_TYPES: Final = frozenset({"CallModel", "RunToolStep", "AskPermission"})
+"""The effects the spans read; likewise."""
 
 _USAGE_ATTRIBUTES: Final = (
     ("input_tokens", INPUT_TOKENS),
@@ -142,6 +155,12 @@ class RunSpans:
         self._asked: dict[str, str] = {}  # AskPermission effect id -> call id
         self.ended = False
         """Whether the ``end`` record has been seen (later records are ignored)."""
+
+    def call_context(self, call_id: str) -> otel_context.Context | None:
+        """The context whose current span is the open span of tool call ``call_id`` (a child
+        agent the call starts nests its run span under it), or None."""
+        span = self._tools.get(call_id)
+        return None if span is None else trace.set_span_in_context(span)
 
     # --- records -------------------------------------------------------------------------
 

@@ -161,6 +161,24 @@ def test_the_run_wide_budget_of_child_runs_is_respected(tmp_path: Path) -> None:
     assert second.is_error and "max_runs" in str(second.content)
 
 
+def test_the_run_wide_token_budget_stops_a_running_child_and_later_starts(
+    tmp_path: Path,
+) -> None:
+    """Once the children's tokens pass max_tokens, the running child's next request fails
+    (it ends model_error, naming the limit) and a later Task call is refused."""
+    definition = reader(*CHILD_READS)
+    result = run_parent(
+        tmp_path,
+        [calls(task()), calls(task()), text("done")],
+        Task({"reader": definition}, limits=SubagentLimits(max_tokens=5)),
+    )
+    first, second = task_results(result)
+    assert first.is_error and "'reader' ended with model_error" in str(first.content)
+    assert "SubagentLimits.max_tokens" in str(first.content)
+    assert second.is_error and "SubagentLimits.max_tokens" in str(second.content)
+    assert "do the task yourself" in str(second.content)
+
+
 def test_a_deny_rule_of_the_parent_wins_in_the_child(tmp_path: Path) -> None:
     """The parent denies Write; a child that may write (bypass mode) is still refused, and
     the file is not written."""

@@ -329,3 +329,42 @@ def test_importing_the_package_does_not_import_opentelemetry() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={}
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_subagent_run_nests_under_the_parent_task_call(tmp_path: Path) -> None:
+    """A child agent started by the Task tool has its run span under the parent's call span."""
+    from fsm_agent.runtime.subagents import SubagentDefinition
+    from fsm_agent.toolbox.task import Task
+
+    (tmp_path / "a.txt").write_text("alpha\n", encoding="utf-8")
+    child_steps = [
+        {"content": [{"tool_use": {"name": "Read", "input": {"file_path": "a.txt"}}}]},
+        {"content": [{"text": "a.txt says alpha"}]},
+    ]
+    reader = SubagentDefinition(
+        description="reads files",
+        tools=[Read()],
+        model=ScriptedModel(parse_scenario({"steps": child_steps})),
+    )
+    task = {"description": "a sub-task", "prompt": "read a.txt", "subagent_type": "reader"}
+    parent_steps = [
+        {"content": [{"tool_use": {"name": "Task", "input": task}}]},
+        {"content": [{"text": "done"}]},
+    ]
+    collected = Collected()
+    agent = Agent(
+        model=ScriptedModel(parse_scenario({"steps": parent_steps}), name=MODEL),
+        tools=[Task({"reader": reader})],
+        trace=tmp_path / "parent.jsonl",
+        cwd=tmp_path,
+        store=False,
+        telemetry=Telemetry(tracer_provider=collected.provider),
+    )
+    assert agent.run_sync("go").terminal == "completed"
+    runs = collected.named("invoke_agent")
+    assert len(runs) == 2
+    (child,) = [span for span in runs if span.parent is not None]
+    assert collected.parent_name(child) == "execute_tool Task"
+    (root,) = [span for span in runs if span.parent is None]
+    assert child.context.trace_id == root.context.trace_id
+    assert collected.named("execute_tool Read")[0].context.trace_id == root.context.trace_id
