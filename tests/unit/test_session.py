@@ -22,6 +22,7 @@ from fsm_agent.runtime.session import Session
 from fsm_agent.runtime.tool import tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.toolbox import default_tools
+from fsm_agent.trace.conversation import conversation_turns
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.replay import replay
 
@@ -263,3 +264,18 @@ def test_a_message_sent_between_turns_goes_before_the_next_prompt(tmp_path: Path
     result = asyncio.run(talk())
     said = [text_of(m) for m in result.messages if isinstance(m, UserMessage)]
     assert said == ["first", "by the way", "second"]
+
+
+def test_turns_traced_to_a_named_file_go_beside_it(tmp_path: Path) -> None:
+    """With ``trace=FILE``, later turns are ``FILE.turnN.jsonl``, chained to the first."""
+    model = scripted(says("one"), says("two"))
+    agent = Agent(model=model, cwd=tmp_path, trace=tmp_path / "talk.jsonl", store=False)
+
+    async def talk() -> list[Any]:
+        session = agent.session()
+        return [await session.ask("first"), await session.ask("second")]
+
+    first, second = asyncio.run(talk())
+    assert first.trace_path == tmp_path / "talk.jsonl"
+    assert second.trace_path == tmp_path / "talk.turn2.jsonl"
+    assert conversation_turns(second.trace_path) == [first.trace_path, second.trace_path]
