@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -279,3 +280,20 @@ def test_turns_traced_to_a_named_file_go_beside_it(tmp_path: Path) -> None:
     assert first.trace_path == tmp_path / "talk.jsonl"
     assert second.trace_path == tmp_path / "talk.turn2.jsonl"
     assert conversation_turns(second.trace_path) == [first.trace_path, second.trace_path]
+
+
+def test_a_file_changed_while_the_conversation_was_stored_is_reported(tmp_path: Path) -> None:
+    """Resumed from a trace, a session reports the files read then and modified since."""
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("old\n", encoding="utf-8")
+    model = scripted(calls("Read", file_path="a.txt"), calls("Read", file_path="b.txt"), says("ok"))
+    agent = Agent(model=model, tools=default_tools(), cwd=tmp_path, trace=f"{tmp_path}/t/")
+    first = asyncio.run(agent.session().ask("read both"))
+    assert first.trace_path is not None
+    later = first.trace_path.stat().st_mtime + 10
+    os.utime(tmp_path / "a.txt", (later, later))  # edited after the turn ended
+    again = Agent(model=scripted(says("noted")), tools=default_tools(), cwd=tmp_path, trace=False)
+    result = asyncio.run(again.session(resume=first.trace_path).ask("what changed?"))
+    reports = [m.text for m in result.messages if isinstance(m, AttachmentMessage)]
+    assert len(reports) == 1
+    assert "a.txt was changed on disk since the conversation last read it" in reports[0]
