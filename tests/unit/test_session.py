@@ -19,6 +19,7 @@ from fsm_agent.core.messages import (
 )
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.agent import Agent
+from fsm_agent.runtime.attachments import MessageQueue
 from fsm_agent.runtime.session import Session
 from fsm_agent.runtime.tool import tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
@@ -297,3 +298,15 @@ def test_a_file_changed_while_the_conversation_was_stored_is_reported(tmp_path: 
     reports = [m.text for m in result.messages if isinstance(m, AttachmentMessage)]
     assert len(reports) == 1
     assert "a.txt was changed on disk since the conversation last read it" in reports[0]
+
+
+def test_a_message_sent_as_a_turn_closes_is_kept_for_the_next(tmp_path: Path) -> None:
+    """If the running turn's loop is already closed, ``send`` still queues the message."""
+    queue = MessageQueue()
+
+    def closed_loop() -> None:
+        raise RuntimeError("Event loop is closed")
+
+    queue.wake = closed_loop
+    queue.put("late words")
+    assert queue.drain() == ["late words"]
