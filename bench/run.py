@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
+import importlib.util
 import io
 import os
 import random
@@ -34,6 +36,7 @@ from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import Event, ModelStreamEvent
 from fsm_agent.testing.catalogue import ENTRIES, TOOLS, Entry, by_name, record, run_entry
 from fsm_agent.testing.invariants import check_run
+from fsm_agent.testing.postgres_cluster import cluster_available, throwaway_cluster
 from fsm_agent.testing.strategies import loop_configs, tool_specs_for, worlds
 from fsm_agent.testing.world import World, WorldRun, prompt
 from fsm_agent.trace.replay import replay
@@ -704,15 +707,23 @@ def main() -> int:
         f"{driven / synchronous:.0f}× the core alone ({synchronous * 1e6:.0f} µs)",
     )
     store_runs = 1_000 if args.quick else 10_000
-    backends = [("SQLite", "")]  # "": a SQLite file in the benchmark's temporary folder
-    if os.environ.get("FSM_AGENT_BENCH_POSTGRES"):
-        backends.append(("PostgreSQL", os.environ["FSM_AGENT_BENCH_POSTGRES"]))
-    for name, url in backends:
-        rate, queried = store_figures(url, store_runs)
-        row(f"run store import, {name}", f"{rate:8.0f} /s", f"{store_runs:,} runs")
-        row(f"run store filtered query, {name}", f"{queried * 1e3:8.2f} ms", "3 filters")
+    with contextlib.ExitStack() as stack:
+        backends = [("SQLite", "")]  # "": a SQLite file in the benchmark's temporary folder
+        postgres = os.environ.get("FSM_AGENT_BENCH_POSTGRES")
+        if not postgres and cluster_available() and importlib.util.find_spec("psycopg"):
+            postgres, _stop = stack.enter_context(throwaway_cluster())
+        if postgres:
+            backends.append(("PostgreSQL", postgres))
+        for name, url in backends:
+            rate, queried = store_figures(url, store_runs)
+            row(f"run store import, {name}", f"{rate:8.0f} /s", f"{store_runs:,} runs")
+            row(f"run store filtered query, {name}", f"{queried * 1e3:8.2f} ms", "3 filters")
     if len(backends) == 1:
-        row("run store, PostgreSQL", "skipped", "set FSM_AGENT_BENCH_POSTGRES=postgresql://...")
+        row(
+            "run store, PostgreSQL",
+            "skipped",
+            "no initdb/psycopg; or set FSM_AGENT_BENCH_POSTGRES=postgresql://...",
+        )
     handed_over, waited = store_write_overhead()
     row("store write per run", f"{handed_over:8.2f} ×", "scripted session, vs none (run returns)")
     row("store write per run, awaited", f"{waited:8.2f} ×", "the same, the write waited for")

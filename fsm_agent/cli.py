@@ -449,11 +449,16 @@ def _cmd_runs(args: argparse.Namespace) -> int:
         for run in found:
             print(orjson.dumps(run.to_json()).decode())
         return EXIT_OK
-    print(f"{'run':<32}  {'started':<25}  {'terminal':<20}  {'model':<20}  turns  tokens in/out")
+    print(
+        f"{'run':<32}  {'started':<25}  {'terminal':<20}  {'model':<20}  turns  "
+        f"{'tokens in/out':<15}  cost"
+    )
     for run in found:
+        tokens = f"{run.input_tokens}/{run.output_tokens}"
+        cost = "-" if run.cost_usd is None else f"${run.cost_usd:.4f}"
         print(
             f"{run.run_id:<32}  {run.started or '-':<25}  {run.terminal or '(not ended)':<20}  "
-            f"{run.model:<20}  {run.turns:>5}  {run.input_tokens}/{run.output_tokens}"
+            f"{run.model:<20}  {run.turns:>5}  {tokens:<15}  {cost}"
         )
     print(f"\n{len(found)} runs")
     return EXIT_OK

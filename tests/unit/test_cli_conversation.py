@@ -151,17 +151,12 @@ def _read_until(fd: int, wanted: bytes, seen: bytearray, *, within_s: float = 30
                 return
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
-def test_typing_while_the_agent_works_queues_the_line(tmp_path: Path) -> None:
-    """At a terminal, a line typed while a tool runs reaches that turn's attachment phase."""
-    model = scenario(
-        tmp_path,
-        [
-            {"content": [{"tool_use": {"name": "Bash", "input": {"command": "sleep 3"}}}]},
-            says("done"),
-        ],
-    )
-    argv = [sys.executable, "-m", "fsm_agent.cli", "chat", "--model", model, "--yes"]
+def _chat_at_a_terminal(
+    tmp_path: Path, model: str, script: list[tuple[bytes, bytes]], *options: str
+) -> None:
+    """Run ``fsm-agent chat`` on a pseudo-terminal: for each (shown, typed) step, wait until
+    the terminal shows ``shown``, then type ``typed``; then end the input (Ctrl-D)."""
+    argv = [sys.executable, "-m", "fsm_agent.cli", "chat", "--model", model, *options]
     main_fd, child_fd = pty.openpty()
     child = subprocess.Popen(
         [*argv, "--trace", f"{tmp_path}/traces/"],
@@ -174,12 +169,10 @@ def test_typing_while_the_agent_works_queues_the_line(tmp_path: Path) -> None:
     os.close(child_fd)
     seen = bytearray()
     try:
-        _read_until(main_fd, b"> ", seen)
-        os.write(main_fd, b"wait a bit\n")
-        _read_until(main_fd, b"sleep 3", seen)
-        os.write(main_fd, b"also say hello\n")
-        _read_until(main_fd, b"done", seen)
-        _read_until(main_fd, b"> ", seen[seen.index(b"done") :])
+        for shown, typed in script:
+            _read_until(main_fd, shown, seen)
+            del seen[: seen.index(shown) + len(shown)]  # later steps look past this point
+            os.write(main_fd, typed)
         os.write(main_fd, b"\x04")  # Ctrl-D: the input ends
         assert child.wait(timeout=30) == 0
     finally:
@@ -187,6 +180,25 @@ def test_typing_while_the_agent_works_queues_the_line(tmp_path: Path) -> None:
             child.kill()
             child.wait()
         os.close(main_fd)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_typing_while_the_agent_works_queues_the_line(tmp_path: Path) -> None:
+    """At a terminal, a line typed while a tool runs reaches that turn's attachment phase."""
+    model = scenario(
+        tmp_path,
+        [
+            {"content": [{"tool_use": {"name": "Bash", "input": {"command": "sleep 3"}}}]},
+            says("done"),
+        ],
+    )
+    script = [
+        (b"> ", b"wait a bit\n"),
+        (b"sleep 3", b"also say hello\n"),  # typed while the tool works
+        (b"done", b""),
+        (b"> ", b""),
+    ]
+    _chat_at_a_terminal(tmp_path, model, script, "--yes")
     (trace,) = trace_files([tmp_path / "traces"])
     ready = [
         r.data["event"]
@@ -204,3 +216,15 @@ def test_show_of_a_folder_numbers_the_turns(
     assert main(["show", str(tmp_path / "traces")]) == 0
     listed = capsys.readouterr().out.splitlines()[1:]
     assert sorted(line.rsplit("  ", 1)[1] for line in listed) == ["turn 1", "turn 2"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_a_permission_question_in_a_chat_takes_the_next_line(tmp_path: Path) -> None:
+    """At a terminal, the line typed after a permission question answers it (not queued)."""
+    write = {"file_path": "out.txt", "content": "hi\n"}
+    model = scenario(
+        tmp_path, [{"content": [{"tool_use": {"name": "Write", "input": write}}]}, says("done")]
+    )
+    script = [(b"> ", b"write the file\n"), (b"Allow?", b"y\n"), (b"done", b"")]
+    _chat_at_a_terminal(tmp_path, model, script)
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "hi\n"
