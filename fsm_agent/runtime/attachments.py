@@ -19,6 +19,7 @@ A provider says when it runs (:class:`AttachmentTiming`):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import threading
 from collections import deque
@@ -128,7 +129,10 @@ class MessageQueue:
             self._texts.append(text)
             wake = self.wake
         if wake is not None:
-            wake()
+            # A turn ending at this moment may have closed its loop: then the message simply
+            # waits for the next turn (it is queued already).
+            with contextlib.suppress(RuntimeError):
+                wake()
 
     def drain(self) -> list[str]:
         """Every queued message, oldest first; the queue is empty afterwards."""

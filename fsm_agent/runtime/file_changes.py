@@ -24,12 +24,19 @@ MAX_DIFF_LINES = 40
 
 
 class ChangedFiles:
-    """Reports files read earlier that changed on disk since (each change once)."""
+    """Reports files read earlier that changed on disk since (each change once).
+
+    Args:
+        seen_at: for a conversation carried on from a recorded turn, when that turn ended
+            (seconds since the epoch): a file its transcript read that was modified later is
+            reported, without a diff (the text the agent saw is not at hand).
+    """
 
     name = "changed_files"
     timing = AttachmentTiming.EACH_PHASE
 
-    def __init__(self) -> None:
+    def __init__(self, *, seen_at: float | None = None) -> None:
+        self._seen_at = seen_at
         self._known: dict[Path, str | None] = {}  # None: the file was gone when last seen
         self._counted: set[str] = set()  # tool_use ids already taken into account
         self._open: dict[str, Path] = {}  # tool_use id -> file, until its result is seen
@@ -48,8 +55,11 @@ class ChangedFiles:
                 continue
             self._known[path] = now
             found.append(Attachment(kind=AttachmentKind.FILE, text=_report(path, before, now)))
+        seen_at, self._seen_at = self._seen_at, None
         for path in touched:
             self._known[path] = _text_of(path)
+            if seen_at is not None and _modified_after(path, seen_at):
+                found.append(Attachment(kind=AttachmentKind.FILE, text=_report_later(path)))
         return found
 
     def _touched(self, request: AttachmentRequest) -> set[Path]:
@@ -92,6 +102,26 @@ def _text_of(path: Path) -> str | None:
         return None
     except (OSError, UnicodeDecodeError):
         return ""
+
+
+def _modified_after(path: Path, moment: float) -> bool:
+    """Whether ``path`` was modified (or removed) after ``moment``."""
+    try:
+        return path.stat().st_mtime > moment
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _report_later(path: Path) -> str:
+    """What the model is told about a file that changed while the conversation was stored."""
+    if not path.exists():
+        return f"{path} was deleted since the conversation last read it."
+    return (
+        f"{path} was changed on disk since the conversation last read it; read it again "
+        "before relying on what you saw of it."
+    )
 
 
 def _report(path: Path, before: str | None, now: str | None) -> str:

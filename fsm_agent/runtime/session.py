@@ -68,9 +68,13 @@ class Session:
         self.messages: tuple[Message, ...] = ()
         self.results: list[RunResult] = []
         self.previous: Path | None = None
+        seen_at: float | None = None
         if resume is not None:
             self._load(Path(resume))
-        providers: list[AttachmentProvider] = [ChangedFiles()] if changed_files else []
+            seen_at = Path(resume).stat().st_mtime  # the recorded turn's last write
+        providers: list[AttachmentProvider] = (
+            [ChangedFiles(seen_at=seen_at)] if changed_files else []
+        )
         self._queue = MessageQueue()
         self._collector = AttachmentCollector(
             [*providers, *agent.attachments], queue=self._queue, user_turn=self.turn + 1

@@ -131,13 +131,9 @@ class RunSpans:
         }
         if meta.get("run_id"):
             attributes[RUN_ID] = str(meta["run_id"])
-        parent_run = (
-            (meta.get("parent") or {}).get("run_id")
-            if isinstance(meta.get("parent"), Mapping)
-            else None
-        )
-        if parent_run:
-            attributes[PARENT_RUN] = str(parent_run)
+        lineage = meta.get("parent")  # a fork or resume names the run it continues
+        if isinstance(lineage, Mapping) and lineage.get("run_id"):
+            attributes[PARENT_RUN] = str(lineage["run_id"])
         self._run = tracer.start_span(
             RUN_SPAN,
             context=parent,

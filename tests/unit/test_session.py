@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,12 @@ from fsm_agent.core.messages import (
 )
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.agent import Agent
+from fsm_agent.runtime.attachments import MessageQueue
 from fsm_agent.runtime.session import Session
 from fsm_agent.runtime.tool import tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.toolbox import default_tools
+from fsm_agent.trace.conversation import conversation_turns
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.replay import replay
 
@@ -263,3 +266,47 @@ def test_a_message_sent_between_turns_goes_before_the_next_prompt(tmp_path: Path
     result = asyncio.run(talk())
     said = [text_of(m) for m in result.messages if isinstance(m, UserMessage)]
     assert said == ["first", "by the way", "second"]
+
+
+def test_turns_traced_to_a_named_file_go_beside_it(tmp_path: Path) -> None:
+    """With ``trace=FILE``, later turns are ``FILE.turnN.jsonl``, chained to the first."""
+    model = scripted(says("one"), says("two"))
+    agent = Agent(model=model, cwd=tmp_path, trace=tmp_path / "talk.jsonl", store=False)
+
+    async def talk() -> list[Any]:
+        session = agent.session()
+        return [await session.ask("first"), await session.ask("second")]
+
+    first, second = asyncio.run(talk())
+    assert first.trace_path == tmp_path / "talk.jsonl"
+    assert second.trace_path == tmp_path / "talk.turn2.jsonl"
+    assert conversation_turns(second.trace_path) == [first.trace_path, second.trace_path]
+
+
+def test_a_file_changed_while_the_conversation_was_stored_is_reported(tmp_path: Path) -> None:
+    """Resumed from a trace, a session reports the files read then and modified since."""
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("old\n", encoding="utf-8")
+    model = scripted(calls("Read", file_path="a.txt"), calls("Read", file_path="b.txt"), says("ok"))
+    agent = Agent(model=model, tools=default_tools(), cwd=tmp_path, trace=f"{tmp_path}/t/")
+    first = asyncio.run(agent.session().ask("read both"))
+    assert first.trace_path is not None
+    later = first.trace_path.stat().st_mtime + 10
+    os.utime(tmp_path / "a.txt", (later, later))  # edited after the turn ended
+    again = Agent(model=scripted(says("noted")), tools=default_tools(), cwd=tmp_path, trace=False)
+    result = asyncio.run(again.session(resume=first.trace_path).ask("what changed?"))
+    reports = [m.text for m in result.messages if isinstance(m, AttachmentMessage)]
+    assert len(reports) == 1
+    assert "a.txt was changed on disk since the conversation last read it" in reports[0]
+
+
+def test_a_message_sent_as_a_turn_closes_is_kept_for_the_next(tmp_path: Path) -> None:
+    """If the running turn's loop is already closed, ``send`` still queues the message."""
+    queue = MessageQueue()
+
+    def closed_loop() -> None:
+        raise RuntimeError("Event loop is closed")
+
+    queue.wake = closed_loop
+    queue.put("late words")
+    assert queue.drain() == ["late words"]

@@ -368,3 +368,33 @@ def test_a_subagent_run_nests_under_the_parent_task_call(tmp_path: Path) -> None
     (root,) = [span for span in runs if span.parent is None]
     assert child.context.trace_id == root.context.trace_id
     assert collected.named("execute_tool Read")[0].context.trace_id == root.context.trace_id
+
+
+def test_a_forked_run_names_the_run_it_continues(tmp_path: Path) -> None:
+    """A run carried on from a fork point has its parent's run id on its run span."""
+    import asyncio
+
+    from fsm_agent.trace.replay import fork
+
+    original = run_agent(tmp_path, READ_THEN_WRITE_THEN_REPLY, Collected())
+    assert original.trace_path is not None
+    point = fork(original.trace_path, 3)
+    collected = Collected()
+    agent = Agent(
+        model=ScriptedModel(parse_scenario({"steps": READ_THEN_WRITE_THEN_REPLY}), name=MODEL),
+        tools=[Read(), Write()],
+        trace=tmp_path / "forked.jsonl",
+        cwd=tmp_path,
+        store=False,
+        telemetry=Telemetry(tracer_provider=collected.provider),
+    )
+
+    async def go() -> None:
+        async for _update in agent.continue_from(point):
+            pass
+
+    asyncio.run(go())
+    (run_span,) = collected.named("invoke_agent")
+    parent_id = read_trace(original.trace_path).header.meta["run_id"]
+    assert run_span.attributes["fsm_agent.parent_run"] == parent_id
+    assert run_span.attributes["fsm_agent.run_id"] != parent_id
