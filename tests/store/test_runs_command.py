@@ -89,3 +89,34 @@ def test_a_run_with_a_price_is_listed_with_its_cost(
     assert orjson.loads(line)["cost_usd"] == pytest.approx(0.006)
     assert main(["runs", "--store", store]) == 0
     assert "$0.0060" in capsys.readouterr().out
+
+
+def test_runs_get_unique_ids_that_name_their_trace_and_stand_for_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs into one folder (same second) get distinct ids, their files are named after
+    them, and show and replay accept such an id once the run is indexed."""
+    from fsm_agent.runtime.agent import Agent
+    from fsm_agent.store.background import wait_for_store_writes
+    from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+    from fsm_agent.trace.reader import read_header
+
+    monkeypatch.setenv("FSM_AGENT_STORE", str(tmp_path / "index.sqlite3"))
+    monkeypatch.chdir(tmp_path)
+    traces = []
+    for _ in range(2):
+        agent = Agent(
+            model=ScriptedModel(parse_scenario({"steps": [{"content": [{"text": "done"}]}]})),
+            cwd=tmp_path,
+            trace=f"{tmp_path / 'runs'}/",
+        )
+        result = agent.run_sync("hello")
+        assert result.trace_path is not None
+        traces.append(result.trace_path)
+    assert wait_for_store_writes(60)
+    ids = [read_header(trace).meta["run_id"] for trace in traces]
+    assert ids[0] != ids[1]
+    assert [trace.name for trace in traces] == [f"{run_id}.jsonl" for run_id in ids]
+    assert main(["show", ids[1]]) == 0
+    assert main(["replay", ids[0]]) == 0
+    assert "1 replayed identically, 0 failed" in capsys.readouterr().out
