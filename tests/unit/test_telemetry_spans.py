@@ -66,21 +66,27 @@ class Collected:
         return by_id[span.parent.span_id].name
 
 
-def run_agent(
-    tmp_path: Path, steps: list[dict[str, Any]], collected: Collected, **options: Any
-) -> RunResult:
+def make_agent(
+    tmp_path: Path, steps: list[dict[str, Any]], provider: object, **options: Any
+) -> Agent:
+    """An agent with Read and Write on a scripted model, its spans going to ``provider``."""
     (tmp_path / "a.txt").write_text("alpha\n", encoding="utf-8")
-    agent = Agent(
+    options.setdefault("trace", tmp_path / "trace.jsonl")
+    return Agent(
         model=ScriptedModel(parse_scenario({"steps": steps}), name=MODEL),
         tools=[Read(), Write()],
         config=LoopConfig(model=MODEL, retry_base_ms=1, retry_cap_ms=5),
-        trace=tmp_path / "trace.jsonl",
         cwd=tmp_path,
         store=False,
-        telemetry=Telemetry(tracer_provider=collected.provider),
+        telemetry=Telemetry(tracer_provider=provider),
         **options,
     )
-    return agent.run_sync("please look")
+
+
+def run_agent(
+    tmp_path: Path, steps: list[dict[str, Any]], collected: Collected, **options: Any
+) -> RunResult:
+    return make_agent(tmp_path, steps, collected.provider, **options).run_sync("please look")
 
 
 def shape(collected: Collected) -> list[tuple[str, str, str, list[str]]]:
@@ -264,15 +270,7 @@ def test_a_failing_tracer_never_breaks_the_run(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Telemetry that raises is logged once; the run and its trace complete."""
-    (tmp_path / "a.txt").write_text("alpha\n", encoding="utf-8")
-    agent = Agent(
-        model=ScriptedModel(parse_scenario({"steps": READ_THEN_WRITE_THEN_REPLY}), name=MODEL),
-        tools=[Read(), Write()],
-        trace=tmp_path / "trace.jsonl",
-        cwd=tmp_path,
-        store=False,
-        telemetry=Telemetry(tracer_provider=BrokenProvider()),
-    )
+    agent = make_agent(tmp_path, READ_THEN_WRITE_THEN_REPLY, BrokenProvider())
     with caplog.at_level(logging.WARNING, logger="fsm_agent.telemetry"):
         result = agent.run_sync("please look")
     assert result.terminal == "completed"
@@ -380,13 +378,8 @@ def test_a_forked_run_names_the_run_it_continues(tmp_path: Path) -> None:
     assert original.trace_path is not None
     point = fork(original.trace_path, 3)
     collected = Collected()
-    agent = Agent(
-        model=ScriptedModel(parse_scenario({"steps": READ_THEN_WRITE_THEN_REPLY}), name=MODEL),
-        tools=[Read(), Write()],
-        trace=tmp_path / "forked.jsonl",
-        cwd=tmp_path,
-        store=False,
-        telemetry=Telemetry(tracer_provider=collected.provider),
+    agent = make_agent(
+        tmp_path, READ_THEN_WRITE_THEN_REPLY, collected.provider, trace=tmp_path / "forked.jsonl"
     )
 
     async def go() -> None:
