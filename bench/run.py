@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
+import importlib.util
 import io
 import os
 import random
@@ -34,6 +36,7 @@ from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import Event, ModelStreamEvent
 from fsm_agent.testing.catalogue import ENTRIES, TOOLS, Entry, by_name, record, run_entry
 from fsm_agent.testing.invariants import check_run
+from fsm_agent.testing.postgres_cluster import cluster_available, throwaway_cluster
 from fsm_agent.testing.strategies import loop_configs, tool_specs_for, worlds
 from fsm_agent.testing.world import World, WorldRun, prompt
 from fsm_agent.trace.replay import replay
@@ -123,13 +126,9 @@ def traced_seconds_per_transition(repeat: int) -> tuple[float, float]:
     return seconds, lines / transitions
 
 
-def turn_seconds(repeat: int) -> float:
-    """One model turn with two tool calls through the core, every effect answered at once.
-
-    The catalogue run ``concurrent_reads_next_turn`` (two reads, then the answer) is recorded
-    once; its events are then fed to fresh cores. The run has two model turns.
-    """
-    entry = by_name("concurrent_reads_next_turn")
+def entry_run_seconds(entry: Entry, *, number: int, repeat: int) -> float:
+    """A catalogue entry's run, recorded once, then its events fed to fresh cores (no world,
+    no trace): the median seconds per run."""
     _core, run = run_entry(entry)
     events = [event for event, _step in run.steps]
 
@@ -138,7 +137,31 @@ def turn_seconds(repeat: int) -> float:
         for event in events:
             feed(event)
 
-    return median_time(one_run, number=50, repeat=repeat) / 2
+    return median_time(one_run, number=number, repeat=repeat)
+
+
+def turn_seconds(repeat: int) -> float:
+    """One model turn with two tool calls through the core, every effect answered at once.
+
+    The catalogue run ``concurrent_reads_next_turn`` (two reads, then the answer) is recorded
+    once; its events are then fed to fresh cores. The run has two model turns.
+    """
+    entry = by_name("concurrent_reads_next_turn")
+    return entry_run_seconds(entry, number=50, repeat=repeat) / 2
+
+
+def parallel_call_seconds(calls: int, repeat: int) -> float:
+    """Per tool call, a turn in which the model asks for ``calls`` reads at once (every effect
+    answered at once), fed to fresh cores as recorded: scheduling should be linear in calls."""
+    reads = [{"tool_use": {"name": "Read", "input": {"file_path": f"f{n}"}}} for n in range(calls)]
+    entry = Entry(
+        name=f"parallel_{calls}",
+        description="many reads in one turn",
+        steps=({"content": reads}, {"content": [{"text": "done"}]}),
+        terminal="completed",
+    )
+    # As many calls in each timed batch whatever the turn's size, so both sizes are timed alike.
+    return entry_run_seconds(entry, number=max(1, 300 // calls), repeat=repeat) / calls
 
 
 def long_trace(path: Path, deltas: int) -> None:
@@ -484,28 +507,93 @@ def store_figures(url: str, runs: int) -> tuple[float, float]:
     return runs / imported, queried
 
 
-def store_write_overhead() -> float:
-    """A scripted session indexed in a SQLite store, as a ratio to the same session without."""
+def scripted_session(
+    folder: str, *, await_store: bool = False, **options: object
+) -> Callable[[], None]:
+    """A scripted session (a Read, then an answer) traced into ``folder``, with the Agent
+    ``options`` given (by default no store and no telemetry); ``await_store`` also waits for
+    the run's store write to finish."""
     from fsm_agent.runtime.agent import Agent
+    from fsm_agent.store.background import wait_for_store_writes
     from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+    from fsm_agent.toolbox import Read
 
-    scenario = {"steps": [{"content": [{"text": "done"}]}]}
-    with tempfile.TemporaryDirectory() as folder:
+    Path(folder, "a.txt").write_text("alpha\n", encoding="utf-8")
+    read = {"tool_use": {"name": "Read", "input": {"file_path": "a.txt"}}}
+    scenario = {"steps": [{"content": [read]}, {"content": [{"text": "done"}]}]}
+    settings: dict[str, object] = {"store": False, "telemetry": False, **options}
 
-        def session(store: object) -> None:
-            agent = Agent(
-                model=ScriptedModel(parse_scenario(scenario)),
-                cwd=folder,
-                trace=Path(folder, "traces") / "",
-                store=store,  # type: ignore[arg-type]
-            )
-            agent.run_sync("go")
-
-        bare = median_time(lambda: session(False), number=5, repeat=5)
-        indexed = median_time(
-            lambda: session(str(Path(folder, "index.sqlite3"))), number=5, repeat=5
+    def session() -> None:
+        agent = Agent(
+            model=ScriptedModel(parse_scenario(scenario)),
+            tools=[Read()],
+            cwd=folder,
+            trace=f"{Path(folder, 'traces')}{os.sep}",
+            **settings,  # type: ignore[arg-type]
         )
-    return indexed / bare
+        agent.run_sync("go")
+        if await_store:
+            wait_for_store_writes()
+
+    return session
+
+
+def session_ratio(folder: str, *, await_store: bool = False, **options: object) -> float:
+    """The scripted session with ``options`` as a ratio to the same session without: batches
+    of each are timed in turn and the median of their ratios taken, so the load of a shared
+    machine weighs on both sides alike."""
+    from fsm_agent.store.background import wait_for_store_writes
+
+    bare = scripted_session(folder)
+    measured = scripted_session(folder, await_store=await_store, **options)
+    bare()  # warm: the first run pays imports and the trace folder
+    measured()
+    ratios = []
+    for _ in range(9):
+        wait_for_store_writes()  # nothing of one batch spills into the next
+        ratios.append(
+            median_time(measured, number=4, repeat=1) / median_time(bare, number=4, repeat=1)
+        )
+    wait_for_store_writes()
+    return statistics.median(ratios)
+
+
+def store_write_overhead() -> tuple[float, float]:
+    """A scripted session indexed in a SQLite store, as ratios to the same session without:
+    as the run sees it (the write is handed to the writer thread and the run returns), and
+    with the write waited for (what the process pays in all)."""
+    with tempfile.TemporaryDirectory() as folder:
+        store = str(Path(folder, "index.sqlite3"))
+        handed_over = session_ratio(folder, store=store)
+        waited = session_ratio(folder, store=store, await_store=True)
+    return handed_over, waited
+
+
+def telemetry_overhead() -> float | None:
+    """A scripted session exporting its spans through the OpenTelemetry SDK (batch processor,
+    an exporter that drops them), as a ratio to the same session without; None without the
+    otel extra."""
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            BatchSpanProcessor,
+            SpanExporter,
+            SpanExportResult,
+        )
+    except ImportError:
+        return None
+    from fsm_agent.telemetry.config import Telemetry
+
+    class Dropped(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Dropped()))
+    with tempfile.TemporaryDirectory() as folder:
+        ratio = session_ratio(folder, telemetry=Telemetry(tracer_provider=provider))
+    provider.shutdown()
+    return ratio
 
 
 def row(label: str, value: str, note: str) -> None:
@@ -551,6 +639,12 @@ def main() -> int:
     row("stream delta, traced", f"{traced_delta * 1e6:8.2f} µs", "budget 15 µs")
     turn = turn_seconds(repeat)
     row("model turn with two tool calls", f"{turn * 1e6:8.1f} µs", "zero-latency effects")
+    few, many = parallel_call_seconds(10, repeat), parallel_call_seconds(100, repeat)
+    row(
+        "100 parallel tool calls, per call",
+        f"{many * 1e6:8.1f} µs",
+        f"{many / few:.2f}× per call at 10 calls (goal ≈ 1: linear in calls)",
+    )
     rate, cpu_rate, deep, broken = generated_run_figures(200 if args.quick else 1_000)
     row(
         "generated runs, invariants checked",
@@ -612,16 +706,31 @@ def main() -> int:
         f"{driven / synchronous:.0f}× the core alone ({synchronous * 1e6:.0f} µs)",
     )
     store_runs = 1_000 if args.quick else 10_000
-    backends = [("SQLite", "")]  # "": a SQLite file in the benchmark's temporary folder
-    if os.environ.get("FSM_AGENT_BENCH_POSTGRES"):
-        backends.append(("PostgreSQL", os.environ["FSM_AGENT_BENCH_POSTGRES"]))
-    for name, url in backends:
-        rate, queried = store_figures(url, store_runs)
-        row(f"run store import, {name}", f"{rate:8.0f} /s", f"{store_runs:,} runs")
-        row(f"run store filtered query, {name}", f"{queried * 1e3:8.2f} ms", "3 filters")
+    with contextlib.ExitStack() as stack:
+        backends = [("SQLite", "")]  # "": a SQLite file in the benchmark's temporary folder
+        postgres = os.environ.get("FSM_AGENT_BENCH_POSTGRES")
+        if not postgres and cluster_available() and importlib.util.find_spec("psycopg"):
+            postgres, _stop = stack.enter_context(throwaway_cluster())
+        if postgres:
+            backends.append(("PostgreSQL", postgres))
+        for name, url in backends:
+            rate, queried = store_figures(url, store_runs)
+            row(f"run store import, {name}", f"{rate:8.0f} /s", f"{store_runs:,} runs")
+            row(f"run store filtered query, {name}", f"{queried * 1e3:8.2f} ms", "3 filters")
     if len(backends) == 1:
-        row("run store, PostgreSQL", "skipped", "set FSM_AGENT_BENCH_POSTGRES=postgresql://...")
-    row("store write per run", f"{store_write_overhead():8.2f} ×", "scripted session, vs none")
+        row(
+            "run store, PostgreSQL",
+            "skipped",
+            "no initdb/psycopg; or set FSM_AGENT_BENCH_POSTGRES=postgresql://...",
+        )
+    handed_over, waited = store_write_overhead()
+    row("store write per run", f"{handed_over:8.2f} ×", "scripted session, vs none (run returns)")
+    row("store write per run, awaited", f"{waited:8.2f} ×", "the same, the write waited for")
+    spans = telemetry_overhead()
+    if spans is None:
+        row("telemetry per run", "skipped", "needs the otel extra")
+    else:
+        row("telemetry per run", f"{spans:8.2f} ×", "scripted session, spans vs none")
     python = sys.executable
     with tempfile.TemporaryDirectory() as pycache:
         package_import, agent_import = import_figures(python, pycache)
@@ -633,6 +742,9 @@ def main() -> int:
     )
     demo = command_seconds([python, "-m", "fsm_agent", "demo", "--quiet"], repeat=2)
     row("fsm-agent demo, wall time", f"{demo:8.2f} s", "")
+    import temporal_sessions  # beside this script; needs the temporal extra only to measure
+
+    temporal_sessions.report(row, quick=args.quick)
     return 0
 
 

@@ -30,6 +30,15 @@ _PUBLIC = {
     "ReadOnlyVerdict": "fsm_agent.core.read_only_commands",
     "Agent": "fsm_agent.runtime.agent",
     "RunResult": "fsm_agent.runtime.agent",
+    "Session": "fsm_agent.runtime.session",
+    "Attachment": "fsm_agent.runtime.attachments",
+    "AttachmentProvider": "fsm_agent.runtime.attachments",
+    "AttachmentRequest": "fsm_agent.runtime.attachments",
+    "AttachmentTiming": "fsm_agent.runtime.attachments",
+    "ChangedFiles": "fsm_agent.runtime.file_changes",
+    "RelevantMemory": "fsm_agent.runtime.prefetch_providers",
+    "SkillDiscovery": "fsm_agent.runtime.prefetch_providers",
+    "ToolProvider": "fsm_agent.runtime.tool_providers",
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
     "Thinking": "fsm_agent.runtime.models",
@@ -64,7 +73,8 @@ _PUBLIC = {
     "RunQuery": "fsm_agent.store.query",
     "TransitionCount": "fsm_agent.store.query",
     "RunStore": "fsm_agent.store.sql_store",
-    "StoredRun": "fsm_agent.store.sql_store",
+    "StoredRun": "fsm_agent.store.summary",
+    "wait_for_store_writes": "fsm_agent.store.background",
     "Update": "fsm_agent.runtime.agent",
     "TextDelta": "fsm_agent.runtime.agent",
     "MessageUpdate": "fsm_agent.runtime.agent",
@@ -73,7 +83,10 @@ _PUBLIC = {
     "ModelFailed": "fsm_agent.runtime.agent",
     "RetryScheduled": "fsm_agent.runtime.agent",
     "RunFinished": "fsm_agent.runtime.agent",
-    "ModelPrice": "fsm_agent.runtime.agent",
+    "ModelPrice": "fsm_agent.core.pricing",
+    "Telemetry": "fsm_agent.telemetry.config",
+    "flush_telemetry": "fsm_agent.telemetry.config",
+    "export_trace": "fsm_agent.telemetry.export",
     "PermissionCheck": "fsm_agent.runtime.tool",
     "ToolContext": "fsm_agent.runtime.tool",
     "ToolOutput": "fsm_agent.runtime.tool",
@@ -92,6 +105,11 @@ __all__ = [
     "Agent",
     "AgentCore",
     "AnthropicModel",
+    "Attachment",
+    "AttachmentProvider",
+    "AttachmentRequest",
+    "AttachmentTiming",
+    "ChangedFiles",
     "CommandAnalysis",
     "CommandHook",
     "CommandPart",
@@ -120,6 +138,7 @@ __all__ = [
     "Phase",
     "ReadOnlyVerdict",
     "Redirect",
+    "RelevantMemory",
     "ReplayResult",
     "ResumePoint",
     "RetryScheduled",
@@ -131,11 +150,14 @@ __all__ = [
     "RunResult",
     "RunStore",
     "ServerTool",
+    "Session",
     "Settings",
+    "SkillDiscovery",
     "Step",
     "StoredRun",
     "SubagentDefinition",
     "SubagentLimits",
+    "Telemetry",
     "Terminal",
     "TextDelta",
     "Thinking",
@@ -143,6 +165,7 @@ __all__ = [
     "ToolContext",
     "ToolOutput",
     "ToolProgress",
+    "ToolProvider",
     "ToolSpec",
     "TraceDivergence",
     "TraceError",
@@ -153,6 +176,8 @@ __all__ = [
     "UsageError",
     "__version__",
     "analyse_command",
+    "export_trace",
+    "flush_telemetry",
     "fork",
     "judge_read_only",
     "load_settings",
@@ -163,6 +188,7 @@ __all__ = [
     "replay",
     "resume",
     "tool",
+    "wait_for_store_writes",
 ]
 
 if TYPE_CHECKING:
@@ -172,6 +198,7 @@ if TYPE_CHECKING:
     from fsm_agent.core.events import HookDecision, HookOutcome
     from fsm_agent.core.normalize import normalize_for_api
     from fsm_agent.core.permission_rules import Rule, RuleBehavior, RuleSource, parse_rule
+    from fsm_agent.core.pricing import ModelPrice
     from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
     from fsm_agent.core.shell_commands import (
         CommandAnalysis,
@@ -193,7 +220,6 @@ if TYPE_CHECKING:
         Agent,
         MessageUpdate,
         ModelFailed,
-        ModelPrice,
         RetryScheduled,
         RunFinished,
         RunResult,
@@ -202,6 +228,13 @@ if TYPE_CHECKING:
         TransitionUpdate,
         Update,
     )
+    from fsm_agent.runtime.attachments import (
+        Attachment,
+        AttachmentProvider,
+        AttachmentRequest,
+        AttachmentTiming,
+    )
+    from fsm_agent.runtime.file_changes import ChangedFiles
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
     from fsm_agent.runtime.mcp_tools import McpServer
@@ -212,13 +245,20 @@ if TYPE_CHECKING:
         PermissionPolicy,
         PermissionRequest,
     )
+    from fsm_agent.runtime.prefetch_providers import RelevantMemory, SkillDiscovery
     from fsm_agent.runtime.server_tools import ServerTool
+    from fsm_agent.runtime.session import Session
     from fsm_agent.runtime.settings import Settings, load_settings
     from fsm_agent.runtime.subagents import SubagentDefinition, SubagentLimits
     from fsm_agent.runtime.tool import PermissionCheck, Tool, ToolContext, ToolOutput, tool
+    from fsm_agent.runtime.tool_providers import ToolProvider
+    from fsm_agent.store.background import wait_for_store_writes
     from fsm_agent.store.opening import open_store
     from fsm_agent.store.query import RunQuery, TransitionCount
-    from fsm_agent.store.sql_store import RunStore, StoredRun
+    from fsm_agent.store.sql_store import RunStore
+    from fsm_agent.store.summary import StoredRun
+    from fsm_agent.telemetry.config import Telemetry, flush_telemetry
+    from fsm_agent.telemetry.export import export_trace
     from fsm_agent.trace.reader import read_trace
     from fsm_agent.trace.replay import (
         ForkPoint,

@@ -10,6 +10,7 @@ bad trace), never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -71,9 +72,15 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a coding agent in the current folder")
     run.add_argument("prompt", help="what to ask the agent")
+    _conversation_options(run)
     _live_options(run)
     temporal_commands.add_run_options(run)
     run.set_defaults(handler=_cmd_run)
+
+    chat = commands.add_parser("chat", help="a conversation: each line of input is the next prompt")
+    _conversation_options(chat)
+    _live_options(chat)
+    chat.set_defaults(handler=_cmd_chat)
 
     fork = commands.add_parser(
         "fork", help="replay a trace up to a seq, then carry the run on live"
@@ -111,6 +118,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accept a trace cut short (a crashed run: no end record, or a cut-off last "
         "line) and check what precedes the cut",
+    )
+    replay.add_argument(
+        "--export-spans",
+        action="store_true",
+        help="also export each replayed run's OpenTelemetry spans to the collector the OTEL_* "
+        "variables name (replay alone emits none; needs the otel extra)",
     )
     replay.set_defaults(handler=_cmd_replay)
 
@@ -180,6 +193,23 @@ def _live_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _conversation_options(command: argparse.ArgumentParser) -> None:
+    """Where a conversation picks up (run, chat)."""
+    where = command.add_mutually_exclusive_group()
+    where.add_argument(
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="carry on the latest conversation of the trace folder",
+    )
+    where.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN",
+        help="carry on the conversation of this trace file or indexed run id",
+    )
+
+
 def _runs_parser(commands: Any) -> None:
     """``runs``: list and filter indexed runs; ``runs import FOLDER``: index traces."""
     runs = commands.add_parser("runs", help="list and filter runs in the run store")
@@ -230,7 +260,7 @@ def _model(spec: str) -> Any:
     return AnthropicModel(name=spec, api_key=key)
 
 
-def _live(args: argparse.Namespace, stream: Any) -> int:
+def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> int:
     """Drive a live run (``stream`` makes its updates from an agent), print it, and return the
     exit status: 0 for ``completed``, 1 for any other terminal reason."""
     import asyncio  # noqa: PLC0415
@@ -245,7 +275,7 @@ def _live(args: argparse.Namespace, stream: Any) -> int:
     # Settings first: a bad settings file is reported before anything else happens.
     settings = load_settings(Path.cwd(), extra_files=args.settings)
     model = _model(args.model)
-    view = LiveView()
+    view = LiveView() if read_line is None else LiveView(read_line=read_line)
     ask: Any = None  # nobody to ask: the mode decides, and the trace says no one was asked
     if args.yes:
         ask = _always_yes
@@ -271,6 +301,9 @@ def _live(args: argparse.Namespace, stream: Any) -> int:
         return result
 
     result = asyncio.run(go())
+    if result is None:  # a chat whose input ended before the first prompt
+        print("\nended: no prompt was given")
+        return EXIT_OK
     seconds = f"{result.duration_s:.1f} s"
     print(
         f"\nended: {result.terminal}   turns: {result.turns}   {seconds}   "
@@ -298,7 +331,42 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 "these (pass what it needs with --params)"
             )
         return temporal_commands.run_command(args)
-    return _live(args, lambda agent: agent.stream(args.prompt))
+    # Always the turn of a session, so a later ``run --continue`` can carry it on.
+    return _live(args, lambda agent: _session(agent, args).stream(args.prompt))
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from fsm_agent.chat import ChatInput, chat  # noqa: PLC0415
+    from fsm_agent.terminal_view import stdin_is_terminal  # noqa: PLC0415
+
+    at_terminal = stdin_is_terminal()
+    lines = ChatInput(queue_while_working=at_terminal)
+    return _live(
+        args,
+        lambda agent: chat(_session(agent, args), lines, show_prompt=at_terminal),
+        read_line=lines.read_answer,
+    )
+
+
+def _session(agent: Any, args: argparse.Namespace) -> Any:
+    """The session a run or chat talks in: a new one, the latest, or the one named."""
+    from fsm_agent.trace.conversation import latest_turn  # noqa: PLC0415
+    from fsm_agent.trace.location import default_trace_folder, names_folder  # noqa: PLC0415
+
+    if args.resume is not None:
+        return agent.session(resume=_trace_file(Path(args.resume)))
+    if not args.continue_latest:
+        return agent.session()
+    if args.trace is None:
+        folder = default_trace_folder()
+    elif names_folder(args.trace):
+        folder = Path(args.trace)
+    else:
+        folder = Path(args.trace).parent
+    latest = latest_turn(folder)
+    if latest is None:
+        raise CommandLineError(f"--continue: no earlier conversation in {folder}")
+    return agent.session(resume=latest)
 
 
 def _cmd_fork(args: argparse.Namespace) -> int:
@@ -381,11 +449,16 @@ def _cmd_runs(args: argparse.Namespace) -> int:
         for run in found:
             print(orjson.dumps(run.to_json()).decode())
         return EXIT_OK
-    print(f"{'run':<32}  {'started':<25}  {'terminal':<20}  {'model':<20}  turns  tokens in/out")
+    print(
+        f"{'run':<32}  {'started':<25}  {'terminal':<20}  {'model':<20}  turns  "
+        f"{'tokens in/out':<15}  cost"
+    )
     for run in found:
+        tokens = f"{run.input_tokens}/{run.output_tokens}"
+        cost = "-" if run.cost_usd is None else f"${run.cost_usd:.4f}"
         print(
             f"{run.run_id:<32}  {run.started or '-':<25}  {run.terminal or '(not ended)':<20}  "
-            f"{run.model:<20}  {run.turns:>5}  {run.input_tokens}/{run.output_tokens}"
+            f"{run.model:<20}  {run.turns:>5}  {tokens:<15}  {cost}"
         )
     print(f"\n{len(found)} runs")
     return EXIT_OK
@@ -458,7 +531,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     missing = [path for path in paths if not path.exists()]
     if missing:
         raise CommandLineError(f"no such trace file, folder or indexed run: {missing[0]}")
-    files = list(trace_files(paths))
+    files = _with_earlier_turns(paths, list(trace_files(paths)))
     if not files:
         raise CommandLineError("no trace files (*.jsonl) found")
     failures = 0
@@ -481,8 +554,29 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                 print(f"{'':<{width}}  {line}")
             continue
         print(f"{path!s:<{width}}  {events:>6}  {transitions:>11}  {ending}")
+        if args.export_spans:
+            from fsm_agent.telemetry.export import export_trace  # noqa: PLC0415
+
+            export_trace(path)
     print(f"\n{len(files) - failures} replayed identically, {failures} failed")
     return EXIT_FAILED if failures else EXIT_OK
+
+
+def _with_earlier_turns(given: list[Path], files: list[Path]) -> list[Path]:
+    """``files``, each trace file named on the command line preceded by the earlier turns of
+    its conversation (a session's turn replays with the turns before it)."""
+    from fsm_agent.errors import TraceError  # noqa: PLC0415
+    from fsm_agent.trace.conversation import conversation_turns  # noqa: PLC0415
+
+    named = {path for path in given if path.is_file()}
+    wanted: dict[Path, None] = {}
+    for path in files:
+        turns = [path]
+        if path in named:
+            with contextlib.suppress(TraceError, OSError):  # replay reports a bad file itself
+                turns = conversation_turns(path)
+        wanted.update(dict.fromkeys(turns))
+    return list(wanted)
 
 
 def _replay_one(path: Path, *, allow_truncated: bool) -> tuple[int, int, str]:
@@ -507,7 +601,12 @@ def _cmd_show(args: argparse.Namespace) -> int:
         if args.html is not None:
             raise CommandLineError(f"{args.path} is a folder; --html needs one trace file")
         return _list_traces(args.path)
+    from fsm_agent.trace.conversation import turn_label  # noqa: PLC0415
+
     trace = read_trace(_trace_file(args.path), allow_truncated=True)
+    label = turn_label(trace.header.meta)
+    if label is not None:
+        print(f"({label})")
     print(render_timeline(trace))
     if args.html is not None:
         if args.html.is_dir():
@@ -536,7 +635,12 @@ def _list_traces(folder: Path) -> int:
         started = trace.header.meta.get("started", "")
         ends = list(trace.of_kind("end"))
         terminal = ends[-1].data["terminal"] if ends else "(not ended)"
-        print(f"  {path.relative_to(folder)}  {started}  {len(trace.records)} records  {terminal}")
+        turn = trace.header.meta.get("turn")
+        of_session = f"  turn {turn}" if isinstance(turn, int) else ""
+        print(
+            f"  {path.relative_to(folder)}  {started}  {len(trace.records)} records  "
+            f"{terminal}{of_session}"
+        )
     return EXIT_OK
 
 

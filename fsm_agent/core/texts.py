@@ -142,6 +142,15 @@ def media_omitted(kind: str) -> str:
 INTERRUPTED = "[Request interrupted by user]"
 INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
 
+
+def queued_message(text: str) -> str:
+    """Attachment text for a message the user sent while the agent worked (SPEC §1.2 S7)."""
+    return (
+        f"The user sent this message while you were working:\n{text}\n\n"
+        "Take it into account, then carry on with the task."
+    )
+
+
 INTERRUPTED_BEFORE_START = (
     "The user interrupted the request before this tool call started, so it did not run. "
     "Wait for the user's next instruction."

@@ -26,6 +26,7 @@ Scheduling has two modes:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -60,6 +61,7 @@ _EXECUTING = EXECUTING_STATES
 _RESULT_READY = RESULT_STATES
 _YIELDED = CallState.YIELDED.value
 _VALIDATING = CallState.VALIDATING.value
+_NOT_STARTED = frozenset({CallState.QUEUED.value, _VALIDATING})
 
 
 class ToolSink(Protocol):
@@ -158,18 +160,43 @@ class ToolExecutor:
         self._batches: list[list[ToolCall]] | None = None
         self._batch_index = 0
         self._deferred_updates: list[tuple[int, dict[str, Any]]] = []
+        # Scheduling without rescanning every call on every event (issue 10, DESIGN §7): call
+        # states only move forward, so the calls before ``_first_open`` stay handed back and
+        # those before ``_first_waiting`` stay past validation; the calls holding a slot are
+        # counted as they start and finish.
+        self._first_open = 0
+        self._first_waiting = 0
+        self._executing = 0
+        self._executing_unsafe = 0
+        self._hook_stopped = False
 
     # --- queries -----------------------------------------------------------------------------
 
     @property
     def all_yielded(self) -> bool:
         """Every call has handed back its result."""
-        return all(call.state == _YIELDED for call in self.order)
+        return self._open_calls() == len(self.order)
 
     @property
     def hook_stopped(self) -> bool:
         """A hook asked the loop not to continue after these tools (SPEC §4 step 10)."""
-        return any(call.hook_stopped for call in self.order)
+        return self._hook_stopped
+
+    def _open_calls(self) -> int:
+        """The index of the first call not yet handed back (``len(order)`` when none)."""
+        order, first = self.order, self._first_open
+        while first < len(order) and order[first].state == _YIELDED:
+            first += 1
+        self._first_open = first
+        return first
+
+    def _waiting_calls(self) -> int:
+        """The index of the first call still queued or validating (``len(order)`` when none)."""
+        order, first = self.order, self._first_waiting
+        while first < len(order) and order[first].state not in _NOT_STARTED:
+            first += 1
+        self._first_waiting = first
+        return first
 
     def owns(self, event: ev.Event) -> ToolCall | None:
         """The call an event is about, or None when it is not one of this executor's."""
@@ -286,6 +313,12 @@ class ToolExecutor:
     def _fire(self, call: ToolCall, name: str) -> None:
         source = call.state
         _TOOL_EVENTS[name].trigger(call)
+        held, holds = source in _EXECUTING, call.state in _EXECUTING
+        if held != holds:  # it took a slot or gave one back (``safe`` is fixed by then)
+            change = 1 if holds else -1
+            self._executing += change
+            if not call.safe:
+                self._executing_unsafe += change
         self._sink.add_transition(
             TransitionTaken(
                 machine="tool", name=name, source=source, dest=call.state, call_id=call.call_id
@@ -443,6 +476,7 @@ class ToolExecutor:
         call.extra.extend(context_and_notices(outcome, self._sink.new_uuid))
         if outcome.prevent_continuation and not call.hook_stopped:
             call.hook_stopped = True
+            self._hook_stopped = True
             call.hook_stop_reason = outcome.stop_reason
             call.extra.append(
                 self._attachment(
@@ -540,7 +574,7 @@ class ToolExecutor:
 
     def _hand_back_ready(self) -> bool:
         changed = False
-        for call in self.order:
+        for call in itertools.islice(self.order, self._open_calls(), None):
             if call.state == _YIELDED:
                 continue
             if call.result_ready:
@@ -562,8 +596,8 @@ class ToolExecutor:
         if self._batch_mode:
             return self._start_batch()
         changed = False
-        for call in self.order:
-            if call.state != CallState.VALIDATING.value:
+        for call in itertools.islice(self.order, self._waiting_calls(), None):
+            if call.state != _VALIDATING:
                 continue
             if not call.validated:
                 break  # safety unknown yet: keep model order
@@ -582,8 +616,7 @@ class ToolExecutor:
             return running < (self._max_concurrency if call.safe else 1)
         if not (self._response_ended or call.read_only):
             return False  # SPEC §5.2 "Ours": side effects wait for the whole response
-        executing = [c for c in self.order if c.executing]
-        return not executing or (call.safe and all(c.safe for c in executing))
+        return self._executing == 0 or (call.safe and self._executing_unsafe == 0)
 
     def _start_batch(self) -> bool:
         if self._batches is None:

@@ -38,10 +38,17 @@ from fsm_agent.core.messages import (
     UserMessage,
     text_of,
 )
+from fsm_agent.core.pricing import ModelPrice
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
+from fsm_agent.runtime.attachments import (
+    AttachmentCollector,
+    AttachmentProvider,
+    AttachmentRequest,
+    check_providers,
+)
 from fsm_agent.runtime.compaction import SummaryCompactor
 from fsm_agent.runtime.hooks import Hooks
 from fsm_agent.runtime.models import Model, ModelRequest
@@ -67,14 +74,18 @@ from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
 from fsm_agent.runtime.tool import Tool, ToolContext
-from fsm_agent.trace.location import names_folder, prepare_trace_file
+from fsm_agent.runtime.tool_providers import ToolProvider, check_tool_providers, provided_tools
+from fsm_agent.telemetry.config import Telemetry, tracer_for
+from fsm_agent.trace.location import names_folder, new_run_id, prepare_trace_file
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 if TYPE_CHECKING:
     # Imported where they are used: a plain run loads no MCP client, no replay and no store
     # module until it needs one, which keeps ``from fsm_agent import Agent`` cheap (issue 10).
     from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool
+    from fsm_agent.runtime.session import Session
     from fsm_agent.store.sql_store import RunStore
+    from fsm_agent.telemetry.live import RunTelemetry
     from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
 
 ABORT_ON_FAULT = "fault"
@@ -117,25 +128,6 @@ class RunResult:
             if isinstance(message, AssistantMessage) and text_of(message):
                 return text_of(message)
         return ""
-
-
-@attrs.frozen(kw_only=True)
-class ModelPrice:
-    """What a model costs, in US dollars per million tokens (to fill ``RunResult.cost_usd``)."""
-
-    input: float
-    output: float
-    cache_write: float = 0.0
-    cache_read: float = 0.0
-
-    def cost(self, usage: Usage) -> float:
-        """The cost of ``usage`` at these prices."""
-        return (
-            usage.input_tokens * self.input
-            + usage.output_tokens * self.output
-            + usage.cache_creation_input_tokens * self.cache_write
-            + usage.cache_read_input_tokens * self.cache_read
-        ) / 1_000_000
 
 
 @attrs.frozen(kw_only=True)
@@ -261,7 +253,20 @@ class Agent:
         store: the run store each finished run is indexed in (see :mod:`fsm_agent.store`):
             a ``RunStore``, a store URL or SQLite path, True for the default store, False for
             none. None (the default) indexes runs when ``FSM_AGENT_STORE`` is set or the
-            trace goes to the default folder. A store failure is logged, never raised.
+            trace goes to the default folder. The write happens on a background thread once
+            the trace is closed (``wait_for_store_writes`` waits for it); a store failure is
+            logged, never raised.
+        attachments: attachment providers (see :mod:`fsm_agent.runtime.attachments`): what
+            they find reaches the model as ``<system-reminder>`` context at each attachment
+            phase (SPEC §1.2 S7), recorded in the trace.
+        tool_providers: sources of tools that may change while a run works (see
+            :mod:`fsm_agent.runtime.tool_providers`); asked as each run starts and again at
+            each attachment phase, a change is offered to the model from the next request.
+        telemetry: OpenTelemetry export of each run's spans (see :mod:`fsm_agent.telemetry`):
+            True, or a ``Telemetry`` naming a tracer provider or collector; False for none.
+            None (the default) exports when the ``OTEL_*`` environment asks for it
+            (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_TRACES_EXPORTER``). Needs the ``otel``
+            extra; the spans are built from the run's trace records.
         subagent: set by the ``Task`` tool when it builds a child agent: the child's name, its
             place in the tree of subagents and the parent run and call it works for.
     """
@@ -286,10 +291,18 @@ class Agent:
         prompt_caching: bool = True,
         store: RunStore | str | os.PathLike[str] | bool | None = None,
         mcp_servers: Sequence[McpServer] = (),
+        attachments: Sequence[AttachmentProvider] = (),
+        tool_providers: Sequence[ToolProvider] = (),
         subagent: SubagentSeat | None = None,
+        telemetry: Telemetry | bool | None = None,
     ) -> None:
         self.model = model
+        self.attachments = check_providers(attachments)
+        self.tool_providers = check_tool_providers(tool_providers)
         self.subagent = subagent
+        # Resolved now, so a missing extra or a bad OTEL_* setting is a ConfigError here.
+        self.telemetry = telemetry
+        self.tracer = tracer_for(telemetry)
         self.prompt_caching = prompt_caching
         self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
@@ -333,12 +346,7 @@ class Agent:
 
     async def run(self, prompt: str | Sequence[Message]) -> RunResult:
         """Run until a terminal reason; return the result."""
-        result: RunResult | None = None
-        async for update in self.stream(prompt):
-            if isinstance(update, RunFinished):
-                result = update.result
-        assert result is not None
-        return result
+        return await final_result(self.stream(prompt))
 
     def run_sync(self, prompt: str | Sequence[Message]) -> RunResult:
         """``run`` in a fresh event loop; Ctrl-C aborts the run cleanly and re-raises."""
@@ -346,14 +354,56 @@ class Agent:
 
     async def stream(self, prompt: str | Sequence[Message]) -> AsyncIterator[Update]:
         """Run, yielding stream deltas, messages, transitions and tool progress as they come."""
-        messages = as_messages(prompt)
+        async for update in self.stream_turn(as_messages(prompt)):
+            yield update
+
+    async def stream_turn(
+        self,
+        messages: Sequence[Message],
+        *,
+        collector: AttachmentCollector | None = None,
+        link: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[Update]:
+        """One run of the loop on ``messages`` (what ``stream`` and a ``Session`` turn do).
+
+        Args:
+            messages: the transcript to start from, the new prompt last.
+            collector: answers the attachment phases (a session keeps one over its turns).
+            link: header metadata tying the trace to its conversation.
+        """
         async with contextlib.AsyncExitStack() as stack:
             connections = await _connect_mcp(self.mcp_servers, stack)
-            session = _Session(
-                self, messages, mcp=connections, mcp_tools=await _list_mcp_tools(connections)
+            run = _Run(
+                self,
+                tuple(messages),
+                mcp=connections,
+                extra_tools=[
+                    *await _list_mcp_tools(connections),
+                    *await provided_tools(self.tool_providers),
+                ],
+                collector=collector,
+                link=link,
             )
-            async for update in session.run():
+            async for update in run.run():
                 yield update
+
+    def session(
+        self,
+        *,
+        resume: str | os.PathLike[str] | None = None,
+        changed_files: bool = True,
+    ) -> Session:
+        """A conversation over many user turns (see :class:`Session`).
+
+        Args:
+            resume: the trace of an earlier turn to carry on from (its transcript is the
+                start of this conversation, and the next turn's trace links to it).
+            changed_files: report files read earlier that changed on disk since (on by
+                default in a session).
+        """
+        from fsm_agent.runtime.session import Session  # noqa: PLC0415 - it imports this module
+
+        return Session(self, resume=resume, changed_files=changed_files)
 
     async def continue_from(
         self,
@@ -369,23 +419,31 @@ class Agent:
         saying so, unless ``rerun(in_flight)`` returns True. A half-received model response
         is re-requested through the core's retry path. The new trace repeats the prefix.
         """
-        session = _Session(self, (), start=point, rerun=rerun)
-        async for update in session.run():
+        run = _Run(self, (), start=point, rerun=rerun)
+        async for update in run.run():
             yield update
 
     def tool(self, name: str) -> Tool[Any] | None:
         """The tool called ``name`` (or one of its aliases)."""
         return self._by_name.get(name)
 
-    def trace_path(self) -> Path | None:
-        """A new file for the next run's trace, its folder created (None when tracing is off).
+    def trace_path(self, run_id: str | None = None, *, user_turn: int = 1) -> Path | None:
+        """A new file for the next run's trace, its folder created (None when tracing is off);
+        in a folder, the file is named after ``run_id``.
+
+        Runs traced to a folder get a new file each; when the trace is one named file, the
+        later turns of a session go beside it (``NAME.turn2.jsonl``...).
 
         Raises:
             ConfigError: the trace folder cannot be created.
         """
         if self.trace is False:
             return None
-        return prepare_trace_file(None if self.trace is True else self.trace)
+        target = None if self.trace is True else self.trace
+        path = prepare_trace_file(target, run_id=run_id)
+        if user_turn > 1 and target is not None and not names_folder(target):
+            path = path.with_name(f"{path.stem}.turn{user_turn}{path.suffix}")
+        return path
 
     def store_target(self) -> RunStore | str | None:
         """The store finished runs are indexed in (a store or its URL), or None for none."""
@@ -489,6 +547,16 @@ def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
     return found
 
 
+async def final_result(updates: AsyncIterator[Update]) -> RunResult:
+    """The result a run's updates end with (``RunFinished``), once they are all through."""
+    result: RunResult | None = None
+    async for update in updates:
+        if isinstance(update, RunFinished):
+            result = update.result
+    assert result is not None
+    return result
+
+
 def as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
     if isinstance(prompt, str):
         if not prompt.strip():
@@ -497,7 +565,15 @@ def as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
     return tuple(prompt)
 
 
-class _Session:
+class _QueuedMessage:
+    """Put in a run's event queue when the user queues a message (not an event: the driver
+    looks at it and may feed ``AbortRequested("interrupt")``)."""
+
+
+_MESSAGE_QUEUED = _QueuedMessage()
+
+
+class _Run:
     """One run: the core, its trace, the tasks performing effects, and the event queue."""
 
     def __init__(
@@ -508,22 +584,35 @@ class _Session:
         start: ForkPoint | ResumePoint | None = None,
         rerun: Callable[[InFlight], bool] | None = None,
         mcp: Sequence[McpConnection] = (),
-        mcp_tools: Sequence[McpTool] = (),
+        extra_tools: Sequence[Tool[Any]] = (),
+        collector: AttachmentCollector | None = None,
+        link: Mapping[str, Any] | None = None,
     ) -> None:
         self.agent = agent
+        self.collector = collector or AttachmentCollector(agent.attachments)
+        self.interrupted = False
+        self.look_at_queue = False
         self.mcp = tuple(mcp)
-        self._use_tools(mcp_tools)
+        self._use_tools(extra_tools)
         self.messages = messages
         self.start = start
         self.rerun = rerun
-        self.trace_path = agent.trace_path()
+        # Issue 13: an id unique across folders and machines (a child's is unique in its tree);
+        # issue 14: the calls of this run that start child agents share and record it.
+        self.run_id = agent.subagent.run_id() if agent.subagent is not None else new_run_id()
+        self.trace_path = agent.trace_path(self.run_id, user_turn=self.collector.user_turn)
         self.writer: TraceWriter | None = None
         meta: dict[str, Any] = {
             "started": dt.datetime.now(dt.UTC).isoformat(),
             "model": agent.model.name,
+            "run_id": self.run_id,
         }
+        if agent.price is not None:
+            # The trace carries the price, so the store can tell the run's cost (issue 13).
+            meta["price"] = agent.price.to_meta()
         if agent.subagent is not None:
             meta.update(agent.subagent.header_meta())
+        meta.update(link or {})  # a turn of a session names its session and previous turn
         if start is not None:
             # Continue a recorded run: its core, and a trace that repeats its prefix.
             if not isinstance(start.core, AgentCore):
@@ -547,7 +636,14 @@ class _Session:
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
         )
-        self.queue: asyncio.Queue[ev.Event | BaseException] = asyncio.Queue()
+        self.fault: str | None = None
+        self.telemetry: RunTelemetry | None = None
+        if agent.tracer is not None:
+            from fsm_agent.telemetry.live import RunTelemetry  # noqa: PLC0415 - the SDK is optional
+
+            lineage = {} if start is None else {"parent": start.lineage()}
+            self.telemetry = RunTelemetry(agent.tracer, meta={**meta, **lineage})
+        self.queue: asyncio.Queue[ev.Event | BaseException | _QueuedMessage] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
         self.call_tasks: dict[str, set[asyncio.Task[None]]] = {}
         self.call_contexts: dict[str, ToolContext] = {}
@@ -560,10 +656,6 @@ class _Session:
         self.stamp = agent.response_clock.stamp if stamping else None
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
-        # Issue 14: what the calls of this run that start child agents share and record.
-        self.run_id = str(meta.get("run_id") or "") or (
-            self.trace_path.stem if self.trace_path is not None else self.session_id
-        )
         seat = agent.subagent
         self.subagent_budget = seat.budget if seat is not None else SubagentBudget()
         self.resumed_children: dict[str, Path] = {}
@@ -574,33 +666,77 @@ class _Session:
         ask = policy.ask
         self.permissions = policy if ask is None else attrs.evolve(policy, ask=self._telling(ask))
 
-    def _use_tools(self, mcp_tools: Sequence[McpTool]) -> None:
-        """Take an MCP tool list (at the start, and again at each refresh)."""
-        self.mcp_tools = {tool.name: tool for tool in mcp_tools}
+    def _use_tools(self, extra_tools: Sequence[Tool[Any]]) -> None:
+        """Take the MCP servers' and tool providers' tools (at the start, and again at each
+        refresh)."""
+        self.extra_tools = {tool.name: tool for tool in extra_tools}
         self.tool_definitions = [
             *self.agent.tool_definitions,
             *(
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
-                for t in mcp_tools
+                for t in extra_tools
             ),
         ]
 
     def tool_specs(self) -> list[ToolSpec]:
         """What the core knows of every tool of this run (local, then MCP)."""
-        return [t.spec() for t in (*self.agent.tools, *self.mcp_tools.values())]
+        return [t.spec() for t in (*self.agent.tools, *self.extra_tools.values())]
 
     def tool(self, name: str) -> Tool[Any] | None:
         """The tool called ``name``: one of the agent's, or an MCP server's."""
-        return self.agent.tool(name) or self.mcp_tools.get(name)
+        return self.agent.tool(name) or self.extra_tools.get(name)
 
-    async def _refresh_tools(self, effect: fx.FetchAttachments) -> None:
-        # SPEC §1.2 S7: tools are refreshed between turns; the core is told the new list.
-        self._use_tools(await _list_mcp_tools(self.mcp))
-        self.queue.put_nowait(
-            ev.AttachmentsReady(effect_id=effect.effect_id, tools=tuple(self.tool_specs()))
+    def attachment_request(self, iteration: int) -> AttachmentRequest:
+        """What attachment providers are told now."""
+        return AttachmentRequest(
+            cwd=self.agent.cwd,
+            messages=self.core.transcript,
+            user_turn=self.collector.user_turn,
+            iteration=iteration,
         )
 
+    async def _attachments(self, effect: fx.FetchAttachments) -> None:
+        # SPEC §1.2 S7: attachments, prefetches and queued messages, then the tool refresh
+        # (tools are refreshed between turns; the core is told the new list).
+        found = await self.collector.collect(self.attachment_request(effect.turn))
+        tools: tuple[ToolSpec, ...] | None = None
+        if self.mcp or self.agent.tool_providers:
+            before = self.tool_specs()
+            self._use_tools(
+                [
+                    *await _list_mcp_tools(self.mcp),
+                    *await provided_tools(self.agent.tool_providers),
+                ]
+            )
+            # An MCP list is always recorded (as it always was); a provider's, when it changed.
+            if self.mcp or self.tool_specs() != before:
+                tools = tuple(self.tool_specs())
+        self.queue.put_nowait(
+            ev.AttachmentsReady(effect_id=effect.effect_id, messages=tuple(found), tools=tools)
+        )
+
+    def _message_queued(self) -> list[Update]:
+        """A message was queued: SPEC §2.2 ``interrupt`` stops the tools an interrupt may cancel
+        (the others finish); otherwise the message waits for the next attachment phase."""
+        queue = self.collector.queue
+        if self.interrupted or self.core.terminal is not None or not queue:
+            return []
+        if self.core.phase != Phase.TOOL_EXEC.value:
+            return []
+        cancellable = any(
+            call.spec is not None and call.spec.interrupt_cancels and not call.handed_back
+            for call in self.core.tool_calls
+        )
+        if not cancellable:
+            return []
+        self.interrupted = True
+        return self._abort("interrupt")
+
     async def run(self) -> AsyncIterator[Update]:
+        queue = self.collector.queue
+        if queue is not None:
+            loop = asyncio.get_running_loop()
+            queue.wake = lambda: loop.call_soon_threadsafe(self.queue.put_nowait, _MESSAGE_QUEUED)
         try:
             try:
                 if self.start is None:
@@ -620,6 +756,10 @@ class _Session:
                         raise
                     if isinstance(item, BaseException):
                         raise item  # a task failed: handled below, like a fault of our own
+                    if isinstance(item, _QueuedMessage):
+                        for update in self._message_queued():
+                            yield update
+                        continue
                     if is_stale(item, self.cancelled_calls, self.effect_calls):
                         continue
                     if self.stamp is not None:
@@ -630,6 +770,10 @@ class _Session:
                         recorded = self.announced.pop(item.call_id, None)
                         if recorded is not None and not recorded.done():
                             recorded.set_result(None)
+                    if self.look_at_queue:
+                        self.look_at_queue = False
+                        for update in self._message_queued():
+                            yield update
             except Exception as exc:
                 # A bug in the driver, the trace writer or a user's callable: abort through
                 # the core, so every tool_use is answered, end the trace naming the fault,
@@ -638,16 +782,22 @@ class _Session:
                     yield update
                 raise
         finally:
+            if queue is not None:
+                queue.wake = None
+            await self.collector.close()
             await self._stop_tasks()
+            if self.telemetry is not None:
+                self.telemetry.finish(self.core.terminal, self.core.usage, fault=self.fault)
             if self.writer is not None:
                 self.writer.close()
-                # Issue 13: the trace is complete before the index hears of it; a store
-                # failure is logged inside index_run and never reaches the run.
+                # Issue 13: the trace is complete before the index hears of it, and the
+                # write happens on the store writer's thread: a slow, full or down store
+                # never holds the run up, and its failure is logged there.
                 store = self.agent.store_target()
                 if store is not None and self.trace_path is not None:
-                    from fsm_agent.store.recording import index_run  # noqa: PLC0415 - lazy
+                    from fsm_agent.store.background import index_later  # noqa: PLC0415 - lazy
 
-                    index_run(self.trace_path, store)
+                    index_later(self.trace_path, store)
         self.agent.response_clock.run_ended(self.core.transcript)
         price = self.agent.price
         result = RunResult(
@@ -735,6 +885,7 @@ class _Session:
         Whatever still fails here is swallowed: ``exc`` is what the caller must see.
         """
         fault = f"{type(exc).__name__}: {exc}"
+        self.fault = fault
         if isinstance(self.feeder, TracingCore):
             self.feeder.fault = fault
         updates: list[Update] = []
@@ -748,6 +899,8 @@ class _Session:
 
     def _feed(self, event: ev.Event) -> list[Update]:
         step: Step = self.feeder.feed(event)
+        if self.telemetry is not None:
+            self.telemetry.observe(event, step)
         updates: list[Update] = []
         if (
             isinstance(event, ev.ModelStreamEvent)
@@ -772,6 +925,15 @@ class _Session:
         for transition in step.transitions:
             if transition.name == "request_sent":
                 self.turns += 1
+            elif transition.name == "tools_requested":
+                # A message queued while the response streamed may interrupt these tools.
+                self.look_at_queue = True
+            elif transition.name == "run_started" and self.collector.providers:
+                self.collector.turn_started(self.attachment_request(1))
+            elif transition.name == "iteration_started" and self.collector.providers:
+                self.collector.iteration_started(
+                    self.attachment_request(self.core.state.turn_count)
+                )
             updates.append(TransitionUpdate(transition=transition, phase=self.core.phase))
         for effect in step.effects:
             if isinstance(effect, fx.Emit):
@@ -791,8 +953,12 @@ class _Session:
     # --- performing effects ---------------------------------------------------------------------
 
     def _spawn(self, coro: Any, *, call_id: str | None = None) -> None:
+        # Issue 13: a tool call's tasks run with its span current, so a child agent nests.
+        context = None
+        if call_id is not None and self.telemetry is not None:
+            context = self.telemetry.task_context(call_id)
         # The task owns the coroutine: cancelled before it starts, it is closed, not leaked.
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro, context=context)
         self.tasks.add(task)
         task.add_done_callback(self._task_done)
         if call_id is not None:
@@ -844,8 +1010,8 @@ class _Session:
                 persist_results(effect, messages, results_folder(self.trace_path))
             )
         elif isinstance(effect, fx.FetchAttachments):
-            if self.mcp:
-                self._spawn(self._refresh_tools(effect))
+            if self.mcp or self.agent.tool_providers or not self.collector.idle:
+                self._spawn(self._attachments(effect))
             else:
                 self.queue.put_nowait(ev.AttachmentsReady(effect_id=effect.effect_id))
         elif isinstance(effect, fx.CancelTool):

@@ -41,7 +41,7 @@ class SubagentBudget:
 
     Attributes:
         runs: child runs started.
-        tokens: input and output tokens of the child runs that ended.
+        tokens: input and output tokens of the children's responses so far.
     """
 
     runs: int = 0

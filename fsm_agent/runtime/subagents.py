@@ -11,7 +11,9 @@ trace is a file of its own beside the parent's, linked both ways
   policy has one; the parent's deny rules are added to the child's, so they still win there.
 * Limits: :class:`SubagentLimits` bounds how deep subagents nest and what the whole run tree
   may spend (child runs started, tokens used); a refused start is an error result naming the
-  limit. The parent's abort cancels the call, which aborts the child through its own core.
+  limit. Tokens are counted as the children's responses stream in, and a child whose next
+  request would start past the token budget fails it (``model_error``, naming the limit).
+  The parent's abort cancels the call, which aborts the child through its own core.
 * Resume: when the parent's trace shows the call had started a child, the child is picked
   up from its own trace (``Agent.continue_from(resume(...))``), so a side-effecting call the
   child already made is not made again.
@@ -25,16 +27,16 @@ from typing import Any
 import attrs
 
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.core.events import SubagentStarted
+from fsm_agent.core.events import FailureKind, SubagentStarted
 from fsm_agent.core.messages import AssistantMessage, ToolUseBlock
 from fsm_agent.core.permission_rules import RuleBehavior
 from fsm_agent.core.tables import Phase
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent, MessageUpdate, RunFinished, RunResult, Update
-from fsm_agent.runtime.models import Model
+from fsm_agent.runtime.models import Model, ModelFailure, ModelRequest
 from fsm_agent.runtime.permissions import PermissionPolicy
 from fsm_agent.runtime.server_tools import ServerTool
-from fsm_agent.runtime.subagent_link import ParentRun
+from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget
 from fsm_agent.runtime.tool import Tool
 from fsm_agent.trace.replay import resume
 
@@ -53,7 +55,7 @@ class SubagentLimits:
             but a child start none; 2 lets children start children, ...
         max_runs: child runs the whole run tree may start.
         max_tokens: input and output tokens the children of the whole tree may use; once
-            spent, no further child starts (a running child finishes under its own limits).
+            spent, no further child starts, and a running child's next model request fails.
     """
 
     max_depth: int = attrs.field(default=1, validator=_positive)
@@ -87,6 +89,53 @@ class SubagentDefinition:
     def read_only(self) -> bool:
         """Every tool of the child is read-only whatever its input (``Tool.read_only``)."""
         return all(isinstance(t, Tool) and t.read_only for t in self.tools)
+
+
+class BudgetedModel:
+    """A child's model that counts the tokens of its responses into the tree's budget and
+    refuses to start a request once the budget is spent (a ``ModelFailure`` that is not
+    retried, so the child ends ``model_error`` with the reason as its last words).
+
+    Args:
+        model: the model that answers (its name is this model's name).
+        budget: the budget the run tree shares.
+        max_tokens: the tree's token budget (None: count only).
+    """
+
+    def __init__(
+        self, model: Model, *, budget: SubagentBudget, max_tokens: int | None = None
+    ) -> None:
+        self.model = model
+        self.name = model.name
+        self.budget = budget
+        self.max_tokens = max_tokens
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+        """The answering model's stream, counted; a failure before it once the budget is spent."""
+        if self.max_tokens is not None and self.budget.tokens >= self.max_tokens:
+            raise ModelFailure(
+                kind=FailureKind.OTHER,
+                message=(
+                    f"the subagents of this run have used {self.budget.tokens} tokens of the "
+                    f"{self.max_tokens} they may (SubagentLimits.max_tokens)"
+                ),
+            )
+        output = 0  # message_delta usage is cumulative (NOTES: anthropic)
+        async for event in self.model.stream(request):
+            if event.get("type") == "message_start":
+                usage = (event.get("message") or {}).get("usage") or {}
+                output = _tokens(usage, "output_tokens")
+                self.budget.tokens += _tokens(usage, "input_tokens") + output
+            elif event.get("type") == "message_delta":
+                total = _tokens(event.get("usage") or {}, "output_tokens")
+                self.budget.tokens += max(total - output, 0)
+                output = max(total, output)
+            yield event
+
+
+def _tokens(usage: Any, key: str) -> int:
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) else 0
 
 
 def refusal(parent: ParentRun, limits: SubagentLimits) -> str | None:
@@ -150,7 +199,9 @@ def child_policy(parent: PermissionPolicy, definition: SubagentDefinition) -> Pe
     )
 
 
-def child_agent(parent: ParentRun, name: str, definition: SubagentDefinition) -> Agent:
+def child_agent(
+    parent: ParentRun, name: str, definition: SubagentDefinition, limits: SubagentLimits
+) -> Agent:
     """The agent that runs a child of ``parent`` under definition ``name``."""
     host = parent.agent
     config = definition.config if definition.config is not None else host.config
@@ -158,8 +209,9 @@ def child_agent(parent: ParentRun, name: str, definition: SubagentDefinition) ->
     if trace is not None:
         trace.parent.mkdir(parents=True, exist_ok=True)
     store = host.store_target()
+    answering = definition.model if definition.model is not None else host.model
     return Agent(
-        model=definition.model if definition.model is not None else host.model,
+        model=BudgetedModel(answering, budget=parent.budget, max_tokens=limits.max_tokens),
         tools=definition.tools,
         config=attrs.evolve(config, is_subagent=True),  # SPEC §6.3: SubagentStop, not Stop
         hooks=host.hooks,
@@ -174,6 +226,7 @@ def child_agent(parent: ParentRun, name: str, definition: SubagentDefinition) ->
         prompt_caching=host.prompt_caching,
         store=store if store is not None else False,
         subagent=parent.seat_for(name),
+        telemetry=host.telemetry,  # its run span nests under the parent's Task call
     )
 
 
@@ -183,6 +236,8 @@ async def run_subagent(
     definition: SubagentDefinition,
     prompt: str,
     progress: Callable[[str], None],
+    *,
+    limits: SubagentLimits,
 ) -> RunResult:
     """Run (or, on resume, pick up) the child of one tool call; return how it ended.
 
@@ -190,7 +245,7 @@ async def run_subagent(
     child's tool calls are reported as progress of the parent's call. Cancelling this
     coroutine (the parent's abort) aborts the child through its core, so its trace ends too.
     """
-    child = child_agent(parent, name, definition)
+    child = child_agent(parent, name, definition, limits)
     trace = parent.child_trace()
     seat = parent.seat_for(name)
     await parent.announce(
@@ -211,8 +266,6 @@ async def run_subagent(
                 if isinstance(block, ToolUseBlock):
                     progress(f"{name}: {block.name}")
     assert result is not None  # a run always ends with RunFinished
-    usage = result.usage
-    parent.budget.tokens += usage.input_tokens + usage.output_tokens
     return result
 
 

@@ -1,7 +1,8 @@
 """Which run store to use: ``FSM_AGENT_STORE``, else one SQLite file beside the traces.
 
 ``FSM_AGENT_STORE`` holds a URL: ``postgresql://...`` (or ``postgres://``) for PostgreSQL,
-``sqlite:///path/to/file`` or a plain path for SQLite. Without it, the store is
+``sqlite:///path/to/file`` or a plain path for SQLite (``sqlite:///path?mode=ro`` passes
+SQLite's URI parameters, here: open it read-only). Without it, the store is
 ``index.sqlite3`` in the default trace folder (the user state folder, see
 :mod:`fsm_agent.trace.location`).
 """
@@ -49,6 +50,12 @@ def open_store(url: str | os.PathLike[str] | None = None) -> RunStore:
         return PostgresRunStore(target)
     if target.startswith("sqlite://"):
         target = target.removeprefix("sqlite://")
+        if "?" in target:
+            # URI parameters go to SQLite as they are (``sqlite:///runs.sqlite3?mode=ro``).
+            from fsm_agent.store.sqlite import SqliteRunStore  # noqa: PLC0415
+
+            path, parameters = target.split("?", 1)
+            return SqliteRunStore(f"file:{Path(path).expanduser()}?{parameters}")
     elif "://" in target:
         raise ConfigError(
             f"run store {target!r}: unknown kind of database; use postgresql://..., "

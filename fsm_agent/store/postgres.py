@@ -14,6 +14,8 @@ from typing import Any
 from fsm_agent.errors import ConfigError
 from fsm_agent.store.sql_store import Cursor, SqlRunStore, migrations
 
+CONNECT_TIMEOUT_S = 10
+"""Seconds a connection attempt may take when the URL sets no ``connect_timeout``."""
 # An arbitrary constant naming the lock that serializes schema migrations.
 _MIGRATION_LOCK = 0x0F5A_6E70
 
@@ -39,7 +41,14 @@ class PostgresRunStore(SqlRunStore):
             ) from None
         self._errors: type[Exception] = psycopg.Error
         try:
-            self._connection: Any = psycopg.connect(url, autocommit=True)
+            # A server that does not answer (a host gone quiet) must not hold the store
+            # writer for minutes: bound the connection attempt unless the URL says otherwise.
+            if "connect_timeout" in url:
+                self._connection: Any = psycopg.connect(url, autocommit=True)
+            else:
+                self._connection = psycopg.connect(
+                    url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
+                )
             self._migrate()
         except psycopg.Error as exc:
             raise ConfigError(f"run store {_without_password(url)}: {exc}") from None

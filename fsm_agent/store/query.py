@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 from fsm_agent.errors import ConfigError
+from fsm_agent.store.summary import StoredRun
 
 
 @attrs.frozen(kw_only=True)
@@ -128,19 +129,7 @@ def select_runs(query: RunQuery, marker: str) -> tuple[str, list[Any]]:
     return sql, params
 
 
-RUN_FIELDS = (
-    "run_id",
-    "trace_path",
-    "started",
-    "ended",
-    "terminal",
-    "model",
-    "turns",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "parent_run",
-)
+RUN_FIELDS = tuple(field.name for field in attrs.fields(StoredRun))
 """The columns of the ``runs`` table, in the order rows are written and read."""
 
 RUN_COLUMNS = ", ".join(f"r.{name}" for name in RUN_FIELDS)

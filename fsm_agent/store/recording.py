@@ -28,8 +28,23 @@ def index_run(trace_path: str | os.PathLike[str], store: RunStore | str) -> bool
         trace_path: the run's (closed) trace file.
         store: the store to write to, or its URL (then it is opened, and closed afterwards).
     """
+    summary = summary_of_run(trace_path)
+    return summary is not None and write_summary(summary, store)
+
+
+def summary_of_run(trace_path: str | os.PathLike[str]) -> RunSummary | None:
+    """The summary of a finished run's trace, or None (logged) when it cannot be read."""
     try:
-        summary = summarize_trace(trace_path)
+        return summarize_trace(trace_path)
+    except Exception as exc:  # the run must not fail because its index did
+        _not_indexed(Path(trace_path).stem, Path(trace_path), exc)
+        return None
+
+
+def write_summary(summary: RunSummary, store: RunStore | str) -> bool:
+    """Write one run's summary to ``store`` (a store, or a URL opened and closed here);
+    returns whether it was written. Every failure is logged, none raised."""
+    try:
         if isinstance(store, str):
             opened = open_store(store)
             try:
@@ -39,16 +54,20 @@ def index_run(trace_path: str | os.PathLike[str], store: RunStore | str) -> bool
         else:
             store.add([summary])
     except Exception as exc:  # the run must not fail because its index did
-        LOGGER.warning(
-            "run %s was not indexed in the run store (%s: %s); its trace is complete, "
-            "index it later with: fsm-agent runs import %s",
-            Path(trace_path).stem,
-            type(exc).__name__,
-            exc,
-            Path(trace_path).parent,
-        )
+        _not_indexed(summary.run_id, Path(summary.trace_path), exc)
         return False
     return True
+
+
+def _not_indexed(run_id: str, trace_path: Path, exc: Exception) -> None:
+    LOGGER.warning(
+        "run %s was not indexed in the run store (%s: %s); its trace is complete, "
+        "index it later with: fsm-agent runs import %s",
+        run_id,
+        type(exc).__name__,
+        exc,
+        trace_path.parent,
+    )
 
 
 def import_traces(store: RunStore, paths: Iterable[str | os.PathLike[str]]) -> tuple[int, int]:

@@ -14,31 +14,8 @@ from contextlib import AbstractContextManager
 from importlib import resources
 from typing import Any, Protocol
 
-import attrs
-
 from fsm_agent.store.query import RUN_FIELDS, RunQuery, select_runs
-from fsm_agent.store.summary import RunSummary
-
-
-@attrs.frozen(kw_only=True)
-class StoredRun:
-    """One row of the run index (see :class:`~fsm_agent.store.summary.RunSummary`)."""
-
-    run_id: str
-    trace_path: str
-    started: str
-    ended: str
-    terminal: str
-    model: str
-    turns: int
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float | None
-    parent_run: str
-
-    def to_json(self) -> dict[str, Any]:
-        """The row as a JSON object (what ``fsm-agent runs --json`` prints)."""
-        return attrs.asdict(self)
+from fsm_agent.store.summary import RunSummary, StoredRun
 
 
 class RunStore(Protocol):

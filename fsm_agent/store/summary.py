@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import orjson
 
+from fsm_agent.core.pricing import usage_cost
 from fsm_agent.errors import TraceFormatError
 
 # The states a tool call ends in (DESIGN §3); ``yielded`` follows every one of them.
@@ -62,8 +63,8 @@ class PermissionSummary:
 
 
 @attrs.frozen(kw_only=True)
-class RunSummary:
-    """One run as the store indexes it.
+class StoredRun:
+    """One run's row in the run index: what ``fsm-agent runs`` lists and queries return.
 
     Attributes:
         run_id: the run's id (``run_id`` in the header's meta, else the trace file's stem).
@@ -75,11 +76,9 @@ class RunSummary:
         turns: how many iterations the loop started.
         input_tokens: input tokens over the run (from the ``end`` record).
         output_tokens: output tokens over the run.
-        cost_usd: the run's cost when the trace records one.
+        cost_usd: the run's cost: at the price recorded in the header (``meta.price``, from
+            ``Agent(price=...)``) for the usage of the ``end`` record; None without a price.
         parent_run: the run this one was forked or resumed from (``meta.parent``), or ``""``.
-        transitions: how often each transition was taken, by name.
-        tool_calls: every tool call, in the order they were queued.
-        permissions: every permission decision, in order.
     """
 
     run_id: str
@@ -93,6 +92,22 @@ class RunSummary:
     output_tokens: int
     cost_usd: float | None
     parent_run: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The run as a JSON object (what ``fsm-agent runs --json`` prints)."""
+        return attrs.asdict(self)
+
+
+@attrs.frozen(kw_only=True)
+class RunSummary(StoredRun):
+    """One run as the store indexes it: its row, and what the other tables keep of it.
+
+    Attributes:
+        transitions: how often each transition was taken, by name.
+        tool_calls: every tool call, in the order they were queued.
+        permissions: every permission decision, in order.
+    """
+
     transitions: dict[str, int]
     tool_calls: tuple[ToolCallSummary, ...]
     permissions: tuple[PermissionSummary, ...]
@@ -170,6 +185,9 @@ def _summary(source: str, header: dict[str, Any], body: list[dict[str, Any]]) ->
             usage = record.get("usage") or {}
     started = str(meta.get("started", ""))
     cost = meta.get("cost_usd")
+    if not isinstance(cost, int | float):
+        # issue 13: the price the run was given rides in the header; the end has the usage.
+        cost = usage_cost(meta.get("price"), usage) if terminal else None
     return RunSummary(
         run_id=str(meta.get("run_id") or Path(source).stem),
         trace_path=str(Path(source).absolute()),
@@ -197,8 +215,13 @@ def _summary(source: str, header: dict[str, Any], body: list[dict[str, Any]]) ->
 
 
 def _parent(lineage: object) -> str:
-    """The parent run's id from ``meta.parent`` of a forked or resumed run (its trace's stem)."""
-    if isinstance(lineage, dict) and isinstance(lineage.get("trace"), str):
+    """The parent run's id from ``meta.parent`` of a forked or resumed run (the id it names,
+    or, in traces written before run ids were recorded, its trace's stem)."""
+    if not isinstance(lineage, dict):
+        return ""
+    if isinstance(lineage.get("run_id"), str) and lineage["run_id"]:
+        return str(lineage["run_id"])
+    if isinstance(lineage.get("trace"), str):
         return Path(lineage["trace"]).stem
     return ""
 

@@ -9,10 +9,26 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from fsm_agent.temporal.activities import AgentFactory, SessionActivities
 from fsm_agent.temporal.workflow import SessionWorkflow
 
-PASSED_THROUGH = ("fsm_agent", "transitions", "attrs", "cattrs", "structlog", "orjson", "jiter")
+PASSED_THROUGH = (
+    "fsm_agent.core",
+    "fsm_agent.errors",
+    "fsm_agent.lazy_exports",
+    "fsm_agent.runtime",
+    "fsm_agent.store",
+    "fsm_agent.testing",
+    "fsm_agent.toolbox",
+    "fsm_agent.trace",
+    "transitions",
+    "attrs",
+    "cattrs",
+    "structlog",
+    "orjson",
+    "jiter",
+)
 """Modules the workflow sandbox shares with the worker instead of re-importing them for each
 run: the core and what it is built on are deterministic and keep no per-run module state, and
-re-importing them would cost more than a session's work."""
+re-importing them would cost more than a session's work. The workflow module itself is not
+among them, so the sandbox checks what it calls (no clock, no randomness, no I/O)."""
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from fsm_agent.core.messages import ApiErrorMessage
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.subagents import (
     SubagentDefinition,
@@ -118,9 +119,15 @@ class Task(Tool[TaskInput]):
         if refused is not None:
             return ToolOutput(content=refused, is_error=True)
         name = data.subagent_type
-        result = await run_subagent(parent, name, self.agents[name], data.prompt, progress)
+        result = await run_subagent(
+            parent, name, self.agents[name], data.prompt, progress, limits=self.limits
+        )
         if result.terminal != "completed":
-            said = f"; its last words: {result.text}" if result.text else ""
+            # A child that ended on an API error (or on a refusal of the token budget) says
+            # why in its last message, which is no assistant text.
+            last = result.messages[-1] if result.messages else None
+            words = last.text if isinstance(last, ApiErrorMessage) else result.text
+            said = f"; its last words: {words}" if words else ""
             return ToolOutput(
                 content=f"the subagent {name!r} ended with {result.terminal}{said}",
                 is_error=True,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -41,17 +42,19 @@ def names_folder(target: str | os.PathLike[str]) -> bool:
     return raw.endswith(("/", os.sep)) or Path(raw).is_dir()
 
 
-def run_file_name(now: dt.datetime | None = None) -> str:
-    """A new trace file name in a folder, stamped with the (UTC) start time."""
+def new_run_id(now: dt.datetime | None = None) -> str:
+    """A new run id: the (UTC) start time, so ids sort by it, and 48 random bits, so runs
+    started in the same second on any number of machines do not share one (issue 13)."""
     moment = now if now is not None else dt.datetime.now(dt.UTC)
-    return f"run-{moment.strftime('%Y%m%d-%H%M%S-%f')}.jsonl"
+    return f"run-{moment.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(6)}"
 
 
-def prepare_trace_file(target: str | os.PathLike[str] | None) -> Path:
+def prepare_trace_file(target: str | os.PathLike[str] | None, *, run_id: str | None = None) -> Path:
     """The file a run's trace is written to; its folder is created.
 
     Args:
         target: a folder (see :func:`names_folder`), a file, or None for the default folder.
+        run_id: the run's id; a file made in a folder is named after it (default: a new id).
 
     Raises:
         ConfigError: the folder cannot be created (a file is in the way, no permission).
@@ -65,7 +68,7 @@ def prepare_trace_file(target: str | os.PathLike[str] | None) -> Path:
         _make_folder(path.parent, f"the folder of trace file {os.fspath(target)}")
         return path
     _make_folder(folder, f"trace folder {folder}")
-    return folder / run_file_name()
+    return folder / f"{run_id or new_run_id()}.jsonl"
 
 
 def _make_folder(folder: Path, what: str) -> None:

@@ -53,22 +53,23 @@ def _has_sensitive_key(value: Any) -> bool:
 
     Iterative, so a model event nested thousands deep is checked like any other.
     """
-    pending = [value] if type(value) in _CONTAINERS else []
+    memo, containers = _KEY_MEMO, _CONTAINERS  # locals: this runs for every record written
+    pending = [value] if type(value) in containers else []
     while pending:
         current = pending.pop()
         if type(current) is dict:
             for key, item in current.items():
-                sensitive = _KEY_MEMO.get(key)
+                sensitive = memo.get(key)
                 if sensitive is None:
-                    if len(_KEY_MEMO) >= _KEY_MEMO_LIMIT:
-                        _KEY_MEMO.clear()
-                    sensitive = _KEY_MEMO[key] = isinstance(key, str) and is_sensitive_key(key)
+                    if len(memo) >= _KEY_MEMO_LIMIT:
+                        memo.clear()
+                    sensitive = memo[key] = isinstance(key, str) and is_sensitive_key(key)
                 if sensitive:
                     return True
-                if type(item) in _CONTAINERS:
+                if type(item) in containers:
                     pending.append(item)
         else:
-            pending.extend(item for item in current if type(item) in _CONTAINERS)
+            pending.extend(item for item in current if type(item) in containers)
     return False
 
 
@@ -97,21 +98,25 @@ class Redactor:
         # As they appear inside a JSON string (quotes and backslashes escaped).
         self._secret_bytes = tuple(orjson.dumps(secret)[1:-1] for secret in self._secrets)
 
-    def may_need(self, record: Any, serialized: bytes) -> bool:
+    def may_need(self, keyed: Any, serialized: bytes) -> bool:
         """Whether a record may hold something to redact (False is certain).
 
         ``serialized`` is the record as the writer rendered it anyway: secret strings are
-        looked for in those bytes. Key names are checked on the record itself, each distinct
-        name once per process, so a long text costs no scan per key rule. Only a record
-        flagged here is walked by :meth:`value`; clean records (nearly all) are not.
+        looked for in those bytes. Key names are checked on ``keyed``, the record or the part
+        of it whose keys are not the writer's own, each distinct name once per process, so a
+        long text costs no scan per key rule. Only a record flagged here is walked by
+        :meth:`value`; clean records (nearly all) are not.
         """
-        return self.holds_secret(serialized) or _has_sensitive_key(record)
+        return self.holds_secret(serialized) or _has_sensitive_key(keyed)
 
     def holds_secret(self, serialized: bytes) -> bool:
         """Whether rendered JSON holds a configured secret or API-key-shaped text."""
         if b"sk-ant-" in serialized:
             return True
-        return any(secret in serialized for secret in self._secret_bytes)
+        # Most writers have no secret string: then no generator is built at all.
+        return bool(self._secret_bytes) and any(
+            secret in serialized for secret in self._secret_bytes
+        )
 
     def text(self, value: str) -> str:
         """``value`` with every secret string (and API-key-shaped text) replaced."""

@@ -183,6 +183,11 @@ class _Continuable:
         and the ``seq`` it was taken at; written to the new header's ``meta.parent``."""
         raise NotImplementedError
 
+    def _run_id(self) -> dict[str, str]:
+        """The recorded run's id, when its header names one (issue 13), for ``lineage``."""
+        run_id = self.header.meta.get("run_id")
+        return {"run_id": run_id} if isinstance(run_id, str) and run_id else {}
+
     def writer_for(
         self,
         target: str | os.PathLike[str] | IO[bytes],
@@ -224,8 +229,8 @@ class ForkPoint(_Continuable):
     source: str | None = None
 
     def lineage(self) -> dict[str, Any]:
-        """``{"kind": "fork", "trace": <source>, "seq": <at_seq>}``."""
-        return {"kind": "fork", "trace": self.source, "seq": self.at_seq}
+        """``{"kind": "fork", "trace": <source>, "seq": <at_seq>, "run_id": <its id>}``."""
+        return {"kind": "fork", "trace": self.source, "seq": self.at_seq, **self._run_id()}
 
     def tracing_core(
         self,
@@ -264,8 +269,9 @@ class ResumePoint(_Continuable):
     source: str | None = None
 
     def lineage(self) -> dict[str, Any]:
-        """``{"kind": "resume", "trace": <source>, "seq": <last seq on file>}``."""
-        return {"kind": "resume", "trace": self.source, "seq": len(self.records) - self.unwritten}
+        """``{"kind": "resume", "trace": <source>, "seq": <last seq on file>, "run_id": ...}``."""
+        seq = len(self.records) - self.unwritten
+        return {"kind": "resume", "trace": self.source, "seq": seq, **self._run_id()}
 
     @property
     def unsafe_to_rerun(self) -> tuple[InFlight, ...]:

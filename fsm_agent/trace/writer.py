@@ -191,9 +191,14 @@ class TraceWriter:
         return event_dict
 
     def _serialize(self, event_dict: MutableMapping[str, Any], **_options: Any) -> bytes:
-        data = records.dumps(event_dict)
-        if self._redactor.may_need(event_dict, data):
-            data = records.dumps(self._redactor.value(event_dict))
+        return self._render(event_dict, keyed=event_dict)
+
+    def _render(self, fields: Mapping[str, Any], *, keyed: Any) -> bytes:
+        """``fields`` serialized and redacted; ``keyed`` is where its keys may need redaction
+        (all of it, or the part that is not the writer's own)."""
+        data = records.dumps(fields)
+        if self._redactor.may_need(keyed, data):
+            data = records.dumps(self._redactor.value(fields))
         return data
 
     # --- writing -------------------------------------------------------------------------
@@ -220,14 +225,15 @@ class TraceWriter:
         data.pop("seq", None)
         self._write(data)
 
-    def _line(self, fields: MutableMapping[str, Any]) -> bytes:
+    def _line(self, fields: MutableMapping[str, Any], *, keyed: Any = None) -> bytes:
         """One record line for the hot path: ``seq`` stamped, serialized and redacted as the
-        logger would, without its machinery (the same bytes)."""
+        logger would, without its machinery (the same bytes). ``keyed``: as for
+        :meth:`_render` (None: the whole record)."""
         if self._closed:
             raise UsageError("the trace writer is closed")
         fields["seq"] = self._next_seq
         try:
-            data = self._serialize(fields)
+            data = self._render(fields, keyed=fields if keyed is None else keyed)
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
@@ -272,9 +278,14 @@ class TraceWriter:
     def write_event(self, event: Event) -> None:
         """Record an event; call it *before* the core processes the event (write-ahead)."""
         fields = records.event_fields(event)
-        if self._clock is not None and type(event) is not ModelStreamEvent:
-            fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-        self._file.write(self._line(fields))
+        if type(event) is ModelStreamEvent:
+            # A stream event record's keys are the writer's own but for the model's event.
+            line = self._line(fields, keyed=event.event)
+        else:
+            if self._clock is not None:
+                fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
+            line = self._line(fields)
+        self._file.write(line)
         self._file.flush()
 
     def write_step(self, step: Step) -> None:

@@ -103,7 +103,9 @@ def kill_mid_child(work: Path, program: Path) -> None:
     )
     try:
         deadline = time.monotonic() + 60
-        while not (work / "side.txt").exists():
+        side = work / "side.txt"
+        # The line is whole once the tool has closed the file (it then hangs).
+        while not (side.exists() and side.read_text(encoding="utf-8").endswith("\n")):
             assert process.poll() is None, process.stderr.read() if process.stderr else ""
             assert time.monotonic() < deadline, "the child never made its call"
             time.sleep(0.02)
@@ -155,7 +157,8 @@ def test_resume_after_sigkill_mid_child_does_not_repeat_its_side_effect(tmp_path
     (resumed_child,) = (tmp_path / "resumed.subagents").iterdir()
     child_trace = read_trace(resumed_child)
     assert child_trace.header.meta["parent"]["kind"] == "resume"
-    assert child_trace.header.meta["subagent_of"]["run_id"] == "resumed"
+    parent_id = read_trace(tmp_path / "resumed.jsonl").header.meta["run_id"]
+    assert child_trace.header.meta["subagent_of"]["run_id"] == parent_id
     not_rerun = [
         r.data["event"]
         for r in child_trace.of_kind("event")

@@ -4,6 +4,7 @@ a Stop hook, the trace, Temporal's own Replayer, a worker killed mid-call, many 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from pathlib import Path
@@ -194,3 +195,58 @@ def test_fifty_sessions_across_two_worker_processes(
     for n, (work, trace) in enumerate(sessions):
         assert (work / "ledger.txt").read_text(encoding="utf-8") == f"line {n}\n"
         assert replay(read_trace(trace)).terminal == "completed"
+
+
+def test_abort_signal_ends_a_running_call_with_a_result(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """The abort signal, sent while a tool runs, ends the session aborted_tools; the call
+    still gets its tool_result, and the trace replays."""
+    work, trace = folders(tmp_path)
+    steps = [{"content": [use("Append", line="slow")]}, reply("never sent")]
+    params = {"steps": steps, "cwd": str(work), "allow": ["Append"], "linger_s": 30.0}
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="abort", factory=scripted):
+            handle = await start_session(
+                client, "go", task_queue="abort", params=params, trace=str(trace)
+            )
+            while not (work / "ledger.txt").exists():
+                await asyncio.sleep(0.05)
+            await handle.signal("abort", "user")
+            result: dict[str, Any] = await asyncio.wait_for(handle.result(), timeout=30)
+            return result
+
+    result = asyncio.run(go())
+    assert result["terminal"] == "aborted_tools"
+    records = read_trace(trace)
+    call = [r.data["name"] for r in records.of_kind("transition") if r.data["call_id"]]
+    assert call[-2:] == ["cancelled", "result_yielded"]  # the core wrote the call's result
+    assert replay(records).terminal == "aborted_tools"
+
+
+def test_run_temporal_streams_progress_and_answers_with_yes(
+    temporal_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fsm-agent run --temporal --yes` prints the session, its transitions, the question it
+    answered and the answer, and exits 0 once the session completes."""
+    work, trace = folders(tmp_path)
+    steps = [{"content": [use("Write", file_path="out.txt", content="hi")]}, reply("wrote it")]
+    params = {"steps": steps, "cwd": str(work)}
+    argv = ["run", "go", "--temporal", "--yes", "--address", temporal_address]
+    argv += ["--task-queue", "cli", "--params", json.dumps(params), "--trace", str(trace)]
+
+    async def go() -> int:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="cli", factory=scripted):
+            return await asyncio.to_thread(cli.main, argv)
+
+    assert asyncio.run(go()) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("session fsm-agent-")
+    assert "  → request_sent" in out
+    assert '  ? Write {"content": "hi", "file_path": "out.txt"}' in out
+    assert "wrote it" in out
+    assert "ended: completed" in out
+    assert (work / "out.txt").read_text(encoding="utf-8") == "hi"

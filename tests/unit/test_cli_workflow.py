@@ -133,7 +133,14 @@ def test_fork_on_the_command_line_records_its_parent(
     argv = ["fork", "a.jsonl", "--at", "1", "--model", again, "--trace", "b.jsonl"]
     assert main(argv) == 0
     header = read_trace(tmp_path / "b.jsonl").header
-    assert header.meta["parent"] == {"kind": "fork", "trace": "a.jsonl", "seq": 1}
+    parent_id = read_trace(tmp_path / "a.jsonl").header.meta["run_id"]
+    assert header.meta["parent"] == {
+        "kind": "fork",
+        "trace": "a.jsonl",
+        "seq": 1,
+        "run_id": parent_id,
+    }
+    assert header.meta["run_id"] != parent_id
     assert main(["replay", "b.jsonl"]) == 0
 
 

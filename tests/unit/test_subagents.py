@@ -95,7 +95,7 @@ def test_the_child_answer_is_the_result_and_both_traces_replay(tmp_path: Path) -
     assert header.meta["run_id"] == started["run_id"]
     assert header.meta["subagent_of"] == {
         "agent": "reader",
-        "run_id": "parent",
+        "run_id": read_trace(parent).header.meta["run_id"],
         "trace": str(parent),
         "call_id": started["call_id"],
     }
@@ -159,6 +159,24 @@ def test_the_run_wide_budget_of_child_runs_is_respected(tmp_path: Path) -> None:
     first, second = task_results(result)
     assert not first.is_error
     assert second.is_error and "max_runs" in str(second.content)
+
+
+def test_the_run_wide_token_budget_stops_a_running_child_and_later_starts(
+    tmp_path: Path,
+) -> None:
+    """Once the children's tokens pass max_tokens, the running child's next request fails
+    (it ends model_error, naming the limit) and a later Task call is refused."""
+    definition = reader(*CHILD_READS)
+    result = run_parent(
+        tmp_path,
+        [calls(task()), calls(task()), text("done")],
+        Task({"reader": definition}, limits=SubagentLimits(max_tokens=5)),
+    )
+    first, second = task_results(result)
+    assert first.is_error and "'reader' ended with model_error" in str(first.content)
+    assert "SubagentLimits.max_tokens" in str(first.content)
+    assert second.is_error and "SubagentLimits.max_tokens" in str(second.content)
+    assert "do the task yourself" in str(second.content)
 
 
 def test_a_deny_rule_of_the_parent_wins_in_the_child(tmp_path: Path) -> None:
@@ -235,7 +253,8 @@ def test_subagent_stop_hooks_fire_with_the_agent_name_as_matched_value(tmp_path:
     )
     (stopped,) = seen
     assert stopped.payload["agent_type"] == "reader"
-    assert stopped.payload["agent_id"].startswith("parent.")
+    parent_id = read_trace(tmp_path / "parent.jsonl").header.meta["run_id"]
+    assert stopped.payload["agent_id"].startswith(f"{parent_id}.")
     assert Path(stopped.payload["agent_transcript_path"]).parent.name == "parent.subagents"
     assert len(stops) == 1
 
@@ -274,15 +293,18 @@ def test_a_task_outside_an_agent_run_is_an_error() -> None:
     assert output.is_error
 
 
-@tool()
-async def wait_forever() -> str:
-    """A tool that never returns."""
-    await asyncio.Event().wait()
-    return "never"
-
-
 def test_aborting_the_parent_aborts_the_child(tmp_path: Path) -> None:
-    """Cancelling the parent mid-child ends the child's trace with an aborted terminal."""
+    """Cancelling the parent while the child's tool runs ends both traces aborted (whether
+    the cancel lands while the responses still stream or after they closed)."""
+    waiting = asyncio.Event()
+
+    @tool()
+    async def wait_forever() -> str:
+        """A tool that says it started, then never returns."""
+        waiting.set()
+        await asyncio.Event().wait()
+        return "never"
+
     stuck = SubagentDefinition(
         description="waits",
         tools=[wait_forever],
@@ -295,24 +317,20 @@ def test_aborting_the_parent_aborts_the_child(tmp_path: Path) -> None:
         trace=tmp_path / "parent.jsonl",
         store=False,
     )
-    folder = tmp_path / "parent.subagents"
 
     async def go() -> None:
         running = asyncio.create_task(parent.run("go"))
-        for _ in range(400):
-            await asyncio.sleep(0.01)
-            if folder.exists() and any(
-                '"wait_forever"' in p.read_text(encoding="utf-8") for p in folder.iterdir()
-            ):
-                break
+        async with asyncio.timeout(30):
+            await waiting.wait()
         running.cancel()
         with pytest.raises(asyncio.CancelledError):
             await running
 
     asyncio.run(go())
-    (child,) = folder.iterdir()
-    assert replay(child).terminal == "aborted_tools"
-    assert replay(tmp_path / "parent.jsonl").terminal == "aborted_tools"
+    (child,) = (tmp_path / "parent.subagents").iterdir()
+    aborted = {"aborted_streaming", "aborted_tools"}
+    assert replay(child).terminal in aborted
+    assert replay(tmp_path / "parent.jsonl").terminal in aborted
 
 
 def test_show_and_the_html_pages_link_parent_and_child(
@@ -325,7 +343,8 @@ def test_show_and_the_html_pages_link_parent_and_child(
     page = tmp_path / "page.html"
     assert main(["show", str(tmp_path / "parent.jsonl"), "--html", str(page)]) == 0
     shown = capsys.readouterr().out
-    assert f"started subagent 'reader': run parent.{child.stem}, trace {child}" in shown
+    parent_id = read_trace(tmp_path / "parent.jsonl").header.meta["run_id"]
+    assert f"started subagent 'reader': run {parent_id}.{child.stem}, trace {child}" in shown
     child_page = tmp_path / f"page.{child.stem}.html"
     assert f'href="{child_page.name}"' in page.read_text(encoding="utf-8")
     back = child_page.read_text(encoding="utf-8")
@@ -333,7 +352,8 @@ def test_show_and_the_html_pages_link_parent_and_child(
     assert f'id="call-{child.stem}"' in page.read_text(encoding="utf-8")
 
     assert main(["show", str(child)]) == 0
-    assert f"subagent 'reader' of run parent, for its call {child.stem}" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert f"subagent 'reader' of run {parent_id}, for its call {child.stem}" in shown
 
 
 def test_the_child_does_not_list_the_parents_traces(tmp_path: Path) -> None:

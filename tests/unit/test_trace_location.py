@@ -117,4 +117,5 @@ def test_a_continued_fork_names_its_parent_and_point(tmp_path: Path) -> None:
 
     forked = asyncio.run(go())
     parent = read_trace(forked).header.meta["parent"]
-    assert parent == {"kind": "fork", "trace": str(original), "seq": 3}
+    parent_id = read_trace(original).header.meta["run_id"]
+    assert parent == {"kind": "fork", "trace": str(original), "seq": 3, "run_id": parent_id}

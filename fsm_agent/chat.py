@@ -1,0 +1,110 @@
+"""``fsm-agent chat``: a conversation at the terminal, one prompt per line.
+
+One thread reads standard input; every line it reads is routed on the event loop: to a
+permission question waiting for its answer, else (at a terminal, while a turn works) to the
+session's queue of messages (``Session.send``: it lands at the next attachment phase or
+interrupts a cancellable tool), else to the prompts waiting for the next turn. With piped
+input nothing is queued mid-turn: each line is the next prompt, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import sys
+import threading
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from fsm_agent.runtime.agent import Update
+    from fsm_agent.runtime.session import Session
+
+
+class ChatInput:
+    """Lines of standard input, shared by the chat loop and permission questions.
+
+    Args:
+        queue_while_working: a line typed while a turn works is queued for that turn
+            (at a terminal) instead of waiting to be the next prompt (piped input).
+        stream: where lines come from.
+    """
+
+    def __init__(self, *, queue_while_working: bool, stream: TextIO | None = None) -> None:
+        self.queue_while_working = queue_while_working
+        self.stream = stream if stream is not None else sys.stdin
+        self.working: Session | None = None  # the session whose turn is running
+        self._prompts: asyncio.Queue[str | None] = asyncio.Queue()
+        self._answers: queue.Queue[str | None] = queue.Queue()
+        self._question_open = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self) -> None:
+        """Start reading (call from the running event loop)."""
+        self._loop = asyncio.get_running_loop()
+        threading.Thread(target=self._read, name="fsm-agent-chat-input", daemon=True).start()
+
+    def _read(self) -> None:
+        assert self._loop is not None
+        for line in self.stream:
+            self._loop.call_soon_threadsafe(self._route, line.rstrip("\n"))
+        self._loop.call_soon_threadsafe(self._route, None)
+
+    def _route(self, line: str | None) -> None:
+        if line is None:  # end of input: nobody answers, nothing more to ask
+            self._answers.put(None)
+            self._prompts.put_nowait(None)
+        elif self._question_open.is_set():
+            self._answers.put(line)
+        elif self.working is not None and self.queue_while_working and line.strip():
+            self.working.send(line)
+        else:
+            self._prompts.put_nowait(line)
+
+    async def next_prompt(self) -> str | None:
+        """The next non-blank line, or None at the end of input."""
+        while True:
+            line = await self._prompts.get()
+            if line is None:
+                self._prompts.put_nowait(None)  # stays at the end for any later call
+                return None
+            if line.strip():
+                return line
+
+    def read_answer(self, prompt: str) -> str:
+        """One answer to a permission question (``LiveView(read_line=...)``; runs in a
+        worker thread while the loop goes on routing lines).
+
+        Raises:
+            EOFError: the input ended.
+        """
+        print(prompt, end="", flush=True)
+        self._question_open.set()
+        try:
+            answer = self._answers.get()
+        finally:
+            self._question_open.clear()
+        if answer is None:
+            self._answers.put(None)  # later questions see the end as well
+            raise EOFError
+        return answer
+
+
+async def chat(session: Session, lines: ChatInput, *, show_prompt: bool) -> AsyncIterator[Update]:
+    """Run a turn for each prompt until the input ends; queued messages left over at the end
+    of a turn (an interrupt) are asked at once, as the next turn."""
+    lines.start()
+    while True:
+        prompt: str | None = None
+        if not session.pending:
+            if show_prompt:
+                print("\n> ", end="", flush=True)
+            prompt = await lines.next_prompt()
+            if prompt is None:
+                return
+        lines.working = session
+        try:
+            async for update in session.stream(prompt):
+                yield update
+        finally:
+            lines.working = None

@@ -1,0 +1,199 @@
+"""Sessions: one conversation over many user turns.
+
+Each user turn is one run of the loop with a trace file of its own; the transcript of a turn
+is where the next one starts (its ``TurnStarted`` event carries it, so each turn's trace
+replays on its own), and each turn's header names its session, its number and the trace of
+the turn before (``meta``: ``session``, ``turn``, ``previous``), so the turns of a
+conversation can be found and replayed in order (:mod:`fsm_agent.trace.conversation`).
+
+Messages sent while a turn runs wait in a queue: the next attachment phase hands them to the
+model (SPEC §1.2 S7), or, if a tool that an interrupt cancels is running, they interrupt it
+(SPEC §2.2 ``interrupt``) and become the next turn's prompt.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from fsm_agent.core.messages import (
+    Message,
+    ProgressMessage,
+    TextBlock,
+    TombstoneMessage,
+    UserMessage,
+)
+from fsm_agent.errors import UsageError
+from fsm_agent.runtime.attachments import (
+    AttachmentCollector,
+    AttachmentProvider,
+    AttachmentRequest,
+    MessageQueue,
+)
+from fsm_agent.runtime.file_changes import ChangedFiles
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from fsm_agent.runtime.agent import Agent, RunResult, Update
+
+
+class Session:
+    """A conversation with an agent: ``ask`` once per user turn, ``send`` while one runs.
+
+    Made by :meth:`Agent.session`; usable as an async context manager.
+
+    Attributes:
+        id: names the conversation in each turn's trace header.
+        turn: user turns started so far.
+        messages: the whole transcript so far (the next turn starts from it).
+        results: the result of each turn of this object, in order.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        resume: str | os.PathLike[str] | None = None,
+        changed_files: bool = True,
+    ) -> None:
+        self.agent = agent
+        self.id = uuid.uuid4().hex[:16]
+        self.turn = 0
+        self.messages: tuple[Message, ...] = ()
+        self.results: list[RunResult] = []
+        self.previous: Path | None = None
+        seen_at: float | None = None
+        if resume is not None:
+            self._load(Path(resume))
+            seen_at = Path(resume).stat().st_mtime  # the recorded turn's last write
+        providers: list[AttachmentProvider] = (
+            [ChangedFiles(seen_at=seen_at)] if changed_files else []
+        )
+        self._queue = MessageQueue()
+        self._collector = AttachmentCollector(
+            [*providers, *agent.attachments], queue=self._queue, user_turn=self.turn + 1
+        )
+        self._running = False
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        return None
+
+    @property
+    def pending(self) -> int:
+        """Messages queued and not yet handed to the model."""
+        return len(self._queue)
+
+    def send(self, text: str) -> None:
+        """Queue a message for the model (from any thread or task).
+
+        While a turn runs, the next attachment phase hands it to the model, or it interrupts
+        the running tools an interrupt may cancel and waits for the next turn; between turns
+        it goes in front of the next prompt.
+
+        Raises:
+            UsageError: the message is empty.
+        """
+        self._queue.put(text)
+
+    async def ask(self, prompt: str | None = None) -> RunResult:
+        """Run one user turn to its end; ``prompt`` None takes the queued messages instead."""
+        from fsm_agent.runtime.agent import final_result  # noqa: PLC0415 - import cycle
+
+        return await final_result(self.stream(prompt))
+
+    async def stream(self, prompt: str | None = None) -> AsyncIterator[Update]:
+        """``ask``, yielding the run's updates as they come (``Agent.stream`` for one turn).
+
+        Raises:
+            UsageError: a turn is already running, or there is neither a prompt nor a
+                queued message.
+        """
+        from fsm_agent.runtime.agent import RunFinished  # noqa: PLC0415 - import cycle
+
+        if self._running:
+            raise UsageError("a turn of this session is running: send() queues a message")
+        words = self._queue.drain()
+        if prompt is not None:
+            if not prompt.strip():
+                raise UsageError("the prompt is empty")
+            words.append(prompt)
+        if not words:
+            raise UsageError("nothing to ask: give a prompt or send() a message first")
+        self._running = True
+        try:
+            self.turn += 1
+            self._collector.user_turn = self.turn
+            carried = carry_over(self.messages, finished_turn=self.turn - 1)
+            prompts = tuple(
+                UserMessage(uuid=f"{self.turn}:prompt.{n}", content=(TextBlock(text=text),))
+                for n, text in enumerate(words, 1)
+            )
+            request = AttachmentRequest(
+                cwd=self.agent.cwd, messages=(*carried, *prompts), user_turn=self.turn
+            )
+            # Files changed between turns are reported ahead of the prompt (SPEC §8.1 step 1
+            # keeps them there: right after the last assistant message).
+            ahead = await self._collector.before_prompt(request)
+            async for update in self.agent.stream_turn(
+                (*carried, *ahead, *prompts), collector=self._collector, link=self._link()
+            ):
+                if isinstance(update, RunFinished):
+                    self.messages = update.result.messages
+                    self.results.append(update.result)
+                    self.previous = update.result.trace_path or self.previous
+                yield update
+        finally:
+            self._running = False
+
+    def _link(self) -> dict[str, Any]:
+        """Header metadata that ties a turn's trace to its conversation."""
+        # By name: the turns of a conversation are traced into one folder.
+        previous = self.previous.name if self.previous is not None else None
+        return {"session": self.id, "turn": self.turn, "previous": previous}
+
+    def _load(self, path: Path) -> None:
+        """Start from the transcript of a recorded turn (``resume``)."""
+        from fsm_agent.trace.reader import read_trace  # noqa: PLC0415 - loaded when used
+        from fsm_agent.trace.replay import resume  # noqa: PLC0415
+
+        trace = read_trace(path, allow_truncated=True)
+        point = resume(trace)
+        messages = getattr(point.core, "transcript", ())
+        meta = trace.header.meta
+        session = meta.get("session")
+        turn = meta.get("turn")
+        self.id = session if isinstance(session, str) and session else self.id
+        self.turn = turn if isinstance(turn, int) and turn > 0 else 1
+        self.messages = tuple(messages)
+        self.previous = path
+
+
+def carry_over(messages: Sequence[Message], *, finished_turn: int) -> tuple[Message, ...]:
+    """The transcript a new user turn starts from.
+
+    Withdrawn messages (and their tombstones) and tool progress are left behind, and the ids
+    the finished turn's core gave (``m7``) are made unique in the conversation (``3:m7``): the
+    next turn's core counts from ``m1`` again.
+    """
+    withdrawn = {m.target_uuid for m in messages if isinstance(m, TombstoneMessage)}
+    kept: list[Message] = []
+    for message in messages:
+        if isinstance(message, TombstoneMessage | ProgressMessage) or message.uuid in withdrawn:
+            continue
+        unique = message.uuid if ":" in message.uuid else f"{finished_turn}:{message.uuid}"
+        kept.append(attrs.evolve(message, uuid=unique) if unique != message.uuid else message)
+    return tuple(kept)

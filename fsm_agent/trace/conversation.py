@@ -1,0 +1,59 @@
+"""The turns of a conversation, found from their trace files.
+
+Each user turn of a session is traced to a file of its own (it replays on its own: its
+``TurnStarted`` event carries the transcript it started from). The header's ``meta`` ties the
+turns together: ``session`` (the conversation's id), ``turn`` (1, 2, ...) and ``previous``
+(the file name of the turn before, in the same folder). Replay ignores ``meta``; these
+functions read it to walk a conversation.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from fsm_agent.trace.reader import TraceReader, trace_files
+
+
+def header_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``meta`` of a trace's header (only the first line is read)."""
+    with TraceReader(path, allow_truncated=True) as reader:
+        return dict(reader.header.meta)
+
+
+def conversation_turns(path: str | os.PathLike[str]) -> list[Path]:
+    """The trace files of the conversation ``path`` belongs to, up to it, first turn first.
+
+    A run that is not a turn of a session is a conversation of one. The walk stops at an
+    earlier turn that is missing from the folder (or at a loop in the links).
+    """
+    turns = [Path(path)]
+    seen = {turns[0].resolve()}
+    while True:
+        previous = header_meta(turns[0]).get("previous")
+        if not isinstance(previous, str) or not previous:
+            return turns
+        earlier = turns[0].parent / Path(previous).name
+        if not earlier.is_file() or earlier.resolve() in seen:
+            return turns
+        seen.add(earlier.resolve())
+        turns.insert(0, earlier)
+
+
+def latest_turn(folder: str | os.PathLike[str]) -> Path | None:
+    """The most recently written trace file of ``folder`` (``run --continue``), or None."""
+    files = list(trace_files([folder])) if Path(folder).is_dir() else []
+    if not files:
+        return None
+    return max(files, key=lambda file: (file.stat().st_mtime_ns, file.name))
+
+
+def turn_label(meta: dict[str, Any]) -> str | None:
+    """``turn 2 of session 3f1c…, after run-….jsonl`` for a turn of a session, else None."""
+    session, turn = meta.get("session"), meta.get("turn")
+    if not isinstance(session, str) or not isinstance(turn, int):
+        return None
+    previous = meta.get("previous")
+    after = f", after {previous}" if isinstance(previous, str) and previous else ""
+    return f"turn {turn} of session {session}{after}"

@@ -1,0 +1,312 @@
+"""Sessions: many user turns, messages queued mid-run, changed files between turns."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsm_agent.core.messages import (
+    AttachmentKind,
+    AttachmentMessage,
+    ToolResultBlock,
+    UserMessage,
+    text_of,
+)
+from fsm_agent.errors import UsageError
+from fsm_agent.runtime.agent import Agent
+from fsm_agent.runtime.attachments import MessageQueue
+from fsm_agent.runtime.session import Session
+from fsm_agent.runtime.tool import tool
+from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+from fsm_agent.toolbox import default_tools
+from fsm_agent.trace.conversation import conversation_turns
+from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.replay import replay
+
+
+def scripted(*steps: dict[str, Any]) -> ScriptedModel:
+    return ScriptedModel(parse_scenario({"steps": list(steps)}))
+
+
+def calls(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"content": [{"tool_use": {"name": name, "input": arguments}}]}
+
+
+def says(text: str) -> dict[str, Any]:
+    return {"content": [{"text": text}]}
+
+
+def events_of(trace: Path, kind: str) -> list[dict[str, Any]]:
+    return [
+        record.data["event"]
+        for record in read_trace(trace).of_kind("event")
+        if record.data["event"]["type"] == kind
+    ]
+
+
+def three_turns(tmp_path: Path) -> tuple[Session, list[Any]]:
+    """A conversation: a message queued while a blocking tool works (it lands at the next
+    attachment phase), then one that interrupts a cancellable tool and becomes turn 3."""
+    holder: list[Session] = []
+
+    @tool(name="Survey", description="A slow survey.", read_only=True)
+    async def survey() -> str:
+        holder[0].send("also count the tests")
+        return "12 modules"
+
+    @tool(name="Watch", description="Watch forever.", read_only=True, interrupt_cancels=True)
+    async def watch() -> str:
+        holder[0].send("stop watching, summarise instead")
+        await asyncio.Event().wait()
+        return "never"
+
+    model = scripted(
+        calls("Survey"),
+        says("12 modules and I will count tests."),
+        calls("Watch"),
+        says("Summary: 12 modules."),
+    )
+    agent = Agent(model=model, tools=[survey, watch], cwd=tmp_path, trace=f"{tmp_path}/traces/")
+    session = agent.session()
+    holder.append(session)
+
+    async def talk() -> list[Any]:
+        async with session:
+            first = await session.ask("survey the code")
+            second = await session.ask("now watch it")
+            third = await session.ask()  # the queued message is the prompt
+        return [first, second, third]
+
+    return session, asyncio.run(talk())
+
+
+def test_three_turn_conversation_replays_identically(tmp_path: Path) -> None:
+    """Every turn's trace of a conversation with a queued and an interrupting message replays."""
+    _, results = three_turns(tmp_path)
+    assert [r.terminal for r in results] == ["completed", "aborted_tools", "completed"]
+    for result in results:
+        assert replay(result.trace_path).terminal == result.terminal
+
+
+def test_queued_message_lands_after_the_tool_result(tmp_path: Path) -> None:
+    """A message sent while a blocking tool runs is drained at the attachment phase (S7)."""
+    _, results = three_turns(tmp_path)
+    ready = events_of(results[0].trace_path, "AttachmentsReady")
+    assert any("also count the tests" in m.get("text", "") for m in ready[0]["messages"])
+    transcript = results[0].messages
+    queued = next(
+        i
+        for i, m in enumerate(transcript)
+        if isinstance(m, AttachmentMessage) and m.kind is AttachmentKind.QUEUED_COMMAND
+    )
+    before = transcript[queued - 1]
+    assert isinstance(before, UserMessage)
+    assert isinstance(before.content[0], ToolResultBlock)
+
+
+def test_queued_message_interrupts_a_cancellable_tool(tmp_path: Path) -> None:
+    """A message sent while a cancellable tool runs aborts it with reason ``interrupt``."""
+    _, results = three_turns(tmp_path)
+    aborts = events_of(results[1].trace_path, "AbortRequested")
+    assert [a["reason"] for a in aborts] == ["interrupt"]
+    assert "[Request interrupted" not in " ".join(text_of(m) for m in results[1].messages)
+    prompt = [m for m in results[2].messages if isinstance(m, UserMessage)][-1]
+    assert text_of(prompt) == "stop watching, summarise instead"
+
+
+def test_turns_link_to_their_session_and_previous_turn(tmp_path: Path) -> None:
+    """Each turn's header names the session, its number and the trace before it."""
+    session, results = three_turns(tmp_path)
+    metas = [read_trace(r.trace_path).header.meta for r in results]
+    assert [m["turn"] for m in metas] == [1, 2, 3]
+    assert {m["session"] for m in metas} == {session.id}
+    assert metas[0]["previous"] is None
+    assert metas[2]["previous"] == results[1].trace_path.name
+
+
+def test_each_turn_starts_from_the_previous_transcript(tmp_path: Path) -> None:
+    """The third turn's transcript holds the first turn's prompt and answer."""
+    _, results = three_turns(tmp_path)
+    texts = [text_of(m) for m in results[2].messages]
+    assert "survey the code" in texts
+    assert "12 modules and I will count tests." in texts
+    uuids = [m.uuid for m in results[2].messages]
+    assert len(uuids) == len(set(uuids))
+
+
+def test_file_changed_between_turns_is_reported_once_before_the_prompt(tmp_path: Path) -> None:
+    """A file read in turn 1 and edited on disk is reported once, right before turn 2's prompt."""
+    (tmp_path / "a.txt").write_text("hello\n", encoding="utf-8")
+    model = scripted(
+        calls("Read", file_path="a.txt"),
+        says("It says hello."),
+        says("Noted."),
+        says("Still noted."),
+    )
+    agent = Agent(model=model, tools=default_tools(), cwd=tmp_path, trace=False)
+
+    async def talk() -> list[Any]:
+        session = agent.session()
+        first = await session.ask("read a.txt")
+        (tmp_path / "a.txt").write_text("hello\nworld\n", encoding="utf-8")
+        return [first, await session.ask("anything new?"), await session.ask("and now?")]
+
+    results = asyncio.run(talk())
+    reports = [
+        m
+        for m in results[2].messages
+        if isinstance(m, AttachmentMessage) and m.kind is AttachmentKind.FILE
+    ]
+    assert len(reports) == 1
+    assert "+1 -0 lines" in reports[0].text and "+world" in reports[0].text
+    # In the request, the reminder opens the user turn that carries the new prompt.
+    request = model.requests[2].messages
+    last = request[-1]
+    assert last["role"] == "user"
+    assert "<system-reminder>" in last["content"][0]["text"]
+    assert last["content"][-1]["text"] == "anything new?"
+
+
+def test_file_changes_are_off_when_asked(tmp_path: Path) -> None:
+    """``session(changed_files=False)`` reports nothing about edited files."""
+    (tmp_path / "a.txt").write_text("hello\n", encoding="utf-8")
+    model = scripted(calls("Read", file_path="a.txt"), says("hello."), says("ok."))
+    agent = Agent(model=model, tools=default_tools(), cwd=tmp_path, trace=False)
+
+    async def talk() -> Any:
+        session = agent.session(changed_files=False)
+        await session.ask("read a.txt")
+        (tmp_path / "a.txt").write_text("bye\n", encoding="utf-8")
+        return await session.ask("again")
+
+    result = asyncio.run(talk())
+    assert not any(isinstance(m, AttachmentMessage) for m in result.messages)
+
+
+def test_asking_with_nothing_to_ask_is_a_usage_error(tmp_path: Path) -> None:
+    """A turn without a prompt and without queued messages is refused clearly."""
+    agent = Agent(model=scripted(says("hi")), cwd=tmp_path, trace=False)
+    with pytest.raises(UsageError, match="nothing to ask"):
+        asyncio.run(agent.session().ask())
+
+
+def test_an_empty_queued_message_is_refused(tmp_path: Path) -> None:
+    """``send("")`` raises and queues nothing."""
+    session = Agent(model=scripted(says("hi")), cwd=tmp_path, trace=False).session()
+    with pytest.raises(UsageError, match="empty"):
+        session.send("   ")
+    assert session.pending == 0
+
+
+def test_resume_carries_a_recorded_conversation_on(tmp_path: Path) -> None:
+    """``session(resume=trace)`` starts from that turn's transcript and links to it."""
+    folder = f"{tmp_path}/traces/"
+    agent = Agent(model=scripted(says("first answer")), cwd=tmp_path, trace=folder)
+    first = asyncio.run(agent.session().ask("first question"))
+    later = Agent(model=scripted(says("second answer")), cwd=tmp_path, trace=folder)
+    session = later.session(resume=first.trace_path)
+    second = asyncio.run(session.ask("second question"))
+    assert [text_of(m) for m in second.messages if text_of(m)] == [
+        "first question",
+        "first answer",
+        "second question",
+        "second answer",
+    ]
+    meta = read_trace(second.trace_path).header.meta
+    assert meta["turn"] == 2
+    assert meta["previous"] == first.trace_path.name
+    assert meta["session"] == read_trace(first.trace_path).header.meta["session"]
+
+
+def test_a_message_sent_from_another_thread_lands_in_the_running_turn(tmp_path: Path) -> None:
+    """``send`` is thread safe: a message from a thread lands at the turn's attachment phase."""
+    started, sent = threading.Event(), threading.Event()
+    holder: list[Session] = []
+
+    def user() -> None:
+        started.wait(10)
+        holder[0].send("a word from another thread")
+        sent.set()
+
+    @tool(name="Build", description="Builds.", read_only=True)
+    async def build() -> str:
+        started.set()
+        while not sent.is_set():
+            await asyncio.sleep(0.005)
+        return "built"
+
+    model = scripted(calls("Build"), says("done"))
+    session = Agent(model=model, tools=[build], cwd=tmp_path, trace=False).session()
+    holder.append(session)
+    thread = threading.Thread(target=user)
+    thread.start()
+    result = asyncio.run(session.ask("build it"))
+    thread.join()
+    queued = [m for m in result.messages if isinstance(m, AttachmentMessage)]
+    assert [m.kind for m in queued] == [AttachmentKind.QUEUED_COMMAND]
+    assert "a word from another thread" in queued[0].text
+    assert session.pending == 0
+
+
+def test_a_message_sent_between_turns_goes_before_the_next_prompt(tmp_path: Path) -> None:
+    """Queued while no turn runs, a message opens the next turn, ahead of its prompt."""
+    model = scripted(says("one"), says("two"))
+    session = Agent(model=model, cwd=tmp_path, trace=False).session()
+
+    async def talk() -> Any:
+        await session.ask("first")
+        session.send("by the way")
+        return await session.ask("second")
+
+    result = asyncio.run(talk())
+    said = [text_of(m) for m in result.messages if isinstance(m, UserMessage)]
+    assert said == ["first", "by the way", "second"]
+
+
+def test_turns_traced_to_a_named_file_go_beside_it(tmp_path: Path) -> None:
+    """With ``trace=FILE``, later turns are ``FILE.turnN.jsonl``, chained to the first."""
+    model = scripted(says("one"), says("two"))
+    agent = Agent(model=model, cwd=tmp_path, trace=tmp_path / "talk.jsonl", store=False)
+
+    async def talk() -> list[Any]:
+        session = agent.session()
+        return [await session.ask("first"), await session.ask("second")]
+
+    first, second = asyncio.run(talk())
+    assert first.trace_path == tmp_path / "talk.jsonl"
+    assert second.trace_path == tmp_path / "talk.turn2.jsonl"
+    assert conversation_turns(second.trace_path) == [first.trace_path, second.trace_path]
+
+
+def test_a_file_changed_while_the_conversation_was_stored_is_reported(tmp_path: Path) -> None:
+    """Resumed from a trace, a session reports the files read then and modified since."""
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("old\n", encoding="utf-8")
+    model = scripted(calls("Read", file_path="a.txt"), calls("Read", file_path="b.txt"), says("ok"))
+    agent = Agent(model=model, tools=default_tools(), cwd=tmp_path, trace=f"{tmp_path}/t/")
+    first = asyncio.run(agent.session().ask("read both"))
+    assert first.trace_path is not None
+    later = first.trace_path.stat().st_mtime + 10
+    os.utime(tmp_path / "a.txt", (later, later))  # edited after the turn ended
+    again = Agent(model=scripted(says("noted")), tools=default_tools(), cwd=tmp_path, trace=False)
+    result = asyncio.run(again.session(resume=first.trace_path).ask("what changed?"))
+    reports = [m.text for m in result.messages if isinstance(m, AttachmentMessage)]
+    assert len(reports) == 1
+    assert "a.txt was changed on disk since the conversation last read it" in reports[0]
+
+
+def test_a_message_sent_as_a_turn_closes_is_kept_for_the_next(tmp_path: Path) -> None:
+    """If the running turn's loop is already closed, ``send`` still queues the message."""
+    queue = MessageQueue()
+
+    def closed_loop() -> None:
+        raise RuntimeError("Event loop is closed")
+
+    queue.wake = closed_loop
+    queue.put("late words")
+    assert queue.drain() == ["late words"]
