@@ -61,12 +61,7 @@ def test_the_library_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         "{'steps': [{'content': [{'tool_use': {'name': 'word_count', "
         "'input': {'text': 'a b c'}}}]}, {'content': [{'text': 'It prints hello.'}]}]}))"
     )
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "traces").mkdir()
-    namespace: dict[str, object] = {}
-    exec(compile(source.replace(claude, scripted), "README.md", "exec"), namespace)
-    result = namespace["result"]
-    assert isinstance(result, RunResult)
+    result = _run_readme_block(source, claude, scripted, tmp_path, monkeypatch)
     assert result.terminal == "completed"
     assert result.text == "It prints hello."
 
@@ -89,12 +84,20 @@ def test_the_subagent_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         "{'content': [{'text': 'core/config.py, retry_delay_ms'}]}, "
         "{'content': [{'text': 'In core/config.py.'}]}]}))"
     )
+    result = _run_readme_block(source, claude, scripted, tmp_path, monkeypatch)
+    assert result.terminal == "completed"
+    assert result.text == "In core/config.py."
+    assert "core/config.py, retry_delay_ms" in str(result.messages)
+
+
+def _run_readme_block(
+    source: str, claude: str, scripted: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> RunResult:
+    """Run a README code block in an empty folder with ``scripted`` in place of ``claude``."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "traces").mkdir()
     namespace: dict[str, object] = {}
     exec(compile(source.replace(claude, scripted), "README.md", "exec"), namespace)
     result = namespace["result"]
     assert isinstance(result, RunResult)
-    assert result.terminal == "completed"
-    assert result.text == "In core/config.py."
-    assert "core/config.py, retry_delay_ms" in str(result.messages)
+    return result
