@@ -210,6 +210,10 @@ class _Reader:
             self._keyword_command(node, wrappers, redirects, depth)
         elif kind in _ARITHMETIC_HOLDERS and any(c.type == "((" for c in node.children):
             self._arithmetic_command(node, wrappers, redirects, depth)
+        elif kind == "subshell" and _text(node).startswith("(("):
+            # tree-sitter reads `! (( expr ))` as two subshells; Bash computes `expr`.
+            self.problems.append(f"the parser misread the arithmetic command {_text(node)!r}")
+            self._walk_children(node, wrappers, depth)
         elif kind in _SUBSTITUTIONS:
             # What runs inside $(...) or <(...) writes to a pipe, not to the outer redirects.
             body = _text(node)[1:-1]

@@ -35,6 +35,7 @@ def test_a_disguise_yields_the_plain_argv_or_a_problem(case: tuple[tuple[str, ..
 
 @settings(max_examples=100)
 @given(disguised(change_options=True))
+@example((("rm", "-rf"), "!  (( 'a[$(rm -rf)]' ))"))
 def test_a_disguise_with_changed_options_still_shows_the_program(
     case: tuple[tuple[str, ...], str],
 ) -> None:

@@ -223,6 +223,7 @@ def test_a_computed_redirect_target_is_marked() -> None:
         ("(( 'a[$(rm x)]' ))", "computes the subscript"),
         ("printf -v 'a[`rm x`]' y", "computes the subscript"),
         ("declare 'a[$(rm x)]=1'", "computes the subscript"),
+        ("! (( 'a[$(rm x)]' ))", "misread the arithmetic command"),
         ("; ".join(["ls"] * (MAX_PARTS + 1)), f"more than {MAX_PARTS}"),
     ],
 )
