@@ -162,6 +162,7 @@ class AgentCore:
         self._tool_results: list[Message] = []
         self._executor: ToolExecutor | None = None
         self._assembler: StreamAssembler | None = None
+        self._tool_ids: set[str] = set()  # every tool_use id of the run, withdrawn ones too
         self._request_id = ""
         self._hot_request: str | None = None
         self._output_cap: int | None = None  # SPEC §8.3 overflow retry, this iteration only
@@ -588,6 +589,7 @@ class AgentCore:
             model=self._model_name,
             new_uuid=self.new_uuid,
             max_output_tokens=max_tokens,
+            run_tool_ids=self._tool_ids,
         )
         self._executor = (
             self._new_executor(batch_mode=False) if self.config.streaming_tool_execution else None
