@@ -29,6 +29,7 @@ and a replay of the history rebuilds the same core, the same effects and the sam
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 from collections.abc import Coroutine
 from datetime import timedelta
@@ -154,7 +155,11 @@ class SessionWorkflow:
                 meta={
                     "started": workflow.now().isoformat(),
                     "model": self._config.model,
+                    # The workflow id is unique among sessions: the run's id in the store
+                    # and in its spans.
+                    "run_id": self._session["id"],
                     "temporal_workflow_id": self._session["id"],
+                    **({"price": described["price"]} if described.get("price") else {}),
                 },
                 clock=workflow.time,
             )
@@ -291,6 +296,16 @@ class SessionWorkflow:
                     task.cancel()
         self._writer.close()
         await self._flush(ended=True)
+        if self._described.get("spans") and self._session["trace_path"] is not None:
+            # At most once: a lost export leaves spans missing, never doubled. The activity
+            # logs what went wrong; the session's result stands either way.
+            with contextlib.suppress(ActivityError):
+                await workflow.execute_local_activity(
+                    "fsm_agent.export_spans",
+                    {"session": self._session, "path": self._session["trace_path"]},
+                    start_to_close_timeout=timedelta(minutes=1),
+                    retry_policy=_AT_MOST_ONCE,
+                )
 
     async def _flush(self, *, ended: bool = False) -> None:
         """Write the trace bytes made since the last write (idempotent: at an offset)."""
