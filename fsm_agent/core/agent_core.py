@@ -385,6 +385,8 @@ class AgentCore:
         self._tool_context = dict(checkpoint.tool_context)
         self._session_rules = list(checkpoint.session_rules)
         self._answered = set(checkpoint.answered)
+        # At a request boundary every tool_use seen so far has its result.
+        self._tool_ids = set(checkpoint.answered)
         self._budget.restore_seen(checkpoint.results_seen, checkpoint.state.messages)
         collapse = self._collapse
         collapse.staged = checkpoint.collapse_staged
@@ -409,6 +411,7 @@ class AgentCore:
             model=checkpoint.model,
             new_uuid=self.new_uuid,
             max_output_tokens=checkpoint.max_output_tokens,
+            run_tool_ids=self._tool_ids,
         )
         self._executor = (
             self._new_executor(batch_mode=False) if self.config.streaming_tool_execution else None
