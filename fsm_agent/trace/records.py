@@ -36,7 +36,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
 import attrs
-import cattrs
 import orjson
 
 from fsm_agent.core.codec import (
@@ -390,7 +389,9 @@ def _format_cattrs(exc: BaseException, kind: object) -> str:
         return f"expected one of {values}"
     if isinstance(exc, ConfigError):
         return str(exc)
-    return cattrs.v.format_exception(exc, kind)  # type: ignore[arg-type]
+    from cattrs.v import format_exception  # noqa: PLC0415 (only a broken trace needs it)
+
+    return format_exception(exc, kind)  # type: ignore[arg-type]
 
 
 _JSON_NAMES: Final = {
@@ -413,6 +414,8 @@ def structure_error(
     exc: BaseException, *, line: int, prefix: str, source: str | None
 ) -> TraceFormatError:
     """Turn a cattrs failure into a :class:`TraceFormatError` naming the first bad field."""
+    import cattrs  # noqa: PLC0415 (only a broken trace needs it)
+
     try:
         messages = cattrs.transform_error(exc, path=prefix, format_exception=_format_cattrs)
     except Exception:
