@@ -234,7 +234,7 @@ def _environment() -> dict[str, str]:
     environment = {name: value for name, value in os.environ.items() if name not in _UNSET}
     if "PATH" in environment:
         entries = environment["PATH"].split(os.pathsep)
-        environment["PATH"] = os.pathsep.join(e for e in entries if os.path.isabs(e))
+        environment["PATH"] = os.pathsep.join(e for e in entries if Path(e).is_absolute())
     return environment
 
 
