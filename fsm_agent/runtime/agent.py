@@ -19,7 +19,7 @@ import datetime as dt
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ from fsm_agent.core.pricing import ModelPrice
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
-from fsm_agent.errors import UsageError
+from fsm_agent.errors import ConfigError, UsageError
 from fsm_agent.runtime.attachments import (
     AttachmentCollector,
     AttachmentProvider,
@@ -310,6 +310,7 @@ class Agent:
         self.clock = clock
         self.response_clock = ResponseClock(wall_clock)
         self.price = price
+        _check_arguments(model, tools, trace)
         # Server tools are declarations for the API; only local tools reach the core.
         self.tools = tuple(t for t in tools if not isinstance(t, ServerTool))
         self.server_tools = tuple(t for t in tools if isinstance(t, ServerTool))
@@ -318,6 +319,8 @@ class Agent:
         self.trace = trace
         self.store = store
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        if not self.cwd.is_dir():
+            raise ConfigError(f"cwd {self.cwd} is not a folder")
         self.settings = _settings(settings, self.cwd)
         # Python hooks first, then each settings file's command hooks, in reading order.
         self.hooks = hooks if hooks is not None else Hooks()
@@ -339,6 +342,8 @@ class Agent:
         self._by_name: dict[str, Tool[Any]] = {}
         for tool in self.tools:
             for name in (tool.name, *tool.aliases):
+                if name in self._by_name:
+                    raise ConfigError(f"two tools are named {name!r}: tool names must be unique")
                 self._by_name[name] = tool
         # A rule naming a tool this agent lacks would never match: refuse it now (SPEC §9.2).
         # A tool its subagents have counts: the parent's deny rules reach them (issue 14).
@@ -350,7 +355,14 @@ class Agent:
         return await final_result(self.stream(prompt))
 
     def run_sync(self, prompt: str | Sequence[Message]) -> RunResult:
-        """``run`` in a fresh event loop; Ctrl-C aborts the run cleanly and re-raises."""
+        """``run`` in a fresh event loop; Ctrl-C aborts the run cleanly and re-raises.
+
+        Raises:
+            UsageError: called where an event loop is already running (``await run``).
+        """
+        with contextlib.suppress(RuntimeError):  # RuntimeError: no loop runs, as it should be
+            asyncio.get_running_loop()
+            raise UsageError("run_sync cannot run inside an event loop: await agent.run(...)")
         return asyncio.run(self.run(prompt))
 
     async def stream(self, prompt: str | Sequence[Message]) -> AsyncIterator[Update]:
@@ -533,6 +545,22 @@ def results_folder(trace_path: Path | None) -> Path | None:
     return trace_path.parent / f"{trace_path.stem}.tool-results"
 
 
+def _check_arguments(model: object, tools: object, trace: object) -> None:
+    """Refuse, naming it, an argument of ``Agent`` of the wrong kind (a careless call would
+    otherwise fail later, deep inside a run)."""
+    if not isinstance(getattr(model, "name", None), str) or not callable(
+        getattr(model, "stream", None)
+    ):
+        raise ConfigError(
+            "model must be a Model with a name and a stream method (AnthropicModel(name=...), "
+            f"ScriptedModel(...)), not {type(model).__name__}"
+        )
+    if isinstance(tools, str | bytes) or not isinstance(tools, Iterable):
+        raise ConfigError(f"tools must be a list of tools (or []), not {type(tools).__name__}")
+    if trace is not None and not isinstance(trace, str | os.PathLike | bool):
+        raise ConfigError(f"trace must be a path, True, False or None, not {type(trace).__name__}")
+
+
 def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
     """The trace of the child agent an in-flight call had started, if the recording says so
     (a resume only: a fork continues differently, so its children start afresh)."""
@@ -565,11 +593,24 @@ async def final_result(updates: AsyncIterator[Update]) -> RunResult:
 
 
 def as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
+    """A prompt as the messages a run starts from.
+
+    Raises:
+        UsageError: the prompt is empty, or is neither text nor a sequence of messages.
+    """
     if isinstance(prompt, str):
         if not prompt.strip():
             raise UsageError("the prompt is empty")
         return (UserMessage(uuid="prompt", content=(TextBlock(text=prompt),)),)
-    return tuple(prompt)
+    try:
+        messages = tuple(prompt)
+    except TypeError:  # not iterable (None, a number)
+        messages = ()
+    if not messages or not all(isinstance(m, Message) for m in messages):
+        raise UsageError(
+            f"the prompt must be text or a non-empty sequence of messages, not {prompt!r:.80}"
+        )
+    return messages
 
 
 class _QueuedMessage:
