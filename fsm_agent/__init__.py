@@ -42,6 +42,7 @@ _PUBLIC = {
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
     "Thinking": "fsm_agent.runtime.models",
+    "TokenCounter": "fsm_agent.runtime.models",
     "ServerTool": "fsm_agent.runtime.server_tools",
     "McpServer": "fsm_agent.runtime.mcp_tools",
     "Hooks": "fsm_agent.runtime.hooks",
@@ -161,6 +162,7 @@ __all__ = [
     "Terminal",
     "TextDelta",
     "Thinking",
+    "TokenCounter",
     "Tool",
     "ToolContext",
     "ToolOutput",
@@ -238,7 +240,7 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
     from fsm_agent.runtime.mcp_tools import McpServer
-    from fsm_agent.runtime.models import AnthropicModel, Model, Thinking
+    from fsm_agent.runtime.models import AnthropicModel, Model, Thinking, TokenCounter
     from fsm_agent.runtime.permissions import (
         PermissionAnswer,
         PermissionMode,

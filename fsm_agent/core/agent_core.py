@@ -55,6 +55,7 @@ from fsm_agent.core.tables import (
     Row,
     check_table,
 )
+from fsm_agent.core.token_estimate import TokenEstimate
 from fsm_agent.core.tool_calls import ToolCall, ToolExecutor
 from fsm_agent.core.tool_result_budget import ToolResultBudget, replace_results
 from fsm_agent.core.tool_spec import ToolSpec
@@ -97,6 +98,7 @@ _AWAITING_PHASES = frozenset(
         _P.REACTIVE_COMPACTING,
         _P.COLLAPSE_DRAINING,
         _P.PERSISTING_RESULTS,
+        _P.COUNTING_TOKENS,
         _P.STOP_HOOKS,
         _P.ATTACHMENTS,
     )
@@ -181,6 +183,8 @@ class AgentCore:
         self._budget = ToolResultBudget(limit=self.config.tool_result_budget_chars)
         self._budget_checked = False
         self._collapse = CollapseView()  # SPEC §7.4: staged and committed collapses
+        self._token_estimate = TokenEstimate()  # SPEC §7.5, over the projected history
+        self._token_count_asked = False  # the optional exact count, once per iteration
         # SPEC §7.3 time-based microcompact: wall times from events; once per pause
         self._wall_now: float | None = None
         self._last_response_at: float | None = None
@@ -273,6 +277,13 @@ class AgentCore:
         dicts are shared between requests, so treat them as read-only.
         """
         return self._request_history.normalize(self.messages_for_query())
+
+    def estimated_tokens(self) -> int:
+        """The size of the next request as the context checks see it (SPEC §7.5): the API's
+        exact count when it counted this very history, else the estimate over what is sent
+        (the last reported usage, less what rewrites took out before it, plus characters / 4
+        of what came after it)."""
+        return self._token_estimate.tokens(self.messages_for_query())
 
     def legal_events(self) -> tuple[str, ...]:
         """Names of the event types the current phase accepts."""
@@ -560,14 +571,10 @@ class AgentCore:
         self._show(message)
         return message
 
-    def _estimate_tokens(self) -> int:
-        """SPEC §7.5: last API usage plus chars/4 of everything after it."""
-        chars = 0
-        for message in reversed(self._state.messages):
-            if isinstance(message, AssistantMessage) and message.usage.context_tokens:
-                return message.usage.context_tokens + chars // 4
-            chars += _message_chars(message)
-        return chars // 4
+    def _history_rewritten(self, before: tuple[Message, ...]) -> int:
+        """The projected history changed from ``before`` other than by growing: the
+        estimate stops counting what left it; returns the tokens freed (SPEC §7.2, §7.5)."""
+        return self._token_estimate.rewritten(before, self.messages_for_query())
 
     def _max_output_tokens(self) -> int:
         wanted = (
@@ -736,7 +743,7 @@ class AgentCore:
 
     def _count_compaction(self) -> None:
         self._compactions_this_turn += 1
-        if self._estimate_tokens() >= self.config.autocompact_threshold:
+        if self.estimated_tokens() >= self.config.autocompact_threshold:
             self._compaction_refilled = True
 
     def _guard_collapse_stage_due(self) -> bool:
@@ -746,7 +753,7 @@ class AgentCore:
             and collapse.staging is None
             and collapse.staged is None
             and not collapse.staging_failed
-            and self._estimate_tokens() >= STAGING_SHARE * self.config.effective_window
+            and self.estimated_tokens() >= STAGING_SHARE * self.config.effective_window
             and collapse.next_span(self._state.messages) is not None
         )
 
@@ -765,6 +772,9 @@ class AgentCore:
             self._budget.plan(self._state.messages, unbounded_tools=self._unbounded_tools)
         )
 
+    def _guard_token_count_due(self) -> bool:
+        return self.config.count_tokens and not self._token_count_asked
+
     def _guard_should_autocompact(self) -> bool:
         tracking = self._state.auto_compact
         failures = tracking.consecutive_failures if tracking is not None else 0
@@ -773,7 +783,7 @@ class AgentCore:
             and not self.config.context_collapse
             and failures < self.config.autocompact_failure_limit
             and self._compaction_allowed()
-            and self._estimate_tokens() >= self.config.autocompact_threshold
+            and self.estimated_tokens() >= self.config.autocompact_threshold
         )
 
     def _guard_compaction_succeeded(self) -> bool:
@@ -785,7 +795,7 @@ class AgentCore:
             return False
         if self.config.reactive_compact and self.config.autocompact and self._compaction_allowed():
             return False
-        return self._estimate_tokens() >= self.config.blocking_limit
+        return self.estimated_tokens() >= self.config.blocking_limit
 
     def _guard_stream_broken(self) -> bool:
         return self._stream_error is not None
@@ -1003,6 +1013,8 @@ class AgentCore:
         self._collapse_drain_attempted = False
         self._consecutive_overloaded = 0
         self._budget_checked = False
+        self._token_count_asked = False
+        self._token_estimate.forget_count()
 
     def _on_tool_results_over_budget(self) -> None:
         self._budget_checked = True
@@ -1021,7 +1033,9 @@ class AgentCore:
         self._microcompacted_at = self._last_response_at
         cleared = self._cleared_history()
         assert cleared is not None
+        before = self.messages_for_query()
         self._state = attrs.evolve(self._state, messages=cleared)
+        self._history_rewritten(before)
 
     def _on_tool_results_persisted(self) -> None:
         # SPEC §7.1: the preview and path replace the content in what is sent, and in the
@@ -1036,6 +1050,7 @@ class AgentCore:
                 )
         if not replacements:
             return
+        before = self.messages_for_query()
         messages = []
         for message in self._state.messages:
             replaced = replace_results(message, replacements)
@@ -1043,6 +1058,24 @@ class AgentCore:
                 self._replace_in_transcript(message, replaced)
             messages.append(replaced)
         self._state = attrs.evolve(self._state, messages=tuple(messages))
+        self._history_rewritten(before)
+
+    def _on_token_count_requested(self) -> None:
+        self._token_count_asked = True
+        self._await(
+            fx.CountTokens(
+                effect_id=self.new_effect_id(),
+                model=self._model_name,
+                message_count=len(self._state.messages),
+            )
+        )
+
+    def _on_tokens_counted(self) -> None:
+        # SPEC §7.5: an exact count replaces the estimate for this request; a failed count
+        # (recorded in the event) leaves the estimate in charge.
+        event: ev.TokensCounted = self._event
+        if event.input_tokens is not None and event.input_tokens >= 0:
+            self._token_estimate.take_count(event.input_tokens, self.messages_for_query())
 
     def _await(self, effect: fx.Effect) -> None:
         self._awaiting = getattr(effect, "effect_id", None)
@@ -1076,7 +1109,9 @@ class AgentCore:
         self._show(SystemMessage(uuid=self.new_uuid(), subtype=COMPACT_BOUNDARY))
         for message in messages:
             self._show(message)
+        before = self.messages_for_query()
         self._state = attrs.evolve(self._state, messages=tuple(messages))
+        self._history_rewritten(before)
 
     def _on_autocompact_done(self) -> None:
         event: ev.CompactionFinished = self._event
@@ -1244,10 +1279,12 @@ class AgentCore:
 
     def _on_collapse_drain_retry(self) -> None:
         event: ev.CollapseDrained = self._event
+        before = self.messages_for_query()
         # SPEC §7.4: a staged span is committed and projected, the history kept; a collapse
         # made on demand brings the collapsed view itself.
         if event.messages or not self._collapse.commit():
             self._state = attrs.evolve(self._state, messages=tuple(event.messages))
+        self._history_rewritten(before)
         self._continue_with(
             attrs.evolve(self._state, max_output_tokens_override=None, stop_hook_active=None),
             "collapse_drain_retry",
@@ -1458,27 +1495,6 @@ def _only_tool_uses_of(message: Message, call_ids: set[str]) -> bool:
         and bool(message.content)
         and all(isinstance(b, ToolUseBlock) and b.id in call_ids for b in message.content)
     )
-
-
-def _message_chars(message: Message) -> int:
-    if isinstance(message, UserMessage | AssistantMessage):
-        total = 0
-        for block in message.content:
-            if isinstance(block, TextBlock):
-                total += len(block.text)
-            elif isinstance(block, ToolResultBlock):
-                content = block.content
-                total += (
-                    len(content)
-                    if isinstance(content, str)
-                    else sum(len(getattr(part, "text", "")) for part in content)
-                )
-            elif isinstance(block, ToolUseBlock):
-                total += len(str(block.input))
-            else:
-                total += len(getattr(block, "thinking", ""))
-        return total
-    return len(text_of(message))
 
 
 def _resolve_guards() -> dict[str, Callable[[AgentCore], bool]]:

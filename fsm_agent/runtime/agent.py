@@ -55,6 +55,7 @@ from fsm_agent.runtime.models import Model, ModelRequest
 from fsm_agent.runtime.performing import (
     collapse,
     compaction,
+    count_request_tokens,
     grant,
     hook_input,
     is_stale,
@@ -1009,6 +1010,8 @@ class _Run:
             self.queue.put_nowait(
                 persist_results(effect, messages, results_folder(self.trace_path))
             )
+        elif isinstance(effect, fx.CountTokens):
+            self._spawn(self._count_tokens(effect, self.core.api_messages()))
         elif isinstance(effect, fx.FetchAttachments):
             if self.mcp or self.agent.tool_providers or not self.collector.idle:
                 self._spawn(self._attachments(effect))
@@ -1145,6 +1148,17 @@ class _Run:
             effect, self.compactor, messages, self.agent.model, self.core.model
         )
         self.queue.put_nowait(staged)
+
+    async def _count_tokens(self, effect: fx.CountTokens, messages: list[dict[str, Any]]) -> None:
+        counted = await count_request_tokens(
+            effect,
+            self.agent.model,
+            system=self.agent.system,
+            tool_definitions=self.tool_definitions,
+            messages=messages,
+            timeout_s=self.agent.config.count_tokens_timeout_ms / 1000,
+        )
+        self.queue.put_nowait(counted)
 
     async def _stop_tasks(self) -> None:
         pending = [task for task in self.tasks if not task.done()]

@@ -35,6 +35,7 @@ from fsm_agent.core.effects import (
     CallModel,
     CancelTool,
     Compact,
+    CountTokens,
     DrainCollapse,
     Effect,
     FetchAttachments,
@@ -55,6 +56,7 @@ from fsm_agent.core.events import (
     ModelStreamEvent,
     ModelStreamFailed,
     PermissionDecided,
+    TokensCounted,
     ToolCallFinished,
     ToolInputValidated,
     ToolResultsPersisted,
@@ -378,6 +380,7 @@ _ANSWERED_BY_EFFECT_ID = (
     CollapseDrained,
     CollapseStaged,
     ToolResultsPersisted,
+    TokensCounted,
     AttachmentsReady,
 )
 _ASKS_BY_EFFECT_ID = (
@@ -387,6 +390,7 @@ _ASKS_BY_EFFECT_ID = (
     DrainCollapse,
     StageCollapse,
     PersistToolResults,
+    CountTokens,
     FetchAttachments,
 )
 

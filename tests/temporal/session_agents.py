@@ -77,14 +77,16 @@ def scripted(
     allow: list[str] | None = None,
     deny: list[str] | None = None,
     trace: str | None = None,
+    count_tokens: bool = False,
 ) -> Agent:
-    """An agent playing ``steps`` with Read, Write and Append in ``cwd``."""
+    """An agent playing ``steps`` with Read, Write and Append in ``cwd`` (``count_tokens``:
+    the exact count is asked before each request)."""
     folder = Path(cwd)
     hooks = Hooks(stop=[_stop_once(folder)]) if stop_hook else Hooks()
     return Agent(
         model=ScriptedModel(parse_scenario({"steps": steps}), name=MODEL),
         tools=[Read(), Write(), Append(linger_s)],
-        config=LoopConfig(model=MODEL, retry_base_ms=1, retry_cap_ms=5),
+        config=LoopConfig(model=MODEL, retry_base_ms=1, retry_cap_ms=5, count_tokens=count_tokens),
         hooks=hooks,
         permissions=PermissionPolicy(allow=tuple(allow or ()), deny=tuple(deny or ())),
         cwd=folder,
