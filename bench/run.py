@@ -634,6 +634,9 @@ def main() -> int:
         f" goal ≤ 1.5× = {1.5 * baseline * 1e6:.1f} µs"
         + ("" if traced <= 1.5 * baseline else "  (goal not reached)"),
     )
+    import peer_comparison  # beside this script; installs the peers in their own virtualenv
+
+    peer_comparison.report(row, quick=args.quick)
     untraced_delta, traced_delta = delta_seconds(repeat)
     row("stream delta through the core", f"{untraced_delta * 1e6:8.2f} µs", "")
     row("stream delta, traced", f"{traced_delta * 1e6:8.2f} µs", "budget 15 µs")

@@ -16,7 +16,10 @@ Rules of this module:
 
 The ``transitions`` machines are built once per process from these rows, without models; a
 core fires a row with ``machine.events[name].trigger(model)`` on its own slotted state object,
-which is cheaper than ``add_model`` and leaves nothing registered to leak.
+which is cheaper than ``add_model`` and leaves nothing registered to leak. Our rows carry no
+conditions and no callbacks (the core checks guards and runs actions itself), so the machines use
+:class:`RowEvent`, whose trigger moves the model's state without the per-trigger ``EventData``,
+callback lists and debug logging a general ``transitions`` event goes through (issue 10).
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ import enum
 import functools
 import hashlib
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
-from transitions import Machine
+from transitions import Event, Machine
 
 from fsm_agent.core import events as ev
 from fsm_agent.errors import DefinitionError
@@ -261,6 +265,72 @@ FINAL_STATES = frozenset(t.value for t in Terminal)
 CONTINUE_NAMES = frozenset(c.value for c in ContinueReason)
 
 
+class RowEvent(Event):
+    """A ``transitions`` event whose rows are plain moves: no conditions, no callbacks.
+
+    ``trigger`` sets the model's state to the destination of the row leaving its current
+    state, as ``Transition.execute`` would when there is nothing to call (DESIGN §7: the
+    general path costs a bare trigger each time, and most of a transition's price). The moves
+    are fixed by :meth:`seal` once the machine is built; a machine that gained conditions,
+    callbacks or a queue by then keeps the general path, and so does any state without a row
+    (which raises ``MachineError`` there).
+    """
+
+    def __init__(self, name: str, machine: Machine) -> None:
+        super().__init__(name, machine)
+        self._moves: dict[str, str] = {}
+
+    def seal(self) -> None:
+        """Fix the plain moves of this event (call when its machine is complete)."""
+        machine = self.machine
+        hooks = (
+            machine.prepare_event,
+            machine.finalize_event,
+            machine.before_state_change,
+            machine.after_state_change,
+            machine.on_exception,
+            machine.on_final,
+        )
+        if machine.has_queue or any(hooks):
+            self._moves = {}
+            return
+        moves: dict[str, str] = {}
+        for source, transitions in self.transitions.items():
+            if len(transitions) != 1:
+                continue
+            (transition,) = transitions
+            dest = transition.dest
+            plain = dest is not None and not (
+                transition.conditions or transition.prepare or transition.before or transition.after
+            )
+            if not plain or dest is None:
+                continue
+            states = (machine.get_state(source), machine.get_state(dest))
+            if not any(s.on_enter or s.on_exit or s.final for s in states):
+                moves[source] = dest
+        self._moves = moves
+
+    def add_transition(self, transition: Any) -> None:
+        """Add a row; the event takes the general path until :meth:`seal` runs again."""
+        super().add_transition(transition)
+        self._moves = {}
+
+    def trigger(self, model: Any, *args: Any, **kwargs: Any) -> bool:
+        """Move ``model`` along this event's row from its current state."""
+        dest = self._moves.get(model.state)
+        if dest is None or args or kwargs:
+            result: bool = super().trigger(model, *args, **kwargs)
+            return result
+        model.state = dest
+        return True
+
+
+class _TableMachine(Machine):
+    """A flat machine whose events are :class:`RowEvent` (its documented ``event_cls`` hook)."""
+
+    event_cls = RowEvent
+
+
 def _build_machine(rows: tuple[Row, ...], states: list[str], initial: str) -> Machine:
     seen: dict[tuple[str, str], str] = {}
     unique: list[dict[str, object]] = []
@@ -277,7 +347,7 @@ def _build_machine(rows: tuple[Row, ...], states: list[str], initial: str) -> Ma
                 continue
             seen[key] = row.dest
             unique.append({"trigger": row.name, "source": source, "dest": row.dest})
-    return Machine(
+    machine = _TableMachine(
         model=None,
         states=states,
         transitions=unique,
@@ -285,6 +355,10 @@ def _build_machine(rows: tuple[Row, ...], states: list[str], initial: str) -> Ma
         auto_transitions=False,
         send_event=False,
     )
+    for event in machine.events.values():
+        assert isinstance(event, RowEvent)  # event_cls above
+        event.seal()
+    return machine
 
 
 def check_table(
