@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 
 _PUBLIC = {
     "AgentCore": "fsm_agent.core.agent_core",
+    "CoreCheckpoint": "fsm_agent.core.checkpoint",
     "Step": "fsm_agent.core.step",
     "TransitionTaken": "fsm_agent.core.step",
     "LoopConfig": "fsm_agent.core.config",
@@ -167,6 +168,7 @@ __all__ = [
     "CompactionFinished",
     "ConfigError",
     "ContinueReason",
+    "CoreCheckpoint",
     "CorePoisoned",
     "CountTokens",
     "DefinitionError",
@@ -278,6 +280,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from fsm_agent.core.agent_core import AgentCore
+    from fsm_agent.core.checkpoint import CoreCheckpoint
     from fsm_agent.core.config import LoopConfig
     from fsm_agent.core.effects import (
         AskPermission,

@@ -22,6 +22,7 @@ import attrs
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
 from fsm_agent.core import texts
+from fsm_agent.core.checkpoint import CoreCheckpoint
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.context_collapse import STAGING_SHARE, CollapsedSpan, CollapseView
 from fsm_agent.core.hook_results import context_and_notices
@@ -291,6 +292,138 @@ class AgentCore:
         names = {on.__name__ for (source, on) in _LOOP_INDEX if source == phase and on is not None}
         names |= {t.__name__ for (source, t) in INTERNAL_EVENTS if source == phase}
         return tuple(sorted(names))
+
+    # --- checkpoints (continuing in another process) --------------------------------------------
+
+    @property
+    def at_request_boundary(self) -> bool:
+        """Whether a :meth:`checkpoint` may be taken now: a model response was just asked for
+        and nothing of it, nor anything else of this iteration, has arrived."""
+        executor = self._executor
+        return (
+            self._poisoned is None
+            and self._terminal is None
+            and self._machine_model.state == _STREAMING
+            and self._assembler is not None
+            and not self._assembler.started
+            and self._stream_error is None
+            and not self._assistant
+            and not self._tool_results
+            and (executor is None or not executor.order)
+        )
+
+    def checkpoint(self) -> CoreCheckpoint:
+        """The core's state as plain data, for :meth:`restore` in another process.
+
+        Raises:
+            UsageError: the core is not at a request boundary (:attr:`at_request_boundary`).
+        """
+        if not self.at_request_boundary:
+            raise UsageError(
+                f"a checkpoint is taken right after a model request is asked for; the core "
+                f"is in phase {self.phase!r} with that request's answer or other work pending"
+            )
+        assert self._assembler is not None
+        collapse = self._collapse
+        return CoreCheckpoint(
+            state=self._state,
+            model=self._model_name,
+            usage=self._usage,
+            effect_counter=self._effect_counter,
+            uuid_counter=self._uuid_counter,
+            request_counter=self._request_counter,
+            request_id=self._request_id,
+            attempt=self._attempt,
+            max_output_tokens=self._assembler.max_output_tokens,
+            output_cap=self._output_cap,
+            consecutive_overloaded=self._consecutive_overloaded,
+            abort_reason=self._abort_reason,
+            tool_context=dict(self._tool_context),
+            session_rules=tuple(self._session_rules),
+            answered=tuple(sorted(self._answered)),
+            results_seen=self._budget.seen_ids(),
+            collapse_staged=collapse.staged,
+            collapse_committed=collapse.committed,
+            collapse_staging=collapse.staging,
+            collapse_staging_failed=collapse.staging_failed,
+            compacted_this_iteration=self._compacted_this_iteration,
+            collapse_drain_attempted=self._collapse_drain_attempted,
+            budget_checked=self._budget_checked,
+            compactions_this_turn=self._compactions_this_turn,
+            compaction_refilled=self._compaction_refilled,
+            wall_now=self._wall_now,
+            last_response_at=self._last_response_at,
+            microcompacted_at=self._microcompacted_at,
+            turn_output_tokens=self._turn_output_tokens,
+            budget_continuations=self._budget_continuations,
+            budget_last_delta=self._budget_last_delta,
+            budget_last_total=self._budget_last_total,
+            shown=len(self._transcript),
+        )
+
+    @classmethod
+    def restore(
+        cls,
+        checkpoint: CoreCheckpoint,
+        *,
+        config: LoopConfig | None = None,
+        tools: Sequence[ToolSpec] = (),
+    ) -> AgentCore:
+        """A core in the state ``checkpoint`` was taken in, waiting for the answer to its
+        request; ``config`` and ``tools`` must be those of the core it was taken from.
+
+        The transcript starts empty (what was shown before is in the trace).
+        """
+        core = cls(config=config, tools=tools)
+        core._load(checkpoint)
+        return core
+
+    def _load(self, checkpoint: CoreCheckpoint) -> None:
+        """Take the state of ``checkpoint`` (a new core's, see :meth:`restore`)."""
+        self._machine_model.state = _STREAMING
+        self._state = checkpoint.state
+        self._model_name = checkpoint.model
+        self._usage = checkpoint.usage
+        self._effect_counter = checkpoint.effect_counter
+        self._uuid_counter = checkpoint.uuid_counter
+        self._request_counter = checkpoint.request_counter
+        self._request_id = checkpoint.request_id
+        self._attempt = checkpoint.attempt
+        self._output_cap = checkpoint.output_cap
+        self._consecutive_overloaded = checkpoint.consecutive_overloaded
+        self._abort_reason = checkpoint.abort_reason
+        self._tool_context = dict(checkpoint.tool_context)
+        self._session_rules = list(checkpoint.session_rules)
+        self._answered = set(checkpoint.answered)
+        self._budget.restore_seen(checkpoint.results_seen, checkpoint.state.messages)
+        collapse = self._collapse
+        collapse.staged = checkpoint.collapse_staged
+        collapse.committed = checkpoint.collapse_committed
+        collapse.staging = checkpoint.collapse_staging
+        collapse.staging_failed = checkpoint.collapse_staging_failed
+        self._compacted_this_iteration = checkpoint.compacted_this_iteration
+        self._collapse_drain_attempted = checkpoint.collapse_drain_attempted
+        self._budget_checked = checkpoint.budget_checked
+        self._compactions_this_turn = checkpoint.compactions_this_turn
+        self._compaction_refilled = checkpoint.compaction_refilled
+        self._wall_now = checkpoint.wall_now
+        self._last_response_at = checkpoint.last_response_at
+        self._microcompacted_at = checkpoint.microcompacted_at
+        self._turn_output_tokens = checkpoint.turn_output_tokens
+        self._budget_continuations = checkpoint.budget_continuations
+        self._budget_last_delta = checkpoint.budget_last_delta
+        self._budget_last_total = checkpoint.budget_last_total
+        # What _start_request made for the request in flight: new, so rebuilt.
+        self._assembler = StreamAssembler(
+            request_id=checkpoint.request_id,
+            model=checkpoint.model,
+            new_uuid=self.new_uuid,
+            max_output_tokens=checkpoint.max_output_tokens,
+        )
+        self._executor = (
+            self._new_executor(batch_mode=False) if self.config.streaming_tool_execution else None
+        )
+        self._refresh_hot_request()
 
     # --- feeding -------------------------------------------------------------------------------
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from fsm_agent.telemetry.config import Telemetry, tracer_for
 from fsm_agent.telemetry.spans import RunSpans
 from fsm_agent.trace.reader import TraceReader
 from fsm_agent.trace.records import ELAPSED
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
 
 
 def export_trace(
@@ -35,6 +38,16 @@ def export_trace(
     tracer = tracer_for(telemetry)
     if tracer is None:
         return
+    build_trace_spans(source, tracer)
+
+
+def build_trace_spans(source: str | os.PathLike[str] | IO[bytes], tracer: Tracer) -> None:
+    """Build the spans of a recorded run with ``tracer`` (what :func:`export_trace` does once
+    it has its tracer; the Temporal driver calls it with the worker agent's tracer).
+
+    Raises:
+        TraceError: the file is not a readable trace.
+    """
     with TraceReader(source, allow_truncated=True, deep=False) as reader:
         header = reader.header.to_record()
         start_ns = _start_ns(str(header["meta"].get("started") or ""))

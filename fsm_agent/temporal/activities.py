@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
@@ -53,6 +54,9 @@ from fsm_agent.runtime.tool import ToolContext
 from fsm_agent.store.recording import index_run
 from fsm_agent.trace import records
 from fsm_agent.trace.redact import Redactor
+
+TELEMETRY_LOGGER = logging.getLogger("fsm_agent.telemetry")
+"""Where a session's failed span export is reported (as the in-process driver does)."""
 
 AgentFactory = Callable[..., Agent]
 """Builds the agent of a session; called with the session's ``params`` as keyword arguments."""
@@ -97,6 +101,7 @@ class SessionActivities:
             self.count_tokens,
             self.persist_results,
             self.write_trace,
+            self.export_spans,
         ]
 
     def agent(self, session: Mapping[str, Any]) -> Agent:
@@ -151,11 +156,18 @@ class SessionActivities:
         hook events some hook is configured for."""
         agent = self.agent(session)
         path = agent.trace_path()
+        if agent.tracer is not None and path is None:
+            raise ConfigError(
+                "an agent with telemetry needs a trace on Temporal: the session's spans are "
+                "built from its trace file when it ends (give the agent or the session a trace)"
+            )
         return {
             "config": _plain(agent.config),
             "tools": [_plain(tool.spec()) for tool in agent.tools],
             "trace": str(path) if path is not None else None,
             "hooked": [event.value for event in fx.HookEvent if agent.hooks.matchers(event)],
+            "spans": agent.tracer is not None,
+            "price": agent.price.to_meta() if agent.price is not None else None,
         }
 
     @activity.defn(name="fsm_agent.call_model")
@@ -352,6 +364,26 @@ class SessionActivities:
             store = agent.store_target()
             if store is not None:
                 index_run(path, store)
+
+    @activity.defn(name="fsm_agent.export_spans")
+    async def export_spans(self, job: dict[str, Any]) -> None:
+        """Build the OpenTelemetry spans of the ended session from its trace file, with the
+        agent's tracer: the spans the in-process driver gives, once for the whole session
+        (every run of it). A failure is logged, never raised: telemetry never fails a run."""
+        agent = self.agent(job["session"])
+        if agent.tracer is None:
+            return
+        from fsm_agent.telemetry.export import build_trace_spans  # noqa: PLC0415 - optional SDK
+
+        try:
+            build_trace_spans(Path(job["path"]), agent.tracer)
+        except Exception as exc:  # the session has ended well; only its spans are lost
+            TELEMETRY_LOGGER.warning(
+                "the spans of session %s were not exported (%s: %s); its trace is unaffected",
+                job["session"]["id"],
+                type(exc).__name__,
+                exc,
+            )
 
 
 def load_factory(spec: str) -> AgentFactory:

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
-from fsm_agent.errors import UsageError
+from fsm_agent.errors import ConfigError, UsageError
 from fsm_agent.runtime.agent import as_messages
 from fsm_agent.temporal.workflow import SESSION_WORKFLOW
 
@@ -33,6 +33,7 @@ async def start_session(
     params: Mapping[str, Any] | None = None,
     trace: str | None = None,
     heartbeat_timeout_s: float = 10.0,
+    continue_after_events: int | None = None,
 ) -> WorkflowHandle[Any, Any]:
     """Start a session; its workflow handle (its id is the run name ``approve`` takes).
 
@@ -45,16 +46,30 @@ async def start_session(
         trace: the trace file on the workers' file system (default: the agent's own choice).
         heartbeat_timeout_s: how long a silent activity is given before its worker is taken
             for dead (a side-effecting tool call is then reported as possibly run).
+        continue_after_events: continue the session as a new run once its history holds
+            this many events (at the next model request with nothing else in flight); the
+            server's own suggestion applies either way.
 
     Raises:
         UsageError: the prompt is empty.
+        ConfigError: ``continue_after_events`` is not a positive integer.
     """
     as_messages(prompt)  # the same check as the in-process agent: an empty prompt is refused
+    if continue_after_events is not None and (
+        isinstance(continue_after_events, bool)
+        or not isinstance(continue_after_events, int)
+        or continue_after_events < 1
+    ):
+        raise ConfigError(
+            f"continue_after_events must be a positive number of history events, "
+            f"not {continue_after_events!r}"
+        )
     start = {
         "prompt": prompt,
         "params": dict(params or {}),
         "trace": trace,
         "heartbeat_timeout_s": heartbeat_timeout_s,
+        "continue_after_events": continue_after_events,
     }
     return await client.start_workflow(
         SESSION_WORKFLOW,
@@ -76,7 +91,8 @@ async def watch_session(
             done = ending.done()
             status = await handle.query("status")
             for item in await handle.query("progress", seen):
-                seen += 1
+                # Numbered across the runs of a continued session, so none is seen twice.
+                seen = int(item.get("n", seen)) + 1
                 yield SessionProgress(kind=str(item["kind"]), data=item)
             for question in status["questions"]:
                 if question["call_id"] not in asked:

@@ -17,11 +17,19 @@ and a replay of the history rebuilds the same core, the same effects and the sam
 * A permission question waits for the ``answer_permission`` Update (from any client, for as
   long as ``LoopConfig.permission_timeout_ms`` allows); ``abort`` is a signal; ``status`` and
   ``progress`` are queries.
+* A long session continues as a new run (same workflow id) before its history grows too
+  long: when the server suggests it, or past ``continue_after_events`` history events, at the
+  next request boundary at which nothing else is in flight. The new run gets the core's
+  checkpoint (:mod:`fsm_agent.core.checkpoint`, sized by the context, not the session), the
+  request to perform, and where the trace file stands, and goes on writing the same trace:
+  the session's trace stays one file that replays as a whole. Because no activity is in
+  flight at that point, no side effect can be lost or repeated across the boundary.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 from collections.abc import Coroutine
 from datetime import timedelta
@@ -36,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from fsm_agent.core import effects as fx
     from fsm_agent.core import events as ev
     from fsm_agent.core.agent_core import AgentCore
+    from fsm_agent.core.checkpoint import CoreCheckpoint
     from fsm_agent.core.config import LoopConfig
     from fsm_agent.core.messages import AssistantMessage, text_of
     from fsm_agent.core.tool_spec import ToolSpec
@@ -62,6 +71,8 @@ _AT_MOST_ONCE = RetryPolicy(maximum_attempts=1)
 """For what may change the world or cost money: tool calls, hooks, model requests."""
 _CLOSING_HOOKS_WAIT = timedelta(seconds=5)
 """How long a finished session waits for its SessionEnd and StopFailure hooks at most."""
+PROGRESS_CARRIED = 1_000
+"""How many of the latest progress items a continued run keeps for watchers still behind."""
 
 
 def _limit(milliseconds: int | None) -> timedelta:
@@ -73,7 +84,9 @@ def _limit(milliseconds: int | None) -> timedelta:
 @workflow.defn(name=SESSION_WORKFLOW)
 class SessionWorkflow:
     """One agent session. Started with ``{"prompt": str, "params": {...}, "trace": path?,
-    "heartbeat_timeout_s": float?}``; returns ``{"terminal", "text", "trace", "turns"}``."""
+    "heartbeat_timeout_s": float?, "continue_after_events": int?}``; returns ``{"terminal",
+    "text", "trace", "turns", "runs", "fault"}``. A continued run's input also holds
+    ``"continued"`` (see :meth:`_continue_as_new`)."""
 
     def __init__(self) -> None:
         self._inbox: list[ev.Event] = []
@@ -94,7 +107,13 @@ class SessionWorkflow:
         self._tool_context: dict[str, dict[str, Any]] = {}
         self._hooked: frozenset[str] = frozenset()
         self._requests = 0
+        self._requests_before = 0  # made by earlier runs of the session
         self._written = 0
+        self._trace_base = 0  # bytes of the trace file that earlier runs wrote
+        self._progress_base = 0  # progress items before self._progress[0]
+        self._runs = 1
+        self._carried_request: fx.CallModel | None = None
+        self._continue_after: int | None = None
         self._flushing = asyncio.Lock()
 
     # --- the run ---------------------------------------------------------------------------
@@ -108,35 +127,53 @@ class SessionWorkflow:
             "trace": start.get("trace"),
         }
         self._heartbeat = timedelta(seconds=float(start.get("heartbeat_timeout_s") or 10.0))
-        described = await workflow.execute_local_activity(
-            "fsm_agent.describe",
-            self._session,
-            start_to_close_timeout=timedelta(minutes=1),
-            retry_policy=_READ_ONLY_RETRIES,
-            result_type=dict,
-        )
+        limit = start.get("continue_after_events")
+        self._continue_after = None if limit is None else int(limit)
+        continued: dict[str, Any] | None = start.get("continued")
+        if continued is None:
+            self._described: dict[str, Any] = await workflow.execute_local_activity(
+                "fsm_agent.describe",
+                self._session,
+                start_to_close_timeout=timedelta(minutes=1),
+                retry_policy=_READ_ONLY_RETRIES,
+                result_type=dict,
+            )
+        else:
+            self._described = continued["described"]
+        described = self._described
         self._session["trace_path"] = described["trace"]
         self._hooked = frozenset(described["hooked"])
         self._config = codec.converter().structure(described["config"], LoopConfig)
         tools = codec.converter().structure(described["tools"], tuple[ToolSpec, ...])
-        self._core = AgentCore(config=self._config, tools=list(tools))
         self._buffer = io.BytesIO()
-        self._writer = TraceWriter(
-            self._buffer,
-            config=self._config,
-            tools=tools,
-            meta={
-                "started": workflow.now().isoformat(),
-                "model": self._config.model,
-                "temporal_workflow_id": self._session["id"],
-            },
-            clock=workflow.time,
-        )
-        self._feeder = TracingCore(self._core, self._writer)
-        messages = as_messages(str(start["prompt"]))
+        if continued is None:
+            self._core = AgentCore(config=self._config, tools=list(tools))
+            self._writer = TraceWriter(
+                self._buffer,
+                config=self._config,
+                tools=tools,
+                meta={
+                    "started": workflow.now().isoformat(),
+                    "model": self._config.model,
+                    # The workflow id is unique among sessions: the run's id in the store
+                    # and in its spans.
+                    "run_id": self._session["id"],
+                    "temporal_workflow_id": self._session["id"],
+                    **({"price": described["price"]} if described.get("price") else {}),
+                },
+                clock=workflow.time,
+            )
+            self._feeder = TracingCore(self._core, self._writer)
+        else:
+            self._take_up(continued, tools)
         try:
-            self._feed(ev.TurnStarted(messages=messages))
+            if continued is None:
+                self._feed(ev.TurnStarted(messages=as_messages(str(start["prompt"]))))
+            else:
+                self._perform(codec.load_effect(continued["request"]))
             while self._core.terminal is None:
+                if self._carried_request is not None:
+                    await self._continue_as_new(start)
                 await workflow.wait_condition(
                     lambda: bool(self._inbox or self._aborts or self._fault)
                 )
@@ -168,8 +205,82 @@ class SessionWorkflow:
             ).text,
             "trace": self._session["trace_path"],
             "turns": self._requests,
+            "runs": self._runs,
             "fault": self._feeder.fault,
         }
+
+    # --- continuing as a new run -----------------------------------------------------------
+
+    def _continue_due(self, step_effects: tuple[fx.Effect, ...]) -> bool:
+        """Whether to continue as a new run instead of performing this step's ``CallModel``.
+
+        Only at a request boundary with nothing else in flight (no activity, no event not yet
+        fed, no other effect of the step), and only once this run has made a request itself,
+        so that every run moves the session on.
+        """
+        if self._requests == self._requests_before:
+            return False
+        info = workflow.info()
+        full = info.is_continue_as_new_suggested() or (
+            self._continue_after is not None
+            and info.get_current_history_length() >= self._continue_after
+        )
+        return (
+            full
+            and self._core.at_request_boundary
+            and not self._inbox
+            and all(isinstance(e, fx.Emit | fx.CallModel) for e in step_effects)
+            and all(task.done() for task in self._tasks)
+        )
+
+    async def _continue_as_new(self, start: dict[str, Any]) -> None:
+        """End this run and start the next with what it needs to go on (never returns)."""
+        request = self._carried_request
+        assert request is not None
+        await self._flush()
+        # An abort signal that arrives meanwhile is carried; no Update can be pending, since
+        # no question is.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        total = self._progress_base + len(self._progress)
+        kept = self._progress[-PROGRESS_CARRIED:]
+        continued = {
+            "described": self._described,
+            "checkpoint": codec.converter().unstructure(self._core.checkpoint()),
+            "request": codec.dump_effect(request),
+            "trace": {
+                "written": self._trace_base + self._written,
+                "next_seq": self._writer.next_seq,
+                "started": self._writer.started,
+            },
+            "requests": self._requests,
+            "progress": {"base": total - len(kept), "items": kept},
+            "aborts": list(self._aborts),
+            "runs": self._runs + 1,
+        }
+        workflow.continue_as_new({**start, "continued": continued})
+
+    def _take_up(self, continued: dict[str, Any], tools: tuple[ToolSpec, ...]) -> None:
+        """Take up the session where the run before this one left it (the request it
+        carried is performed next)."""
+        checkpoint = codec.converter().structure(continued["checkpoint"], CoreCheckpoint)
+        self._core = AgentCore.restore(checkpoint, config=self._config, tools=list(tools))
+        trace = continued["trace"]
+        self._trace_base = int(trace["written"])
+        self._writer = TraceWriter(
+            self._buffer,
+            config=self._config,
+            tools=tools,
+            clock=workflow.time,
+            next_seq=int(trace["next_seq"]),
+            started=float(trace["started"]),
+        )
+        self._feeder = TracingCore(self._core, self._writer)
+        self._requests = self._requests_before = int(continued["requests"])
+        self._progress_base = int(continued["progress"]["base"])
+        self._progress = list(continued["progress"]["items"])
+        self._aborts = list(continued["aborts"])
+        self._runs = int(continued["runs"])
+        self._phase = self._core.phase
 
     async def _finish(self) -> None:
         for task in self._tasks:
@@ -185,6 +296,16 @@ class SessionWorkflow:
                     task.cancel()
         self._writer.close()
         await self._flush(ended=True)
+        if self._described.get("spans") and self._session["trace_path"] is not None:
+            # At most once: a lost export leaves spans missing, never doubled. The activity
+            # logs what went wrong; the session's result stands either way.
+            with contextlib.suppress(ActivityError):
+                await workflow.execute_local_activity(
+                    "fsm_agent.export_spans",
+                    {"session": self._session, "path": self._session["trace_path"]},
+                    start_to_close_timeout=timedelta(minutes=1),
+                    retry_policy=_AT_MOST_ONCE,
+                )
 
     async def _flush(self, *, ended: bool = False) -> None:
         """Write the trace bytes made since the last write (idempotent: at an offset)."""
@@ -199,7 +320,7 @@ class SessionWorkflow:
                 {
                     "session": self._session,
                     "path": self._session["trace_path"],
-                    "offset": self._written,
+                    "offset": self._trace_base + self._written,
                     "data": data[self._written :].decode(),
                     "ended": ended,
                 },
@@ -215,7 +336,7 @@ class SessionWorkflow:
         if isinstance(event, ev.ToolInputValidated):
             self._read_only[event.call_id] = event.read_only
         for transition in step.transitions:
-            self._progress.append(
+            self._note(
                 {
                     "kind": "transition",
                     "machine": transition.machine,
@@ -226,7 +347,7 @@ class SessionWorkflow:
             )
         for effect in step.effects:
             if isinstance(effect, fx.Emit):
-                self._progress.append(
+                self._note(
                     {
                         "kind": "message",
                         "role": "assistant"
@@ -235,8 +356,15 @@ class SessionWorkflow:
                         "text": text_of(effect.message),
                     }
                 )
+            elif isinstance(effect, fx.CallModel) and self._continue_due(step.effects):
+                self._carried_request = effect  # performed by the next run
             else:
                 self._perform(effect)
+
+    def _note(self, item: dict[str, Any]) -> None:
+        """Add a progress item, numbered across the runs of the session (``n``)."""
+        item["n"] = self._progress_base + len(self._progress)
+        self._progress.append(item)
 
     # --- effects as activities -------------------------------------------------------------
 
@@ -503,13 +631,15 @@ class SessionWorkflow:
             "phase": self._phase,
             "terminal": self._terminal,
             "questions": list(self._questions.values()),
-            "progress": len(self._progress),
+            "progress": self._progress_base + len(self._progress),
+            "runs": self._runs,
         }
 
     @workflow.query(name="progress")
     def progress(self, since: int) -> list[dict[str, Any]]:
-        """What happened from position ``since`` on: transitions taken and messages added."""
-        return self._progress[since:]
+        """What happened from position ``since`` on: transitions taken and messages added
+        (each numbered ``n``; a continued run keeps the last :data:`PROGRESS_CARRIED`)."""
+        return self._progress[max(0, since - self._progress_base) :]
 
     @workflow.signal(name="abort")
     def abort(self, reason: str) -> None:

@@ -126,6 +126,11 @@ class TraceWriter:
         clock: seconds from a monotonic clock (``time.monotonic``); when given, event
             records other than stream deltas carry :data:`~fsm_agent.trace.records.ELAPSED`,
             the milliseconds since the writer was made. Replay ignores it.
+        next_seq: when given, the trace was begun by another writer (a run that goes on in
+            another process, e.g. a continued Temporal run): no header is written, and the
+            records are numbered on from this ``seq``.
+        started: with ``next_seq``, the ``clock`` value the first writer started at, so that
+            elapsed times go on counting from the start of the run.
 
     Raises:
         UsageError: from a ``write_*`` call whose record holds something that is not JSON.
@@ -141,9 +146,14 @@ class TraceWriter:
         meta: Mapping[str, Any] | None = None,
         table_digest: str | None = None,
         clock: Callable[[], float] | None = None,
+        next_seq: int | None = None,
+        started: float | None = None,
     ) -> None:
         self._clock = clock
-        self._started = clock() if clock is not None else 0.0
+        if started is not None:
+            self._started = started
+        else:
+            self._started = clock() if clock is not None else 0.0
         if isinstance(target, str | os.PathLike):
             self._file: IO[bytes] = Path(target).open("wb")  # noqa: SIM115 - closed in close()
             self._owns_file = True
@@ -152,7 +162,7 @@ class TraceWriter:
             self._owns_file = False
         self._redactor = Redactor(secrets)
         self._templates: dict[tuple[str, str, str, str], tuple[bytes, bytes]] = {}
-        self._next_seq = 1
+        self._next_seq = 1 if next_seq is None else next_seq
         self._closed = False
         self.ended = False
         """Whether the ``end`` record has been written."""
@@ -179,7 +189,13 @@ class TraceWriter:
             tools=tuple(tools),
             meta=dict(meta or {}),
         )
-        self._write(self.header.to_record())
+        if next_seq is None:
+            self._write(self.header.to_record())
+
+    @property
+    def started(self) -> float:
+        """The ``clock`` value elapsed times count from (0.0 without a clock)."""
+        return self._started
 
     # --- processors ----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from fsm_agent.runtime.agent import Agent
 from fsm_agent.runtime.hooks import HookInput, Hooks
 from fsm_agent.runtime.permissions import PermissionPolicy
 from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
+from fsm_agent.telemetry.config import Telemetry
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.toolbox import Read, Write
 
@@ -78,9 +79,11 @@ def scripted(
     deny: list[str] | None = None,
     trace: str | None = None,
     count_tokens: bool = False,
+    telemetry: Telemetry | None = None,
 ) -> Agent:
     """An agent playing ``steps`` with Read, Write and Append in ``cwd`` (``count_tokens``:
-    the exact count is asked before each request)."""
+    the exact count is asked before each request; ``telemetry``: from a test's own factory,
+    not from JSON params)."""
     folder = Path(cwd)
     hooks = Hooks(stop=[_stop_once(folder)]) if stop_hook else Hooks()
     return Agent(
@@ -92,4 +95,5 @@ def scripted(
         cwd=folder,
         trace=trace if trace is not None else False,
         store=False,
+        telemetry=telemetry or False,
     )

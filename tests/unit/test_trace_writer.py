@@ -277,3 +277,26 @@ def test_a_sensitive_key_deep_in_a_list_is_redacted() -> None:
     writer.write_event(ev.ModelStreamEvent(request_id="r1", event=payload))
     assert b"s3cr3t-value" not in buffer.getvalue()
     assert REDACTED.encode() in buffer.getvalue()
+
+
+def test_a_continuing_writer_goes_on_where_the_first_stopped() -> None:
+    """A writer given next_seq and started writes no header, numbers on, and times from the
+    first writer's start: the two outputs joined are the bytes one writer would write."""
+    ticks = iter([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+
+    def clock() -> float:
+        return next(ticks)
+
+    events = [ev.AbortRequested(reason="a"), ev.AbortRequested(reason="b")]
+    whole = io.BytesIO()
+    one = make_writer(whole, clock=clock)
+    for event in events:
+        one.write_event(event)
+    ticks = iter([0.0, 1.0, 2.0])
+    first, second = io.BytesIO(), io.BytesIO()
+    early = make_writer(first, clock=clock)
+    early.write_event(events[0])
+    late = make_writer(second, clock=clock, next_seq=early.next_seq, started=early.started)
+    late.write_event(events[1])
+    assert first.getvalue() + second.getvalue() == whole.getvalue()
+    assert late.header == early.header

@@ -1,0 +1,152 @@
+"""Long sessions continue as new runs on a real development server: the session goes on
+seamlessly, its trace stays one file that replays, and clients notice nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio", reason="the fsm_agent[temporal] extra is not installed")
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.worker import Replayer
+
+from fsm_agent.errors import ConfigError
+from fsm_agent.temporal import (
+    SessionWorkflow,
+    answer_permission,
+    session_worker,
+    start_session,
+    watch_session,
+    workflow_runner,
+)
+from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.replay import replay
+
+from .session_agents import scripted
+from .test_sessions import folders, loop_names, reply, use
+
+TURNS = 24
+THRESHOLD = 60
+"""History events after which a run continues: a few model turns' worth."""
+
+
+async def run_histories(client: Client, workflow_id: str, first_run: str) -> list[WorkflowHistory]:
+    """The history of every run of a session, following the continue-as-new chain."""
+    histories = []
+    run_id: str | None = first_run
+    while run_id:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        histories.append(history)
+        last = history.events[-1]
+        run_id = None
+        if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+            run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+    return histories
+
+
+async def start_long(
+    client: Client, queue: str, params: dict[str, Any], trace: Path
+) -> WorkflowHandle[Any, Any]:
+    """A session that continues as new after :data:`THRESHOLD` history events."""
+    return await start_session(
+        client,
+        "go",
+        task_queue=queue,
+        params=params,
+        trace=str(trace),
+        continue_after_events=THRESHOLD,
+    )
+
+
+def test_a_long_session_continues_as_new_and_stays_one_trace(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """A session of many model turns with a small history threshold runs over several runs;
+    a permission Update after a boundary is answered, progress arrives once each, every
+    side effect happened once, the one trace replays and the Replayer accepts every run."""
+    work, trace = folders(tmp_path)
+    steps = [{"content": [use("Append", line=f"line {n}")]} for n in range(TURNS)]
+    steps[TURNS // 2 + 2] = {"content": [use("Write", file_path="out.txt", content="late")]}
+    steps.append(reply("all done"))
+    params = {"steps": steps, "cwd": str(work), "allow": ["Append"]}
+    numbers: list[int] = []
+    runs_when_asked: list[int] = []
+
+    async def go() -> tuple[dict[str, Any], list[WorkflowHistory]]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="long", factory=scripted):
+            handle = await start_long(client, "long", params, trace)
+            async for item in watch_session(handle, poll_s=0.05):
+                if item.kind == "question":
+                    runs_when_asked.append((await handle.query("status"))["runs"])
+                    await answer_permission(client, handle.id, item.data["call_id"], "allow")
+                else:
+                    numbers.append(int(item.data["n"]))
+            result: dict[str, Any] = await handle.result()
+            assert handle.first_execution_run_id is not None
+            histories = await run_histories(client, handle.id, handle.first_execution_run_id)
+            return result, histories
+
+    result, histories = asyncio.run(go())
+    assert result["terminal"] == "completed"
+    assert result["text"] == "all done"
+    assert result["turns"] == TURNS + 1
+    assert result["runs"] == len(histories) >= 3
+    assert runs_when_asked and runs_when_asked[0] >= 2  # the question came after a boundary
+    assert numbers == list(range(len(numbers)))  # every progress item once, in order
+    lines = [f"line {n}\n" for n in range(TURNS) if n != TURNS // 2 + 2]
+    assert (work / "ledger.txt").read_text(encoding="utf-8") == "".join(lines)
+    assert (work / "out.txt").read_text(encoding="utf-8") == "late"
+    records = read_trace(trace)
+    assert len(records.of_kind("end")) == 1
+    assert loop_names(trace).count("next_turn") == TURNS
+    assert replay(records).terminal == "completed"
+    assert all(len(history.events) < 3 * THRESHOLD for history in histories)
+
+    async def replay_histories() -> None:
+        replayer = Replayer(workflows=[SessionWorkflow], workflow_runner=workflow_runner())
+        for history in histories:
+            await replayer.replay_workflow(history)  # raises on any non-determinism
+
+    asyncio.run(replay_histories())
+
+
+def test_abort_signal_reaches_a_continued_run(temporal_address: str, tmp_path: Path) -> None:
+    """The abort signal sent to a session that has continued as new ends it aborted, with a
+    tool_result for the running call, and the trace across the runs replays."""
+    work, trace = folders(tmp_path)
+    steps = [{"content": [use("Append", line=f"line {n}")]} for n in range(40)]
+    params: dict[str, Any] = {"steps": [*steps, reply("never")], "cwd": str(work)}
+    params.update(allow=["Append"], linger_s=0.2)
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="long-abort", factory=scripted):
+            handle = await start_long(client, "long-abort", params, trace)
+            while (await handle.query("status"))["runs"] < 2:
+                await asyncio.sleep(0.05)
+            await handle.signal("abort", "user")
+            result: dict[str, Any] = await asyncio.wait_for(handle.result(), timeout=60)
+            return result
+
+    result = asyncio.run(go())
+    assert result["terminal"] in {"aborted_tools", "aborted_streaming"}
+    assert result["runs"] >= 2
+    records = read_trace(trace)
+    assert replay(records).terminal == result["terminal"]
+
+
+def test_a_bad_history_threshold_is_refused_before_starting() -> None:
+    """continue_after_events of 0, a negative number, a bool or a string is a ConfigError."""
+
+    async def go(value: Any) -> None:
+        await start_session(None, "go", task_queue="q", continue_after_events=value)  # type: ignore[arg-type]
+
+    for value in (0, -5, True, "100"):
+        with pytest.raises(ConfigError, match="continue_after_events"):
+            asyncio.run(go(value))
