@@ -46,6 +46,7 @@ from fsm_agent.core.messages import (
 )
 from fsm_agent.core.microcompact import COMPACTABLE_TOOLS, clear_old_results, gap_elapsed
 from fsm_agent.core.request_history import RequestHistory
+from fsm_agent.core.snip import SNIP_REQUEST, SnipOutcome, plan_snip, snip_ids
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.stream import StreamAssembler
 from fsm_agent.core.tables import (
@@ -179,13 +180,16 @@ class AgentCore:
         self._compactions_this_turn = 0
         self._compaction_refilled = False
         self._answered: set[str] = set()
-        self._request_history = RequestHistory()
+        self._request_history = RequestHistory(tag_ids=self.config.snip)
         # SPEC §7.1 tool-result budget: what the model has seen; checked once per iteration
         self._budget = ToolResultBudget(limit=self.config.tool_result_budget_chars)
         self._budget_checked = False
         self._collapse = CollapseView()  # SPEC §7.4: staged and committed collapses
         self._token_estimate = TokenEstimate()  # SPEC §7.5, over the projected history
         self._token_count_asked = False  # the optional exact count, once per iteration
+        # SPEC §7.2 snip: requests not yet applied, and every uuid removed so far
+        self._snip_requests: list[object] = []
+        self._snipped: set[str] = set()
         # SPEC §7.3 time-based microcompact: wall times from events; once per pause
         self._wall_now: float | None = None
         self._last_response_at: float | None = None
@@ -309,6 +313,7 @@ class AgentCore:
             and self._stream_error is None
             and not self._assistant
             and not self._tool_results
+            and not self._snip_requests
             and (executor is None or not executor.order)
         )
 
@@ -345,6 +350,7 @@ class AgentCore:
             collapse_staged=collapse.staged,
             collapse_committed=collapse.committed,
             collapse_staging=collapse.staging,
+            collapse_staging_through=collapse.staging_through,
             collapse_staging_failed=collapse.staging_failed,
             compacted_this_iteration=self._compacted_this_iteration,
             collapse_drain_attempted=self._collapse_drain_attempted,
@@ -358,6 +364,9 @@ class AgentCore:
             budget_continuations=self._budget_continuations,
             budget_last_delta=self._budget_last_delta,
             budget_last_total=self._budget_last_total,
+            estimate_anchor=self._token_estimate.adjustment[0],
+            estimate_freed=self._token_estimate.adjustment[1],
+            snipped=tuple(sorted(self._snipped)),
             shown=len(self._transcript),
         )
 
@@ -400,6 +409,7 @@ class AgentCore:
         collapse.staged = checkpoint.collapse_staged
         collapse.committed = checkpoint.collapse_committed
         collapse.staging = checkpoint.collapse_staging
+        collapse.staging_through = checkpoint.collapse_staging_through
         collapse.staging_failed = checkpoint.collapse_staging_failed
         self._compacted_this_iteration = checkpoint.compacted_this_iteration
         self._collapse_drain_attempted = checkpoint.collapse_drain_attempted
@@ -413,6 +423,8 @@ class AgentCore:
         self._budget_continuations = checkpoint.budget_continuations
         self._budget_last_delta = checkpoint.budget_last_delta
         self._budget_last_total = checkpoint.budget_last_total
+        self._token_estimate.restore(checkpoint.estimate_anchor, checkpoint.estimate_freed)
+        self._snipped = set(checkpoint.snipped)
         # What _start_request made for the request in flight: new, so rebuilt.
         self._assembler = StreamAssembler(
             request_id=checkpoint.request_id,
@@ -619,7 +631,11 @@ class AgentCore:
             self._executor.cancel_all(fx.CancelReason.USER_INTERRUPTED)
 
     def apply_context_update(self, update: dict[str, Any]) -> None:
-        """Apply a tool's context modifier."""
+        """Apply a tool's context modifier; a snip request (SPEC §7.2) is kept for the next
+        ``preprocess`` instead."""
+        if SNIP_REQUEST in update:
+            self._snip_requests.append(update[SNIP_REQUEST])
+            update = {key: value for key, value in update.items() if key != SNIP_REQUEST}
         self._tool_context.update(update)
 
     def remember_permission_rules(self, rules: tuple[str, ...]) -> None:
@@ -905,6 +921,9 @@ class AgentCore:
             self._budget.plan(self._state.messages, unbounded_tools=self._unbounded_tools)
         )
 
+    def _guard_snip_requested(self) -> bool:
+        return bool(self._snip_requests)
+
     def _guard_token_count_due(self) -> bool:
         return self.config.count_tokens and not self._token_count_asked
 
@@ -1154,6 +1173,44 @@ class AgentCore:
         results = self._budget.plan(self._state.messages, unbounded_tools=self._unbounded_tools)
         self._await(fx.PersistToolResults(effect_id=self.new_effect_id(), results=results))
 
+    def _on_history_snipped(self) -> None:
+        # SPEC §7.2 (our design, core/snip.py): decided over what is sent, applied to the
+        # history; the transcript keeps what was shown.
+        requests, self._snip_requests = self._snip_requests, []
+        before = self.messages_for_query()
+        ids: list[str] = []
+        malformed: list[str] = []
+        for raw in requests:
+            named, problem = snip_ids(raw)
+            ids.extend(named)
+            if problem is not None:
+                malformed.append(problem)
+        if not self.config.snip:
+            outcome = SnipOutcome(refused=tuple((i, texts.SNIP_OFF) for i in ids))
+        else:
+            outcome = plan_snip(
+                before,
+                dict.fromkeys(ids),
+                snipped_before=self._snipped,
+                pinned_through=self._collapse.staging_through,
+            )
+        if outcome.removed:
+            gone = frozenset(outcome.removed)
+            self._collapse.forget_staged_touching(before, gone)
+            self._snipped |= gone
+            kept = tuple(m for m in self._state.messages if m.uuid not in gone)
+            self._state = attrs.evolve(self._state, messages=kept)
+        freed = self._history_rewritten(before)
+        report = texts.snip_outcome(
+            removed=len(outcome.removed),
+            snipped=outcome.snipped,
+            refused=outcome.refused,
+            malformed=tuple(malformed),
+            tokens_freed=freed,
+        )
+        note = self._meta_user(report)
+        self._state = attrs.evolve(self._state, messages=(*self._state.messages, note))
+
     def _cleared_history(self) -> tuple[Message, ...] | None:
         return clear_old_results(
             self._state.messages,
@@ -1388,6 +1445,7 @@ class AgentCore:
         assert span is not None
         effect_id = self.new_effect_id()
         self._collapse.staging = effect_id
+        self._collapse.staging_through = span[1]
         count, through = span
         self._effects.append(
             fx.StageCollapse(effect_id=effect_id, message_count=count, through_uuid=through)
@@ -1400,6 +1458,7 @@ class AgentCore:
                 f"is {self._collapse.staging!r}"
             )
         self._collapse.staging = None
+        self._collapse.staging_through = None
         if event.ok:
             span = CollapsedSpan(through_uuid=event.through_uuid, summary=tuple(event.summary))
             self._collapse.staged = span

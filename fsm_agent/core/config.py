@@ -134,6 +134,10 @@ class LoopConfig:
     microcompact_gap_minutes: int = attrs.field(default=60, validator=_positive)
     microcompact_keep_recent: int = attrs.field(default=5, validator=_positive)
 
+    # SPEC §7.2 snip (our design, core/snip.py): requests tag each user message with its id,
+    # and the model may ask, with the Snip tool, for old turns to leave what is sent.
+    snip: bool = False
+
     # SPEC §7.5, the optional exact count: before the autocompact and blocking checks, ask the
     # API (count_tokens) how big the request about to be sent is, and use that instead of the
     # estimate. Off by default: it costs one more round trip per iteration. A count that fails

@@ -161,6 +161,8 @@ LOOP_ROWS: tuple[Row, ...] = (
     # SPEC §7.1: the tool-result budget first; the driver saves the chosen results to files
     _row("tool_results_over_budget", None,                P.PREPROCESS,           P.PERSISTING_RESULTS,     "results_over_budget"),
     _row("tool_results_persisted", ev.ToolResultsPersisted, P.PERSISTING_RESULTS, P.PREPROCESS),
+    # SPEC §7.2 (ours): old turns the model asked to snip leave what is sent
+    _row("history_snipped",        None,                  P.PREPROCESS,           P.PREPROCESS,             "snip_requested"),
     # SPEC §7.3: after a long pause, old tool results are cleared (time from the events)
     _row("old_tool_results_cleared", None,                P.PREPROCESS,           P.PREPROCESS,             "microcompact_due"),
     # SPEC §7.4 (ours): near the window, the oldest span is summarised in the background

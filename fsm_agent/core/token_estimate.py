@@ -148,6 +148,16 @@ class TokenEstimate:
         self._freed += covered_before - covered_after
         return freed
 
+    @property
+    def adjustment(self) -> tuple[str | None, int]:
+        """The response part whose figure is adjusted, and by how many tokens (what a
+        checkpoint carries)."""
+        return self._anchor_uuid, self._freed
+
+    def restore(self, anchor_uuid: str | None, freed: int) -> None:
+        """Take the adjustment a checkpoint carried."""
+        self._anchor_uuid, self._freed = anchor_uuid, freed
+
     def take_count(self, tokens: int, projected: Sequence[Message]) -> None:
         """The API counted a request carrying ``projected``: use that until it changes."""
         last = projected[-1].uuid if projected else None

@@ -315,6 +315,11 @@ class Agent:
         self.server_tools = tuple(t for t in tools if isinstance(t, ServerTool))
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
+        if self.config.snip and not any(t.name == "Snip" for t in self.tools):
+            # SPEC §7.2: with snip on, the model gets the tool that asks for it.
+            from fsm_agent.toolbox.snip import Snip  # noqa: PLC0415 - only when snip is on
+
+            self.tools = (*self.tools, Snip())
         self.trace = trace
         self.store = store
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()

@@ -30,6 +30,7 @@ TOOLS = (
     ToolSpec(name="Glob", description="Find files"),
     ToolSpec(name="Write", description="Write a file"),
     ToolSpec(name="Bash", description="Run a command", is_shell=True),
+    ToolSpec(name="Snip", description="Remove old turns from the context"),
 )
 SAFE = ToolScript(safe=True, content="file contents")
 UNSAFE = ToolScript(safe=False, content="written")
@@ -196,6 +197,27 @@ ENTRIES: tuple[Entry, ...] = (
         token_counts=(12_000, None),
         terminal="completed",
         must_take=("token_count_requested", "tokens_counted", "autocompact_started"),
+    ),
+    Entry(
+        name="history_snipped",
+        description="With snip on, the model asks for the first Read round to go, names an "
+        "unknown id and its own call; the round leaves what is sent, the rest is refused, "
+        "and a note tells the model.",
+        steps=(
+            _tools(_READ),
+            _tools(_READ),
+            _tools(("Snip", {"ids": ["toolu_001", "nope", "toolu_003"]})),
+            _text("Done."),
+        ),
+        config=LoopConfig(snip=True),
+        tools={
+            "Read": SAFE,
+            "Snip": ToolScript(
+                safe=False, context_update={"snip": ["toolu_001", "nope", "toolu_003"]}
+            ),
+        },
+        terminal="completed",
+        must_take=("history_snipped",),
     ),
     Entry(
         name="collapse_drain_empty",

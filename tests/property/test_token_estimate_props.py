@@ -1,5 +1,5 @@
 """The token estimate is taken over what is sent (SPEC §7.5): whatever collapse, cleared
-results or replaced results took out of the history, the estimate does not count it."""
+results, replaced results or snip took out of the history, the estimate does not count it."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from fsm_agent.core.messages import (
     UserMessage,
 )
 from fsm_agent.core.microcompact import clear_old_results
+from fsm_agent.core.snip import plan_snip
 from fsm_agent.core.token_estimate import TokenEstimate, chars_estimate
 from fsm_agent.core.tool_result_budget import replace_results
 from fsm_agent.testing.transcripts import loop_transcripts
@@ -84,6 +85,13 @@ def _clear(messages: list[Message], keep: int) -> list[Message]:
     return list(cleared) if cleared is not None else messages
 
 
+def _snip(messages: list[Message], picks: list[int]) -> list[Message]:
+    names = [m.uuid for m in messages] + _result_ids(messages)
+    chosen = dict.fromkeys(names[p % len(names)] for p in picks)
+    removed = set(plan_snip(messages, chosen).removed)
+    return [m for m in messages if m.uuid not in removed]
+
+
 def _replace(messages: list[Message], picks: list[int]) -> list[Message]:
     ids = _result_ids(messages)
     chosen = {ids[p % len(ids)]: "<persisted-output> preview" for p in picks} if ids else {}
@@ -95,6 +103,7 @@ _STEPS = st.lists(
         st.tuples(st.just("collapse"), _SIZES),
         st.tuples(st.just("clear"), st.integers(0, 3)),
         st.tuples(st.just("replace"), st.lists(st.integers(0, 50), max_size=3)),
+        st.tuples(st.just("snip"), st.lists(st.integers(0, 50), max_size=3)),
     ),
     min_size=1,
     max_size=4,
@@ -106,8 +115,8 @@ def test_the_estimate_counts_what_is_sent_after_any_rewrite(
     history: list[Message], steps: list[tuple[str, object]]
 ) -> None:
     """When the reported usage is characters / 4 of what was sent, the estimate after any
-    run of collapses, cleared results and replaced results is characters / 4 of what is sent
-    now (to rounding): no removed span is counted at its full size."""
+    run of collapses, cleared results, replaced results and snips is characters / 4 of what
+    is sent now (to rounding): no removed span is counted at its full size."""
     estimate = TokenEstimate()
     assert abs(estimate.tokens(history) - chars_estimate(history)) <= 1
     current = history
@@ -118,6 +127,9 @@ def test_the_estimate_counts_what_is_sent_after_any_rewrite(
         elif kind == "clear":
             assert isinstance(argument, int)
             changed = _clear(current, argument)
+        elif kind == "snip":
+            assert isinstance(argument, list)
+            changed = _snip(current, argument)
         else:
             assert isinstance(argument, list)
             changed = _replace(current, argument)

@@ -722,3 +722,24 @@ def test_abort_while_tokens_are_counted_is_aborted_streaming() -> None:
         run.advance()
     run.abort()
     assert finish(core, run) == "aborted_streaming"
+
+
+def test_a_snip_request_is_applied_before_the_next_request() -> None:
+    """A Snip call's request is applied in preprocess, after the budget and before
+    microcompact, and the first Read round leaves what is sent (SPEC §7.2)."""
+    snip = {"content": [{"tool_use": {"name": "Snip", "input": {"ids": ["toolu_001"]}}}]}
+    scripts = {"Snip": ToolScript(safe=False, context_update={"snip": ["toolu_001"]})}
+    specs = [*TOOLS, ToolSpec(name="Snip")]
+    core, run, terminal = play(
+        [READ, snip, TEXT], config=LoopConfig(snip=True), specs=specs, tools=scripts
+    )
+    assert terminal == "completed"
+    names = loop_names(run)
+    assert names[names.index("history_snipped") - 1] == "iteration_started"
+    assert names[names.index("history_snipped") + 1] == "context_prepared"
+    assert "toolu_001" not in [
+        b.id
+        for m in core.messages_for_query()
+        if isinstance(m, AssistantMessage)
+        for b in m.content
+    ]
