@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Final, TypeVar, cast
-
-import cattrs
-from cattrs.gen import make_dict_unstructure_fn, override
-from cattrs.strategies import configure_tagged_union
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from fsm_agent.core import effects, events, messages
+
+if TYPE_CHECKING:
+    import cattrs
 
 T = TypeVar("T")
 
@@ -96,6 +95,12 @@ def _json_object(value: dict[str, Any]) -> dict[str, Any]:
 
 def make_converter() -> cattrs.Converter:
     """Build the converter (once per process is enough; :func:`converter` is that one)."""
+    # cattrs is imported here, not with this module: a run that writes no trace and reads
+    # none never needs it, and ``from fsm_agent import Agent`` stays cheap (issue 10).
+    import cattrs  # noqa: PLC0415
+    from cattrs.gen import make_dict_unstructure_fn, override  # noqa: PLC0415
+    from cattrs.strategies import configure_tagged_union  # noqa: PLC0415
+
     conv = cattrs.Converter(forbid_extra_keys=True)
     for kind in (str, int, bool, float):
         conv.register_structure_hook(kind, _strict_scalar(kind))

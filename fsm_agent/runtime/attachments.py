@@ -153,6 +153,8 @@ class AttachmentCollector:
         providers: the providers, in the order their attachments are sent.
         queue: the messages queued by the user, drained at each attachment phase.
         user_turn: the number of the first user turn this collector serves.
+        numbered: attachments numbered before this collector (their ids go on from there; a
+            driver that makes a collector per attachment phase says how many it has had).
     """
 
     def __init__(
@@ -161,11 +163,12 @@ class AttachmentCollector:
         *,
         queue: MessageQueue | None = None,
         user_turn: int = 1,
+        numbered: int = 0,
     ) -> None:
         self.providers = tuple(providers)
         self.queue = queue
         self.user_turn = user_turn
-        self._counter = 0
+        self._counter = numbered
         self._turn_prefetch: dict[str, asyncio.Task[Sequence[Attachment]]] = {}
         self._iteration_prefetch: dict[str, asyncio.Task[Sequence[Attachment]]] = {}
 
@@ -210,6 +213,22 @@ class AttachmentCollector:
         for name, task in list(self._iteration_prefetch.items()):
             del self._iteration_prefetch[name]
             found += self._messages(name, await task)
+        return found
+
+    async def collect_at_once(
+        self, request: AttachmentRequest, *, turn_prefetch: bool
+    ) -> list[AttachmentMessage]:
+        """The answer to one ``FetchAttachments`` for a driver that keeps nothing running
+        between attachment phases (the Temporal workflow): each provider is asked now and
+        waited for, in :meth:`collect`'s order. ``turn_prefetch``: this is the user turn's
+        first attachment phase, so the once-per-turn prefetches are asked too."""
+        found = await self.before_prompt(request)
+        timings = [AttachmentTiming.ITERATION_PREFETCH]
+        if turn_prefetch:
+            timings.insert(0, AttachmentTiming.TURN_PREFETCH)
+        for timing in timings:
+            for provider in self._of(timing):
+                found += self._messages(provider.name, await provider.collect(request))
         return found
 
     def drain_queue(self) -> list[AttachmentMessage]:

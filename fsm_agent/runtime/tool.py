@@ -32,9 +32,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, Union
 
 import attrs
-import cattrs
-from cattrs.errors import ForbiddenExtraKeysError
-from cattrs.v import format_exception as cattrs_format_exception
 
 from fsm_agent.core import texts
 from fsm_agent.core.codec import json_type_name
@@ -46,6 +43,8 @@ from fsm_agent.runtime.result_files import PREVIEW_CHARS, preview_of, save_resul
 from fsm_agent.trace.json_limits import escape_surrogates
 
 if TYPE_CHECKING:
+    import cattrs
+
     from fsm_agent.runtime.subagent_link import ParentRun
 
 __all__ = [
@@ -226,7 +225,9 @@ class Tool(Generic[InputT]):
         try:
             return _input_converter().structure(dict(raw), self.input_type)
         except Exception as exc:
-            problems = cattrs.transform_error(exc, path="$", format_exception=_describe_problem)
+            from cattrs import transform_error  # noqa: PLC0415 (loaded by _input_converter)
+
+            problems = transform_error(exc, path="$", format_exception=_describe_problem)
             lines = [f"InputValidationError: {_problem_line(p)}" for p in problems]
             raise ToolInputError("\n".join(lines) or f"InputValidationError: {exc}") from None
 
@@ -809,7 +810,10 @@ def _strict_collections(converter: cattrs.Converter) -> None:
 
 @functools.cache
 def _input_converter() -> cattrs.Converter:
-    """The strict converter for tool inputs, built on first use (not at import)."""
+    """The strict converter for tool inputs, built on first use (not at import: cattrs is
+    imported here, so ``from fsm_agent import Agent`` does not pay for it)."""
+    import cattrs  # noqa: PLC0415
+
     converter = cattrs.Converter(forbid_extra_keys=True)
     for kind in _SCALARS:
         converter.register_structure_hook(kind, _strict_scalar(kind))
@@ -819,6 +823,9 @@ def _input_converter() -> cattrs.Converter:
 
 def _describe_problem(exc: BaseException, kind: type | None) -> str:
     """One problem, worded for the model (used with ``cattrs.transform_error``)."""
+    from cattrs.errors import ForbiddenExtraKeysError  # noqa: PLC0415
+    from cattrs.v import format_exception  # noqa: PLC0415
+
     if isinstance(exc, _WrongType):
         return str(exc)
     if isinstance(exc, ForbiddenExtraKeysError):
@@ -830,7 +837,7 @@ def _describe_problem(exc: BaseException, kind: type | None) -> str:
         return "must be one of " + ", ".join(repr(v) for v in typing.get_args(stripped))
     if isinstance(stripped, type) and issubclass(stripped, enum.Enum):
         return "must be one of " + ", ".join(repr(m.value) for m in stripped)
-    return cattrs_format_exception(exc, kind)
+    return format_exception(exc, kind)
 
 
 def _problem_line(problem: str) -> str:

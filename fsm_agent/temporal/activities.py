@@ -27,12 +27,14 @@ from typing import Any
 import attrs
 import orjson
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from fsm_agent.core import codec
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent, results_folder
+from fsm_agent.runtime.attachments import AttachmentCollector, AttachmentRequest
 from fsm_agent.runtime.compaction import SummaryCompactor
 from fsm_agent.runtime.performing import (
     collapse,
@@ -102,6 +104,7 @@ class SessionActivities:
             self.persist_results,
             self.write_trace,
             self.export_spans,
+            self.attachments,
         ]
 
     def agent(self, session: Mapping[str, Any]) -> Agent:
@@ -119,11 +122,7 @@ class SessionActivities:
                 # The session names its trace (a file or a folder): it overrides the
                 # factory's, and decides what tools keep out of, as in-process.
                 agent.trace = str(session["trace"])
-            if agent.mcp_servers:
-                raise ConfigError(
-                    "an agent with MCP servers cannot run on Temporal yet: its connections "
-                    "live in one process"
-                )
+            refuse_unsupported(agent)
             self._agents[key] = agent
             while len(self._agents) > _AGENTS_KEPT:
                 self._agents.popitem(last=False)
@@ -153,14 +152,22 @@ class SessionActivities:
     @activity.defn(name="fsm_agent.describe")
     async def describe(self, session: dict[str, Any]) -> dict[str, Any]:
         """What the workflow needs to build the core: config, tools, the trace file, and the
-        hook events some hook is configured for."""
-        agent = self.agent(session)
-        path = agent.trace_path()
-        if agent.tracer is not None and path is None:
-            raise ConfigError(
-                "an agent with telemetry needs a trace on Temporal: the session's spans are "
-                "built from its trace file when it ends (give the agent or the session a trace)"
-            )
+        hook events some hook is configured for.
+
+        An agent the Temporal driver cannot run fails the session at once (not retried),
+        with the ``ConfigError`` naming what it cannot run.
+        """
+        try:
+            agent = self.agent(session)
+            path = agent.trace_path()
+            if agent.tracer is not None and path is None:
+                raise ConfigError(
+                    "an agent with telemetry needs a trace on Temporal: the session's spans "
+                    "are built from its trace file when it ends (give the agent or the "
+                    "session a trace)"
+                )
+        except ConfigError as exc:
+            raise ApplicationError(str(exc), type="ConfigError", non_retryable=True) from exc
         return {
             "config": _plain(agent.config),
             "tools": [_plain(tool.spec()) for tool in agent.tools],
@@ -168,6 +175,7 @@ class SessionActivities:
             "hooked": [event.value for event in fx.HookEvent if agent.hooks.matchers(event)],
             "spans": agent.tracer is not None,
             "price": agent.price.to_meta() if agent.price is not None else None,
+            "attachments": bool(agent.attachments),
         }
 
     @activity.defn(name="fsm_agent.call_model")
@@ -295,6 +303,30 @@ class SessionActivities:
             },
         }
 
+    @activity.defn(name="fsm_agent.attachments")
+    async def attachments(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Ask the agent's attachment providers (``FetchAttachments``); ``AttachmentsReady``.
+
+        Every provider is asked now and waited for (prefetches included: nothing runs
+        between phases here). Providers are told the history the next request is built from.
+        """
+        agent = self.agent(job["session"])
+        effect = codec.load_effect(job["effect"])
+        assert isinstance(effect, fx.FetchAttachments)
+        collector = AttachmentCollector(agent.attachments, numbered=int(job["numbered"]))
+        request = AttachmentRequest(
+            cwd=agent.cwd,
+            messages=tuple(codec.load_message(message) for message in job["messages"]),
+            iteration=effect.turn,
+        )
+        async with self._beating():
+            found = await collector.collect_at_once(
+                request, turn_prefetch=bool(job["turn_prefetch"])
+            )
+        return codec.dump_event(
+            ev.AttachmentsReady(effect_id=effect.effect_id, messages=tuple(found))
+        )
+
     @activity.defn(name="fsm_agent.compact")
     async def compact(self, job: dict[str, Any]) -> dict[str, Any]:
         """Summarise the history for a ``Compact``, ``DrainCollapse`` or ``StageCollapse``."""
@@ -384,6 +416,32 @@ class SessionActivities:
                 type(exc).__name__,
                 exc,
             )
+
+
+def refuse_unsupported(agent: Agent) -> None:
+    """Refuse an agent with parts the Temporal driver cannot run, naming them and why.
+
+    Raises:
+        ConfigError: the agent has MCP servers, tool providers or subagents (a ``Task`` tool).
+    """
+    from fsm_agent.toolbox.task import Task  # noqa: PLC0415 - only this check needs it
+
+    if agent.mcp_servers:
+        raise ConfigError(
+            "an agent with MCP servers cannot run on Temporal yet: an MCP connection lives in "
+            "one process, and a session's tool calls run on any worker"
+        )
+    if agent.tool_providers:
+        raise ConfigError(
+            "an agent with tool providers cannot run on Temporal yet: the tools a provider "
+            "gives live in one worker's process, and a session's calls run on any worker"
+        )
+    if any(isinstance(tool, Task) for tool in agent.tools):
+        raise ConfigError(
+            "an agent with subagents (the Task tool) cannot run on Temporal yet: a child "
+            "agent would run inside one tool activity, neither durable nor resumable, where "
+            "it should be a child workflow"
+        )
 
 
 def load_factory(spec: str) -> AgentFactory:

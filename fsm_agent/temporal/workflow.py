@@ -114,6 +114,8 @@ class SessionWorkflow:
         self._runs = 1
         self._carried_request: fx.CallModel | None = None
         self._continue_after: int | None = None
+        self._attached = 0  # attachments given so far (their ids are numbered on)
+        self._turn_prefetched = False  # the once-per-turn prefetches were asked
         self._flushing = asyncio.Lock()
 
     # --- the run ---------------------------------------------------------------------------
@@ -255,6 +257,7 @@ class SessionWorkflow:
             "requests": self._requests,
             "progress": {"base": total - len(kept), "items": kept},
             "aborts": list(self._aborts),
+            "attachments": {"numbered": self._attached, "turn_prefetched": self._turn_prefetched},
             "runs": self._runs + 1,
         }
         workflow.continue_as_new({**start, "continued": continued})
@@ -280,6 +283,8 @@ class SessionWorkflow:
         self._progress = list(continued["progress"]["items"])
         self._aborts = list(continued["aborts"])
         self._runs = int(continued["runs"])
+        self._attached = int(continued["attachments"]["numbered"])
+        self._turn_prefetched = bool(continued["attachments"]["turn_prefetched"])
         self._phase = self._core.phase
 
     async def _finish(self) -> None:
@@ -444,9 +449,20 @@ class SessionWorkflow:
             job = self._job(effect, messages=self._core.api_messages())
             self._spawn(self._count_tokens(effect, job, limit=config.count_tokens_timeout_ms))
         elif isinstance(effect, fx.FetchAttachments):
-            # Without MCP servers (refused on Temporal workers) there is nothing to fetch:
-            # the in-process driver answers the same, at once.
-            self._inbox.append(ev.AttachmentsReady(effect_id=effect.effect_id))
+            if not self._described.get("attachments"):
+                # No providers (MCP servers and tool providers are refused on Temporal): the
+                # answer is empty, as the in-process driver gives it, at once.
+                self._inbox.append(ev.AttachmentsReady(effect_id=effect.effect_id))
+                return
+            messages = [codec.dump_message(m) for m in self._core.state.messages]
+            job = self._job(
+                effect,
+                messages=messages,
+                numbered=self._attached,
+                turn_prefetch=not self._turn_prefetched,
+            )
+            self._turn_prefetched = True
+            self._spawn(self._attach(job))
         elif isinstance(effect, fx.CancelTool):
             self._cancelled.add(effect.call_id)
             for task in self._call_tasks.pop(effect.call_id, set()):
@@ -580,6 +596,20 @@ class SessionWorkflow:
             result_type=dict,
         )
         return reply
+
+    async def _attach(self, job: dict[str, Any]) -> None:
+        found = await workflow.execute_activity(
+            "fsm_agent.attachments",
+            job,
+            start_to_close_timeout=_DEFAULT_LIMIT,
+            heartbeat_timeout=self._heartbeat,
+            retry_policy=_READ_ONLY_RETRIES,
+            result_type=dict,
+        )
+        ready = codec.load_event(found)
+        assert isinstance(ready, ev.AttachmentsReady)
+        self._attached += len(ready.messages)  # their ids go on from here
+        self._inbox.append(ready)
 
     async def _compact(self, job: dict[str, Any], *, limit: int | None) -> None:
         found = await workflow.execute_activity(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -46,7 +45,8 @@ def new_run_id(now: dt.datetime | None = None) -> str:
     """A new run id: the (UTC) start time, so ids sort by it, and 48 random bits, so runs
     started in the same second on any number of machines do not share one (issue 13)."""
     moment = now if now is not None else dt.datetime.now(dt.UTC)
-    return f"run-{moment.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(6)}"
+    # The bytes secrets.token_hex would give (os.urandom), without importing random for it.
+    return f"run-{moment.strftime('%Y%m%d-%H%M%S')}-{os.urandom(6).hex()}"
 
 
 def prepare_trace_file(target: str | os.PathLike[str] | None, *, run_id: str | None = None) -> Path:

@@ -37,6 +37,16 @@ def worker(address: str, task_queue: str) -> WorkerProcess:
     return WorkerProcess(address, task_queue, factory=FACTORY, import_path=HERE)
 
 
+def causes_of(error: BaseException | None) -> list[str]:
+    """The messages of an exception and of its causes, outermost first (a failed workflow's
+    reason is a few causes down)."""
+    found = []
+    while error is not None:
+        found.append(str(error))
+        error = error.__cause__
+    return found
+
+
 @pytest.fixture
 def worker_processes(temporal_address: str) -> Iterator[list[WorkerProcess]]:
     """A list to add worker processes to; each is stopped after the test."""

@@ -50,16 +50,11 @@ async def run_histories(client: Client, workflow_id: str, first_run: str) -> lis
 
 
 async def start_long(
-    client: Client, queue: str, params: dict[str, Any], trace: Path
+    client: Client, queue: str, params: dict[str, Any], trace: Path, *, after: int = THRESHOLD
 ) -> WorkflowHandle[Any, Any]:
-    """A session that continues as new after :data:`THRESHOLD` history events."""
+    """A session that continues as new after ``after`` history events."""
     return await start_session(
-        client,
-        "go",
-        task_queue=queue,
-        params=params,
-        trace=str(trace),
-        continue_after_events=THRESHOLD,
+        client, "go", task_queue=queue, params=params, trace=str(trace), continue_after_events=after
     )
 
 

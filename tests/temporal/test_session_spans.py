@@ -23,7 +23,9 @@ from fsm_agent.telemetry.config import Telemetry
 from fsm_agent.telemetry.spans import RUN_ID
 from fsm_agent.temporal import session_worker, start_session
 
+from .conftest import causes_of
 from .session_agents import scripted
+from .test_continue_as_new import start_long
 from .test_sessions import folders, reply, use
 
 
@@ -77,13 +79,8 @@ def test_a_session_gives_the_spans_of_the_same_run_in_process(
     async def go() -> tuple[dict[str, Any], str]:
         client = await Client.connect(temporal_address)
         async with session_worker(client, task_queue="spans", factory=traced):
-            handle = await start_session(
-                client,
-                "go",
-                task_queue="spans",
-                params=session_params(remote_work),
-                trace=str(remote_trace),
-                continue_after_events=40,
+            handle = await start_long(
+                client, "spans", session_params(remote_work), remote_trace, after=40
             )
             result: dict[str, Any] = await handle.result()
             return result, handle.id
@@ -118,9 +115,5 @@ def test_telemetry_without_a_trace_is_refused_naming_why(
 
     with pytest.raises(WorkflowFailureError) as failed:
         asyncio.run(go())
-    causes = []
-    error: BaseException | None = failed.value
-    while error is not None:
-        causes.append(str(error))
-        error = error.__cause__
+    causes = causes_of(failed.value)
     assert any("telemetry needs a trace" in cause for cause in causes)

@@ -24,10 +24,15 @@ def test_every_public_name_of_a_lazy_package_resolves(package: object) -> None:
 
 def test_importing_agent_loads_no_parser_view_or_sdk() -> None:
     """``from fsm_agent import Agent`` leaves the shell parser, the ignore-file reader, the
-    timelines, replay, the run store, the MCP client, the read-only command tables and the
-    anthropic SDK unloaded until a run needs them."""
+    timelines, replay, the trace reader, the run store, the MCP client, live telemetry,
+    sessions, the read-only command tables, cattrs and the anthropic SDK unloaded until a run
+    needs them, and builds no converter."""
     heavy = (
         "anthropic",
+        "cattrs",
+        "fsm_agent.trace.reader",
+        "fsm_agent.telemetry.live",
+        "fsm_agent.runtime.session",
         "tree_sitter",
         "pathspec",
         "fsm_agent.trace.timeline",
@@ -44,6 +49,8 @@ def test_importing_agent_loads_no_parser_view_or_sdk() -> None:
         "import sys\n"
         "from fsm_agent import Agent\n"
         "assert Agent is not None\n"
+        "from fsm_agent.core.codec import converter\n"
+        "assert converter.cache_info().currsize == 0, 'the codec converter was built'\n"
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
     )
     found = subprocess.run(
