@@ -175,6 +175,8 @@ NOT_CARRIED: Final = frozenset(
         # asked once per iteration, and reset when the next one starts: nothing reads it
         # between a request boundary and that reset
         "_token_count_asked",
+        # rebuilt from ``answered``: at a request boundary every tool_use seen has its result
+        "_tool_ids",
         # the step being built, and a cache equal to its recomputation
         "_event",
         "_transitions",

@@ -277,3 +277,23 @@ def test_a_session_counts_tokens_through_an_activity(temporal_address: str, tmp_
     assert len(counted) == 2
     assert all(c["input_tokens"] > 0 and c["error"] == "" for c in counted)
     assert replay(read_trace(trace)).terminal == "completed"
+
+
+def test_approve_of_a_session_that_does_not_exist_names_it(
+    temporal_address: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fsm-agent approve`` with a wrong session id exits 1 naming the id, no traceback."""
+    status = cli.main(
+        ["approve", "no-such-session", "toolu_1", "allow", "--address", temporal_address]
+    )
+    assert status == 1
+    assert "cannot answer session 'no-such-session'" in capsys.readouterr().err
+
+
+def test_approve_at_an_address_where_no_cluster_answers_names_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``fsm-agent approve`` against a closed port exits 1 naming the address."""
+    status = cli.main(["approve", "s", "toolu_1", "allow", "--address", "127.0.0.1:1"])
+    assert status == 1
+    assert "cannot reach a Temporal cluster at 127.0.0.1:1" in capsys.readouterr().err
