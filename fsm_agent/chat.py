@@ -4,16 +4,20 @@ One thread reads standard input; every line it reads is routed on the event loop
 permission question waiting for its answer, else (at a terminal, while a turn works) to the
 session's queue of messages (``Session.send``: it lands at the next attachment phase or
 interrupts a cancellable tool), else to the prompts waiting for the next turn. With piped
-input nothing is queued mid-turn: each line is the next prompt, in order.
+input nothing is queued mid-turn: each line is the next prompt, in order. Ctrl-C while a turn
+runs aborts that turn (its trace ends ``aborted_*``) and the chat asks for the next prompt;
+Ctrl-C at the prompt ends the chat.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
+import signal
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -106,7 +110,27 @@ async def chat(session: Session, lines: ChatInput, *, show_prompt: bool) -> Asyn
                 return
         lines.working = session
         try:
-            async for update in session.stream(prompt):
-                yield update
+            with _ctrl_c_interrupts(session):
+                async for update in session.stream(prompt):
+                    yield update
         finally:
             lines.working = None
+
+
+@contextlib.contextmanager
+def _ctrl_c_interrupts(session: Session) -> Iterator[None]:
+    """While a turn runs, Ctrl-C aborts the turn (``Session.interrupt``) and the chat goes on
+    to the next prompt; at the prompt, Ctrl-C ends the chat as it ends any command."""
+    loop = asyncio.get_running_loop()
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        loop.add_signal_handler(signal.SIGINT, session.interrupt)
+    except (NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, a thread)
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        if before is not None:  # None: a handler not set from Python, left as it is
+            signal.signal(signal.SIGINT, before)

@@ -779,6 +779,8 @@ class _Run:
         """A message was queued: SPEC §2.2 ``interrupt`` stops the tools an interrupt may cancel
         (the others finish); otherwise the message waits for the next attachment phase."""
         queue = self.collector.queue
+        if queue is not None and queue.take_stop() and self.core.terminal is None:
+            return self._abort("user")  # Session.interrupt: the turn ends, the session goes on
         if self.interrupted or self.core.terminal is not None or not queue:
             return []
         if self.core.phase != Phase.TOOL_EXEC.value:

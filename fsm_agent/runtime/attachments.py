@@ -119,7 +119,23 @@ class MessageQueue:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._texts: deque[str] = deque()
+        self._stop_asked = False
         self.wake: Callable[[], object] | None = None
+
+    def ask_to_stop(self) -> None:
+        """Ask the running turn to abort, as Ctrl-C would (thread safe; see ``take_stop``)."""
+        with self._lock:
+            self._stop_asked = True
+            wake = self.wake
+        if wake is not None:
+            with contextlib.suppress(RuntimeError):  # the turn's loop has just closed
+                wake()
+
+    def take_stop(self) -> bool:
+        """Whether a stop was asked since the last call (the request is used up)."""
+        with self._lock:
+            asked, self._stop_asked = self._stop_asked, False
+        return asked
 
     def put(self, text: str) -> None:
         """Queue ``text`` (an empty message is a ``UsageError``)."""

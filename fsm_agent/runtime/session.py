@@ -109,6 +109,13 @@ class Session:
         """
         self._queue.put(text)
 
+    def interrupt(self) -> None:
+        """Abort the running turn as Ctrl-C would (from any thread or a signal handler): its
+        tools are cancelled and its trace ends ``aborted_*``, but the session goes on and the
+        next turn starts from the aborted turn's transcript. Nothing happens between turns."""
+        if self._running:
+            self._queue.ask_to_stop()
+
     async def ask(self, prompt: str | None = None) -> RunResult:
         """Run one user turn to its end; ``prompt`` None takes the queued messages instead."""
         from fsm_agent.runtime.agent import final_result  # noqa: PLC0415 - import cycle
@@ -134,6 +141,7 @@ class Session:
         if not words:
             raise UsageError("nothing to ask: give a prompt or send() a message first")
         self._running = True
+        self._queue.take_stop()  # a stop asked between turns is not for this one
         try:
             self.turn += 1
             self._collector.user_turn = self.turn

@@ -180,11 +180,10 @@ def _chat_at_a_terminal(
     model: str,
     script: list[tuple[bytes, bytes]],
     *options: str,
-    exit_status: int = 0,
 ) -> None:
     """Run ``fsm-agent chat`` on a pseudo-terminal (its controlling terminal, so Ctrl-C
     interrupts it): for each (shown, typed) step, wait until the terminal shows ``shown``, then
-    type ``typed``; then end the input (Ctrl-D) and expect ``exit_status``."""
+    type ``typed``; then end the input (Ctrl-D) and expect a clean exit."""
     argv = [sys.executable, "-m", "fsm_agent.cli", "chat", "--model", model, *options]
     main_fd, child_fd = pty.openpty()
     child = subprocess.Popen(
@@ -204,9 +203,8 @@ def _chat_at_a_terminal(
             _read_until(main_fd, shown, seen)
             del seen[: seen.index(shown) + len(shown)]  # later steps look past this point
             os.write(main_fd, typed)
-        if child.poll() is None:
-            os.write(main_fd, b"\x04")  # Ctrl-D: the input ends
-        assert child.wait(timeout=30) == exit_status
+        os.write(main_fd, b"\x04")  # Ctrl-D: the input ends
+        assert child.wait(timeout=30) == 0
     finally:
         if child.poll() is None:
             child.kill()
@@ -220,12 +218,10 @@ def _take_the_terminal() -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
-def test_ctrl_c_mid_turn_ends_the_chat_with_a_complete_trace_to_continue(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Ctrl-C while a tool runs aborts the turn through the core (trace ended
-    ``aborted_tools``, the tool answered), ends the chat with status 130, and ``run
-    --continue`` carries the conversation on."""
+def test_ctrl_c_mid_turn_aborts_the_turn_and_the_chat_goes_on(tmp_path: Path) -> None:
+    """Ctrl-C while a tool runs aborts that turn through the core (its trace ends
+    ``aborted_tools``), the chat asks for the next prompt, and the next turn starts from the
+    aborted turn's transcript; Ctrl-D then ends the chat normally."""
     model = scenario(
         tmp_path,
         [
@@ -233,15 +229,17 @@ def test_ctrl_c_mid_turn_ends_the_chat_with_a_complete_trace_to_continue(
             says("carried on"),
         ],
     )
-    script = [(b"> ", b"wait\n"), (b"sleep 30", b"\x03"), (b"interrupted", b"")]
-    _chat_at_a_terminal(tmp_path, model, script, "--yes", exit_status=130)
-    (trace,) = trace_files([tmp_path / "traces"])
-    assert read_trace(trace).records[-1].data["terminal"] == "aborted_tools"
-    monkeypatch.chdir(tmp_path)
-    folder = f"{tmp_path}/traces/"
-    again = scenario(tmp_path, [says("carried on")])
-    assert main(["run", "go on", "--continue", "--model", again, "--trace", folder]) == 0
-    assert len(list(trace_files([tmp_path / "traces"]))) == 2
+    script = [(b"> ", b"wait\n"), (b"sleep 30", b"\x03"), (b"> ", b"go on\n"), (b"carried on", b"")]
+    _chat_at_a_terminal(tmp_path, model, script, "--yes")
+    first, second = turns_in(tmp_path / "traces")
+    assert read_trace(first).records[-1].data["terminal"] == "aborted_tools"
+    assert header_meta(second)["previous"] == first.name
+    started = next(
+        r.data["event"]
+        for r in read_trace(second).of_kind("event")
+        if r.data["event"]["type"] == "TurnStarted"
+    )
+    assert "sleep 30" in json.dumps(started["messages"])
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")

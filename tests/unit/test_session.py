@@ -310,3 +310,40 @@ def test_a_message_sent_as_a_turn_closes_is_kept_for_the_next(tmp_path: Path) ->
     queue.wake = closed_loop
     queue.put("late words")
     assert queue.drain() == ["late words"]
+
+
+def test_interrupt_aborts_the_running_turn_and_the_session_goes_on(tmp_path: Path) -> None:
+    """``interrupt()`` while a tool runs ends that turn ``aborted_tools`` (the tool
+    cancelled, its trace complete); the next ask starts from the aborted turn's transcript.
+    Between turns it does nothing."""
+    started = asyncio.Event()
+
+    @tool(name="Slow", description="Waits until cancelled.")
+    async def slow() -> str:
+        started.set()
+        await asyncio.Event().wait()  # only a cancellation ends it
+        return "never"
+
+    agent = Agent(
+        model=scripted(calls("Slow"), {"content": [{"text": "as you wish"}]}),
+        tools=[slow],
+        cwd=tmp_path,
+        trace=f"{tmp_path}/traces/",
+        store=False,
+    )
+
+    async def talk() -> tuple[Any, Any]:
+        session = agent.session(changed_files=False)
+        session.interrupt()  # no turn runs: nothing to stop
+        turn = asyncio.create_task(session.ask("wait for it"))
+        await started.wait()
+        session.interrupt()
+        first = await turn
+        return first, await session.ask("never mind")
+
+    first, second = asyncio.run(talk())
+    assert first.terminal == "aborted_tools"
+    assert second.terminal == "completed"
+    assert any("Slow" in str(message) for message in second.messages)
+    for path in (tmp_path / "traces").iterdir():
+        assert replay(path).ended
