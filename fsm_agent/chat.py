@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.session import Session
 
 
+_WITHDRAWN = "\0withdrawn"
+"""Put where answers wait when the question's turn has ended (told apart by identity)."""
+
+
 class ChatInput:
     """Lines of standard input, shared by the chat loop and permission questions.
 
@@ -65,6 +69,12 @@ class ChatInput:
         else:
             self._prompts.put_nowait(line)
 
+    def withdraw_question(self) -> None:
+        """End a permission question whose turn has ended (aborted by Ctrl-C): it takes no
+        line any more, so the next line typed is the next prompt."""
+        if self._question_open.is_set():
+            self._answers.put(_WITHDRAWN)
+
     async def next_prompt(self) -> str | None:
         """The next non-blank line, or None at the end of input."""
         while True:
@@ -93,6 +103,8 @@ class ChatInput:
         if answer is None:
             self._answers.put(None)  # later questions see the end as well
             raise EOFError
+        if answer is _WITHDRAWN:
+            raise EOFError  # the question's turn has ended: no answer is wanted
         return answer
 
 
@@ -115,6 +127,7 @@ async def chat(session: Session, lines: ChatInput, *, show_prompt: bool) -> Asyn
                     yield update
         finally:
             lines.working = None
+            lines.withdraw_question()
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 from typing import Any
 
@@ -53,3 +54,34 @@ def test_a_line_typed_while_no_question_is_open_is_queued_for_the_turn() -> None
     lines.working = session
     lines._route("also this")  # the reader thread's hand-off
     assert session.sent == ["also this"]
+
+
+class WithdrawnOnPrompt(io.StringIO):
+    """A terminal where the question's turn is aborted (Ctrl-C) as soon as it is shown."""
+
+    def __init__(self, lines: ChatInput) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if "Allow?" in text:
+            self.lines.withdraw_question()
+        return written
+
+
+def test_a_withdrawn_question_takes_no_line_and_the_next_is_a_prompt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the turn of an open question ends (Ctrl-C), the question gets no answer and the
+    next line typed is the next prompt, not a late answer."""
+    lines = ChatInput(queue_while_working=True, stream=io.StringIO(""))
+    monkeypatch.setattr("sys.stdout", WithdrawnOnPrompt(lines))
+    with pytest.raises(EOFError):
+        lines.read_answer("Allow? [y] once: ")
+    lines._route("next question")  # the reader thread's hand-off
+
+    async def prompt() -> str | None:
+        return await lines.next_prompt()
+
+    assert asyncio.run(prompt()) == "next question"
