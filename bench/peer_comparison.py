@@ -134,21 +134,19 @@ def loop_path(transitions: list[PathStep]) -> list[PathStep]:
     return [*path, ("stop", None)]
 
 
-def our_run_seconds(entry: Entry, events: list[Event], *, runs: int, repeat: int) -> float:
-    """Median seconds of one run of ``events`` through a fresh core traced into memory; the
-    core and the trace's header are made before the clock starts, as the peers' graphs are."""
-    samples = []
-    for _ in range(repeat):
-        spent = 0.0
-        for _ in range(runs):
-            writer = TraceWriter(io.BytesIO(), config=entry.config, tools=TOOLS)
-            feed = TracingCore(AgentCore(config=entry.config, tools=TOOLS), writer).feed
-            start = time.perf_counter()
-            for event in events:
-                feed(event)
-            spent += time.perf_counter() - start
-        samples.append(spent / runs)
-    return statistics.median(samples)
+def our_run_seconds(entry: Entry, events: list[Event], *, runs: int) -> float:
+    """CPU seconds of one run of ``events`` through a fresh core traced into memory (the mean
+    of ``runs`` runs); the core and the trace's header are made before the clock starts, as
+    the peers' graphs are built before theirs."""
+    spent = 0.0
+    for _ in range(runs):
+        writer = TraceWriter(io.BytesIO(), config=entry.config, tools=TOOLS)
+        feed = TracingCore(AgentCore(config=entry.config, tools=TOOLS), writer).feed
+        start = time.process_time()
+        for event in events:
+            feed(event)
+        spent += time.process_time() - start
+    return spent / runs
 
 
 def peer_seconds(
@@ -171,6 +169,27 @@ def peer_seconds(
         return {"burr": failed, "langgraph": failed}
     report: dict[str, dict[str, Any]] = json.loads(done.stdout)
     return report
+
+
+def interleaved_seconds(
+    python: Path, entry: Entry, events: list[Event], path: list[PathStep], *, runs: int, repeat: int
+) -> tuple[float, dict[str, dict[str, Any]]]:
+    """Ours and the peers' seconds per step of ``path``, measured in turns (a batch of ours,
+    then a batch of theirs, ``repeat`` times) so that a shared machine's load weighs on both
+    sides alike; the medians of the batches."""
+    ours: list[float] = []
+    theirs: dict[str, list[float]] = {"burr": [], "langgraph": []}
+    reports: dict[str, dict[str, Any]] = {}
+    for _ in range(repeat):
+        ours.append(our_run_seconds(entry, events, runs=runs) / len(path))
+        reports = peer_seconds(python, path, runs=runs, repeat=1)
+        for key, samples in theirs.items():
+            if "seconds_per_step" in reports.get(key, {}):
+                samples.append(reports[key]["seconds_per_step"])
+    for key, samples in theirs.items():
+        if samples and key in reports and "error" not in reports[key]:
+            reports[key] = {**reports[key], "seconds_per_step": statistics.median(samples)}
+    return statistics.median(ours), reports
 
 
 def _compared(
@@ -201,32 +220,22 @@ def report(row: Row, *, quick: bool) -> None:
     runs, repeat = (10, 3) if quick else (20, 5)
     entry = loop_entry()
     transitions, events = transition_path(entry)
-    run_seconds = our_run_seconds(entry, events, runs=runs, repeat=repeat)
     coarse = loop_path(transitions)
     row(
         "peer loop shape",
         f"{TURNS:8d} turns",
         f"one tool call each, then the answer; {len(transitions)} transitions, {len(coarse)} loop"
-        f" steps, {len(events)} events a run",
+        f" steps, {len(events)} events a run; CPU time",
     )
-    per_transition = run_seconds / len(transitions)
-    row(
-        "ours traced, per transition",
-        f"{per_transition * 1e6:8.1f} µs",
-        "the whole traced run ÷ its transitions (every record counted)",
+    granularities = (
+        ("transition", transitions, "the whole traced run ÷ its transitions", True),
+        ("loop step", coarse, "the same run ÷ its model calls, tool calls and stop", False),
     )
-    peers = peer_seconds(python, transitions, runs=runs, repeat=repeat)
-    for label, value, note in _compared(per_transition, peers, unit="transition", goals=True):
-        row(label, value, note)
-    per_loop_step = run_seconds / len(coarse)
-    row(
-        "ours traced, per loop step",
-        f"{per_loop_step * 1e6:8.1f} µs",
-        "the same run ÷ its model calls, tool calls and stop",
-    )
-    peers = peer_seconds(python, coarse, runs=runs, repeat=repeat)
-    for label, value, note in _compared(per_loop_step, peers, unit="loop step", goals=False):
-        row(label, value, note)
+    for unit, path, how, goals in granularities:
+        ours, peers = interleaved_seconds(python, entry, events, path, runs=runs, repeat=repeat)
+        row(f"ours traced, per {unit}", f"{ours * 1e6:8.1f} µs", f"{how} (every record counted)")
+        for label, value, note in _compared(ours, peers, unit=unit, goals=goals):
+            row(label, value, note)
 
 
 if __name__ == "__main__":  # this part alone: python bench/peer_comparison.py [--quick]

@@ -647,7 +647,7 @@ def main() -> int:
     row(
         "records per traced transition",
         f"{records_per_transition:8.2f}",
-        "events, transitions and effects written, over transitions taken",
+        "lines written (event lines, step lines), over transitions taken",
     )
     baseline = bare + bare_line
     row(

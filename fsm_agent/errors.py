@@ -80,7 +80,11 @@ class TableDigestMismatch(TraceError):
 
 
 class TraceDivergence(TraceError):
-    """Replay produced a record that differs from the recorded one."""
+    """Replay produced a record that differs from the recorded one.
+
+    ``seq`` names the first record that differs, ``line`` the line of the trace holding it
+    (a ``step`` line holds several records), when known.
+    """
 
     def __init__(
         self,
@@ -90,13 +94,17 @@ class TraceDivergence(TraceError):
         actual: dict[str, Any] | None,
         context: Sequence[dict[str, Any]] = (),
         source: str | None = None,
+        line: int | None = None,
     ) -> None:
         self.seq = seq
         self.expected = expected
         self.actual = actual
         self.context = tuple(context)
         self.source = source
+        self.line = line
         where = f"{source}: " if source else ""
+        on_line = f" (line {line})" if line is not None else ""
         super().__init__(
-            f"{where}replay diverged at seq {seq}:\n  expected: {expected}\n  actual:   {actual}"
+            f"{where}replay diverged at seq {seq}{on_line}:\n  expected: {expected}\n"
+            f"  actual:   {actual}"
         )

@@ -19,6 +19,7 @@ import orjson
 
 from fsm_agent.core.pricing import usage_cost
 from fsm_agent.errors import TraceFormatError
+from fsm_agent.trace.records import expand_step
 
 # The states a tool call ends in (DESIGN §3); ``yielded`` follows every one of them.
 _CALL_ENDINGS = frozenset({"completed", "rejected", "denied", "cancelled", "errored"})
@@ -139,7 +140,13 @@ def summarize_trace(path: str | os.PathLike[str]) -> RunSummary:
         raise TraceFormatError(
             line=1, path="$.record", problem="expected the trace header", source=source
         )
-    return _summary(source, records[0], records[1:])
+    body: list[dict[str, Any]] = []
+    for number, record in enumerate(records[1:], start=2):
+        if record.get("record") == "step":  # schema 2: a step's transitions and effects
+            body.extend(expand_step(record, number, source))
+        else:
+            body.append(record)
+    return _summary(source, records[0], body)
 
 
 def _summary(source: str, header: dict[str, Any], body: list[dict[str, Any]]) -> RunSummary:

@@ -49,7 +49,8 @@ def _json(record: dict[str, Any] | None) -> str:
 
 def format_divergence(error: TraceDivergence) -> str:
     """A short report: where, the first differing field, both records, and the context."""
-    lines = [f"{error.source or 'trace'}: replay diverged at seq {error.seq}"]
+    on_line = f" (line {error.line})" if error.line is not None else ""
+    lines = [f"{error.source or 'trace'}: replay diverged at seq {error.seq}{on_line}"]
     if error.expected is not None and error.actual is not None:
         lines.append(f"  first difference: {first_difference(error.expected, error.actual)}")
     lines.append(f"  recorded: {_json(error.expected)}")

@@ -1,15 +1,18 @@
 """Reading traces: streaming, strict, and with errors that name the line and the JSON path.
 
 :class:`TraceReader` reads the header on construction and then yields one
-:class:`~fsm_agent.trace.records.TraceRecord` per line without holding the file in memory;
-:func:`read_trace` collects everything into a :class:`Trace`. Every problem becomes a
-:class:`~fsm_agent.errors.TraceError`: invalid JSON, a line that is not an object, an unknown
-record or event type, a wrong field type (``line 57: $.event.event: expected an object``), a
-missing header, a newer schema, a cut-off last line (:class:`~fsm_agent.errors.TraceTruncated`,
-or the records before it with ``allow_truncated=True``).
+:class:`~fsm_agent.trace.records.TraceRecord` per record (a ``step`` line gives several)
+without holding the file in memory; :func:`read_trace` collects everything into a
+:class:`Trace`. Every problem becomes a :class:`~fsm_agent.errors.TraceError`: invalid JSON,
+a line that is not an object, an unknown record or event type, a wrong field type (``line 57:
+$.event.event: expected an object``), a missing header, a newer schema, a cut-off last line
+(:class:`~fsm_agent.errors.TraceTruncated`, or the records before it with
+``allow_truncated=True``).
 
 Older schemas are upgraded record by record through functions registered with
-:func:`register_upgrade`; each lifts a record from version ``n`` to ``n + 1``.
+:func:`register_upgrade`; each lifts a record from version ``n`` to ``n + 1``. A ``step`` line
+(schema 2) is expanded into the transition and effect records it stands for, each yielded with
+the line's number, so a caller sees the records of schema 1 whichever schema wrote the file.
 """
 
 from __future__ import annotations
@@ -60,6 +63,12 @@ def _upgrade_0_to_1(record: dict[str, Any]) -> dict[str, Any]:
         record["record"] = record.pop("kind")
     if record.get("record") == "header" and "tables" in record:
         record["table_digest"] = record.pop("tables")
+    return record
+
+
+@register_upgrade(1)
+def _upgrade_1_to_2(record: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 only adds the ``step`` line; every schema 1 record reads as it is."""
     return record
 
 
@@ -241,7 +250,12 @@ class TraceReader:
             if upgrades and isinstance(data, dict):
                 data = apply_upgrades(upgrades, data, number, source)
             kind = records.record_kind(data, number, source)
-            event = records.check_record(data, kind, number, source, deep=self._deep)
+            if kind == "step":
+                expanded = records.check_step(data, number, source, deep=self._deep)
+                event = None
+            else:
+                event = records.check_record(data, kind, number, source, deep=self._deep)
+                expanded = [data]
             if data["seq"] != expected_seq:
                 raise TraceFormatError(
                     line=number,
@@ -249,8 +263,9 @@ class TraceReader:
                     problem=f"expected seq {expected_seq}, got {data['seq']}",
                     source=source,
                 )
-            expected_seq += 1
-            yield TraceRecord(line=number, data=data, event=event)
+            expected_seq += len(expanded)
+            for record in expanded:
+                yield TraceRecord(line=number, data=record, event=event)
 
     def close(self) -> None:
         """Close the file if the reader opened it."""

@@ -11,8 +11,16 @@ A trace is one JSON object per line, keys sorted, every object tagged ``"record"
   ``end`` (``seq``, ``terminal``, ``usage``, and ``fault`` when the driver failed: what
   failed, as ``Type: message``; replay takes it as recorded).
 
-``seq`` is one counter over every record after the header, starting at 1, so record ``seq``
-sits on line ``seq + 1``. Nothing compared by replay depends on the wall clock.
+Schema 2 adds ``step`` (``seq``, ``transitions``, ``effects``): what one ``feed`` produced,
+on one line instead of one line per record (issue 10: a record costs as much to write as a
+transition costs to take). ``transitions`` holds transition records and ``effects`` effect
+records, each without ``record`` and ``seq``; a step line stands for those records, the
+transitions first, numbered from its ``seq`` on. Readers expand it (:func:`expand_step`), so
+everything past the reader sees the same records a schema 1 trace gives. The event a step
+answers keeps its own line, written before the core sees it (write-ahead, DESIGN §5).
+
+``seq`` is one counter over every record after the header, starting at 1 (a step line takes
+as many as it holds). Nothing compared by replay depends on the wall clock.
 
 The builders here (:func:`event_fields`, :func:`transition_fields`, ...) are shared by the
 writer and by replay, so a replayed record is built exactly the way the recorded one was.
@@ -24,7 +32,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
 import attrs
@@ -47,10 +55,10 @@ from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import ConfigError, TraceFormatError, UsageError
 from fsm_agent.trace.json_limits import fit_for_json
 
-SCHEMA_VERSION: Final = 1
-"""The schema this library writes, and the newest it reads."""
+SCHEMA_VERSION: Final = 2
+"""The schema this library writes, and the newest it reads (1 is read as well)."""
 
-RECORD_KINDS: Final = ("header", "event", "transition", "effect", "end")
+RECORD_KINDS: Final = ("header", "event", "transition", "effect", "end", "step")
 
 ELAPSED: Final = "elapsed_ms"
 """Metadata on an event record: milliseconds from the run's start (the header's
@@ -71,6 +79,7 @@ _FIELDS: Final[dict[str, frozenset[str]]] = {
     "transition": frozenset({"record", "seq", "machine", "name", "source", "dest", "call_id"}),
     "effect": frozenset({"record", "seq", "effect"}),
     "end": frozenset({"record", "seq", "terminal", "usage", "fault"}),
+    "step": frozenset({"record", "seq", "transitions", "effects"}),
 }
 _OPTIONAL: Final[dict[str, frozenset[str]]] = {
     "header": frozenset({"meta"}),
@@ -221,6 +230,114 @@ def step_fields(step: Step) -> list[dict[str, Any]]:
     out = [transition_fields(t) for t in step.transitions]
     out.extend(effect_fields(e) for e in step.effects)
     return out
+
+
+def step_record(step: Step) -> dict[str, Any]:
+    """The fields of the ``step`` line standing for a ``feed``'s records (without ``seq``)."""
+    return {
+        "record": "step",
+        "transitions": [_step_transition(t) for t in step.transitions],
+        "effects": [dump_effect(e) for e in step.effects],
+    }
+
+
+def _step_transition(transition: TransitionTaken) -> dict[str, Any]:
+    return {
+        "machine": transition.machine,
+        "name": transition.name,
+        "source": transition.source,
+        "dest": transition.dest,
+        "call_id": transition.call_id,
+    }
+
+
+def expand_step(data: dict[str, Any], line: int, source: str | None) -> list[dict[str, Any]]:
+    """The records a ``step`` line stands for, each with its ``record`` tag and ``seq``.
+
+    Raises:
+        TraceFormatError: naming the JSON path of the first bad field of the line.
+    """
+    check_fields(data, "step", line, source)
+    seq = data["seq"]
+    if type(seq) is not int:
+        _require(data, "seq", (int,), "integer", line=line, source=source)
+    out: list[dict[str, Any]] = []
+    transitions = _require(data, "transitions", (list,), "array", line=line, source=source)
+    effects = _require(data, "effects", (list,), "array", line=line, source=source)
+    for key, items in (("transitions", transitions), ("effects", effects)):
+        for index, item in enumerate(items):
+            if type(item) is not dict:
+                problem = f"expected an object, got {json_type_name(item)}"
+                raise _fail(line, f"$.{key}[{index}]", problem, source)
+    for item in transitions:
+        for field in ("record", "seq"):
+            if field in item:
+                index = len(out)
+                problem = "unexpected field in a step's transition"
+                raise _fail(line, f"$.transitions[{index}].{field}", problem, source)
+        out.append({"record": "transition", "seq": seq + len(out), **item})
+    first = seq + len(out)
+    out.extend(
+        {"record": "effect", "seq": first + offset, "effect": item}
+        for offset, item in enumerate(effects)
+    )
+    if not out:
+        raise _fail(line, "$", "a step record holds no transition and no effect", source)
+    return out
+
+
+def as_lines(records: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Records laid out as the writer lays them out: the transitions and effects one ``feed``
+    produced (a run of them between two other records, transitions first) as one ``step``
+    record; every other record as it is. ``seq`` is left as given (the writer stamps it)."""
+    group: list[Mapping[str, Any]] = []
+    for record in records:
+        kind = record.get("record")
+        folds = kind in ("transition", "effect")
+        if group and (not folds or (kind == "transition" and group[-1]["record"] == "effect")):
+            yield _step_of(group)
+            group = []
+        if folds:
+            group.append(record)
+        else:
+            yield dict(record)
+    if group:
+        yield _step_of(group)
+
+
+def _step_of(group: list[Mapping[str, Any]]) -> dict[str, Any]:
+    return {
+        "record": "step",
+        "seq": group[0].get("seq"),
+        "transitions": [
+            {key: value for key, value in record.items() if key not in ("record", "seq")}
+            for record in group
+            if record["record"] == "transition"
+        ],
+        "effects": [record["effect"] for record in group if record["record"] == "effect"],
+    }
+
+
+def check_step(
+    data: dict[str, Any], line: int, source: str | None, *, deep: bool = True
+) -> list[dict[str, Any]]:
+    """Expand a ``step`` line (:func:`expand_step`) and check each record it stands for; an
+    error names the field inside the line (``$.effects[1].effect.type``)."""
+    expanded = expand_step(data, line, source)
+    transitions = len(data["transitions"])
+    for index, record in enumerate(expanded):
+        try:
+            check_record(record, record["record"], line, source, deep=deep)
+        except TraceFormatError as exc:
+            where = (
+                f"$.transitions[{index}]"
+                if index < transitions
+                else f"$.effects[{index - transitions}]"
+            )
+            # The record's own path starts "$.": for an effect, "$.effect" names the item.
+            inner = exc.path[1:].removeprefix(".effect") if index >= transitions else exc.path[1:]
+            raise _fail(line, where + inner, exc.problem, source) from None
+    return expanded
 
 
 # --- validation --------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -59,6 +60,7 @@ from fsm_agent.core.events import (
     ToolInputValidated,
     ToolResultsPersisted,
 )
+from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import (
     DefinitionError,
@@ -297,8 +299,8 @@ def _writer_with_prefix(
         table_digest=header.table_digest,
         clock=clock,
     )
-    for record in prefix:
-        writer.write_record(record)
+    for line in records.as_lines(prefix):
+        writer.write_record(line)
     return writer
 
 
@@ -319,10 +321,21 @@ class _Line:
 
 @attrs.define(slots=True)
 class _Produced:
-    """A record the replayed core produced: its dict (with seq) and its serialized bytes."""
+    """A line the replayed core produced: its dict (with seq), its serialized bytes, and how
+    many records it stands for (a ``step`` line: its transitions and effects)."""
 
     data: dict[str, Any]
     content: bytes | None  # None: an error record, which matches nothing
+    count: int = 1
+
+    def records(self) -> list[dict[str, Any]]:
+        """The records this line stands for, as they read back from its bytes."""
+        if self.content is None:
+            return [self.data]
+        data = orjson.loads(self.content)
+        if data.get("record") == "step":
+            return records.expand_step(data, 0, None)
+        return [data]
 
 
 def _file_lines(
@@ -525,9 +538,12 @@ class _Replayer:
         """Parse and fully check a line; returns its kind and dict (structures events)."""
         data = self.data_of(line)
         kind = records.record_kind(data, line.number, self.source)
-        event = records.check_record(data, kind, line.number, self.source, deep=True)
-        if line.event is None:
-            line.event = event
+        if kind == "step":
+            records.check_step(data, line.number, self.source)
+        else:
+            event = records.check_record(data, kind, line.number, self.source, deep=True)
+            if line.event is None:
+                line.event = event
         if data["seq"] != self.seq:
             raise TraceFormatError(
                 line=line.number,
@@ -585,8 +601,7 @@ class _Replayer:
                             self._failed(exc)
                             continue
                         if step.transitions or step.effects:
-                            for fields in records.step_fields(step):
-                                pending.append(self.produce(fields))
+                            self.produce_step(step)
                         continue
                 line = _make_line(number, content)
                 line.data = data  # parsed already (None: not yet)
@@ -629,7 +644,9 @@ class _Replayer:
                 self.match(line, lines)
                 self.ended = True
             else:
-                self.diverge(line, lines, expected=data, actual=None)
+                # A transition, effect or step the core did not produce: name its first record.
+                first = self.expanded(line, data)[0] if kind == "step" else data
+                self.diverge(line, lines, expected=first, actual=None)
         if self.pending and (not tolerate_tail or self.error is not None):
             # The trace ends where the core still had records to give (for a crashed run
             # that is fine, unless the core failed on the last event).
@@ -637,12 +654,29 @@ class _Replayer:
             error = self.divergence(self.seq, expected=None, actual=produced.data, after=())
             raise error from self.error
 
-    def accept(self, line: _Line, data: dict[str, Any] | None, kind: str) -> None:
-        """A recorded line checked out: remember it and advance."""
-        if self.keep is not None:
-            self.keep.append(data if data is not None else self.data_of(line))
+    def accept(
+        self,
+        line: _Line,
+        data: dict[str, Any] | None,
+        kind: str,
+        shape: dict[str, Any] | None = None,
+    ) -> None:
+        """A recorded line checked out: remember it and advance. For a ``step`` line,
+        ``shape`` is a dict with its lists (the line's own, or what the core produced)."""
         if self.context:
             self.recent.append(line)
+        if kind == "step":
+            shape = shape if shape is not None else data
+            assert shape is not None
+            transitions, effects = len(shape["transitions"]), len(shape["effects"])
+            if self.keep is not None:
+                self.keep.extend(self.expanded(line, data))
+            self.transitions += transitions
+            self.effects += effects
+            self.seq += transitions + effects
+            return
+        if self.keep is not None:
+            self.keep.append(data if data is not None else self.data_of(line))
         if kind == "transition":
             self.transitions += 1
         elif kind == "effect":
@@ -651,9 +685,24 @@ class _Replayer:
             self.events += 1
         self.seq += 1
 
-    def produce(self, fields: dict[str, Any]) -> _Produced:
-        fields["seq"] = self.seq + len(self.pending)
-        return _Produced(fields, records.dumps(fields))
+    def expanded(self, line: _Line, data: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """The records a recorded ``step`` line stands for."""
+        return records.expand_step(
+            data if data is not None else self.data_of(line), line.number, self.source
+        )
+
+    def waiting(self) -> int:
+        """Records produced and not yet matched."""
+        return sum(produced.count for produced in self.pending)
+
+    def produce(self, fields: dict[str, Any], count: int = 1) -> _Produced:
+        fields["seq"] = self.seq + self.waiting()
+        return _Produced(fields, records.dumps(fields), count)
+
+    def produce_step(self, step: Step) -> None:
+        """Queue the ``step`` line a ``feed`` result is written as (schema 2)."""
+        count = len(step.transitions) + len(step.effects)
+        self.pending.append(self.produce(records.step_record(step), count))
 
     def _failed(self, exc: Exception) -> None:
         """The core raised on a recorded event: that is a divergence (an ``error`` record)."""
@@ -679,8 +728,7 @@ class _Replayer:
             self._failed(exc)
             return
         if step.transitions or step.effects:
-            for fields in records.step_fields(step):
-                self.pending.append(self.produce(fields))
+            self.produce_step(step)
         if self.tracker is not None:
             first = self.seq + len(step.transitions)
             for offset, effect in enumerate(step.effects):
@@ -694,29 +742,84 @@ class _Replayer:
             and line.content == produced.content
         ):
             self.pending.popleft()
-            self.accept(line, None, produced.data["record"])
+            self.accept(line, None, produced.data["record"], produced.data)
             return
         kind, data = self.checked(line)
-        if produced.content is not None and _same(data, produced.content):
+        made = produced.data["record"]
+        if made == "step" and kind in ("transition", "effect"):
+            # A line per record (schema 1, or an in-memory trace): match them one by one.
             self.pending.popleft()
-            self.accept(line, data, kind)
+            self.pending.extendleft(
+                _Produced(record, records.dumps(record)) for record in reversed(produced.records())
+            )
+            self.match(line, lines)
             return
-        self.diverge(line, lines, expected=data, actual=produced.data)
+        if kind != "step" and made != "step":
+            if produced.content is not None and _same(data, produced.content):
+                self.pending.popleft()
+                self.accept(line, data, kind)
+                return
+            self.diverge(line, lines, expected=data, actual=produced.data)
+        # A step on one side at least: compare record by record, naming the first that differs.
+        expected = self.expanded(line, data) if kind == "step" else [data]
+        actual = produced.records()
+        for offset, (mine, theirs) in enumerate(itertools.zip_longest(expected, actual)):
+            if mine is None or theirs is None or not _same_records(mine, theirs):
+                self.diverge(
+                    line,
+                    lines,
+                    expected=mine,
+                    actual=theirs,
+                    seq=self.seq + offset,
+                    before=expected[:offset],
+                    later=expected[offset + 1 :],
+                    next_line=mine is None,
+                )
+        self.pending.popleft()
+        self.accept(line, data, kind)
 
     def diverge(
         self,
         line: _Line,
         lines: Iterator[_Line],
         *,
-        expected: dict[str, Any],
+        expected: dict[str, Any] | None,
         actual: dict[str, Any] | None,
+        seq: int | None = None,
+        before: list[dict[str, Any]] | None = None,
+        later: list[dict[str, Any]] | None = None,
+        next_line: bool = False,
     ) -> None:
+        """Raise the divergence at ``seq`` (default: the line's first record) on ``line``;
+        ``before`` and ``later``: the line's records around it; ``next_line``: the recorded
+        step ended first, so the record expected is the first of the next line."""
         after: list[_Line] = []
         for following in lines:
-            if len(after) >= self.context:
+            if len(after) >= max(self.context, 1 if next_line else 0):
                 break
             after.append(following)
-        error = self.divergence(self.seq, expected=expected, actual=actual, after=after)
+        where = line.number
+        if next_line:
+            expected = None
+            if after:
+                with contextlib.suppress(TraceFormatError):
+                    first = self.data_of(after[0])
+                    if isinstance(first, dict):
+                        expected = first
+                        if first.get("record") == "step":
+                            expected = self.expanded(after[0], first)[0]
+                        where = after[0].number
+            if not self.context:
+                after = []
+        error = self.divergence(
+            self.seq if seq is None else seq,
+            expected=expected,
+            actual=actual,
+            after=after,
+            before=before or (),
+            later=later or (),
+            line=where,
+        )
         raise error from self.error
 
     def divergence(
@@ -726,30 +829,48 @@ class _Replayer:
         expected: dict[str, Any] | None,
         actual: dict[str, Any] | None,
         after: Iterable[_Line],
+        before: Iterable[dict[str, Any]] = (),
+        later: Iterable[dict[str, Any]] = (),
+        line: int | None = None,
     ) -> TraceDivergence:
+        """The error, with up to ``context`` recorded records on each side of ``seq``."""
         around: list[dict[str, Any]] = []
-        window = [
-            item if isinstance(item, _Line) else _make_line(*item)
-            for item in (list(self.recent)[-self.context :] if self.context else [])
-        ]
-        for line in [*window, *after]:
+        if self.context:
+            window = [
+                item if isinstance(item, _Line) else _make_line(*item)
+                for item in list(self.recent)[-self.context :]
+            ]
+            around = [*self.context_records(window), *before][-self.context :]
+            if expected is not None:
+                around.append(expected)
+            around.extend([*later, *self.context_records(after)][: self.context])
+        return TraceDivergence(
+            seq=seq, expected=expected, actual=actual, context=around, source=self.source, line=line
+        )
+
+    def context_records(self, lines: Iterable[_Line]) -> list[dict[str, Any]]:
+        """The records of recorded lines, a ``step`` line expanded, up to a bad line."""
+        out: list[dict[str, Any]] = []
+        for line in lines:
             try:
                 data = self.data_of(line)
+                if isinstance(data, dict) and data.get("record") == "step":
+                    out.extend(self.expanded(line, data))
+                elif isinstance(data, dict):
+                    out.append(data)
             except TraceFormatError:
                 break
-            if isinstance(data, dict):
-                around.append(data)
-        if expected is not None and self.context:
-            around.insert(len(window), expected)
-        return TraceDivergence(
-            seq=seq, expected=expected, actual=actual, context=around, source=self.source
-        )
+        return out
 
 
 def _same(recorded: dict[str, Any], produced: bytes) -> bool:
     """Equal as JSON, allowing for the writer's key-based redaction of the recorded side."""
-    normal = orjson.loads(produced)
-    return bool(recorded == normal or recorded == KEY_RULES_ONLY.value(normal))
+    return _same_records(recorded, orjson.loads(produced))
+
+
+def _same_records(recorded: dict[str, Any], produced: dict[str, Any]) -> bool:
+    """Equal, allowing for the writer's key-based redaction of the recorded side."""
+    return bool(recorded == produced or recorded == KEY_RULES_ONLY.value(produced))
 
 
 def _check_digest(header: TraceHeader, expected: str | None, source: str | None) -> None:
@@ -974,7 +1095,9 @@ def resume(
     assert replayer.keep is not None
     assert replayer.tracker is not None
     written = replayer.seq - 1
-    unwritten = [orjson.loads(p.content) for p in replayer.pending if p.content is not None]
+    unwritten = [
+        record for p in replayer.pending if p.content is not None for record in p.records()
+    ]
     return ResumePoint(
         header=replayer.header,
         core=replayer.core,

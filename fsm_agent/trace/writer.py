@@ -1,17 +1,16 @@
-"""The trace writer: one JSONL record per line, write-ahead, flushed per event and per step.
+"""The trace writer: JSONL, write-ahead, flushed per event and per step.
 
 The header and ``end`` records (and records copied by :meth:`TraceWriter.write_record`) go
 through a structlog logger built locally with ``structlog.wrap_logger`` (never
 ``structlog.configure``, which is process-global): our processors stamp ``seq`` and redact,
 then ``JSONRenderer`` turns the record into one orjson line with sorted keys, and
-``BytesLogger`` writes and flushes it. Events, transitions and effects, the records of the hot
-path, skip the logger's machinery (it added nothing there but its cost, issue 10): the same
-stamping, serializer and redaction, then one write and one flush per event and per step; a
-transition line is spliced from its table row's bytes, rendered once per process. All paths
-give the same bytes. The serializer's ``default=`` raises, so an object that was not
-unstructured fails loudly instead of leaving a ``repr`` (with a memory address) in the trace.
-structlog is imported when the first writer is made, so importing the package does not pay
-for it.
+``BytesLogger`` writes and flushes it. Events and steps, the lines of the hot path, skip the
+logger's machinery (it added nothing there but its cost, issue 10): the same stamping,
+serializer and redaction, then one write and one flush per event and per step. A step's
+transitions and effects go out as one ``step`` line (schema 2), not a line each. The
+serializer's ``default=`` raises, so an object that was not unstructured fails loudly instead
+of leaving a ``repr`` (with a memory address) in the trace. structlog is imported when the
+first writer is made, so importing the package does not pay for it.
 
 Order of use (DESIGN §5): :meth:`TraceWriter.write_event` *before* the core sees the event,
 :meth:`TraceWriter.write_step` with what ``feed`` returned, :meth:`TraceWriter.write_end` once
@@ -24,7 +23,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Final, Protocol
+from typing import IO, Any, Protocol
 
 import orjson
 
@@ -32,47 +31,11 @@ import fsm_agent
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import Event, ModelStreamEvent
 from fsm_agent.core.messages import Message, Usage
-from fsm_agent.core.step import Step, TransitionTaken
+from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.trace import records
-from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor
-
-_CALL_ID: Final = b'{"call_id":'
-"""How every transition line starts (keys are sorted; ``call_id`` sorts first)."""
-_NO_TEMPLATE: Final[tuple[bytes, bytes]] = (b"", b"")
-"""Marks a row whose lines take the general path."""
-_TEMPLATE_LIMIT: Final = 4096
-"""Rows remembered (the tables have a few hundred; other machines' rows may add more)."""
-_TEMPLATES: Final[dict[tuple[str, str, str, str], tuple[bytes, bytes]]] = {}
-
-
-def _row_template(key: tuple[str, str, str, str]) -> tuple[bytes, bytes]:
-    """A transition line of row ``key`` split around its ``seq`` value, without the leading
-    ``{"call_id":<value>`` (``seq`` and ``call_id`` are what differ between its records);
-    :data:`_NO_TEMPLATE` when the line cannot be split that way."""
-    template = _TEMPLATES.get(key)
-    if template is not None:
-        return template
-    machine, name, source, dest = key
-    fields = records.transition_fields(
-        TransitionTaken(machine=machine, name=name, source=source, dest=dest)
-    )
-    fields["seq"] = 0
-    template = _NO_TEMPLATE
-    try:
-        data = records.dumps(fields)
-    except (orjson.JSONEncodeError, TypeError):
-        data = b""  # the general path raises the clear error
-    head = _CALL_ID + b"null"
-    if data.startswith(head) and not KEY_RULES_ONLY.may_need(fields, data):
-        before, seq, after = data[len(head) :].partition(b'"seq":0')
-        if seq:
-            template = (before + b'"seq":', after + b"\n")
-    if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
-        _TEMPLATES.clear()
-    _TEMPLATES[key] = template
-    return template
+from fsm_agent.trace.redact import Redactor
 
 
 class CoreLike(Protocol):
@@ -161,7 +124,6 @@ class TraceWriter:
             self._file = target
             self._owns_file = False
         self._redactor = Redactor(secrets)
-        self._templates: dict[tuple[str, str, str, str], tuple[bytes, bytes]] = {}
         self._next_seq = 1 if next_seq is None else next_seq
         self._closed = False
         self.ended = False
@@ -232,11 +194,15 @@ class TraceWriter:
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
-        if fields.get("record") != "header":
+        kind = fields.get("record")
+        if kind == "step":
+            self._next_seq += len(fields["transitions"]) + len(fields["effects"])
+        elif kind != "header":
             self._next_seq += 1
 
     def write_record(self, fields: Mapping[str, Any]) -> None:
-        """Write a record dict as is (``seq`` is stamped); used to copy a replayed prefix."""
+        """Write a record dict as is (``seq`` is stamped; a ``step`` record takes one per
+        record it holds); used to copy a replayed prefix."""
         data = dict(fields)
         data.pop("seq", None)
         self._write(data)
@@ -256,41 +222,6 @@ class TraceWriter:
         self._next_seq += 1
         return data + b"\n"
 
-    def _transition_line(self, transition: TransitionTaken) -> bytes:
-        """A transition record line from its row's template (issue 10).
-
-        A transition record is fixed but for ``seq`` and ``call_id``: the rest is rendered once
-        per table row (:func:`_row_template`) and the two values spliced in; a tool-call id is
-        rendered and scanned for secrets on its own. A row whose own names would need redaction
-        (a configured secret that is also a phase name) keeps the general path.
-        """
-        call_id = transition.call_id
-        key = (transition.machine, transition.name, transition.source, transition.dest)
-        template = self._templates.get(key)
-        if template is None:
-            template = _row_template(key)
-            if self._redactor.holds_secret(b"".join(template)):
-                template = _NO_TEMPLATE
-            self._templates[key] = template
-        if call_id is None:
-            id_bytes = b"null"
-        elif type(call_id) is str and call_id.isascii():
-            id_bytes = orjson.dumps(call_id)
-        else:
-            id_bytes = b""  # escapes or a lone surrogate: the general path renders it
-        if (
-            template is _NO_TEMPLATE
-            or not id_bytes
-            or (call_id is not None and self._redactor.holds_secret(id_bytes))
-        ):
-            return self._line(records.transition_fields(transition))
-        if self._closed:
-            raise UsageError("the trace writer is closed")
-        before, after = template
-        seq = self._next_seq
-        self._next_seq += 1
-        return b"".join((_CALL_ID, id_bytes, before, str(seq).encode(), after))
-
     def write_event(self, event: Event) -> None:
         """Record an event; call it *before* the core processes the event (write-ahead)."""
         fields = records.event_fields(event)
@@ -305,21 +236,18 @@ class TraceWriter:
         self._file.flush()
 
     def write_step(self, step: Step) -> None:
-        """Record what one ``feed`` returned: its transitions, then its effects.
-
-        The step's lines go out in one write and one flush. If one cannot be written, the
-        lines before it are still written, then the error is raised.
-        """
-        if not step.transitions and not step.effects:
+        """Record what one ``feed`` returned, its transitions and effects, as one ``step``
+        line (schema 2, issue 10: one serialization, one key scan, one write and one flush
+        for the whole step). The line takes one ``seq`` per record it stands for."""
+        count = len(step.transitions) + len(step.effects)
+        if not count:
             return  # most stream deltas: nothing happened
-        lines: list[bytes] = []
-        try:
-            lines.extend(self._transition_line(t) for t in step.transitions)
-            lines.extend(self._line(records.effect_fields(e)) for e in step.effects)
-        finally:
-            if lines:
-                self._file.write(b"".join(lines))
-                self._file.flush()
+        fields = records.step_record(step)
+        # The transitions' keys are the writer's own; the effects' may come from outside.
+        line = self._line(fields, keyed=fields["effects"])
+        self._next_seq += count - 1
+        self._file.write(line)
+        self._file.flush()
 
     def write_end(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
         """Record the end of the run: the terminal reason, the usage totals, and the fault

@@ -1,6 +1,6 @@
 """Anything the trace writer writes, the reader reads (issue 8): model events holding lone
-surrogates, integers of any size, nesting of any depth and non-string keys; and transition
-lines, rendered from per-row templates, are the bytes of the general path (issue 10)."""
+surrogates, integers of any size, nesting of any depth and non-string keys; and step lines
+are the bytes of the general path (issue 10)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.trace.json_limits import fit_for_json
 from fsm_agent.trace.reader import read_trace
-from fsm_agent.trace.records import dumps, transition_fields
+from fsm_agent.trace.records import dumps, step_record
 from fsm_agent.trace.redact import Redactor
 from fsm_agent.trace.writer import TraceWriter
 
@@ -88,21 +88,20 @@ NAMES = ANY_TEXT | st.sampled_from(("idle", "phase_wxyz", 'x\\y"z'))
     dest=NAMES,
     call_ids=st.lists(st.none() | NAMES | st.just("toolu_sk-ant-aaaaaaaaaaaa"), max_size=3),
 )
-def test_a_transition_line_is_the_record_the_writer_renders_for_any_other_kind(
+def test_a_step_line_is_the_record_the_writer_renders_for_any_other_kind(
     machine: str, name: str, source: str, dest: str, call_ids: list[str | None]
 ) -> None:
-    """Transition lines (spliced from a per-row template) are byte for byte the general
-    rendering of the same record: sorted keys, seq in place, redaction applied."""
+    """A step line is byte for byte the general rendering of its record (sorted keys, seq in
+    place, redaction applied), and the next record's seq counts every transition in it."""
     buffer = io.BytesIO()
     writer = TraceWriter(buffer, config=LoopConfig(), table_digest="d", secrets=("wxyz",))
     rows = tuple(
         TransitionTaken(machine=machine, name=name, source=source, dest=dest, call_id=call_id)
         for call_id in call_ids
     )
-    writer.write_step(Step(transitions=rows))
+    step = Step(transitions=rows)
+    writer.write_step(step)
     redactor = Redactor(("wxyz",))
-    expected = b"".join(
-        dumps(redactor.value({**transition_fields(row), "seq": seq})) + b"\n"
-        for seq, row in enumerate(rows, start=1)
-    )
+    expected = dumps(redactor.value({**step_record(step), "seq": 1})) + b"\n" if rows else b""
     assert buffer.getvalue().split(b"\n", 1)[1] == expected
+    assert writer.next_seq == len(rows) + 1

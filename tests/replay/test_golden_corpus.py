@@ -81,20 +81,25 @@ def test_corpus_is_current() -> None:
 
 
 def test_tampered_trace_diverges_loudly(tmp_path: Path) -> None:
-    """Changing one recorded transition makes replay raise TraceDivergence at that seq."""
+    """Changing one recorded transition inside a step line makes replay raise TraceDivergence
+    at that transition's seq, naming the line."""
     source = ROOT / "traces" / "stop_hook_blocking.jsonl"
     lines = source.read_bytes().splitlines()
     for index, line in enumerate(lines):
         record = json.loads(line)
-        if record.get("record") == "transition" and record["name"] == "stop_hook_blocking":
-            record["name"] = "completed"
+        names = [t["name"] for t in record.get("transitions", ())]
+        if record.get("record") == "step" and "stop_hook_blocking" in names:
+            position = names.index("stop_hook_blocking")
+            record["transitions"][position]["name"] = "completed"
             lines[index] = json.dumps(record, sort_keys=True).encode()
-            seq = record["seq"]
+            seq, number = record["seq"] + position, index + 1
             break
     tampered = tmp_path / "tampered.jsonl"
     tampered.write_bytes(b"\n".join(lines) + b"\n")
     with pytest.raises(TraceDivergence) as caught:
         replay(tampered)
-    assert caught.value.seq == seq
+    assert (caught.value.seq, caught.value.line) == (seq, number)
     assert caught.value.expected is not None
+    assert caught.value.actual is not None
+    assert caught.value.actual["name"] == "stop_hook_blocking"
     assert caught.value.expected["name"] == "completed"

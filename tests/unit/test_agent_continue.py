@@ -114,7 +114,11 @@ def test_resume_a_crashed_run(tmp_path: Path) -> None:
     """A trace cut short (a crash) resumes: its state is rebuilt and the run finishes."""
     original = record(tmp_path)
     lines = original.read_bytes().splitlines(keepends=True)
-    delta = seq_of(original, lambda r: r.get("record") == "event" and "text_delta" in str(r))
+    delta = next(
+        index
+        for index, line in enumerate(lines)
+        if line.startswith(b'{"event":') and b'"text_delta"' in line
+    )
     crashed = tmp_path / "crashed.jsonl"
     crashed.write_bytes(b"".join(lines[: delta + 1]) + lines[delta + 1][:10])  # cut mid-line
     point = resume(crashed)

@@ -131,10 +131,11 @@ def test_a_child_cut_at_any_line_resumes_without_repeating_its_side_effect(
 
 
 def _is_append_call(line: bytes) -> bool:
+    """Whether a trace line holds the effect that runs ``append`` (a step line's effects)."""
     record = orjson.loads(line)
-    effect = record.get("effect") or {}
-    return (
+    return any(
         effect.get("type") == "RunToolStep"
         and effect.get("tool_name") == "append"
         and effect.get("step") == "call"
+        for effect in record.get("effects", ())
     )

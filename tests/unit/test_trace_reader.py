@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
-from test_trace_support import lines_of, record_run, write_lines
+from test_trace_support import lines_of, record_run, write_schema1
 
 from fsm_agent.core.events import ModelStreamEvent, TurnStarted
 from fsm_agent.errors import TraceError, TraceFormatError, TraceTruncated, TraceVersionError
@@ -31,7 +32,7 @@ def first_of(records: list[dict[str, Any]], event_type: str) -> int:
 
 def broken(tmp_path: Path, records: list[dict[str, Any]]) -> TraceFormatError:
     """Write records and return the format error reading them raises."""
-    path = write_lines(tmp_path / "bad.jsonl", records)
+    path = write_schema1(tmp_path / "bad.jsonl", records)
     with pytest.raises(TraceFormatError) as info:
         read_trace(path)
     return info.value
@@ -141,7 +142,7 @@ def test_seq_must_count_up(tmp_path: Path, recorded: list[dict[str, Any]]) -> No
 
 def test_invalid_json_line(tmp_path: Path, recorded: list[dict[str, Any]]) -> None:
     """A complete line that is not JSON is a format error (not a truncation)."""
-    path = write_lines(tmp_path / "t.jsonl", recorded)
+    path = write_schema1(tmp_path / "t.jsonl", recorded)
     lines = path.read_bytes().splitlines(keepends=True)
     lines[3] = b"{not json\n"
     path.write_bytes(b"".join(lines))
@@ -154,7 +155,7 @@ def test_invalid_json_line(tmp_path: Path, recorded: list[dict[str, Any]]) -> No
 
 def test_non_object_line(tmp_path: Path, recorded: list[dict[str, Any]]) -> None:
     """A line holding a JSON array is refused as not an object."""
-    path = write_lines(tmp_path / "t.jsonl", recorded)
+    path = write_schema1(tmp_path / "t.jsonl", recorded)
     lines = path.read_bytes().splitlines(keepends=True)
     lines[2] = b"[1, 2]\n"
     path.write_bytes(b"".join(lines))
@@ -164,7 +165,7 @@ def test_non_object_line(tmp_path: Path, recorded: list[dict[str, Any]]) -> None
 
 def test_blank_line(tmp_path: Path, recorded: list[dict[str, Any]]) -> None:
     """An empty line is named as such."""
-    path = write_lines(tmp_path / "t.jsonl", recorded)
+    path = write_schema1(tmp_path / "t.jsonl", recorded)
     lines = path.read_bytes().splitlines(keepends=True)
     lines.insert(2, b"\n")
     path.write_bytes(b"".join(lines))
@@ -207,7 +208,7 @@ def test_bad_header_config(tmp_path: Path, recorded: list[dict[str, Any]]) -> No
 
 def test_truncated_last_line(tmp_path: Path, recorded: list[dict[str, Any]]) -> None:
     """A cut-off last line raises TraceTruncated; allow_truncated returns what precedes it."""
-    path = write_lines(tmp_path / "t.jsonl", recorded)
+    path = write_schema1(tmp_path / "t.jsonl", recorded)
     content = path.read_bytes()
     path.write_bytes(content[: len(content) - 20])
     with pytest.raises(TraceTruncated) as info:
@@ -222,7 +223,7 @@ def test_last_line_without_newline_but_complete(
     tmp_path: Path, recorded: list[dict[str, Any]]
 ) -> None:
     """A complete last record without its newline is read normally."""
-    path = write_lines(tmp_path / "t.jsonl", recorded)
+    path = write_schema1(tmp_path / "t.jsonl", recorded)
     path.write_bytes(path.read_bytes().rstrip(b"\n"))
     trace = read_trace(path)
     assert not trace.truncated
@@ -232,7 +233,7 @@ def test_last_line_without_newline_but_complete(
 def test_newer_schema_is_refused_clearly(tmp_path: Path, recorded: list[dict[str, Any]]) -> None:
     """A newer schema says which versions are involved and what to do."""
     recorded[0]["schema"] = SCHEMA_VERSION + 1
-    path = write_lines(tmp_path / "t.jsonl", recorded)
+    path = write_schema1(tmp_path / "t.jsonl", recorded)
     with pytest.raises(TraceVersionError) as info:
         read_trace(path)
     message = str(info.value)
@@ -250,9 +251,9 @@ def test_schema_zero_is_upgraded(tmp_path: Path, recorded: list[dict[str, Any]])
         old.append(renamed)
     old[0]["schema"] = 0
     old[0]["tables"] = old[0].pop("table_digest")
-    path = write_lines(tmp_path / "old.jsonl", old)
+    path = write_schema1(tmp_path / "old.jsonl", old)
     new = read_trace(path)
-    current = read_trace(write_lines(tmp_path / "new.jsonl", recorded))
+    current = read_trace(write_schema1(tmp_path / "new.jsonl", recorded))
     assert new.header == current.header
     assert [r.data for r in new.records] == [r.data for r in current.records]
 
@@ -261,7 +262,7 @@ def test_unknown_old_schema(tmp_path: Path, recorded: list[dict[str, Any]]) -> N
     """A schema older than any registered upgrade is a version error."""
     recorded[0]["schema"] = -3
     with pytest.raises(TraceVersionError, match="older than any"):
-        read_trace(write_lines(tmp_path / "t.jsonl", recorded))
+        read_trace(write_schema1(tmp_path / "t.jsonl", recorded))
 
 
 def test_upgrades_register_once() -> None:
@@ -273,7 +274,7 @@ def test_upgrades_register_once() -> None:
 def test_iter_records_streams(tmp_path: Path, recorded: list[dict[str, Any]]) -> None:
     """iter_records yields the good records before it reaches a bad line."""
     recorded[6]["record"] = "banana"
-    path = write_lines(tmp_path / "t.jsonl", recorded)
+    path = write_schema1(tmp_path / "t.jsonl", recorded)
     seen = []
     with pytest.raises(TraceFormatError):
         for record in iter_records(path):
@@ -287,3 +288,91 @@ def test_errors_are_trace_errors(tmp_path: Path) -> None:
     path.write_bytes(b'{"record": "header", "schema": "one"}\n')
     with pytest.raises(TraceError, match=r"\$.schema"):
         read_trace(path)
+
+
+def step_line_of(path: Path, kind: str) -> tuple[int, dict[str, Any]]:
+    """The line number and dict of the first ``step`` line holding a record of ``kind``."""
+    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+        data = orjson.loads(line)
+        if data.get("record") == "step" and data[f"{kind}s"]:
+            return number, data
+    raise AssertionError(f"no step line with a {kind}")
+
+
+def rewrite_line(path: Path, number: int, data: dict[str, Any]) -> None:
+    """Replace line ``number`` of a trace file with ``data``."""
+    lines = path.read_bytes().splitlines()
+    lines[number - 1] = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+def test_a_step_line_reads_as_its_records(tmp_path: Path) -> None:
+    """A ``step`` line reads back as its transitions then its effects, numbered on from its
+    seq, each carrying the step's line number; the records are those of schema 1."""
+    path = record_run(tmp_path / "t.jsonl")
+    number, step = step_line_of(path, "effect")
+    trace = read_trace(path)
+    held = [r for r in trace.records if r.line == number]
+    kinds = ["transition"] * len(step["transitions"]) + ["effect"] * len(step["effects"])
+    assert [r.kind for r in held] == kinds
+    assert [r.seq for r in held] == list(range(step["seq"], step["seq"] + len(kinds)))
+    assert held[-1].data["effect"] == step["effects"][-1]
+    as_schema1 = read_trace(write_schema1(tmp_path / "v1.jsonl", lines_of(path)))
+    assert [r.data for r in as_schema1.records] == [r.data for r in trace.records]
+
+
+@pytest.mark.parametrize(
+    ("kind", "change", "path", "problem"),
+    [
+        ("transition", {"dest": 3}, "$.transitions[0].dest", "expected string, got number"),
+        ("transition", {"colour": "blue"}, "$.transitions[0].colour", "unexpected field"),
+        ("transition", {"seq": 4}, "$.transitions[0].seq", "unexpected field"),
+        ("effect", {"effect_id": ["e1"]}, "$.effects[0].effect_id", "expected"),
+        ("effect", {"type": "Explode"}, "$.effects[0].type", "unknown effect type"),
+    ],
+)
+def test_a_bad_record_inside_a_step_is_named_by_its_path(
+    tmp_path: Path, kind: str, change: dict[str, Any], path: str, problem: str
+) -> None:
+    """A wrong field of a transition or effect inside a step line names the line and the
+    path inside it (``$.effects[0].effect_id``)."""
+    trace = record_run(tmp_path / "t.jsonl")
+    number, step = step_line_of(trace, kind)
+    step[f"{kind}s"][0].update(change)
+    rewrite_line(trace, number, step)
+    with pytest.raises(TraceFormatError) as info:
+        read_trace(trace)
+    assert (info.value.line, info.value.path) == (number, path)
+    assert problem in info.value.problem
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"transitions": [], "effects": []}, "$"),
+        ({"effects": {"type": "Emit"}}, "$.effects"),
+        ({"transitions": ["run_started"]}, "$.transitions[0]"),
+        ({"colour": "blue"}, "$.colour"),
+        ({"seq": "3"}, "$.seq"),
+    ],
+)
+def test_a_malformed_step_line_is_named(tmp_path: Path, change: dict[str, Any], path: str) -> None:
+    """An empty step, lists of the wrong shape, an extra field or a bad seq each get a
+    format error naming the path."""
+    trace = record_run(tmp_path / "t.jsonl")
+    number, step = step_line_of(trace, "transition")
+    rewrite_line(trace, number, {**step, **change})
+    with pytest.raises(TraceFormatError) as info:
+        read_trace(trace)
+    assert (info.value.line, info.value.path) == (number, path)
+
+
+def test_the_seq_after_a_step_counts_its_records(tmp_path: Path) -> None:
+    """The line after a step must carry the step's seq plus the records it holds."""
+    trace = record_run(tmp_path / "t.jsonl")
+    number, step = step_line_of(trace, "transition")
+    step["transitions"].append(dict(step["transitions"][0]))
+    rewrite_line(trace, number, step)
+    with pytest.raises(TraceFormatError) as info:
+        read_trace(trace)
+    assert (info.value.line, info.value.path) == (number + 1, "$.seq")

@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from test_trace_support import (
@@ -15,6 +16,7 @@ from test_trace_support import (
     record_fake,
     record_run,
     write_lines,
+    write_schema1,
 )
 
 from fsm_agent.core import effects as fx
@@ -294,8 +296,8 @@ def test_fork_tracing_core_to_a_file_object(good: Path) -> None:
     point = fork(good, 1)
     traced = point.tracing_core(buffer)
     assert traced.core is point.core
-    lines = buffer.getvalue().splitlines()
-    assert len(lines) == len(point.records) + 1
+    written = read_trace(io.BytesIO(buffer.getvalue()))
+    assert [r.data for r in written.records] == list(point.records)
 
 
 # --- resume ----------------------------------------------------------------------------------
@@ -357,3 +359,57 @@ def test_resume_still_checks_consistency(tmp_path: Path, good: Path) -> None:
     records[index_of(records, lambda r: r["record"] == "transition")]["name"] = "teleported"
     with pytest.raises(TraceDivergence):
         resume(write_lines(tmp_path / "bad.jsonl", records))
+
+
+# --- schema 1 and step lines ------------------------------------------------------------------
+
+
+def test_a_schema_1_trace_replays(tmp_path: Path, good: Path) -> None:
+    """A trace written one record per line (schema 1) replays, and checks as much."""
+    old = write_schema1(tmp_path / "old.jsonl", lines_of(good))
+    assert replay(old) == attrs.evolve(replay(good), source=str(old))
+    records = lines_of(good)
+    index = index_of(records, lambda r: r["record"] == "effect")
+    records[index]["effect"]["effect_id"] = "e999"
+    with pytest.raises(TraceDivergence) as info:
+        replay(write_schema1(tmp_path / "bad.jsonl", records))
+    assert (info.value.seq, info.value.line) == (index, index + 1)
+    assert info.value.expected == records[index]
+
+
+def test_an_effect_missing_from_a_step_line_is_named(tmp_path: Path, good: Path) -> None:
+    """A step line that lacks its last effect diverges at that effect: the replayed record
+    is the effect, the recorded one the first record of the next line, and its line."""
+    records = lines_of(good)
+    index = index_of(
+        records,
+        lambda r: r["record"] == "effect" and records[r["seq"] + 1].get("record") == "event",
+    )
+    missing = records.pop(index)
+    for seq, record in enumerate(records[1:], start=1):
+        record["seq"] = seq
+    path = write_lines(tmp_path / "bad.jsonl", records)
+    with pytest.raises(TraceDivergence) as info:
+        replay(path, context=1)
+    error = info.value
+    assert error.seq == index
+    assert error.actual is not None
+    assert error.actual["effect"] == missing["effect"]
+    assert error.expected == records[index]  # the event that now follows
+    number = next(r.line for r in read_trace(path).records if r.seq == index)
+    assert error.line == number
+
+
+def test_a_step_line_is_checked_record_by_record(tmp_path: Path, good: Path) -> None:
+    """The second transition of a step line, changed, diverges at its own seq with the
+    step's first transition before it in the context."""
+    records = lines_of(good)
+    index = index_of(
+        records,
+        lambda r: r["record"] == "transition" and records[r["seq"] - 1]["record"] == "transition",
+    )
+    records[index]["name"] = "elsewhere"
+    with pytest.raises(TraceDivergence) as info:
+        replay(write_lines(tmp_path / "bad.jsonl", records), context=1)
+    assert info.value.seq == index
+    assert [r["seq"] for r in info.value.context] == [index - 1, index, index + 1]

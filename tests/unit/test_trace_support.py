@@ -20,6 +20,7 @@ from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import IllegalTransition
 from fsm_agent.testing.scenario import load_shipped_scenario, parse_scenario
 from fsm_agent.testing.world import World, WorldRun, prompt
+from fsm_agent.trace.records import as_lines, expand_step
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 CONFIG = LoopConfig()
@@ -48,15 +49,30 @@ def record_run(
 
 
 def lines_of(path: Path) -> list[dict[str, Any]]:
-    """Every line of a trace, parsed."""
-    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    """Every record of a trace, parsed: the header, then one dict per record (a ``step``
+    line's transitions and effects each on their own)."""
+    out: list[dict[str, Any]] = []
+    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+        data = orjson.loads(line)
+        out.extend(expand_step(data, number, None) if data.get("record") == "step" else [data])
+    return out
 
 
 def write_lines(path: Path, records: list[dict[str, Any]]) -> Path:
-    """Write record dicts as a trace file (sorted keys, one per line)."""
+    """Write record dicts as a trace file laid out as the writer lays it out (sorted keys;
+    a step's transitions and effects on one ``step`` line)."""
     path.write_bytes(
-        b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in records)
+        b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in as_lines(records))
     )
+    return path
+
+
+def write_schema1(path: Path, records: list[dict[str, Any]]) -> Path:
+    """Write record dicts as a schema 1 trace: every record on its own line (no ``step``
+    lines), and a header of the current schema says schema 1 (any other is kept)."""
+    header, *rest = records
+    lines = [{**header, "schema": 1}, *rest] if header.get("schema") == 2 else records
+    path.write_bytes(b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in lines))
     return path
 
 

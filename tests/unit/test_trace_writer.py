@@ -16,6 +16,8 @@ from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.errors import UsageError
 from fsm_agent.testing.world import prompt
+from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.records import SCHEMA_VERSION
 from fsm_agent.trace.redact import REDACTED, Redactor, is_sensitive_key
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
@@ -34,7 +36,7 @@ def test_lines_are_sorted_json_one_record_each(tmp_path: Path) -> None:
     for raw in raw_lines[:-1]:
         data = orjson.loads(raw)
         assert orjson.dumps(data, option=orjson.OPT_SORT_KEYS) == raw
-        assert data["record"] in {"header", "event", "transition", "effect", "end"}
+        assert data["record"] in {"header", "event", "step", "end"}
 
 
 def test_seq_counts_every_record_after_the_header(tmp_path: Path) -> None:
@@ -49,7 +51,7 @@ def test_header_holds_config_tools_and_digest(tmp_path: Path) -> None:
     with make_writer(tmp_path / "t.jsonl", meta={"started_at": "2026-11-30"}):
         pass
     header = lines_of(tmp_path / "t.jsonl")[0]
-    assert header["schema"] == 1
+    assert header["schema"] == SCHEMA_VERSION == 2
     assert header["table_digest"] == "d"
     assert header["config"]["max_output_tokens"] == CONFIG.max_output_tokens
     assert header["tools"][0]["name"] == "Read"
@@ -70,7 +72,8 @@ def test_each_record_is_flushed_at_once() -> None:
 
 
 def test_write_step_writes_transitions_then_effects() -> None:
-    """A step is written as its transitions followed by its effects, with consecutive seqs."""
+    """A step is one line holding its transitions and its effects; it takes a seq for each,
+    and reads back as its transitions followed by its effects, with consecutive seqs."""
     buffer = io.BytesIO()
     writer = make_writer(buffer)
     step = Step(
@@ -79,7 +82,9 @@ def test_write_step_writes_transitions_then_effects() -> None:
     )
     writer.write_step(step)
     writer.write_end("completed", Usage(input_tokens=3))
-    records = [orjson.loads(line) for line in buffer.getvalue().splitlines()[1:]]
+    lines = [orjson.loads(line) for line in buffer.getvalue().splitlines()[1:]]
+    assert [(r["record"], r["seq"]) for r in lines] == [("step", 1), ("end", 3)]
+    records = [r.data for r in read_trace(io.BytesIO(buffer.getvalue())).records]
     assert [(r["record"], r["seq"]) for r in records] == [
         ("transition", 1),
         ("effect", 2),
@@ -248,7 +253,7 @@ def test_stream_event_fast_path_matches_the_converter() -> None:
 
 
 def test_a_secret_in_a_tool_call_id_is_redacted_in_its_transition_line() -> None:
-    """A transition line is redacted like any record, even though its row's bytes are reused."""
+    """A transition inside a step line is redacted like any record."""
     buffer = io.BytesIO()
     writer = make_writer(buffer, secrets=("call-secret-1234",))
     rows = (
@@ -264,7 +269,7 @@ def test_a_secret_in_a_tool_call_id_is_redacted_in_its_transition_line() -> None
     writer.write_step(Step(transitions=rows))
     content = buffer.getvalue()
     assert b"call-secret-1234" not in content
-    records = [orjson.loads(line) for line in content.splitlines()[1:]]
+    records = [r.data for r in read_trace(io.BytesIO(content)).records]
     assert [r["call_id"] for r in records] == [None, "toolu_[REDACTED]"]
     assert [r["seq"] for r in records] == [1, 2]
 
