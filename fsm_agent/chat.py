@@ -78,8 +78,10 @@ class ChatInput:
         Raises:
             EOFError: the input ended.
         """
-        print(prompt, end="", flush=True)
+        # Open the question before showing it: a line typed as soon as the prompt shows must
+        # answer it, not be queued for the turn (the reader routes it on another thread).
         self._question_open.set()
+        print(prompt, end="", flush=True)
         try:
             answer = self._answers.get()
         finally:

@@ -163,6 +163,7 @@ class AgentCore:
         self._tool_results: list[Message] = []
         self._executor: ToolExecutor | None = None
         self._assembler: StreamAssembler | None = None
+        self._tool_ids: set[str] = set()  # every tool_use id of the run, withdrawn ones too
         self._request_id = ""
         self._hot_request: str | None = None
         self._output_cap: int | None = None  # SPEC §8.3 overflow retry, this iteration only
@@ -383,6 +384,8 @@ class AgentCore:
         self._tool_context = dict(checkpoint.tool_context)
         self._session_rules = list(checkpoint.session_rules)
         self._answered = set(checkpoint.answered)
+        # At a request boundary every tool_use seen so far has its result.
+        self._tool_ids = set(checkpoint.answered)
         self._budget.mark_sent(checkpoint.state.messages)
         collapse = self._collapse
         collapse.staged = checkpoint.collapse_staged
@@ -407,6 +410,7 @@ class AgentCore:
             model=checkpoint.model,
             new_uuid=self.new_uuid,
             max_output_tokens=checkpoint.max_output_tokens,
+            run_tool_ids=self._tool_ids,
         )
         self._executor = (
             self._new_executor(batch_mode=False) if self.config.streaming_tool_execution else None
@@ -720,6 +724,7 @@ class AgentCore:
             model=self._model_name,
             new_uuid=self.new_uuid,
             max_output_tokens=max_tokens,
+            run_tool_ids=self._tool_ids,
         )
         self._executor = (
             self._new_executor(batch_mode=False) if self.config.streaming_tool_execution else None

@@ -158,6 +158,8 @@ NOT_CARRIED: Final = frozenset(
         "_poisoned",
         "_awaiting",
         "_hot_request",
+        # rebuilt from ``answered``: at a request boundary every tool_use seen has its result
+        "_tool_ids",
         # the step being built, and a cache equal to its recomputation
         "_event",
         "_transitions",

@@ -531,9 +531,21 @@ def _printf(program: str, args: Sequence[str], places: _Places) -> str | None:
 _TEST_OPERATORS = frozenset({"!", "(", ")", "]", "=", "==", "!=", "<", ">"})
 
 
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _test(program: str, args: Sequence[str], places: _Places) -> str | None:
-    """``test`` and ``[``: every word that is not an operator may name a file."""
-    for word in args:
+    """``test`` and ``[``: every word that is not an operator may name a file.
+
+    Bash's ``test -v NAME`` (and ``-R``) reads ``NAME[SUBSCRIPT]`` as an array element and
+    computes the subscript as arithmetic, which runs any ``$(...)`` in it: ``test -v
+    'a[$(rm x)]'`` runs ``rm``. Such an operand is refused unless it is a plain name.
+    """
+    for index, word in enumerate(args):
+        if word in ("-v", "-R") and index + 1 < len(args):
+            name = args[index + 1]
+            if not _SHELL_NAME.fullmatch(name):
+                return f"{program} {word} {name} computes a subscript, which can run commands"
         if word.startswith("-") or word in _TEST_OPERATORS:
             continue
         if places.outside(word):

@@ -139,6 +139,13 @@ _RESERVED_WORDS = frozenset(
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _GLOB = re.compile(r"[*?]|\[[^\]]*\]")
 _BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_ARITHMETIC_HOLDERS = frozenset({"compound_statement", "c_style_for_statement"})
+_SUBSCRIPT_EVALUATORS = frozenset(
+    {"((", "[[", "[", "test", "let", "declare", "typeset", "local", "export", "readonly",
+     "unset", "printf", "read", "mapfile", "readarray", "getopts", "wait"}
+)  # fmt: skip
+"""Builtins that read a word as ``NAME[SUBSCRIPT]`` or as arithmetic, computing subscripts."""
+_COMMAND_IN_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[.*(\$\(|`)", re.DOTALL)
 _QUOTED = "\0"  # stands for a quoted character when looking for globs and braces
 
 
@@ -201,6 +208,12 @@ class _Reader:
                 self._walk(child, wrappers, redirects, depth)
         elif kind in ("declaration_command", "unset_command", "test_command"):
             self._keyword_command(node, wrappers, redirects, depth)
+        elif kind in _ARITHMETIC_HOLDERS and any(c.type == "((" for c in node.children):
+            self._arithmetic_command(node, wrappers, redirects, depth)
+        elif kind == "subshell" and _text(node).startswith("(("):
+            # tree-sitter reads `! (( expr ))` as two subshells; Bash computes `expr`.
+            self.problems.append(f"the parser misread the arithmetic command {_text(node)!r}")
+            self._walk_children(node, wrappers, depth)
         elif kind in _SUBSTITUTIONS:
             # What runs inside $(...) or <(...) writes to a pipe, not to the outer redirects.
             body = _text(node)[1:-1]
@@ -307,6 +320,29 @@ class _Reader:
         )
         self._walk_children(node, wrappers, depth)
 
+    def _arithmetic_command(
+        self, node: Node, wrappers: tuple[str, ...], redirects: tuple[Redirect, ...], depth: int
+    ) -> None:
+        """``(( expr ))`` and ``for (( ...; ...; ... ))``: a part whose one word is computed.
+
+        The shell evaluates the expression, subscripts included, so a quoted ``'a[$(cmd)]'``
+        there runs ``cmd``: the part is never read-only, and such a subscript is a problem.
+        """
+        children = node.children
+        start = next(i for i, child in enumerate(children) if child.type == "((")
+        end = next((i for i, child in enumerate(children) if child.type == "))"), len(children))
+        expression = " ".join(_text(child) for child in children[start + 1 : end])
+        self._add(
+            argv=("((", expression, "))"),
+            expanded=(1,),
+            assignments=(),
+            redirects=redirects,
+            wrappers=wrappers,
+            depth=depth,
+        )
+        for child in children:
+            self._walk(child, wrappers, redirects, depth)
+
     def _redirects(self, node: Node) -> list[Redirect]:
         if node.type == "file_redirect":
             destination = node.child_by_field_name("destination")
@@ -350,6 +386,14 @@ class _Reader:
         )
         if not argv or 0 in expanded:
             return
+        if argv[0] in _SUBSCRIPT_EVALUATORS:
+            for word in argv[1:]:
+                if _COMMAND_IN_SUBSCRIPT.search(word):
+                    # SPEC §9.3: what cannot be analysed asks.
+                    self.problems.append(
+                        f"{argv[0]} computes the subscript in {word!r}, which runs a command"
+                    )
+                    break
         if depth > MAX_NESTING:
             self.problems.append(f"commands nested deeper than {MAX_NESTING} wrappers")
             return

@@ -197,7 +197,8 @@ class StreamAssembler:
 
     _open: dict[int, _OpenBlock] = attrs.field(factory=dict, init=False)
     _used_indices: set[int] = attrs.field(factory=set, init=False)
-    _tool_ids: set[str] = attrs.field(factory=set, init=False)
+    run_tool_ids: set[str] = attrs.field(factory=set, kw_only=True)
+    """Every tool_use id seen so far in the run; the assembler adds this response's ids."""
     _truncation_reported: bool = attrs.field(default=False, init=False)
     _poisoned: str | None = attrs.field(default=None, init=False)
 
@@ -405,12 +406,15 @@ class StreamAssembler:
             name = _string(raw["name"], "content_block_start", index, "name")
             if not tool_id:
                 raise _protocol_error("content_block_start", index, f"{kind} id is empty")
-            if tool_id in self._tool_ids:
-                # Two calls under one id could not each get their one tool_result.
+            if tool_id in self.run_tool_ids:
+                # Two calls under one id could not each get their one tool_result, and the
+                # driver could not tell a late report of a withdrawn call from the new one's.
                 raise _protocol_error(
-                    "content_block_start", index, f"duplicate {kind} id {tool_id!r}"
+                    "content_block_start",
+                    index,
+                    f"duplicate {kind} id {tool_id!r} (already used in this run)",
                 )
-            self._tool_ids.add(tool_id)
+            self.run_tool_ids.add(tool_id)
             start_input = raw.get("input") or {}
             if not isinstance(start_input, dict):
                 raise _protocol_error("content_block_start", index, "input must be an object")

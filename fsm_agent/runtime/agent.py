@@ -73,6 +73,7 @@ from fsm_agent.runtime.response_clock import ResponseClock
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget, SubagentSeat
+from fsm_agent.runtime.subagent_spending import spent_before
 from fsm_agent.runtime.tool import Tool, ToolContext
 from fsm_agent.runtime.tool_providers import ToolProvider, check_tool_providers, provided_tools
 from fsm_agent.telemetry.config import Telemetry, tracer_for
@@ -657,7 +658,13 @@ class _Run:
         self.turns = 0
         self.session_id = uuid.uuid4().hex  # what hooks are told; never part of the trace
         seat = agent.subagent
-        self.subagent_budget = seat.budget if seat is not None else SubagentBudget()
+        if seat is not None:
+            self.subagent_budget = seat.budget  # the tree's, counted by the top-level run
+        elif start is not None:
+            # A continued recording keeps what its children had spent (SubagentLimits).
+            self.subagent_budget = spent_before(start.records)
+        else:
+            self.subagent_budget = SubagentBudget()
         self.resumed_children: dict[str, Path] = {}
         self.announced: dict[str, asyncio.Future[None]] = {}
         self.closing_hooks: set[asyncio.Task[ev.HookOutcome]] = set()

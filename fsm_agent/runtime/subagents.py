@@ -16,7 +16,9 @@ trace is a file of its own beside the parent's, linked both ways
   The parent's abort cancels the call, which aborts the child through its own core.
 * Resume: when the parent's trace shows the call had started a child, the child is picked
   up from its own trace (``Agent.continue_from(resume(...))``), so a side-effecting call the
-  child already made is not made again.
+  child already made is not made again. The tree's budget is read back from the parent's
+  and the children's traces (:mod:`fsm_agent.runtime.subagent_spending`), so a resumed run
+  keeps its limits.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from fsm_agent.runtime.models import Model, ModelFailure, ModelRequest
 from fsm_agent.runtime.permissions import PermissionPolicy
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.subagent_link import ParentRun, SubagentBudget
+from fsm_agent.runtime.subagent_spending import ResponseTokens
 from fsm_agent.runtime.tool import Tool
 from fsm_agent.trace.replay import resume
 
@@ -120,22 +123,10 @@ class BudgetedModel:
                     f"{self.max_tokens} they may (SubagentLimits.max_tokens)"
                 ),
             )
-        output = 0  # message_delta usage is cumulative (NOTES: anthropic)
+        counted = ResponseTokens()
         async for event in self.model.stream(request):
-            if event.get("type") == "message_start":
-                usage = (event.get("message") or {}).get("usage") or {}
-                output = _tokens(usage, "output_tokens")
-                self.budget.tokens += _tokens(usage, "input_tokens") + output
-            elif event.get("type") == "message_delta":
-                total = _tokens(event.get("usage") or {}, "output_tokens")
-                self.budget.tokens += max(total - output, 0)
-                output = max(total, output)
+            self.budget.tokens += counted.add(event)
             yield event
-
-
-def _tokens(usage: Any, key: str) -> int:
-    value = usage.get(key) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) else 0
 
 
 def refusal(parent: ParentRun, limits: SubagentLimits) -> str | None:
@@ -145,6 +136,10 @@ def refusal(parent: ParentRun, limits: SubagentLimits) -> str | None:
             f"subagents may nest {limits.max_depth} level(s) deep (SubagentLimits.max_depth); "
             "this agent is already at that depth: do the task yourself"
         )
+    if parent.resume_from is not None:
+        # The call's child had started before the crash and is picked up, not started: the
+        # budget read back counts it already (its next request still stops at the limit).
+        return None
     budget = parent.budget
     if budget.runs >= limits.max_runs:
         return (
@@ -256,7 +251,8 @@ async def run_subagent(
             trace=str(trace.absolute()) if trace is not None else None,
         )
     )
-    parent.budget.runs += 1
+    if parent.resume_from is None:  # a picked-up child is counted in the budget read back
+        parent.budget.runs += 1
     result: RunResult | None = None
     async for update in _updates(child, parent, prompt):
         if isinstance(update, RunFinished):

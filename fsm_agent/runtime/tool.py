@@ -614,7 +614,8 @@ def _input_type_of(function: ToolFunction, tool_name: str) -> tuple[type[Any], b
     first = params[0] if params else None
     if first is not None and first.kind in _POSITIONAL:
         hint = _strip_annotated(hints.get(first.name))
-        if isinstance(hint, type) and attrs.has(hint):
+        # ToolContext is an attrs class too: ``async def f(ctx: ToolContext)`` takes no input.
+        if isinstance(hint, type) and attrs.has(hint) and hint is not ToolContext:
             return hint, False, None
     fields: dict[str, Any] = {}
     context_param = None

@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.service import RPCError
 
 from fsm_agent.errors import ConfigError, UsageError
 from fsm_agent.runtime.agent import as_messages
@@ -106,13 +107,26 @@ async def watch_session(
             ending.cancel()
 
 
+async def connect(address: str, *, namespace: str = "default") -> Client:
+    """A client of the cluster at ``address``.
+
+    Raises:
+        ConfigError: nothing answers there (the address is named).
+    """
+    try:
+        return await Client.connect(address, namespace=namespace)
+    except RuntimeError as exc:  # the SDK's bridge reports a failed connection so
+        raise ConfigError(f"cannot reach a Temporal cluster at {address}: {exc}") from exc
+
+
 async def answer_permission(
     client: Client, session_id: str, call_id: str, decision: str, *, message: str = ""
 ) -> str:
     """Answer a pending permission question of session ``session_id`` (``allow``/``deny``).
 
     Raises:
-        UsageError: no such question is pending, or the decision is neither word.
+        UsageError: no such session is running, no such question is pending, or the
+            decision is neither word.
     """
     handle = client.get_workflow_handle(session_id)
     try:
@@ -121,4 +135,6 @@ async def answer_permission(
         )
     except WorkflowUpdateFailedError as exc:
         raise UsageError(str(exc.cause or exc)) from exc
+    except RPCError as exc:  # no such session, or it has ended
+        raise UsageError(f"cannot answer session {session_id!r}: {exc}") from exc
     return answered

@@ -106,12 +106,10 @@ def worker_command(args: argparse.Namespace) -> int:
 def approve_command(args: argparse.Namespace) -> int:
     """``fsm-agent approve RUN CALL_ID allow|deny``."""
     _require_temporalio()
-    from temporalio.client import Client  # noqa: PLC0415
-
-    from fsm_agent.temporal.client import answer_permission  # noqa: PLC0415
+    from fsm_agent.temporal.client import answer_permission, connect  # noqa: PLC0415
 
     async def answer() -> str:
-        client = await Client.connect(args.address, namespace=args.namespace)
+        client = await connect(args.address, namespace=args.namespace)
         return await answer_permission(
             client, args.run, args.call_id, args.decision, message=args.message
         )
@@ -132,16 +130,15 @@ def run_command(args: argparse.Namespace) -> int:
     if not isinstance(params, dict):
         raise ConfigError("--params must be a JSON object (the factory's keyword arguments)")
     _require_temporalio()
-    from temporalio.client import Client  # noqa: PLC0415
-
     from fsm_agent.temporal.client import (  # noqa: PLC0415
         answer_permission,
+        connect,
         start_session,
         watch_session,
     )
 
     async def go() -> dict[str, Any]:
-        client = await Client.connect(args.address, namespace=args.namespace)
+        client = await connect(args.address, namespace=args.namespace)
         handle = await start_session(
             client, args.prompt, task_queue=args.task_queue, params=params, trace=args.trace
         )

@@ -4,7 +4,8 @@
 neighbours): words quoted in every style (single, double, ``$'\\x..'``, backslashes, split
 halves such as ``'r'm``), odd blanks, ``VAR=x`` prefixes, wrappers (``env``, ``sudo``,
 ``timeout 5``, ``nice``, ``xargs``, ``bash -c '...'``, ``eval '...'``, ...), brace groups,
-subshells, ``$(...)``, backquotes, process substitution, ``if``, and ``;``/``&&``/``||``/pipes.
+subshells, ``$(...)``, backquotes, process substitution, ``if``, array subscripts
+(``test -v 'a[$(...)]'``, ``(( ... ))``), and ``;``/``&&``/``||``/pipes.
 With ``change_options=True`` long options are also abbreviated (``--outp`` for ``--output``)
 and ``--`` may end the options: the command still means the same to a GNU program, but its
 argv differs.
@@ -162,6 +163,8 @@ def _around(*shapes: str) -> _Layer:
     """The command placed inside a compound command (``{}`` marks where)."""
 
     def apply(draw: st.DrawFn, text: str) -> str:
+        if text.startswith("("):
+            text = " " + text  # `$((` would open arithmetic, not a substitution of a subshell
         return draw(st.sampled_from(shapes)).replace("{}", text)
 
     apply.__name__ = f"around_{shapes[0]}"
@@ -189,6 +192,13 @@ def _redirected(draw: st.DrawFn, text: str) -> str:
     return f"{text} {draw(st.sampled_from(('2>/dev/null', '2>&1', '</dev/null')))}"
 
 
+def _subscripted(draw: st.DrawFn, text: str) -> str:
+    # Builtins that compute the subscript of NAME[...] run a $(...) in it, quoted or not.
+    shape = draw(st.sampled_from(("test -v {}", "[ -v {} ]", "(( {} ))", "let {}",
+                                  "printf -v {} x", "[[ {} -eq 1 ]]")))  # fmt: skip
+    return shape.replace("{}", _single(f"a[$({text})]"))
+
+
 def _backquoted(draw: st.DrawFn, text: str) -> str:
     # Inside `...` Bash removes one level of backslashes before $, ` and \.
     return "echo `" + re.sub(r"([\\`$])", r"\\\1", text) + "`"
@@ -205,6 +215,7 @@ _LAYERS = (
     _Layer(_neighbour),
     _Layer(_redirected, needs_simple=True, simple_after=False),
     _Layer(_backquoted),
+    _Layer(_subscripted),
     _around(
         "{ {}; }",
         "( {} )",

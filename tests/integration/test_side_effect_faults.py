@@ -197,3 +197,20 @@ def test_request_too_large_413_after_a_side_effect(serve: Any, tmp_path: Path) -
 def test_prompt_too_long_after_a_side_effect(serve: Any, tmp_path: Path) -> None:
     """A prompt-too-long 400 on the request after Append ran: compacted, Append ran once."""
     check_refused_after_the_call(serve, tmp_path, {"kind": "prompt_too_long"})
+
+
+def test_a_retry_that_reuses_a_withdrawn_call_id_ends_in_model_error(
+    serve: Any, tmp_path: Path
+) -> None:
+    """A retried response whose tool_use reuses the id of the withdrawn call ends in
+    ``model_error`` naming the id (it used to hang), and Append never runs."""
+    reused = {"tool_use": {**APPEND["tool_use"], "id": "toolu_reused"}}
+    failing = asks_then_fails({"kind": "connection"})
+    failing["content"] = [reused, *failing["content"][1:]]
+    server, result, work = run(serve, tmp_path, [failing, {"content": [reused]}, DONE])
+    assert result.terminal == "model_error"
+    assert appended(work) == []
+    assert len(server.message_requests) == 2
+    shown = " ".join(str(m) for m in result.messages)
+    assert "toolu_reused" in shown
+    assert "already used in this run" in shown

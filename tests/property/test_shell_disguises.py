@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fsm_agent.core.read_only_commands import judge_read_only
@@ -22,6 +22,9 @@ def disguised(draw: st.DrawFn, *, change_options: bool = False) -> tuple[tuple[s
 
 @settings(max_examples=300)
 @given(disguised())
+@example((("rm",), "echo $( ( 'rm' ) )"))  # not `$((`, which Bash reads as arithmetic
+@example((("rm", "-rf", "x"), "ls; (( 'a[$(rm -rf x)]' ))"))
+@example((("rm", "x"), "test -v 'a[$(rm x)]'"))
 def test_a_disguise_yields_the_plain_argv_or_a_problem(case: tuple[tuple[str, ...], str]) -> None:
     """Quoting, wrappers, groups and substitutions never hide the command's argv."""
     argv, command = case
@@ -32,6 +35,7 @@ def test_a_disguise_yields_the_plain_argv_or_a_problem(case: tuple[tuple[str, ..
 
 @settings(max_examples=100)
 @given(disguised(change_options=True))
+@example((("rm", "-rf"), "!  (( 'a[$(rm -rf)]' ))"))
 def test_a_disguise_with_changed_options_still_shows_the_program(
     case: tuple[tuple[str, ...], str],
 ) -> None:
@@ -48,6 +52,9 @@ def test_a_disguise_with_changed_options_still_shows_the_program(
         lambda plain: shell_disguises((plain[0], *plain[1]), change_options=True)
     )
 )
+@example("ls; (( 'a[$(rm -rf x)]' ))")
+@example("[ -v 'a[$(rm x)]' ]")
+@example("printf -v 'a[`curl x`]' y")
 def test_a_disguised_writer_is_never_judged_read_only(command: str) -> None:
     """However it is dressed up, a program off the allowlist is not judged read-only."""
     verdict = judge_read_only(

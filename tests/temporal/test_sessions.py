@@ -250,3 +250,23 @@ def test_run_temporal_streams_progress_and_answers_with_yes(
     assert "wrote it" in out
     assert "ended: completed" in out
     assert (work / "out.txt").read_text(encoding="utf-8") == "hi"
+
+
+def test_approve_of_a_session_that_does_not_exist_names_it(
+    temporal_address: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fsm-agent approve`` with a wrong session id exits 1 naming the id, no traceback."""
+    status = cli.main(
+        ["approve", "no-such-session", "toolu_1", "allow", "--address", temporal_address]
+    )
+    assert status == 1
+    assert "cannot answer session 'no-such-session'" in capsys.readouterr().err
+
+
+def test_approve_at_an_address_where_no_cluster_answers_names_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``fsm-agent approve`` against a closed port exits 1 naming the address."""
+    status = cli.main(["approve", "s", "toolu_1", "allow", "--address", "127.0.0.1:1"])
+    assert status == 1
+    assert "cannot reach a Temporal cluster at 127.0.0.1:1" in capsys.readouterr().err

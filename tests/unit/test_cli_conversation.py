@@ -3,6 +3,7 @@ showing a turn of a session."""
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
@@ -10,6 +11,7 @@ import pty
 import select
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 from typing import Any
@@ -152,10 +154,15 @@ def _read_until(fd: int, wanted: bytes, seen: bytearray, *, within_s: float = 30
 
 
 def _chat_at_a_terminal(
-    tmp_path: Path, model: str, script: list[tuple[bytes, bytes]], *options: str
+    tmp_path: Path,
+    model: str,
+    script: list[tuple[bytes, bytes]],
+    *options: str,
+    exit_status: int = 0,
 ) -> None:
-    """Run ``fsm-agent chat`` on a pseudo-terminal: for each (shown, typed) step, wait until
-    the terminal shows ``shown``, then type ``typed``; then end the input (Ctrl-D)."""
+    """Run ``fsm-agent chat`` on a pseudo-terminal (its controlling terminal, so Ctrl-C
+    interrupts it): for each (shown, typed) step, wait until the terminal shows ``shown``, then
+    type ``typed``; then end the input (Ctrl-D) and expect ``exit_status``."""
     argv = [sys.executable, "-m", "fsm_agent.cli", "chat", "--model", model, *options]
     main_fd, child_fd = pty.openpty()
     child = subprocess.Popen(
@@ -165,6 +172,8 @@ def _chat_at_a_terminal(
         stderr=child_fd,
         cwd=tmp_path,
         env={**os.environ, "COLUMNS": "200", "TERM": "dumb"},
+        start_new_session=True,
+        preexec_fn=_take_the_terminal,  # noqa: PLW1509 - one ioctl, no lock taken after fork
     )
     os.close(child_fd)
     seen = bytearray()
@@ -173,13 +182,44 @@ def _chat_at_a_terminal(
             _read_until(main_fd, shown, seen)
             del seen[: seen.index(shown) + len(shown)]  # later steps look past this point
             os.write(main_fd, typed)
-        os.write(main_fd, b"\x04")  # Ctrl-D: the input ends
-        assert child.wait(timeout=30) == 0
+        if child.poll() is None:
+            os.write(main_fd, b"\x04")  # Ctrl-D: the input ends
+        assert child.wait(timeout=30) == exit_status
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
         os.close(main_fd)
+
+
+def _take_the_terminal() -> None:
+    """In the child, after ``setsid``: make standard input the controlling terminal."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_ctrl_c_mid_turn_ends_the_chat_with_a_complete_trace_to_continue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while a tool runs aborts the turn through the core (trace ended
+    ``aborted_tools``, the tool answered), ends the chat with status 130, and ``run
+    --continue`` carries the conversation on."""
+    model = scenario(
+        tmp_path,
+        [
+            {"content": [{"tool_use": {"name": "Bash", "input": {"command": "sleep 30"}}}]},
+            says("carried on"),
+        ],
+    )
+    script = [(b"> ", b"wait\n"), (b"sleep 30", b"\x03"), (b"interrupted", b"")]
+    _chat_at_a_terminal(tmp_path, model, script, "--yes", exit_status=130)
+    (trace,) = trace_files([tmp_path / "traces"])
+    assert read_trace(trace).records[-1].data["terminal"] == "aborted_tools"
+    monkeypatch.chdir(tmp_path)
+    folder = f"{tmp_path}/traces/"
+    again = scenario(tmp_path, [says("carried on")])
+    assert main(["run", "go on", "--continue", "--model", again, "--trace", folder]) == 0
+    assert len(list(trace_files([tmp_path / "traces"]))) == 2
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")

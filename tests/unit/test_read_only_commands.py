@@ -321,3 +321,34 @@ def test_the_reason_names_the_first_part_that_is_not_read_only() -> None:
     """Earlier read-only parts are passed over; the refusal quotes the offending part."""
     verdict = judge("ls | grep x && cat a > b")
     assert verdict.reason == "`cat a`: writes to b (>)"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls; (( 'a[$(touch x)]' ))",
+        'ls; (( "a[\\$(touch x)]" ))',
+        "ls; (( x ))",
+        "for (( i=0; i<2; i++ )); do ls; done",
+        "test -v 'a[$(touch x)]'",
+        "[ -v 'a[1]' ]",
+        "[ ! -R 'a[`touch x`]' ]",
+        "let 'a[$(touch x)]'",
+        "[[ 'a[$(touch x)]' -eq 1 ]]",
+    ],
+)
+def test_arithmetic_and_array_subscripts_are_never_read_only(command: str) -> None:
+    """Bash computes ``(( ))`` and ``NAME[...]`` subscripts, running any ``$(...)`` in them."""
+    assert not judge(command).read_only
+
+
+def test_arithmetic_expansion_of_a_quoted_word_asks() -> None:
+    """``echo $(( 'rm' ))`` is arithmetic (Bash refuses it), and is still not read-only."""
+    verdict = judge("echo $(( 'rm' ))")
+    assert not verdict.read_only
+    assert "which the shell computes" in verdict.reason
+
+
+def test_test_v_of_a_plain_name_is_read_only() -> None:
+    """``[ -v HOME ]`` only looks a variable up, so it stays read-only."""
+    assert judge("[ -v HOME ] && test -v PATH").read_only

@@ -219,6 +219,11 @@ def test_a_computed_redirect_target_is_marked() -> None:
         ("env " * 12 + "rm x", "nested deeper"),
         ("echo rm x | bash", "reading commands from its input"),
         ("bash -s < script", "reading commands from its input"),
+        ("test -v 'a[$(rm x)]'", "computes the subscript"),
+        ("(( 'a[$(rm x)]' ))", "computes the subscript"),
+        ("printf -v 'a[`rm x`]' y", "computes the subscript"),
+        ("declare 'a[$(rm x)]=1'", "computes the subscript"),
+        ("! (( 'a[$(rm x)]' ))", "misread the arithmetic command"),
         ("; ".join(["ls"] * (MAX_PARTS + 1)), f"more than {MAX_PARTS}"),
     ],
 )
@@ -273,3 +278,10 @@ def test_a_trailing_redirect_binds_to_the_last_command_as_in_bash(
     """``a && b > f`` redirects b only, although the parser hangs it on the whole list."""
     parts = analyse_command(command).parts
     assert [p.argv[0] for p in parts if p.redirects] == writers
+
+
+def test_an_arithmetic_command_is_a_computed_part() -> None:
+    """``(( ... ))`` is a part whose expression the shell computes, so it is never passed over."""
+    parts = analyse_command("ls; (( x += 1 ))").parts
+    assert parts[1].argv == ("((", "x += 1", "))")
+    assert parts[1].expanded == (1,)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
 from fsm_agent.core import texts
@@ -129,6 +131,19 @@ def test_duplicate_tool_ids_are_a_model_protocol_error() -> None:
     errors = [text_of(m) for m in core.transcript if isinstance(m, ApiErrorMessage)]
     assert any("duplicate tool_use id 'toolu_same'" in text for text in errors)
     assert list(results(core)) == ["toolu_same"]
+
+
+@pytest.mark.parametrize("name", ["Read", "Write"])
+def test_a_retry_reusing_a_withdrawn_call_id_is_a_model_protocol_error(name: str) -> None:
+    """A retried response whose tool_use reuses the id of the attempt it replaces ends in
+    model_error naming the id, every tool_use answered once (a kept read included)."""
+    first = asks(name, {"kind": "connection"})
+    first["content"][0]["tool_use"]["id"] = "toolu_same"
+    again = {"content": [{"tool_use": {"name": name, "input": {"arg": name}, "id": "toolu_same"}}]}
+    core, _ = play([first, again, TEXT])
+    assert core.terminal == "model_error"
+    errors = [text_of(m) for m in core.transcript if isinstance(m, ApiErrorMessage)]
+    assert any("'toolu_same' (already used in this run)" in text for text in errors)
 
 
 # --- interrupts ---------------------------------------------------------------------------------

@@ -12,9 +12,11 @@ from typing import Any
 
 import orjson
 
+from fsm_agent.core.messages import ToolResultBlock, tool_results
 from fsm_agent.runtime.agent import Agent, RunFinished, RunResult
 from fsm_agent.runtime.models import ModelRequest
-from fsm_agent.runtime.subagents import SubagentDefinition
+from fsm_agent.runtime.subagent_spending import spent_before
+from fsm_agent.runtime.subagents import SubagentDefinition, SubagentLimits
 from fsm_agent.runtime.tool import ToolContext, tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.toolbox.task import Task
@@ -139,3 +141,63 @@ def _is_append_call(line: bytes) -> bool:
         and effect.get("step") == "call"
         for effect in record.get("effects", ())
     )
+
+
+def test_a_resumed_run_keeps_the_token_budget_its_children_spent(tmp_path: Path) -> None:
+    """Killed after its first child spent the tree's token budget, a resumed run reads the
+    spending back from the traces: the second Task call is refused (SubagentLimits.max_tokens)
+    as it was in the run that was not killed, wherever the parent's trace was cut."""
+    child = SubagentDefinition(
+        description="answers", model=ByHistory({"content": [{"text": "answered"}]})
+    )
+
+    def agent(work: Path, trace: Path) -> Agent:
+        task = {"name": "Task", "input": TASK | {"subagent_type": "answerer"}}
+        return Agent(
+            model=ByHistory(
+                {"content": [{"tool_use": task}]},
+                {"content": [{"tool_use": task}]},
+                {"content": [{"text": "done"}]},
+            ),
+            tools=[Task({"answerer": child}, limits=SubagentLimits(max_tokens=5))],
+            cwd=work,
+            trace=trace,
+            store=False,
+            sleep=_no_wait,
+        )
+
+    original = tmp_path / "original"
+    original.mkdir()
+    whole = agent(original, original / "parent.jsonl").run_sync("go")
+    assert ["max_tokens" in str(b.content) for b in task_results(whole)] == [False, True]
+    lines = (original / "parent.jsonl").read_bytes().splitlines(keepends=True)
+    started = next(n for n, line in enumerate(lines) if b'"SubagentStarted"' in line)
+    asked = [n for n, line in enumerate(lines) if b'"content_block_start"' in line]
+    second_task = asked[1]  # the parent's second response starts with its Task call
+    for cut in range(started + 1, second_task):
+        work = tmp_path / f"cut{cut}"
+        work.mkdir()
+        (work / "parent.jsonl").write_bytes(b"".join(lines[:cut]))
+        result = carry_on(agent(work, work / "resumed.jsonl"), work / "parent.jsonl")
+        assert result.terminal == "completed", cut
+        refused = ["SubagentLimits.max_tokens" in str(b.content) for b in task_results(result)]
+        assert refused == [False, True], cut
+
+
+def task_results(result: RunResult) -> list[ToolResultBlock]:
+    """The tool_result blocks of a run's transcript, in order."""
+    return [b for m in result.messages for b in tool_results(m)]
+
+
+def test_spending_read_back_survives_missing_and_unreadable_child_traces(tmp_path: Path) -> None:
+    """A child trace that is gone, or is not a trace, counts as a run with no tokens: reading
+    the spending back never fails."""
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_bytes(b'{"record": "event"')
+    started = {"type": "SubagentStarted", "call_id": "c1", "agent": "a", "run_id": "r.c1"}
+    records = [
+        {"record": "event", "seq": 1, "event": started | {"trace": str(tmp_path / "gone.jsonl")}},
+        {"record": "event", "seq": 2, "event": started | {"call_id": "c2", "trace": str(garbage)}},
+    ]
+    budget = spent_before(records)
+    assert (budget.runs, budget.tokens) == (2, 0)

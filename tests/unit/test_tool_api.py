@@ -234,6 +234,19 @@ def test_decorator_from_keyword_parameters() -> None:
     assert result.context_update == {"cwd": "/tmp"}
 
 
+def test_decorator_of_a_function_taking_only_the_context() -> None:
+    """``async def f(ctx: ToolContext)`` is a tool without input (ctx is not its input class)."""
+
+    @tool()
+    async def where(ctx: ToolContext) -> str:
+        """Say the working folder."""
+        return str(ctx.cwd)
+
+    assert where.input_schema()["properties"] == {}
+    result = run(run_call(where, {}, ctx_for(Path("/tmp")), no_progress, call_id="c"))
+    assert result.content == "/tmp"
+
+
 def test_decorator_refuses_sync_and_untyped_functions() -> None:
     """A sync function or an unannotated parameter is a definition error."""
 
