@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 from hypothesis import Phase as HypothesisPhase
@@ -781,7 +782,59 @@ def main() -> int:
     import temporal_sessions  # beside this script; needs the temporal extra only to measure
 
     temporal_sessions.report(row, quick=args.quick)
+    report_user_turns(row, repeat=1 if args.quick else 3)
     return 0
+
+
+USER_TURN_MARKS = (10, 100, 300)
+_USER_TURN_WINDOW = 5  # user turns averaged at each mark
+
+
+def user_turn_seconds(repeat: int) -> dict[int, float]:
+    """Time per user turn of a traced ``Session`` around user turn 10, 100 and 300 (each turn
+    a prompt and a text answer; the median of ``repeat`` sessions)."""
+    from fsm_agent.runtime.agent import Agent
+    from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+
+    words = "word " * 40
+    samples: dict[int, list[float]] = {mark: [] for mark in USER_TURN_MARKS}
+    for _ in range(repeat):
+        steps = [
+            {"content": [{"text": f"answer {n}: {words}"}]} for n in range(USER_TURN_MARKS[-1])
+        ]
+        with tempfile.TemporaryDirectory() as folder:
+            agent = Agent(
+                model=ScriptedModel(parse_scenario({"steps": steps})),
+                tools=[],
+                cwd=folder,
+                trace=f"{folder}/traces/",
+                store=False,
+            )
+            session = agent.session(changed_files=False)
+            stamps = [time.perf_counter()]
+
+            async def talk(session: Any = session, stamps: list[float] = stamps) -> None:
+                for n in range(USER_TURN_MARKS[-1]):
+                    await session.ask(f"question {n}: {words}")
+                    stamps.append(time.perf_counter())
+
+            asyncio.run(talk())
+        for mark in USER_TURN_MARKS:
+            seconds = stamps[mark] - stamps[mark - _USER_TURN_WINDOW]
+            samples[mark].append(seconds / _USER_TURN_WINDOW)
+    return {mark: statistics.median(values) for mark, values in samples.items()}
+
+
+def report_user_turns(row: Callable[[str, str, str], None], *, repeat: int) -> None:
+    """Print the per-user-turn figures: a turn's cost should not grow with the conversation."""
+    per_turn = user_turn_seconds(repeat)
+    first = per_turn[USER_TURN_MARKS[0]]
+    for mark, seconds in per_turn.items():
+        ratio = seconds / first
+        note = f"{ratio:.2f}× user turn {USER_TURN_MARKS[0]}"
+        if mark == USER_TURN_MARKS[-1]:
+            note += " (goal ≤ 1.5×" + (")" if ratio <= 1.5 else ", not reached)")
+        row(f"Session, per user turn at turn {mark}", f"{seconds * 1e3:8.2f} ms", note)
 
 
 if __name__ == "__main__":

@@ -355,9 +355,22 @@ class _Reader:
             return [Redirect(operator="<<<", target=text.value, expanded=text.expanded)]
         if node.type == "heredoc_redirect":
             found: list[Redirect] = []
+            document = next((c for c in node.children if c.type == "heredoc_body"), None)
             for child in node.children:
                 if child.type == "heredoc_start":
-                    found.append(Redirect(operator="<<", target=_unquoted(_text(child))))
+                    start = _text(child)
+                    # An unquoted delimiter: Bash expands $VAR, $(...) and `...` in the body.
+                    content = _text(document) if document is not None else ""
+                    computed = not re.search(r"['\"\\]", start)
+                    computed = computed and bool(_EXPANSION_MARK.search(content))
+                    if computed and document is not None and not _has_expansion(document):
+                        # `<<-` with tab-indented lines: tree-sitter keeps the body as text.
+                        self.problems.append(
+                            "the parser did not read the heredoc body's expansions"
+                        )
+                    found.append(
+                        Redirect(operator="<<", target=_unquoted(start), expanded=computed)
+                    )
                 found.extend(self._redirects(child))
             return found
         return []
@@ -784,6 +797,17 @@ def _ansi_c(text: str) -> str:
         return _ANSI_C_SIMPLE.get(code, "\\" + code)
 
     return _ANSI_C.sub(replace, text)
+
+
+_EXPANSION_MARK = re.compile(r"[$`]")
+_EXPANSION_NODES = frozenset(
+    {*_SUBSTITUTIONS, "expansion", "simple_expansion", "arithmetic_expansion"}
+)
+
+
+def _has_expansion(node: Node) -> bool:
+    """Whether the parser found an expansion or substitution anywhere inside ``node``."""
+    return node.type in _EXPANSION_NODES or any(_has_expansion(c) for c in node.children)
 
 
 def _unquoted(text: str) -> str:

@@ -208,6 +208,7 @@ async def _start(command: str, cwd: str | os.PathLike[str]) -> asyncio.subproces
             "-c",
             command,
             cwd=cwd,
+            env=_environment(),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -219,6 +220,15 @@ async def _start(command: str, cwd: str | os.PathLike[str]) -> asyncio.subproces
     except asyncio.CancelledError:
         await _kill_group(await starting)
         raise
+
+
+_UNSET = ("CDPATH",)
+"""Left out of the command's environment: with ``CDPATH`` set, ``cd src`` may leave the
+working folder, which the read-only judgement of ``cd src && cat x`` assumes it does not."""
+
+
+def _environment() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if name not in _UNSET}
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:

@@ -55,6 +55,7 @@ def test_a_disguise_with_changed_options_still_shows_the_program(
 @example("ls; (( 'a[$(rm -rf x)]' ))")
 @example("[ -v 'a[$(rm x)]' ]")
 @example("printf -v 'a[`curl x`]' y")
+@example("cat <<-E\n\t$(rm -rf x)\n\tE")
 def test_a_disguised_writer_is_never_judged_read_only(command: str) -> None:
     """However it is dressed up, a program off the allowlist is not judged read-only."""
     verdict = judge_read_only(

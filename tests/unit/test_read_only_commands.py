@@ -335,10 +335,13 @@ def test_the_reason_names_the_first_part_that_is_not_read_only() -> None:
         "[ ! -R 'a[`touch x`]' ]",
         "let 'a[$(touch x)]'",
         "[[ 'a[$(touch x)]' -eq 1 ]]",
+        "cat <<-E\n\t$(touch x)\n\tE",
+        "cat <<E\n$ANTHROPIC_API_KEY\nE",
     ],
 )
 def test_arithmetic_and_array_subscripts_are_never_read_only(command: str) -> None:
-    """Bash computes ``(( ))`` and ``NAME[...]`` subscripts, running any ``$(...)`` in them."""
+    """Bash computes ``(( ))``, ``NAME[...]`` subscripts and unquoted heredoc bodies, running
+    any ``$(...)`` in them (or printing the environment)."""
     assert not judge(command).read_only
 
 
@@ -352,3 +355,9 @@ def test_arithmetic_expansion_of_a_quoted_word_asks() -> None:
 def test_test_v_of_a_plain_name_is_read_only() -> None:
     """``[ -v HOME ]`` only looks a variable up, so it stays read-only."""
     assert judge("[ -v HOME ] && test -v PATH").read_only
+
+
+def test_a_heredoc_of_plain_or_quoted_text_stays_read_only() -> None:
+    """A heredoc without ``$`` or backquotes, or with a quoted delimiter, is data."""
+    assert judge("cat <<E\nplain text\nE").read_only
+    assert judge("cat <<'E'\n$HOME $(id)\nE").read_only

@@ -224,6 +224,7 @@ def test_a_computed_redirect_target_is_marked() -> None:
         ("printf -v 'a[`rm x`]' y", "computes the subscript"),
         ("declare 'a[$(rm x)]=1'", "computes the subscript"),
         ("! (( 'a[$(rm x)]' ))", "misread the arithmetic command"),
+        ("cat <<-E\n\t$(rm x)\n\tE", "did not read the heredoc body's expansions"),
         ("; ".join(["ls"] * (MAX_PARTS + 1)), f"more than {MAX_PARTS}"),
     ],
 )

@@ -296,6 +296,20 @@ def test_bash_returns_combined_output(tmp_path: Path) -> None:
     assert result.content == f"{tmp_path.resolve()}\nout\nerr"
 
 
+def test_bash_ignores_cdpath_so_cd_stays_in_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With CDPATH pointing elsewhere, ``cd src`` still enters the working folder's ``src``
+    (the read-only judgement of ``cd src && cat x`` counts on it)."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "src").mkdir(parents=True)
+    work = tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    monkeypatch.setenv("CDPATH", str(elsewhere))
+    result = call(Bash(), {"command": "cd src && pwd"}, work)
+    assert result.content == str((work / "src").resolve())
+
+
 def test_bash_nonzero_exit_is_an_error_with_code_and_output(tmp_path: Path) -> None:
     """A failing command gives an is_error result with the exit code and its output."""
     result = call(Bash(), {"command": "echo partial; exit 3"}, tmp_path)
