@@ -420,6 +420,12 @@ class Agent:
         saying so, unless ``rerun(in_flight)`` returns True. A half-received model response
         is re-requested through the core's retry path. The new trace repeats the prefix.
         """
+        if getattr(point.core, "phase", None) == Phase.IDLE.value:
+            # Before the run's trace is opened: a refused continuation leaves no file behind.
+            raise UsageError(
+                "the trace ends before the run started, so there is no prompt to continue "
+                "from: start a new run instead"
+            )
         run = _Run(self, (), start=point, rerun=rerun)
         async for update in run.run():
             yield update
@@ -833,11 +839,6 @@ class _Run:
                 # Cut between the step that ended the run and its end record.
                 self.writer.write_end(self.core.terminal, self.core.usage)
             return []
-        if self.core.phase == Phase.IDLE.value:
-            raise UsageError(
-                "the trace ends before the run started, so there is no prompt to continue "
-                "from: start a new run instead"
-            )
         from fsm_agent.trace.replay import ForkPoint  # noqa: PLC0415 - lazy, see the imports
 
         in_flight = start.outstanding_effects if isinstance(start, ForkPoint) else start.in_flight

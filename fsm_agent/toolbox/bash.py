@@ -228,7 +228,14 @@ working folder, which the read-only judgement of ``cd src && cat x`` assumes it 
 
 
 def _environment() -> dict[str, str]:
-    return {name: value for name, value in os.environ.items() if name not in _UNSET}
+    """The command's environment: ours without ``CDPATH``, and ``PATH`` without its empty or
+    relative entries, which name the working folder: a file the agent wrote there (``./ls``,
+    ``./bash``) must never be what ``ls`` or the shell itself runs."""
+    environment = {name: value for name, value in os.environ.items() if name not in _UNSET}
+    if "PATH" in environment:
+        entries = environment["PATH"].split(os.pathsep)
+        environment["PATH"] = os.pathsep.join(e for e in entries if Path(e).is_absolute())
+    return environment
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:

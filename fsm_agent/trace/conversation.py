@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from fsm_agent.errors import TraceError
 from fsm_agent.trace.reader import TraceReader, trace_files
 
 
@@ -42,11 +43,22 @@ def conversation_turns(path: str | os.PathLike[str]) -> list[Path]:
 
 
 def latest_turn(folder: str | os.PathLike[str]) -> Path | None:
-    """The most recently written trace file of ``folder`` (``run --continue``), or None."""
+    """The most recently written trace file of ``folder`` that a conversation can go on from
+    (``run --continue``), or None.
+
+    Skipped: a file whose header cannot be read (a run killed as its file was created leaves
+    it empty) and a subagent's trace (the conversation is its parent's).
+    """
     files = list(trace_files([folder])) if Path(folder).is_dir() else []
-    if not files:
-        return None
-    return max(files, key=lambda file: (file.stat().st_mtime_ns, file.name))
+    files.sort(key=lambda file: (file.stat().st_mtime_ns, file.name), reverse=True)
+    for file in files:
+        try:
+            meta = header_meta(file)
+        except TraceError:
+            continue
+        if "subagent_of" not in meta:  # a child's header (runtime.subagent_link)
+            return file
+    return None
 
 
 def turn_label(meta: dict[str, Any]) -> str | None:

@@ -145,7 +145,7 @@ def test_a_run_cut_at_any_line_resumes_and_continues(tmp_path: Path, steps: Any)
 
 def test_a_trace_cut_before_the_run_started_cannot_continue(tmp_path: Path) -> None:
     """A trace holding only its header names why it cannot be continued, instead of waiting
-    forever."""
+    forever, and leaves no new trace file behind."""
     original = tmp_path / "original.jsonl"
     agent = Agent(
         model=ScriptedModel(parse_scenario(ANSWER)), tools=(), config=CONFIG, trace=original
@@ -153,5 +153,10 @@ def test_a_trace_cut_before_the_run_started_cannot_continue(tmp_path: Path) -> N
     agent.run_sync("go")
     header_only = tmp_path / "header.jsonl"
     header_only.write_bytes(original.read_bytes().splitlines(keepends=True)[0])
+    folder = tmp_path / "continued"
+    continuing = Agent(
+        model=ScriptedModel(parse_scenario(ANSWER)), tools=(), config=CONFIG, trace=f"{folder}/"
+    )
     with pytest.raises(UsageError, match="before the run started"):
-        drain(agent, resume(header_only))
+        drain(continuing, resume(header_only))
+    assert not folder.exists() or not any(folder.iterdir())

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from fsm_agent.cli import main
@@ -81,6 +82,27 @@ def test_run_continue_carries_on_the_latest_conversation(
     first, second = turns_in(tmp_path / "traces")
     assert header_meta(second)["turn"] == 2
     assert conversation_turns(second) == [first, second]
+
+
+def test_run_continue_passes_over_empty_and_subagent_traces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newer empty trace (a run killed as it began) or a newer subagent trace does not hide
+    the conversation ``run --continue`` carries on."""
+    monkeypatch.chdir(tmp_path)
+    folder = f"{tmp_path}/traces/"
+    assert main(["run", "one", "--model", scenario(tmp_path, [says("1")]), "--trace", folder]) == 0
+    (first,) = trace_files([tmp_path / "traces"])
+    child = tmp_path / "traces" / f"{first.stem}.subagents" / "toolu_1.jsonl"
+    child.parent.mkdir()
+    header = orjson.loads(first.read_bytes().splitlines()[0])
+    header["meta"] = {**header["meta"], "subagent_of": {"call_id": "toolu_1"}}
+    child.write_bytes(orjson.dumps(header) + b"\n")
+    (tmp_path / "traces" / "zz-killed.jsonl").write_bytes(b"")
+    model = scenario(tmp_path, [says("2")])
+    assert main(["run", "two", "--continue", "--model", model, "--trace", folder]) == 0
+    newest = max(trace_files([tmp_path / "traces"]), key=lambda p: p.stat().st_mtime_ns)
+    assert header_meta(newest)["previous"] == first.name
 
 
 def test_run_resume_names_the_turn_to_carry_on(

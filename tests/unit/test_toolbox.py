@@ -310,6 +310,21 @@ def test_bash_ignores_cdpath_so_cd_stays_in_the_folder(
     assert result.content == str((work / "src").resolve())
 
 
+def test_bash_never_runs_a_program_from_the_working_folder_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``.`` and an empty entry in PATH, a ``./ls`` (or ``./bash``) the agent wrote is not
+    what ``ls`` runs: relative PATH entries are dropped."""
+    for name in ("ls", "bash"):
+        planted = tmp_path / name
+        planted.write_text("#!/bin/sh\necho planted\n")
+        planted.chmod(0o755)
+    monkeypatch.setenv("PATH", f".::{os.environ['PATH']}")
+    result = call(Bash(), {"command": "ls"}, tmp_path)
+    assert "planted" not in str(result.content)
+    assert "ls" in str(result.content)
+
+
 def test_bash_nonzero_exit_is_an_error_with_code_and_output(tmp_path: Path) -> None:
     """A failing command gives an is_error result with the exit code and its output."""
     result = call(Bash(), {"command": "echo partial; exit 3"}, tmp_path)
