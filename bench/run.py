@@ -684,15 +684,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         long_path = Path(folder) / "long.jsonl"
         long_trace(long_path, deltas=4_000)
-        for label, paths in (("golden corpus", corpus), ("a long run", [long_path])):
+        # DESIGN §7's rate budget is for a delta-heavy trace; the golden corpus is
+        # transition-heavy, and its goal is the ratio to the core's own work, below.
+        for label, paths, budget in (
+            ("golden corpus", corpus, False),
+            ("a long run", [long_path], True),
+        ):
             parsed = parse_seconds(paths)
             replayed = replay_seconds(paths)
             lines = sum(len(p.read_bytes().splitlines()) for p in paths)
+            rate = parsed / replayed
+            goal = (" (goal ≥ 0.33" + ("" if rate >= 1 / 3 else ", not reached") + ")") * budget
             row(
                 f"replay, {label} ({lines} lines)",
                 f"{replayed * 1e3:8.2f} ms",
-                f"parse {parsed * 1e3:.2f} ms; replay rate {parsed / replayed:.2f} of parse rate"
-                " (budget ≥ 0.33)",
+                f"parse {parsed * 1e3:.2f} ms; replay rate {rate:.2f} of parse rate{goal}",
             )
         # Issue 10: on a transition-heavy trace replay must re-run the core, so the core fed
         # the same events plus parsing the file is its floor; the long run is delta-heavy.

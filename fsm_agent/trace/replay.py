@@ -137,6 +137,8 @@ class Divergence:
         actual: the record of the second trace there (None: it had ended).
         context: records of the first trace around ``seq``.
         source: the first trace's file, if any.
+        line: the line of the first trace holding ``expected`` (None: the header, or the
+            first trace had ended).
     """
 
     seq: int
@@ -144,6 +146,7 @@ class Divergence:
     actual: dict[str, Any] | None
     context: tuple[dict[str, Any], ...] = ()
     source: str | None = None
+    line: int | None = None
 
     def to_error(self) -> TraceDivergence:
         """The same facts as the exception replay raises."""
@@ -153,6 +156,7 @@ class Divergence:
             actual=self.actual,
             context=self.context,
             source=self.source,
+            line=self.line,
         )
 
 
@@ -1139,6 +1143,7 @@ def diff_traces(
                 actual=other,
                 context=tuple(r.data for r in ours[low:high]),
                 source=first.source,
+                line=ours[index].line if index < len(ours) else None,
             )
     return None
 

@@ -210,6 +210,18 @@ def test_diff_finds_the_first_difference(tmp_path: Path) -> None:
     assert isinstance(found.to_error(), TraceDivergence)
 
 
+def test_diff_names_the_line_of_the_first_difference(tmp_path: Path, good: Path) -> None:
+    """A difference inside a step line is reported with that line's number, in the error too."""
+    records = lines_of(good)
+    index = index_of(records, lambda r: r["record"] == "effect")
+    records[index]["effect"]["effect_id"] = "e999"
+    changed = write_lines(tmp_path / "changed.jsonl", records)
+    found = diff_traces(changed, good)
+    assert found is not None
+    number = next(r.line for r in read_trace(changed).records if r.seq == index)
+    assert (found.seq, found.line, found.to_error().line) == (index, number, number)
+
+
 def test_diff_of_headers_is_seq_zero(tmp_path: Path) -> None:
     """A config difference is reported at seq 0."""
     first = record_run(tmp_path / "a.jsonl")
