@@ -43,6 +43,7 @@ _PUBLIC = {
     "AnthropicModel": "fsm_agent.runtime.models",
     "Model": "fsm_agent.runtime.models",
     "Thinking": "fsm_agent.runtime.models",
+    "TokenCounter": "fsm_agent.runtime.models",
     "ServerTool": "fsm_agent.runtime.server_tools",
     "McpServer": "fsm_agent.runtime.mcp_tools",
     "Hooks": "fsm_agent.runtime.hooks",
@@ -69,6 +70,7 @@ _PUBLIC = {
     "CollapseDrained": "fsm_agent.core.events",
     "CollapseStaged": "fsm_agent.core.events",
     "ToolResultsPersisted": "fsm_agent.core.events",
+    "TokensCounted": "fsm_agent.core.events",
     "AttachmentsReady": "fsm_agent.core.events",
     "AbortRequested": "fsm_agent.core.events",
     "Effect": "fsm_agent.core.effects",
@@ -80,6 +82,7 @@ _PUBLIC = {
     "DrainCollapse": "fsm_agent.core.effects",
     "StageCollapse": "fsm_agent.core.effects",
     "PersistToolResults": "fsm_agent.core.effects",
+    "CountTokens": "fsm_agent.core.effects",
     "CancelTool": "fsm_agent.core.effects",
     "FetchAttachments": "fsm_agent.core.effects",
     "Emit": "fsm_agent.core.effects",
@@ -167,6 +170,7 @@ __all__ = [
     "ContinueReason",
     "CoreCheckpoint",
     "CorePoisoned",
+    "CountTokens",
     "DefinitionError",
     "DrainCollapse",
     "Effect",
@@ -234,6 +238,8 @@ __all__ = [
     "Terminal",
     "TextDelta",
     "Thinking",
+    "TokenCounter",
+    "TokensCounted",
     "Tool",
     "ToolCallFinished",
     "ToolContext",
@@ -281,6 +287,7 @@ if TYPE_CHECKING:
         CallModel,
         CancelTool,
         Compact,
+        CountTokens,
         DrainCollapse,
         Effect,
         Emit,
@@ -307,6 +314,7 @@ if TYPE_CHECKING:
         PermissionDecided,
         PermissionPromptShown,
         SubagentStarted,
+        TokensCounted,
         ToolCallFinished,
         ToolInputValidated,
         ToolProgressReported,
@@ -364,7 +372,7 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.hook_spec import CommandHook, HookInput, HookMatcher
     from fsm_agent.runtime.hooks import Hooks
     from fsm_agent.runtime.mcp_tools import McpServer
-    from fsm_agent.runtime.models import AnthropicModel, Model, Thinking
+    from fsm_agent.runtime.models import AnthropicModel, Model, Thinking, TokenCounter
     from fsm_agent.runtime.permissions import (
         PermissionAnswer,
         PermissionMode,

@@ -46,6 +46,7 @@ from fsm_agent.core.messages import (
 )
 from fsm_agent.core.microcompact import COMPACTABLE_TOOLS, clear_old_results, gap_elapsed
 from fsm_agent.core.request_history import RequestHistory
+from fsm_agent.core.snip import SNIP_REQUEST, SnipOutcome, plan_snip, snip_ids
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.stream import StreamAssembler
 from fsm_agent.core.tables import (
@@ -56,6 +57,7 @@ from fsm_agent.core.tables import (
     Row,
     check_table,
 )
+from fsm_agent.core.token_estimate import TokenEstimate
 from fsm_agent.core.tool_calls import ToolCall, ToolExecutor
 from fsm_agent.core.tool_result_budget import ToolResultBudget, replace_results
 from fsm_agent.core.tool_spec import ToolSpec
@@ -98,6 +100,7 @@ _AWAITING_PHASES = frozenset(
         _P.REACTIVE_COMPACTING,
         _P.COLLAPSE_DRAINING,
         _P.PERSISTING_RESULTS,
+        _P.COUNTING_TOKENS,
         _P.STOP_HOOKS,
         _P.ATTACHMENTS,
     )
@@ -178,11 +181,16 @@ class AgentCore:
         self._compactions_this_turn = 0
         self._compaction_refilled = False
         self._answered: set[str] = set()
-        self._request_history = RequestHistory()
+        self._request_history = RequestHistory(tag_ids=self.config.snip)
         # SPEC §7.1 tool-result budget: what the model has seen; checked once per iteration
         self._budget = ToolResultBudget(limit=self.config.tool_result_budget_chars)
         self._budget_checked = False
         self._collapse = CollapseView()  # SPEC §7.4: staged and committed collapses
+        self._token_estimate = TokenEstimate()  # SPEC §7.5, over the projected history
+        self._token_count_asked = False  # the optional exact count, once per iteration
+        # SPEC §7.2 snip: requests not yet applied, and every uuid removed so far
+        self._snip_requests: list[object] = []
+        self._snipped: set[str] = set()
         # SPEC §7.3 time-based microcompact: wall times from events; once per pause
         self._wall_now: float | None = None
         self._last_response_at: float | None = None
@@ -276,6 +284,13 @@ class AgentCore:
         """
         return self._request_history.normalize(self.messages_for_query())
 
+    def estimated_tokens(self) -> int:
+        """The size of the next request as the context checks see it (SPEC §7.5): the API's
+        exact count when it counted this very history, else the estimate over what is sent
+        (the last reported usage, less what rewrites took out before it, plus characters / 4
+        of what came after it)."""
+        return self._token_estimate.tokens(self.messages_for_query())
+
     def legal_events(self) -> tuple[str, ...]:
         """Names of the event types the current phase accepts."""
         phase = self.phase
@@ -299,6 +314,7 @@ class AgentCore:
             and self._stream_error is None
             and not self._assistant
             and not self._tool_results
+            and not self._snip_requests
             and (executor is None or not executor.order)
         )
 
@@ -334,6 +350,7 @@ class AgentCore:
             collapse_staged=collapse.staged,
             collapse_committed=collapse.committed,
             collapse_staging=collapse.staging,
+            collapse_staging_through=collapse.staging_through,
             collapse_staging_failed=collapse.staging_failed,
             compacted_this_iteration=self._compacted_this_iteration,
             collapse_drain_attempted=self._collapse_drain_attempted,
@@ -347,6 +364,9 @@ class AgentCore:
             budget_continuations=self._budget_continuations,
             budget_last_delta=self._budget_last_delta,
             budget_last_total=self._budget_last_total,
+            estimate_anchor=self._token_estimate.adjustment[0],
+            estimate_freed=self._token_estimate.adjustment[1],
+            snipped=tuple(sorted(self._snipped)),
             shown=len(self._transcript),
         )
 
@@ -391,6 +411,7 @@ class AgentCore:
         collapse.staged = checkpoint.collapse_staged
         collapse.committed = checkpoint.collapse_committed
         collapse.staging = checkpoint.collapse_staging
+        collapse.staging_through = checkpoint.collapse_staging_through
         collapse.staging_failed = checkpoint.collapse_staging_failed
         self._compacted_this_iteration = checkpoint.compacted_this_iteration
         self._collapse_drain_attempted = checkpoint.collapse_drain_attempted
@@ -404,6 +425,8 @@ class AgentCore:
         self._budget_continuations = checkpoint.budget_continuations
         self._budget_last_delta = checkpoint.budget_last_delta
         self._budget_last_total = checkpoint.budget_last_total
+        self._token_estimate.restore(checkpoint.estimate_anchor, checkpoint.estimate_freed)
+        self._snipped = set(checkpoint.snipped)
         # What _start_request made for the request in flight: new, so rebuilt.
         self._assembler = StreamAssembler(
             request_id=checkpoint.request_id,
@@ -611,7 +634,11 @@ class AgentCore:
             self._executor.cancel_all(fx.CancelReason.USER_INTERRUPTED)
 
     def apply_context_update(self, update: dict[str, Any]) -> None:
-        """Apply a tool's context modifier."""
+        """Apply a tool's context modifier; a snip request (SPEC §7.2) is kept for the next
+        ``preprocess`` instead."""
+        if SNIP_REQUEST in update:
+            self._snip_requests.append(update[SNIP_REQUEST])
+            update = {key: value for key, value in update.items() if key != SNIP_REQUEST}
         self._tool_context.update(update)
 
     def remember_permission_rules(self, rules: tuple[str, ...]) -> None:
@@ -696,14 +723,10 @@ class AgentCore:
         self._show(message)
         return message
 
-    def _estimate_tokens(self) -> int:
-        """SPEC §7.5: last API usage plus chars/4 of everything after it."""
-        chars = 0
-        for message in reversed(self._state.messages):
-            if isinstance(message, AssistantMessage) and message.usage.context_tokens:
-                return message.usage.context_tokens + chars // 4
-            chars += _message_chars(message)
-        return chars // 4
+    def _history_rewritten(self, before: tuple[Message, ...]) -> int:
+        """The projected history changed from ``before`` other than by growing: the
+        estimate stops counting what left it; returns the tokens freed (SPEC §7.2, §7.5)."""
+        return self._token_estimate.rewritten(before, self.messages_for_query())
 
     def _max_output_tokens(self) -> int:
         wanted = (
@@ -873,7 +896,7 @@ class AgentCore:
 
     def _count_compaction(self) -> None:
         self._compactions_this_turn += 1
-        if self._estimate_tokens() >= self.config.autocompact_threshold:
+        if self.estimated_tokens() >= self.config.autocompact_threshold:
             self._compaction_refilled = True
 
     def _guard_collapse_stage_due(self) -> bool:
@@ -883,7 +906,7 @@ class AgentCore:
             and collapse.staging is None
             and collapse.staged is None
             and not collapse.staging_failed
-            and self._estimate_tokens() >= STAGING_SHARE * self.config.effective_window
+            and self.estimated_tokens() >= STAGING_SHARE * self.config.effective_window
             and collapse.next_span(self._state.messages) is not None
         )
 
@@ -902,6 +925,12 @@ class AgentCore:
             self._budget.plan(self._state.messages, unbounded_tools=self._unbounded_tools)
         )
 
+    def _guard_snip_requested(self) -> bool:
+        return bool(self._snip_requests)
+
+    def _guard_token_count_due(self) -> bool:
+        return self.config.count_tokens and not self._token_count_asked
+
     def _guard_should_autocompact(self) -> bool:
         tracking = self._state.auto_compact
         failures = tracking.consecutive_failures if tracking is not None else 0
@@ -910,7 +939,7 @@ class AgentCore:
             and not self.config.context_collapse
             and failures < self.config.autocompact_failure_limit
             and self._compaction_allowed()
-            and self._estimate_tokens() >= self.config.autocompact_threshold
+            and self.estimated_tokens() >= self.config.autocompact_threshold
         )
 
     def _guard_compaction_succeeded(self) -> bool:
@@ -922,7 +951,7 @@ class AgentCore:
             return False
         if self.config.reactive_compact and self.config.autocompact and self._compaction_allowed():
             return False
-        return self._estimate_tokens() >= self.config.blocking_limit
+        return self.estimated_tokens() >= self.config.blocking_limit
 
     def _guard_stream_broken(self) -> bool:
         return self._stream_error is not None
@@ -1140,11 +1169,51 @@ class AgentCore:
         self._collapse_drain_attempted = False
         self._consecutive_overloaded = 0
         self._budget_checked = False
+        self._token_count_asked = False
+        self._token_estimate.forget_count()
 
     def _on_tool_results_over_budget(self) -> None:
         self._budget_checked = True
         results = self._budget.plan(self._state.messages, unbounded_tools=self._unbounded_tools)
         self._await(fx.PersistToolResults(effect_id=self.new_effect_id(), results=results))
+
+    def _on_history_snipped(self) -> None:
+        # SPEC §7.2 (our design, core/snip.py): decided over what is sent, applied to the
+        # history; the transcript keeps what was shown.
+        requests, self._snip_requests = self._snip_requests, []
+        before = self.messages_for_query()
+        ids: list[str] = []
+        malformed: list[str] = []
+        for raw in requests:
+            named, problem = snip_ids(raw)
+            ids.extend(named)
+            if problem is not None:
+                malformed.append(problem)
+        if not self.config.snip:
+            outcome = SnipOutcome(refused=tuple((i, texts.SNIP_OFF) for i in ids))
+        else:
+            outcome = plan_snip(
+                before,
+                dict.fromkeys(ids),
+                snipped_before=self._snipped,
+                pinned_through=self._collapse.staging_through,
+            )
+        if outcome.removed:
+            gone = frozenset(outcome.removed)
+            self._collapse.forget_staged_touching(before, gone)
+            self._snipped |= gone
+            kept = tuple(m for m in self._state.messages if m.uuid not in gone)
+            self._state = attrs.evolve(self._state, messages=kept)
+        freed = self._history_rewritten(before)
+        report = texts.snip_outcome(
+            removed=len(outcome.removed),
+            snipped=outcome.snipped,
+            refused=outcome.refused,
+            malformed=tuple(malformed),
+            tokens_freed=freed,
+        )
+        note = self._meta_user(report)
+        self._state = attrs.evolve(self._state, messages=(*self._state.messages, note))
 
     def _cleared_history(self) -> tuple[Message, ...] | None:
         return clear_old_results(
@@ -1158,7 +1227,9 @@ class AgentCore:
         self._microcompacted_at = self._last_response_at
         cleared = self._cleared_history()
         assert cleared is not None
+        before = self.messages_for_query()
         self._state = attrs.evolve(self._state, messages=cleared)
+        self._history_rewritten(before)
 
     def _on_tool_results_persisted(self) -> None:
         # SPEC §7.1: the preview and path replace the content in what is sent, and in the
@@ -1173,6 +1244,7 @@ class AgentCore:
                 )
         if not replacements:
             return
+        before = self.messages_for_query()
         messages = []
         for message in self._state.messages:
             replaced = replace_results(message, replacements)
@@ -1180,6 +1252,24 @@ class AgentCore:
                 self._replace_in_transcript(message, replaced)
             messages.append(replaced)
         self._state = attrs.evolve(self._state, messages=tuple(messages))
+        self._history_rewritten(before)
+
+    def _on_token_count_requested(self) -> None:
+        self._token_count_asked = True
+        self._await(
+            fx.CountTokens(
+                effect_id=self.new_effect_id(),
+                model=self._model_name,
+                message_count=len(self._state.messages),
+            )
+        )
+
+    def _on_tokens_counted(self) -> None:
+        # SPEC §7.5: an exact count replaces the estimate for this request; a failed count
+        # (recorded in the event) leaves the estimate in charge.
+        event: ev.TokensCounted = self._event
+        if event.input_tokens is not None and event.input_tokens >= 0:
+            self._token_estimate.take_count(event.input_tokens, self.messages_for_query())
 
     def _await(self, effect: fx.Effect) -> None:
         self._awaiting = getattr(effect, "effect_id", None)
@@ -1213,7 +1303,9 @@ class AgentCore:
         self._show(SystemMessage(uuid=self.new_uuid(), subtype=COMPACT_BOUNDARY))
         for message in messages:
             self._show(message)
+        before = self.messages_for_query()
         self._state = attrs.evolve(self._state, messages=tuple(messages))
+        self._history_rewritten(before)
 
     def _on_autocompact_done(self) -> None:
         event: ev.CompactionFinished = self._event
@@ -1357,6 +1449,7 @@ class AgentCore:
         assert span is not None
         effect_id = self.new_effect_id()
         self._collapse.staging = effect_id
+        self._collapse.staging_through = span[1]
         count, through = span
         self._effects.append(
             fx.StageCollapse(effect_id=effect_id, message_count=count, through_uuid=through)
@@ -1369,6 +1462,7 @@ class AgentCore:
                 f"is {self._collapse.staging!r}"
             )
         self._collapse.staging = None
+        self._collapse.staging_through = None
         if event.ok:
             span = CollapsedSpan(through_uuid=event.through_uuid, summary=tuple(event.summary))
             self._collapse.staged = span
@@ -1381,10 +1475,12 @@ class AgentCore:
 
     def _on_collapse_drain_retry(self) -> None:
         event: ev.CollapseDrained = self._event
+        before = self.messages_for_query()
         # SPEC §7.4: a staged span is committed and projected, the history kept; a collapse
         # made on demand brings the collapsed view itself.
         if event.messages or not self._collapse.commit():
             self._state = attrs.evolve(self._state, messages=tuple(event.messages))
+        self._history_rewritten(before)
         self._continue_with(
             attrs.evolve(self._state, max_output_tokens_override=None, stop_hook_active=None),
             "collapse_drain_retry",
@@ -1595,27 +1691,6 @@ def _only_tool_uses_of(message: Message, call_ids: set[str]) -> bool:
         and bool(message.content)
         and all(isinstance(b, ToolUseBlock) and b.id in call_ids for b in message.content)
     )
-
-
-def _message_chars(message: Message) -> int:
-    if isinstance(message, UserMessage | AssistantMessage):
-        total = 0
-        for block in message.content:
-            if isinstance(block, TextBlock):
-                total += len(block.text)
-            elif isinstance(block, ToolResultBlock):
-                content = block.content
-                total += (
-                    len(content)
-                    if isinstance(content, str)
-                    else sum(len(getattr(part, "text", "")) for part in content)
-                )
-            elif isinstance(block, ToolUseBlock):
-                total += len(str(block.input))
-            else:
-                total += len(getattr(block, "thinking", ""))
-        return total
-    return len(text_of(message))
 
 
 def _resolve_guards() -> dict[str, Callable[[AgentCore], bool]]:

@@ -52,6 +52,7 @@ class CoreCheckpoint:
         collapse_staged: the staged collapse span (SPEC §7.4), if any.
         collapse_committed: the committed collapse span, if any.
         collapse_staging: the ``StageCollapse`` effect in flight, if any.
+        collapse_staging_through: the last message of the span it summarises.
         collapse_staging_failed: whether staging failed (it is not asked again).
         compacted_this_iteration: an autocompact ran in this iteration.
         collapse_drain_attempted: a collapse drain was tried in this recovery chain.
@@ -65,6 +66,10 @@ class CoreCheckpoint:
         budget_continuations: token-budget continues in this user turn.
         budget_last_delta: the token-budget tracker's last delta.
         budget_last_total: the token-budget tracker's last total.
+        estimate_anchor: the response part whose reported usage the estimate adjusts
+            (SPEC §7.5), if any.
+        estimate_freed: the tokens rewrites took out of what that figure covered.
+        snipped: uuids snip removed (SPEC §7.2), so naming one again is refused as such.
         shown: messages shown before the checkpoint (the transcript not carried).
     """
 
@@ -86,6 +91,7 @@ class CoreCheckpoint:
     collapse_staged: CollapsedSpan | None = None
     collapse_committed: CollapsedSpan | None = None
     collapse_staging: str | None = None
+    collapse_staging_through: str | None = None
     collapse_staging_failed: bool = False
     compacted_this_iteration: bool = False
     collapse_drain_attempted: bool = False
@@ -99,6 +105,9 @@ class CoreCheckpoint:
     budget_continuations: int = 0
     budget_last_delta: int = 0
     budget_last_total: int = 0
+    estimate_anchor: str | None = None
+    estimate_freed: int = 0
+    snipped: tuple[str, ...] = ()
     shown: int = 0
 
 
@@ -132,12 +141,16 @@ CARRIED: Final = frozenset(
         "_budget_continuations",
         "_budget_last_delta",
         "_budget_last_total",
+        "_token_estimate",
+        "_snipped",
         "_transcript",
     }
 )
 """The core's attributes a checkpoint carries (``_transcript`` as a count, ``_collapse`` as its
 spans, ``_budget`` as the history: at a request boundary every result in the history has just
-been sent, and results no longer in it are never asked about again)."""
+been sent, and results no longer in it are never asked about again; ``_token_estimate`` as its
+adjustment: its exact count is forgotten when the next iteration starts, and nothing reads it
+before)."""
 
 NOT_CARRIED: Final = frozenset(
     {
@@ -158,6 +171,10 @@ NOT_CARRIED: Final = frozenset(
         "_poisoned",
         "_awaiting",
         "_hot_request",
+        "_snip_requests",
+        # asked once per iteration, and reset when the next one starts: nothing reads it
+        # between a request boundary and that reset
+        "_token_count_asked",
         # rebuilt from ``answered``: at a request boundary every tool_use seen has its result
         "_tool_ids",
         # the step being built, and a cache equal to its recomputation

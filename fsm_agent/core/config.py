@@ -134,6 +134,17 @@ class LoopConfig:
     microcompact_gap_minutes: int = attrs.field(default=60, validator=_positive)
     microcompact_keep_recent: int = attrs.field(default=5, validator=_positive)
 
+    # SPEC §7.2 snip (our design, core/snip.py): requests tag each user message with its id,
+    # and the model may ask, with the Snip tool, for old turns to leave what is sent.
+    snip: bool = False
+
+    # SPEC §7.5, the optional exact count: before the autocompact and blocking checks, ask the
+    # API (count_tokens) how big the request about to be sent is, and use that instead of the
+    # estimate. Off by default: it costs one more round trip per iteration. A count that fails
+    # or takes longer than the timeout leaves the estimate in charge.
+    count_tokens: bool = False
+    count_tokens_timeout_ms: int = attrs.field(default=10_000, validator=_positive)
+
     # Retries and fallback (SPEC §8.3). Backoff has no jitter: the core draws no randoms.
     max_retries: int = attrs.field(default=10, validator=_non_negative)
     overloaded_before_fallback: int = attrs.field(default=3, validator=_positive)

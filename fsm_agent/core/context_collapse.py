@@ -19,7 +19,7 @@ The decisions live here and in the table; summarising is the driver's (``runtime
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 import attrs
 
@@ -71,6 +71,7 @@ class CollapseView:
         self.staged: CollapsedSpan | None = None
         self.committed: CollapsedSpan | None = None
         self.staging: str | None = None  # the StageCollapse effect in flight
+        self.staging_through: str | None = None  # the last message of the span it summarises
         self.staging_failed = False
         self._end: tuple[int, str] | None = None  # where the committed span ends, as found
 
@@ -104,6 +105,19 @@ class CollapseView:
         if cut <= len(summary):
             return None
         return cut, projected[cut - 1].uuid
+
+    def forget_staged_touching(self, history: Sequence[Message], gone: Set[str]) -> None:
+        """Drop the staged span when messages up to its end leave ``history`` (a snip): its
+        summary would describe what is no longer there. Staging may run again."""
+        span = self.staged
+        if span is None:
+            return
+        for message in history:
+            if message.uuid in gone:
+                self.staged = None
+                return
+            if message.uuid == span.through_uuid:
+                return
 
     def commit(self) -> int:
         """Commit what is staged; the number of spans committed (0 or 1)."""

@@ -153,6 +153,18 @@ class PersistToolResults:
     results: tuple[OversizedResult, ...]
 
 
+@attrs.frozen(kw_only=True)
+class CountTokens:
+    """Ask the API how many input tokens the request about to be sent takes (SPEC §7.5, the
+    optional exact count): the messages of ``AgentCore.api_messages()``, ``message_count`` of
+    them in the history, with the system prompt and tools the driver sends. The answer,
+    ``TokensCounted``, may carry an error: the core then goes on with its estimate."""
+
+    effect_id: str
+    model: str
+    message_count: int = 0
+
+
 class CancelReason(enum.Enum):
     """Why a tool call was cancelled (SPEC §5.2); each has its own synthetic result."""
 
@@ -195,6 +207,7 @@ Effect: TypeAlias = (
     | DrainCollapse
     | StageCollapse
     | PersistToolResults
+    | CountTokens
     | CancelTool
     | FetchAttachments
     | Emit
@@ -209,6 +222,7 @@ EFFECT_TYPES: tuple[type, ...] = (
     DrainCollapse,
     StageCollapse,
     PersistToolResults,
+    CountTokens,
     CancelTool,
     FetchAttachments,
     Emit,

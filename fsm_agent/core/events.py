@@ -289,6 +289,16 @@ class ToolResultsPersisted:
 
 
 @attrs.frozen(kw_only=True)
+class TokensCounted:
+    """The answer to ``CountTokens``: the exact input size, or why there is none (the count
+    failed or timed out, or the model cannot count); the core then uses its estimate."""
+
+    effect_id: str
+    input_tokens: int | None = None
+    error: str = ""
+
+
+@attrs.frozen(kw_only=True)
 class AttachmentsReady:
     """Attachments, prefetch results and queued commands for the next turn.
 
@@ -326,6 +336,7 @@ Event: TypeAlias = (
     | CollapseDrained
     | CollapseStaged
     | ToolResultsPersisted
+    | TokensCounted
     | AttachmentsReady
     | AbortRequested
 )
@@ -346,6 +357,7 @@ EVENT_TYPES: tuple[type, ...] = (
     CollapseDrained,
     CollapseStaged,
     ToolResultsPersisted,
+    TokensCounted,
     AttachmentsReady,
     AbortRequested,
 )

@@ -325,9 +325,16 @@ def _reorder_attachments(live: Sequence[Message]) -> list[int]:
 
 
 def _merge_turns(
-    live: Sequence[Message], order: Sequence[int], strip: set[int], carry: Carry, segment: Segment
+    live: Sequence[Message],
+    order: Sequence[int],
+    strip: set[int],
+    carry: Carry,
+    segment: Segment,
+    *,
+    tag_ids: bool,
 ) -> list[_Turn]:
-    """Convert and merge messages into turns (SPEC §8.1 step 5)."""
+    """Convert and merge messages into turns (SPEC §8.1 step 5); with ``tag_ids`` a user
+    message that does not begin with a tool_result ends with its ``[id:…]`` tag (step 13)."""
     turns: list[_Turn] = []
     # message_id -> index of the latest turn holding a part of that response
     by_message_id: dict[str, int] = {}
@@ -361,6 +368,8 @@ def _merge_turns(
             blocks = [b for b in map(_user_block, content) if b is not None]
             if not blocks:
                 continue
+            if tag_ids and not _starts_with_tool_result(message):
+                blocks.append(_text(texts.snip_tag(message.uuid)))  # SPEC §8.1 step 13
         if turns and turns[-1].role == USER:
             turns[-1].blocks.extend(blocks)
         else:
@@ -418,7 +427,12 @@ def _strip_trailing_thinking(blocks: list[ApiBlock]) -> None:
 
 
 def normalize_segment(
-    messages: Sequence[Message], carry: Carry, *, final: bool, strict: bool = False
+    messages: Sequence[Message],
+    carry: Carry,
+    *,
+    final: bool,
+    strict: bool = False,
+    tag_ids: bool = False,
 ) -> Segment:
     """Normalize the messages that follow what ``carry`` describes (SPEC §8.1, §8.2).
 
@@ -431,6 +445,7 @@ def normalize_segment(
         carry: What the earlier segments hand on (a fresh ``Carry`` for a whole transcript).
         final: Nothing follows the segment (its end is the end of the request).
         strict: Raise instead of repairing pairing defects.
+        tag_ids: Tag user messages with their ids, for snip (SPEC §7.2, §8.1 step 13).
 
     Raises:
         SegmentNotSeparable: The segment reaches back into an earlier one; normalize it whole.
@@ -439,7 +454,8 @@ def normalize_segment(
     live = _live_messages(messages, carry, segment)
     strip = _media_strip_targets(live, carry, segment)
     turns = _tidy_assistants(
-        _merge_turns(live, _reorder_attachments(live), strip, carry, segment), final=final
+        _merge_turns(live, _reorder_attachments(live), strip, carry, segment, tag_ids=tag_ids),
+        final=final,
     )
     api = [{"role": turn.role, "content": turn.blocks} for turn in turns]
     if not carry.fresh and (not api or api[0]["role"] != USER):
@@ -451,7 +467,11 @@ def normalize_segment(
 
 
 def normalize_for_api(
-    messages: Sequence[Message], *, strict: bool = False, max_media: int = MAX_MEDIA_ITEMS
+    messages: Sequence[Message],
+    *,
+    strict: bool = False,
+    max_media: int = MAX_MEDIA_ITEMS,
+    tag_ids: bool = False,
 ) -> list[ApiMessage]:
     """Turn a transcript into the ``messages`` list of a Messages API request (SPEC §8.1).
 
@@ -459,6 +479,8 @@ def normalize_for_api(
         messages: The transcript, any message types, in order.
         strict: Raise instead of repairing tool_use/tool_result pairing defects (SPEC §8.2).
         max_media: How many images and documents to keep; the oldest go first (SPEC §10).
+        tag_ids: End each user message that is not a tool_result with its ``[id:…]`` tag
+            (snip, SPEC §8.1 step 13).
 
     Returns:
         ``{"role", "content"}`` dicts with API-shaped blocks, satisfying every check of
@@ -467,7 +489,7 @@ def normalize_for_api(
     Raises:
         ModelProtocolError: Only with ``strict=True``, on the first pairing defect.
     """
-    segment = normalize_segment(messages, Carry(), final=True, strict=strict)
+    segment = normalize_segment(messages, Carry(), final=True, strict=strict, tag_ids=tag_ids)
     return cap_media(segment.api, limit=max_media)
 
 

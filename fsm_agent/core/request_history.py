@@ -69,6 +69,7 @@ class RequestHistory:
 
     Args:
         max_media: How many images and documents one request may carry (SPEC §10).
+        tag_ids: Tag user messages with their ids, for snip (SPEC §7.2, §8.1 step 13).
 
     Example:
         >>> history = RequestHistory()
@@ -76,8 +77,9 @@ class RequestHistory:
         True
     """
 
-    def __init__(self, *, max_media: int = MAX_MEDIA_ITEMS) -> None:
+    def __init__(self, *, max_media: int = MAX_MEDIA_ITEMS, tag_ids: bool = False) -> None:
         self._max_media = max_media
+        self._tag_ids = tag_ids
         self._settled: tuple[Message, ...] = ()
         self._settled_api: list[ApiMessage] = []
         self._carry = Carry()
@@ -109,20 +111,20 @@ class RequestHistory:
         except SegmentNotSeparable:
             self._reset()
             self.messages_normalized += len(history)
-            return normalize_for_api(history, max_media=self._max_media)
+            return normalize_for_api(history, max_media=self._max_media, tag_ids=self._tag_ids)
 
     def _extend(self, history: tuple[Message, ...], settled: int) -> list[ApiMessage]:
         tail = history[settled:]
         self.messages_normalized += len(tail)
         cut = _last_settle_point(tail)
         if cut:
-            head = normalize_segment(tail[:cut], self._carry, final=False)
+            head = normalize_segment(tail[:cut], self._carry, final=False, tag_ids=self._tag_ids)
             if head.ends_with_assistant:
                 self._carry.absorb(head)
                 self._settled_api.extend(head.api)
                 self._settled = history[: settled + cut]
                 tail = tail[cut:]
-        rest = normalize_segment(tail, self._carry, final=True)
+        rest = normalize_segment(tail, self._carry, final=True, tag_ids=self._tag_ids)
         api = [*self._settled_api, *rest.api]
         if self._carry.media + rest.media > self._max_media:
             return cap_media(api, limit=self._max_media)

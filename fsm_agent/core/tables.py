@@ -46,6 +46,7 @@ class Phase(enum.Enum):
     ITER_INIT = "iter_init"
     PREPROCESS = "preprocess"
     PERSISTING_RESULTS = "persisting_results"
+    COUNTING_TOKENS = "counting_tokens"
     AUTOCOMPACTING = "autocompacting"
     SETUP = "setup"
     STREAMING = "streaming"
@@ -136,6 +137,7 @@ _NOT_WAITING_ON_TOOLS = (
     P.ITER_INIT,
     P.PREPROCESS,
     P.PERSISTING_RESULTS,
+    P.COUNTING_TOKENS,
     P.AUTOCOMPACTING,
     P.SETUP,
     P.STREAMING,
@@ -159,10 +161,15 @@ LOOP_ROWS: tuple[Row, ...] = (
     # SPEC §7.1: the tool-result budget first; the driver saves the chosen results to files
     _row("tool_results_over_budget", None,                P.PREPROCESS,           P.PERSISTING_RESULTS,     "results_over_budget"),
     _row("tool_results_persisted", ev.ToolResultsPersisted, P.PERSISTING_RESULTS, P.PREPROCESS),
+    # SPEC §7.2 (ours): old turns the model asked to snip leave what is sent
+    _row("history_snipped",        None,                  P.PREPROCESS,           P.PREPROCESS,             "snip_requested"),
     # SPEC §7.3: after a long pause, old tool results are cleared (time from the events)
     _row("old_tool_results_cleared", None,                P.PREPROCESS,           P.PREPROCESS,             "microcompact_due"),
     # SPEC §7.4 (ours): near the window, the oldest span is summarised in the background
     _row("collapse_staging_started", None,                P.PREPROCESS,           P.PREPROCESS,             "collapse_stage_due"),
+    # SPEC §7.5 (optional): the API counts the request exactly before the checks that use it
+    _row("token_count_requested",  None,                  P.PREPROCESS,           P.COUNTING_TOKENS,        "token_count_due"),
+    _row("tokens_counted",         ev.TokensCounted,      P.COUNTING_TOKENS,      P.PREPROCESS),
     _row("autocompact_started",    None,                  P.PREPROCESS,           P.AUTOCOMPACTING,         "should_autocompact"),
     # PreCompact hooks run first; their answer asks for the compaction itself (SPEC §7.5)
     _row("pre_compact_done",       ev.HooksFinished,      P.AUTOCOMPACTING,       P.AUTOCOMPACTING),

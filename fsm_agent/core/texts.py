@@ -183,6 +183,37 @@ RESUME_AFTER_TRUNCATION = (
 PROMPT_TOO_LONG = "Prompt is too long"
 
 OLD_TOOL_RESULT_CLEARED = "[Old tool result content cleared]"
+
+SNIP_OFF = "snip is off for this run (LoopConfig.snip)"
+"""Why every id of a snip request is refused when the switch is off (SPEC §7.2)."""
+
+
+def snip_tag(uuid: str) -> str:
+    """The tag that lets the model name a message to snip (SPEC §8.1 step 13)."""
+    return f"[id:{uuid}]"
+
+
+def snip_outcome(
+    *,
+    removed: int,
+    snipped: tuple[str, ...],
+    refused: tuple[tuple[str, str], ...],
+    malformed: tuple[str, ...],
+    tokens_freed: int,
+) -> str:
+    """What the model is told after a snip request (SPEC §7.2): what went, what stayed and
+    why, and about how many tokens that freed."""
+    lines = []
+    if snipped:
+        lines.append(
+            f"Snipped {', '.join(snipped)}: {removed} messages left the conversation, "
+            f"about {tokens_freed} tokens freed."
+        )
+    lines.extend(f"Not snipped {name}: {reason}." for name, reason in refused)
+    lines.extend(f"Snip request refused: {problem}." for problem in malformed)
+    return "\n".join(lines) if lines else "Snip: nothing was named."
+
+
 """What an old tool result says once time-based microcompact cleared it (SPEC §7.3)."""
 
 

@@ -55,6 +55,7 @@ from fsm_agent.runtime.models import Model, ModelRequest
 from fsm_agent.runtime.performing import (
     collapse,
     compaction,
+    count_request_tokens,
     grant,
     hook_input,
     is_stale,
@@ -315,6 +316,11 @@ class Agent:
         self.server_tools = tuple(t for t in tools if isinstance(t, ServerTool))
         # The model object names the primary model; the config carries it into the core.
         self.config = attrs.evolve(config or LoopConfig(), model=model.name)
+        if self.config.snip and not any(t.name == "Snip" for t in self.tools):
+            # SPEC §7.2: with snip on, the model gets the tool that asks for it.
+            from fsm_agent.toolbox.snip import Snip  # noqa: PLC0415 - only when snip is on
+
+            self.tools = (*self.tools, Snip())
         self.trace = trace
         self.store = store
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
@@ -1017,6 +1023,8 @@ class _Run:
             self.queue.put_nowait(
                 persist_results(effect, messages, results_folder(self.trace_path))
             )
+        elif isinstance(effect, fx.CountTokens):
+            self._spawn(self._count_tokens(effect, self.core.api_messages()))
         elif isinstance(effect, fx.FetchAttachments):
             if self.mcp or self.agent.tool_providers or not self.collector.idle:
                 self._spawn(self._attachments(effect))
@@ -1153,6 +1161,17 @@ class _Run:
             effect, self.compactor, messages, self.agent.model, self.core.model
         )
         self.queue.put_nowait(staged)
+
+    async def _count_tokens(self, effect: fx.CountTokens, messages: list[dict[str, Any]]) -> None:
+        counted = await count_request_tokens(
+            effect,
+            self.agent.model,
+            system=self.agent.system,
+            tool_definitions=self.tool_definitions,
+            messages=messages,
+            timeout_s=self.agent.config.count_tokens_timeout_ms / 1000,
+        )
+        self.queue.put_nowait(counted)
 
     async def _stop_tasks(self) -> None:
         pending = [task for task in self.tasks if not task.done()]

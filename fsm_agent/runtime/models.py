@@ -42,6 +42,7 @@ __all__ = [
     "ModelFailure",
     "ModelRequest",
     "Thinking",
+    "TokenCounter",
     "checked_stream_event",
     "classify_api_error",
     "classify_failure",
@@ -133,6 +134,22 @@ class Model(Protocol):
 
     def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         """Stream the response to ``request`` as raw event dicts."""
+        ...
+
+
+class TokenCounter(Protocol):
+    """A ``Model`` that can also count a request's input tokens (``AnthropicModel``,
+    ``ScriptedModel``); ``LoopConfig.count_tokens`` uses it when the model has it."""
+
+    async def count_tokens(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        system: str = "",
+        tools: list[dict[str, Any]] | None = None,
+        model: str | None = None,
+    ) -> int:
+        """The input tokens of a request carrying ``messages``, ``system`` and ``tools``."""
         ...
 
 

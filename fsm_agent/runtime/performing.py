@@ -303,6 +303,42 @@ async def stage_collapse(
     )
 
 
+async def count_request_tokens(
+    effect: fx.CountTokens,
+    model: Model,
+    *,
+    system: str,
+    tool_definitions: list[dict[str, Any]],
+    messages: list[dict[str, Any]],
+    timeout_s: float,
+) -> ev.TokensCounted:
+    """Ask the model's API how many input tokens the request takes (SPEC §7.5, optional).
+
+    Never raises for a failed count: a model that cannot count, an error, a timeout or an
+    answer that is not a count come back as ``TokensCounted`` with the reason, and the core
+    keeps its estimate.
+    """
+
+    def failed(reason: str) -> ev.TokensCounted:
+        return ev.TokensCounted(effect_id=effect.effect_id, error=reason)
+
+    counter = getattr(model, "count_tokens", None)
+    if counter is None:
+        return failed(f"{type(model).__name__} cannot count tokens")
+    try:
+        async with asyncio.timeout(timeout_s):
+            tokens = await counter(
+                messages, system=system, tools=tool_definitions, model=effect.model
+            )
+    except TimeoutError:
+        return failed(f"count_tokens gave no answer within {timeout_s:g} s")
+    except Exception as exc:  # a failed count is data: the estimate stays in charge
+        return failed(f"{type(exc).__name__}: {exc}")
+    if type(tokens) is not int or tokens < 0:
+        return failed(f"count_tokens answered {tokens!r}, not a number of tokens")
+    return ev.TokensCounted(effect_id=effect.effect_id, input_tokens=tokens)
+
+
 def persist_results(
     effect: fx.PersistToolResults, messages: Sequence[Message], results_dir: Path | None
 ) -> ev.ToolResultsPersisted:

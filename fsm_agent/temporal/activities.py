@@ -39,6 +39,7 @@ from fsm_agent.runtime.compaction import SummaryCompactor
 from fsm_agent.runtime.performing import (
     collapse,
     compaction,
+    count_request_tokens,
     grant,
     hook_input,
     model_request,
@@ -99,6 +100,7 @@ class SessionActivities:
             self.run_hooks,
             self.decide_permission,
             self.compact,
+            self.count_tokens,
             self.persist_results,
             self.write_trace,
             self.export_spans,
@@ -344,6 +346,22 @@ class SessionActivities:
                 assert isinstance(effect, fx.DrainCollapse)
                 done = await collapse(effect, self._compactor, history, agent.model, job["model"])
         return codec.dump_event(done)
+
+    @activity.defn(name="fsm_agent.count_tokens")
+    async def count_tokens(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Count the input tokens of the request about to be sent (``CountTokens``)."""
+        agent = self.agent(job["session"])
+        effect = codec.load_effect(job["effect"])
+        assert isinstance(effect, fx.CountTokens)
+        counted = await count_request_tokens(
+            effect,
+            agent.model,
+            system=agent.system,
+            tool_definitions=agent.tool_definitions,
+            messages=job["messages"],
+            timeout_s=agent.config.count_tokens_timeout_ms / 1000,
+        )
+        return codec.dump_event(counted)
 
     @activity.defn(name="fsm_agent.persist_results")
     async def persist_results(self, job: dict[str, Any]) -> dict[str, Any]:

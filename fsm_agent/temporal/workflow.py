@@ -452,6 +452,9 @@ class SessionWorkflow:
         elif isinstance(effect, fx.PersistToolResults):
             messages = [codec.dump_message(m) for m in self._core.messages_for_query()]
             self._spawn(self._persist(self._job(effect, messages=messages)))
+        elif isinstance(effect, fx.CountTokens):
+            job = self._job(effect, messages=self._core.api_messages())
+            self._spawn(self._count_tokens(effect, job, limit=config.count_tokens_timeout_ms))
         elif isinstance(effect, fx.FetchAttachments):
             if not self._described.get("attachments"):
                 # No providers (MCP servers and tool providers are refused on Temporal): the
@@ -625,6 +628,25 @@ class SessionWorkflow:
             result_type=dict,
         )
         self._inbox.append(codec.load_event(found))
+
+    async def _count_tokens(
+        self, effect: fx.CountTokens, job: dict[str, Any], *, limit: int
+    ) -> None:
+        try:
+            found = await workflow.execute_activity(
+                "fsm_agent.count_tokens",
+                job,
+                start_to_close_timeout=_limit(limit),
+                retry_policy=_AT_MOST_ONCE,
+                result_type=dict,
+            )
+            counted = codec.load_event(found)
+        except ActivityError as exc:
+            # SPEC §7.5: a lost count leaves the estimate in charge; recorded, never fatal.
+            counted = ev.TokensCounted(
+                effect_id=effect.effect_id, error=f"the count was lost: {_cause(exc)}"
+            )
+        self._inbox.append(counted)
 
     async def _persist(self, job: dict[str, Any]) -> None:
         # Files beside the trace, written again whole if retried: a local activity.

@@ -30,6 +30,7 @@ TOOLS = (
     ToolSpec(name="Glob", description="Find files"),
     ToolSpec(name="Write", description="Write a file"),
     ToolSpec(name="Bash", description="Run a command", is_shell=True),
+    ToolSpec(name="Snip", description="Remove old turns from the context"),
 )
 SAFE = ToolScript(safe=True, content="file contents")
 UNSAFE = ToolScript(safe=False, content="written")
@@ -53,6 +54,7 @@ class Entry:
     deny_tools: frozenset[str] = frozenset()
     compactions: tuple[bool, ...] = ()
     collapses: tuple[int, ...] = ()
+    token_counts: tuple[int | None, ...] = ()
     abort_after: int | None = None
     abort_reason: str = "user"
     prompt_text: str = "Please look at the project."
@@ -72,6 +74,7 @@ class Entry:
             deny_tools=self.deny_tools,
             compactions=self.compactions,
             collapses=self.collapses,
+            token_counts=self.token_counts,
             abort_after=self.abort_after,
             abort_reason=self.abort_reason,
         )
@@ -183,6 +186,38 @@ ENTRIES: tuple[Entry, ...] = (
         config=LoopConfig(context_collapse=True, reactive_compact=False, context_window=40_000),
         terminal="completed",
         must_take=("collapse_staging_started", "collapse_drain_started", "collapse_drain_retry"),
+    ),
+    Entry(
+        name="counted_tokens",
+        description="With count_tokens on, the API's count (12,000, past the 10,000-token "
+        "threshold) starts autocompact where the estimate would not; the next count fails, "
+        "and the estimate decides.",
+        steps=(_tools(_READ), _text("Done.")),
+        config=LoopConfig(count_tokens=True, context_window=43_000),
+        token_counts=(12_000, None),
+        terminal="completed",
+        must_take=("token_count_requested", "tokens_counted", "autocompact_started"),
+    ),
+    Entry(
+        name="history_snipped",
+        description="With snip on, the model asks for the first Read round to go, names an "
+        "unknown id and its own call; the round leaves what is sent, the rest is refused, "
+        "and a note tells the model.",
+        steps=(
+            _tools(_READ),
+            _tools(_READ),
+            _tools(("Snip", {"ids": ["toolu_001", "nope", "toolu_003"]})),
+            _text("Done."),
+        ),
+        config=LoopConfig(snip=True),
+        tools={
+            "Read": SAFE,
+            "Snip": ToolScript(
+                safe=False, context_update={"snip": ["toolu_001", "nope", "toolu_003"]}
+            ),
+        },
+        terminal="completed",
+        must_take=("history_snipped",),
     ),
     Entry(
         name="collapse_drain_empty",

@@ -24,7 +24,6 @@ import contextlib
 import gzip
 import http
 import json
-import math
 import threading
 from types import TracebackType
 from typing import Any
@@ -40,6 +39,7 @@ from fsm_agent.testing.scenario import (
     render_events,
     render_message,
 )
+from fsm_agent.testing.token_count import estimated_input_tokens
 
 __all__ = ["FakeAnthropicServer", "RecordedRequest"]
 
@@ -113,13 +113,6 @@ def _chunk(data: bytes) -> bytes:
 
 
 _LAST_CHUNK = b"0\r\n\r\n"
-
-
-def _estimate_tokens(body: Any) -> int:
-    if not isinstance(body, dict):
-        return 1
-    counted = {key: body.get(key) for key in ("system", "messages", "tools") if key in body}
-    return max(1, math.ceil(len(json.dumps(counted, ensure_ascii=False)) / 4))
 
 
 class FakeAnthropicServer:
@@ -293,7 +286,7 @@ class FakeAnthropicServer:
             )
             return False
         if request.path == "/v1/messages/count_tokens":
-            await _send_json(writer, 200, {"input_tokens": _estimate_tokens(body)})
+            await _send_json(writer, 200, {"input_tokens": estimated_input_tokens(body)})
             return False
         if not isinstance(body, dict):
             await _send_json(

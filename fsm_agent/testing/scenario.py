@@ -83,6 +83,7 @@ from cattrs.v import format_exception, transform_error
 from fsm_agent.core.events import FailureKind
 from fsm_agent.errors import ConfigError, DefinitionError
 from fsm_agent.runtime.models import ModelFailure, ModelRequest, classify_api_error
+from fsm_agent.testing.token_count import estimated_input_tokens
 
 __all__ = [
     "ErrorKind",
@@ -980,6 +981,24 @@ class ScriptedModel:
     def remaining(self) -> int:
         """How many steps are left."""
         return max(0, len(self.scenario.steps) - self.request_count)
+
+    async def count_tokens(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        system: str = "",
+        tools: list[dict[str, Any]] | None = None,
+        model: str | None = None,
+    ) -> int:
+        """Answer ``count_tokens`` as the fake server does: characters / 4 of the request's
+        JSON (``testing.token_count``). Takes no step of the script."""
+        del model  # every model counts alike here
+        body: dict[str, Any] = {"messages": messages}
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = tools
+        return estimated_input_tokens(body)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         """Yield the next step's events, then raise its failure if it has one.

@@ -63,6 +63,7 @@ class World:
     deny_tools: frozenset[str] = frozenset()
     compactions: tuple[bool, ...] = ()
     collapses: tuple[int, ...] = ()
+    token_counts: tuple[int | None, ...] = ()
     abort_after: int | None = None
     abort_reason: str = "user"
 
@@ -107,6 +108,7 @@ class WorldRun:
         self._prompt = iter(world.prompt_hooks)
         self._compactions = iter(world.compactions)
         self._collapses = iter(world.collapses)
+        self._token_counts = iter(world.token_counts)
         self._summaries = 0
         self._aborted = False
         self._send(ev.TurnStarted(messages=tuple(messages)))
@@ -252,6 +254,12 @@ class WorldRun:
             return effect.effect_id, [drained]
         if isinstance(effect, fx.FetchAttachments):
             return effect.effect_id, [ev.AttachmentsReady(effect_id=effect.effect_id)]
+        if isinstance(effect, fx.CountTokens):
+            # Scripted counts in order (None: the count fails); when they run out, it fails.
+            tokens = next(self._token_counts, None)
+            error = "" if tokens is not None else "no count scripted"
+            counted = ev.TokensCounted(effect_id=effect.effect_id, input_tokens=tokens, error=error)
+            return effect.effect_id, [counted]
         if isinstance(effect, fx.PersistToolResults):
             # Nothing is written: the preview names where a driver would have saved it.
             saved = tuple(

@@ -24,6 +24,8 @@ _PUBLIC = {
     "GrepInput": "fsm_agent.toolbox.grep",
     "Read": "fsm_agent.toolbox.read",
     "ReadInput": "fsm_agent.toolbox.read",
+    "Snip": "fsm_agent.toolbox.snip",
+    "SnipInput": "fsm_agent.toolbox.snip",
     "Task": "fsm_agent.toolbox.task",
     "TaskInput": "fsm_agent.toolbox.task",
     "Write": "fsm_agent.toolbox.write",
@@ -41,6 +43,8 @@ __all__ = [
     "GrepInput",
     "Read",
     "ReadInput",
+    "Snip",
+    "SnipInput",
     "Task",
     "TaskInput",
     "Write",
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
     from fsm_agent.toolbox.glob import Glob, GlobInput
     from fsm_agent.toolbox.grep import Grep, GrepInput
     from fsm_agent.toolbox.read import Read, ReadInput
+    from fsm_agent.toolbox.snip import Snip, SnipInput
     from fsm_agent.toolbox.task import Task, TaskInput
     from fsm_agent.toolbox.write import Write, WriteInput
 

@@ -36,6 +36,7 @@ from fsm_agent.core.effects import (
     CallModel,
     CancelTool,
     Compact,
+    CountTokens,
     DrainCollapse,
     Effect,
     FetchAttachments,
@@ -56,6 +57,7 @@ from fsm_agent.core.events import (
     ModelStreamEvent,
     ModelStreamFailed,
     PermissionDecided,
+    TokensCounted,
     ToolCallFinished,
     ToolInputValidated,
     ToolResultsPersisted,
@@ -395,6 +397,7 @@ _ANSWERED_BY_EFFECT_ID = (
     CollapseDrained,
     CollapseStaged,
     ToolResultsPersisted,
+    TokensCounted,
     AttachmentsReady,
 )
 _ASKS_BY_EFFECT_ID = (
@@ -404,6 +407,7 @@ _ASKS_BY_EFFECT_ID = (
     DrainCollapse,
     StageCollapse,
     PersistToolResults,
+    CountTokens,
     FetchAttachments,
 )
 

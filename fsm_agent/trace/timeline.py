@@ -281,6 +281,12 @@ class _Builder:
         elif kind == "ToolResultsPersisted":
             count = len(event.get("results") or [])
             self.add(seq, "compact", f"tool results saved to files: {count}")
+        elif kind == "TokensCounted":
+            counted = event.get("input_tokens")
+            if counted is None:
+                self.add(seq, "compact", f"token count failed: {event.get('error')}", tone="error")
+            else:
+                self.add(seq, "compact", f"the API counted {counted} input tokens")
         elif kind == "AttachmentsReady":
             count = len(event.get("messages") or [])
             self.add(seq, "event", f"attachments ready ({count} messages)")
@@ -370,6 +376,8 @@ class _Builder:
         elif kind == "PersistToolResults":
             ids = ", ".join(str(r.get("tool_use_id")) for r in effect.get("results") or [])
             self.add(seq, "compact", f"save oversized tool results to files: {ids}")
+        elif kind == "CountTokens":
+            self.add(seq, "compact", "count the request's input tokens")
         elif kind == "CancelTool":
             self.add(seq, "tool", f"cancel {effect.get('call_id')}: {effect.get('reason')}")
         elif kind == "FetchAttachments":

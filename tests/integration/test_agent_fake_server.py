@@ -30,6 +30,7 @@ from fsm_agent.core.texts import SUMMARY_PREFIX, SUMMARY_REQUEST
 from fsm_agent.runtime.agent import Agent, RunResult
 from fsm_agent.runtime.models import AnthropicModel
 from fsm_agent.testing.fake_server import FakeAnthropicServer
+from fsm_agent.testing.token_count import estimated_input_tokens
 from fsm_agent.toolbox import default_tools
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.replay import replay
@@ -514,3 +515,34 @@ def test_tool_round_trip_trace_replays_and_holds_no_secret(serve: ServeFn, tmp_p
     recorded = json.dumps([[r.headers, r.body] for r in server.requests])
     assert API_KEY not in recorded
     assert all(r.headers["authorization"] == "[redacted]" for r in server.requests)
+
+
+def test_count_tokens_goes_through_the_sdk_before_the_request(
+    serve: ServeFn, tmp_path: Path
+) -> None:
+    """With ``count_tokens`` on, the real client counts the request first; the figure the
+    server gave is in the trace, and the run replays without the server."""
+    server = serve({"steps": [{"content": [{"text": REPLY}]}]})
+    result = run_agent(server, tmp_path, config=fast_config(count_tokens=True))
+    assert result.terminal == "completed"
+    assert [r.path for r in server.requests] == ["/v1/messages/count_tokens", "/v1/messages"]
+    counted_body = server.requests[0].body
+    sent = server.requests[1].body["messages"]
+    # the same messages, without the prompt-cache marks (they change no count)
+    assert counted_body["messages"] == [
+        {
+            **m,
+            "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]],
+        }
+        for m in sent
+    ]
+    assert result.trace_path is not None
+    trace = read_trace(result.trace_path)
+    (counted,) = [
+        r.data["event"]
+        for r in trace.of_kind("event")
+        if r.data["event"]["type"] == "TokensCounted"
+    ]
+    assert counted["input_tokens"] == estimated_input_tokens(counted_body)
+    assert "tokens_counted" in loop_transitions(result)
+    assert replay(result.trace_path).terminal == "completed"

@@ -8,8 +8,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fsm_agent.core import effects as fx
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.normalize import api_invariant_violations
 from fsm_agent.runtime.response_clock import ResponseClock
 from fsm_agent.testing.invariants import check_run
 from fsm_agent.testing.scenario import parse_scenario
@@ -63,6 +65,12 @@ def test_compactions_per_user_turn_are_bounded(
     assert check_run(core, run.steps, config, model_steps=len(steps) + 1) == []
 
 
+# What a snip request may name: calls of the run, tagged messages, and ids that name nothing.
+_SNIP_IDS = st.sampled_from(
+    ["toolu_001", "toolu_002", "toolu_003", "toolu_005", "toolu_008", "prompt", "m4", "m9", "?"]
+)
+
+
 @given(
     steps=_steps(),
     size=st.sampled_from([10, 400, 900]),
@@ -70,6 +78,7 @@ def test_compactions_per_user_turn_are_bounded(
     collapse=st.booleans(),
     hours=st.sampled_from([0.0, 3_600.0]),
     cap=st.integers(min_value=1, max_value=3),
+    snips=st.lists(st.tuples(st.integers(0, 14), st.lists(_SNIP_IDS, max_size=4)), max_size=2),
 )
 def test_every_context_mechanism_keeps_tool_pairing(
     *,
@@ -79,10 +88,11 @@ def test_every_context_mechanism_keeps_tool_pairing(
     collapse: bool,
     hours: float,
     cap: int,
+    snips: list[tuple[int, list[str]]],
 ) -> None:
-    """Budget, time-based microcompact, staged collapse and compaction together, under any
-    overflow pattern: every request is valid API input (each tool_use answered once, in the
-    next message), compactions stay bounded, and every invariant holds."""
+    """Budget, snip, time-based microcompact, staged collapse and compaction together, under
+    any overflow pattern: every request is valid API input (each tool_use answered once, in
+    the next message), compactions stay bounded, and every invariant holds."""
     config = LoopConfig(
         context_window=_WINDOWS[1],
         max_compactions_per_turn=cap,
@@ -90,21 +100,38 @@ def test_every_context_mechanism_keeps_tool_pairing(
         tool_result_budget_chars=1_000,
         time_based_microcompact=True,
         microcompact_keep_recent=1,
+        snip=True,
     )
-    core = AgentCore(config=config, tools=tool_specs_for(["Read"]))
+    core = AgentCore(config=config, tools=tool_specs_for(["Read", "Snip"]))
     # each tool turn asks for ``calls`` reads at once: their results share one message
     turns = [{**step, "content": step["content"] * calls} if "content" in step else step
              for step in steps]  # fmt: skip
+    # the model asks for snips at generated points (the scripted Snip hands on what it names)
+    for at, _ids in snips:
+        turns.insert(min(at, len(turns)), {"content": [{"tool_use": {"name": "Snip"}}]})
+    named = [name for _, ids in snips for name in ids]
     world = World(
         scenario=parse_scenario({"steps": [*turns, {"content": [{"text": "done"}]}]}),
-        tools={"Read": ToolScript(content="r" * size)},
+        tools={
+            "Read": ToolScript(content="r" * size),
+            "Snip": ToolScript(safe=False, context_update={"snip": named}),
+        },
     )
     ticks = itertools.count(start=0.0, step=hours)
     clock = ResponseClock(lambda: next(ticks))
-    run = WorldRun(lambda event: core.feed(clock.stamp(event)), world, prompt("hi"))
+    invalid: list[str] = []
+
+    def feed(event: Any) -> Any:
+        step = core.feed(clock.stamp(event))
+        if any(isinstance(e, fx.CallModel) for e in step.effects):
+            invalid.extend(api_invariant_violations(core.api_messages()))
+        return step
+
+    run = WorldRun(feed, world, prompt("hi"))
     run.run()
+    assert invalid == []
     taken = [t.name for _, step in run.steps for t in step.transitions]
     assert sum(name in _COMPACTIONS for name in taken) <= cap
-    tool_uses = calls * sum("usage" in step for step in steps)
-    found = check_run(core, run.steps, config, model_steps=len(steps) + 1, tool_calls=tool_uses)
+    tool_uses = calls * sum("usage" in step for step in steps) + len(snips)
+    found = check_run(core, run.steps, config, model_steps=len(turns) + 1, tool_calls=tool_uses)
     assert found == []

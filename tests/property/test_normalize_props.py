@@ -24,10 +24,11 @@ from fsm_agent.testing.transcripts import (
 )
 
 
-@given(transcripts())
-def test_normalized_output_is_always_valid(transcript: list[Message]) -> None:
-    """Whatever the transcript, normalize_for_api output satisfies every API invariant."""
-    assert api_invariant_violations(normalize_for_api(transcript)) == []
+@given(transcripts(), st.booleans())
+def test_normalized_output_is_always_valid(transcript: list[Message], tag_ids: bool) -> None:
+    """Whatever the transcript, normalize_for_api output satisfies every API invariant, with
+    or without the snip tags."""
+    assert api_invariant_violations(normalize_for_api(transcript, tag_ids=tag_ids)) == []
 
 
 @given(transcripts())

@@ -111,6 +111,12 @@ EVENTS: dict[str, st.SearchStrategy[Any]] = {
             [(), (ev.PersistedResult(tool_use_id="toolu_001", content="<persisted-output>"),)]
         ),
     ),
+    "TokensCounted": st.builds(
+        ev.TokensCounted,
+        effect_id=IDS,
+        input_tokens=st.one_of(st.none(), st.integers(-1, 10**6)),
+        error=st.sampled_from(["", "down"]),
+    ),
     "AttachmentsReady": st.builds(ev.AttachmentsReady, effect_id=IDS, messages=MESSAGES),
     "AbortRequested": st.builds(ev.AbortRequested, reason=st.sampled_from(["user", "interrupt"])),
 }

@@ -31,12 +31,15 @@ def _session() -> st.SearchStrategy[list[list[Message]]]:
     )
 
 
-@given(_session())
-def test_incremental_requests_equal_full_normalization(requests: list[list[Message]]) -> None:
-    """Each request of a growing session normalizes to exactly what a full pass gives."""
-    history = RequestHistory()
+@given(_session(), st.booleans())
+def test_incremental_requests_equal_full_normalization(
+    requests: list[list[Message]], tag_ids: bool
+) -> None:
+    """Each request of a growing session normalizes to exactly what a full pass gives, with
+    or without the snip tags."""
+    history = RequestHistory(tag_ids=tag_ids)
     for messages in requests:
-        assert history.normalize(messages) == normalize_for_api(messages)
+        assert history.normalize(messages) == normalize_for_api(messages, tag_ids=tag_ids)
 
 
 @given(_session(), st.data())

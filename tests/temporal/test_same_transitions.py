@@ -41,7 +41,8 @@ _steps = st.one_of(
 
 @st.composite
 def worlds(draw: st.DrawFn) -> dict[str, Any]:
-    """A scripted model, per-tool allow or deny rules, and maybe a Stop hook that blocks once."""
+    """A scripted model, per-tool allow or deny rules, maybe a Stop hook that blocks once, and
+    maybe the exact token count before each request."""
     steps = [*draw(st.lists(_steps, max_size=3)), {"content": [{"text": "the end"}]}]
     allowed = draw(st.lists(st.booleans(), min_size=len(TOOLS), max_size=len(TOOLS)))
     return {
@@ -49,6 +50,7 @@ def worlds(draw: st.DrawFn) -> dict[str, Any]:
         "allow": [tool for tool, yes in zip(TOOLS, allowed, strict=True) if yes],
         "deny": [tool for tool, yes in zip(TOOLS, allowed, strict=True) if not yes],
         "stop_hook": draw(st.booleans()),
+        "count_tokens": draw(st.booleans()),
     }
 
 

@@ -252,6 +252,33 @@ def test_run_temporal_streams_progress_and_answers_with_yes(
     assert (work / "out.txt").read_text(encoding="utf-8") == "hi"
 
 
+def test_a_session_counts_tokens_through_an_activity(temporal_address: str, tmp_path: Path) -> None:
+    """With ``count_tokens`` on, the workflow asks a worker for the exact count before each
+    request; the count is in the trace, and the trace replays."""
+    work, trace = folders(tmp_path)
+    params = {"steps": [{"content": [use("Append", line="x")]}, reply("ok")], "cwd": str(work)}
+    params |= {"allow": ["Append"], "count_tokens": True}
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="counting", factory=scripted):
+            handle = await start_session(
+                client, "go", task_queue="counting", params=params, trace=str(trace)
+            )
+            result: dict[str, Any] = await handle.result()
+            return result
+
+    assert asyncio.run(go())["terminal"] == "completed"
+    counted = [
+        r.data["event"]
+        for r in read_trace(trace).of_kind("event")
+        if r.data["event"]["type"] == "TokensCounted"
+    ]
+    assert len(counted) == 2
+    assert all(c["input_tokens"] > 0 and c["error"] == "" for c in counted)
+    assert replay(read_trace(trace)).terminal == "completed"
+
+
 def test_approve_of_a_session_that_does_not_exist_names_it(
     temporal_address: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

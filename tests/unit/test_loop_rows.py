@@ -697,3 +697,49 @@ def test_denied_tool_still_next_turn() -> None:
     _, run, terminal = play([READ, TEXT], deny_tools=frozenset({"Read"}))
     assert terminal == "completed"
     assert "next_turn" in loop_names(run)
+
+
+def test_an_exact_count_decides_the_autocompact_check() -> None:
+    """With count_tokens on, the count is asked before the checks and its figure decides:
+    12,000 tokens is past a 10,000-token threshold (SPEC §7.5)."""
+    config = LoopConfig(count_tokens=True, context_window=43_000)
+    core, run, terminal = play([TEXT], config=config, token_counts=(12_000,))
+    assert terminal == "completed"
+    names = loop_names(run)
+    assert names[names.index("token_count_requested") :][:3] == [
+        "token_count_requested",
+        "tokens_counted",
+        "autocompact_started",
+    ]
+    (asked,) = effects_of(run, fx.CountTokens)
+    assert asked.model == core.model
+
+
+def test_abort_while_tokens_are_counted_is_aborted_streaming() -> None:
+    """An abort while the count is out ends aborted_streaming."""
+    core, run = start([TEXT], config=LoopConfig(count_tokens=True), token_counts=(5,))
+    while core.phase != Phase.COUNTING_TOKENS.value:
+        run.advance()
+    run.abort()
+    assert finish(core, run) == "aborted_streaming"
+
+
+def test_a_snip_request_is_applied_before_the_next_request() -> None:
+    """A Snip call's request is applied in preprocess, after the budget and before
+    microcompact, and the first Read round leaves what is sent (SPEC §7.2)."""
+    snip = {"content": [{"tool_use": {"name": "Snip", "input": {"ids": ["toolu_001"]}}}]}
+    scripts = {"Snip": ToolScript(safe=False, context_update={"snip": ["toolu_001"]})}
+    specs = [*TOOLS, ToolSpec(name="Snip")]
+    core, run, terminal = play(
+        [READ, snip, TEXT], config=LoopConfig(snip=True), specs=specs, tools=scripts
+    )
+    assert terminal == "completed"
+    names = loop_names(run)
+    assert names[names.index("history_snipped") - 1] == "iteration_started"
+    assert names[names.index("history_snipped") + 1] == "context_prepared"
+    assert "toolu_001" not in [
+        b.id
+        for m in core.messages_for_query()
+        if isinstance(m, AssistantMessage)
+        for b in m.content
+    ]
