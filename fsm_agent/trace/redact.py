@@ -10,11 +10,13 @@ Two rules, applied to every record before it is rendered:
 * a **secret string** (given to the writer, plus anything shaped like an Anthropic API key)
   is replaced wherever it occurs inside any string value.
 
-The writer asks :meth:`Redactor.may_need` first: secret strings are searched for in the bytes
-it rendered anyway, key names on the record (each distinct name judged once per process). Only
-a flagged record is walked by :meth:`Redactor.value`, which copies only the containers it
-changes. Replay feeds the redacted events, so a replayed core sees ``[REDACTED]`` exactly
-where the recording core's trace shows it.
+The writer checks first: secret strings are searched for in the bytes it rendered anyway
+(:meth:`Redactor.holds_secret`), key names on the record (:func:`has_sensitive_key`, each
+distinct name judged once per process), skipping the fields of an event or effect that cannot
+hold a key from outside (:mod:`fsm_agent.trace.closed_fields`). Only a flagged record is
+walked by :meth:`Redactor.value`, which copies only the containers it changes. Replay feeds
+the redacted events, so a replayed core sees ``[REDACTED]`` exactly where the recording
+core's trace shows it.
 """
 
 from __future__ import annotations
@@ -48,7 +50,33 @@ def is_sensitive_key(key: str) -> bool:
     return _SENSITIVE_KEY.search(key.replace("-", "_")) is not None
 
 
-def _has_sensitive_key(value: Any) -> bool:
+def _key_memo_says(key: Any) -> bool:
+    """:func:`is_sensitive_key` for any dict key, each distinct key judged once per process."""
+    sensitive = _KEY_MEMO.get(key)
+    if sensitive is None:
+        if len(_KEY_MEMO) >= _KEY_MEMO_LIMIT:
+            _KEY_MEMO.clear()
+        sensitive = _KEY_MEMO[key] = isinstance(key, str) and is_sensitive_key(key)
+    return sensitive
+
+
+def has_sensitive_key_outside(record: dict[str, Any], closed: frozenset[str]) -> bool:
+    """Whether a sensitive key name occurs in ``record`` outside its ``closed`` fields.
+
+    ``closed`` names fields whose values hold no key chosen outside the library and whose
+    own names are not sensitive (:mod:`fsm_agent.trace.closed_fields` decides which); every
+    other field is judged by its name and scanned in full.
+    """
+    containers = _CONTAINERS
+    for key, item in record.items():
+        if key in closed:
+            continue
+        if _key_memo_says(key) or (type(item) in containers and has_sensitive_key(item)):
+            return True
+    return False
+
+
+def has_sensitive_key(value: Any) -> bool:
     """Whether any key of a JSON-like value, at any depth, is a sensitive key name.
 
     Iterative, so a model event nested thousands deep is checked like any other.
@@ -61,9 +89,7 @@ def _has_sensitive_key(value: Any) -> bool:
             for key, item in current.items():
                 sensitive = memo.get(key)
                 if sensitive is None:
-                    if len(memo) >= _KEY_MEMO_LIMIT:
-                        memo.clear()
-                    sensitive = memo[key] = isinstance(key, str) and is_sensitive_key(key)
+                    sensitive = _key_memo_says(key)
                 if sensitive:
                     return True
                 if type(item) in containers:
@@ -97,17 +123,6 @@ class Redactor:
         self._secrets: tuple[str, ...] = tuple(sorted(set(kept), key=len, reverse=True))
         # As they appear inside a JSON string (quotes and backslashes escaped).
         self._secret_bytes = tuple(orjson.dumps(secret)[1:-1] for secret in self._secrets)
-
-    def may_need(self, keyed: Any, serialized: bytes) -> bool:
-        """Whether a record may hold something to redact (False is certain).
-
-        ``serialized`` is the record as the writer rendered it anyway: secret strings are
-        looked for in those bytes. Key names are checked on ``keyed``, the record or the part
-        of it whose keys are not the writer's own, each distinct name once per process, so a
-        long text costs no scan per key rule. Only a record flagged here is walked by
-        :meth:`value`; clean records (nearly all) are not.
-        """
-        return self.holds_secret(serialized) or _has_sensitive_key(keyed)
 
     def holds_secret(self, serialized: bytes) -> bool:
         """Whether rendered JSON holds a configured secret or API-key-shaped text."""

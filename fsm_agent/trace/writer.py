@@ -35,7 +35,8 @@ from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.trace import records
-from fsm_agent.trace.redact import Redactor
+from fsm_agent.trace.closed_fields import sensitive_key_in
+from fsm_agent.trace.redact import Redactor, has_sensitive_key
 
 
 class CoreLike(Protocol):
@@ -169,13 +170,13 @@ class TraceWriter:
         return event_dict
 
     def _serialize(self, event_dict: MutableMapping[str, Any], **_options: Any) -> bytes:
-        return self._render(event_dict, keyed=event_dict)
+        return self._render(event_dict, keys_hit=has_sensitive_key(event_dict))
 
-    def _render(self, fields: Mapping[str, Any], *, keyed: Any) -> bytes:
-        """``fields`` serialized and redacted; ``keyed`` is where its keys may need redaction
-        (all of it, or the part that is not the writer's own)."""
+    def _render(self, fields: Mapping[str, Any], *, keys_hit: bool) -> bytes:
+        """``fields`` serialized and redacted; ``keys_hit``: whether a sensitive key name
+        occurs in it (the caller knows which parts are the writer's own)."""
         data = records.dumps(fields)
-        if self._redactor.may_need(keyed, data):
+        if keys_hit or self._redactor.holds_secret(data):
             data = records.dumps(self._redactor.value(fields))
         return data
 
@@ -207,15 +208,15 @@ class TraceWriter:
         data.pop("seq", None)
         self._write(data)
 
-    def _line(self, fields: MutableMapping[str, Any], *, keyed: Any = None) -> bytes:
+    def _line(self, fields: MutableMapping[str, Any], *, keys_hit: bool) -> bytes:
         """One record line for the hot path: ``seq`` stamped, serialized and redacted as the
-        logger would, without its machinery (the same bytes). ``keyed``: as for
-        :meth:`_render` (None: the whole record)."""
+        logger would, without its machinery (the same bytes). ``keys_hit``: as for
+        :meth:`_render`."""
         if self._closed:
             raise UsageError("the trace writer is closed")
         fields["seq"] = self._next_seq
         try:
-            data = self._render(fields, keyed=fields if keyed is None else keyed)
+            data = self._render(fields, keys_hit=keys_hit)
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
@@ -225,13 +226,15 @@ class TraceWriter:
     def write_event(self, event: Event) -> None:
         """Record an event; call it *before* the core processes the event (write-ahead)."""
         fields = records.event_fields(event)
+        # A record's keys are the writer's own but for the event's: a stream event's model
+        # event is scanned whole, any other event's free-form fields only (DESIGN §8).
         if type(event) is ModelStreamEvent:
-            # A stream event record's keys are the writer's own but for the model's event.
-            line = self._line(fields, keyed=event.event)
+            keys_hit = has_sensitive_key(event.event)
         else:
+            keys_hit = sensitive_key_in(fields["event"])
             if self._clock is not None:
                 fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-            line = self._line(fields)
+        line = self._line(fields, keys_hit=keys_hit)
         self._file.write(line)
         self._file.flush()
 
@@ -243,8 +246,14 @@ class TraceWriter:
         if not count:
             return  # most stream deltas: nothing happened
         fields = records.step_record(step)
-        # The transitions' keys are the writer's own; the effects' may come from outside.
-        line = self._line(fields, keyed=fields["effects"])
+        # The transitions' keys are the writer's own; an effect's free-form fields may hold
+        # keys from outside (DESIGN §8).
+        keys_hit = False
+        for effect in fields["effects"]:
+            if sensitive_key_in(effect):
+                keys_hit = True
+                break
+        line = self._line(fields, keys_hit=keys_hit)
         self._next_seq += count - 1
         self._file.write(line)
         self._file.flush()

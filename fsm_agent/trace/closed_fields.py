@@ -1,0 +1,86 @@
+"""Which fields of an event or effect can never hold a key the library did not choose.
+
+Redaction (DESIGN §8) looks for sensitive key names in every record the writer renders. The
+keys of an unstructured event or effect are its own field names, fixed by its class; only a
+value typed as free-form JSON (a tool input, a model event, a hook payload, an API source
+object) can bring keys from outside. This module decides once per class which of its fields
+are *closed*: the field's name is not a sensitive key, and its type is built only from
+scalars, enums, tuples, unions and attrs classes whose own fields are closed in turn. The
+writer skips closed fields when it looks for sensitive keys and scans every other field in
+full, so a new field typed ``dict[str, Any]`` (or ``Any``, or anything this module does not
+know) is scanned without anyone having to remember it.
+
+Only key names are skipped: configured secrets and API-key-shaped text are still searched
+for in the rendered bytes of the whole record.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from fsm_agent.core.effects import EFFECT_TYPES
+from fsm_agent.core.events import EVENT_TYPES
+from fsm_agent.trace.redact import has_sensitive_key_outside, is_sensitive_key
+
+TAG: Final = "type"
+"""The key of the class-name tag the codec adds to every unstructured event and effect."""
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+_SEQUENCES: Final = frozenset({tuple, list, frozenset})
+
+
+def _is_closed(kind: Any, visiting: frozenset[type]) -> bool:
+    """Whether every key of ``kind`` unstructured is a non-sensitive field name of ours."""
+    if kind in _SCALARS or (isinstance(kind, type) and issubclass(kind, enum.Enum)):
+        return True
+    origin = typing.get_origin(kind)
+    if origin is typing.Literal:
+        return all(type(value) in _SCALARS for value in typing.get_args(kind))
+    if origin in (typing.Union, types.UnionType) or origin in _SEQUENCES:
+        return all(arg is Ellipsis or _is_closed(arg, visiting) for arg in typing.get_args(kind))
+    if isinstance(kind, type) and attrs.has(kind):
+        if kind in visiting:
+            return True  # a recursive reference: judged by the rest of the class
+        return not _open_fields(kind, visiting | {kind})
+    return False  # Any, dict, Mapping, object, a type variable: free-form
+
+
+def _open_fields(cls: type, visiting: frozenset[type]) -> tuple[str, ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        field.name
+        for field in attrs.fields(cls)
+        if is_sensitive_key(field.name) or not _is_closed(hints[field.name], visiting)
+    )
+
+
+@functools.cache
+def closed_fields(cls: type) -> frozenset[str]:
+    """The field names of attrs class ``cls`` whose values need no key scan (with the tag)."""
+    every = {field.name for field in attrs.fields(cls)}
+    return frozenset(every - set(_open_fields(cls, frozenset({cls})))) | {TAG}
+
+
+@functools.cache
+def closed_fields_by_tag() -> Mapping[str, frozenset[str]]:
+    """:func:`closed_fields` of every event and effect class, by the class's tag."""
+    return types.MappingProxyType(
+        {cls.__name__: closed_fields(cls) for cls in (*EVENT_TYPES, *EFFECT_TYPES)}
+    )
+
+
+_NOTHING_CLOSED: Final[frozenset[str]] = frozenset()
+
+
+def sensitive_key_in(dumped: dict[str, Any]) -> bool:
+    """Whether an unstructured event or effect holds a sensitive key name; its closed fields
+    are skipped, and a tag this module does not know has every field scanned."""
+    closed = closed_fields_by_tag().get(dumped.get(TAG), _NOTHING_CLOSED)  # type: ignore[arg-type]
+    return has_sensitive_key_outside(dumped, closed)
