@@ -67,9 +67,10 @@ _WITHDRAWING = frozenset(
     {"request_retried", "model_fallback", "max_tokens_reduced", "api_error_received"}
 )
 # Loop rows one iteration can take besides retries: start, preprocess (the tool-result budget
-# and its answer, microcompact, collapse staging), compaction, setup, request, stream end, the
-# no-tools or tools branch, finalizing and its waits, one continue.
-_LOOP_ROWS_PER_ITERATION = 20
+# and its answer, snip, microcompact, collapse staging, the exact token count and its answer),
+# compaction, setup, request, stream end, the no-tools or tools branch, finalizing and its
+# waits, one continue.
+_LOOP_ROWS_PER_ITERATION = 23
 _LOOP_ROWS_PER_REQUEST = 2
 _TOOL_ROWS_PER_CALL = 10
 

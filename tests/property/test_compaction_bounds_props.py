@@ -37,26 +37,42 @@ def _steps() -> st.SearchStrategy[list[dict[str, Any]]]:
     return st.lists(st.one_of(tool_turn, tool_turn, refused), min_size=1, max_size=14)
 
 
+# What the API's exact count may say (None: the count fails and the estimate decides).
+_COUNTS = st.lists(st.sampled_from([None, 100, 12_000, 40_000, 250_000]), max_size=10)
+
+
 @given(
     steps=_steps(),
     compactions=st.lists(st.booleans(), max_size=8),
     window=st.sampled_from(_WINDOWS),
     cap=st.integers(min_value=1, max_value=4),
     reactive=st.booleans(),
+    counts=st.one_of(st.none(), _COUNTS),
 )
 def test_compactions_per_user_turn_are_bounded(
-    steps: list[dict[str, Any]], compactions: list[bool], window: int, cap: int, reactive: bool
+    *,
+    steps: list[dict[str, Any]],
+    compactions: list[bool],
+    window: int,
+    cap: int,
+    reactive: bool,
+    counts: list[int | None] | None,
 ) -> None:
-    """However the context overflows, a user turn compacts at most max_compactions_per_turn
-    times, never three times without a model response between, and every invariant holds."""
+    """However the context overflows (reported usage, refusals, or exact counts that say it
+    is over), a user turn compacts at most max_compactions_per_turn times, never three times
+    without a model response between, and every invariant holds."""
     config = LoopConfig(
-        context_window=window, max_compactions_per_turn=cap, reactive_compact=reactive
+        context_window=window,
+        max_compactions_per_turn=cap,
+        reactive_compact=reactive,
+        count_tokens=counts is not None,
     )
     core = AgentCore(config=config, tools=tool_specs_for(["Read"]))
     world = World(
         scenario=parse_scenario({"steps": [*steps, {"content": [{"text": "done"}]}]}),
         tools={"Read": ToolScript()},
         compactions=tuple(compactions),
+        token_counts=tuple(counts or ()),
     )
     run = WorldRun(core.feed, world, prompt("hi"))
     run.run()

@@ -218,3 +218,41 @@ def test_the_agent_offers_snip_and_replay_removes_the_same(tmp_path: Path) -> No
     calls = [b["id"] for m in last.messages for b in m["content"] if b["type"] == "tool_use"]
     assert calls == ["toolu_002", "toolu_003"]
     assert replay(trace).terminal == "completed"
+
+
+def test_a_run_cut_after_the_snip_call_still_snips_when_resumed(tmp_path: Path) -> None:
+    """A crash right after the Snip call's result was recorded: the resumed run applies the
+    request before its next request, as the uncut run did."""
+    from fsm_agent.trace.replay import resume
+
+    original = tmp_path / "original.jsonl"
+    config = LoopConfig(snip=True)
+    steps = {"steps": [READ, READ, SNIP, TEXT]}
+    Agent(
+        model=ScriptedModel(parse_scenario(steps)),
+        tools=[read],
+        cwd=tmp_path,
+        trace=original,
+        config=config,
+    ).run_sync("look")
+    lines = original.read_bytes().splitlines(keepends=True)
+    finished = next(
+        i
+        for i, line in enumerate(lines)
+        if b'"type":"ToolCallFinished"' in line and b"Asked to snip" in line
+    )
+    crashed = tmp_path / "crashed.jsonl"
+    crashed.write_bytes(b"".join(lines[: finished + 1]))
+    model = ScriptedModel(parse_scenario({"steps": [TEXT]}))
+    agent = Agent(
+        model=model, tools=[read], cwd=tmp_path, trace=tmp_path / "resumed.jsonl", config=config
+    )
+
+    async def go() -> Any:
+        return [u async for u in agent.continue_from(resume(crashed))][-1].result
+
+    assert asyncio.run(go()).terminal == "completed"
+    (last,) = model.requests
+    calls = [b["id"] for m in last.messages for b in m["content"] if b["type"] == "tool_use"]
+    assert calls == ["toolu_002", "toolu_003"]
+    assert replay(tmp_path / "resumed.jsonl").terminal == "completed"

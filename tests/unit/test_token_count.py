@@ -171,3 +171,33 @@ def test_the_effect_names_the_model_and_history_length() -> None:
     (asked,) = [e for _, s in run.steps for e in s.effects if isinstance(e, fx.CountTokens)]
     assert asked.model == core.config.model
     assert asked.message_count == 1
+
+
+def test_a_run_cut_while_the_count_is_out_resumes_and_counts_again(tmp_path: Path) -> None:
+    """A crash after CountTokens was recorded and before its answer: resume asks again, and
+    the run finishes and replays."""
+    from fsm_agent.trace.replay import resume
+
+    original = tmp_path / "original.jsonl"
+    config = LoopConfig(count_tokens=True)
+    model = ScriptedModel(parse_scenario({"steps": [TEXT]}))
+    Agent(model=model, trace=original, cwd=tmp_path, config=config).run_sync("hello")
+    lines = original.read_bytes().splitlines(keepends=True)
+    asked = next(i for i, line in enumerate(lines) if b'"type":"CountTokens"' in line)
+    crashed = tmp_path / "crashed.jsonl"
+    crashed.write_bytes(b"".join(lines[: asked + 1]))
+    point = resume(crashed)
+    assert [type(item.effect).__name__ for item in point.in_flight] == ["CountTokens"]
+    agent = Agent(
+        model=ScriptedModel(parse_scenario({"steps": [TEXT]})),
+        trace=tmp_path / "resumed.jsonl",
+        cwd=tmp_path,
+        config=config,
+    )
+
+    async def go() -> Any:
+        return [u async for u in agent.continue_from(point)][-1].result
+
+    assert asyncio.run(go()).terminal == "completed"
+    assert len(_trace_events(tmp_path / "resumed.jsonl", "TokensCounted")) == 1
+    assert replay(tmp_path / "resumed.jsonl").terminal == "completed"
