@@ -17,7 +17,7 @@ from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.testing.world import World, WorldRun, prompt
-from fsm_agent.trace.replay import replay
+from fsm_agent.trace.replay import replay, resume
 
 TEXT = {"content": [{"text": "done"}]}
 # An autocompact threshold of 10,000 tokens: a prompt of a few characters is far below it.
@@ -176,7 +176,6 @@ def test_the_effect_names_the_model_and_history_length() -> None:
 def test_a_run_cut_while_the_count_is_out_resumes_and_counts_again(tmp_path: Path) -> None:
     """A crash after CountTokens was recorded and before its answer: resume asks again, and
     the run finishes and replays."""
-    from fsm_agent.trace.replay import resume
 
     original = tmp_path / "original.jsonl"
     config = LoopConfig(count_tokens=True)
