@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from fsm_agent.core import effects, events, messages
@@ -166,27 +167,104 @@ def __getattr__(name: str) -> cattrs.Converter:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+_TAG: Final = "type"
+
+
+def _tagged_dumper(cls: type) -> Callable[[Any], dict[str, Any]]:
+    hook = converter().get_unstructure_hook(cls)
+    tag = cls.__name__
+
+    def dump(value: Any) -> dict[str, Any]:
+        out: dict[str, Any] = hook(value)
+        out[_TAG] = tag
+        return out
+
+    return dump
+
+
+def _fast_loader(cls: type) -> Callable[[dict[str, Any]], Any]:
+    from cattrs.gen import make_dict_structure_fn  # noqa: PLC0415 - cattrs is lazy here
+
+    structure: Callable[[dict[str, Any], type], Any] = make_dict_structure_fn(
+        cls, converter(), _cattrs_detailed_validation=False
+    )
+
+    def load(data: dict[str, Any]) -> Any:
+        fields = dict(data)  # the caller's dict keeps its tag
+        del fields[_TAG]
+        return structure(fields, cls)
+
+    return load
+
+
+class _TaggedUnion:
+    """Per-class unstructure and structure functions for the members of one union tagged by
+    class name (events, effects), each made once and cached: the hot paths of the trace
+    writer and of replay skip the converter's generic dispatch (issue 10).
+
+    Structuring takes cattrs' function generated without detailed validation; when it fails,
+    the union is structured again through the converter, whose detailed errors name the bad
+    field (the trace reader turns them into JSON paths), so a malformed line reads as before.
+    """
+
+    def __init__(self, union: Any, members: tuple[type, ...]) -> None:
+        self._union = union
+        self._members = {cls.__name__: cls for cls in members}
+        self._dumpers: dict[type, Callable[[Any], dict[str, Any]]] = {}
+        self._loaders: dict[str, Callable[[dict[str, Any]], Any]] = {}
+
+    def dump(self, value: Any) -> dict[str, Any]:
+        dumper = self._dumpers.get(type(value))
+        if dumper is None:
+            if self._members.get(type(value).__name__) is not type(value):
+                # Not a member: the converter raises its own error.
+                result: dict[str, Any] = converter().unstructure(value, unstructure_as=self._union)
+                return result
+            dumper = self._dumpers[type(value)] = _tagged_dumper(type(value))
+        return dumper(value)
+
+    def load(self, data: Any) -> Any:
+        tag = data.get(_TAG) if type(data) is dict else None
+        loader = self._loaders.get(tag) if type(tag) is str else None
+        if loader is None and tag in self._members:
+            loader = self._loaders[tag] = _fast_loader(self._members[tag])
+        if loader is not None:
+            try:
+                return loader(data)
+            except Exception:
+                pass  # the detailed pass below names what is wrong
+        return converter().structure(data, self._union)
+
+
+@functools.cache
+def _events() -> _TaggedUnion:
+    return _TaggedUnion(events.Event, events.EVENT_TYPES)
+
+
+@functools.cache
+def _effects() -> _TaggedUnion:
+    return _TaggedUnion(effects.Effect, effects.EFFECT_TYPES)
+
+
 def dump_event(event: events.Event) -> dict[str, Any]:
     """An event as a JSON-ready dict with its ``type`` tag."""
-    result: dict[str, Any] = converter().unstructure(event, unstructure_as=events.Event)
-    return result
+    return _events().dump(event)
 
 
 def load_event(data: Any) -> events.Event:
     """Structure an event dict; raises cattrs errors (the trace reader turns them into paths)."""
-    result: events.Event = converter().structure(data, events.Event)  # type: ignore[arg-type]
+    result: events.Event = _events().load(data)
     return result
 
 
 def dump_effect(effect: effects.Effect) -> dict[str, Any]:
     """An effect as a JSON-ready dict with its ``type`` tag."""
-    result: dict[str, Any] = converter().unstructure(effect, unstructure_as=effects.Effect)
-    return result
+    return _effects().dump(effect)
 
 
 def load_effect(data: Any) -> effects.Effect:
     """Structure an effect dict."""
-    result: effects.Effect = converter().structure(data, effects.Effect)  # type: ignore[arg-type]
+    result: effects.Effect = _effects().load(data)
     return result
 
 

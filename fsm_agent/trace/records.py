@@ -483,14 +483,7 @@ def parse_header(data: dict[str, Any], line: int, source: str | None) -> TraceHe
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise _fail(line, "$.meta", f"expected object, got {json_type_name(meta)}", source)
-    try:
-        config = converter().structure(raw_config, LoopConfig)
-    except Exception as exc:
-        raise structure_error(exc, line=line, prefix="$.config", source=source) from None
-    try:
-        tools = converter().structure(raw_tools, tuple[ToolSpec, ...])
-    except Exception as exc:
-        raise structure_error(exc, line=line, prefix="$.tools", source=source) from None
+    config, tools = _header_objects(raw_config, raw_tools, line, source)
     return TraceHeader(
         schema=schema,
         library_version=version,
@@ -499,6 +492,37 @@ def parse_header(data: dict[str, Any], line: int, source: str | None) -> TraceHe
         tools=tools,
         meta=meta,
     )
+
+
+_HEADER_MEMO_LIMIT: Final = 32
+_HEADER_MEMO: Final[dict[bytes, tuple[LoopConfig, tuple[ToolSpec, ...]]]] = {}
+"""Config and tools structured from a header's JSON, by its bytes: a corpus of traces repeats
+a few headers (issue 10). Both are frozen, so sharing them between traces is safe."""
+
+
+def _header_objects(
+    raw_config: dict[str, Any], raw_tools: list[Any], line: int, source: str | None
+) -> tuple[LoopConfig, tuple[ToolSpec, ...]]:
+    try:
+        key = orjson.dumps([raw_config, raw_tools], option=JSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        key = b""  # not JSON the writer could have written: structured (and refused) below
+    known = _HEADER_MEMO.get(key) if key else None
+    if known is not None:
+        return known
+    try:
+        config = converter().structure(raw_config, LoopConfig)
+    except Exception as exc:
+        raise structure_error(exc, line=line, prefix="$.config", source=source) from None
+    try:
+        tools = converter().structure(raw_tools, tuple[ToolSpec, ...])
+    except Exception as exc:
+        raise structure_error(exc, line=line, prefix="$.tools", source=source) from None
+    if key:
+        if len(_HEADER_MEMO) >= _HEADER_MEMO_LIMIT:
+            _HEADER_MEMO.clear()
+        _HEADER_MEMO[key] = (config, tools)
+    return config, tools
 
 
 def parse_event(data: dict[str, Any], line: int, source: str | None) -> Event:

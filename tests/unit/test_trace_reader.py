@@ -206,6 +206,23 @@ def test_bad_header_config(tmp_path: Path, recorded: list[dict[str, Any]]) -> No
     assert "max_turns" in str(error)
 
 
+def test_headers_read_one_after_another_keep_their_own_config(
+    tmp_path: Path, recorded: list[dict[str, Any]]
+) -> None:
+    """Traces whose headers differ in one config value or one tool schema each read back
+    their own, and a broken header is refused even after an equal good one was read."""
+    path = write_schema1(tmp_path / "a.jsonl", recorded)
+    first = read_header(path)
+    recorded[0]["config"]["max_turns"] = 7
+    recorded[0]["tools"][0]["input_schema"] = {"type": "object", "required": ["path"]}
+    second = read_header(write_schema1(tmp_path / "b.jsonl", recorded))
+    assert second.config.max_turns == 7 != first.config.max_turns
+    assert second.tools[0].input_schema["required"] == ["path"]
+    assert read_header(path) == first
+    recorded[0]["config"]["max_turns"] = "many"
+    assert broken(tmp_path, recorded).path == "$.config.max_turns"
+
+
 def test_truncated_last_line(tmp_path: Path, recorded: list[dict[str, Any]]) -> None:
     """A cut-off last line raises TraceTruncated; allow_truncated returns what precedes it."""
     path = write_schema1(tmp_path / "t.jsonl", recorded)
