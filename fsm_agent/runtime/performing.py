@@ -1,6 +1,6 @@
 """What performing one effect does, apart from who schedules it.
 
-The in-process driver (:mod:`fsm_agent.runtime.agent`) runs these as asyncio tasks and feeds
+The in-process driver (:mod:`fsm_agent.runtime.driver`) runs these as asyncio tasks and feeds
 what they report to the core as it arrives; the Temporal driver (:mod:`fsm_agent.temporal`)
 runs them inside activities and feeds what they return from the workflow. Both give the core
 the same answers because both call the code here: how a model request is built and streamed
