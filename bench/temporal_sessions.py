@@ -108,6 +108,51 @@ def sessions_per_second(address: str, *, sessions: int, turns: int) -> float:
             worker.stop()
 
 
+def long_session(address: str, *, turns: int, after: int) -> tuple[int, int, float]:
+    """One session of ``turns`` turns that continues as new after ``after`` history events:
+    how many runs it took, the most events one run's history held, and the time per turn of
+    its last whole run over that of its first (flat: 1.0)."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.client import Client
+
+    from fsm_agent.temporal import session_worker, start_session
+
+    async def hosted() -> tuple[int, int, float]:
+        client = await Client.connect(address)
+        queue = f"bench-{uuid.uuid4().hex[:8]}"
+        async with session_worker(client, task_queue=queue, factory=echo_agent):
+            handle = await start_session(
+                client, "go", task_queue=queue, params={"turns": turns}, continue_after_events=after
+            )
+            await handle.result()
+            per_turn: list[float] = []
+            longest = 0
+            run_id = handle.first_execution_run_id
+            while run_id:
+                history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
+                events = history.events
+                longest = max(longest, len(events))
+                calls = sum(
+                    1
+                    for e in events
+                    if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+                    and e.activity_task_scheduled_event_attributes.activity_type.name
+                    == "fsm_agent.call_model"
+                )
+                span = events[-1].event_time.ToDatetime() - events[0].event_time.ToDatetime()
+                per_turn.append(span.total_seconds() / max(calls, 1))
+                last = events[-1]
+                run_id = (
+                    last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+                    if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+                    else ""
+                )
+        whole = per_turn[:-1] if len(per_turn) > 2 else per_turn  # the last run is partial
+        return len(per_turn), longest, whole[-1] / whole[0]
+
+    return asyncio.run(hosted())
+
+
 def report(row: Callable[[str, str, str], None], *, quick: bool) -> None:
     """Print the Temporal rows, or why they are skipped."""
     reason = missing()
@@ -123,6 +168,19 @@ def report(row: Callable[[str, str, str], None], *, quick: bool) -> None:
             "Temporal session, per turn",
             f"{hosted * 1e3:8.2f} ms",
             f"{hosted / local:.0f}× the in-process Agent ({local * 1e3:.2f} ms), same world",
+        )
+        turns, after = (300, 500) if quick else (1_000, 1_000)
+        runs, longest, drift = long_session(server.address, turns=turns, after=after)
+        row(
+            "Temporal long session, history",
+            f"{longest:8d} events",
+            f"most in one run; {turns} turns took {runs} runs (continue after {after} events)",
+        )
+        row(
+            "Temporal long session, per turn",
+            f"{drift:8.2f}×",
+            "last whole run over the first (flat: 1.0); the scripted context is never "
+            "compacted, and all of it travels with every model call",
         )
         count = 8 if quick else 40
         rate = sessions_per_second(server.address, sessions=count, turns=2)

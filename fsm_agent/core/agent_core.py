@@ -347,7 +347,6 @@ class AgentCore:
             tool_context=dict(self._tool_context),
             session_rules=tuple(self._session_rules),
             answered=tuple(sorted(self._answered)),
-            results_seen=self._budget.seen_ids(),
             collapse_staged=collapse.staged,
             collapse_committed=collapse.committed,
             collapse_staging=collapse.staging,
@@ -407,7 +406,7 @@ class AgentCore:
         self._answered = set(checkpoint.answered)
         # At a request boundary every tool_use seen so far has its result.
         self._tool_ids = set(checkpoint.answered)
-        self._budget.restore_seen(checkpoint.results_seen, checkpoint.state.messages)
+        self._budget.mark_sent(checkpoint.state.messages)
         collapse = self._collapse
         collapse.staged = checkpoint.collapse_staged
         collapse.committed = checkpoint.collapse_committed

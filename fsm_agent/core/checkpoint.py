@@ -49,7 +49,6 @@ class CoreCheckpoint:
         tool_context: context that tools' updates changed.
         session_rules: allow rules added by "allow always" answers.
         answered: tool_use ids that have their tool_result.
-        results_seen: tool_use ids whose result a request carried (SPEC §7.1, frozen fates).
         collapse_staged: the staged collapse span (SPEC §7.4), if any.
         collapse_committed: the committed collapse span, if any.
         collapse_staging: the ``StageCollapse`` effect in flight, if any.
@@ -89,7 +88,6 @@ class CoreCheckpoint:
     tool_context: dict[str, Any] = attrs.field(factory=dict)
     session_rules: tuple[str, ...] = ()
     answered: tuple[str, ...] = ()
-    results_seen: tuple[str, ...] = ()
     collapse_staged: CollapsedSpan | None = None
     collapse_committed: CollapsedSpan | None = None
     collapse_staging: str | None = None
@@ -148,9 +146,11 @@ CARRIED: Final = frozenset(
         "_transcript",
     }
 )
-"""The core's attributes a checkpoint carries (``_transcript`` as a count, ``_budget`` as the
-ids it has seen, ``_collapse`` as its spans, ``_token_estimate`` as its adjustment: its exact
-count is forgotten when the next iteration starts, and nothing reads it before)."""
+"""The core's attributes a checkpoint carries (``_transcript`` as a count, ``_collapse`` as its
+spans, ``_budget`` as the history: at a request boundary every result in the history has just
+been sent, and results no longer in it are never asked about again; ``_token_estimate`` as its
+adjustment: its exact count is forgotten when the next iteration starts, and nothing reads it
+before)."""
 
 NOT_CARRIED: Final = frozenset(
     {

@@ -21,7 +21,7 @@ scanned, except once after compaction or collapse replaced the history.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 
@@ -124,16 +124,6 @@ class ToolResultBudget:
                 )
         self._sent_count = len(messages)
         self._sent_last = messages[-1] if messages else None
-
-    def seen_ids(self) -> tuple[str, ...]:
-        """Every tool_use id whose result a request carried, sorted (for a checkpoint)."""
-        return tuple(sorted(self._seen))
-
-    def restore_seen(self, ids: Iterable[str], sent: Sequence[Message]) -> None:
-        """Take back what :meth:`seen_ids` gave, with ``sent`` the messages of the last
-        request (what a checkpoint's state holds)."""
-        self._seen = set(ids)
-        self.mark_sent(sent)
 
     def seen(self, tool_use_id: str) -> bool:
         """Whether a request has carried this result (its fate is then frozen)."""

@@ -37,7 +37,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from fsm_agent.core import codec, texts
@@ -130,7 +130,14 @@ class SessionWorkflow:
         }
         self._heartbeat = timedelta(seconds=float(start.get("heartbeat_timeout_s") or 10.0))
         limit = start.get("continue_after_events")
-        self._continue_after = None if limit is None else int(limit)
+        if limit is not None and (type(limit) is not int or limit < 1):
+            # A session started by hand with a bad bound: fail it now, naming the bound.
+            raise ApplicationError(
+                f"continue_after_events must be a positive number of history events, not {limit!r}",
+                type="ConfigError",
+                non_retryable=True,
+            )
+        self._continue_after = limit
         continued: dict[str, Any] | None = start.get("continued")
         if continued is None:
             self._described: dict[str, Any] = await workflow.execute_local_activity(

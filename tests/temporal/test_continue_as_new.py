@@ -4,6 +4,7 @@ seamlessly, its trace stays one file that replays, and clients notice nothing.""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,10 @@ import pytest
 pytest.importorskip("temporalio", reason="the fsm_agent[temporal] extra is not installed")
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowHistory
 from temporalio.worker import Replayer
 
+from fsm_agent.core import texts
 from fsm_agent.errors import ConfigError
 from fsm_agent.temporal import (
     SessionWorkflow,
@@ -24,9 +26,11 @@ from fsm_agent.temporal import (
     watch_session,
     workflow_runner,
 )
+from fsm_agent.temporal.workflow import SESSION_WORKFLOW
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.replay import replay
 
+from .conftest import WorkerProcess, causes_of, worker
 from .session_agents import scripted
 from .test_sessions import folders, loop_names, reply, use
 
@@ -136,6 +140,56 @@ def test_abort_signal_reaches_a_continued_run(temporal_address: str, tmp_path: P
     assert replay(records).terminal == result["terminal"]
 
 
+def test_a_worker_killed_across_continued_runs_runs_no_side_effect_twice(
+    temporal_address: str, worker_processes: list[WorkerProcess], tmp_path: Path
+) -> None:
+    """A worker SIGKILLed once the session has continued as new: a second worker finishes
+    it; no Append happened twice, one is missing only where the trace says a call may have
+    run or a model call was lost, and the one trace replays."""
+    work, trace = folders(tmp_path)
+    queue = f"long-kill-{uuid.uuid4().hex[:8]}"
+    steps = [{"content": [use("Append", line=f"line {n}")]} for n in range(16)]
+    params: dict[str, Any] = {"steps": [*steps, reply("done")], "cwd": str(work)}
+    params.update(allow=["Append"], linger_s=0.3)
+    worker_processes.append(worker(temporal_address, queue))
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(temporal_address)
+        handle = await start_session(
+            client,
+            "go",
+            task_queue=queue,
+            params=params,
+            trace=str(trace),
+            heartbeat_timeout_s=2.0,
+            continue_after_events=THRESHOLD,
+        )
+        while (await handle.query("status"))["runs"] < 2:
+            await asyncio.sleep(0.05)
+        worker_processes[0].kill()
+        worker_processes.append(worker(temporal_address, queue))
+        result: dict[str, Any] = await asyncio.wait_for(handle.result(), timeout=120)
+        return result
+
+    result = asyncio.run(go())
+    assert result["terminal"] == "completed"
+    assert result["runs"] >= 2
+    written = (work / "ledger.txt").read_text(encoding="utf-8").splitlines()
+    assert len(written) == len(set(written))  # at most once each
+    records = read_trace(trace)
+    events = [r.data["event"] for r in records.of_kind("event")]
+    not_rerun = [
+        e
+        for e in events
+        if e["type"] == "ToolCallFinished" and e["content"] == texts.not_rerun("Append")
+    ]
+    # A model call lost with the worker is asked again, and the scripted model, which
+    # counts requests, answers the retry with its next step: that step's Append is skipped.
+    lost = [e for e in events if e["type"] == "ModelStreamFailed" and e["kind"] == "connection"]
+    assert len(written) >= len(steps) - len(not_rerun) - len(lost)
+    assert replay(records).terminal == "completed"
+
+
 def test_a_bad_history_threshold_is_refused_before_starting() -> None:
     """continue_after_events of 0, a negative number, a bool or a string is a ConfigError."""
 
@@ -145,3 +199,28 @@ def test_a_bad_history_threshold_is_refused_before_starting() -> None:
     for value in (0, -5, True, "100"):
         with pytest.raises(ConfigError, match="continue_after_events"):
             asyncio.run(go(value))
+
+
+def test_a_bad_history_threshold_given_to_the_workflow_fails_it_at_once(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """A session started by hand with a threshold that is no positive integer fails at
+    once, naming the bound, instead of retrying its first task for ever."""
+    work, _trace = folders(tmp_path)
+
+    async def go() -> None:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="bad-bound", factory=scripted):
+            start = {
+                "prompt": "go",
+                "params": {"steps": [reply("hi")], "cwd": str(work)},
+                "continue_after_events": "many",
+            }
+            handle = await client.start_workflow(
+                SESSION_WORKFLOW, start, id=f"bad-{uuid.uuid4().hex[:8]}", task_queue="bad-bound"
+            )
+            await asyncio.wait_for(handle.result(), timeout=30)
+
+    with pytest.raises(WorkflowFailureError) as failed:
+        asyncio.run(go())
+    assert any("continue_after_events must be a positive" in c for c in causes_of(failed.value))
