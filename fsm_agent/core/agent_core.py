@@ -1268,8 +1268,18 @@ class AgentCore:
         # SPEC §7.5: an exact count replaces the estimate for this request; a failed count
         # (recorded in the event) leaves the estimate in charge.
         event: ev.TokensCounted = self._event
-        if event.input_tokens is not None and event.input_tokens >= 0:
-            self._token_estimate.take_count(event.input_tokens, self.messages_for_query())
+        tokens = event.input_tokens
+        if tokens is None or tokens < 0:
+            return
+        self._token_estimate.take_count(tokens, self.messages_for_query())
+        # The refill breaker with the exact figure: the first count after a reactive
+        # compaction still over the threshold means it refilled at once (the estimate that
+        # judged it in _count_compaction could not see that), so nothing compacts again.
+        if (
+            self._state.transition == "reactive_compact_retry"
+            and tokens >= self.config.autocompact_threshold
+        ):
+            self._compaction_refilled = True
 
     def _await(self, effect: fx.Effect) -> None:
         self._awaiting = getattr(effect, "effect_id", None)

@@ -122,21 +122,25 @@ def scripted(
     deny: list[str] | None = None,
     trace: str | None = None,
     count_tokens: bool = False,
+    snip: bool = False,
     telemetry: Telemetry | None = None,
     notes: bool = False,
     unsupported: str | None = None,
 ) -> Agent:
     """An agent playing ``steps`` with Read, Write and Append in ``cwd`` (``count_tokens``:
-    the exact count is asked before each request; ``telemetry``: from a test's own factory,
-    not from JSON params; ``notes``: with the :data:`NOTES` providers; ``unsupported``: with
-    a part Temporal refuses, see :func:`_unsupported`)."""
+    the exact count is asked before each request; ``snip``: the model may snip old turns;
+    ``telemetry``: from a test's own factory, not from JSON params; ``notes``: with the
+    :data:`NOTES` providers; ``unsupported``: with a part Temporal refuses, see
+    :func:`_unsupported`)."""
     folder = Path(cwd)
     hooks = Hooks(stop=[_stop_once(folder)]) if stop_hook else Hooks()
     options = _unsupported(unsupported)
     return Agent(
         model=ScriptedModel(parse_scenario({"steps": steps}), name=MODEL),
         tools=[Read(), Write(), Append(linger_s), *options.pop("tools", ())],
-        config=LoopConfig(model=MODEL, retry_base_ms=1, retry_cap_ms=5, count_tokens=count_tokens),
+        config=LoopConfig(
+            model=MODEL, retry_base_ms=1, retry_cap_ms=5, count_tokens=count_tokens, snip=snip
+        ),
         hooks=hooks,
         permissions=PermissionPolicy(allow=tuple(allow or ()), deny=tuple(deny or ())),
         cwd=folder,

@@ -297,3 +297,34 @@ def test_approve_at_an_address_where_no_cluster_answers_names_it(
     status = cli.main(["approve", "s", "toolu_1", "allow", "--address", "127.0.0.1:1"])
     assert status == 1
     assert "cannot reach a Temporal cluster at 127.0.0.1:1" in capsys.readouterr().err
+
+
+def test_a_session_snips_through_the_worker_tool(temporal_address: str, tmp_path: Path) -> None:
+    """With ``snip`` on, the worker's agent offers Snip; its request reaches the workflow's
+    core through the call's result, the round leaves what is sent, and the trace replays."""
+    work, trace = folders(tmp_path)
+    steps = [
+        {"content": [use("Append", line="x")]},
+        {"content": [use("Snip", ids=["toolu_001"])]},
+        reply("ok"),
+    ]
+    params = {"steps": steps, "cwd": str(work), "allow": ["Append"], "snip": True}
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="snipping", factory=scripted):
+            handle = await start_session(
+                client, "go", task_queue="snipping", params=params, trace=str(trace)
+            )
+            result: dict[str, Any] = await handle.result()
+            return result
+
+    assert asyncio.run(go())["terminal"] == "completed"
+    assert "history_snipped" in loop_names(trace)
+    notes = [
+        str(r.data["effect"]["message"])
+        for r in read_trace(trace).of_kind("effect")
+        if r.data["effect"]["type"] == "Emit"
+    ]
+    assert any("Snipped toolu_001: 2 messages left the conversation" in n for n in notes)
+    assert replay(read_trace(trace)).terminal == "completed"

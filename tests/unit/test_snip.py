@@ -29,7 +29,8 @@ from fsm_agent.runtime.agent import Agent
 from fsm_agent.runtime.tool import tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.testing.world import ToolScript, World, WorldRun, prompt
-from fsm_agent.trace.replay import replay
+from fsm_agent.toolbox.snip import Snip, SnipInput
+from fsm_agent.trace.replay import replay, resume
 
 
 def _user(uuid: str, text: str = "note", *, meta: bool = False) -> UserMessage:
@@ -223,7 +224,6 @@ def test_the_agent_offers_snip_and_replay_removes_the_same(tmp_path: Path) -> No
 def test_a_run_cut_after_the_snip_call_still_snips_when_resumed(tmp_path: Path) -> None:
     """A crash right after the Snip call's result was recorded: the resumed run applies the
     request before its next request, as the uncut run did."""
-    from fsm_agent.trace.replay import resume
 
     original = tmp_path / "original.jsonl"
     config = LoopConfig(snip=True)
@@ -256,3 +256,17 @@ def test_a_run_cut_after_the_snip_call_still_snips_when_resumed(tmp_path: Path) 
     calls = [b["id"] for m in last.messages for b in m["content"] if b["type"] == "tool_use"]
     assert calls == ["toolu_002", "toolu_003"]
     assert replay(tmp_path / "resumed.jsonl").terminal == "completed"
+
+
+def test_the_snip_tool_refuses_hostile_input_before_it_runs() -> None:
+    """No ids, more than fifty, or a blank id: validation says so and nothing is asked."""
+
+    snip = Snip()
+
+    def check(ids: list[str]) -> str | None:
+        return asyncio.run(snip.validate_input(SnipInput(ids=ids), None))  # type: ignore[arg-type]
+
+    assert check([]) == "name at least one id"
+    assert check(["t"] * (MAX_SNIP_IDS + 1)) == f"name at most {MAX_SNIP_IDS} ids at a time"
+    assert check(["t1", "  "]) == "every id must be a non-empty string"
+    assert check(["t1"]) is None

@@ -15,9 +15,10 @@ from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent
+from fsm_agent.testing.invariants import check_run
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.testing.world import World, WorldRun, prompt
-from fsm_agent.trace.replay import replay
+from fsm_agent.trace.replay import replay, resume
 
 TEXT = {"content": [{"text": "done"}]}
 # An autocompact threshold of 10,000 tokens: a prompt of a few characters is far below it.
@@ -176,7 +177,6 @@ def test_the_effect_names_the_model_and_history_length() -> None:
 def test_a_run_cut_while_the_count_is_out_resumes_and_counts_again(tmp_path: Path) -> None:
     """A crash after CountTokens was recorded and before its answer: resume asks again, and
     the run finishes and replays."""
-    from fsm_agent.trace.replay import resume
 
     original = tmp_path / "original.jsonl"
     config = LoopConfig(count_tokens=True)
@@ -201,3 +201,17 @@ def test_a_run_cut_while_the_count_is_out_resumes_and_counts_again(tmp_path: Pat
     assert asyncio.run(go()).terminal == "completed"
     assert len(_trace_events(tmp_path / "resumed.jsonl", "TokensCounted")) == 1
     assert replay(tmp_path / "resumed.jsonl").terminal == "completed"
+
+
+def test_a_count_still_over_after_a_compaction_stops_compacting() -> None:
+    """Autocompact, a refusal, reactive compact, then a count still over the threshold: the
+    compaction refilled at once, so the run does not compact a third time without a
+    response (the refill breaker, with the exact figure)."""
+    core = AgentCore(config=SMALL_WINDOW)
+    steps = [{"error": {"kind": "prompt_too_long"}}, TEXT]
+    world = World(scenario=parse_scenario({"steps": steps}), token_counts=(12_000, 12_000))
+    run = WorldRun(core.feed, world, prompt("hi"))
+    run.run()
+    names = _names(run)
+    assert names.count("autocompact_done") + names.count("reactive_compact_retry") == 2
+    assert check_run(core, run.steps, SMALL_WINDOW, model_steps=2) == []
