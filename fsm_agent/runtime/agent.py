@@ -8,7 +8,6 @@ writer and no model machinery (issue 10, DESIGN §7).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import time
@@ -169,6 +168,13 @@ Sleep = Callable[[float], Awaitable[None]]
 """An async sleep of some seconds (``asyncio.sleep``); replaceable so tests do not wait."""
 
 
+async def _asyncio_sleep(seconds: float) -> None:
+    """``asyncio.sleep``, with asyncio loaded when a run first waits, not with this module."""
+    import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no event loop machinery
+
+    await asyncio.sleep(seconds)
+
+
 # --- the agent ----------------------------------------------------------------------------------
 
 
@@ -242,7 +248,7 @@ class Agent:
         cwd: str | os.PathLike[str] | None = None,
         system: str = "",
         secrets: Sequence[str] = (),
-        sleep: Sleep = asyncio.sleep,
+        sleep: Sleep = _asyncio_sleep,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         price: ModelPrice | None = None,
@@ -322,6 +328,8 @@ class Agent:
         Raises:
             UsageError: called where an event loop is already running (``await run``).
         """
+        import asyncio  # noqa: PLC0415 - issue 10, see _asyncio_sleep
+
         with contextlib.suppress(RuntimeError):  # RuntimeError: no loop runs, as it should be
             asyncio.get_running_loop()
             raise UsageError("run_sync cannot run inside an event loop: await agent.run(...)")
