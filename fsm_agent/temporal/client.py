@@ -56,15 +56,7 @@ async def start_session(
         ConfigError: ``continue_after_events`` is not a positive integer.
     """
     as_messages(prompt)  # the same check as the in-process agent: an empty prompt is refused
-    if continue_after_events is not None and (
-        isinstance(continue_after_events, bool)
-        or not isinstance(continue_after_events, int)
-        or continue_after_events < 1
-    ):
-        raise ConfigError(
-            f"continue_after_events must be a positive number of history events, "
-            f"not {continue_after_events!r}"
-        )
+    check_history_bound(continue_after_events)
     start = {
         "prompt": prompt,
         "params": dict(params or {}),
@@ -78,6 +70,23 @@ async def start_session(
         id=session_id or f"fsm-agent-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
     )
+
+
+def check_history_bound(continue_after_events: object) -> None:
+    """Refuse a ``continue_after_events`` that is not None or a positive integer.
+
+    Raises:
+        ConfigError: naming the value given.
+    """
+    if continue_after_events is not None and (
+        isinstance(continue_after_events, bool)
+        or not isinstance(continue_after_events, int)
+        or continue_after_events < 1
+    ):
+        raise ConfigError(
+            f"continue_after_events must be a positive number of history events, "
+            f"not {continue_after_events!r}"
+        )
 
 
 async def watch_session(

@@ -73,6 +73,14 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
         metavar="JSON",
         help="with --temporal: a JSON object passed to the workers' agent factory",
     )
+    run.add_argument(
+        "--continue-after-events",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --temporal: continue the session as a new run once its history holds N "
+        "events (the server's own suggestion applies either way)",
+    )
 
 
 def _require_temporalio() -> None:
@@ -132,15 +140,23 @@ def run_command(args: argparse.Namespace) -> int:
     _require_temporalio()
     from fsm_agent.temporal.client import (  # noqa: PLC0415
         answer_permission,
+        check_history_bound,
         connect,
         start_session,
         watch_session,
     )
 
+    check_history_bound(args.continue_after_events)  # before reaching for the cluster
+
     async def go() -> dict[str, Any]:
         client = await connect(args.address, namespace=args.namespace)
         handle = await start_session(
-            client, args.prompt, task_queue=args.task_queue, params=params, trace=args.trace
+            client,
+            args.prompt,
+            task_queue=args.task_queue,
+            params=params,
+            trace=args.trace,
+            continue_after_events=args.continue_after_events,
         )
         print(f"session {handle.id} on task queue {args.task_queue!r}", flush=True)
         async for item in watch_session(handle):
@@ -162,5 +178,6 @@ def run_command(args: argparse.Namespace) -> int:
         return result
 
     result = asyncio.run(go())
-    print(f"\nended: {result['terminal']}   turns: {result['turns']}   trace: {result['trace']}")
+    ended = f"ended: {result['terminal']}   turns: {result['turns']}   runs: {result['runs']}"
+    print(f"\n{ended}   trace: {result['trace']}")
     return 0 if result["terminal"] == "completed" else 1

@@ -41,6 +41,17 @@ def test_run_temporal_params_must_be_a_json_object(capsys: pytest.CaptureFixture
     assert "--params is not JSON" in capsys.readouterr().err
 
 
+def test_run_temporal_refuses_a_history_bound_below_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--continue-after-events 0 or less fails before any connection, naming the bound."""
+    pytest.importorskip("temporalio", reason="the fsm_agent[temporal] extra is not installed")
+    for bound in ("0", "-3"):
+        argv = ["run", "hi", "--temporal", "--continue-after-events", bound]
+        assert cli.main(argv) == cli.EXIT_FAILED
+        assert "continue_after_events must be a positive number" in capsys.readouterr().err
+
+
 def test_the_command_line_does_not_import_temporalio() -> None:
     """Parsing the command line (which knows the Temporal commands) loads no temporalio."""
     code = (
