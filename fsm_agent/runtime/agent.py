@@ -8,7 +8,6 @@ writer and no model machinery (issue 10, DESIGN §7).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -168,6 +167,13 @@ Sleep = Callable[[float], Awaitable[None]]
 """An async sleep of some seconds (``asyncio.sleep``); replaceable so tests do not wait."""
 
 
+async def _asyncio_sleep(seconds: float) -> None:
+    """``asyncio.sleep``, with asyncio loaded when a run first waits, not with this module."""
+    import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no event loop machinery
+
+    await asyncio.sleep(seconds)
+
+
 # --- the agent ----------------------------------------------------------------------------------
 
 
@@ -241,7 +247,7 @@ class Agent:
         cwd: str | os.PathLike[str] | None = None,
         system: str = "",
         secrets: Sequence[str] = (),
-        sleep: Sleep = asyncio.sleep,
+        sleep: Sleep = _asyncio_sleep,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         price: ModelPrice | None = None,
@@ -312,6 +318,8 @@ class Agent:
 
     def run_sync(self, prompt: str | Sequence[Message]) -> RunResult:
         """``run`` in a fresh event loop; Ctrl-C aborts the run cleanly and re-raises."""
+        import asyncio  # noqa: PLC0415 - issue 10, see _asyncio_sleep
+
         return asyncio.run(self.run(prompt))
 
     async def stream(self, prompt: str | Sequence[Message]) -> AsyncIterator[Update]:

@@ -18,20 +18,22 @@ A provider says when it runs (:class:`AttachmentTiming`):
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import enum
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
 from fsm_agent.core import texts
 from fsm_agent.core.messages import AttachmentKind, AttachmentMessage, Message
 from fsm_agent.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class AttachmentTiming(enum.Enum):
@@ -182,12 +184,16 @@ class AttachmentCollector:
 
     def turn_started(self, request: AttachmentRequest) -> None:
         """Start the once-per-user-turn prefetches (SPEC §1.1 memory prefetch)."""
+        import asyncio  # noqa: PLC0415 - issue 10: loaded by the first run
+
         self._cancel(self._turn_prefetch)
         for provider in self._of(AttachmentTiming.TURN_PREFETCH):
             self._turn_prefetch[provider.name] = asyncio.ensure_future(provider.collect(request))
 
     def iteration_started(self, request: AttachmentRequest) -> None:
         """Start the per-iteration prefetches (SPEC §1.2 S0 skill discovery)."""
+        import asyncio  # noqa: PLC0415 - issue 10: loaded by the first run
+
         self._cancel(self._iteration_prefetch)
         for provider in self._of(AttachmentTiming.ITERATION_PREFETCH):
             task = asyncio.ensure_future(provider.collect(request))
@@ -246,6 +252,8 @@ class AttachmentCollector:
 
     async def close(self) -> None:
         """Cancel the prefetches still running (the turn is over) and wait for them."""
+        import asyncio  # noqa: PLC0415 - issue 10: loaded by the first run
+
         pending = [*self._turn_prefetch.values(), *self._iteration_prefetch.values()]
         self._cancel(self._turn_prefetch)
         self._cancel(self._iteration_prefetch)

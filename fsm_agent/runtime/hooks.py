@@ -13,7 +13,6 @@ message naming it, and blocks nothing.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,7 +22,6 @@ import attrs
 from fsm_agent.core import texts
 from fsm_agent.core.effects import HookEvent
 from fsm_agent.core.events import HookDecision, HookOutcome
-from fsm_agent.runtime.command_hooks import run_command_hook
 from fsm_agent.runtime.hook_settings import matchers_from_settings
 from fsm_agent.runtime.hook_spec import (
     DEFAULT_TIMEOUT_S,
@@ -144,6 +142,8 @@ class Hooks:
         chosen = self.selected(hook_input)
         if not chosen:
             return HookOutcome()
+        import asyncio  # noqa: PLC0415 - issue 10: loaded by the first run
+
         outcomes = await asyncio.gather(
             *(_run_one(hook, timeout, hook_input, default_timeout_s) for hook, timeout in chosen)
         )
@@ -177,6 +177,10 @@ async def _run_one(
     hook_input: HookInput,
     default_timeout: float | None,
 ) -> HookOutcome:
+    import asyncio  # noqa: PLC0415 - issue 10: loaded by the first run
+
+    from fsm_agent.runtime.command_hooks import run_command_hook  # noqa: PLC0415 - issue 10: loaded by the first run
+
     label = hook_input.hook_event.value
     if isinstance(hook, CommandHook):
         default = (

@@ -19,7 +19,6 @@ driver cancels running tools on abort.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import enum
 import functools
@@ -43,6 +42,8 @@ from fsm_agent.runtime.result_files import PREVIEW_CHARS, preview_of, save_resul
 from fsm_agent.trace.json_limits import escape_surrogates
 
 if TYPE_CHECKING:
+    import asyncio
+
     import cattrs
 
     from fsm_agent.runtime.subagent_link import ParentRun
@@ -91,6 +92,14 @@ class ToolInputError(FsmAgentError):
     """
 
 
+def _abort_flag() -> asyncio.Event:
+    """A fresh ``ToolContext.abort``: asyncio is loaded with the first context a run makes,
+    not with this module (issue 10)."""
+    import asyncio  # noqa: PLC0415 - see the docstring
+
+    return asyncio.Event()
+
+
 @attrs.define(kw_only=True)
 class ToolContext:
     """What a running tool may know about its surroundings.
@@ -115,7 +124,7 @@ class ToolContext:
     """
 
     cwd: Path
-    abort: asyncio.Event = attrs.field(factory=asyncio.Event)
+    abort: asyncio.Event = attrs.field(factory=_abort_flag)
     allow_outside: bool = False
     additional_directories: tuple[Path, ...] = ()
     checked_path: Path | None = None
@@ -330,6 +339,8 @@ async def run_validation(
         return ToolInputValidated(call_id=call_id, ok=False, error=_wrap(text))
     safe = _predicate(tool.is_concurrency_safe, data)
     read_only = _predicate(tool.is_read_only, data)
+    import asyncio  # noqa: PLC0415 - issue 10: loaded by the first run
+
     deadline = asyncio.timeout(timeout_s)
     try:
         async with deadline:
@@ -382,6 +393,8 @@ async def run_call(
             saying so (``LoopConfig.tool_timeout_ms``); None waits for ever. A tool working
             in a thread is only abandoned, not stopped: such tools bound their own work.
     """
+    import asyncio  # noqa: PLC0415 - issue 10: loaded by the first run
+
     deadline = asyncio.timeout(timeout_s)
     try:
         async with deadline:

@@ -23,6 +23,7 @@ def test_every_public_name_of_a_lazy_package_resolves(package: object) -> None:
 
 
 RUN_MACHINERY = (
+    "asyncio",
     "fsm_agent.core.agent_core",
     "fsm_agent.core.tables",
     "fsm_agent.runtime.driver",
@@ -31,7 +32,7 @@ RUN_MACHINERY = (
     "fsm_agent.runtime.models",
     "fsm_agent.trace.writer",
 )
-"""What only a run needs: the core and its tables, the driver, the effect performer,
+"""What only a run needs: asyncio, the core and its tables, the driver, the effect performer,
 compaction, the model machinery and the trace writer (issue 10)."""
 
 
@@ -113,7 +114,8 @@ assert agent.tool("echo") is echo
 
 def test_building_an_agent_loads_no_run_machinery() -> None:
     """Building an ``Agent`` with a tool, hooks, permission rules and a config checks them
-    without loading the core, the driver, compaction, the models or the trace writer."""
+    without loading asyncio, the core, the driver, compaction, the models or the trace
+    writer."""
     assert _loaded_after(BUILD_AN_AGENT, RUN_MACHINERY) == []
 
 
