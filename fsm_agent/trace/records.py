@@ -144,13 +144,20 @@ class TraceHeader:
 
     def to_record(self) -> dict[str, Any]:
         """The header as a record dict (what line 1 of a trace holds)."""
+        return self.record_with(
+            config=converter().unstructure(self.config),
+            tools=[converter().unstructure(tool) for tool in self.tools],
+        )
+
+    def record_with(self, *, config: dict[str, Any], tools: list[Any]) -> dict[str, Any]:
+        """The header as a record dict, its config and tools given already unstructured."""
         return {
             "record": "header",
             "schema": self.schema,
             "library_version": self.library_version,
             "table_digest": self.table_digest,
-            "config": converter().unstructure(self.config),
-            "tools": [converter().unstructure(tool) for tool in self.tools],
+            "config": config,
+            "tools": tools,
             "meta": dict(self.meta),
         }
 

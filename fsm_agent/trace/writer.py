@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Protocol
 
+import attrs
 import orjson
 
 import fsm_agent
@@ -73,6 +74,42 @@ def current_table_digest() -> str:
 
     digest: str = table_digest()
     return digest
+
+
+@attrs.frozen
+class _Setup:
+    """A header's config and tools unstructured (shared, never changed once made) and
+    whether a sensitive key name occurs in them."""
+
+    source: tuple[LoopConfig, tuple[ToolSpec, ...]]
+    config: dict[str, Any]
+    tools: list[Any]
+    keys_hit: bool
+
+
+_LAST_SETUP: list[_Setup] = []
+
+
+def _unstructured_setup(config: LoopConfig, tools: tuple[ToolSpec, ...]) -> _Setup:
+    """The :class:`_Setup` of ``config`` and ``tools``, made again only when they are not the
+    very objects the last writer was given (issue 10: most runs of a process share both)."""
+    if _LAST_SETUP:
+        last = _LAST_SETUP[0]
+        last_config, last_tools = last.source
+        if (
+            last_config is config
+            and len(last_tools) == len(tools)
+            and all(old is new for old, new in zip(last_tools, tools, strict=True))
+        ):
+            return last
+    from fsm_agent.core.codec import converter  # noqa: PLC0415 - built on first use
+
+    config_dict = converter().unstructure(config)
+    tools_list = [converter().unstructure(tool) for tool in tools]
+    keys_hit = has_sensitive_key(config_dict) or has_sensitive_key(tools_list)
+    setup = _Setup((config, tools), config_dict, tools_list, keys_hit)
+    _LAST_SETUP[:] = [setup]
+    return setup
 
 
 class TraceWriter:
@@ -152,8 +189,9 @@ class TraceWriter:
             tools=tuple(tools),
             meta=dict(meta or {}),
         )
+        self._setup = _unstructured_setup(config, self.header.tools)
         if next_seq is None:
-            self._write(self.header.to_record())
+            self._write(self.header.record_with(config=self._setup.config, tools=self._setup.tools))
 
     @property
     def started(self) -> float:
@@ -170,7 +208,14 @@ class TraceWriter:
         return event_dict
 
     def _serialize(self, event_dict: MutableMapping[str, Any], **_options: Any) -> bytes:
-        return self._render(event_dict, keys_hit=has_sensitive_key(event_dict))
+        setup = self._setup
+        if event_dict.get("config") is setup.config and event_dict.get("tools") is setup.tools:
+            # This writer's own header: its other keys are fixed, its config and tools were
+            # scanned when they were unstructured; only meta is new.
+            keys_hit = setup.keys_hit or has_sensitive_key(event_dict.get("meta"))
+        else:
+            keys_hit = has_sensitive_key(event_dict)
+        return self._render(event_dict, keys_hit=keys_hit)
 
     def _render(self, fields: Mapping[str, Any], *, keys_hit: bool) -> bytes:
         """``fields`` serialized and redacted; ``keys_hit``: whether a sensitive key name

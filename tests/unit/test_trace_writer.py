@@ -305,3 +305,28 @@ def test_a_continuing_writer_goes_on_where_the_first_stopped() -> None:
     late.write_event(events[1])
     assert first.getvalue() + second.getvalue() == whole.getvalue()
     assert late.header == early.header
+
+
+def _header_of(buffer: io.BytesIO) -> dict[str, object]:
+    header: dict[str, object] = orjson.loads(buffer.getvalue().splitlines()[0])
+    return header
+
+
+def test_writers_sharing_config_and_tools_redact_each_header() -> None:
+    """A credential in a tool schema is redacted in the header of every writer given the same
+    config and tools, and a writer given other tools writes its own."""
+    from fsm_agent.core.tool_spec import ToolSpec
+
+    schema = {"type": "object", "default_auth": {"api_key": "k-123456-very-private"}}
+    tools = (ToolSpec(name="Fetch", input_schema=schema),)
+    headers = []
+    for _ in range(2):
+        buffer = io.BytesIO()
+        TraceWriter(buffer, config=CONFIG, tools=tools, table_digest="d", meta={"n": 1})
+        headers.append(buffer.getvalue())
+    assert headers[0] == headers[1]
+    assert b"k-123456-very-private" not in headers[0]
+    other = io.BytesIO()
+    TraceWriter(other, config=CONFIG, tools=TOOLS, table_digest="d", meta={"password": "pw-42"})
+    assert [tool["name"] for tool in _header_of(other)["tools"]] == ["Read"]  # type: ignore[attr-defined]
+    assert _header_of(other)["meta"] == {"password": REDACTED}
