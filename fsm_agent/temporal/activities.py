@@ -374,11 +374,17 @@ class SessionActivities:
         return codec.dump_event(persist_results(effect, messages, folder))
 
     @activity.defn(name="fsm_agent.write_trace")
-    async def write_trace(self, job: dict[str, Any]) -> None:
-        """Write trace bytes at an offset (so a retried write is harmless); index when ended.
+    async def write_trace(self, job: dict[str, Any]) -> int:
+        """Write trace bytes at an offset and return where the file now ends; index when ended.
 
         The lines were made by the workflow; the agent's secrets, which the workflow never
-        sees, are redacted here.
+        sees, are redacted here, so a chunk may take more or fewer bytes in the file than in
+        the workflow: the workflow starts its next chunk where this one ended.
+
+        Writing twice is harmless: the same chunk lands at the same offset as the same bytes.
+        Nothing between the first write and the last is truncated, because an attempt of a
+        local activity may still be running when Temporal retries it; a late attempt then
+        rewrites bytes already there instead of cutting off the chunks written after it.
         """
         agent = self.agent(job["session"])
         path = Path(job["path"])
@@ -388,14 +394,18 @@ class SessionActivities:
             if redactor.holds_secret(line):
                 line = records.dumps(redactor.value(orjson.loads(line))) + b"\n"  # noqa: PLW2901
             data += line
-        with path.open("r+b" if path.exists() else "wb") as file:
-            file.seek(int(job["offset"]))
-            file.truncate()
+        offset = int(job["offset"])
+        with path.open("r+b" if path.exists() and offset > 0 else "wb") as file:
+            file.seek(offset)
             file.write(data)
+            end = file.tell()
+            if job.get("ended"):
+                file.truncate(end)
         if job.get("ended"):
             store = agent.store_target()
             if store is not None:
                 index_run(path, store)
+        return end
 
     @activity.defn(name="fsm_agent.export_spans")
     async def export_spans(self, job: dict[str, Any]) -> None:

@@ -108,8 +108,10 @@ class SessionWorkflow:
         self._hooked: frozenset[str] = frozenset()
         self._requests = 0
         self._requests_before = 0  # made by earlier runs of the session
-        self._written = 0
-        self._trace_base = 0  # bytes of the trace file that earlier runs wrote
+        self._written = 0  # bytes of the buffer handed to write_trace so far
+        # Where the next write starts in the trace file. Not the buffer's length: the activity
+        # redacts secrets, which changes line lengths, so the file's size is its answer.
+        self._file_end = 0
         self._progress_base = 0  # progress items before self._progress[0]
         self._runs = 1
         self._carried_request: fx.CallModel | None = None
@@ -257,7 +259,7 @@ class SessionWorkflow:
             "checkpoint": codec.converter().unstructure(self._core.checkpoint()),
             "request": codec.dump_effect(request),
             "trace": {
-                "written": self._trace_base + self._written,
+                "written": self._file_end,
                 "next_seq": self._writer.next_seq,
                 "started": self._writer.started,
             },
@@ -275,7 +277,7 @@ class SessionWorkflow:
         checkpoint = codec.converter().structure(continued["checkpoint"], CoreCheckpoint)
         self._core = AgentCore.restore(checkpoint, config=self._config, tools=list(tools))
         trace = continued["trace"]
-        self._trace_base = int(trace["written"])
+        self._file_end = int(trace["written"])
         self._writer = TraceWriter(
             self._buffer,
             config=self._config,
@@ -327,19 +329,22 @@ class SessionWorkflow:
             data = self._buffer.getvalue()
             if len(data) == self._written and not ended:
                 return
-            await workflow.execute_local_activity(
+            chunk = data[self._written :]
+            end = await workflow.execute_local_activity(
                 "fsm_agent.write_trace",
                 {
                     "session": self._session,
                     "path": self._session["trace_path"],
-                    "offset": self._trace_base + self._written,
-                    "data": data[self._written :].decode(),
+                    "offset": self._file_end,
+                    "data": chunk.decode(),
                     "ended": ended,
                 },
                 start_to_close_timeout=timedelta(minutes=1),
                 retry_policy=_READ_ONLY_RETRIES,
             )
             self._written = len(data)
+            # A history recorded before the activity answered with the file's end has None.
+            self._file_end = int(end) if end is not None else self._file_end + len(chunk)
 
     def _feed(self, event: ev.Event) -> None:
         step = self._feeder.feed(event)

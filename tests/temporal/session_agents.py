@@ -126,12 +126,13 @@ def scripted(
     telemetry: Telemetry | None = None,
     notes: bool = False,
     unsupported: str | None = None,
+    secrets: list[str] | None = None,
 ) -> Agent:
     """An agent playing ``steps`` with Read, Write and Append in ``cwd`` (``count_tokens``:
     the exact count is asked before each request; ``snip``: the model may snip old turns;
     ``telemetry``: from a test's own factory, not from JSON params; ``notes``: with the
     :data:`NOTES` providers; ``unsupported``: with a part Temporal refuses, see
-    :func:`_unsupported`)."""
+    :func:`_unsupported`; ``secrets``: strings the trace must never hold)."""
     folder = Path(cwd)
     hooks = Hooks(stop=[_stop_once(folder)]) if stop_hook else Hooks()
     options = _unsupported(unsupported)
@@ -148,5 +149,6 @@ def scripted(
         store=False,
         telemetry=telemetry or False,
         attachments=NOTES if notes else (),
+        secrets=tuple(secrets or ()),
         **options,
     )

@@ -121,6 +121,46 @@ def test_session_with_tools_permission_update_and_stop_hook_replays(
     asyncio.run(replay_history())
 
 
+def test_a_redacted_secret_does_not_shift_the_next_trace_write(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """A tool result holding a secret is redacted as the trace is written, which changes the
+    line's length; the writes after it (a question, the end) start where the file ends, so
+    every line stays whole JSON, the secret is nowhere and the trace replays."""
+    work, trace = folders(tmp_path)
+    secret = "correct-horse-battery-staple-" * 3
+    (work / "key.txt").write_text(secret, encoding="utf-8")
+    steps = [
+        {"content": [use("Read", file_path="key.txt")]},
+        {"content": [use("Write", file_path="out.txt", content="done")]},
+        reply("written"),
+    ]
+    params = {"steps": steps, "cwd": str(work), "secrets": [secret]}
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="secret", factory=scripted):
+            handle = await start_session(
+                client, "go", task_queue="secret", params=params, trace=str(trace)
+            )
+            async for item in watch_session(handle, poll_s=0.05):
+                if item.kind == "question":
+                    await answer_permission(client, handle.id, str(item.data["call_id"]), "allow")
+            result: dict[str, Any] = await handle.result()
+            return result
+
+    assert asyncio.run(go())["terminal"] == "completed"
+    raw = trace.read_bytes()
+    assert secret.encode() not in raw
+    assert b"[REDACTED]" in raw
+    assert b"\x00" not in raw, "a write left a hole in the file"
+    for number, line in enumerate(raw.splitlines(), start=1):
+        assert json.loads(line.decode()), f"line {number} is not a JSON object"
+    replayed = replay(read_trace(trace))
+    assert replayed.ended
+    assert replayed.terminal == "completed"
+
+
 def test_killed_worker_mid_side_effect_runs_it_at_most_once(
     temporal_address: str, worker_processes: list[WorkerProcess], tmp_path: Path
 ) -> None:
