@@ -143,7 +143,13 @@ class AgentCore:
         'idle'
     """
 
-    def __init__(self, *, config: LoopConfig | None = None, tools: Sequence[ToolSpec] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        config: LoopConfig | None = None,
+        tools: Sequence[ToolSpec] = (),
+        request_history: RequestHistory | None = None,
+    ) -> None:
         self.config = config if config is not None else LoopConfig()
         self._set_tools(tools)
         self._machine_model = _LoopModel()
@@ -181,7 +187,10 @@ class AgentCore:
         self._compactions_this_turn = 0
         self._compaction_refilled = False
         self._answered: set[str] = set()
-        self._request_history = RequestHistory(tag_ids=self.config.snip)
+        # A session hands each turn its conversation's history (DESIGN §7), if it fits.
+        if request_history is None or request_history.tag_ids != self.config.snip:
+            request_history = RequestHistory(tag_ids=self.config.snip)
+        self._request_history = request_history
         # SPEC §7.1 tool-result budget: what the model has seen; checked once per iteration
         self._budget = ToolResultBudget(limit=self.config.tool_result_budget_chars)
         self._budget_checked = False

@@ -7,9 +7,10 @@ came after it. The result is always what :func:`~fsm_agent.core.normalize.normal
 gives for the whole transcript (a property test holds it to that).
 
 Theory of operation. The transcript is cut into segments at *settle points*: a user message
-that starts with a tool_result right after an assistant message. Nothing after such a point
-changes the API form of what came before it (attachments stop bubbling up there, the user turn
-cannot merge backwards, the assistant before it is not the final one). What a segment hands to
+right after an assistant message. Nothing after such a point changes the API form of what came
+before it (attachments bubble up no further than that assistant message, the user turn cannot
+merge backwards, the assistant before it is not the final one). A tool_result and a new prompt
+both settle: a text-only conversation settles at every user turn. What a segment hands to
 the next (tool_use ids used, open tool_uses, mergeable response ids, withdrawn uuids) is kept
 in a :class:`~fsm_agent.core.normalize.Carry`. Each request:
 
@@ -20,13 +21,19 @@ in a :class:`~fsm_agent.core.normalize.Carry`. Each request:
 3. falls back to a full normalization when a segment reaches back into an earlier one (a
    tombstone or a media error aimed at an older message, a later part of an older response),
    or when the media cap has to drop something.
+
+A conversation keeps one history over its user turns (:meth:`RequestHistory.carry_over`):
+the next turn starts from the same messages, some of them renamed, so its first request
+normalizes only what the new turn added.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fsm_agent.core.messages import AssistantMessage, Message, ToolResultBlock, UserMessage
+import attrs
+
+from fsm_agent.core.messages import AssistantMessage, Message, UserMessage
 from fsm_agent.core.normalize import (
     MAX_MEDIA_ITEMS,
     ApiMessage,
@@ -56,7 +63,6 @@ def _last_settle_point(messages: Sequence[Message]) -> int:
         if (
             type(message) is UserMessage
             and message.content
-            and type(message.content[0]) is ToolResultBlock
             and type(before) is AssistantMessage
             and not (before.message_id and before.message_id == next_response)
         ):
@@ -85,6 +91,37 @@ class RequestHistory:
         self._carry = Carry()
         self.messages_normalized = 0
         """Messages normalized so far, each time counted (linear in a growing session)."""
+
+    @property
+    def tag_ids(self) -> bool:
+        """Whether user messages are tagged with their ids (the API form depends on them)."""
+        return self._tag_ids
+
+    def carry_over(self, before: Sequence[Message], after: Sequence[Message]) -> None:
+        """Follow a new user turn that starts from ``after``, the transcript ``before`` with
+        some messages given new uuids (a session's carry-over between turns).
+
+        The settled start is kept, renamed, when renaming cannot change its API form: nothing
+        was left behind, no id tags are sent and no tombstone withdrew anything. Otherwise the
+        next request normalizes everything again, as a new history would.
+        """
+        settled = len(self._settled)
+        if not settled:
+            return
+        if (
+            self._tag_ids
+            or self._carry.withdrawn
+            or len(before) != len(after)
+            or tuple(before[:settled]) != self._settled
+        ):
+            self._reset()
+            return
+        renamed = tuple(after[:settled])
+        for old, new in zip(self._settled, renamed, strict=True):
+            if old is not new and attrs.evolve(new, uuid=old.uuid) != old:
+                self._reset()  # not a renaming: some content differs
+                return
+        self._settled = renamed
 
     def _reset(self) -> None:
         self._settled = ()

@@ -30,6 +30,7 @@ from fsm_agent.core import events as ev
 from fsm_agent.core import texts
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.messages import Message
+from fsm_agent.core.request_history import RequestHistory
 from fsm_agent.core.step import Step
 from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
@@ -97,6 +98,7 @@ async def run_turn(
     *,
     collector: AttachmentCollector | None = None,
     link: Mapping[str, Any] | None = None,
+    request_history: RequestHistory | None = None,
 ) -> AsyncIterator[Update]:
     """One run of ``agent``'s loop on ``messages`` (``Agent.stream_turn`` explains the
     arguments): connect its MCP servers, ask its tool providers, then drive the core."""
@@ -112,6 +114,7 @@ async def run_turn(
             ],
             collector=collector,
             link=link,
+            request_history=request_history,
         )
         async for update in run.run():
             yield update
@@ -192,6 +195,7 @@ class _Run:
         extra_tools: Sequence[Tool[Any]] = (),
         collector: AttachmentCollector | None = None,
         link: Mapping[str, Any] | None = None,
+        request_history: RequestHistory | None = None,
     ) -> None:
         self.agent = agent
         self.collector = collector or AttachmentCollector(agent.attachments)
@@ -228,7 +232,9 @@ class _Run:
                     self.trace_path, secrets=agent.secrets, meta=meta, clock=agent.clock
                 )
         else:
-            self.core = AgentCore(config=agent.config, tools=self.tool_specs())
+            self.core = AgentCore(
+                config=agent.config, tools=self.tool_specs(), request_history=request_history
+            )
             if self.trace_path is not None:
                 self.writer = TraceWriter(
                     self.trace_path,

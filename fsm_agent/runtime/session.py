@@ -28,6 +28,7 @@ from fsm_agent.core.messages import (
     TombstoneMessage,
     UserMessage,
 )
+from fsm_agent.core.request_history import RequestHistory
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.attachments import (
     AttachmentCollector,
@@ -80,6 +81,8 @@ class Session:
             [*providers, *agent.attachments], queue=self._queue, user_turn=self.turn + 1
         )
         self._running = False
+        # the API form of the conversation, kept over its turns (DESIGN §7)
+        self._request_history = RequestHistory(tag_ids=agent.config.snip)
 
     async def __aenter__(self) -> Session:
         return self
@@ -146,6 +149,7 @@ class Session:
             self.turn += 1
             self._collector.user_turn = self.turn
             carried = carry_over(self.messages, finished_turn=self.turn - 1)
+            self._request_history.carry_over(self.messages, carried)
             prompts = tuple(
                 UserMessage(uuid=f"{self.turn}:prompt.{n}", content=(TextBlock(text=text),))
                 for n, text in enumerate(words, 1)
@@ -157,7 +161,10 @@ class Session:
             # keeps them there: right after the last assistant message).
             ahead = await self._collector.before_prompt(request)
             async for update in self.agent.stream_turn(
-                (*carried, *ahead, *prompts), collector=self._collector, link=self._link()
+                (*carried, *ahead, *prompts),
+                collector=self._collector,
+                link=self._link(),
+                request_history=self._request_history,
             ):
                 if isinstance(update, RunFinished):
                     self.messages = update.result.messages

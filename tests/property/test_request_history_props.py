@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fsm_agent.core.messages import Message
+from fsm_agent.core.messages import Message, TextBlock, UserMessage
 from fsm_agent.core.normalize import normalize_for_api
 from fsm_agent.core.request_history import RequestHistory
+from fsm_agent.runtime.session import carry_over
 from fsm_agent.testing.transcripts import loop_transcripts, transcripts
 
 
@@ -56,3 +57,20 @@ def test_an_edited_history_is_normalized_again(
         edited = last[:drop] + last[drop + 1 :]
         assert history.normalize(edited) == normalize_for_api(edited)
         assert history.normalize(last) == normalize_for_api(last)
+
+
+@given(_session(), st.booleans())
+def test_a_carried_over_turn_equals_full_normalization(
+    requests: list[list[Message]], tag_ids: bool
+) -> None:
+    """A session's next user turn, started from the carried-over transcript with one history
+    kept over both turns, normalizes to exactly what a full pass gives."""
+    history = RequestHistory(tag_ids=tag_ids)
+    for messages in requests:
+        history.normalize(messages)
+    finished = requests[-1]
+    carried = carry_over(finished, finished_turn=1)
+    history.carry_over(finished, carried)
+    prompt = UserMessage(uuid="2:prompt.1", content=(TextBlock(text="next"),))
+    for messages in ([*carried, prompt], [*carried, prompt, *finished[-2:]]):
+        assert history.normalize(messages) == normalize_for_api(messages, tag_ids=tag_ids)

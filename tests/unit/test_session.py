@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from fsm_agent.core import request_history
 from fsm_agent.core.messages import (
     AttachmentKind,
     AttachmentMessage,
@@ -347,3 +348,51 @@ def test_interrupt_aborts_the_running_turn_and_the_session_goes_on(tmp_path: Pat
     assert any("Slow" in str(message) for message in second.messages)
     for path in (tmp_path / "traces").iterdir():
         assert replay(path).ended
+
+
+def _conversation_requests(tmp_path: Path, turns: int) -> list[list[dict[str, Any]]]:
+    """The messages of every request of a session of ``turns`` turns, each with a tool call."""
+    steps = [s for n in range(turns) for s in (calls("Glob", pattern="*.py"), says(f"done {n}"))]
+    model = scripted(*steps)
+    agent = Agent(model=model, tools=default_tools(), cwd=tmp_path, trace=False, store=False)
+    session = agent.session(changed_files=False)
+    sent: list[list[dict[str, Any]]] = []
+
+    async def talk() -> None:
+        for n in range(turns):
+            await session.ask(f"question {n}")
+            sent.extend(request.messages for request in model.requests[-2:])
+
+    asyncio.run(talk())
+    return sent
+
+
+def test_a_session_turn_normalizes_only_what_it_added(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Later user turns normalize a bounded number of messages, not the whole conversation."""
+    normalized: list[int] = []
+    segment = request_history.normalize_segment
+
+    def counting(messages: Any, *args: Any, **kwargs: Any) -> Any:
+        normalized.append(len(messages))
+        return segment(messages, *args, **kwargs)
+
+    monkeypatch.setattr(request_history, "normalize_segment", counting)
+    _conversation_requests(tmp_path, 3)
+    three = sum(normalized)
+    normalized.clear()
+    _conversation_requests(tmp_path, 12)
+    # nine more turns, each a prompt, a call, its result and an answer, settled once each
+    assert sum(normalized) - three <= 9 * 4 * 3
+
+
+def test_a_session_sends_what_a_fresh_normalization_sends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keeping the normalized history over turns changes no request of the conversation."""
+    kept = _conversation_requests(tmp_path, 6)
+    monkeypatch.setattr(
+        request_history.RequestHistory, "carry_over", lambda self, before, after: self._reset()
+    )
+    assert _conversation_requests(tmp_path, 6) == kept
