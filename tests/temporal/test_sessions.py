@@ -54,6 +54,21 @@ def folders(tmp_path: Path, name: str = "s") -> tuple[Path, Path]:
     return work, tmp_path / name / "traces" / "trace.jsonl"
 
 
+def finish(address: str, queue: str, params: dict[str, Any], trace: Path) -> dict[str, Any]:
+    """Run one session of ``scripted`` with ``params`` on a worker of its own to its end."""
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(address)
+        async with session_worker(client, task_queue=queue, factory=scripted):
+            handle = await start_session(
+                client, "go", task_queue=queue, params=params, trace=str(trace)
+            )
+            result: dict[str, Any] = await handle.result()
+            return result
+
+    return asyncio.run(go())
+
+
 def loop_names(trace_path: Path) -> list[str]:
     trace = read_trace(trace_path)
     return [r.data["name"] for r in trace.of_kind("transition") if r.data["machine"] == "loop"]
@@ -299,16 +314,7 @@ def test_a_session_counts_tokens_through_an_activity(temporal_address: str, tmp_
     params = {"steps": [{"content": [use("Append", line="x")]}, reply("ok")], "cwd": str(work)}
     params |= {"allow": ["Append"], "count_tokens": True}
 
-    async def go() -> dict[str, Any]:
-        client = await Client.connect(temporal_address)
-        async with session_worker(client, task_queue="counting", factory=scripted):
-            handle = await start_session(
-                client, "go", task_queue="counting", params=params, trace=str(trace)
-            )
-            result: dict[str, Any] = await handle.result()
-            return result
-
-    assert asyncio.run(go())["terminal"] == "completed"
+    assert finish(temporal_address, "counting", params, trace)["terminal"] == "completed"
     counted = [
         r.data["event"]
         for r in read_trace(trace).of_kind("event")
@@ -350,16 +356,7 @@ def test_a_session_snips_through_the_worker_tool(temporal_address: str, tmp_path
     ]
     params = {"steps": steps, "cwd": str(work), "allow": ["Append"], "snip": True}
 
-    async def go() -> dict[str, Any]:
-        client = await Client.connect(temporal_address)
-        async with session_worker(client, task_queue="snipping", factory=scripted):
-            handle = await start_session(
-                client, "go", task_queue="snipping", params=params, trace=str(trace)
-            )
-            result: dict[str, Any] = await handle.result()
-            return result
-
-    assert asyncio.run(go())["terminal"] == "completed"
+    assert finish(temporal_address, "snipping", params, trace)["terminal"] == "completed"
     assert "history_snipped" in loop_names(trace)
     notes = [
         str(r.data["effect"]["message"])
