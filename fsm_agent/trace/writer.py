@@ -30,13 +30,14 @@ import orjson
 
 import fsm_agent
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.core.events import Event, ModelStreamEvent
+from fsm_agent.core.events import Event, ModelStreamEvent, TurnStarted
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.trace import records
 from fsm_agent.trace.closed_fields import sensitive_key_in
+from fsm_agent.trace.message_dumps import dumped_messages
 from fsm_agent.trace.redact import Redactor, has_sensitive_key
 
 
@@ -270,6 +271,9 @@ class TraceWriter:
 
     def write_event(self, event: Event) -> None:
         """Record an event; call it *before* the core processes the event (write-ahead)."""
+        if type(event) is TurnStarted:
+            self._write_turn_started(event)
+            return
         fields = records.event_fields(event)
         # A record's keys are the writer's own but for the event's: a stream event's model
         # event is scanned whole, any other event's free-form fields only (DESIGN §8).
@@ -281,6 +285,17 @@ class TraceWriter:
                 fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
         line = self._line(fields, keys_hit=keys_hit)
         self._file.write(line)
+        self._file.flush()
+
+    def _write_turn_started(self, event: TurnStarted) -> None:
+        """``write_event`` for the transcript a turn starts from: the same bytes, with each
+        message dumped and scanned once per conversation rather than once per turn."""
+        fields = records.event_fields(attrs.evolve(event, messages=()))
+        keys_hit = sensitive_key_in(fields["event"])
+        fields["event"]["messages"], messages_hit = dumped_messages(event.messages)
+        if self._clock is not None:
+            fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
+        self._file.write(self._line(fields, keys_hit=keys_hit or messages_hit))
         self._file.flush()
 
     def write_step(self, step: Step) -> None:
