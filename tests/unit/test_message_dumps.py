@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import io
+import weakref
 
 from test_trace_support import CONFIG, TOOLS
 
@@ -73,7 +75,20 @@ def test_a_memo_entry_serves_only_its_own_message() -> None:
     message_dumps._memo.clear()
     one = UserMessage(uuid="u", content=(TextBlock(text="a"),))
     other = UserMessage(uuid="v", content=(TextBlock(text="b"),))
-    message_dumps._memo[id(other)] = (one, {"uuid": "u"}, True)
+    message_dumps._memo[id(other)] = (weakref.ref(one), {"uuid": "u"}, True)
     (dumped,), keys_hit = message_dumps.dumped_messages([other])
     assert dumped["uuid"] == "v"
     assert not keys_hit
+
+
+def test_the_memo_lets_a_finished_conversation_go() -> None:
+    """Entries leave the memo with their messages: a long-lived process does not keep every
+    conversation it ever wrote."""
+    message_dumps._memo.clear()
+    conversation = _conversation()
+    for messages in conversation:
+        message_dumps.dumped_messages(messages)
+    assert message_dumps._memo
+    del conversation, messages
+    gc.collect()
+    assert not message_dumps._memo
