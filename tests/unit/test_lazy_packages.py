@@ -53,8 +53,8 @@ def _loaded_after(code: str, modules: tuple[str, ...]) -> list[str]:
 def test_importing_agent_loads_no_parser_view_or_sdk() -> None:
     """``from fsm_agent import Agent`` leaves the shell parser, the ignore-file reader, the
     timelines, replay, the trace reader, the run store, the MCP client, live telemetry,
-    stdlib logging, sessions, the read-only command tables, cattrs, the anthropic SDK and the run machinery
-    unloaded until a run needs them (so no codec converter is built)."""
+    stdlib logging, sessions, the read-only command tables, cattrs, the anthropic SDK and
+    the run machinery unloaded until a run needs them (so no codec converter is built)."""
     heavy = (
         "anthropic",
         "logging",
