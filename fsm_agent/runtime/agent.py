@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     # no store module until it needs one.
     from fsm_agent.core.messages import Message, Usage
     from fsm_agent.core.pricing import ModelPrice
-    from fsm_agent.core.request_history import RequestHistory
     from fsm_agent.core.step import TransitionTaken
     from fsm_agent.runtime.attachments import AttachmentCollector
+    from fsm_agent.runtime.conversation_memo import ConversationMemo
     from fsm_agent.runtime.mcp_tools import McpServer
     from fsm_agent.runtime.models import Model
     from fsm_agent.runtime.response_clock import ResponseClock
@@ -353,7 +353,7 @@ class Agent:
         *,
         collector: AttachmentCollector | None = None,
         link: Mapping[str, Any] | None = None,
-        request_history: RequestHistory | None = None,
+        memo: ConversationMemo | None = None,
     ) -> AsyncIterator[Update]:
         """One run of the loop on ``messages`` (what ``stream`` and a ``Session`` turn do).
 
@@ -361,14 +361,12 @@ class Agent:
             messages: the transcript to start from, the new prompt last.
             collector: answers the attachment phases (a session keeps one over its turns).
             link: header metadata tying the trace to its conversation.
-            request_history: the API form of the conversation so far (a session keeps one
-                over its turns, so a turn normalizes only what it added).
+            memo: what the conversation's earlier turns computed (a session keeps one over
+                its turns, so a turn normalizes and serializes only what it added).
         """
         from fsm_agent.runtime.driver import run_turn  # noqa: PLC0415 - loaded by the first run
 
-        async for update in run_turn(
-            self, messages, collector=collector, link=link, request_history=request_history
-        ):
+        async for update in run_turn(self, messages, collector=collector, link=link, memo=memo):
             yield update
 
     def session(
