@@ -28,9 +28,10 @@ async def echo(*, text: str) -> str:
     return text
 
 
-def echo_agent(*, turns: int) -> Agent:
-    """An agent whose scripted model calls Echo for ``turns - 1`` turns, then answers."""
-    step = {"content": [{"tool_use": {"name": "Echo", "input": {"text": "x"}}}]}
+def echo_agent(*, turns: int, size: int = 1) -> Agent:
+    """An agent whose scripted model calls Echo for ``turns - 1`` turns, then answers; each
+    call's text is ``size`` characters, so the context grows by about twice that a turn."""
+    step = {"content": [{"tool_use": {"name": "Echo", "input": {"text": "x" * size}}}]}
     steps = [step] * (turns - 1) + [{"content": [{"text": "done"}]}]
     model = ScriptedModel(parse_scenario({"steps": steps}))
     return Agent(model=model, tools=[echo], trace=False, store=False)
@@ -153,6 +154,49 @@ def long_session(address: str, *, turns: int, after: int) -> tuple[int, int, flo
     return asyncio.run(hosted())
 
 
+def history_bytes(
+    address: str, *, turns: int, size: int, bound: dict[str, int]
+) -> tuple[int, int, int, float]:
+    """One session of ``turns`` turns whose context grows by about ``2 * size`` bytes a
+    turn, continued as new past ``bound`` (``continue_after_events`` or
+    ``continue_after_bytes``): how many runs it took, the most history bytes one run held,
+    all its runs' history bytes, and the share of those that are model-call inputs."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.client import Client
+
+    from fsm_agent.temporal import session_worker, start_session
+
+    async def hosted() -> tuple[int, int, int, float]:
+        client = await Client.connect(address)
+        queue = f"bench-{uuid.uuid4().hex[:8]}"
+        async with session_worker(client, task_queue=queue, factory=echo_agent):
+            params = {"turns": turns, "size": size}
+            handle = await start_session(client, "go", task_queue=queue, params=params, **bound)
+            await handle.result()
+            sizes: list[int] = []
+            calls = 0
+            run_id = handle.first_execution_run_id
+            while run_id:
+                history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
+                sizes.append(sum(event.ByteSize() for event in history.events))
+                for event in history.events:
+                    scheduled = event.activity_task_scheduled_event_attributes
+                    if (
+                        event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+                        and scheduled.activity_type.name == "fsm_agent.call_model"
+                    ):
+                        calls += event.ByteSize()
+                last = history.events[-1]
+                run_id = (
+                    last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+                    if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+                    else ""
+                )
+        return len(sizes), max(sizes), sum(sizes), calls / sum(sizes)
+
+    return asyncio.run(hosted())
+
+
 def report(row: Callable[[str, str, str], None], *, quick: bool) -> None:
     """Print the Temporal rows, or why they are skipped."""
     reason = missing()
@@ -180,8 +224,25 @@ def report(row: Callable[[str, str, str], None], *, quick: bool) -> None:
             "Temporal long session, per turn",
             f"{drift:8.2f}×",
             "last whole run over the first (flat: 1.0); the scripted context is never "
-            "compacted, and all of it travels with every model call",
+            "compacted, and a continued run's first model call carries all of it",
         )
+        turns, size, events, limit = (
+            (200, 200, 1_000, 500_000) if quick else (1_000, 200, 2_000, 2_000_000)
+        )
+        for name, bound in (
+            ("events", {"continue_after_events": events}),
+            ("bytes", {"continue_after_bytes": limit}),
+        ):
+            runs, largest, total, calls = history_bytes(
+                server.address, turns=turns, size=size, bound=bound
+            )
+            row(
+                f"Temporal long session, history bytes ({name} bound)",
+                f"{largest / 1e3:8.0f} kB",
+                f"most in one run; {turns} turns of a context growing ~{2 * size} B a turn took "
+                f"{runs} runs, {total / 1e6:.1f} MB of history in all, model-call inputs "
+                f"{calls:.0%} of it (continue after {next(iter(bound.values())):,} {name})",
+            )
         count = 8 if quick else 40
         rate = sessions_per_second(server.address, sessions=count, turns=2)
         row("Temporal sessions, two workers", f"{rate:8.1f} /s", f"{count} at once, 2 turns each")
