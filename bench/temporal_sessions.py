@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.runtime.tool import tool
@@ -109,11 +110,40 @@ def sessions_per_second(address: str, *, sessions: int, turns: int) -> float:
             worker.stop()
 
 
+async def session_histories(client: Any, handle: Any) -> list[Any]:
+    """The history of every run of an ended session, following its continue-as-new chain."""
+    from temporalio.api.enums.v1 import EventType
+
+    histories = []
+    run_id = handle.first_execution_run_id
+    while run_id:
+        history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
+        histories.append(history)
+        last = history.events[-1]
+        run_id = (
+            last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+            if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+            else ""
+        )
+    return histories
+
+
+def model_calls(events: Any) -> list[Any]:
+    """The events of a run's history that schedule a model call."""
+    from temporalio.api.enums.v1 import EventType
+
+    return [
+        e
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "fsm_agent.call_model"
+    ]
+
+
 def long_session(address: str, *, turns: int, after: int) -> tuple[int, int, float]:
     """One session of ``turns`` turns that continues as new after ``after`` history events:
     how many runs it took, the most events one run's history held, and the time per turn of
     its last whole run over that of its first (flat: 1.0)."""
-    from temporalio.api.enums.v1 import EventType
     from temporalio.client import Client
 
     from fsm_agent.temporal import session_worker, start_session
@@ -126,28 +156,13 @@ def long_session(address: str, *, turns: int, after: int) -> tuple[int, int, flo
                 client, "go", task_queue=queue, params={"turns": turns}, continue_after_events=after
             )
             await handle.result()
-            per_turn: list[float] = []
-            longest = 0
-            run_id = handle.first_execution_run_id
-            while run_id:
-                history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
-                events = history.events
-                longest = max(longest, len(events))
-                calls = sum(
-                    1
-                    for e in events
-                    if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-                    and e.activity_task_scheduled_event_attributes.activity_type.name
-                    == "fsm_agent.call_model"
-                )
-                span = events[-1].event_time.ToDatetime() - events[0].event_time.ToDatetime()
-                per_turn.append(span.total_seconds() / max(calls, 1))
-                last = events[-1]
-                run_id = (
-                    last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-                    if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
-                    else ""
-                )
+            histories = await session_histories(client, handle)
+        per_turn: list[float] = []
+        for history in histories:
+            events = history.events
+            span = events[-1].event_time.ToDatetime() - events[0].event_time.ToDatetime()
+            per_turn.append(span.total_seconds() / max(len(model_calls(events)), 1))
+        longest = max(len(history.events) for history in histories)
         whole = per_turn[:-1] if len(per_turn) > 2 else per_turn  # the last run is partial
         return len(per_turn), longest, whole[-1] / whole[0]
 
@@ -161,7 +176,6 @@ def history_bytes(
     turn, continued as new past ``bound`` (``continue_after_events`` or
     ``continue_after_bytes``): how many runs it took, the most history bytes one run held,
     all its runs' history bytes, and the share of those that are model-call inputs."""
-    from temporalio.api.enums.v1 import EventType
     from temporalio.client import Client
 
     from fsm_agent.temporal import session_worker, start_session
@@ -173,25 +187,9 @@ def history_bytes(
             params = {"turns": turns, "size": size}
             handle = await start_session(client, "go", task_queue=queue, params=params, **bound)
             await handle.result()
-            sizes: list[int] = []
-            calls = 0
-            run_id = handle.first_execution_run_id
-            while run_id:
-                history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
-                sizes.append(sum(event.ByteSize() for event in history.events))
-                for event in history.events:
-                    scheduled = event.activity_task_scheduled_event_attributes
-                    if (
-                        event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-                        and scheduled.activity_type.name == "fsm_agent.call_model"
-                    ):
-                        calls += event.ByteSize()
-                last = history.events[-1]
-                run_id = (
-                    last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-                    if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
-                    else ""
-                )
+            histories = await session_histories(client, handle)
+        sizes = [sum(event.ByteSize() for event in history.events) for history in histories]
+        calls = sum(e.ByteSize() for history in histories for e in model_calls(history.events))
         return len(sizes), max(sizes), sum(sizes), calls / sum(sizes)
 
     return asyncio.run(hosted())
