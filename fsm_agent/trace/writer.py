@@ -1,20 +1,21 @@
-"""The trace writer: JSONL, write-ahead, flushed per event and per step.
+"""The trace writer: JSONL, one line per feed, flushed per line.
 
 The header and ``end`` records (and records copied by :meth:`TraceWriter.write_record`) go
 through a structlog logger built locally with ``structlog.wrap_logger`` (never
 ``structlog.configure``, which is process-global): our processors stamp ``seq`` and redact,
 then ``JSONRenderer`` turns the record into one orjson line with sorted keys, and
-``BytesLogger`` writes and flushes it. Events and steps, the lines of the hot path, skip the
-logger's machinery (it added nothing there but its cost, issue 10): the same stamping,
-serializer and redaction, then one write and one flush per event and per step. A step's
-transitions and effects go out as one ``step`` line (schema 2), not a line each. The
-serializer's ``default=`` raises, so an object that was not unstructured fails loudly instead
-of leaving a ``repr`` (with a memory address) in the trace. structlog is imported when the
-first writer is made, so importing the package does not pay for it.
+``BytesLogger`` writes and flushes it. Event lines, the hot path, skip the logger's machinery
+(it added nothing there but its cost, issue 10): the same stamping, serializer and redaction,
+then one write and one flush per line. The serializer's ``default=`` raises, so an object that
+was not unstructured fails loudly instead of leaving a ``repr`` (with a memory address) in the
+trace. structlog is imported when the first writer is made, so importing the package does not
+pay for it.
 
-Order of use (DESIGN §5): :meth:`TraceWriter.write_event` *before* the core sees the event,
-:meth:`TraceWriter.write_step` with what ``feed`` returned, :meth:`TraceWriter.write_end` once
-the run has ended. :class:`TracingCore` does exactly that around a core.
+Order of use (DESIGN §5, schema 3 in :mod:`fsm_agent.trace.records`): feed the core, then
+:meth:`TraceWriter.write_event` with the event and the step ``feed`` returned (one line),
+*before* the driver performs any of the step's effects; when ``feed`` raises, the event alone.
+:meth:`TraceWriter.write_end` once the run has ended. :class:`TracingCore` does exactly that
+around a core.
 """
 
 from __future__ import annotations
@@ -241,23 +242,20 @@ class TraceWriter:
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
-        kind = fields.get("record")
-        if kind == "step":
-            self._next_seq += len(fields["transitions"]) + len(fields["effects"])
-        elif kind != "header":
-            self._next_seq += 1
+        self._next_seq += records.seqs_taken(fields)
 
     def write_record(self, fields: Mapping[str, Any]) -> None:
-        """Write a record dict as is (``seq`` is stamped; a ``step`` record takes one per
-        record it holds); used to copy a replayed prefix."""
+        """Write a record dict as is (``seq`` is stamped; an event line carrying its feed's
+        records, or a ``step`` record, takes one per record it stands for); used to copy a
+        replayed prefix."""
         data = dict(fields)
         data.pop("seq", None)
         self._write(data)
 
-    def _line(self, fields: MutableMapping[str, Any], *, keys_hit: bool) -> bytes:
+    def _line(self, fields: MutableMapping[str, Any], *, keys_hit: bool, count: int) -> bytes:
         """One record line for the hot path: ``seq`` stamped, serialized and redacted as the
-        logger would, without its machinery (the same bytes). ``keys_hit``: as for
-        :meth:`_render`."""
+        logger would, without its machinery (the same bytes); the line takes ``count``
+        seqs. ``keys_hit``: as for :meth:`_render`."""
         if self._closed:
             raise UsageError("the trace writer is closed")
         fields["seq"] = self._next_seq
@@ -266,28 +264,48 @@ class TraceWriter:
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
-        self._next_seq += 1
+        self._next_seq += count
         return data + b"\n"
 
-    def write_event(self, event: Event) -> None:
-        """Record an event; call it *before* the core processes the event (write-ahead)."""
+    def write_event(self, event: Event, step: Step | None = None) -> None:
+        """Record an event and what ``feed`` made of it, as one line (schema 3); call it after
+        ``feed`` returned and before any effect of ``step`` is performed. Without ``step``
+        (``feed`` raised), the event is written alone. The line takes one ``seq`` for the
+        event and one per transition and effect."""
         if type(event) is TurnStarted:
-            self._write_turn_started(event)
+            self._write_turn_started(event, step)
             return
         fields = records.event_fields(event)
-        # A record's keys are the writer's own but for the event's: a stream event's model
-        # event is scanned whole, any other event's free-form fields only (DESIGN §8).
+        # A record's keys are the writer's own but for the event's and the effects': a stream
+        # event's model event is scanned whole, any other event's free-form fields only
+        # (DESIGN §8).
         if type(event) is ModelStreamEvent:
             keys_hit = has_sensitive_key(event.event)
         else:
             keys_hit = sensitive_key_in(fields["event"])
             if self._clock is not None:
                 fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-        line = self._line(fields, keys_hit=keys_hit)
+        count = 1
+        if step is not None and (step.transitions or step.effects):
+            count += self._add_step(fields, step)
+            keys_hit = keys_hit or self._effect_keys_hit(fields)
+        line = self._line(fields, keys_hit=keys_hit, count=count)
         self._file.write(line)
         self._file.flush()
 
-    def _write_turn_started(self, event: TurnStarted) -> None:
+    @staticmethod
+    def _add_step(fields: dict[str, Any], step: Step) -> int:
+        """Put the step's records on the event line; returns how many there are."""
+        records.add_step(fields, step)
+        return len(step.transitions) + len(step.effects)
+
+    @staticmethod
+    def _effect_keys_hit(fields: Mapping[str, Any]) -> bool:
+        """Whether an effect's free-form fields hold a sensitive key name (the transitions'
+        keys are the writer's own; DESIGN §8)."""
+        return any(sensitive_key_in(effect) for effect in fields.get("effects", ()))
+
+    def _write_turn_started(self, event: TurnStarted, step: Step | None) -> None:
         """``write_event`` for the transcript a turn starts from: the same bytes, with each
         message dumped and scanned once per conversation rather than once per turn."""
         fields = records.event_fields(attrs.evolve(event, messages=()))
@@ -295,26 +313,11 @@ class TraceWriter:
         fields["event"]["messages"], messages_hit = dumped_messages(event.messages)
         if self._clock is not None:
             fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-        self._file.write(self._line(fields, keys_hit=keys_hit or messages_hit))
-        self._file.flush()
-
-    def write_step(self, step: Step) -> None:
-        """Record what one ``feed`` returned, its transitions and effects, as one ``step``
-        line (schema 2, issue 10: one serialization, one key scan, one write and one flush
-        for the whole step). The line takes one ``seq`` per record it stands for."""
-        count = len(step.transitions) + len(step.effects)
-        if not count:
-            return  # most stream deltas: nothing happened
-        fields = records.step_record(step)
-        # The transitions' keys are the writer's own; an effect's free-form fields may hold
-        # keys from outside (DESIGN §8).
-        keys_hit = False
-        for effect in fields["effects"]:
-            if sensitive_key_in(effect):
-                keys_hit = True
-                break
-        line = self._line(fields, keys_hit=keys_hit)
-        self._next_seq += count - 1
+        count = 1
+        if step is not None and (step.transitions or step.effects):
+            count += self._add_step(fields, step)
+            keys_hit = keys_hit or self._effect_keys_hit(fields)
+        line = self._line(fields, keys_hit=keys_hit or messages_hit, count=count)
         self._file.write(line)
         self._file.flush()
 
@@ -346,11 +349,14 @@ class TraceWriter:
 
 
 class TracingCore:
-    """A core whose every ``feed`` is written to a trace (write-ahead, then the step).
+    """A core whose every ``feed`` is written to a trace: one line per feed (schema 3).
 
-    When a step ends the run, the ``end`` record is written too (naming :attr:`fault` when the
-    driver set one). Attribute reads other than
-    ``feed`` go to the wrapped core.
+    The line (the event, the transitions and the effects) is written and flushed after the
+    core answers and before the step is handed back, so a driver never performs an effect
+    that is not on file. When ``feed`` raises, the event is written alone and the error
+    propagates. When a step ends the run, the ``end`` record is written too (naming
+    :attr:`fault` when the driver set one). Attribute reads other than ``feed`` go to the
+    wrapped core.
 
     Args:
         core: the core to drive (an ``AgentCore``).
@@ -364,10 +370,14 @@ class TracingCore:
         """Set by a driver that failed: the ``end`` record names it."""
 
     def feed(self, event: Event) -> Step:
-        """Write the event, feed it, write the step (and the end record); return the step."""
-        self.writer.write_event(event)
-        step = self.core.feed(event)
-        self.writer.write_step(step)
+        """Feed the event, write it with its step (and the end record); return the step."""
+        try:
+            step = self.core.feed(event)
+        except BaseException:
+            # The fault's cause goes on file (DESIGN §5); the core's error propagates.
+            self.writer.write_event(event)
+            raise
+        self.writer.write_event(event, step)
         if step.terminal is not None:
             self.writer.write_end(step.terminal, self.core.usage, fault=self.fault)
         return step

@@ -17,7 +17,7 @@ from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.trace.json_limits import fit_for_json
 from fsm_agent.trace.reader import read_trace
-from fsm_agent.trace.records import dumps, step_record
+from fsm_agent.trace.records import add_step, dumps, event_fields
 from fsm_agent.trace.redact import Redactor
 from fsm_agent.trace.writer import TraceWriter
 
@@ -88,11 +88,12 @@ NAMES = ANY_TEXT | st.sampled_from(("idle", "phase_wxyz", 'x\\y"z'))
     dest=NAMES,
     call_ids=st.lists(st.none() | NAMES | st.just("toolu_sk-ant-aaaaaaaaaaaa"), max_size=3),
 )
-def test_a_step_line_is_the_record_the_writer_renders_for_any_other_kind(
+def test_an_event_line_is_the_record_the_writer_renders_for_any_other_kind(
     machine: str, name: str, source: str, dest: str, call_ids: list[str | None]
 ) -> None:
-    """A step line is byte for byte the general rendering of its record (sorted keys, seq in
-    place, redaction applied), and the next record's seq counts every transition in it."""
+    """An event line with its step is byte for byte the general rendering of its record
+    (sorted keys, seq in place, redaction applied), and the next record's seq counts the
+    event and every transition on the line."""
     buffer = io.BytesIO()
     writer = TraceWriter(buffer, config=LoopConfig(), table_digest="d", secrets=("wxyz",))
     rows = tuple(
@@ -100,8 +101,10 @@ def test_a_step_line_is_the_record_the_writer_renders_for_any_other_kind(
         for call_id in call_ids
     )
     step = Step(transitions=rows)
-    writer.write_step(step)
+    event = ev.AbortRequested(reason="user")
+    writer.write_event(event, step)
     redactor = Redactor(("wxyz",))
-    expected = dumps(redactor.value({**step_record(step), "seq": 1})) + b"\n" if rows else b""
+    fields = add_step({**event_fields(event), "seq": 1}, step)
+    expected = dumps(redactor.value(fields)) + b"\n"
     assert buffer.getvalue().split(b"\n", 1)[1] == expected
-    assert writer.next_seq == len(rows) + 1
+    assert writer.next_seq == len(rows) + 2
