@@ -1,19 +1,22 @@
 """The trace writer: JSONL, one line per feed, flushed per line.
 
-The header and ``end`` records (and records copied by :meth:`TraceWriter.write_record`) go
-through a structlog logger built locally with ``structlog.wrap_logger`` (never
-``structlog.configure``, which is process-global): our processors stamp ``seq`` and redact,
-then ``JSONRenderer`` turns the record into one orjson line with sorted keys, and
-``BytesLogger`` writes and flushes it. Event lines, the hot path, skip the logger's machinery
-(it added nothing there but its cost, issue 10): the same stamping, serializer and redaction,
-then one write and one flush per line. The serializer's ``default=`` raises, so an object that
-was not unstructured fails loudly instead of leaving a ``repr`` (with a memory address) in the
-trace. structlog is imported when the first writer is made, so importing the package does not
-pay for it.
+Every line is one orjson rendering with sorted keys, ``seq`` stamped and redacted (DESIGN
+§8). The lines of the hot path — an event with what the core made of it, and the ``end``
+record — are rendered and written directly: a logger's machinery added nothing there but its
+cost (issue 10). The header's bytes around its ``meta`` are made once per (config, tools)
+(:mod:`~fsm_agent.trace.header_parts`). Records copied from another trace
+(:meth:`TraceWriter.write_record`, a replayed prefix) go through a structlog logger built
+locally with ``structlog.wrap_logger`` (never ``structlog.configure``, which is
+process-global) when the first is copied: our processors stamp ``seq`` and redact, then
+``JSONRenderer`` renders the same bytes and ``BytesLogger`` writes and flushes them. The
+serializer's ``default=`` raises, so an object that was not unstructured fails loudly instead
+of leaving a ``repr`` (with a memory address) in the trace.
 
-Order of use (DESIGN §5, schema 3 in :mod:`fsm_agent.trace.records`): feed the core, then
-:meth:`TraceWriter.write_event` with the event and the step ``feed`` returned (one line),
-*before* the driver performs any of the step's effects; when ``feed`` raises, the event alone.
+Order of use (DESIGN §5, schema 3 in :mod:`fsm_agent.trace.records`):
+:meth:`TraceWriter.prepare_event` renders the event's line before the core sees the event (an
+event the trace cannot hold is refused there, so no core takes an event its trace lacks);
+``feed``; then :meth:`TraceWriter.write_event_line` with the step, before the driver performs
+any of its effects (with no step when ``feed`` raised: the event alone).
 :meth:`TraceWriter.write_end` once the run has ended. :class:`TracingCore` does exactly that
 around a core.
 """
@@ -24,7 +27,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Protocol
+from typing import IO, Any, NamedTuple, Protocol
 
 import attrs
 import orjson
@@ -37,7 +40,8 @@ from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.trace import records
-from fsm_agent.trace.closed_fields import sensitive_key_in
+from fsm_agent.trace.closed_fields import known_stream_delta, sensitive_key_in
+from fsm_agent.trace.header_parts import header_parts
 from fsm_agent.trace.message_dumps import dumped_messages
 from fsm_agent.trace.redact import Redactor, has_sensitive_key
 
@@ -78,40 +82,33 @@ def current_table_digest() -> str:
     return digest
 
 
-@attrs.frozen
-class _Setup:
-    """A header's config and tools unstructured (shared, never changed once made) and
-    whether a sensitive key name occurs in them."""
+class EventLine(NamedTuple):
+    """An event's line rendered before the core sees the event (:meth:`TraceWriter.prepare_event`).
 
-    source: tuple[LoopConfig, tuple[ToolSpec, ...]]
-    config: dict[str, Any]
-    tools: list[Any]
+    Attributes:
+        fields: the record dict, ``seq`` stamped (the step's lists are added to it).
+        alone: the line's bytes for the event alone (no newline, not yet redacted).
+        keys_hit: whether a sensitive key name may occur in the event.
+    """
+
+    fields: dict[str, Any]
+    alone: bytes
     keys_hit: bool
 
 
-_LAST_SETUP: list[_Setup] = []
-
-
-def _unstructured_setup(config: LoopConfig, tools: tuple[ToolSpec, ...]) -> _Setup:
-    """The :class:`_Setup` of ``config`` and ``tools``, made again only when they are not the
-    very objects the last writer was given (issue 10: most runs of a process share both)."""
-    if _LAST_SETUP:
-        last = _LAST_SETUP[0]
-        last_config, last_tools = last.source
-        if (
-            last_config is config
-            and len(last_tools) == len(tools)
-            and all(old is new for old, new in zip(last_tools, tools, strict=True))
-        ):
-            return last
-    from fsm_agent.core.codec import converter  # noqa: PLC0415 - built on first use
-
-    config_dict = converter().unstructure(config)
-    tools_list = [converter().unstructure(tool) for tool in tools]
-    keys_hit = has_sensitive_key(config_dict) or has_sensitive_key(tools_list)
-    setup = _Setup((config, tools), config_dict, tools_list, keys_hit)
-    _LAST_SETUP[:] = [setup]
-    return setup
+def _with_step(fields: Mapping[str, Any], alone: bytes) -> bytes:
+    """The line of an event carrying its step, from the event's own line: sorted keys put
+    ``effects`` before every key of the event's line and ``transitions`` after them, so
+    each list is rendered once, at the depth it has in the line, and joined on."""
+    out = b"{"
+    effects = fields.get("effects")
+    if effects:
+        out += records.dumps({"effects": effects})[1:-1] + b","
+    out += alone[1:-1]
+    transitions = fields.get("transitions")
+    if transitions:
+        out += b"," + records.dumps({"transitions": transitions})[1:-1]
+    return out + b"}"
 
 
 class TraceWriter:
@@ -168,21 +165,7 @@ class TraceWriter:
         self._closed = False
         self.ended = False
         """Whether the ``end`` record has been written."""
-        import structlog  # noqa: PLC0415 - lazy: the import costs more than a run's first records
-
-        self._logger = structlog.wrap_logger(
-            structlog.BytesLogger(self._file),  # type: ignore[arg-type]  # any binary file works
-            processors=[
-                self._stamp_seq,
-                # Redaction happens inside the serializer: the rendered bytes are scanned, and
-                # only a record that may hold a secret is walked and rendered again.
-                structlog.processors.JSONRenderer(serializer=self._serialize),
-            ],
-            # Explicit, so an application's global structlog configuration changes nothing.
-            wrapper_class=structlog.BoundLogger,
-            context_class=dict,
-            cache_logger_on_first_use=True,  # bind once, not on every record
-        )
+        self._logger: Any = None  # built when a record is first copied (write_record)
         self.header = records.TraceHeader(
             schema=records.SCHEMA_VERSION,
             library_version=fsm_agent.__version__,
@@ -191,9 +174,9 @@ class TraceWriter:
             tools=tuple(tools),
             meta=dict(meta or {}),
         )
-        self._setup = _unstructured_setup(config, self.header.tools)
+        self._parts = header_parts(config, self.header.tools)
         if next_seq is None:
-            self._write(self.header.record_with(config=self._setup.config, tools=self._setup.tools))
+            self._write_header()
 
     @property
     def started(self) -> float:
@@ -210,14 +193,7 @@ class TraceWriter:
         return event_dict
 
     def _serialize(self, event_dict: MutableMapping[str, Any], **_options: Any) -> bytes:
-        setup = self._setup
-        if event_dict.get("config") is setup.config and event_dict.get("tools") is setup.tools:
-            # This writer's own header: its other keys are fixed, its config and tools were
-            # scanned when they were unstructured; only meta is new.
-            keys_hit = setup.keys_hit or has_sensitive_key(event_dict.get("meta"))
-        else:
-            keys_hit = has_sensitive_key(event_dict)
-        return self._render(event_dict, keys_hit=keys_hit)
+        return self._render(event_dict, keys_hit=has_sensitive_key(event_dict))
 
     def _render(self, fields: Mapping[str, Any], *, keys_hit: bool) -> bytes:
         """``fields`` serialized and redacted; ``keys_hit``: whether a sensitive key name
@@ -234,11 +210,51 @@ class TraceWriter:
         """The ``seq`` the next record will get."""
         return self._next_seq
 
+    def _write_header(self) -> None:
+        """Line 1: its bytes around ``meta`` made once per (config, tools), its config and
+        tools scanned for key names once as well (:mod:`~fsm_agent.trace.header_parts`)."""
+        parts, header = self._parts, self.header
+        try:
+            line = parts.line(header)
+            if (
+                parts.keys_hit
+                or has_sensitive_key(header.meta)
+                or self._redactor.holds_secret(line)
+            ):
+                record = header.record_with(config=parts.config, tools=parts.tools)
+                line = records.dumps(self._redactor.value(record))
+        except (orjson.JSONEncodeError, TypeError) as exc:
+            raise UsageError(f"the header cannot be written: {exc.__cause__ or exc}") from exc
+        self._file.write(line + b"\n")
+        self._file.flush()
+
+    def _structlog_logger(self) -> Any:
+        """The structlog logger that copies records (:meth:`write_record`), built on first use:
+        our processors stamp ``seq`` and redact, ``JSONRenderer`` renders with our serializer,
+        ``BytesLogger`` writes and flushes."""
+        if self._logger is None:
+            import structlog  # noqa: PLC0415 - lazy: most writers never copy a record
+
+            self._logger = structlog.wrap_logger(
+                structlog.BytesLogger(self._file),  # type: ignore[arg-type]  # any binary file
+                processors=[
+                    self._stamp_seq,
+                    # Redaction happens inside the serializer: the rendered bytes are scanned,
+                    # and only a record that may hold a secret is walked and rendered again.
+                    structlog.processors.JSONRenderer(serializer=self._serialize),
+                ],
+                # Explicit, so an application's global structlog configuration changes nothing.
+                wrapper_class=structlog.BoundLogger,
+                context_class=dict,
+                cache_logger_on_first_use=True,  # bind once, not on every record
+            )
+        return self._logger
+
     def _write(self, fields: Mapping[str, Any]) -> None:
         if self._closed:
             raise UsageError("the trace writer is closed")
         try:
-            self._logger.msg(**fields)
+            self._structlog_logger().msg(**fields)
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
@@ -267,64 +283,77 @@ class TraceWriter:
         self._next_seq += count
         return data + b"\n"
 
-    def write_event(self, event: Event, step: Step | None = None) -> None:
-        """Record an event and what ``feed`` made of it, as one line (schema 3); call it after
-        ``feed`` returned and before any effect of ``step`` is performed. Without ``step``
-        (``feed`` raised), the event is written alone. The line takes one ``seq`` for the
-        event and one per transition and effect."""
-        if type(event) is TurnStarted:
-            self._write_turn_started(event, step)
-            return
-        fields = records.event_fields(event)
+    def prepare_event(self, event: Event) -> EventLine:
+        """Render ``event``'s line, before the core sees the event: an event the trace cannot
+        hold is refused here (``UsageError``), so a core never takes an event its trace
+        lacks. Hand the result to :meth:`write_event_line` with what ``feed`` returned."""
+        if self._closed:
+            raise UsageError("the trace writer is closed")
         # A record's keys are the writer's own but for the event's and the effects': a stream
-        # event's model event is scanned whole, any other event's free-form fields only
-        # (DESIGN §8).
+        # event's model event is scanned whole (unless it is a delta of a shape the API
+        # defines), any other event's free-form fields only (DESIGN §8).
         if type(event) is ModelStreamEvent:
-            keys_hit = has_sensitive_key(event.event)
+            fields = records.event_fields(event)
+            raw = event.event
+            keys_hit = not known_stream_delta(raw) and has_sensitive_key(raw)
         else:
-            keys_hit = sensitive_key_in(fields["event"])
+            if type(event) is TurnStarted:
+                # Each message dumped and scanned once per conversation, not once per turn.
+                fields = records.event_fields(attrs.evolve(event, messages=()))
+                keys_hit = sensitive_key_in(fields["event"])
+                fields["event"]["messages"], messages_hit = dumped_messages(event.messages)
+                keys_hit = keys_hit or messages_hit
+            else:
+                fields = records.event_fields(event)
+                keys_hit = sensitive_key_in(fields["event"])
             if self._clock is not None:
                 fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
+        fields["seq"] = self._next_seq
+        try:
+            alone = records.dumps(fields)
+        except (orjson.JSONEncodeError, TypeError) as exc:
+            cause = exc.__cause__ or exc
+            raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
+        return EventLine(fields, alone, keys_hit)
+
+    def write_event_line(self, line: EventLine, step: Step | None) -> None:
+        """Write a prepared event line with what ``feed`` made of the event (schema 3),
+        after ``feed`` returned and before any effect of ``step`` is performed; with
+        ``step=None`` (``feed`` raised) the event alone. The line takes one ``seq`` for the
+        event and one per transition and effect."""
+        if self._closed:
+            raise UsageError("the trace writer is closed")
+        fields, data, keys_hit = line.fields, line.alone, line.keys_hit
         count = 1
         if step is not None and (step.transitions or step.effects):
-            count += self._add_step(fields, step)
-            keys_hit = keys_hit or self._effect_keys_hit(fields)
-        line = self._line(fields, keys_hit=keys_hit, count=count)
-        self._file.write(line)
+            records.add_step(fields, step)
+            count += len(step.transitions) + len(step.effects)
+            try:
+                data = _with_step(fields, data)
+            except (orjson.JSONEncodeError, TypeError) as exc:
+                cause = exc.__cause__ or exc
+                raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
+            # The transitions' keys are the writer's own; an effect's free-form fields may
+            # hold keys from outside (DESIGN §8).
+            keys_hit = keys_hit or any(sensitive_key_in(e) for e in fields.get("effects", ()))
+        if keys_hit or self._redactor.holds_secret(data):
+            data = records.dumps(self._redactor.value(fields))
+        self._next_seq += count
+        self._file.write(data + b"\n")
         self._file.flush()
 
-    @staticmethod
-    def _add_step(fields: dict[str, Any], step: Step) -> int:
-        """Put the step's records on the event line; returns how many there are."""
-        records.add_step(fields, step)
-        return len(step.transitions) + len(step.effects)
-
-    @staticmethod
-    def _effect_keys_hit(fields: Mapping[str, Any]) -> bool:
-        """Whether an effect's free-form fields hold a sensitive key name (the transitions'
-        keys are the writer's own; DESIGN §8)."""
-        return any(sensitive_key_in(effect) for effect in fields.get("effects", ()))
-
-    def _write_turn_started(self, event: TurnStarted, step: Step | None) -> None:
-        """``write_event`` for the transcript a turn starts from: the same bytes, with each
-        message dumped and scanned once per conversation rather than once per turn."""
-        fields = records.event_fields(attrs.evolve(event, messages=()))
-        keys_hit = sensitive_key_in(fields["event"])
-        fields["event"]["messages"], messages_hit = dumped_messages(event.messages)
-        if self._clock is not None:
-            fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-        count = 1
-        if step is not None and (step.transitions or step.effects):
-            count += self._add_step(fields, step)
-            keys_hit = keys_hit or self._effect_keys_hit(fields)
-        line = self._line(fields, keys_hit=keys_hit or messages_hit, count=count)
-        self._file.write(line)
-        self._file.flush()
+    def write_event(self, event: Event, step: Step | None = None) -> None:
+        """Record an event and what ``feed`` made of it as one line: :meth:`prepare_event`
+        and :meth:`write_event_line` in one call (``step=None``: the event alone)."""
+        self.write_event_line(self.prepare_event(event), step)
 
     def write_end(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
         """Record the end of the run: the terminal reason, the usage totals, and the fault
         that ended it early, if one did (replay takes the fault as recorded)."""
-        self._write(records.end_fields(terminal, usage, fault=fault))
+        # Its keys are the writer's own (usage counters included): only strings are searched.
+        line = self._line(records.end_fields(terminal, usage, fault=fault), keys_hit=False, count=1)
+        self._file.write(line)
+        self._file.flush()
         self.ended = True
 
     def close(self) -> None:
@@ -370,16 +399,19 @@ class TracingCore:
         """Set by a driver that failed: the ``end`` record names it."""
 
     def feed(self, event: Event) -> Step:
-        """Feed the event, write it with its step (and the end record); return the step."""
+        """Render the event's line, feed the event, write the line with the step (and the
+        end record); return the step."""
+        writer = self.writer
+        line = writer.prepare_event(event)  # an event the trace cannot hold never reaches the core
         try:
             step = self.core.feed(event)
         except BaseException:
             # The fault's cause goes on file (DESIGN §5); the core's error propagates.
-            self.writer.write_event(event)
+            writer.write_event_line(line, None)
             raise
-        self.writer.write_event(event, step)
+        writer.write_event_line(line, step)
         if step.terminal is not None:
-            self.writer.write_end(step.terminal, self.core.usage, fault=self.fault)
+            writer.write_end(step.terminal, self.core.usage, fault=self.fault)
         return step
 
     def __getattr__(self, name: str) -> Any:

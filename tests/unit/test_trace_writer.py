@@ -362,3 +362,27 @@ def test_writers_sharing_config_and_tools_redact_each_header() -> None:
     TraceWriter(other, config=CONFIG, tools=TOOLS, table_digest="d", meta={"password": "pw-42"})
     assert [tool["name"] for tool in _header_of(other)["tools"]] == ["Read"]  # type: ignore[attr-defined]
     assert _header_of(other)["meta"] == {"password": REDACTED}
+
+
+def test_an_event_the_trace_cannot_hold_never_reaches_the_core() -> None:
+    """An event holding an object that is not JSON is refused before the core sees it: the
+    core is not fed, nothing is written, and the seq is not taken."""
+    fed: list[ev.Event] = []
+
+    class Recording:
+        phase, terminal, transcript, usage = "idle", None, (), Usage()
+
+        def feed(self, event: ev.Event) -> Step:
+            fed.append(event)
+            return Step()
+
+    buffer = io.BytesIO()
+    traced = TracingCore(Recording(), make_writer(buffer))
+    before = buffer.getvalue()
+    leak = ev.ToolCallFinished(call_id="c1", content="done", context_update={"h": object()})
+    with pytest.raises(UsageError, match="cannot be written"):
+        traced.feed(leak)
+    assert fed == []
+    assert buffer.getvalue() == before
+    traced.feed(ev.AbortRequested(reason="user"))
+    assert [r.seq for r in read_trace(io.BytesIO(buffer.getvalue())).records] == [1]
