@@ -97,13 +97,17 @@ class RequestHistory:
         """Whether user messages are tagged with their ids (the API form depends on them)."""
         return self._tag_ids
 
-    def carry_over(self, before: Sequence[Message], after: Sequence[Message]) -> None:
+    def carry_over(
+        self, before: Sequence[Message], after: Sequence[Message], *, kept: int = 0
+    ) -> None:
         """Follow a new user turn that starts from ``after``, the transcript ``before`` with
         some messages given new uuids (a session's carry-over between turns).
 
         The settled start is kept, renamed, when renaming cannot change its API form: nothing
         was left behind, no id tags are sent and no tombstone withdrew anything. Otherwise the
-        next request normalizes everything again, as a new history would.
+        next request normalizes everything again, as a new history would. ``kept``: how many
+        messages at the start are expected unchanged; they are compared at C speed, only the
+        others one by one (DESIGN §7).
         """
         settled = len(self._settled)
         if not settled:
@@ -117,7 +121,10 @@ class RequestHistory:
             self._reset()
             return
         renamed = tuple(after[:settled])
-        for old, new in zip(self._settled, renamed, strict=True):
+        same = min(kept, settled)
+        if renamed[:same] != self._settled[:same]:
+            same = 0  # not as expected: every message is looked at
+        for old, new in zip(self._settled[same:], renamed[same:], strict=True):
             if old is not new and attrs.evolve(new, uuid=old.uuid) != old:
                 self._reset()  # not a renaming: some content differs
                 return

@@ -27,12 +27,13 @@ import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, NamedTuple, Protocol
+from typing import IO, Any, Final, NamedTuple, Protocol
 
 import attrs
 import orjson
 
 import fsm_agent
+from fsm_agent.core.codec import dump_message
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import Event, ModelStreamEvent, TurnStarted
 from fsm_agent.core.messages import Message, Usage
@@ -42,8 +43,11 @@ from fsm_agent.errors import UsageError
 from fsm_agent.trace import records
 from fsm_agent.trace.closed_fields import known_stream_delta, sensitive_key_in
 from fsm_agent.trace.header_parts import header_parts
-from fsm_agent.trace.message_dumps import dumped_messages
+from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.redact import Redactor, has_sensitive_key
+
+_MESSAGES_GAP: Final = b'"messages":[]'
+"""Where a ``TurnStarted`` record written without its messages takes them."""
 
 
 class CoreLike(Protocol):
@@ -83,32 +87,14 @@ def current_table_digest() -> str:
 
 
 class EventLine(NamedTuple):
-    """An event's line rendered before the core sees the event (:meth:`TraceWriter.prepare_event`).
+    """An event's line, rendered and redacted before the core sees the event
+    (:meth:`TraceWriter.prepare_event`).
 
     Attributes:
-        fields: the record dict, ``seq`` stamped (the step's lists are added to it).
-        alone: the line's bytes for the event alone (no newline, not yet redacted).
-        keys_hit: whether a sensitive key name may occur in the event.
+        alone: the line's bytes for the event alone (``seq`` stamped, no newline).
     """
 
-    fields: dict[str, Any]
     alone: bytes
-    keys_hit: bool
-
-
-def _with_step(fields: Mapping[str, Any], alone: bytes) -> bytes:
-    """The line of an event carrying its step, from the event's own line: sorted keys put
-    ``effects`` before every key of the event's line and ``transitions`` after them, so
-    each list is rendered once, at the depth it has in the line, and joined on."""
-    out = b"{"
-    effects = fields.get("effects")
-    if effects:
-        out += records.dumps({"effects": effects})[1:-1] + b","
-    out += alone[1:-1]
-    transitions = fields.get("transitions")
-    if transitions:
-        out += b"," + records.dumps({"transitions": transitions})[1:-1]
-    return out + b"}"
 
 
 class TraceWriter:
@@ -131,6 +117,9 @@ class TraceWriter:
             records are numbered on from this ``seq``.
         started: with ``next_seq``, the ``clock`` value the first writer started at, so that
             elapsed times go on counting from the start of the run.
+        transcript: the serialized transcript of the conversation's last turn (a session
+            keeps one over its turns), so that a ``TurnStarted`` record serializes only the
+            messages the turn added.
 
     Raises:
         UsageError: from a ``write_*`` call whose record holds something that is not JSON.
@@ -148,8 +137,10 @@ class TraceWriter:
         clock: Callable[[], float] | None = None,
         next_seq: int | None = None,
         started: float | None = None,
+        transcript: TranscriptJson | None = None,
     ) -> None:
         self._clock = clock
+        self._transcript = transcript if transcript is not None else TranscriptJson()
         if started is not None:
             self._started = started
         else:
@@ -286,7 +277,8 @@ class TraceWriter:
     def prepare_event(self, event: Event) -> EventLine:
         """Render ``event``'s line, before the core sees the event: an event the trace cannot
         hold is refused here (``UsageError``), so a core never takes an event its trace
-        lacks. Hand the result to :meth:`write_event_line` with what ``feed`` returned."""
+        lacks. Hand the result to :meth:`write_event_line` with what ``feed`` returned
+        (nothing may be written in between: the line's ``seq`` is stamped)."""
         if self._closed:
             raise UsageError("the trace writer is closed")
         # A record's keys are the writer's own but for the event's and the effects': a stream
@@ -297,24 +289,37 @@ class TraceWriter:
             raw = event.event
             keys_hit = not known_stream_delta(raw) and has_sensitive_key(raw)
         else:
-            if type(event) is TurnStarted:
-                # Each message dumped and scanned once per conversation, not once per turn.
+            if type(event) is TurnStarted:  # its messages are joined on below
                 fields = records.event_fields(attrs.evolve(event, messages=()))
-                keys_hit = sensitive_key_in(fields["event"])
-                fields["event"]["messages"], messages_hit = dumped_messages(event.messages)
-                keys_hit = keys_hit or messages_hit
             else:
                 fields = records.event_fields(event)
-                keys_hit = sensitive_key_in(fields["event"])
+            keys_hit = sensitive_key_in(fields["event"])
             if self._clock is not None:
                 fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
         fields["seq"] = self._next_seq
         try:
-            alone = records.dumps(fields)
+            if type(event) is TurnStarted:
+                return EventLine(self._turn_started_line(event, fields, keys_hit=keys_hit))
+            return EventLine(self._render(fields, keys_hit=keys_hit))
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
-        return EventLine(fields, alone, keys_hit)
+
+    def _turn_started_line(
+        self, event: TurnStarted, fields: dict[str, Any], *, keys_hit: bool
+    ) -> bytes:
+        """The line of the transcript a turn starts from: the same bytes as the generic path,
+        with only the messages added since the conversation's last turn serialized and
+        scanned (``fields``: the record with no messages)."""
+        array = self._transcript.array(event.messages, self._redactor)
+        if array is not None:
+            head, gap, tail = self._render(fields, keys_hit=keys_hit).partition(_MESSAGES_GAP)
+            if gap and _MESSAGES_GAP not in tail:
+                return b"".join([head, b'"messages":', *array, tail])
+        # The generic path (no single place for them): the record serialized whole.
+        messages = [dump_message(message) for message in event.messages]
+        fields["event"]["messages"] = messages
+        return self._render(fields, keys_hit=keys_hit or has_sensitive_key(messages))
 
     def write_event_line(self, line: EventLine, step: Step | None) -> None:
         """Write a prepared event line with what ``feed`` made of the event (schema 3),
@@ -323,24 +328,42 @@ class TraceWriter:
         event and one per transition and effect."""
         if self._closed:
             raise UsageError("the trace writer is closed")
-        fields, data, keys_hit = line.fields, line.alone, line.keys_hit
+        data = line.alone
         count = 1
         if step is not None and (step.transitions or step.effects):
-            records.add_step(fields, step)
             count += len(step.transitions) + len(step.effects)
             try:
-                data = _with_step(fields, data)
+                data = self._with_step(data, step)
             except (orjson.JSONEncodeError, TypeError) as exc:
                 cause = exc.__cause__ or exc
                 raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
-            # The transitions' keys are the writer's own; an effect's free-form fields may
-            # hold keys from outside (DESIGN §8).
-            keys_hit = keys_hit or any(sensitive_key_in(e) for e in fields.get("effects", ()))
-        if keys_hit or self._redactor.holds_secret(data):
-            data = records.dumps(self._redactor.value(fields))
         self._next_seq += count
         self._file.write(data + b"\n")
         self._file.flush()
+
+    def _with_step(self, alone: bytes, step: Step) -> bytes:
+        """The line of an event carrying its step, from the event's own line. Sorted keys put
+        ``effects`` before every key of the event's line and ``transitions`` after them, so
+        each list is rendered once, at the depth it has in the line, redacted on its own
+        (redaction works value by value: the bytes are those of redacting the whole line),
+        and joined on."""
+        lists = records.add_step({}, step)
+        out = b"{"
+        effects = lists.get("effects")
+        if effects:
+            part = records.dumps({"effects": effects})
+            # An effect's free-form fields may hold keys from outside (DESIGN §8).
+            if any(sensitive_key_in(e) for e in effects) or self._redactor.holds_secret(part):
+                part = records.dumps({"effects": self._redactor.value(effects)})
+            out += part[1:-1] + b","
+        out += alone[1:-1]
+        transitions = lists.get("transitions")
+        if transitions:
+            part = records.dumps({"transitions": transitions})
+            if self._redactor.holds_secret(part):  # their keys are the writer's own
+                part = records.dumps({"transitions": self._redactor.value(transitions)})
+            out += b"," + part[1:-1]
+        return out + b"}"
 
     def write_event(self, event: Event, step: Step | None = None) -> None:
         """Record an event and what ``feed`` made of it as one line: :meth:`prepare_event`
