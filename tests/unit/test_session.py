@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from fsm_agent.core import request_history
+from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import (
     AttachmentKind,
     AttachmentMessage,
@@ -352,11 +353,21 @@ def test_interrupt_aborts_the_running_turn_and_the_session_goes_on(tmp_path: Pat
         assert replay(path).ended
 
 
-def _conversation_requests(tmp_path: Path, turns: int) -> list[list[dict[str, Any]]]:
-    """The messages of every request of a session of ``turns`` turns, each with a tool call."""
+def _conversation_requests(
+    tmp_path: Path, turns: int, *, snip: bool = False
+) -> list[list[dict[str, Any]]]:
+    """The messages of every request of a session of ``turns`` turns, each with a tool call
+    (with ``snip``, the messages carry their id tags)."""
     steps = [s for n in range(turns) for s in (calls("Glob", pattern="*.py"), says(f"done {n}"))]
     model = scripted(*steps)
-    agent = Agent(model=model, tools=default_tools(), cwd=tmp_path, trace=False, store=False)
+    agent = Agent(
+        model=model,
+        tools=default_tools(),
+        cwd=tmp_path,
+        trace=False,
+        store=False,
+        config=LoopConfig(snip=snip),
+    )
     session = agent.session(changed_files=False)
     sent: list[list[dict[str, Any]]] = []
 
@@ -369,10 +380,12 @@ def _conversation_requests(tmp_path: Path, turns: int) -> list[list[dict[str, An
     return sent
 
 
+@pytest.mark.parametrize("snip", [False, True])
 def test_a_session_turn_normalizes_only_what_it_added(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, snip: bool
 ) -> None:
-    """Later user turns normalize a bounded number of messages, not the whole conversation."""
+    """Later user turns normalize a bounded number of messages, not the whole conversation,
+    also when the renamed ids are sent (snip's id tags)."""
     normalized: list[int] = []
     segment = request_history.normalize_segment
 
@@ -381,10 +394,10 @@ def test_a_session_turn_normalizes_only_what_it_added(
         return segment(messages, *args, **kwargs)
 
     monkeypatch.setattr(request_history, "normalize_segment", counting)
-    _conversation_requests(tmp_path, 3)
+    _conversation_requests(tmp_path, 3, snip=snip)
     three = sum(normalized)
     normalized.clear()
-    _conversation_requests(tmp_path, 12)
+    _conversation_requests(tmp_path, 12, snip=snip)
     # nine more turns, each a prompt, a call, its result and an answer, settled once each
     assert sum(normalized) - three <= 9 * 4 * 3
 
@@ -393,11 +406,11 @@ def test_a_session_sends_what_a_fresh_normalization_sends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Keeping the normalized history over turns changes no request of the conversation."""
-    kept = _conversation_requests(tmp_path, 6)
+    kept = [_conversation_requests(tmp_path, 6, snip=snip) for snip in (False, True)]
     monkeypatch.setattr(
         request_history.RequestHistory, "carry_over", lambda self, before, after, **_: self._reset()
     )
-    assert _conversation_requests(tmp_path, 6) == kept
+    assert [_conversation_requests(tmp_path, 6, snip=snip) for snip in (False, True)] == kept
 
 
 def _turn_started_lines(tmp_path: Path, turns: int) -> tuple[list[bytes], int]:
