@@ -548,10 +548,13 @@ class _Replayer:
         kind = records.record_kind(data, line.number, self.source)
         if kind == "step":
             records.check_step(data, line.number, self.source)
-        else:
-            event = records.check_record(data, kind, line.number, self.source, deep=True)
+        elif kind == "event":
             if line.event is None:
-                line.event = event
+                line.event, _ = records.check_event_line(data, line.number, self.source)
+            else:
+                records.check_event_line(data, line.number, self.source)
+        else:
+            records.check_record(data, kind, line.number, self.source, deep=True)
         if data["seq"] != self.seq:
             raise TraceFormatError(
                 line=line.number,
@@ -637,6 +640,9 @@ class _Replayer:
                     return
                 self.accept(line, data, kind)
                 self.feed(line)
+                carried = records.carried_step(data)
+                if carried is not None:
+                    self.match_carried(line, carried, lines)
             elif kind == "end":
                 # A driver fault is a fact about the recording run, not a decision of the
                 # core: it is taken as recorded.
@@ -684,7 +690,8 @@ class _Replayer:
             self.seq += transitions + effects
             return
         if self.keep is not None:
-            self.keep.append(data if data is not None else self.data_of(line))
+            kept = data if data is not None else self.data_of(line)
+            self.keep.append(records.event_alone(kept) if kind == "event" else kept)
         if kind == "transition":
             self.transitions += 1
         elif kind == "effect":
@@ -741,6 +748,20 @@ class _Replayer:
             first = self.seq + len(step.transitions)
             for offset, effect in enumerate(step.effects):
                 self.tracker.emitted(effect, first + offset)
+
+    def match_carried(self, line: _Line, carried: dict[str, Any], lines: Iterator[_Line]) -> None:
+        """Check what the core made of a schema 3 event line's event against the
+        transitions and effects the line carries (``carried``, shaped as a step line)."""
+        step_line = _Line(line.number, None, True, carried)
+        if not self.pending:
+            expected = self.expanded(step_line, carried)
+            self.diverge(line, lines, expected=expected[0], actual=None, later=expected[1:])
+        produced = self.pending[0]
+        if produced.content is not None and produced.content == records.dumps(carried):
+            self.pending.popleft()
+            self.accept(step_line, carried, "step", produced.data)
+            return
+        self.match(step_line, lines)
 
     def match(self, line: _Line, lines: Iterator[_Line]) -> None:
         produced = self.pending[0]
@@ -816,6 +837,8 @@ class _Replayer:
                         expected = first
                         if first.get("record") == "step":
                             expected = self.expanded(after[0], first)[0]
+                        elif first.get("record") == "event":
+                            expected = records.event_alone(first)
                         where = after[0].number
             if not self.context:
                 after = []
@@ -848,7 +871,7 @@ class _Replayer:
                 item if isinstance(item, _Line) else _make_line(*item)
                 for item in list(self.recent)[-self.context :]
             ]
-            around = [*self.context_records(window), *before][-self.context :]
+            around = [*self.context_records(window, carrying=False), *before][-self.context :]
             if expected is not None:
                 around.append(expected)
             around.extend([*later, *self.context_records(after)][: self.context])
@@ -856,14 +879,23 @@ class _Replayer:
             seq=seq, expected=expected, actual=actual, context=around, source=self.source, line=line
         )
 
-    def context_records(self, lines: Iterable[_Line]) -> list[dict[str, Any]]:
-        """The records of recorded lines, a ``step`` line expanded, up to a bad line."""
+    def context_records(
+        self, lines: Iterable[_Line], *, carrying: bool = True
+    ) -> list[dict[str, Any]]:
+        """The records of recorded lines, a ``step`` line expanded, up to a bad line.
+        ``carrying``: expand what a schema 3 event line carries too (lines already accepted
+        are not: the records they carry were accepted as lines of their own)."""
         out: list[dict[str, Any]] = []
         for line in lines:
             try:
                 data = self.data_of(line)
                 if isinstance(data, dict) and data.get("record") == "step":
                     out.extend(self.expanded(line, data))
+                elif isinstance(data, dict) and data.get("record") == "event":
+                    out.append(records.event_alone(data))
+                    carried = records.carried_step(data) if carrying else None
+                    if carried is not None:
+                        out.extend(self.expanded(line, carried))
                 elif isinstance(data, dict):
                     out.append(data)
             except TraceFormatError:
