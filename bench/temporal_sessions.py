@@ -237,7 +237,7 @@ def report(row: Callable[[str, str, str], None], *, quick: bool) -> None:
             row(
                 f"Temporal long session, history bytes ({name} bound)",
                 f"{largest / 1e3:8.0f} kB",
-                f"most in one run; {turns} turns of a context growing ~{2 * size} B a turn took "
+                f"most in one run; {turns} turns, each echoing {size} characters, took "
                 f"{runs} runs, {total / 1e6:.1f} MB of history in all, model-call inputs "
                 f"{calls:.0%} of it (continue after {next(iter(bound.values())):,} {name})",
             )
