@@ -143,6 +143,7 @@ _PUBLIC = {
     "TraceTruncated": "fsm_agent.errors",
     "TraceVersionError": "fsm_agent.errors",
     "TableDigestMismatch": "fsm_agent.errors",
+    "TraceWriteConflict": "fsm_agent.errors",
 }
 
 __all__ = [
@@ -255,6 +256,7 @@ __all__ = [
     "TraceFormatError",
     "TraceTruncated",
     "TraceVersionError",
+    "TraceWriteConflict",
     "TransitionCount",
     "TransitionTaken",
     "TransitionUpdate",
@@ -348,6 +350,7 @@ if TYPE_CHECKING:
         TraceFormatError,
         TraceTruncated,
         TraceVersionError,
+        TraceWriteConflict,
         UsageError,
     )
     from fsm_agent.runtime.agent import (

@@ -79,6 +79,20 @@ class TableDigestMismatch(TraceError):
     """The trace was recorded against different machine tables than the code has now."""
 
 
+class TraceWriteConflict(TraceError):
+    """Trace bytes meant for an offset of a file do not fit there: the offset is past the
+    file's end, or other bytes already sit at it (another writer, or the file was edited).
+
+    ``path`` names the trace file and ``offset`` the first byte that does not fit.
+    """
+
+    def __init__(self, *, path: str, offset: int, problem: str) -> None:
+        self.path = path
+        self.offset = offset
+        self.problem = problem
+        super().__init__(f"{path}: at byte offset {offset}: {problem}")
+
+
 class TraceDivergence(TraceError):
     """Replay produced a record that differs from the recorded one.
 

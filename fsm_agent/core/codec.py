@@ -14,15 +14,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from fsm_agent.core import effects, events, messages
+from fsm_agent.core.json_values import JSON_INT_MAX, JSON_INT_MIN
 
 if TYPE_CHECKING:
     import cattrs
 
 T = TypeVar("T")
 
-JSON_INT_MIN: Final = -(2**63)
-JSON_INT_MAX: Final = 2**64 - 1
-"""The integers a trace line holds as numbers (orjson's range); others are written as strings."""
 
 _DECIMAL = re.compile(r"-?[0-9]+")
 
@@ -327,20 +325,3 @@ def load_message(data: Any) -> messages.Message:
     """Structure a transcript message dict."""
     result: messages.Message = converter().structure(data, messages.Message)  # type: ignore[arg-type]
     return result
-
-
-def json_type_name(value: object) -> str:
-    """The JSON name of a value's type, for error messages (``expected string, got number``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__

@@ -13,7 +13,12 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from fsm_agent.core import kinds
 from fsm_agent.core.messages import Message
+
+# Defined in :mod:`fsm_agent.core.kinds` (loaded without the classes here); named here too,
+# where they were first defined.
+HookEvent = kinds.HookEvent
 
 
 @attrs.frozen(kw_only=True)
@@ -49,22 +54,6 @@ class RunToolStep:
     tool_name: str
     input: dict[str, Any] = attrs.field(factory=dict)
     context: dict[str, Any] = attrs.field(factory=dict)
-
-
-class HookEvent(enum.Enum):
-    """Hook points the loop runs (SPEC §6); the values are the settings files' event names."""
-
-    PRE_TOOL_USE = "PreToolUse"
-    POST_TOOL_USE = "PostToolUse"
-    POST_TOOL_USE_FAILURE = "PostToolUseFailure"
-    USER_PROMPT_SUBMIT = "UserPromptSubmit"
-    STOP = "Stop"
-    SUBAGENT_STOP = "SubagentStop"  # replaces Stop in a subagent (LoopConfig.is_subagent)
-    STOP_FAILURE = "StopFailure"
-    PRE_COMPACT = "PreCompact"
-    SESSION_START = "SessionStart"
-    SESSION_END = "SessionEnd"
-    NOTIFICATION = "Notification"
 
 
 DETACHED_HOOK_EVENTS = frozenset(

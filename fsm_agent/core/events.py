@@ -13,8 +13,15 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from fsm_agent.core import kinds
 from fsm_agent.core.messages import Message, ToolResultContent
 from fsm_agent.core.tool_spec import ToolSpec
+
+# Defined in :mod:`fsm_agent.core.kinds` (loaded without the classes here); named here too,
+# where they were first defined.
+DecisionSource = kinds.DecisionSource
+HookDecision = kinds.HookDecision
+PermissionBehavior = kinds.PermissionBehavior
 
 
 @attrs.frozen(kw_only=True)
@@ -144,14 +151,6 @@ class SubagentStarted:
     trace: str | None = None
 
 
-class HookDecision(enum.Enum):
-    """A PreToolUse hook's permission decision (SPEC §6.1)."""
-
-    ALLOW = "allow"
-    DENY = "deny"
-    ASK = "ask"
-
-
 @attrs.frozen(kw_only=True)
 class HookOutcome:
     """The aggregate of every hook that ran for one hook event (SPEC §6.1)."""
@@ -183,31 +182,6 @@ class PermissionPromptShown:
     """
 
     effect_id: str
-
-
-class PermissionBehavior(enum.Enum):
-    """The final permission answer for one tool call."""
-
-    ALLOW = "allow"
-    DENY = "deny"
-
-
-class DecisionSource(enum.Enum):
-    """Who decided a permission question (DESIGN §3: the reason goes into the trace).
-
-    ``NO_ONE_TO_ASK`` is a question that needed a person when there was none (no ``ask``
-    callback): the call is refused, and the trace never claims that a user denied it.
-    """
-
-    RULE = "rule"
-    MODE = "mode"
-    HOOK = "hook"
-    CLASSIFIER = "classifier"
-    SAFETY_CHECK = "safety_check"
-    TOOL = "tool"
-    USER = "user"
-    NO_ONE_TO_ASK = "no_one_to_ask"
-    POLICY = "policy"
 
 
 @attrs.frozen(kw_only=True)

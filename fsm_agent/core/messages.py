@@ -16,7 +16,13 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from fsm_agent.core import kinds
+
 # --- content blocks ------------------------------------------------------------------------
+
+# Defined in :mod:`fsm_agent.core.kinds` (loaded without the classes here); named here too,
+# where they were first defined.
+AttachmentKind = kinds.AttachmentKind
 
 
 @attrs.frozen(kw_only=True)
@@ -251,20 +257,6 @@ class ApiErrorMessage:
     kind: ApiErrorKind
     text: str
     withheld: bool = False
-
-
-class AttachmentKind(enum.Enum):
-    """Kinds of attachment the loop produces (SPEC §6, §2.2)."""
-
-    HOOK_BLOCKING_ERROR = "hook_blocking_error"
-    HOOK_ADDITIONAL_CONTEXT = "hook_additional_context"
-    HOOK_STOPPED_CONTINUATION = "hook_stopped_continuation"
-    HOOK_SYSTEM_MESSAGE = "hook_system_message"
-    MAX_TURNS_REACHED = "max_turns_reached"
-    QUEUED_COMMAND = "queued_command"
-    FILE = "file"
-    MEMORY = "memory"
-    OTHER = "other"
 
 
 @attrs.frozen(kw_only=True)

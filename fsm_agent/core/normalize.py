@@ -181,6 +181,16 @@ class Carry:
     expected: list[str] = attrs.field(factory=list)
     media: int = 0
 
+    def copy(self) -> Carry:
+        """A copy that later absorbs do not change."""
+        return attrs.evolve(
+            self,
+            withdrawn=set(self.withdrawn),
+            open_ids=set(self.open_ids),
+            seen_ids=set(self.seen_ids),
+            expected=list(self.expected),
+        )
+
     def absorb(self, segment: Segment) -> None:
         """Fold a settled segment in: what follows it now comes after it."""
         self.fresh = False

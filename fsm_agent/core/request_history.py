@@ -24,7 +24,10 @@ in a :class:`~fsm_agent.core.normalize.Carry`. Each request:
 
 A conversation keeps one history over its user turns (:meth:`RequestHistory.carry_over`):
 the next turn starts from the same messages, some of them renamed, so its first request
-normalizes only what the new turn added.
+normalizes only what the new turn added. When renaming changes the API form (snip's id tags)
+or the carry-over left messages behind, the history falls back to a *checkpoint*: the carry
+as it was when the settled start last reached no further than where the finished turn began,
+which the renaming cannot have touched; only the finished turn is normalized again.
 """
 
 from __future__ import annotations
@@ -89,6 +92,10 @@ class RequestHistory:
         self._settled: tuple[Message, ...] = ()
         self._settled_api: list[ApiMessage] = []
         self._carry = Carry()
+        # Where the current turn began, and the state when the settled start last ended
+        # there or before (length of ``_settled``, of ``_settled_api``, the carry).
+        self._turn_start = 0
+        self._checkpoint: tuple[int, int, Carry] | None = None
         self.messages_normalized = 0
         """Messages normalized so far, each time counted (linear in a growing session)."""
 
@@ -97,36 +104,66 @@ class RequestHistory:
         """Whether user messages are tagged with their ids (the API form depends on them)."""
         return self._tag_ids
 
-    def carry_over(self, before: Sequence[Message], after: Sequence[Message]) -> None:
+    def carry_over(
+        self, before: Sequence[Message], after: Sequence[Message], *, kept: int = 0
+    ) -> None:
         """Follow a new user turn that starts from ``after``, the transcript ``before`` with
         some messages given new uuids (a session's carry-over between turns).
 
         The settled start is kept, renamed, when renaming cannot change its API form: nothing
-        was left behind, no id tags are sent and no tombstone withdrew anything. Otherwise the
-        next request normalizes everything again, as a new history would.
+        was left behind, no id tags are sent and no tombstone withdrew anything. Otherwise it
+        is cut back to the checkpoint (see the module docstring) when ``after`` begins with
+        it, and else dropped: the next request normalizes everything again, as a new history
+        would. ``kept``: how many messages at the start are expected unchanged; they are
+        compared at C speed, only the others one by one (DESIGN §7).
         """
+        if self._settled:
+            if self._only_renamed(before, after, kept):
+                self._settled = tuple(after[: len(self._settled)])
+            else:
+                self._back_to_checkpoint(after)
+        self._turn_start = len(after)
+
+    def _only_renamed(self, before: Sequence[Message], after: Sequence[Message], kept: int) -> bool:
+        """Whether ``after`` differs from ``before`` by new uuids only, which cannot change the
+        API form of the settled start (no id tags are sent, no tombstone withdrew anything)."""
         settled = len(self._settled)
-        if not settled:
-            return
         if (
             self._tag_ids
             or self._carry.withdrawn
             or len(before) != len(after)
             or tuple(before[:settled]) != self._settled
         ):
+            return False
+        renamed = tuple(after[:settled])
+        same = min(kept, settled)
+        if renamed[:same] != self._settled[:same]:
+            same = 0  # not as expected: every message is looked at
+        return all(
+            old is new or attrs.evolve(new, uuid=old.uuid) == old
+            for old, new in zip(self._settled[same:], renamed[same:], strict=True)
+        )
+
+    def _back_to_checkpoint(self, after: Sequence[Message]) -> None:
+        """Keep the settled start up to the checkpoint if ``after`` begins with it, else
+        nothing."""
+        if self._checkpoint is None:
             self._reset()
             return
-        renamed = tuple(after[:settled])
-        for old, new in zip(self._settled, renamed, strict=True):
-            if old is not new and attrs.evolve(new, uuid=old.uuid) != old:
-                self._reset()  # not a renaming: some content differs
-                return
-        self._settled = renamed
+        length, api_length, carry = self._checkpoint
+        start = tuple(after[:length])
+        if len(start) != length or start != self._settled[:length]:
+            self._reset()
+            return
+        self._settled = start
+        del self._settled_api[api_length:]
+        self._carry = carry.copy()
 
     def _reset(self) -> None:
         self._settled = ()
         self._settled_api = []
         self._carry = Carry()
+        self._checkpoint = None
 
     def normalize(self, messages: Sequence[Message]) -> list[ApiMessage]:
         """The API messages for ``messages``, equal to ``normalize_for_api(messages)``.
@@ -161,6 +198,8 @@ class RequestHistory:
                 self._settled_api.extend(head.api)
                 self._settled = history[: settled + cut]
                 tail = tail[cut:]
+                if settled + cut <= self._turn_start:
+                    self._checkpoint = (settled + cut, len(self._settled_api), self._carry.copy())
         rest = normalize_segment(tail, self._carry, final=True, tag_ids=self._tag_ids)
         api = [*self._settled_api, *rest.api]
         if self._carry.media + rest.media > self._max_media:

@@ -16,7 +16,8 @@ Rules of this module:
   resume reproduce the replacement without touching the disk.
 
 Nothing here is O(history) per request: only the messages added since the last request are
-scanned, except once after compaction or collapse replaced the history.
+scanned, except once after compaction or collapse replaced the history; and they are scanned
+only when a group is over the budget (a user turn hands in the whole transcript as sent).
 """
 
 from __future__ import annotations
@@ -105,6 +106,10 @@ class ToolResultBudget:
     def __init__(self, *, limit: int | None) -> None:
         self._limit = limit
         self._seen: set[str] = set()
+        # Sent messages not yet read into ``_seen`` (each with where to start reading): a
+        # user turn hands in its whole transcript, and reading it only when a decision needs
+        # it keeps a turn under the budget free of O(history) work (DESIGN §7).
+        self._unread: list[tuple[Sequence[Message], int]] = []
         self._sent_count = 0
         self._sent_last: Message | None = None
 
@@ -117,17 +122,27 @@ class ToolResultBudget:
 
     def mark_sent(self, messages: Sequence[Message]) -> None:
         """A request carried ``messages``: every tool_result in them is now seen."""
-        for message in messages[self._unsent_start(messages) :]:
-            if isinstance(message, UserMessage):
-                self._seen.update(
-                    b.tool_use_id for b in message.content if isinstance(b, ToolResultBlock)
-                )
+        start = self._unsent_start(messages)
+        if start < len(messages):
+            self._unread.append((messages, start))
         self._sent_count = len(messages)
         self._sent_last = messages[-1] if messages else None
 
+    def _read_sent(self) -> set[str]:
+        """Every tool_result id a request has carried."""
+        for messages, start in self._unread:
+            for index in range(start, len(messages)):
+                message = messages[index]
+                if isinstance(message, UserMessage):
+                    self._seen.update(
+                        b.tool_use_id for b in message.content if isinstance(b, ToolResultBlock)
+                    )
+        self._unread.clear()
+        return self._seen
+
     def seen(self, tool_use_id: str) -> bool:
         """Whether a request has carried this result (its fate is then frozen)."""
-        return tool_use_id in self._seen
+        return tool_use_id in self._read_sent()
 
     def plan(
         self, messages: Sequence[Message], *, unbounded_tools: frozenset[str]
@@ -150,11 +165,12 @@ class ToolResultBudget:
             total = sum(size for size, _ in sizes)
             if total <= self._limit:
                 continue
+            seen = self._read_sent()
             fresh = sorted(
                 (
                     (size, position, b)
                     for position, (size, b) in enumerate(sizes)
-                    if b.tool_use_id not in self._seen
+                    if b.tool_use_id not in seen
                     and names.get(b.tool_use_id) not in unbounded_tools
                     and size > 0
                     and _persistable(b)

@@ -18,19 +18,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.core.messages import (
-    AssistantMessage,
-    Message,
-    TextBlock,
-    Usage,
-    UserMessage,
-    text_of,
-)
 from fsm_agent.errors import ConfigError, UsageError
 from fsm_agent.runtime.attachments import AttachmentProvider, check_providers
 from fsm_agent.runtime.hooks import Hooks
 from fsm_agent.runtime.permissions import PermissionPolicy
-from fsm_agent.runtime.response_clock import ResponseClock
 from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.tool import Tool, ToolContext
@@ -42,12 +33,14 @@ if TYPE_CHECKING:
     # Imported where they are used (issue 10): building an agent loads no core, no driver,
     # no model machinery and no trace writer; a plain run loads no MCP client, no replay and
     # no store module until it needs one.
+    from fsm_agent.core.messages import Message, Usage
     from fsm_agent.core.pricing import ModelPrice
-    from fsm_agent.core.request_history import RequestHistory
     from fsm_agent.core.step import TransitionTaken
     from fsm_agent.runtime.attachments import AttachmentCollector
+    from fsm_agent.runtime.conversation_memo import ConversationMemo
     from fsm_agent.runtime.mcp_tools import McpServer
     from fsm_agent.runtime.models import Model
+    from fsm_agent.runtime.response_clock import ResponseClock
     from fsm_agent.runtime.session import Session
     from fsm_agent.runtime.subagent_link import ParentRun, SubagentSeat
     from fsm_agent.store.sql_store import RunStore
@@ -82,6 +75,8 @@ class RunResult:
     @property
     def text(self) -> str:
         """The text of the last assistant message (the answer, for a completed run)."""
+        from fsm_agent.core.messages import AssistantMessage, text_of  # noqa: PLC0415 - loaded when used, not by building an agent
+
         for message in reversed(self.messages):
             if isinstance(message, AssistantMessage) and text_of(message):
                 return text_of(message)
@@ -272,7 +267,8 @@ class Agent:
         self.mcp_servers = tuple(mcp_servers)
         self.sleep = sleep
         self.clock = clock
-        self.response_clock = ResponseClock(wall_clock)
+        self._wall_clock = wall_clock
+        self._response_clock: ResponseClock | None = None
         self.price = price
         _check_arguments(model, tools, trace)
         # Server tools are declarations for the API; only local tools reach the core.
@@ -323,6 +319,16 @@ class Agent:
         """Run until a terminal reason; return the result."""
         return await final_result(self.stream(prompt))
 
+    @property
+    def response_clock(self) -> ResponseClock:
+        """Wall time stamped on the events time-based microcompact reads, remembered across
+        this agent's runs (made by the first run: it needs the event classes)."""
+        if self._response_clock is None:
+            from fsm_agent.runtime.response_clock import ResponseClock  # noqa: PLC0415 - loaded when first used
+
+            self._response_clock = ResponseClock(self._wall_clock)
+        return self._response_clock
+
     def run_sync(self, prompt: str | Sequence[Message]) -> RunResult:
         """``run`` in a fresh event loop; Ctrl-C aborts the run cleanly and re-raises.
 
@@ -347,7 +353,7 @@ class Agent:
         *,
         collector: AttachmentCollector | None = None,
         link: Mapping[str, Any] | None = None,
-        request_history: RequestHistory | None = None,
+        memo: ConversationMemo | None = None,
     ) -> AsyncIterator[Update]:
         """One run of the loop on ``messages`` (what ``stream`` and a ``Session`` turn do).
 
@@ -355,14 +361,12 @@ class Agent:
             messages: the transcript to start from, the new prompt last.
             collector: answers the attachment phases (a session keeps one over its turns).
             link: header metadata tying the trace to its conversation.
-            request_history: the API form of the conversation so far (a session keeps one
-                over its turns, so a turn normalizes only what it added).
+            memo: what the conversation's earlier turns computed (a session keeps one over
+                its turns, so a turn normalizes and serializes only what it added).
         """
         from fsm_agent.runtime.driver import run_turn  # noqa: PLC0415 - loaded by the first run
 
-        async for update in run_turn(
-            self, messages, collector=collector, link=link, request_history=request_history
-        ):
+        async for update in run_turn(self, messages, collector=collector, link=link, memo=memo):
             yield update
 
     def session(
@@ -508,6 +512,8 @@ def as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
     Raises:
         UsageError: the prompt is empty, or is neither text nor a sequence of messages.
     """
+    from fsm_agent.core.messages import Message, TextBlock, UserMessage  # noqa: PLC0415 - loaded when used, not by building an agent
+
     if isinstance(prompt, str):
         if not prompt.strip():
             raise UsageError("the prompt is empty")

@@ -29,11 +29,13 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import attrs
 
 from fsm_agent.core import texts
-from fsm_agent.core.messages import AttachmentKind, AttachmentMessage, Message
+from fsm_agent.core.kinds import AttachmentKind
 from fsm_agent.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     import asyncio
+
+    from fsm_agent.core.messages import AttachmentMessage, Message
 
 
 class AttachmentTiming(enum.Enum):
@@ -255,6 +257,8 @@ class AttachmentCollector:
 
     def drain_queue(self) -> list[AttachmentMessage]:
         """The queued messages as ``queued_command`` attachments (SPEC §1.2 S7)."""
+        from fsm_agent.core.messages import AttachmentMessage  # noqa: PLC0415 - loaded when first used
+
         if self.queue is None:
             return []
         return [
@@ -276,6 +280,8 @@ class AttachmentCollector:
         await asyncio.gather(*pending, return_exceptions=True)
 
     def _messages(self, name: str, found: Sequence[Attachment]) -> list[AttachmentMessage]:
+        from fsm_agent.core.messages import AttachmentMessage  # noqa: PLC0415 - loaded when first used
+
         return [
             AttachmentMessage(uuid=self._uuid(name), kind=item.kind, text=item.text)
             for item in found

@@ -30,7 +30,6 @@ from fsm_agent.core import events as ev
 from fsm_agent.core import texts
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.messages import Message
-from fsm_agent.core.request_history import RequestHistory
 from fsm_agent.core.step import Step
 from fsm_agent.core.tables import Phase
 from fsm_agent.core.tool_spec import ToolSpec
@@ -79,6 +78,7 @@ from fsm_agent.trace.writer import TraceWriter, TracingCore
 if TYPE_CHECKING:
     # Imported where they are used: a plain run loads no MCP client, no replay and no store
     # module until it needs one (issue 10).
+    from fsm_agent.runtime.conversation_memo import ConversationMemo
     from fsm_agent.runtime.mcp_tools import McpConnection, McpServer, McpTool
     from fsm_agent.telemetry.live import RunTelemetry
     from fsm_agent.trace.replay import ForkPoint, InFlight, ResumePoint
@@ -98,7 +98,7 @@ async def run_turn(
     *,
     collector: AttachmentCollector | None = None,
     link: Mapping[str, Any] | None = None,
-    request_history: RequestHistory | None = None,
+    memo: ConversationMemo | None = None,
 ) -> AsyncIterator[Update]:
     """One run of ``agent``'s loop on ``messages`` (``Agent.stream_turn`` explains the
     arguments): connect its MCP servers, ask its tool providers, then drive the core."""
@@ -114,7 +114,7 @@ async def run_turn(
             ],
             collector=collector,
             link=link,
-            request_history=request_history,
+            memo=memo,
         )
         async for update in run.run():
             yield update
@@ -195,7 +195,7 @@ class _Run:
         extra_tools: Sequence[Tool[Any]] = (),
         collector: AttachmentCollector | None = None,
         link: Mapping[str, Any] | None = None,
-        request_history: RequestHistory | None = None,
+        memo: ConversationMemo | None = None,
     ) -> None:
         self.agent = agent
         self.collector = collector or AttachmentCollector(agent.attachments)
@@ -233,7 +233,9 @@ class _Run:
                 )
         else:
             self.core = AgentCore(
-                config=agent.config, tools=self.tool_specs(), request_history=request_history
+                config=agent.config,
+                tools=self.tool_specs(),
+                request_history=memo.request_history if memo is not None else None,
             )
             if self.trace_path is not None:
                 self.writer = TraceWriter(
@@ -243,6 +245,7 @@ class _Run:
                     secrets=agent.secrets,
                     meta=meta,
                     clock=agent.clock,
+                    transcript=memo.transcript if memo is not None else None,
                 )
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fsm_agent.core.effects import HookEvent
+from fsm_agent.core.kinds import HookEvent
 from fsm_agent.errors import ConfigError, SettingsWarning
 from fsm_agent.runtime.hook_spec import CommandHook, HookMatcher
 

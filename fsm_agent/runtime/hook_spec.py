@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from fsm_agent.core.effects import HookEvent
-from fsm_agent.core.events import HookOutcome
+from fsm_agent.core.kinds import HookEvent
 from fsm_agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from fsm_agent.core.events import HookOutcome
 
 DEFAULT_TIMEOUT_S = 60.0
 """A command hook's time limit when neither the hook nor its group sets one."""

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from fsm_agent.core import texts
-from fsm_agent.core.effects import HookEvent
-from fsm_agent.core.events import HookDecision, HookOutcome
+from fsm_agent.core.kinds import HookDecision, HookEvent
 from fsm_agent.runtime.hook_settings import matchers_from_settings
 from fsm_agent.runtime.hook_spec import (
     DEFAULT_TIMEOUT_S,
@@ -32,6 +31,9 @@ from fsm_agent.runtime.hook_spec import (
     HookInput,
     HookMatcher,
 )
+
+if TYPE_CHECKING:
+    from fsm_agent.core.events import HookOutcome
 
 __all__ = ["CommandHook", "HookFunction", "HookInput", "HookMatcher", "Hooks", "combine"]
 
@@ -139,6 +141,8 @@ class Hooks:
         ``default_timeout_s`` bounds a Python hook whose matcher sets no timeout (the
         driver passes ``LoopConfig.hook_timeout_ms``); command hooks keep their own default.
         """
+        from fsm_agent.core.events import HookOutcome  # noqa: PLC0415 - loaded when first used
+
         chosen = self.selected(hook_input)
         if not chosen:
             return HookOutcome()
@@ -179,6 +183,7 @@ async def _run_one(
 ) -> HookOutcome:
     import asyncio  # noqa: PLC0415 - issue 10: loaded by the first run
 
+    from fsm_agent.core.events import HookOutcome  # noqa: PLC0415 - loaded when first used
     from fsm_agent.runtime.command_hooks import run_command_hook  # noqa: PLC0415 - issue 10: loaded by the first run
 
     label = hook_input.hook_event.value
@@ -230,6 +235,8 @@ def _fit_to_event(hook_event: HookEvent, outcome: HookOutcome) -> HookOutcome:
 
 def combine(outcomes: Sequence[HookOutcome]) -> HookOutcome:
     """Aggregate several hooks' outcomes for one event (SPEC §6.1)."""
+    from fsm_agent.core.events import HookOutcome  # noqa: PLC0415 - loaded when first used
+
     if not outcomes:
         return HookOutcome()
     decision: HookDecision | None = None

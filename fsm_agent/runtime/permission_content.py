@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import attrs
 
-from fsm_agent.core.events import DecisionSource
+from fsm_agent.core.kinds import DecisionSource
 from fsm_agent.core.permission_rules import (
     Rule,
     RuleBehavior,

@@ -36,8 +36,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from fsm_agent.core import texts
-from fsm_agent.core.effects import AskPermission
-from fsm_agent.core.events import DecisionSource, PermissionBehavior, PermissionDecided
+from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
 from fsm_agent.core.permission_rules import (
     Rule,
     RuleBehavior,
@@ -57,6 +56,8 @@ from fsm_agent.runtime.permission_content import (
 from fsm_agent.runtime.tool import PermissionCheck, Tool
 
 if TYPE_CHECKING:
+    from fsm_agent.core.effects import AskPermission
+    from fsm_agent.core.events import PermissionDecided
     from fsm_agent.runtime.settings import Settings
 
 
@@ -345,6 +346,8 @@ class _Chain:
         abort_turn: bool = False,
         added_rules: tuple[str, ...] = (),
     ) -> PermissionDecided:
+        from fsm_agent.core.events import PermissionDecided  # noqa: PLC0415 - loaded when first used
+
         if behavior is None:
             allow = verdict.behavior == "allow"
             behavior = PermissionBehavior.ALLOW if allow else PermissionBehavior.DENY

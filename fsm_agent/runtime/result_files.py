@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fsm_agent.core import texts
-from fsm_agent.core.effects import OversizedResult
-from fsm_agent.core.events import PersistedResult
-from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, UserMessage
+
+if TYPE_CHECKING:
+    from fsm_agent.core.effects import OversizedResult
+    from fsm_agent.core.events import PersistedResult
+    from fsm_agent.core.messages import Message
 
 __all__ = ["PREVIEW_CHARS", "persist_chosen", "preview_of", "save_result"]
 
@@ -58,6 +61,9 @@ def persist_chosen(
 ) -> tuple[PersistedResult, ...]:
     """Save the results the tool-result budget chose (SPEC §7.1); those that could not be
     saved are left out of the answer and keep their content."""
+    from fsm_agent.core.events import PersistedResult  # noqa: PLC0415 - loaded when first used
+    from fsm_agent.core.messages import TextBlock, ToolResultBlock, UserMessage  # noqa: PLC0415 - loaded when first used
+
     wanted = {result.tool_use_id for result in chosen}
     found: dict[str, str] = {}
     for message in reversed(history):

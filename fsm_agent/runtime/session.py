@@ -36,6 +36,7 @@ from fsm_agent.runtime.attachments import (
     AttachmentRequest,
     MessageQueue,
 )
+from fsm_agent.runtime.conversation_memo import ConversationMemo
 from fsm_agent.runtime.file_changes import ChangedFiles
 
 if TYPE_CHECKING:
@@ -81,8 +82,11 @@ class Session:
             [*providers, *agent.attachments], queue=self._queue, user_turn=self.turn + 1
         )
         self._running = False
-        # the API form of the conversation, kept over its turns (DESIGN §7)
-        self._request_history = RequestHistory(tag_ids=agent.config.snip)
+        # what each turn hands on to the next (DESIGN §7): the API form of the conversation,
+        # its serialized transcript, and the last carry-over (the next turn's transcript
+        # begins with it)
+        self._memo = ConversationMemo(RequestHistory(tag_ids=agent.config.snip))
+        self._carried: tuple[Message, ...] = ()
 
     async def __aenter__(self) -> Session:
         return self
@@ -148,8 +152,13 @@ class Session:
         try:
             self.turn += 1
             self._collector.user_turn = self.turn
-            carried = carry_over(self.messages, finished_turn=self.turn - 1)
-            self._request_history.carry_over(self.messages, carried)
+            carried = carry_over(
+                self.messages, finished_turn=self.turn - 1, carried_before=self._carried
+            )
+            # What the last carry-over gave begins both, unchanged: only what follows it
+            # may have been renamed.
+            self._memo.request_history.carry_over(self.messages, carried, kept=len(self._carried))
+            self._carried = carried
             prompts = tuple(
                 UserMessage(uuid=f"{self.turn}:prompt.{n}", content=(TextBlock(text=text),))
                 for n, text in enumerate(words, 1)
@@ -164,7 +173,7 @@ class Session:
                 (*carried, *ahead, *prompts),
                 collector=self._collector,
                 link=self._link(),
-                request_history=self._request_history,
+                memo=self._memo,
             ):
                 if isinstance(update, RunFinished):
                     self.messages = update.result.messages
@@ -197,14 +206,39 @@ class Session:
         self.previous = path
 
 
-def carry_over(messages: Sequence[Message], *, finished_turn: int) -> tuple[Message, ...]:
+def carry_over(
+    messages: Sequence[Message], *, finished_turn: int, carried_before: tuple[Message, ...] = ()
+) -> tuple[Message, ...]:
     """The transcript a new user turn starts from.
 
     Withdrawn messages (and their tombstones) and tool progress are left behind, and the ids
     the finished turn's core gave (``m7``) are made unique in the conversation (``3:m7``): the
     next turn's core counts from ``m1`` again.
+
+    ``carried_before``: what this function gave for the turn before, when there was one. The
+    finished turn began with it, so only what follows it is looked at (DESIGN §7), unless
+    ``messages`` no longer begin with it or a tombstone there names a carried id (a carried
+    message could be withdrawn): then all of ``messages`` is.
     """
-    withdrawn = {m.target_uuid for m in messages if isinstance(m, TombstoneMessage)}
+    start = len(carried_before)
+    if start and len(messages) >= start and tuple(messages[:start]) == carried_before:
+        added = messages[start:]
+        withdrawn = _withdrawn(added)
+        # Every carried id holds a colon; a core's own ids never do.
+        if not any(":" in uuid for uuid in withdrawn):
+            return carried_before + _kept(added, withdrawn, finished_turn)
+    return _kept(messages, _withdrawn(messages), finished_turn)
+
+
+def _withdrawn(messages: Sequence[Message]) -> set[str]:
+    """The uuids the tombstones among ``messages`` withdraw."""
+    return {m.target_uuid for m in messages if isinstance(m, TombstoneMessage)}
+
+
+def _kept(
+    messages: Sequence[Message], withdrawn: set[str], finished_turn: int
+) -> tuple[Message, ...]:
+    """``messages`` carried over: tombstones, progress and withdrawn ones left, ids renamed."""
     kept: list[Message] = []
     for message in messages:
         if isinstance(message, TombstoneMessage | ProgressMessage) or message.uuid in withdrawn:

@@ -33,9 +33,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, Uni
 import attrs
 
 from fsm_agent.core import texts
-from fsm_agent.core.codec import json_type_name
-from fsm_agent.core.events import ToolCallFinished, ToolInputValidated
-from fsm_agent.core.messages import TextBlock, ToolResultContent
+from fsm_agent.core.json_values import json_type_name
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import DefinitionError, FsmAgentError
 from fsm_agent.runtime.result_files import PREVIEW_CHARS, preview_of, save_result
@@ -46,6 +44,8 @@ if TYPE_CHECKING:
 
     import cattrs
 
+    from fsm_agent.core.events import ToolCallFinished, ToolInputValidated
+    from fsm_agent.core.messages import ToolResultContent
     from fsm_agent.runtime.subagent_link import ParentRun
 
 __all__ = [
@@ -323,6 +323,8 @@ async def run_validation(
         timeout_s: ``validate_input`` past this many seconds fails the call with an error
             saying so (the same bound as the call itself); None waits for ever.
     """
+    from fsm_agent.core.events import ToolInputValidated  # noqa: PLC0415 - loaded when first used
+
     if tool is None:
         return ToolInputValidated(
             call_id=call_id,
@@ -395,6 +397,8 @@ async def run_call(
     """
     import asyncio  # noqa: PLC0415 - issue 10: loaded by the first run
 
+    from fsm_agent.core.events import ToolCallFinished  # noqa: PLC0415 - loaded when first used
+
     deadline = asyncio.timeout(timeout_s)
     try:
         async with deadline:
@@ -437,6 +441,8 @@ def _as_output(tool: Tool[Any], value: object) -> ToolOutput:
 def _valid_text(content: ToolResultContent) -> ToolResultContent:
     """Text the API and the trace accept: lone surrogates (say, from a file name that is not
     UTF-8) written as ``\\udce9`` escapes."""
+    from fsm_agent.core.messages import TextBlock  # noqa: PLC0415 - loaded when first used
+
     if isinstance(content, str):
         return escape_surrogates(content)
     return tuple(
@@ -446,6 +452,8 @@ def _valid_text(content: ToolResultContent) -> ToolResultContent:
 
 
 def _is_empty(content: ToolResultContent) -> bool:
+    from fsm_agent.core.messages import TextBlock  # noqa: PLC0415 - loaded when first used
+
     if isinstance(content, str):
         return not content.strip()
     return all(isinstance(b, TextBlock) and not b.text.strip() for b in content)
@@ -457,6 +465,8 @@ def _limit_size(
     """Persist (or, with nowhere to save it, truncate) text over the limit; images are never
     counted or cut (SPEC §7.1). The decision is taken once, when the result is made, so the
     model never sees the same result in two shapes (the prompt cache keeps it)."""
+    from fsm_agent.core.messages import TextBlock  # noqa: PLC0415 - loaded when first used
+
     if max_chars is None:
         return content
     limit = min(max_chars, DEFAULT_MAX_RESULT_CHARS)

@@ -17,7 +17,6 @@ for the import.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -28,8 +27,6 @@ from fsm_agent.errors import ConfigError
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer, TracerProvider
-
-LOGGER = logging.getLogger("fsm_agent.telemetry")
 
 EXPORTERS_ENV: Final = "OTEL_TRACES_EXPORTER"
 ENDPOINT_ENVS: Final = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -96,7 +93,9 @@ def tracer_for(
         except ConfigError as exc:
             # Asked for by the environment only (which may be set for another program):
             # run without spans, and say why.
-            LOGGER.warning("no OpenTelemetry export: %s", exc)
+            import logging  # noqa: PLC0415 - loaded when first used
+
+            logging.getLogger("fsm_agent.telemetry").warning("no OpenTelemetry export: %s", exc)
             return None
     return _tracer(Telemetry() if telemetry is True else telemetry, env)
 

@@ -9,8 +9,8 @@ factory, once per session and worker, from the ``params`` the session was starte
 A worker may die and another may pick the session up; nothing here keeps state a session
 needs except as a cache: a scripted model is told where the session is in its script
 (:meth:`~fsm_agent.testing.scenario.ScriptedModel.seek`), tool contexts are rebuilt from what
-the workflow sends, and the trace file is written at a byte offset, so writing it twice is
-harmless.
+the workflow sends, and the trace file is written at a byte offset, only where it does not
+hold those bytes yet, so writing it twice, or late, is harmless.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from temporalio.exceptions import ApplicationError
 from fsm_agent.core import codec
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
-from fsm_agent.errors import ConfigError
+from fsm_agent.errors import ConfigError, TraceWriteConflict
 from fsm_agent.runtime.agent import Agent, results_folder
 from fsm_agent.runtime.attachments import AttachmentCollector, AttachmentRequest
 from fsm_agent.runtime.compaction import SummaryCompactor
@@ -55,6 +55,7 @@ from fsm_agent.runtime.permissions import PermissionAnswer, PermissionRequest
 from fsm_agent.runtime.tool import ToolContext
 from fsm_agent.store.recording import index_run
 from fsm_agent.trace import records
+from fsm_agent.trace.placing import place_chunk
 from fsm_agent.trace.redact import Redactor
 
 TELEMETRY_LOGGER = logging.getLogger("fsm_agent.telemetry")
@@ -381,10 +382,11 @@ class SessionActivities:
         sees, are redacted here, so a chunk may take more or fewer bytes in the file than in
         the workflow: the workflow starts its next chunk where this one ended.
 
-        Writing twice is harmless: the same chunk lands at the same offset as the same bytes.
-        Nothing between the first write and the last is truncated, because an attempt of a
-        local activity may still be running when Temporal retries it; a late attempt then
-        rewrites bytes already there instead of cutting off the chunks written after it.
+        Writing is idempotent and never cuts the file (see :mod:`fsm_agent.trace.placing`):
+        an attempt of a local activity may still be running, or be retried, after later
+        chunks landed, and then finds its bytes in place and changes nothing. A chunk
+        that does not fit (an earlier chunk missing, other bytes at its offset) fails the
+        write for good, naming the trace and the offset: retrying cannot make it fit.
         """
         agent = self.agent(job["session"])
         path = Path(job["path"])
@@ -394,14 +396,12 @@ class SessionActivities:
             if redactor.holds_secret(line):
                 line = records.dumps(redactor.value(orjson.loads(line))) + b"\n"  # noqa: PLW2901
             data += line
-        offset = int(job["offset"])
-        with path.open("r+b" if path.exists() and offset > 0 else "wb") as file:
-            file.seek(offset)
-            file.write(data)
-            end = file.tell()
-            if job.get("ended"):
-                file.truncate(end)
-        if job.get("ended"):
+        ended = bool(job.get("ended"))
+        try:
+            end = place_chunk(path, int(job["offset"]), bytes(data), ended=ended)
+        except TraceWriteConflict as exc:
+            raise ApplicationError(str(exc), type="TraceWriteConflict", non_retryable=True) from exc
+        if ended:
             store = agent.store_target()
             if store is not None:
                 index_run(path, store)

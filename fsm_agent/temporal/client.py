@@ -13,7 +13,7 @@ from temporalio.service import RPCError
 
 from fsm_agent.errors import ConfigError, UsageError
 from fsm_agent.runtime.agent import as_messages
-from fsm_agent.temporal.workflow import SESSION_WORKFLOW
+from fsm_agent.temporal.workflow import SESSION_WORKFLOW, history_bound_problem
 
 
 @attrs.frozen(kw_only=True)
@@ -35,6 +35,7 @@ async def start_session(
     trace: str | None = None,
     heartbeat_timeout_s: float = 10.0,
     continue_after_events: int | None = None,
+    continue_after_bytes: int | None = None,
 ) -> WorkflowHandle[Any, Any]:
     """Start a session; its workflow handle (its id is the run name ``approve`` takes).
 
@@ -50,19 +51,22 @@ async def start_session(
         continue_after_events: continue the session as a new run once its history holds
             this many events (at the next model request with nothing else in flight); the
             server's own suggestion applies either way.
+        continue_after_bytes: likewise, once its history holds this many bytes (each model
+            call's input carries its request, so the bytes grow with context times turns).
 
     Raises:
         UsageError: the prompt is empty.
-        ConfigError: ``continue_after_events`` is not a positive integer.
+        ConfigError: a history bound is not a positive integer.
     """
     as_messages(prompt)  # the same check as the in-process agent: an empty prompt is refused
-    check_history_bound(continue_after_events)
+    check_history_bounds(continue_after_events, continue_after_bytes)
     start = {
         "prompt": prompt,
         "params": dict(params or {}),
         "trace": trace,
         "heartbeat_timeout_s": heartbeat_timeout_s,
         "continue_after_events": continue_after_events,
+        "continue_after_bytes": continue_after_bytes,
     }
     return await client.start_workflow(
         SESSION_WORKFLOW,
@@ -72,21 +76,22 @@ async def start_session(
     )
 
 
-def check_history_bound(continue_after_events: object) -> None:
-    """Refuse a ``continue_after_events`` that is not None or a positive integer.
+def check_history_bounds(
+    continue_after_events: object = None, continue_after_bytes: object = None
+) -> None:
+    """Refuse a history bound that is not None or a positive integer.
 
     Raises:
-        ConfigError: naming the value given.
+        ConfigError: naming the bound and the value given.
     """
-    if continue_after_events is not None and (
-        isinstance(continue_after_events, bool)
-        or not isinstance(continue_after_events, int)
-        or continue_after_events < 1
-    ):
-        raise ConfigError(
-            f"continue_after_events must be a positive number of history events, "
-            f"not {continue_after_events!r}"
-        )
+    given = {
+        "continue_after_events": continue_after_events,
+        "continue_after_bytes": continue_after_bytes,
+    }
+    for name, value in given.items():
+        problem = history_bound_problem(name, value)
+        if problem is not None:
+            raise ConfigError(problem)
 
 
 async def watch_session(

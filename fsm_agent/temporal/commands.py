@@ -81,6 +81,14 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
         help="with --temporal: continue the session as a new run once its history holds N "
         "events (the server's own suggestion applies either way)",
     )
+    run.add_argument(
+        "--continue-after-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --temporal: continue the session as a new run once its history holds N "
+        "bytes (model calls carry their request, so bytes grow with context times turns)",
+    )
 
 
 def _require_temporalio() -> None:
@@ -140,13 +148,14 @@ def run_command(args: argparse.Namespace) -> int:
     _require_temporalio()
     from fsm_agent.temporal.client import (  # noqa: PLC0415
         answer_permission,
-        check_history_bound,
+        check_history_bounds,
         connect,
         start_session,
         watch_session,
     )
 
-    check_history_bound(args.continue_after_events)  # before reaching for the cluster
+    # Before reaching for the cluster.
+    check_history_bounds(args.continue_after_events, args.continue_after_bytes)
 
     async def go() -> dict[str, Any]:
         client = await connect(args.address, namespace=args.namespace)
@@ -157,6 +166,7 @@ def run_command(args: argparse.Namespace) -> int:
             params=params,
             trace=args.trace,
             continue_after_events=args.continue_after_events,
+            continue_after_bytes=args.continue_after_bytes,
         )
         print(f"session {handle.id} on task queue {args.task_queue!r}", flush=True)
         async for item in watch_session(handle):

@@ -18,11 +18,13 @@ and a replay of the history rebuilds the same core, the same effects and the sam
   long as ``LoopConfig.permission_timeout_ms`` allows); ``abort`` is a signal; ``status`` and
   ``progress`` are queries.
 * A long session continues as a new run (same workflow id) before its history grows too
-  long: when the server suggests it, or past ``continue_after_events`` history events, at the
-  next request boundary at which nothing else is in flight. The new run gets the core's
-  checkpoint (:mod:`fsm_agent.core.checkpoint`, sized by the context, not the session), the
-  request to perform, and where the trace file stands, and goes on writing the same trace:
-  the session's trace stays one file that replays as a whole. Because no activity is in
+  long: when the server suggests it, past ``continue_after_events`` history events, or past
+  ``continue_after_bytes`` bytes of history (each model call's input carries the request, so
+  the bytes grow with the context times the turns), at the next request boundary at which
+  nothing else is in flight. The new run gets the core's checkpoint
+  (:mod:`fsm_agent.core.checkpoint`, sized by the context, not the session), the request to
+  perform, and where the trace file stands, and goes on writing the same trace: the
+  session's trace stays one file that replays as a whole. Because no activity is in
   flight at that point, no side effect can be lost or repeated across the boundary.
 """
 
@@ -35,6 +37,7 @@ from collections.abc import Coroutine
 from datetime import timedelta
 from typing import Any
 
+import orjson
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -73,6 +76,37 @@ _CLOSING_HOOKS_WAIT = timedelta(seconds=5)
 """How long a finished session waits for its SessionEnd and StopFailure hooks at most."""
 PROGRESS_CARRIED = 1_000
 """How many of the latest progress items a continued run keeps for watchers still behind."""
+PROGRESS_CARRIED_BYTES = 32_768
+"""And how many bytes of them (JSON) at most: the carried items are part of the next run's
+history, which ``continue_after_bytes`` bounds; message texts make items of any size."""
+
+
+HISTORY_BOUNDS = {
+    "continue_after_events": "history events",
+    "continue_after_bytes": "bytes of history",
+}
+"""The bounds past which a run continues as new, and what each counts."""
+
+
+def history_bound_problem(name: str, value: object) -> str | None:
+    """What is wrong with ``value`` as the history bound ``name`` (None: it is unset or a
+    positive integer)."""
+    if value is None or (type(value) is int and value >= 1):
+        return None
+    return f"{name} must be a positive number of {HISTORY_BOUNDS[name]}, not {value!r}"
+
+
+def carried_progress(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The latest progress items a continued run keeps: at most :data:`PROGRESS_CARRIED` of
+    them, and at most :data:`PROGRESS_CARRIED_BYTES` of JSON."""
+    kept = 0
+    size = 0
+    for item in reversed(items[-PROGRESS_CARRIED:]):
+        size += len(orjson.dumps(item))
+        if size > PROGRESS_CARRIED_BYTES:
+            break
+        kept += 1
+    return items[len(items) - kept :]
 
 
 def _limit(milliseconds: int | None) -> timedelta:
@@ -84,9 +118,9 @@ def _limit(milliseconds: int | None) -> timedelta:
 @workflow.defn(name=SESSION_WORKFLOW)
 class SessionWorkflow:
     """One agent session. Started with ``{"prompt": str, "params": {...}, "trace": path?,
-    "heartbeat_timeout_s": float?, "continue_after_events": int?}``; returns ``{"terminal",
-    "text", "trace", "turns", "runs", "fault"}``. A continued run's input also holds
-    ``"continued"`` (see :meth:`_continue_as_new`)."""
+    "heartbeat_timeout_s": float?, "continue_after_events": int?, "continue_after_bytes":
+    int?}``; returns ``{"terminal", "text", "trace", "turns", "runs", "fault"}``. A continued
+    run's input also holds ``"continued"`` (see :meth:`_continue_as_new`)."""
 
     def __init__(self) -> None:
         self._inbox: list[ev.Event] = []
@@ -116,6 +150,7 @@ class SessionWorkflow:
         self._runs = 1
         self._carried_request: fx.CallModel | None = None
         self._continue_after: int | None = None
+        self._continue_after_bytes: int | None = None
         self._attached = 0  # attachments given so far (their ids are numbered on)
         self._turn_prefetched = False  # the once-per-turn prefetches were asked
         self._flushing = asyncio.Lock()
@@ -131,15 +166,13 @@ class SessionWorkflow:
             "trace": start.get("trace"),
         }
         self._heartbeat = timedelta(seconds=float(start.get("heartbeat_timeout_s") or 10.0))
-        limit = start.get("continue_after_events")
-        if limit is not None and (type(limit) is not int or limit < 1):
-            # A session started by hand with a bad bound: fail it now, naming the bound.
-            raise ApplicationError(
-                f"continue_after_events must be a positive number of history events, not {limit!r}",
-                type="ConfigError",
-                non_retryable=True,
-            )
-        self._continue_after = limit
+        for name in HISTORY_BOUNDS:
+            problem = history_bound_problem(name, start.get(name))
+            if problem is not None:
+                # A session started by hand with a bad bound: fail it now, naming the bound.
+                raise ApplicationError(problem, type="ConfigError", non_retryable=True)
+        self._continue_after = start.get("continue_after_events")
+        self._continue_after_bytes = start.get("continue_after_bytes")
         continued: dict[str, Any] | None = start.get("continued")
         if continued is None:
             self._described: dict[str, Any] = await workflow.execute_local_activity(
@@ -232,9 +265,16 @@ class SessionWorkflow:
         if self._requests == self._requests_before:
             return False
         info = workflow.info()
-        full = info.is_continue_as_new_suggested() or (
-            self._continue_after is not None
-            and info.get_current_history_length() >= self._continue_after
+        full = (
+            info.is_continue_as_new_suggested()
+            or (
+                self._continue_after is not None
+                and info.get_current_history_length() >= self._continue_after
+            )
+            or (
+                self._continue_after_bytes is not None
+                and info.get_current_history_size() >= self._continue_after_bytes
+            )
         )
         return (
             full
@@ -253,7 +293,7 @@ class SessionWorkflow:
         # no question is.
         await workflow.wait_condition(workflow.all_handlers_finished)
         total = self._progress_base + len(self._progress)
-        kept = self._progress[-PROGRESS_CARRIED:]
+        kept = carried_progress(self._progress)
         continued = {
             "described": self._described,
             "checkpoint": codec.converter().unstructure(self._core.checkpoint()),
@@ -680,7 +720,8 @@ class SessionWorkflow:
     @workflow.query(name="progress")
     def progress(self, since: int) -> list[dict[str, Any]]:
         """What happened from position ``since`` on: transitions taken and messages added
-        (each numbered ``n``; a continued run keeps the last :data:`PROGRESS_CARRIED`)."""
+        (each numbered ``n``; a continued run keeps the last :data:`PROGRESS_CARRIED`, within
+        :data:`PROGRESS_CARRIED_BYTES`)."""
         return self._progress[max(0, since - self._progress_base) :]
 
     @workflow.signal(name="abort")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from fsm_agent.core.codec import JSON_INT_MAX, JSON_INT_MIN
+from fsm_agent.core.json_values import JSON_INT_MAX, JSON_INT_MIN
 
 MAX_DEPTH: Final = 200
 """Containers nested deeper than this are cut (orjson stops near 255; records add a few)."""

@@ -42,13 +42,13 @@ from fsm_agent.core.codec import (
     converter,
     dump_effect,
     dump_event,
-    json_type_name,
     load_effect,
     load_event,
 )
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.effects import EFFECT_TYPES, Effect
 from fsm_agent.core.events import EVENT_TYPES, Event, ModelStreamEvent
+from fsm_agent.core.json_values import json_type_name
 from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tool_spec import ToolSpec

@@ -124,6 +124,11 @@ class Redactor:
         # As they appear inside a JSON string (quotes and backslashes escaped).
         self._secret_bytes = tuple(orjson.dumps(secret)[1:-1] for secret in self._secrets)
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The secret strings this redactor replaces (longest first)."""
+        return self._secrets
+
     def holds_secret(self, serialized: bytes) -> bool:
         """Whether rendered JSON holds a configured secret or API-key-shaped text."""
         if b"sk-ant-" in serialized:

@@ -23,12 +23,13 @@ import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Protocol
+from typing import IO, Any, Final, Protocol
 
 import attrs
 import orjson
 
 import fsm_agent
+from fsm_agent.core.codec import dump_message
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import Event, ModelStreamEvent, TurnStarted
 from fsm_agent.core.messages import Message, Usage
@@ -37,8 +38,11 @@ from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.trace import records
 from fsm_agent.trace.closed_fields import sensitive_key_in
-from fsm_agent.trace.message_dumps import dumped_messages
+from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.redact import Redactor, has_sensitive_key
+
+_MESSAGES_GAP: Final = b'"messages":[]'
+"""Where a ``TurnStarted`` record written without its messages takes them."""
 
 
 class CoreLike(Protocol):
@@ -133,6 +137,9 @@ class TraceWriter:
             records are numbered on from this ``seq``.
         started: with ``next_seq``, the ``clock`` value the first writer started at, so that
             elapsed times go on counting from the start of the run.
+        transcript: the serialized transcript of the conversation's last turn (a session
+            keeps one over its turns), so that a ``TurnStarted`` record serializes only the
+            messages the turn added.
 
     Raises:
         UsageError: from a ``write_*`` call whose record holds something that is not JSON.
@@ -150,8 +157,10 @@ class TraceWriter:
         clock: Callable[[], float] | None = None,
         next_seq: int | None = None,
         started: float | None = None,
+        transcript: TranscriptJson | None = None,
     ) -> None:
         self._clock = clock
+        self._transcript = transcript if transcript is not None else TranscriptJson()
         if started is not None:
             self._started = started
         else:
@@ -288,14 +297,26 @@ class TraceWriter:
         self._file.flush()
 
     def _write_turn_started(self, event: TurnStarted) -> None:
-        """``write_event`` for the transcript a turn starts from: the same bytes, with each
-        message dumped and scanned once per conversation rather than once per turn."""
+        """``write_event`` for the transcript a turn starts from: the same bytes, with only
+        the messages added since the conversation's last turn serialized and scanned."""
         fields = records.event_fields(attrs.evolve(event, messages=()))
         keys_hit = sensitive_key_in(fields["event"])
-        fields["event"]["messages"], messages_hit = dumped_messages(event.messages)
         if self._clock is not None:
             fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-        self._file.write(self._line(fields, keys_hit=keys_hit or messages_hit))
+        array = self._transcript.array(event.messages, self._redactor)
+        line = None
+        if array is not None:
+            seq = self._next_seq
+            head, gap, tail = self._line(fields, keys_hit=keys_hit).partition(_MESSAGES_GAP)
+            if gap and _MESSAGES_GAP not in tail:
+                line = b"".join([head, b'"messages":', *array, tail])
+            else:  # no single place for them (not with TurnStarted's fields): start again
+                self._next_seq = seq
+        if line is None:  # the generic path: the record serialized whole
+            messages = [dump_message(message) for message in event.messages]
+            fields["event"]["messages"] = messages
+            line = self._line(fields, keys_hit=keys_hit or has_sensitive_key(messages))
+        self._file.write(line)
         self._file.flush()
 
     def write_step(self, step: Step) -> None:

@@ -74,3 +74,31 @@ def test_a_carried_over_turn_equals_full_normalization(
     prompt = UserMessage(uuid="2:prompt.1", content=(TextBlock(text="next"),))
     for messages in ([*carried, prompt], [*carried, prompt, *finished[-2:]]):
         assert history.normalize(messages) == normalize_for_api(messages, tag_ids=tag_ids)
+
+
+@given(
+    st.lists(
+        st.one_of(transcripts(max_size=8), loop_transcripts(max_rounds=3)), min_size=2, max_size=4
+    ),
+    st.booleans(),
+    st.data(),
+)
+def test_many_carried_over_turns_equal_full_normalization(
+    turns: list[list[Message]], tag_ids: bool, data: st.DataObject
+) -> None:
+    """Over several user turns, each started from the last one carried over (ids renamed,
+    withdrawn messages left behind) with one history kept over all, every request normalizes
+    to exactly what a full pass gives, with or without the snip tags."""
+    history = RequestHistory(tag_ids=tag_ids)
+    carried: tuple[Message, ...] = ()
+    finished: list[Message] = []
+    for number, added in enumerate(turns, 1):
+        starting = carry_over(finished, finished_turn=number - 1, carried_before=carried)
+        history.carry_over(finished, starting, kept=len(carried))
+        carried = starting
+        start = [*carried, UserMessage(uuid=f"{number}:prompt.1", content=(TextBlock(text="q"),))]
+        cuts = sorted(data.draw(st.lists(st.integers(0, len(added)), max_size=3)))
+        for cut in [*cuts, len(added)]:
+            messages = [*start, *added[:cut]]
+            assert history.normalize(messages) == normalize_for_api(messages, tag_ids=tag_ids)
+        finished = [*start, *added]

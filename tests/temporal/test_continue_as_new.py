@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 pytest.importorskip("temporalio", reason="the fsm_agent[temporal] extra is not installed")
@@ -26,7 +27,12 @@ from fsm_agent.temporal import (
     watch_session,
     workflow_runner,
 )
-from fsm_agent.temporal.workflow import SESSION_WORKFLOW
+from fsm_agent.temporal.workflow import (
+    PROGRESS_CARRIED,
+    PROGRESS_CARRIED_BYTES,
+    SESSION_WORKFLOW,
+    carried_progress,
+)
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.replay import replay
 
@@ -115,6 +121,81 @@ def test_a_long_session_continues_as_new_and_stays_one_trace(
     asyncio.run(replay_histories())
 
 
+def model_calls_at_bytes(history: WorkflowHistory) -> list[int]:
+    """For each model call a run scheduled, the bytes its history held when the workflow
+    decided to make it (at the start of the workflow task that scheduled it)."""
+    held = 0
+    decided_at = 0
+    found = []
+    for event in history.events:
+        held += event.ByteSize()
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            decided_at = held
+        elif (
+            event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and event.activity_task_scheduled_event_attributes.activity_type.name
+            == "fsm_agent.call_model"
+        ):
+            found.append(decided_at)
+    return found
+
+
+BYTES_BOUND = 150_000
+"""History bytes after which a run continues: a few turns of a context that grows by
+about 700 bytes a turn, above what a continued run starts with."""
+
+
+def test_a_session_continues_as_new_past_a_history_size(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """A session bounded by continue_after_bytes alone, whose every model call carries a
+    context that grows each turn, makes no model call once a run's history holds that many
+    bytes (but the one the run was continued for) and continues as new instead; every side
+    effect happened once and the one trace replays."""
+    work, trace = folders(tmp_path)
+    lines = [f"{n:03d} " + "x" * 300 for n in range(TURNS)]
+    steps = [{"content": [use("Append", line=line)]} for line in lines]
+    params = {"steps": [*steps, reply("all done")], "cwd": str(work), "allow": ["Append"]}
+
+    async def go() -> tuple[dict[str, Any], list[WorkflowHistory]]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="long-bytes", factory=scripted):
+            handle = await start_session(
+                client,
+                "go",
+                task_queue="long-bytes",
+                params=params,
+                trace=str(trace),
+                continue_after_bytes=BYTES_BOUND,
+            )
+            result: dict[str, Any] = await handle.result()
+            assert handle.first_execution_run_id is not None
+            return result, await run_histories(client, handle.id, handle.first_execution_run_id)
+
+    result, histories = asyncio.run(go())
+    assert result["terminal"] == "completed"
+    assert result["runs"] == len(histories) >= 3
+    decided = [model_calls_at_bytes(history) for history in histories]
+    assert sum(len(calls) for calls in decided) == TURNS + 1
+    assert all(held < BYTES_BOUND for calls in decided for held in calls[1:]), decided
+    assert (work / "ledger.txt").read_text(encoding="utf-8") == "".join(f"{x}\n" for x in lines)
+    assert replay(read_trace(trace)).terminal == "completed"
+
+
+def test_a_continued_run_carries_a_bounded_tail_of_progress() -> None:
+    """The progress a continued run keeps for watchers still behind is the latest items, at
+    most PROGRESS_CARRIED of them and PROGRESS_CARRIED_BYTES of JSON, however long the
+    messages were."""
+    items = [{"kind": "message", "text": "m" * 5_000, "n": n} for n in range(40)]
+    kept = carried_progress(items)
+    assert kept == items[len(items) - len(kept) :]
+    assert 0 < len(kept) < len(items)
+    assert len(orjson.dumps(kept)) <= PROGRESS_CARRIED_BYTES
+    small = [{"kind": "transition", "n": n} for n in range(PROGRESS_CARRIED + 10)]
+    assert carried_progress(small) == small[10:]
+    assert carried_progress([{"kind": "message", "text": "m" * 10**6, "n": 0}]) == []
+
+
 def test_abort_signal_reaches_a_continued_run(temporal_address: str, tmp_path: Path) -> None:
     """The abort signal sent to a session that has continued as new ends it aborted, with a
     tool_result for the running call, and the trace across the runs replays."""
@@ -191,14 +272,16 @@ def test_a_worker_killed_across_continued_runs_runs_no_side_effect_twice(
 
 
 def test_a_bad_history_threshold_is_refused_before_starting() -> None:
-    """continue_after_events of 0, a negative number, a bool or a string is a ConfigError."""
+    """continue_after_events or continue_after_bytes of 0, a negative number, a bool, a
+    float or a string is a ConfigError naming the bound and the value."""
 
-    async def go(value: Any) -> None:
-        await start_session(None, "go", task_queue="q", continue_after_events=value)  # type: ignore[arg-type]
+    async def go(name: str, value: Any) -> None:
+        await start_session(None, "go", task_queue="q", **{name: value})  # type: ignore[arg-type]
 
-    for value in (0, -5, True, "100"):
-        with pytest.raises(ConfigError, match="continue_after_events"):
-            asyncio.run(go(value))
+    for name in ("continue_after_events", "continue_after_bytes"):
+        for value in (0, -5, True, 1e6, "100"):
+            with pytest.raises(ConfigError, match=f"{name} must be a positive .*{value!r}"):
+                asyncio.run(go(name, value))
 
 
 def test_a_bad_history_threshold_given_to_the_workflow_fails_it_at_once(

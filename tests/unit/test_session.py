@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from fsm_agent.core import request_history
+from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import (
     AttachmentKind,
     AttachmentMessage,
@@ -25,7 +26,9 @@ from fsm_agent.runtime.session import Session
 from fsm_agent.runtime.tool import tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.toolbox import default_tools
+from fsm_agent.trace import message_dumps
 from fsm_agent.trace.conversation import conversation_turns
+from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.replay import replay
 
@@ -350,11 +353,21 @@ def test_interrupt_aborts_the_running_turn_and_the_session_goes_on(tmp_path: Pat
         assert replay(path).ended
 
 
-def _conversation_requests(tmp_path: Path, turns: int) -> list[list[dict[str, Any]]]:
-    """The messages of every request of a session of ``turns`` turns, each with a tool call."""
+def _conversation_requests(
+    tmp_path: Path, turns: int, *, snip: bool = False
+) -> list[list[dict[str, Any]]]:
+    """The messages of every request of a session of ``turns`` turns, each with a tool call
+    (with ``snip``, the messages carry their id tags)."""
     steps = [s for n in range(turns) for s in (calls("Glob", pattern="*.py"), says(f"done {n}"))]
     model = scripted(*steps)
-    agent = Agent(model=model, tools=default_tools(), cwd=tmp_path, trace=False, store=False)
+    agent = Agent(
+        model=model,
+        tools=default_tools(),
+        cwd=tmp_path,
+        trace=False,
+        store=False,
+        config=LoopConfig(snip=snip),
+    )
     session = agent.session(changed_files=False)
     sent: list[list[dict[str, Any]]] = []
 
@@ -367,10 +380,12 @@ def _conversation_requests(tmp_path: Path, turns: int) -> list[list[dict[str, An
     return sent
 
 
+@pytest.mark.parametrize("snip", [False, True])
 def test_a_session_turn_normalizes_only_what_it_added(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, snip: bool
 ) -> None:
-    """Later user turns normalize a bounded number of messages, not the whole conversation."""
+    """Later user turns normalize a bounded number of messages, not the whole conversation,
+    also when the renamed ids are sent (snip's id tags)."""
     normalized: list[int] = []
     segment = request_history.normalize_segment
 
@@ -379,10 +394,10 @@ def test_a_session_turn_normalizes_only_what_it_added(
         return segment(messages, *args, **kwargs)
 
     monkeypatch.setattr(request_history, "normalize_segment", counting)
-    _conversation_requests(tmp_path, 3)
+    _conversation_requests(tmp_path, 3, snip=snip)
     three = sum(normalized)
     normalized.clear()
-    _conversation_requests(tmp_path, 12)
+    _conversation_requests(tmp_path, 12, snip=snip)
     # nine more turns, each a prompt, a call, its result and an answer, settled once each
     assert sum(normalized) - three <= 9 * 4 * 3
 
@@ -391,8 +406,73 @@ def test_a_session_sends_what_a_fresh_normalization_sends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Keeping the normalized history over turns changes no request of the conversation."""
-    kept = _conversation_requests(tmp_path, 6)
+    kept = [_conversation_requests(tmp_path, 6, snip=snip) for snip in (False, True)]
     monkeypatch.setattr(
-        request_history.RequestHistory, "carry_over", lambda self, before, after: self._reset()
+        request_history.RequestHistory, "carry_over", lambda self, before, after, **_: self._reset()
     )
-    assert _conversation_requests(tmp_path, 6) == kept
+    assert [_conversation_requests(tmp_path, 6, snip=snip) for snip in (False, True)] == kept
+
+
+def _turn_started_lines(tmp_path: Path, turns: int) -> tuple[list[bytes], int]:
+    """The TurnStarted line of every turn of a session of ``turns`` turns (each with a tool
+    call, a secret in one prompt), and the messages serialized for them in all."""
+    serialized = 0
+    message_json = message_dumps.message_json
+
+    def counting(message: Any) -> Any:
+        nonlocal serialized
+        serialized += 1
+        return message_json(message)
+
+    steps = [s for n in range(turns) for s in (calls("Glob", pattern="*.py"), says(f"done {n}"))]
+    folder = tmp_path / f"traces{turns}"
+    agent = Agent(
+        model=scripted(*steps),
+        tools=default_tools(),
+        cwd=tmp_path,
+        trace=f"{folder}/",
+        store=False,
+        secrets=["hunter-two-secret"],
+        clock=lambda: 0.0,
+    )
+    session = agent.session(changed_files=False)
+
+    async def talk() -> Path:
+        path = None
+        for n in range(turns):
+            path = (await session.ask(f"question {n}, hunter-two-secret")).trace_path
+        assert path is not None
+        return path
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(message_dumps, "message_json", counting)
+        last = asyncio.run(talk())
+    lines = []
+    for path in conversation_turns(last):
+        lines.extend(line for line in path.read_bytes().splitlines() if b"TurnStarted" in line)
+    return lines, serialized
+
+
+def test_a_session_turn_serializes_only_what_it_added(tmp_path: Path) -> None:
+    """Later user turns serialize a bounded number of messages for their trace's starting
+    transcript, not the whole conversation."""
+    _, three = _turn_started_lines(tmp_path, 3)
+    lines, twelve = _turn_started_lines(tmp_path, 12)
+    assert len(lines) == 12
+    # nine more turns, each a prompt, a call, its result and an answer, serialized once each
+    assert twelve - three <= 9 * 4
+
+
+def test_a_session_writes_what_a_cold_writer_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keeping the serialized transcript over turns changes no byte of any turn's trace, and
+    the secret never reaches one."""
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "cold").mkdir()
+    kept, _ = _turn_started_lines(tmp_path / "kept", 5)
+    array = TranscriptJson.array
+    monkeypatch.setattr(TranscriptJson, "array", lambda self, *args: array(TranscriptJson(), *args))
+    cold, _ = _turn_started_lines(tmp_path / "cold", 5)
+    assert kept == cold
+    assert all(b"hunter-two-secret" not in line for line in kept)

@@ -44,12 +44,14 @@ def test_run_temporal_params_must_be_a_json_object(capsys: pytest.CaptureFixture
 def test_run_temporal_refuses_a_history_bound_below_one(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """--continue-after-events 0 or less fails before any connection, naming the bound."""
+    """--continue-after-events or --continue-after-bytes 0 or less fails before any
+    connection, naming the bound."""
     pytest.importorskip("temporalio", reason="the fsm_agent[temporal] extra is not installed")
-    for bound in ("0", "-3"):
-        argv = ["run", "hi", "--temporal", "--continue-after-events", bound]
-        assert cli.main(argv) == cli.EXIT_FAILED
-        assert "continue_after_events must be a positive number" in capsys.readouterr().err
+    for flag in ("events", "bytes"):
+        for bound in ("0", "-3"):
+            argv = ["run", "hi", "--temporal", f"--continue-after-{flag}", bound]
+            assert cli.main(argv) == cli.EXIT_FAILED
+            assert f"continue_after_{flag} must be a positive number" in capsys.readouterr().err
 
 
 def test_the_command_line_does_not_import_temporalio() -> None:

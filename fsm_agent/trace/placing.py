@@ -1,0 +1,117 @@
+"""Trace bytes written at the offset they belong at, so that writing them again is harmless.
+
+A trace made away from its file (the Temporal workflow builds it in memory) reaches the file
+in chunks, each carrying the byte offset it starts at. A chunk may be delivered twice, or
+late, after the chunks that follow it (a retried attempt of a write whose first attempt had
+in fact landed). :func:`place_chunk` therefore never cuts the file: it writes only the part
+of the chunk the file does not hold yet, after checking that the part it does hold is the
+same bytes. A chunk that does not fit — its offset past the file's end, or other bytes
+already at its place — raises :class:`~fsm_agent.errors.TraceWriteConflict` and writes
+nothing, because no retry can make it fit.
+
+The one exception is the first chunk of a trace (offset 0): a file whose start is not that
+chunk belongs to another run (an earlier run traced to the same named file), and is replaced
+as the in-process driver replaces it. A file that starts with the chunk, or with a part of
+it, is this trace's own, and is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from fsm_agent.errors import TraceWriteConflict
+
+_COMPARED = 1 << 20
+"""Bytes of the file read at a time while comparing it with a chunk."""
+
+
+def place_chunk(path: Path, offset: int, data: bytes, *, ended: bool = False) -> int:
+    """Write ``data`` at ``offset`` of ``path`` unless the file holds it already; the offset
+    just past the chunk.
+
+    Args:
+        path: the trace file (created when missing).
+        offset: where the chunk starts in the file.
+        data: the chunk.
+        ended: the chunk is the trace's last; bytes after it in the file are a conflict.
+
+    Raises:
+        TraceWriteConflict: ``offset`` is past the end of the file, the file holds other
+            bytes where the chunk goes, or (``ended``) the file goes on past the chunk.
+        OSError: the file cannot be opened or written.
+    """
+    if offset < 0:
+        raise TraceWriteConflict(path=str(path), offset=offset, problem="a negative offset")
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    with os.fdopen(descriptor, "r+b") as file, _locked(descriptor):
+        size = os.fstat(descriptor).st_size
+        if offset == 0 and _differs_at(file, 0, data[: min(size, len(data))]) is not None:
+            # The file starts with another run's trace: this trace replaces it.
+            file.truncate(0)
+            size = 0
+        if offset > size:
+            raise TraceWriteConflict(
+                path=str(path),
+                offset=offset,
+                problem=f"the chunk starts past the end of the file ({size} bytes): "
+                "an earlier chunk is missing",
+            )
+        held = min(size - offset, len(data))
+        differs = _differs_at(file, offset, data[:held])
+        if differs is not None:
+            raise TraceWriteConflict(
+                path=str(path),
+                offset=differs,
+                problem="the file holds other bytes where this chunk goes (another writer, "
+                "or the file was changed)",
+            )
+        end = offset + len(data)
+        if ended and size > end:
+            raise TraceWriteConflict(
+                path=str(path),
+                offset=end,
+                problem=f"the file goes on for {size - end} bytes after the trace's end "
+                "(another writer)",
+            )
+        if held < len(data):
+            file.seek(offset + held)
+            file.write(data[held:])
+            file.flush()
+    return end
+
+
+def _differs_at(file: BinaryIO, offset: int, expected: bytes) -> int | None:
+    """The offset of the first byte of the file that differs from ``expected`` laid at
+    ``offset``, or None when they agree (the file is read in slices, not whole)."""
+    file.seek(offset)
+    for start in range(0, len(expected), _COMPARED):
+        wanted = expected[start : start + _COMPARED]
+        found = file.read(len(wanted))
+        if found != wanted:
+            same = next(
+                (i for i, (a, b) in enumerate(zip(found, wanted, strict=False)) if a != b),
+                min(len(found), len(wanted)),
+            )
+            return offset + start + same
+    return None
+
+
+@contextlib.contextmanager
+def _locked(descriptor: int) -> Iterator[None]:
+    """Hold an exclusive lock on the file while it is checked and written, so that two
+    processes writing the same trace (a stalled worker that wakes up) take turns."""
+    if sys.platform == "win32":  # pragma: no cover - no advisory locks; the workflow serializes
+        yield
+        return
+    import fcntl  # noqa: PLC0415 - POSIX only
+
+    fcntl.flock(descriptor, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(descriptor, fcntl.LOCK_UN)

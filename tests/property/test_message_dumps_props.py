@@ -1,0 +1,86 @@
+"""A turn's starting transcript written from kept bytes equals the generic record (issue 10)."""
+
+from __future__ import annotations
+
+import io
+
+import attrs
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fsm_agent.core import events as ev
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.messages import Message, TextBlock, ToolUseBlock, UserMessage
+from fsm_agent.testing.transcripts import loop_transcripts, transcripts
+from fsm_agent.trace import records
+from fsm_agent.trace.message_dumps import TranscriptJson
+from fsm_agent.trace.writer import TraceWriter
+
+SECRET = "hunter-two-secret"
+
+_ODD = st.sampled_from(
+    [
+        UserMessage(uuid="x:leak", content=(TextBlock(text=f"the key is {SECRET}"),)),
+        UserMessage(uuid="x:shaped", content=(TextBlock(text="sk-ant-api03-abcdefghijkl"),)),
+        UserMessage(uuid="x:surrogate", content=(TextBlock(text="caf\udce9"),)),
+        UserMessage(
+            uuid="x:keyed",
+            content=(ToolUseBlock(id="toolu_x", name="Login", input={"token": "t0p"}),),
+        ),
+    ]
+)
+
+
+@st.composite
+def _turns(draw: st.DrawFn) -> list[tuple[Message, ...]]:
+    """The transcripts a conversation's turns start from: mostly the last one plus what the
+    turn added (the same objects), sometimes equal copies, an edit or an odd message."""
+    messages: list[Message] = draw(st.one_of(transcripts(max_size=12), loop_transcripts()))
+    turns: list[tuple[Message, ...]] = []
+    start = 0
+    for _ in range(draw(st.integers(1, 5))):
+        start = draw(st.integers(start, len(messages)))
+        turn = list(messages[:start])
+        change = draw(st.sampled_from(["grow", "grow", "copy", "edit", "odd"]))
+        if change == "copy" and turn:
+            turn = [attrs.evolve(message) for message in turn]  # equal, not the same
+        elif change == "edit" and turn:
+            turn[draw(st.integers(0, len(turn) - 1))] = draw(_ODD)
+        elif change == "odd":
+            turn.append(draw(_ODD))
+        turns.append(tuple(turn))
+    return turns
+
+
+def _writer(target: io.BytesIO, transcript: TranscriptJson | None = None) -> TraceWriter:
+    return TraceWriter(
+        target,
+        config=LoopConfig(),
+        table_digest="d",
+        secrets=[SECRET],
+        transcript=transcript,
+    )
+
+
+@given(_turns(), st.booleans())
+def test_kept_transcript_bytes_equal_the_generic_record(
+    turns: list[tuple[Message, ...]], same_writer: bool
+) -> None:
+    """Every TurnStarted line of a generated conversation, written from the bytes kept over
+    its turns, is byte for byte the record the generic path writes."""
+    kept, cached, generic = TranscriptJson(), io.BytesIO(), io.BytesIO()
+    shared_fast, shared_slow = _writer(cached, kept), _writer(generic)
+    for messages in turns:
+        event = ev.TurnStarted(messages=messages, wall_time=1.5)
+        if same_writer:
+            shared_fast.write_event(event)
+            shared_slow.write_record(records.event_fields(event))
+            continue
+        with _writer(cached, kept) as fast:
+            fast.write_event(event)
+        with _writer(generic) as slow:
+            slow.write_record(records.event_fields(event))
+    assert [line for line in cached.getvalue().splitlines() if b'"event"' in line] == [
+        line for line in generic.getvalue().splitlines() if b'"event"' in line
+    ]
+    assert SECRET.encode() not in cached.getvalue()

@@ -1,0 +1,179 @@
+"""The trace writes of a Temporal session: idempotent under retries and late deliveries, never
+cutting the file, and loud when the file holds bytes the session did not write."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio", reason="the fsm_agent[temporal] extra is not installed")
+
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from fsm_agent.temporal import (
+    SessionActivities,
+    answer_permission,
+    session_worker,
+    start_session,
+)
+from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.replay import replay
+
+from .conftest import WorkerProcess, causes_of, worker
+from .session_agents import scripted
+from .test_sessions import folders, reply, use
+
+SECRET = "open-sesame-0123456789"
+LINES = (
+    '{"kind":"header","n":0}\n',
+    f'{{"kind":"event","n":1,"said":"{SECRET}"}}\n',
+    '{"kind":"event","n":2}\n',
+)
+
+
+def write(
+    activities: SessionActivities, path: Path, offset: int, data: str, *, ended: bool = False
+) -> int:
+    """Run the write_trace activity once, as a worker would."""
+    session = {"id": "s-1", "params": {"steps": [reply("hi")], "cwd": str(path.parent)}}
+    session["params"]["secrets"] = [SECRET]
+    job = {"session": session, "path": str(path), "offset": offset, "data": data, "ended": ended}
+    end: int = asyncio.run(ActivityEnvironment().run(activities.write_trace, job))
+    return end
+
+
+def test_a_late_first_write_after_later_writes_leaves_the_trace_whole(tmp_path: Path) -> None:
+    """The first write delivered again after the later ones (redacted lines among them)
+    changes no byte of the file and answers where it ended the first time."""
+    activities = SessionActivities(scripted)
+    path = tmp_path / "trace.jsonl"
+    first = write(activities, path, 0, LINES[0])
+    second = write(activities, path, first, LINES[1])
+    third = write(activities, path, second, LINES[2], ended=True)
+    whole = path.read_bytes()
+    assert SECRET.encode() not in whole
+    assert len(whole) == third
+    assert write(activities, path, 0, LINES[0]) == first
+    assert write(activities, path, first, LINES[1]) == second
+    assert path.read_bytes() == whole
+
+
+def test_a_conflicting_write_fails_for_good_naming_trace_and_offset(tmp_path: Path) -> None:
+    """Bytes at a write's offset that are not its own: a non-retryable TraceWriteConflict
+    naming the trace file and the offset, and the file is not changed."""
+    activities = SessionActivities(scripted)
+    path = tmp_path / "trace.jsonl"
+    first = write(activities, path, 0, LINES[0])
+    write(activities, path, first, LINES[2])
+    before = path.read_bytes()
+    with pytest.raises(ApplicationError) as failed:
+        write(activities, path, first, LINES[1])
+    assert failed.value.non_retryable
+    assert failed.value.type == "TraceWriteConflict"
+    assert str(path) in str(failed.value)
+    differs = first + len(LINES[1].partition("1")[0])  # the first byte that differs
+    assert f"offset {differs}" in str(failed.value)
+    assert path.read_bytes() == before
+
+
+def permission_steps(count: int) -> list[dict[str, Any]]:
+    """``count`` Writes, each asking permission (so the trace is written before each
+    question), then a reply."""
+    writes = [
+        {"content": [use("Write", file_path=f"out{n}.txt", content=str(n))]} for n in range(count)
+    ]
+    return [*writes, reply("written")]
+
+
+async def next_question(client: Client, session_id: str, seen: set[str]) -> str:
+    """The call id of the session's next pending question not yet answered."""
+    handle = client.get_workflow_handle(session_id)
+    async with asyncio.timeout(60):
+        while True:
+            for question in (await handle.query("status"))["questions"]:
+                if question["call_id"] not in seen:
+                    seen.add(question["call_id"])
+                    return str(question["call_id"])
+            await asyncio.sleep(0.05)
+
+
+def test_a_worker_killed_between_trace_writes_leaves_one_whole_trace(
+    temporal_address: str, worker_processes: list[WorkerProcess], tmp_path: Path
+) -> None:
+    """A worker SIGKILLed after the trace was first written (a question pending) and again
+    after a later write: the workers after it go on writing where the file ends, and the
+    session's trace is one file, its first bytes unchanged, with one header and one end, that
+    replays."""
+    work, trace = folders(tmp_path)
+    queue = f"writes-{uuid.uuid4().hex[:8]}"
+    params = {"steps": permission_steps(2), "cwd": str(work)}
+    worker_processes.append(worker(temporal_address, queue))
+    written: list[bytes] = []
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(temporal_address)
+        handle = await start_session(
+            client, "go", task_queue=queue, params=params, trace=str(trace), heartbeat_timeout_s=2
+        )
+        asked: set[str] = set()
+        for _ in range(2):
+            call_id = await next_question(client, handle.id, asked)
+            written.append(trace.read_bytes())  # flushed before the question was asked
+            worker_processes[-1].kill()
+            worker_processes.append(worker(temporal_address, queue))
+            await answer_permission(client, handle.id, call_id, "allow")
+        result: dict[str, Any] = await asyncio.wait_for(handle.result(), timeout=120)
+        return result
+
+    assert asyncio.run(go())["terminal"] == "completed"
+    whole = trace.read_bytes()
+    assert written[0] and whole.startswith(written[1]) and written[1].startswith(written[0])
+    assert len(written[1]) > len(written[0])
+    assert whole.count(b'"record":"header"') == 1
+    records = read_trace(trace)
+    assert len(records.of_kind("end")) == 1
+    assert replay(records).terminal == "completed"
+    assert (work / "out0.txt").read_text(encoding="utf-8") == "0"
+    assert (work / "out1.txt").read_text(encoding="utf-8") == "1"
+
+
+def test_a_session_whose_trace_was_changed_under_it_fails_loudly(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """Bytes appended to a session's trace by someone else while it waits for an answer:
+    its next write does not fit, and the session fails naming the trace and the offset
+    instead of writing over them or after them."""
+    work, trace = folders(tmp_path)
+    params = {"steps": permission_steps(1), "cwd": str(work)}
+
+    async def go() -> None:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="tampered", factory=scripted):
+            handle = await start_session(
+                client, "go", task_queue="tampered", params=params, trace=str(trace)
+            )
+            call_id = await next_question(client, handle.id, set())
+            with trace.open("ab") as file:
+                file.write(b'{"kind":"stray"}\n')  # someone else's line
+            await answer_permission(client, handle.id, call_id, "allow")
+            await asyncio.wait_for(handle.result(), timeout=60)
+
+    with pytest.raises(WorkflowFailureError) as failed:
+        asyncio.run(go())
+    stray = b'{"kind":"stray"}\n'
+    size = len(trace.read_bytes()) - len(stray)
+    named = [
+        m for c in causes_of(failed.value) if (m := re.search(r"(\S+): at byte offset (\d+)", c))
+    ]
+    assert named, causes_of(failed.value)
+    assert str(failed.value.cause).startswith("TraceWriteConflict: ")
+    assert named[0][1] == str(trace)
+    assert size <= int(named[0][2]) < size + len(stray)  # the first byte that differs
+    assert trace.read_bytes().endswith(stray)

@@ -1,0 +1,135 @@
+"""Trace chunks written at their offsets: repeated or late deliveries change nothing, and a
+chunk that does not fit fails loudly without touching the file."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fsm_agent.errors import TraceWriteConflict
+from fsm_agent.trace.placing import place_chunk
+
+CHUNKS = (b'{"kind":"header"}\n', b'{"seq":1}\n{"seq":2}\n', b'{"seq":3}\n', b'{"kind":"end"}\n')
+
+
+def offsets(chunks: tuple[bytes, ...]) -> list[int]:
+    """Where each chunk starts once all are laid end to end."""
+    return [0, *itertools.accumulate(len(chunk) for chunk in chunks)][:-1]
+
+
+def write_all(path: Path) -> None:
+    """Write every chunk once, in order, the last one as the trace's end."""
+    for index, (offset, chunk) in enumerate(zip(offsets(CHUNKS), CHUNKS, strict=True)):
+        place_chunk(path, offset, chunk, ended=index == len(CHUNKS) - 1)
+
+
+def test_chunks_in_order_make_the_file(tmp_path: Path) -> None:
+    """Chunks written in order give their concatenation, and each returns where it ends."""
+    path = tmp_path / "t.jsonl"
+    ends = [place_chunk(path, o, c) for o, c in zip(offsets(CHUNKS), CHUNKS, strict=True)]
+    assert path.read_bytes() == b"".join(CHUNKS)
+    assert ends == [o + len(c) for o, c in zip(offsets(CHUNKS), CHUNKS, strict=True)]
+
+
+def test_a_late_first_chunk_does_not_cut_the_file(tmp_path: Path) -> None:
+    """The first chunk delivered again after the whole trace was written leaves it whole."""
+    path = tmp_path / "t.jsonl"
+    write_all(path)
+    assert place_chunk(path, 0, CHUNKS[0]) == len(CHUNKS[0])
+    assert path.read_bytes() == b"".join(CHUNKS)
+
+
+def test_a_duplicated_middle_chunk_changes_nothing(tmp_path: Path) -> None:
+    """A middle chunk delivered twice, before and after later chunks, is written once."""
+    path = tmp_path / "t.jsonl"
+    at = offsets(CHUNKS)
+    place_chunk(path, at[0], CHUNKS[0])
+    place_chunk(path, at[1], CHUNKS[1])
+    place_chunk(path, at[1], CHUNKS[1])
+    place_chunk(path, at[2], CHUNKS[2])
+    place_chunk(path, at[1], CHUNKS[1])
+    assert path.read_bytes() == b"".join(CHUNKS[:3])
+
+
+def test_a_chunk_half_written_is_completed_by_its_retry(tmp_path: Path) -> None:
+    """A file holding only the start of a chunk (a crash mid-write) gets the rest on retry."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(CHUNKS[0] + CHUNKS[1][:5])
+    place_chunk(path, len(CHUNKS[0]), CHUNKS[1])
+    assert path.read_bytes() == CHUNKS[0] + CHUNKS[1]
+
+
+def test_a_conflicting_chunk_fails_naming_the_trace_and_offset(tmp_path: Path) -> None:
+    """Other bytes where a chunk goes: TraceWriteConflict naming the file and the first byte
+    that differs, and the file is left as it was."""
+    path = tmp_path / "t.jsonl"
+    write_all(path)
+    before = path.read_bytes()
+    at = offsets(CHUNKS)[1]
+    with pytest.raises(TraceWriteConflict, match=r"t\.jsonl: at byte offset") as raised:
+        place_chunk(path, at, b'{"seq":1}\n{"seq":9}\n')
+    assert raised.value.offset == at + len(b'{"seq":1}\n{"seq":')
+    assert raised.value.path == str(path)
+    assert path.read_bytes() == before
+
+
+def test_a_chunk_past_the_end_fails_and_writes_nothing(tmp_path: Path) -> None:
+    """A chunk whose offset is past the file's end (an earlier chunk never landed) fails."""
+    path = tmp_path / "t.jsonl"
+    place_chunk(path, 0, CHUNKS[0])
+    with pytest.raises(TraceWriteConflict, match="past the end of the file"):
+        place_chunk(path, len(CHUNKS[0]) + len(CHUNKS[1]), CHUNKS[2])
+    assert path.read_bytes() == CHUNKS[0]
+
+
+def test_a_chunk_into_a_missing_file_past_zero_fails(tmp_path: Path) -> None:
+    """A later chunk for a trace whose file was deleted fails instead of leaving a hole."""
+    with pytest.raises(TraceWriteConflict, match="past the end"):
+        place_chunk(tmp_path / "gone.jsonl", 40, CHUNKS[2])
+
+
+def test_a_negative_offset_fails(tmp_path: Path) -> None:
+    """A negative offset is refused, naming it."""
+    with pytest.raises(TraceWriteConflict, match="negative"):
+        place_chunk(tmp_path / "t.jsonl", -1, CHUNKS[0])
+
+
+def test_the_last_chunk_refuses_bytes_after_it(tmp_path: Path) -> None:
+    """The trace's last chunk fails when the file goes on after it (another writer added
+    bytes); it does not cut them silently."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(CHUNKS) + b'{"stray":1}\n')
+    with pytest.raises(TraceWriteConflict, match="goes on for 12 bytes"):
+        place_chunk(path, offsets(CHUNKS)[-1], CHUNKS[-1], ended=True)
+
+
+def test_a_first_chunk_replaces_another_runs_file(tmp_path: Path) -> None:
+    """A file that does not start with the first chunk holds another run's trace: the new
+    trace replaces it, as a run traced in-process to the same file does."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"kind":"header","run":"old"}\n' * 50)
+    write_all(path)
+    assert path.read_bytes() == b"".join(CHUNKS)
+
+
+@given(st.data())
+def test_any_repeated_or_late_delivery_gives_the_whole_trace(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Chunks first delivered in order, with any number of extra deliveries of any chunk
+    already delivered at any later moment, give exactly the concatenated trace."""
+    path = tmp_path_factory.mktemp("placing") / "t.jsonl"
+    at = offsets(CHUNKS)
+    delivered: list[int] = []
+    for index in range(len(CHUNKS)):
+        repeats = data.draw(st.lists(st.sampled_from(delivered), max_size=3)) if delivered else []
+        for again in [*repeats, index]:
+            place_chunk(path, at[again], CHUNKS[again])
+        delivered.append(index)
+    for again in data.draw(st.lists(st.sampled_from(delivered), max_size=4)):
+        place_chunk(path, at[again], CHUNKS[again])
+    assert path.read_bytes() == b"".join(CHUNKS)
