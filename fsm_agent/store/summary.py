@@ -19,7 +19,7 @@ import orjson
 
 from fsm_agent.core.pricing import usage_cost
 from fsm_agent.errors import TraceFormatError
-from fsm_agent.trace.records import expand_step
+from fsm_agent.trace.records import carried_step, event_alone, expand_step
 
 # The states a tool call ends in (DESIGN §3); ``yielded`` follows every one of them.
 _CALL_ENDINGS = frozenset({"completed", "rejected", "denied", "cancelled", "errored"})
@@ -142,8 +142,13 @@ def summarize_trace(path: str | os.PathLike[str]) -> RunSummary:
         )
     body: list[dict[str, Any]] = []
     for number, record in enumerate(records[1:], start=2):
-        if record.get("record") == "step":  # schema 2: a step's transitions and effects
+        kind = record.get("record")
+        if kind == "step":  # schema 2: a step's transitions and effects
             body.extend(expand_step(record, number, source))
+        elif kind == "event" and (carried := carried_step(record)) is not None:
+            # schema 3: the event line carries its feed's transitions and effects
+            body.append(event_alone(record))
+            body.extend(expand_step(carried, number, source))
         else:
             body.append(record)
     return _summary(source, records[0], body)

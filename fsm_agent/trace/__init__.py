@@ -1,4 +1,5 @@
-"""Traces: write-ahead JSONL records of a run, reading with clear errors, replay, fork, resume.
+"""Traces: JSONL records of a run (a line per feed, on file before its effects run), reading
+with clear errors, replay, fork, resume.
 
 See DESIGN §5. Modules: ``records`` (record shapes), ``redact``, ``writer``, ``reader``,
 ``replay`` (replay, fork, resume, diff) and ``timeline`` (text and HTML views).

@@ -11,8 +11,9 @@ $.event.event: expected an object``), a missing header, a newer schema, a cut-of
 
 Older schemas are upgraded record by record through functions registered with
 :func:`register_upgrade`; each lifts a record from version ``n`` to ``n + 1``. A ``step`` line
-(schema 2) is expanded into the transition and effect records it stands for, each yielded with
-the line's number, so a caller sees the records of schema 1 whichever schema wrote the file.
+(schema 2) and an event line carrying its feed's transitions and effects (schema 3) are
+expanded into the records they stand for, each yielded with the line's number, so a caller
+sees the records of schema 1 whichever schema wrote the file.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import IO, Any
 import attrs
 import orjson
 
+from fsm_agent.core.events import Event
 from fsm_agent.errors import TraceFormatError, TraceTruncated, TraceVersionError
 from fsm_agent.trace import records
 from fsm_agent.trace.records import SCHEMA_VERSION, TraceHeader, TraceRecord
@@ -69,6 +71,12 @@ def _upgrade_0_to_1(record: dict[str, Any]) -> dict[str, Any]:
 @register_upgrade(1)
 def _upgrade_1_to_2(record: dict[str, Any]) -> dict[str, Any]:
     """Schema 2 only adds the ``step`` line; every schema 1 record reads as it is."""
+    return record
+
+
+@register_upgrade(2)
+def _upgrade_2_to_3(record: dict[str, Any]) -> dict[str, Any]:
+    """Schema 3 only lets an event line carry its feed's records; schema 2 reads as it is."""
     return record
 
 
@@ -250,7 +258,10 @@ class TraceReader:
             if upgrades and isinstance(data, dict):
                 data = apply_upgrades(upgrades, data, number, source)
             kind = records.record_kind(data, number, source)
-            if kind == "step":
+            event: Event | None
+            if kind == "event":
+                event, expanded = records.check_event_line(data, number, source, deep=self._deep)
+            elif kind == "step":
                 expanded = records.check_step(data, number, source, deep=self._deep)
                 event = None
             else:
@@ -266,6 +277,7 @@ class TraceReader:
             expected_seq += len(expanded)
             for record in expanded:
                 yield TraceRecord(line=number, data=record, event=event)
+                event = None  # an event line's transitions and effects carry no event
 
     def close(self) -> None:
         """Close the file if the reader opened it."""

@@ -11,13 +11,28 @@ A trace is one JSON object per line, keys sorted, every object tagged ``"record"
   ``end`` (``seq``, ``terminal``, ``usage``, and ``fault`` when the driver failed: what
   failed, as ``Type: message``; replay takes it as recorded).
 
-Schema 2 adds ``step`` (``seq``, ``transitions``, ``effects``): what one ``feed`` produced,
-on one line instead of one line per record (issue 10: a record costs as much to write as a
-transition costs to take). ``transitions`` holds transition records and ``effects`` effect
-records, each without ``record`` and ``seq``; a step line stands for those records, the
-transitions first, numbered from its ``seq`` on. Readers expand it (:func:`expand_step`), so
-everything past the reader sees the same records a schema 1 trace gives. The event a step
-answers keeps its own line, written before the core sees it (write-ahead, DESIGN §5).
+Schema 2 added ``step`` (``seq``, ``transitions``, ``effects``): what one ``feed`` produced,
+on one line instead of one line per record. ``transitions`` holds transition records and
+``effects`` effect records, each without ``record`` and ``seq``; a step line stands for those
+records, the transitions first, numbered from its ``seq`` on.
+
+Schema 3 writes **one line per feed** (issue 10: a line costs as much to write as a transition
+costs to take). The ``event`` record carries what the core made of the event, ``transitions``
+and ``effects`` shaped as in a step line (each only when not empty); the event takes the
+line's ``seq``, its transitions and effects the ones after it, as if each had its own line.
+The line is written after ``feed`` returns and before the driver is handed the step. That
+keeps every guarantee write-ahead gave (DESIGN §5): the core is pure, and the world changes
+only when the driver performs an effect, which happens after the line that names the effect
+is written and flushed; so no effect is ever performed unrecorded, and a crash between
+receiving an event and writing its line loses exactly what a crash a few µs earlier (before
+the event's own line, under schema 2) lost. When ``feed`` raises, the event is written alone,
+so the fault's cause is on file. An event line without ``transitions`` and ``effects`` is the
+event alone (most stream deltas change nothing).
+
+Readers expand a schema 3 event line (:func:`check_event_line`) and a step line
+(:func:`expand_step`), so everything past the reader sees the same records a schema 1 trace
+gives, whichever schema wrote the file; schema 1 and 2 traces read, replay and resume as
+they always did.
 
 ``seq`` is one counter over every record after the header, starting at 1 (a step line takes
 as many as it holds). Nothing compared by replay depends on the wall clock.
@@ -55,8 +70,11 @@ from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import ConfigError, TraceFormatError, UsageError
 from fsm_agent.trace.json_limits import fit_for_json
 
-SCHEMA_VERSION: Final = 2
-"""The schema this library writes, and the newest it reads (1 is read as well)."""
+SCHEMA_VERSION: Final = 3
+"""The schema this library writes, and the newest it reads (1 and 2 are read as well)."""
+
+STEP_KEYS: Final = ("transitions", "effects")
+"""The fields of a step line, which a schema 3 event line carries as well."""
 
 RECORD_KINDS: Final = ("header", "event", "transition", "effect", "end", "step")
 
@@ -76,7 +94,7 @@ _FIELDS: Final[dict[str, frozenset[str]]] = {
     "header": frozenset(
         {"record", "schema", "library_version", "table_digest", "config", "tools", "meta"}
     ),
-    "event": frozenset({"record", "seq", "event", "elapsed_ms"}),
+    "event": frozenset({"record", "seq", "event", "elapsed_ms", "transitions", "effects"}),
     "transition": frozenset({"record", "seq", "machine", "name", "source", "dest", "call_id"}),
     "effect": frozenset({"record", "seq", "effect"}),
     "end": frozenset({"record", "seq", "terminal", "usage", "fault"}),
@@ -84,7 +102,7 @@ _FIELDS: Final[dict[str, frozenset[str]]] = {
 }
 _OPTIONAL: Final[dict[str, frozenset[str]]] = {
     "header": frozenset({"meta"}),
-    "event": frozenset({"elapsed_ms"}),
+    "event": frozenset({"elapsed_ms", "transitions", "effects"}),
     "transition": frozenset({"call_id"}),
     "end": frozenset({"fault"}),
 }
@@ -249,9 +267,19 @@ def step_record(step: Step) -> dict[str, Any]:
     }
 
 
+def add_step(fields: dict[str, Any], step: Step) -> dict[str, Any]:
+    """An ``event`` record's ``fields`` with what ``feed`` made of the event (schema 3): its
+    ``transitions`` and ``effects``, each only when there are any. Returns ``fields``."""
+    if step.transitions:
+        fields["transitions"] = [step_transition(t) for t in step.transitions]
+    if step.effects:
+        fields["effects"] = [dump_effect(e) for e in step.effects]
+    return fields
+
+
 def step_transition(transition: TransitionTaken) -> dict[str, Any]:
-    """A transition as a ``step`` line holds it (a transition record without ``record`` and
-    ``seq``)."""
+    """A transition as a ``step`` line (or a schema 3 event line) holds it: a transition
+    record without ``record`` and ``seq``."""
     return {
         "machine": transition.machine,
         "name": transition.name,
@@ -259,6 +287,65 @@ def step_transition(transition: TransitionTaken) -> dict[str, Any]:
         "dest": transition.dest,
         "call_id": transition.call_id,
     }
+
+
+def seqs_taken(data: Mapping[str, Any]) -> int:
+    """How many ``seq`` numbers a line takes: one per record it stands for."""
+    kind = data.get("record")
+    if kind == "header":
+        return 0
+    if kind == "step":
+        return len(data["transitions"]) + len(data["effects"])
+    if kind == "event":
+        return 1 + len(data.get("transitions", ())) + len(data.get("effects", ()))
+    return 1
+
+
+def carried_step(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``step`` record a schema 3 event line carries (its ``transitions`` and
+    ``effects``, numbered on from the event's ``seq``), or None for an event alone. The
+    values are not checked: :func:`check_event_line` does that."""
+    if "transitions" not in data and "effects" not in data:
+        return None
+    transitions, effects = data.get("transitions", []), data.get("effects", [])
+    seq = data.get("seq")
+    return {
+        "record": "step",
+        "seq": seq + 1 if type(seq) is int else seq,
+        "transitions": transitions,
+        "effects": effects,
+    }
+
+
+def event_alone(data: dict[str, Any]) -> dict[str, Any]:
+    """An event line without what the core made of the event: the schema 1 ``event`` record
+    (``data`` itself when it carries nothing)."""
+    if "transitions" not in data and "effects" not in data:
+        return data
+    return {key: value for key, value in data.items() if key not in STEP_KEYS}
+
+
+def check_event_line(
+    data: dict[str, Any], line: int, source: str | None, *, deep: bool = True
+) -> tuple[Event, list[dict[str, Any]]]:
+    """Check an ``event`` line of any schema; returns its event and the records it stands
+    for: the event record, then (schema 3) each transition and effect it carries. An error
+    names the field inside the line (``$.effects[1].type``).
+
+    Raises:
+        TraceFormatError: naming the line and the JSON path of the first bad field.
+    """
+    event = check_record(data, "event", line, source, deep=deep)
+    assert event is not None  # an event record always structures its event
+    if "transitions" not in data and "effects" not in data:
+        return event, [data]
+    for key in STEP_KEYS:
+        if key in data and not _require(data, key, (list,), "array", line=line, source=source):
+            problem = "an empty array (the writer leaves out a list with nothing in it)"
+            raise _fail(line, f"$.{key}", problem, source)
+    step = carried_step(data)
+    assert step is not None  # a list with something in it is there
+    return event, [event_alone(data), *check_step(step, line, source, deep=deep)]
 
 
 def expand_step(data: dict[str, Any], line: int, source: str | None) -> list[dict[str, Any]]:
@@ -297,22 +384,46 @@ def expand_step(data: dict[str, Any], line: int, source: str | None) -> list[dic
 
 
 def as_lines(records: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Records laid out as the writer lays them out: the transitions and effects one ``feed``
-    produced (a run of them between two other records, transitions first) as one ``step``
-    record; every other record as it is. ``seq`` is left as given (the writer stamps it)."""
+    """Records laid out as the writer lays them out (schema 3): the transitions and effects
+    one ``feed`` produced (a run of them after an event, transitions first) on the event's
+    line; every other record as it is. A run of transitions and effects that follows no event
+    becomes a ``step`` line. ``seq`` is left as given (the writer stamps it)."""
+    event: dict[str, Any] | None = None
     group: list[Mapping[str, Any]] = []
     for record in records:
         kind = record.get("record")
-        folds = kind in ("transition", "effect")
-        if group and (not folds or (kind == "transition" and group[-1]["record"] == "effect")):
-            yield _step_of(group)
-            group = []
-        if folds:
+        if kind in ("transition", "effect"):
+            if kind == "transition" and group and group[-1]["record"] == "effect":
+                # Another feed's records, with no event of their own.
+                yield from _feed_lines(event, group)
+                event, group = None, []
             group.append(record)
+            continue
+        yield from _feed_lines(event, group)
+        event, group = None, []
+        if kind == "event":
+            event = dict(record)
         else:
             yield dict(record)
-    if group:
-        yield _step_of(group)
+    yield from _feed_lines(event, group)
+
+
+def _feed_lines(
+    event: dict[str, Any] | None, group: list[Mapping[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    """The line (or lines) for an event and the records its ``feed`` produced."""
+    if not group:
+        if event is not None:
+            yield event
+        return
+    step = _step_of(group)
+    if event is None:
+        yield step
+        return
+    for key in STEP_KEYS:
+        if step[key]:
+            event[key] = step[key]
+    yield event
 
 
 def _step_of(group: list[Mapping[str, Any]]) -> dict[str, Any]:

@@ -10,9 +10,9 @@ well-formed trace never gets any other exception out of replay.
 Speed (DESIGN §7, issue 10): a file that fits in memory is read in one go; an event line in a
 common shape is checked and fed without intermediate objects (a stream event is not even made
 into an object); what the core produced is serialized as the writer serializes it and
-compared with the recorded line's bytes. Only a mismatch is parsed, fully checked and
-compared as dicts (allowing for redaction, and equal as JSON, not merely as Python values),
-and only then is the context of a divergence built.
+compared with the recorded line's bytes. Only a mismatch is fully checked and compared as
+dicts (allowing for redaction, and equal as JSON, not merely as Python values), and only then
+is the context of a divergence built.
 
 :func:`fork` replays up to a seq and hands back the live core; :func:`resume` does the same
 for a crashed run and lists the effects that were in flight, flagging tool calls that may
@@ -88,7 +88,7 @@ from fsm_agent.trace.reader import (
 )
 from fsm_agent.trace.records import TraceHeader
 from fsm_agent.trace.redact import KEY_RULES_ONLY
-from fsm_agent.trace.step_bytes import step_line
+from fsm_agent.trace.step_bytes import carries
 from fsm_agent.trace.writer import CoreLike, TraceWriter, TracingCore, current_table_digest
 
 CoreFactory = Callable[[LoopConfig, tuple[ToolSpec, ...]], CoreLike]
@@ -488,24 +488,23 @@ class _Outstanding:
         return tuple(out)
 
 
-_EVENT_LINE = b'{"event":'  # an event record's first key, its keys being sorted
 _STREAM_TAG = "ModelStreamEvent"
-
 _GO, _STOP, _END = "go", "stop", "end"  # what checking a line says about the lines after it
-_NO_STEP: Final = Step()
 
 _Quick = Event | tuple[str, dict[str, Any]]
 """An event ready to feed: structured, or a stream event's ``(request_id, raw event)``."""
 
 
 def _quick_event(data: Any, seq: int) -> _Quick | None:
-    """The event of a well-formed ``event`` record at ``seq``, ready to feed, or None.
+    """The event of a well-formed ``event`` line at ``seq``, ready to feed, or None.
 
-    The same checks as :func:`~fsm_agent.trace.records.check_record` for the common shapes:
-    keys {"event", "record", "seq"} (and a valid ``elapsed_ms``), a known tag, a payload the
-    converter structures. None whenever anything is unusual: the careful path then reads the
-    line again and names what is wrong. A stream event (most lines of a trace) is not made
-    into an object at all: ``feed_stream`` takes its parts.
+    The same checks as :func:`~fsm_agent.trace.records.check_event_line` makes of the event
+    for the common shapes: keys ``event``, ``record``, ``seq``, maybe a valid ``elapsed_ms``
+    and (schema 3) lists ``transitions`` and ``effects`` that are not empty, whose items are
+    checked by comparing them with what the core makes of the event; a known tag; a payload
+    the converter structures. None whenever anything is unusual: the careful path then reads
+    the line again and names what is wrong. A stream event (most lines of a trace) is not
+    made into an object at all: ``feed_stream`` takes its parts.
     """
     if type(data) is not dict or data.get("record") != "event":
         return None
@@ -513,8 +512,15 @@ def _quick_event(data: Any, seq: int) -> _Quick | None:
     if type(recorded_seq) is not int or recorded_seq != seq:
         return None
     if len(data) != 3:
+        known = 3
         elapsed = data.get(records.ELAPSED, -1)
-        if len(data) != 4 or type(elapsed) not in (int, float) or elapsed < 0:
+        if type(elapsed) in (int, float) and elapsed >= 0:
+            known += 1
+        for key in records.STEP_KEYS:
+            carried = data.get(key)
+            if type(carried) is list and carried:
+                known += 1
+        if len(data) != known:
             return None
     raw = data.get("event")
     if type(raw) is not dict:
@@ -556,7 +562,8 @@ class _Replayer:
         self.keep: list[dict[str, Any]] | None = [] if keep else None
         self.tracker = _Outstanding() if track else None
         self.pending: collections.deque[_Produced] = collections.deque()
-        # Recently accepted lines, for the context of a divergence (raw items from the hot loop).
+        # Recently accepted lines, for the context of a divergence: a ``(number, content)``
+        # pair from the hot loop stands for an event line and everything it carries.
         self.recent: collections.deque[_Line | tuple[int, bytes]] = collections.deque(
             maxlen=self.context or 1
         )
@@ -607,10 +614,13 @@ class _Replayer:
         kind = records.record_kind(data, line.number, self.source)
         if kind == "step":
             records.check_step(data, line.number, self.source)
-        else:
-            event = records.check_record(data, kind, line.number, self.source, deep=True)
+        elif kind == "event":
             if line.event is None:
-                line.event = event
+                line.event, _ = records.check_event_line(data, line.number, self.source)
+            else:
+                records.check_event_line(data, line.number, self.source)
+        else:
+            records.check_record(data, kind, line.number, self.source, deep=True)
         if data["seq"] != self.seq:
             raise TraceFormatError(
                 line=line.number,
@@ -659,38 +669,20 @@ class _Replayer:
         """The hot loop over a file's complete lines; returns a verdict as :meth:`careful` does.
 
         An event line in one of its common shapes (:func:`_quick_event`) is parsed, fed and
-        counted here, and the step line after it is accepted when its bytes are those the
-        core's step serializes to (:func:`~fsm_agent.trace.step_bytes.step_line`). Any other
-        line goes to :meth:`careful`, which reads it again (reusing what was parsed) and names
-        any problem; a step line whose bytes differ goes there too, with the step produced.
+        counted here, and accepted when the transitions and effects it carries are, byte for
+        byte, those the writer would write for what the core made of the event
+        (:func:`~fsm_agent.trace.step_bytes.carries`). Anything else is checked as
+        :meth:`careful` checks it, reusing what was parsed, and named if wrong.
         """
         core = self.core
         feed, feed_stream = core.feed, core.feed_stream  # type: ignore[attr-defined]
         loads = orjson.loads
         recent = self.recent if self.context else None
         pending = self.pending
-        expected: bytes | None = None  # the step line the last event's step serializes to
-        step = _NO_STEP
         for item in lines.complete:
             number, content = item
-            if expected is not None:
-                if content == expected:
-                    expected = None
-                    self.transitions += len(step.transitions)
-                    self.effects += len(step.effects)
-                    self.seq += len(step.transitions) + len(step.effects)
-                    if recent is not None:
-                        recent.append(item)
-                    continue
-                expected = None
-                pending.append(self.produced_step(step))
-            if pending:
-                verdict = self.careful(_Line(number, content), lines, tolerate_tail=tolerate_tail)
-                if verdict != _GO:
-                    return verdict
-                continue
             data = quick = None
-            if content.startswith(_EVENT_LINE):
+            if not pending:
                 try:
                     data = loads(content)
                 except orjson.JSONDecodeError:
@@ -698,24 +690,40 @@ class _Replayer:
                 else:
                     quick = _quick_event(data, self.seq)
             if quick is None:
-                line = _Line(number, content, data=data)
-                verdict = self.careful(line, lines, tolerate_tail=tolerate_tail)
+                verdict = self.careful(
+                    _Line(number, content, data=data), lines, tolerate_tail=tolerate_tail
+                )
                 if verdict != _GO:
                     return verdict
                 continue
+            assert data is not None  # quick implies it
             self.events += 1
             self.seq += 1
-            if recent is not None:
-                recent.append(item)
             try:
                 step = feed_stream(*quick) if isinstance(quick, tuple) else feed(quick)
             except Exception as exc:
                 self._failed(exc)
+                step = None
+            if step is not None and carries(content, data, step):
+                taken = len(step.transitions) + len(step.effects)
+                if taken:
+                    self.transitions += len(step.transitions)
+                    self.effects += len(step.effects)
+                    self.seq += taken
+                if recent is not None:
+                    recent.append(item)
                 continue
-            if step.transitions or step.effects:
-                expected = step_line(step, self.seq)
-        if expected is not None:  # the file ends before the step line: the careful check
-            pending.append(self.produced_step(step))
+            # What the line carries is not what the core made of the event (or the core
+            # failed): check the line in full and compare record by record, as careful does.
+            line = _Line(number, content, data=data)
+            if recent is not None:
+                recent.append(line)
+            if step is not None and (step.transitions or step.effects):
+                self.produce_step(step)
+            records.check_event_line(data, number, self.source)
+            carried = records.carried_step(data)
+            if carried is not None:
+                self.match_carried(line, carried, lines)
         return _GO
 
     def careful(
@@ -747,6 +755,9 @@ class _Replayer:
                 return _STOP
             self.accept(line, data, kind)
             self.feed(line)
+            carried = records.carried_step(data)
+            if carried is not None:
+                self.match_carried(line, carried, lines)
         elif kind == "end":
             # A driver fault is a fact about the recording run, not a decision of the
             # core: it is taken as recorded.
@@ -789,7 +800,8 @@ class _Replayer:
             self.seq += transitions + effects
             return
         if self.keep is not None:
-            self.keep.append(data if data is not None else self.data_of(line))
+            kept = data if data is not None else self.data_of(line)
+            self.keep.append(records.event_alone(kept) if kind == "event" else kept)
         if kind == "transition":
             self.transitions += 1
         elif kind == "effect":
@@ -814,13 +826,8 @@ class _Replayer:
 
     def produce_step(self, step: Step) -> None:
         """Queue the ``step`` line a ``feed`` result is written as (schema 2)."""
-        self.pending.append(self.produced_step(step))
-
-    def produced_step(self, step: Step) -> _Produced:
-        """The ``step`` line a ``feed`` result is written as (schema 2), numbered after the
-        records still waiting."""
         count = len(step.transitions) + len(step.effects)
-        return self.produce(records.step_record(step), count)
+        self.pending.append(self.produce(records.step_record(step), count))
 
     def _failed(self, exc: Exception) -> None:
         """The core raised on a recorded event: that is a divergence (an ``error`` record)."""
@@ -851,6 +858,20 @@ class _Replayer:
             first = self.seq + len(step.transitions)
             for offset, effect in enumerate(step.effects):
                 self.tracker.emitted(effect, first + offset)
+
+    def match_carried(self, line: _Line, carried: dict[str, Any], lines: Iterator[_Line]) -> None:
+        """Check what the core made of a schema 3 event line's event against the
+        transitions and effects the line carries (``carried``, shaped as a step line)."""
+        step_line = _Line(line.number, None, True, carried)
+        if not self.pending:
+            expected = self.expanded(step_line, carried)
+            self.diverge(line, lines, expected=expected[0], actual=None, later=expected[1:])
+        produced = self.pending[0]
+        if produced.content is not None and produced.content == records.dumps(carried):
+            self.pending.popleft()
+            self.accept(step_line, carried, "step", produced.data)
+            return
+        self.match(step_line, lines)
 
     def match(self, line: _Line, lines: Iterator[_Line]) -> None:
         produced = self.pending[0]
@@ -926,6 +947,8 @@ class _Replayer:
                         expected = first
                         if first.get("record") == "step":
                             expected = self.expanded(after[0], first)[0]
+                        elif first.get("record") == "event":
+                            expected = records.event_alone(first)
                         where = after[0].number
             if not self.context:
                 after = []
@@ -954,11 +977,15 @@ class _Replayer:
         """The error, with up to ``context`` recorded records on each side of ``seq``."""
         around: list[dict[str, Any]] = []
         if self.context:
-            window = [
-                item if isinstance(item, _Line) else _Line(*item)
-                for item in list(self.recent)[-self.context :]
-            ]
-            around = [*self.context_records(window), *before][-self.context :]
+            window: list[dict[str, Any]] = []
+            for item in list(self.recent)[-self.context :]:
+                # A pair from the hot loop stands for its line and all it carries; the
+                # records a checked line carries were accepted as lines of their own.
+                if isinstance(item, _Line):
+                    window.extend(self.context_records([item], carrying=False))
+                else:
+                    window.extend(self.context_records([_Line(*item)]))
+            around = [*window, *before][-self.context :]
             if expected is not None:
                 around.append(expected)
             around.extend([*later, *self.context_records(after)][: self.context])
@@ -966,14 +993,23 @@ class _Replayer:
             seq=seq, expected=expected, actual=actual, context=around, source=self.source, line=line
         )
 
-    def context_records(self, lines: Iterable[_Line]) -> list[dict[str, Any]]:
-        """The records of recorded lines, a ``step`` line expanded, up to a bad line."""
+    def context_records(
+        self, lines: Iterable[_Line], *, carrying: bool = True
+    ) -> list[dict[str, Any]]:
+        """The records of recorded lines, a ``step`` line expanded, up to a bad line.
+        ``carrying``: expand what a schema 3 event line carries too (lines already accepted
+        are not: the records they carry were accepted as lines of their own)."""
         out: list[dict[str, Any]] = []
         for line in lines:
             try:
                 data = self.data_of(line)
                 if isinstance(data, dict) and data.get("record") == "step":
                     out.extend(self.expanded(line, data))
+                elif isinstance(data, dict) and data.get("record") == "event":
+                    out.append(records.event_alone(data))
+                    carried = records.carried_step(data) if carrying else None
+                    if carried is not None:
+                        out.extend(self.expanded(line, carried))
                 elif isinstance(data, dict):
                     out.append(data)
             except TraceFormatError:

@@ -1,20 +1,24 @@
-"""The trace writer: JSONL, write-ahead, flushed per event and per step.
+"""The trace writer: JSONL, one line per feed, flushed per line.
 
-The header and ``end`` records (and records copied by :meth:`TraceWriter.write_record`) go
-through a structlog logger built locally with ``structlog.wrap_logger`` (never
-``structlog.configure``, which is process-global): our processors stamp ``seq`` and redact,
-then ``JSONRenderer`` turns the record into one orjson line with sorted keys, and
-``BytesLogger`` writes and flushes it. Events and steps, the lines of the hot path, skip the
-logger's machinery (it added nothing there but its cost, issue 10): the same stamping,
-serializer and redaction, then one write and one flush per event and per step. A step's
-transitions and effects go out as one ``step`` line (schema 2), not a line each. The
+Every line is one orjson rendering with sorted keys, ``seq`` stamped and redacted (DESIGN
+§8). The lines of the hot path — an event with what the core made of it, and the ``end``
+record — are rendered and written directly: a logger's machinery added nothing there but its
+cost (issue 10). The header's bytes around its ``meta`` are made once per (config, tools)
+(:mod:`~fsm_agent.trace.header_parts`). Records copied from another trace
+(:meth:`TraceWriter.write_record`, a replayed prefix) go through a structlog logger built
+locally with ``structlog.wrap_logger`` (never ``structlog.configure``, which is
+process-global) when the first is copied: our processors stamp ``seq`` and redact, then
+``JSONRenderer`` renders the same bytes and ``BytesLogger`` writes and flushes them. The
 serializer's ``default=`` raises, so an object that was not unstructured fails loudly instead
-of leaving a ``repr`` (with a memory address) in the trace. structlog is imported when the
-first writer is made, so importing the package does not pay for it.
+of leaving a ``repr`` (with a memory address) in the trace.
 
-Order of use (DESIGN §5): :meth:`TraceWriter.write_event` *before* the core sees the event,
-:meth:`TraceWriter.write_step` with what ``feed`` returned, :meth:`TraceWriter.write_end` once
-the run has ended. :class:`TracingCore` does exactly that around a core.
+Order of use (DESIGN §5, schema 3 in :mod:`fsm_agent.trace.records`):
+:meth:`TraceWriter.prepare_event` renders the event's line before the core sees the event (an
+event the trace cannot hold is refused there, so no core takes an event its trace lacks);
+``feed``; then :meth:`TraceWriter.write_event_line` with the step, before the driver performs
+any of its effects (with no step when ``feed`` raised: the event alone).
+:meth:`TraceWriter.write_end` once the run has ended. :class:`TracingCore` does exactly that
+around a core.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Final, Protocol
+from typing import IO, Any, Final, NamedTuple, Protocol
 
 import attrs
 import orjson
@@ -37,7 +41,8 @@ from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.trace import records
-from fsm_agent.trace.closed_fields import sensitive_key_in
+from fsm_agent.trace.closed_fields import known_stream_delta, sensitive_key_in
+from fsm_agent.trace.header_parts import header_parts
 from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.redact import Redactor, has_sensitive_key
 
@@ -81,40 +86,15 @@ def current_table_digest() -> str:
     return digest
 
 
-@attrs.frozen
-class _Setup:
-    """A header's config and tools unstructured (shared, never changed once made) and
-    whether a sensitive key name occurs in them."""
+class EventLine(NamedTuple):
+    """An event's line, rendered and redacted before the core sees the event
+    (:meth:`TraceWriter.prepare_event`).
 
-    source: tuple[LoopConfig, tuple[ToolSpec, ...]]
-    config: dict[str, Any]
-    tools: list[Any]
-    keys_hit: bool
+    Attributes:
+        alone: the line's bytes for the event alone (``seq`` stamped, no newline).
+    """
 
-
-_LAST_SETUP: list[_Setup] = []
-
-
-def _unstructured_setup(config: LoopConfig, tools: tuple[ToolSpec, ...]) -> _Setup:
-    """The :class:`_Setup` of ``config`` and ``tools``, made again only when they are not the
-    very objects the last writer was given (issue 10: most runs of a process share both)."""
-    if _LAST_SETUP:
-        last = _LAST_SETUP[0]
-        last_config, last_tools = last.source
-        if (
-            last_config is config
-            and len(last_tools) == len(tools)
-            and all(old is new for old, new in zip(last_tools, tools, strict=True))
-        ):
-            return last
-    from fsm_agent.core.codec import converter  # noqa: PLC0415 - built on first use
-
-    config_dict = converter().unstructure(config)
-    tools_list = [converter().unstructure(tool) for tool in tools]
-    keys_hit = has_sensitive_key(config_dict) or has_sensitive_key(tools_list)
-    setup = _Setup((config, tools), config_dict, tools_list, keys_hit)
-    _LAST_SETUP[:] = [setup]
-    return setup
+    alone: bytes
 
 
 class TraceWriter:
@@ -176,21 +156,7 @@ class TraceWriter:
         self._closed = False
         self.ended = False
         """Whether the ``end`` record has been written."""
-        import structlog  # noqa: PLC0415 - lazy: the import costs more than a run's first records
-
-        self._logger = structlog.wrap_logger(
-            structlog.BytesLogger(self._file),  # type: ignore[arg-type]  # any binary file works
-            processors=[
-                self._stamp_seq,
-                # Redaction happens inside the serializer: the rendered bytes are scanned, and
-                # only a record that may hold a secret is walked and rendered again.
-                structlog.processors.JSONRenderer(serializer=self._serialize),
-            ],
-            # Explicit, so an application's global structlog configuration changes nothing.
-            wrapper_class=structlog.BoundLogger,
-            context_class=dict,
-            cache_logger_on_first_use=True,  # bind once, not on every record
-        )
+        self._logger: Any = None  # built when a record is first copied (write_record)
         self.header = records.TraceHeader(
             schema=records.SCHEMA_VERSION,
             library_version=fsm_agent.__version__,
@@ -199,9 +165,9 @@ class TraceWriter:
             tools=tuple(tools),
             meta=dict(meta or {}),
         )
-        self._setup = _unstructured_setup(config, self.header.tools)
+        self._parts = header_parts(config, self.header.tools)
         if next_seq is None:
-            self._write(self.header.record_with(config=self._setup.config, tools=self._setup.tools))
+            self._write_header()
 
     @property
     def started(self) -> float:
@@ -218,14 +184,7 @@ class TraceWriter:
         return event_dict
 
     def _serialize(self, event_dict: MutableMapping[str, Any], **_options: Any) -> bytes:
-        setup = self._setup
-        if event_dict.get("config") is setup.config and event_dict.get("tools") is setup.tools:
-            # This writer's own header: its other keys are fixed, its config and tools were
-            # scanned when they were unstructured; only meta is new.
-            keys_hit = setup.keys_hit or has_sensitive_key(event_dict.get("meta"))
-        else:
-            keys_hit = has_sensitive_key(event_dict)
-        return self._render(event_dict, keys_hit=keys_hit)
+        return self._render(event_dict, keys_hit=has_sensitive_key(event_dict))
 
     def _render(self, fields: Mapping[str, Any], *, keys_hit: bool) -> bytes:
         """``fields`` serialized and redacted; ``keys_hit``: whether a sensitive key name
@@ -242,31 +201,68 @@ class TraceWriter:
         """The ``seq`` the next record will get."""
         return self._next_seq
 
+    def _write_header(self) -> None:
+        """Line 1: its bytes around ``meta`` made once per (config, tools), its config and
+        tools scanned for key names once as well (:mod:`~fsm_agent.trace.header_parts`)."""
+        parts, header = self._parts, self.header
+        try:
+            line = parts.line(header)
+            if (
+                parts.keys_hit
+                or has_sensitive_key(header.meta)
+                or self._redactor.holds_secret(line)
+            ):
+                record = header.record_with(config=parts.config, tools=parts.tools)
+                line = records.dumps(self._redactor.value(record))
+        except (orjson.JSONEncodeError, TypeError) as exc:
+            raise UsageError(f"the header cannot be written: {exc.__cause__ or exc}") from exc
+        self._file.write(line + b"\n")
+        self._file.flush()
+
+    def _structlog_logger(self) -> Any:
+        """The structlog logger that copies records (:meth:`write_record`), built on first use:
+        our processors stamp ``seq`` and redact, ``JSONRenderer`` renders with our serializer,
+        ``BytesLogger`` writes and flushes."""
+        if self._logger is None:
+            import structlog  # noqa: PLC0415 - lazy: most writers never copy a record
+
+            self._logger = structlog.wrap_logger(
+                structlog.BytesLogger(self._file),  # type: ignore[arg-type]  # any binary file
+                processors=[
+                    self._stamp_seq,
+                    # Redaction happens inside the serializer: the rendered bytes are scanned,
+                    # and only a record that may hold a secret is walked and rendered again.
+                    structlog.processors.JSONRenderer(serializer=self._serialize),
+                ],
+                # Explicit, so an application's global structlog configuration changes nothing.
+                wrapper_class=structlog.BoundLogger,
+                context_class=dict,
+                cache_logger_on_first_use=True,  # bind once, not on every record
+            )
+        return self._logger
+
     def _write(self, fields: Mapping[str, Any]) -> None:
         if self._closed:
             raise UsageError("the trace writer is closed")
         try:
-            self._logger.msg(**fields)
+            self._structlog_logger().msg(**fields)
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
-        kind = fields.get("record")
-        if kind == "step":
-            self._next_seq += len(fields["transitions"]) + len(fields["effects"])
-        elif kind != "header":
-            self._next_seq += 1
+        self._next_seq += records.seqs_taken(fields)
 
     def write_record(self, fields: Mapping[str, Any]) -> None:
-        """Write a record dict as is (``seq`` is stamped; a ``step`` record takes one per
-        record it holds); used to copy a replayed prefix."""
+        """Write a record dict as is (``seq`` is stamped; an event line carrying its feed's
+        records, or a ``step`` record, takes one per record it stands for); used to copy a
+        replayed prefix."""
         data = dict(fields)
         data.pop("seq", None)
         self._write(data)
 
-    def _line(self, fields: MutableMapping[str, Any], *, keys_hit: bool) -> bytes:
+    def _line(self, fields: MutableMapping[str, Any], *, keys_hit: bool, count: int) -> bytes:
         """One record line for the hot path: ``seq`` stamped, serialized and redacted as the
-        logger would, without its machinery (the same bytes). ``keys_hit``: as for
-        :meth:`_render`."""
+        logger would, without its machinery (the same bytes); the line takes ``count``
+        seqs. ``keys_hit``: as for :meth:`_render`."""
         if self._closed:
             raise UsageError("the trace writer is closed")
         fields["seq"] = self._next_seq
@@ -275,74 +271,112 @@ class TraceWriter:
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
-        self._next_seq += 1
+        self._next_seq += count
         return data + b"\n"
 
-    def write_event(self, event: Event) -> None:
-        """Record an event; call it *before* the core processes the event (write-ahead)."""
-        if type(event) is TurnStarted:
-            self._write_turn_started(event)
-            return
-        fields = records.event_fields(event)
-        # A record's keys are the writer's own but for the event's: a stream event's model
-        # event is scanned whole, any other event's free-form fields only (DESIGN §8).
+    def prepare_event(self, event: Event) -> EventLine:
+        """Render ``event``'s line, before the core sees the event: an event the trace cannot
+        hold is refused here (``UsageError``), so a core never takes an event its trace
+        lacks. Hand the result to :meth:`write_event_line` with what ``feed`` returned
+        (nothing may be written in between: the line's ``seq`` is stamped)."""
+        if self._closed:
+            raise UsageError("the trace writer is closed")
+        # A record's keys are the writer's own but for the event's and the effects': a stream
+        # event's model event is scanned whole (unless it is a delta of a shape the API
+        # defines), any other event's free-form fields only (DESIGN §8).
         if type(event) is ModelStreamEvent:
-            keys_hit = has_sensitive_key(event.event)
+            fields = records.event_fields(event)
+            raw = event.event
+            keys_hit = not known_stream_delta(raw) and has_sensitive_key(raw)
         else:
+            if type(event) is TurnStarted:  # its messages are joined on below
+                fields = records.event_fields(attrs.evolve(event, messages=()))
+            else:
+                fields = records.event_fields(event)
             keys_hit = sensitive_key_in(fields["event"])
             if self._clock is not None:
                 fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-        line = self._line(fields, keys_hit=keys_hit)
-        self._file.write(line)
-        self._file.flush()
+        fields["seq"] = self._next_seq
+        try:
+            if type(event) is TurnStarted:
+                return EventLine(self._turn_started_line(event, fields, keys_hit=keys_hit))
+            return EventLine(self._render(fields, keys_hit=keys_hit))
+        except (orjson.JSONEncodeError, TypeError) as exc:
+            cause = exc.__cause__ or exc
+            raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
 
-    def _write_turn_started(self, event: TurnStarted) -> None:
-        """``write_event`` for the transcript a turn starts from: the same bytes, with only
-        the messages added since the conversation's last turn serialized and scanned."""
-        fields = records.event_fields(attrs.evolve(event, messages=()))
-        keys_hit = sensitive_key_in(fields["event"])
-        if self._clock is not None:
-            fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
+    def _turn_started_line(
+        self, event: TurnStarted, fields: dict[str, Any], *, keys_hit: bool
+    ) -> bytes:
+        """The line of the transcript a turn starts from: the same bytes as the generic path,
+        with only the messages added since the conversation's last turn serialized and
+        scanned (``fields``: the record with no messages)."""
         array = self._transcript.array(event.messages, self._redactor)
-        line = None
         if array is not None:
-            seq = self._next_seq
-            head, gap, tail = self._line(fields, keys_hit=keys_hit).partition(_MESSAGES_GAP)
+            head, gap, tail = self._render(fields, keys_hit=keys_hit).partition(_MESSAGES_GAP)
             if gap and _MESSAGES_GAP not in tail:
-                line = b"".join([head, b'"messages":', *array, tail])
-            else:  # no single place for them (not with TurnStarted's fields): start again
-                self._next_seq = seq
-        if line is None:  # the generic path: the record serialized whole
-            messages = [dump_message(message) for message in event.messages]
-            fields["event"]["messages"] = messages
-            line = self._line(fields, keys_hit=keys_hit or has_sensitive_key(messages))
-        self._file.write(line)
+                return b"".join([head, b'"messages":', *array, tail])
+        # The generic path (no single place for them): the record serialized whole.
+        messages = [dump_message(message) for message in event.messages]
+        fields["event"]["messages"] = messages
+        return self._render(fields, keys_hit=keys_hit or has_sensitive_key(messages))
+
+    def write_event_line(self, line: EventLine, step: Step | None) -> None:
+        """Write a prepared event line with what ``feed`` made of the event (schema 3),
+        after ``feed`` returned and before any effect of ``step`` is performed; with
+        ``step=None`` (``feed`` raised) the event alone. The line takes one ``seq`` for the
+        event and one per transition and effect."""
+        if self._closed:
+            raise UsageError("the trace writer is closed")
+        data = line.alone
+        count = 1
+        if step is not None and (step.transitions or step.effects):
+            count += len(step.transitions) + len(step.effects)
+            try:
+                data = self._with_step(data, step)
+            except (orjson.JSONEncodeError, TypeError) as exc:
+                cause = exc.__cause__ or exc
+                raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
+        self._next_seq += count
+        self._file.write(data + b"\n")
         self._file.flush()
 
-    def write_step(self, step: Step) -> None:
-        """Record what one ``feed`` returned, its transitions and effects, as one ``step``
-        line (schema 2, issue 10: one serialization, one key scan, one write and one flush
-        for the whole step). The line takes one ``seq`` per record it stands for."""
-        count = len(step.transitions) + len(step.effects)
-        if not count:
-            return  # most stream deltas: nothing happened
-        fields = records.step_record(step)
-        # The transitions' keys are the writer's own; an effect's free-form fields may hold
-        # keys from outside (DESIGN §8).
-        keys_hit = False
-        for effect in fields["effects"]:
-            if sensitive_key_in(effect):
-                keys_hit = True
-                break
-        line = self._line(fields, keys_hit=keys_hit)
-        self._next_seq += count - 1
-        self._file.write(line)
-        self._file.flush()
+    def _with_step(self, alone: bytes, step: Step) -> bytes:
+        """The line of an event carrying its step, from the event's own line. Sorted keys put
+        ``effects`` before every key of the event's line and ``transitions`` after them, so
+        each list is rendered once, at the depth it has in the line, redacted on its own
+        (redaction works value by value: the bytes are those of redacting the whole line),
+        and joined on."""
+        lists = records.add_step({}, step)
+        out = b"{"
+        effects = lists.get("effects")
+        if effects:
+            part = records.dumps({"effects": effects})
+            # An effect's free-form fields may hold keys from outside (DESIGN §8).
+            if any(sensitive_key_in(e) for e in effects) or self._redactor.holds_secret(part):
+                part = records.dumps({"effects": self._redactor.value(effects)})
+            out += part[1:-1] + b","
+        out += alone[1:-1]
+        transitions = lists.get("transitions")
+        if transitions:
+            part = records.dumps({"transitions": transitions})
+            if self._redactor.holds_secret(part):  # their keys are the writer's own
+                part = records.dumps({"transitions": self._redactor.value(transitions)})
+            out += b"," + part[1:-1]
+        return out + b"}"
+
+    def write_event(self, event: Event, step: Step | None = None) -> None:
+        """Record an event and what ``feed`` made of it as one line: :meth:`prepare_event`
+        and :meth:`write_event_line` in one call (``step=None``: the event alone)."""
+        self.write_event_line(self.prepare_event(event), step)
 
     def write_end(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
         """Record the end of the run: the terminal reason, the usage totals, and the fault
         that ended it early, if one did (replay takes the fault as recorded)."""
-        self._write(records.end_fields(terminal, usage, fault=fault))
+        # Its keys are the writer's own (usage counters included): only strings are searched.
+        line = self._line(records.end_fields(terminal, usage, fault=fault), keys_hit=False, count=1)
+        self._file.write(line)
+        self._file.flush()
         self.ended = True
 
     def close(self) -> None:
@@ -367,11 +401,14 @@ class TraceWriter:
 
 
 class TracingCore:
-    """A core whose every ``feed`` is written to a trace (write-ahead, then the step).
+    """A core whose every ``feed`` is written to a trace: one line per feed (schema 3).
 
-    When a step ends the run, the ``end`` record is written too (naming :attr:`fault` when the
-    driver set one). Attribute reads other than
-    ``feed`` go to the wrapped core.
+    The line (the event, the transitions and the effects) is written and flushed after the
+    core answers and before the step is handed back, so a driver never performs an effect
+    that is not on file. When ``feed`` raises, the event is written alone and the error
+    propagates. When a step ends the run, the ``end`` record is written too (naming
+    :attr:`fault` when the driver set one). Attribute reads other than ``feed`` go to the
+    wrapped core.
 
     Args:
         core: the core to drive (an ``AgentCore``).
@@ -385,12 +422,19 @@ class TracingCore:
         """Set by a driver that failed: the ``end`` record names it."""
 
     def feed(self, event: Event) -> Step:
-        """Write the event, feed it, write the step (and the end record); return the step."""
-        self.writer.write_event(event)
-        step = self.core.feed(event)
-        self.writer.write_step(step)
+        """Render the event's line, feed the event, write the line with the step (and the
+        end record); return the step."""
+        writer = self.writer
+        line = writer.prepare_event(event)  # an event the trace cannot hold never reaches the core
+        try:
+            step = self.core.feed(event)
+        except BaseException:
+            # The fault's cause goes on file (DESIGN §5); the core's error propagates.
+            writer.write_event_line(line, None)
+            raise
+        writer.write_event_line(line, step)
         if step.terminal is not None:
-            self.writer.write_end(step.terminal, self.core.usage, fault=self.fault)
+            writer.write_end(step.terminal, self.core.usage, fault=self.fault)
         return step
 
     def __getattr__(self, name: str) -> Any:

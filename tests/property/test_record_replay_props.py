@@ -19,6 +19,7 @@ from fsm_agent.errors import TraceDivergence, TraceError, TraceFormatError
 from fsm_agent.testing.strategies import loop_configs, tool_specs_for, worlds
 from fsm_agent.testing.world import World, WorldRun, prompt
 from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.records import ELAPSED, STEP_KEYS
 from fsm_agent.trace.redact import REDACTED
 from fsm_agent.trace.replay import diff_traces, fork, replay
 from fsm_agent.trace.writer import TraceWriter, TracingCore
@@ -107,14 +108,29 @@ def _look_alikes(value: Any) -> list[Any]:
 
 
 def _mutated(
-    content: bytes, data: st.DataObject, kinds: tuple[str, ...]
+    content: bytes, data: st.DataObject, *, checked: bool
 ) -> tuple[bytes, int, dict[str, Any], tuple[Any, ...]]:
-    """The trace with one field of one line of ``kinds`` replaced by another JSON value;
-    also the line's number, the line as recorded and the path changed."""
+    """The trace with one field of one line replaced by another JSON value; also the line's
+    number, the line as recorded and the path changed. ``checked``: a field of what replay
+    checks (an event line's own fields and what it carries, an end record); otherwise a field
+    of an event (what replay feeds)."""
     lines = [orjson.loads(raw) for raw in content.splitlines()]
-    index = data.draw(st.sampled_from([i for i, r in enumerate(lines) if r["record"] in kinds]))
+
+    def eligible(path: tuple[Any, ...], record: dict[str, Any]) -> bool:
+        if record["record"] == "header":
+            return False
+        inside_event = record["record"] == "event" and path[0] in ("event", ELAPSED)
+        return inside_event != checked
+
+    choices = [
+        (index, path)
+        for index, record in enumerate(lines)
+        for path in _paths(record)[1:]  # a field, not the whole line
+        if eligible(path, record)
+    ]
+    assume(choices)
+    index, path = data.draw(st.sampled_from(choices))
     original = orjson.loads(orjson.dumps(lines[index]))
-    path = data.draw(st.sampled_from(_paths(lines[index])[1:]))  # a field, not the whole line
     target = lines[index]
     for step in path[:-1]:
         target = target[step]
@@ -153,23 +169,23 @@ def _replayed(content: bytes) -> TraceError | None:
 def test_a_changed_field_of_a_checked_record_is_reported_at_that_record(
     config: LoopConfig, world: World, choices: list[int], data: st.DataObject
 ) -> None:
-    """Any one field of a transition, effect or end record replaced by another JSON value is
-    reported at that record: a divergence at its seq, or a format error naming its line."""
-    content, number, line, path = _mutated(
-        record_run(config, world, choices), data, ("step", "end")
-    )
-    first = line["seq"]
+    """Any one field of a transition, an effect or an end record, or of the line holding it,
+    replaced by another JSON value is reported at that record: a divergence at its seq, or a
+    format error naming its line."""
+    content, number, line, path = _mutated(record_run(config, world, choices), data, checked=True)
+    first = line["seq"] + (line["record"] == "event")  # an event line's records follow it
+    transitions, effects = line.get("transitions", []), line.get("effects", [])
     lines = {number}
-    if line["record"] == "step" and path[0] in ("transitions", "effects") and len(path) > 1:
-        before = len(line["transitions"]) if path[0] == "effects" else 0
-        seqs = {first + before + path[1]}  # the record the changed field belongs to
-    elif line["record"] == "step":
-        # The line's own seq, or a whole list: any of its records; when records went missing
-        # from its end, the report shows what the trace holds there, the next line.
-        seqs = set(range(first, first + len(line["transitions"]) + len(line["effects"])))
-        lines.add(number + 1)
-    else:
+    if path[0] in STEP_KEYS and len(path) > 1:
+        seqs = {first + (len(transitions) if path[0] == "effects" else 0) + path[1]}
+    elif line["record"] == "end":
         seqs = {first}
+    else:
+        # The line's own fields, or a whole list: any of the records it carries; when records
+        # went missing from its end, the report shows what the trace holds there instead,
+        # the next line.
+        seqs = set(range(line["seq"], first + len(transitions) + len(effects) + 1))
+        lines.add(number + 1)
     error = _replayed(content)
     assert error is not None
     if isinstance(error, TraceDivergence):
@@ -192,10 +208,11 @@ def test_a_changed_event_is_fed_as_recorded(
     """An event is replay's input, not something it checks: with one field replaced, replay
     feeds the event as recorded, so it reports a format error or a divergence at that line or
     later, or nothing when the core makes of it what it made of the original."""
-    content, number, line, _ = _mutated(record_run(config, world, choices), data, ("event",))
+    content, number, line, _ = _mutated(record_run(config, world, choices), data, checked=False)
     error = _replayed(content)
     if isinstance(error, TraceDivergence):
-        assert error.seq >= line["seq"]
+        assert error.seq > line["seq"]
+        assert error.line is None or error.line >= number
     elif error is not None:
         assert isinstance(error, TraceFormatError)
         assert error.line is None or error.line >= number

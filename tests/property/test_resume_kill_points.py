@@ -5,6 +5,11 @@ the async driver; then the trace is cut after every line (and once mid-line), re
 continued with a model that answers in text. The continued trace must replay, and a call the
 resume point marks as possibly run must not run again: each ``Touch`` takes effect at most once
 over the cut recording and its continuation together.
+
+The same run laid out as schema 2 (events alone, ``step`` lines) is cut wherever the same
+records are on file, and resumed: it must give the same answer (DESIGN §5: a schema 3 line,
+written after the core answered and before any of its effects ran, loses in a crash exactly
+what the event line of schema 2 would have lost a few µs earlier).
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from trace_layouts import expand_line, write_schema2
 
 from fsm_agent.core import effects as fx
 from fsm_agent.core.config import LoopConfig
@@ -25,6 +32,7 @@ from fsm_agent.runtime.tool import Tool, tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.testing.strategies import events_through_first_block
 from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.records import seqs_taken
 from fsm_agent.trace.replay import ResumePoint, replay, resume
 
 CONFIG = LoopConfig(max_retries=2, retry_base_ms=0)
@@ -117,6 +125,35 @@ def check_cut(tmp_path: Path, cut: bytes, name: str) -> None:
     assert len(touched) == len(set(touched)), f"{name}: a Touch ran twice: {touched}"
 
 
+def answer(point: ResumePoint) -> tuple[object, ...]:
+    """What a resume point decides: the state, what is on file, and what is in flight."""
+    flying = tuple((item.effect, item.seq, item.maybe_side_effects) for item in point.in_flight)
+    return point.core.phase, point.records, point.unwritten, flying, point.unsafe_to_rerun
+
+
+def seq_ends(lines: list[bytes]) -> list[int]:
+    """For each line count, the seq the next record would take after that many lines."""
+    ends, seq = [1], 1
+    for line in lines[1:]:
+        seq += seqs_taken(orjson.loads(line))
+        ends.append(seq)
+    return ends
+
+
+def check_same_as_schema_2(tmp_path: Path, lines: list[bytes], older: list[bytes]) -> None:
+    """Cut the schema 3 lines after every line and in the middle of every line; resumed,
+    each cut gives the answer of the schema 2 file cut where the same records are on file."""
+    older_at = {end: count for count, end in enumerate(seq_ends(older), start=1)}
+    for count, end in enumerate(seq_ends(lines), start=1):
+        twin = tmp_path / "twin.jsonl"
+        twin.write_bytes(b"".join(older[: older_at[end]]))
+        expected = answer(resume(twin))
+        for cut in (b"", lines[count][: len(lines[count]) // 2] if count < len(lines) else b""):
+            crashed = tmp_path / "crashed.jsonl"
+            crashed.write_bytes(b"".join(lines[:count]) + cut)
+            assert answer(resume(crashed)) == expected, (count, cut[:40])
+
+
 @settings(max_examples=3, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=tool_turns())
 def test_a_run_cut_at_any_line_resumes_and_continues(tmp_path: Path, steps: Any) -> None:
@@ -136,6 +173,10 @@ def test_a_run_cut_at_any_line_resumes_and_continues(tmp_path: Path, steps: Any)
     assert len(touches) == len(set(touches)), "a side effect ran twice in the recording"
     lines = original.read_bytes().splitlines(keepends=True)
     assert read_trace(original).records  # the recording is readable
+    assert replay(original).terminal == "completed"
+    records = [r for n, line in enumerate(lines, 1) for r in expand_line(orjson.loads(line), n)]
+    older = write_schema2(tmp_path / "schema2.jsonl", records)
+    check_same_as_schema_2(tmp_path, lines, older.read_bytes().splitlines(keepends=True))
     for count in range(2, len(lines)):
         check_cut(tmp_path, b"".join(lines[:count]), f"cut{count}")
     middle = len(lines) // 2

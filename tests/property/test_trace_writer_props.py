@@ -15,10 +15,12 @@ from fsm_agent.core import events as ev
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step, TransitionTaken
+from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.errors import UsageError
 from fsm_agent.trace.json_limits import fit_for_json
 from fsm_agent.trace.reader import read_trace
-from fsm_agent.trace.records import dumps, step_record
-from fsm_agent.trace.redact import Redactor
+from fsm_agent.trace.records import add_step, dumps, event_fields
+from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor
 from fsm_agent.trace.writer import TraceWriter
 
 # Every code point, lone surrogates included (st.text() leaves those out by default).
@@ -88,11 +90,12 @@ NAMES = ANY_TEXT | st.sampled_from(("idle", "phase_wxyz", 'x\\y"z'))
     dest=NAMES,
     call_ids=st.lists(st.none() | NAMES | st.just("toolu_sk-ant-aaaaaaaaaaaa"), max_size=3),
 )
-def test_a_step_line_is_the_record_the_writer_renders_for_any_other_kind(
+def test_an_event_line_is_the_record_the_writer_renders_for_any_other_kind(
     machine: str, name: str, source: str, dest: str, call_ids: list[str | None]
 ) -> None:
-    """A step line is byte for byte the general rendering of its record (sorted keys, seq in
-    place, redaction applied), and the next record's seq counts every transition in it."""
+    """An event line with its step is byte for byte the general rendering of its record
+    (sorted keys, seq in place, redaction applied), and the next record's seq counts the
+    event and every transition on the line."""
     buffer = io.BytesIO()
     writer = TraceWriter(buffer, config=LoopConfig(), table_digest="d", secrets=("wxyz",))
     rows = tuple(
@@ -100,8 +103,68 @@ def test_a_step_line_is_the_record_the_writer_renders_for_any_other_kind(
         for call_id in call_ids
     )
     step = Step(transitions=rows)
-    writer.write_step(step)
+    event = ev.AbortRequested(reason="user")
+    writer.write_event(event, step)
     redactor = Redactor(("wxyz",))
-    expected = dumps(redactor.value({**step_record(step), "seq": 1})) + b"\n" if rows else b""
+    fields = add_step({**event_fields(event), "seq": 1}, step)
+    expected = dumps(redactor.value(fields)) + b"\n"
     assert buffer.getvalue().split(b"\n", 1)[1] == expected
-    assert writer.next_seq == len(rows) + 1
+    assert writer.next_seq == len(rows) + 2
+
+
+@given(
+    meta=st.dictionaries(ANY_TEXT, VALUES, max_size=4),
+    depth=st.integers(0, 250),
+    digest=ANY_TEXT,
+    secret=st.sampled_from(("", "wxyz")),
+)
+def test_the_header_line_is_the_rendering_of_the_header_record(
+    meta: dict[str, Any], depth: int, digest: str, secret: str
+) -> None:
+    """The header line built from parts made once per config and tools is byte for byte the
+    general rendering of the header record (redaction and limits applied), whatever meta."""
+    meta = {**meta, "deep": nested(depth, "leaf")}
+    config = LoopConfig(model="claude-wxyz")
+    tools = (ToolSpec(name="Read", input_schema={"properties": {"token": {"type": "string"}}}),)
+    for _ in range(2):  # made, then taken from the memo
+        buffer = io.BytesIO()
+        try:
+            writer = TraceWriter(
+                buffer,
+                config=config,
+                tools=tools,
+                meta=meta,
+                table_digest=digest,
+                secrets=(secret,),
+            )
+        except UsageError:
+            continue  # a meta the trace cannot hold at all is refused, not written
+        record = writer.header.to_record()
+        expected = dumps(Redactor((secret,)).value(record)) + b"\n"
+        assert buffer.getvalue() == expected
+
+
+@given(
+    kind=st.sampled_from(("text_delta", "input_json_delta", "thinking_delta", "signature_delta")),
+    text=ANY_TEXT,
+    extra=st.dictionaries(ANY_TEXT, VALUES, max_size=2),
+    index=st.integers() | st.text(max_size=3) | VALUES,
+)
+def test_a_delta_line_is_what_scanning_every_key_gives(
+    kind: str, text: str, extra: dict[str, Any], index: Any
+) -> None:
+    """A content_block_delta of any shape (the API's, or one with extra keys or odd values)
+    is written exactly as a scan and redaction of the whole record would write it."""
+    field = {"text_delta": "text", "input_json_delta": "partial_json"}.get(kind, kind[:-6])
+    event = {"type": "content_block_delta", "index": index, "delta": {"type": kind, field: text}}
+    event["delta"].update(extra)
+    buffer = io.BytesIO()
+    writer = TraceWriter(buffer, config=LoopConfig(), table_digest="d")
+    start = len(buffer.getvalue())
+    stream = ev.ModelStreamEvent(request_id="r", event=event)
+    try:
+        writer.write_event(stream)
+    except UsageError:
+        return  # not JSON a trace can hold: refused, never half-written
+    expected = dumps(KEY_RULES_ONLY.value({**event_fields(stream), "seq": 1})) + b"\n"
+    assert buffer.getvalue()[start:] == expected

@@ -81,18 +81,18 @@ def test_corpus_is_current() -> None:
 
 
 def test_tampered_trace_diverges_loudly(tmp_path: Path) -> None:
-    """Changing one recorded transition inside a step line makes replay raise TraceDivergence
+    """Changing one recorded transition on an event's line makes replay raise TraceDivergence
     at that transition's seq, naming the line."""
     source = ROOT / "traces" / "stop_hook_blocking.jsonl"
     lines = source.read_bytes().splitlines()
     for index, line in enumerate(lines):
         record = json.loads(line)
         names = [t["name"] for t in record.get("transitions", ())]
-        if record.get("record") == "step" and "stop_hook_blocking" in names:
+        if record.get("record") == "event" and "stop_hook_blocking" in names:
             position = names.index("stop_hook_blocking")
             record["transitions"][position]["name"] = "completed"
             lines[index] = json.dumps(record, sort_keys=True).encode()
-            seq, number = record["seq"] + position, index + 1
+            seq, number = record["seq"] + 1 + position, index + 1
             break
     tampered = tmp_path / "tampered.jsonl"
     tampered.write_bytes(b"\n".join(lines) + b"\n")

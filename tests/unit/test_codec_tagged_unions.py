@@ -27,11 +27,12 @@ def _golden(kind: str) -> list[dict[str, Any]]:
     for path in sorted((ROOT / "traces").glob("*.jsonl")):
         for raw in path.read_bytes().splitlines()[1:]:
             data = orjson.loads(raw)
-            if kind == "event" and data["record"] == "event":
-                if data["event"]["type"] != "ModelStreamEvent":
-                    found.append(data["event"])
-            elif kind == "effect" and data["record"] == "step":
-                found.extend(data["effects"])
+            if data["record"] != "event":
+                continue
+            if kind == "effect":
+                found.extend(data.get("effects", ()))  # a line carries its feed's effects
+            elif data["event"]["type"] != "ModelStreamEvent":
+                found.append(data["event"])
     return found
 
 

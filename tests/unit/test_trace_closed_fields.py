@@ -115,18 +115,19 @@ def test_an_event_line_is_what_redacting_every_field_gives(
 
 
 @given(payload=_PAYLOADS, make=st.sampled_from(_EFFECTS))
-def test_a_step_line_is_what_redacting_every_field_gives(
+def test_an_event_line_with_its_step_is_what_redacting_every_field_gives(
     payload: dict[str, Any], make: Callable[[dict[str, Any]], fx.Effect]
 ) -> None:
-    """A step whose effect holds any payload is written exactly as a redaction of the whole
-    record."""
+    """An event line whose effect holds any payload is written exactly as a redaction of the
+    whole record."""
     buffer = io.BytesIO()
     writer = _writer(buffer)
     start = len(buffer.getvalue())
     first = fx.CallModel(effect_id="e0", request_id="r", model="m", max_output_tokens=5)
     step = Step(effects=(first, make(payload)))
-    writer.write_step(step)
-    fields = {**records.step_record(step), "seq": 1}
+    event = ev.AbortRequested(reason="user")
+    writer.write_event(event, step)
+    fields = records.add_step({**records.event_fields(event), "seq": 1}, step)
     expected = records.dumps(KEY_RULES_ONLY.value(fields)) + b"\n"
     assert buffer.getvalue()[start:] == expected
 
@@ -153,7 +154,8 @@ def test_a_credential_in_any_free_form_event_field_is_redacted(
 def test_a_credential_in_any_free_form_effect_field_is_redacted(
     make: Callable[[dict[str, Any]], fx.Effect],
 ) -> None:
-    """A password nested in any free-form field of an effect never reaches its step line."""
+    """A password nested in any free-form field of an effect never reaches its line."""
     buffer = io.BytesIO()
-    _writer(buffer).write_step(Step(effects=(make(_CREDENTIAL),)))
+    step = Step(effects=(make(_CREDENTIAL),))
+    _writer(buffer).write_event(ev.AbortRequested(reason="user"), step)
     _assert_redacted(buffer)

@@ -10,6 +10,7 @@ import cattrs
 import orjson
 import pytest
 from test_trace_support import CONFIG, TOOLS, lines_of, record_run, write_lines
+from trace_layouts import write_schema1
 
 from fsm_agent.cli import main
 from fsm_agent.core import events as ev
@@ -132,7 +133,8 @@ def test_diff_of_traces_nested_a_thousand_deep_is_a_format_error(tmp_path: Path)
     depth = 1_000
     paths = []
     for name, leaf in (("a", b"1"), ("b", b"2")):
-        path = write_lines(tmp_path / f"{name}.jsonl", records)
+        # A line per record (schema 1): line 2 holds seq 1 alone.
+        path = write_schema1(tmp_path / f"{name}.jsonl", records)
         lines = path.read_bytes().split(b"\n")
         payload = b'{"a":' * depth + leaf + b"}" * depth
         lines[1] = b'{"event":{"event":' + payload + b',"request_id":"r",'

@@ -50,7 +50,7 @@ def test_a_divergence_is_reported_readably(pytester: pytest.Pytester, tmp_path: 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*replay diverged at seq 2 (line 3)",
+            "*replay diverged at seq 2 (line 2)",  # the event on line 2 carries it
             "*first difference: $.name",
             '*recorded: {*"name":"teleported"*',
             "*replayed: {*",

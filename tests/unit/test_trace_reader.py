@@ -7,7 +7,8 @@ from typing import Any
 
 import orjson
 import pytest
-from test_trace_support import lines_of, record_run, write_schema1
+from test_trace_support import lines_of, record_run
+from trace_layouts import write_schema1, write_schema2
 
 from fsm_agent.core.events import ModelStreamEvent, TurnStarted
 from fsm_agent.errors import TraceError, TraceFormatError, TraceTruncated, TraceVersionError
@@ -307,13 +308,25 @@ def test_errors_are_trace_errors(tmp_path: Path) -> None:
         read_trace(path)
 
 
-def step_line_of(path: Path, kind: str) -> tuple[int, dict[str, Any]]:
-    """The line number and dict of the first ``step`` line holding a record of ``kind``."""
+LAYOUTS = ("event", "step")
+"""Where a feed's transitions and effects are written: on the event's line (schema 3) or on
+a ``step`` line of their own (schema 2)."""
+
+
+def recorded_in(tmp_path: Path, layout: str) -> Path:
+    """A real recorded run, laid out as schema 3 (``event``) or schema 2 (``step``)."""
+    path = record_run(tmp_path / "t.jsonl")
+    return path if layout == "event" else write_schema2(tmp_path / "v2.jsonl", lines_of(path))
+
+
+def carrying_line_of(path: Path, layout: str, kind: str) -> tuple[int, dict[str, Any]]:
+    """The line number and dict of the first line of ``layout`` carrying a record of
+    ``kind``, and the seq its first transition or effect takes."""
     for number, line in enumerate(path.read_bytes().splitlines(), start=1):
         data = orjson.loads(line)
-        if data.get("record") == "step" and data[f"{kind}s"]:
+        if data.get("record") == layout and data.get(f"{kind}s"):
             return number, data
-    raise AssertionError(f"no step line with a {kind}")
+    raise AssertionError(f"no {layout} line with a {kind}")
 
 
 def rewrite_line(path: Path, number: int, data: dict[str, Any]) -> None:
@@ -323,21 +336,39 @@ def rewrite_line(path: Path, number: int, data: dict[str, Any]) -> None:
     path.write_bytes(b"\n".join(lines) + b"\n")
 
 
-def test_a_step_line_reads_as_its_records(tmp_path: Path) -> None:
-    """A ``step`` line reads back as its transitions then its effects, numbered on from its
-    seq, each carrying the step's line number; the records are those of schema 1."""
-    path = record_run(tmp_path / "t.jsonl")
-    number, step = step_line_of(path, "effect")
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_line_carrying_a_feed_reads_as_its_records(tmp_path: Path, layout: str) -> None:
+    """An event line carrying its feed (schema 3) reads back as the event, then the
+    transitions, then the effects, and a ``step`` line (schema 2) as its transitions then
+    effects; numbered on from the line's seq, each with the line's number. The records are
+    those of schema 1."""
+    path = recorded_in(tmp_path, layout)
+    number, line = carrying_line_of(path, layout, "effect")
     trace = read_trace(path)
     held = [r for r in trace.records if r.line == number]
-    kinds = ["transition"] * len(step["transitions"]) + ["effect"] * len(step["effects"])
+    kinds = ["transition"] * len(line["transitions"]) + ["effect"] * len(line["effects"])
+    if layout == "event":
+        kinds.insert(0, "event")
+        assert held[0].event is not None
+        assert "transitions" not in held[0].data
+        assert "effects" not in held[0].data
     assert [r.kind for r in held] == kinds
-    assert [r.seq for r in held] == list(range(step["seq"], step["seq"] + len(kinds)))
-    assert held[-1].data["effect"] == step["effects"][-1]
+    assert [r.seq for r in held] == list(range(line["seq"], line["seq"] + len(kinds)))
+    assert all(r.event is None for r in held[1:])
+    assert held[-1].data["effect"] == line["effects"][-1]
     as_schema1 = read_trace(write_schema1(tmp_path / "v1.jsonl", lines_of(path)))
     assert [r.data for r in as_schema1.records] == [r.data for r in trace.records]
 
 
+def test_schema_2_and_schema_3_read_as_the_same_records(tmp_path: Path) -> None:
+    """A run laid out as schema 2 reads back as exactly the records of its schema 3 file."""
+    current = read_trace(recorded_in(tmp_path, "event"))
+    older = read_trace(recorded_in(tmp_path, "step"))
+    assert [r.data for r in older.records] == [r.data for r in current.records]
+    assert older.header == current.header
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize(
     ("kind", "change", "path", "problem"),
     [
@@ -348,15 +379,15 @@ def test_a_step_line_reads_as_its_records(tmp_path: Path) -> None:
         ("effect", {"type": "Explode"}, "$.effects[0].type", "unknown effect type"),
     ],
 )
-def test_a_bad_record_inside_a_step_is_named_by_its_path(
-    tmp_path: Path, kind: str, change: dict[str, Any], path: str, problem: str
+def test_a_bad_record_carried_on_a_line_is_named_by_its_path(
+    tmp_path: Path, *, layout: str, kind: str, change: dict[str, Any], path: str, problem: str
 ) -> None:
-    """A wrong field of a transition or effect inside a step line names the line and the
-    path inside it (``$.effects[0].effect_id``)."""
-    trace = record_run(tmp_path / "t.jsonl")
-    number, step = step_line_of(trace, kind)
-    step[f"{kind}s"][0].update(change)
-    rewrite_line(trace, number, step)
+    """A wrong field of a transition or effect on an event or step line names the line and
+    the path inside it (``$.effects[0].effect_id``)."""
+    trace = recorded_in(tmp_path, layout)
+    number, line = carrying_line_of(trace, layout, kind)
+    line[f"{kind}s"][0].update(change)
+    rewrite_line(trace, number, line)
     with pytest.raises(TraceFormatError) as info:
         read_trace(trace)
     assert (info.value.line, info.value.path) == (number, path)
@@ -376,20 +407,46 @@ def test_a_bad_record_inside_a_step_is_named_by_its_path(
 def test_a_malformed_step_line_is_named(tmp_path: Path, change: dict[str, Any], path: str) -> None:
     """An empty step, lists of the wrong shape, an extra field or a bad seq each get a
     format error naming the path."""
-    trace = record_run(tmp_path / "t.jsonl")
-    number, step = step_line_of(trace, "transition")
-    rewrite_line(trace, number, {**step, **change})
+    trace = recorded_in(tmp_path, "step")
+    number, line = carrying_line_of(trace, "step", "transition")
+    rewrite_line(trace, number, {**line, **change})
     with pytest.raises(TraceFormatError) as info:
         read_trace(trace)
     assert (info.value.line, info.value.path) == (number, path)
 
 
-def test_the_seq_after_a_step_counts_its_records(tmp_path: Path) -> None:
-    """The line after a step must carry the step's seq plus the records it holds."""
-    trace = record_run(tmp_path / "t.jsonl")
-    number, step = step_line_of(trace, "transition")
-    step["transitions"].append(dict(step["transitions"][0]))
-    rewrite_line(trace, number, step)
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"transitions": []}, "$.transitions"),
+        ({"effects": []}, "$.effects"),
+        ({"effects": {"type": "Emit"}}, "$.effects"),
+        ({"transitions": "run_started"}, "$.transitions"),
+        ({"transitions": ["run_started"]}, "$.transitions[0]"),
+        ({"colour": "blue"}, "$.colour"),
+        ({"seq": "3"}, "$.seq"),
+    ],
+)
+def test_a_malformed_event_line_carrying_a_feed_is_named(
+    tmp_path: Path, change: dict[str, Any], path: str
+) -> None:
+    """On an event line, an empty list, lists of the wrong shape, an extra field or a bad
+    seq each get a format error naming the path."""
+    trace = recorded_in(tmp_path, "event")
+    number, line = carrying_line_of(trace, "event", "transition")
+    rewrite_line(trace, number, {**line, **change})
+    with pytest.raises(TraceFormatError) as info:
+        read_trace(trace)
+    assert (info.value.line, info.value.path) == (number, path)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_seq_after_a_line_counts_its_records(tmp_path: Path, layout: str) -> None:
+    """The line after an event or step line must carry its seq plus the records it holds."""
+    trace = recorded_in(tmp_path, layout)
+    number, line = carrying_line_of(trace, layout, "transition")
+    line["transitions"].append(dict(line["transitions"][0]))
+    rewrite_line(trace, number, line)
     with pytest.raises(TraceFormatError) as info:
         read_trace(trace)
     assert (info.value.line, info.value.path) == (number + 1, "$.seq")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,8 @@ from test_trace_support import (
     record_fake,
     record_run,
     write_lines,
-    write_schema1,
 )
+from trace_layouts import write_schema1, write_schema2
 
 from fsm_agent.core import effects as fx
 from fsm_agent.errors import (
@@ -28,6 +29,7 @@ from fsm_agent.errors import (
 )
 from fsm_agent.trace import replay as replay_module
 from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.records import as_lines
 from fsm_agent.trace.replay import diff_traces, fork, replay, resume
 from fsm_agent.trace.writer import TracingCore
 
@@ -339,13 +341,14 @@ def test_resume_flags_a_tool_call_that_may_have_run(tmp_path: Path, good: Path) 
 
 
 def test_resume_after_a_crash_between_event_and_step(tmp_path: Path, good: Path) -> None:
-    """An event whose step never reached the file is fed; its effects are new and safe."""
+    """In a schema 2 trace, an event whose step line never reached the file is fed; its
+    effects are new and safe."""
     records = lines_of(good)
     index = index_of(
         records,
         lambda r: r["record"] == "event" and r["event"]["type"] == "TurnStarted",
     )
-    path = write_lines(tmp_path / "crash.jsonl", records[: index + 1])
+    path = write_schema2(tmp_path / "crash.jsonl", records[: index + 1])
     point = resume(path)
     assert not point.truncated
     assert point.unwritten > 0
@@ -377,6 +380,27 @@ def test_resume_still_checks_consistency(tmp_path: Path, good: Path) -> None:
 # --- schema 1 and step lines ------------------------------------------------------------------
 
 
+def test_a_crash_before_an_event_line_is_written_loses_only_that_event(
+    tmp_path: Path, good: Path
+) -> None:
+    """In a schema 3 trace, an event line cut off mid-way is dropped whole: the core is
+    rebuilt as before that event, nothing of it counts as performed, and the tool call it
+    answered stays unsafe to re-run."""
+    records = lines_of(good)
+    finished = index_of(
+        records,
+        lambda r: r["record"] == "event" and r["event"]["type"] == "ToolCallFinished",
+    )
+    path = write_lines(tmp_path / "crash.jsonl", records[:finished])
+    line = orjson.dumps(next(as_lines(records[finished:])), option=orjson.OPT_SORT_KEYS)
+    path.write_bytes(path.read_bytes() + line[: len(line) // 2])
+    point = resume(path)
+    assert point.truncated
+    assert point.unwritten == 0
+    assert point.records == tuple(records[1:finished])
+    assert [item.effect.call_id for item in point.unsafe_to_rerun] == ["toolu_001"]  # type: ignore[union-attr]
+
+
 def test_a_schema_1_trace_replays(tmp_path: Path, good: Path) -> None:
     """A trace written one record per line (schema 1) replays, and checks as much."""
     old = write_schema1(tmp_path / "old.jsonl", lines_of(good))
@@ -390,9 +414,13 @@ def test_a_schema_1_trace_replays(tmp_path: Path, good: Path) -> None:
     assert info.value.expected == records[index]
 
 
-def test_an_effect_missing_from_a_step_line_is_named(tmp_path: Path, good: Path) -> None:
-    """A step line that lacks its last effect diverges at that effect: the replayed record
-    is the effect, the recorded one the first record of the next line, and its line."""
+@pytest.mark.parametrize("write", [write_lines, write_schema2], ids=["schema3", "schema2"])
+def test_an_effect_missing_from_a_line_is_named(
+    tmp_path: Path, good: Path, write: Callable[[Path, list[dict[str, Any]]], Path]
+) -> None:
+    """An event line (or a step line) that lacks its last effect diverges at that effect:
+    the replayed record is the effect, the recorded one the first record of the next line,
+    and its line."""
     records = lines_of(good)
     index = index_of(
         records,
@@ -401,7 +429,7 @@ def test_an_effect_missing_from_a_step_line_is_named(tmp_path: Path, good: Path)
     missing = records.pop(index)
     for seq, record in enumerate(records[1:], start=1):
         record["seq"] = seq
-    path = write_lines(tmp_path / "bad.jsonl", records)
+    path = write(tmp_path / "bad.jsonl", records)
     with pytest.raises(TraceDivergence) as info:
         replay(path, context=1)
     error = info.value
@@ -413,9 +441,12 @@ def test_an_effect_missing_from_a_step_line_is_named(tmp_path: Path, good: Path)
     assert error.line == number
 
 
-def test_a_step_line_is_checked_record_by_record(tmp_path: Path, good: Path) -> None:
-    """The second transition of a step line, changed, diverges at its own seq with the
-    step's first transition before it in the context."""
+@pytest.mark.parametrize("write", [write_lines, write_schema2], ids=["schema3", "schema2"])
+def test_a_line_is_checked_record_by_record(
+    tmp_path: Path, good: Path, write: Callable[[Path, list[dict[str, Any]]], Path]
+) -> None:
+    """The second transition of an event line (or a step line), changed, diverges at its
+    own seq with the line's first transition before it in the context."""
     records = lines_of(good)
     index = index_of(
         records,
@@ -423,9 +454,44 @@ def test_a_step_line_is_checked_record_by_record(tmp_path: Path, good: Path) -> 
     )
     records[index]["name"] = "elsewhere"
     with pytest.raises(TraceDivergence) as info:
-        replay(write_lines(tmp_path / "bad.jsonl", records), context=1)
+        replay(write(tmp_path / "bad.jsonl", records), context=1)
     assert info.value.seq == index
     assert [r["seq"] for r in info.value.context] == [index - 1, index, index + 1]
+
+
+def test_a_schema_2_trace_replays_forks_and_resumes(tmp_path: Path, good: Path) -> None:
+    """A trace laid out as schema 2 (events alone, step lines) replays to the same result,
+    forks to the same prefix and resumes to the same point as its schema 3 file."""
+    old = write_schema2(tmp_path / "old.jsonl", lines_of(good))
+    assert replay(old) == attrs.evolve(replay(good), source=str(old))
+    seq = index_of(lines_of(good), lambda r: r["record"] == "effect")
+    assert fork(old, seq).records == fork(good, seq).records
+    assert resume(old).records == resume(good).records
+
+
+def test_a_line_carrying_a_record_the_core_did_not_make_diverges(
+    tmp_path: Path, good: Path
+) -> None:
+    """An event line carrying a transition the core does not take after that event diverges
+    at the transition's seq, with nothing produced there."""
+    records = lines_of(good)
+    index = index_of(
+        records,
+        lambda r: (
+            r["record"] == "event"
+            and r["event"]["type"] == "ModelStreamEvent"
+            and records[r["seq"] + 1]["record"] == "event"
+        ),
+    )
+    extra = {"record": "transition", "machine": "loop", "name": "teleported", "source": "a"}
+    records.insert(index + 1, {**extra, "dest": "b", "call_id": None, "seq": index + 1})
+    for seq, record in enumerate(records[1:], start=1):
+        record["seq"] = seq
+    with pytest.raises(TraceDivergence) as info:
+        replay(write_lines(tmp_path / "bad.jsonl", records))
+    assert info.value.seq == index + 1
+    assert info.value.actual is None
+    assert info.value.expected == records[index + 1]
 
 
 def test_a_number_changed_to_an_equal_boolean_diverges(tmp_path: Path) -> None:

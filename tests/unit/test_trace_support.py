@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from trace_layouts import dump_lines, expand_line
 
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
@@ -20,7 +21,7 @@ from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import IllegalTransition
 from fsm_agent.testing.scenario import load_shipped_scenario, parse_scenario
 from fsm_agent.testing.world import World, WorldRun, prompt
-from fsm_agent.trace.records import as_lines, expand_step
+from fsm_agent.trace.records import as_lines
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 CONFIG = LoopConfig()
@@ -49,31 +50,18 @@ def record_run(
 
 
 def lines_of(path: Path) -> list[dict[str, Any]]:
-    """Every record of a trace, parsed: the header, then one dict per record (a ``step``
-    line's transitions and effects each on their own)."""
+    """Every record of a trace, parsed: the header, then one dict per record (the
+    transitions and effects of a line each on their own)."""
     out: list[dict[str, Any]] = []
     for number, line in enumerate(path.read_bytes().splitlines(), start=1):
-        data = orjson.loads(line)
-        out.extend(expand_step(data, number, None) if data.get("record") == "step" else [data])
+        out.extend(expand_line(orjson.loads(line), number))
     return out
 
 
 def write_lines(path: Path, records: list[dict[str, Any]]) -> Path:
     """Write record dicts as a trace file laid out as the writer lays it out (sorted keys;
-    a step's transitions and effects on one ``step`` line)."""
-    path.write_bytes(
-        b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in as_lines(records))
-    )
-    return path
-
-
-def write_schema1(path: Path, records: list[dict[str, Any]]) -> Path:
-    """Write record dicts as a schema 1 trace: every record on its own line (no ``step``
-    lines), and a header of the current schema says schema 1 (any other is kept)."""
-    header, *rest = records
-    lines = [{**header, "schema": 1}, *rest] if header.get("schema") == 2 else records
-    path.write_bytes(b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in lines))
-    return path
+    a feed's transitions and effects on its event's line)."""
+    return dump_lines(path, as_lines(records))
 
 
 class FakeCore:

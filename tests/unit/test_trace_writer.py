@@ -14,7 +14,7 @@ from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
 from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step, TransitionTaken
-from fsm_agent.errors import UsageError
+from fsm_agent.errors import IllegalTransition, UsageError
 from fsm_agent.testing.world import prompt
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.records import SCHEMA_VERSION
@@ -36,7 +36,7 @@ def test_lines_are_sorted_json_one_record_each(tmp_path: Path) -> None:
     for raw in raw_lines[:-1]:
         data = orjson.loads(raw)
         assert orjson.dumps(data, option=orjson.OPT_SORT_KEYS) == raw
-        assert data["record"] in {"header", "event", "step", "end"}
+        assert data["record"] in {"header", "event", "end"}
 
 
 def test_seq_counts_every_record_after_the_header(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_header_holds_config_tools_and_digest(tmp_path: Path) -> None:
     with make_writer(tmp_path / "t.jsonl", meta={"started_at": "2026-11-30"}):
         pass
     header = lines_of(tmp_path / "t.jsonl")[0]
-    assert header["schema"] == SCHEMA_VERSION == 2
+    assert header["schema"] == SCHEMA_VERSION == 3
     assert header["table_digest"] == "d"
     assert header["config"]["max_output_tokens"] == CONFIG.max_output_tokens
     assert header["tools"][0]["name"] == "Read"
@@ -71,26 +71,58 @@ def test_each_record_is_flushed_at_once() -> None:
     }
 
 
-def test_write_step_writes_transitions_then_effects() -> None:
-    """A step is one line holding its transitions and its effects; it takes a seq for each,
-    and reads back as its transitions followed by its effects, with consecutive seqs."""
+def test_an_event_and_its_step_are_one_line() -> None:
+    """An event with its step is one line holding the event, its transitions and its
+    effects; it takes a seq for each, and reads back as the event, the transitions and the
+    effects, with consecutive seqs."""
     buffer = io.BytesIO()
     writer = make_writer(buffer)
     step = Step(
         transitions=(TransitionTaken(machine="loop", name="a", source="x", dest="y"),),
         effects=(fx.DrainCollapse(effect_id="e1"),),
     )
-    writer.write_step(step)
+    writer.write_event(ev.AbortRequested(reason="user"), step)
+    writer.write_event(ev.AbortRequested(reason="again"), Step())
     writer.write_end("completed", Usage(input_tokens=3))
     lines = [orjson.loads(line) for line in buffer.getvalue().splitlines()[1:]]
-    assert [(r["record"], r["seq"]) for r in lines] == [("step", 1), ("end", 3)]
+    assert [(r["record"], r["seq"]) for r in lines] == [("event", 1), ("event", 4), ("end", 5)]
+    assert "transitions" not in lines[1]
+    assert "effects" not in lines[1]
     records = [r.data for r in read_trace(io.BytesIO(buffer.getvalue())).records]
     assert [(r["record"], r["seq"]) for r in records] == [
-        ("transition", 1),
-        ("effect", 2),
-        ("end", 3),
+        ("event", 1),
+        ("transition", 2),
+        ("effect", 3),
+        ("event", 4),
+        ("end", 5),
     ]
-    assert records[2]["usage"]["input_tokens"] == 3
+    assert records[0] == {
+        "record": "event",
+        "seq": 1,
+        "event": {"type": "AbortRequested", "reason": "user"},
+    }
+    assert records[4]["usage"]["input_tokens"] == 3
+
+
+def test_an_event_the_core_refuses_is_written_alone_and_the_error_propagates() -> None:
+    """When ``feed`` raises, the traced core writes the event alone (the fault's cause is on
+    file), writes no step, and the core's error reaches the caller."""
+
+    class Refusing:
+        phase, terminal, transcript, usage = "idle", None, (), Usage()
+
+        def feed(self, event: ev.Event) -> Step:
+            raise IllegalTransition(phase="idle", event=type(event).__name__, legal=())
+
+    buffer = io.BytesIO()
+    traced = TracingCore(Refusing(), make_writer(buffer))
+    with pytest.raises(IllegalTransition):
+        traced.feed(ev.AbortRequested(reason="user"))
+    records = [r.data for r in read_trace(io.BytesIO(buffer.getvalue())).records]
+    assert records == [
+        {"record": "event", "seq": 1, "event": {"type": "AbortRequested", "reason": "user"}}
+    ]
+    assert traced.writer.next_seq == 2
 
 
 def test_an_api_key_never_reaches_the_file(tmp_path: Path) -> None:
@@ -253,7 +285,7 @@ def test_stream_event_fast_path_matches_the_converter() -> None:
 
 
 def test_a_secret_in_a_tool_call_id_is_redacted_in_its_transition_line() -> None:
-    """A transition inside a step line is redacted like any record."""
+    """A transition on an event's line is redacted like any record."""
     buffer = io.BytesIO()
     writer = make_writer(buffer, secrets=("call-secret-1234",))
     rows = (
@@ -266,12 +298,12 @@ def test_a_secret_in_a_tool_call_id_is_redacted_in_its_transition_line() -> None
             call_id="toolu_call-secret-1234",
         ),
     )
-    writer.write_step(Step(transitions=rows))
+    writer.write_event(ev.AbortRequested(reason="user"), Step(transitions=rows))
     content = buffer.getvalue()
     assert b"call-secret-1234" not in content
-    records = [r.data for r in read_trace(io.BytesIO(content)).records]
+    records = [r.data for r in read_trace(io.BytesIO(content)).records][1:]
     assert [r["call_id"] for r in records] == [None, "toolu_[REDACTED]"]
-    assert [r["seq"] for r in records] == [1, 2]
+    assert [r["seq"] for r in records] == [2, 3]
 
 
 def test_a_sensitive_key_deep_in_a_list_is_redacted() -> None:
@@ -330,3 +362,27 @@ def test_writers_sharing_config_and_tools_redact_each_header() -> None:
     TraceWriter(other, config=CONFIG, tools=TOOLS, table_digest="d", meta={"password": "pw-42"})
     assert [tool["name"] for tool in _header_of(other)["tools"]] == ["Read"]  # type: ignore[attr-defined]
     assert _header_of(other)["meta"] == {"password": REDACTED}
+
+
+def test_an_event_the_trace_cannot_hold_never_reaches_the_core() -> None:
+    """An event holding an object that is not JSON is refused before the core sees it: the
+    core is not fed, nothing is written, and the seq is not taken."""
+    fed: list[ev.Event] = []
+
+    class Recording:
+        phase, terminal, transcript, usage = "idle", None, (), Usage()
+
+        def feed(self, event: ev.Event) -> Step:
+            fed.append(event)
+            return Step()
+
+    buffer = io.BytesIO()
+    traced = TracingCore(Recording(), make_writer(buffer))
+    before = buffer.getvalue()
+    leak = ev.ToolCallFinished(call_id="c1", content="done", context_update={"h": object()})
+    with pytest.raises(UsageError, match="cannot be written"):
+        traced.feed(leak)
+    assert fed == []
+    assert buffer.getvalue() == before
+    traced.feed(ev.AbortRequested(reason="user"))
+    assert [r.seq for r in read_trace(io.BytesIO(buffer.getvalue())).records] == [1]
