@@ -105,9 +105,10 @@ def core_seconds_per_transition(repeat: int) -> float:
     return median_time(all_runs, number=3, repeat=repeat) / transitions
 
 
-def traced_seconds_per_transition(repeat: int) -> tuple[float, float]:
-    """The same, each event and step written to an in-memory trace: the time per transition
-    (every record written counted in it) and the records written per transition."""
+def traced_seconds_per_transition(repeat: int, folder: Path | None = None) -> tuple[float, float]:
+    """The same, each event written with its step to a trace: the time per transition
+    (every record written counted in it) and the lines written per transition. The traces
+    are in memory, or with ``folder`` real files there (flushed per line, as a run's are)."""
     runs = recorded_runs()
     transitions = sum(count for _entry, _events, count in runs)
     lines = 0
@@ -115,13 +116,17 @@ def traced_seconds_per_transition(repeat: int) -> tuple[float, float]:
     def all_runs() -> None:
         nonlocal lines
         lines = 0
-        for entry, events, _count in runs:
-            buffer = io.BytesIO()
-            writer = TraceWriter(buffer, config=entry.config, tools=TOOLS)
+        for number, (entry, events, _count) in enumerate(runs):
+            target: io.BytesIO | Path = (
+                io.BytesIO() if folder is None else folder / f"{number}.jsonl"
+            )
+            writer = TraceWriter(target, config=entry.config, tools=TOOLS)
             feed = TracingCore(AgentCore(config=entry.config, tools=TOOLS), writer).feed
             for event in events:
                 feed(event)
-            lines += buffer.getvalue().count(b"\n") - 1  # the header is written once per run
+            writer.close()
+            written = target.getvalue() if isinstance(target, io.BytesIO) else target.read_bytes()
+            lines += written.count(b"\n") - 1  # the header is written once per run
 
     seconds = median_time(all_runs, number=3, repeat=repeat) / transitions
     return seconds, lines / transitions
@@ -246,6 +251,22 @@ _BLOCK_START = {
     "index": 0,
     "content_block": {"type": "text", "text": ""},
 }
+
+
+def file_line_seconds(repeat: int, folder: Path) -> float:
+    """One orjson line (sorted keys) written to a real file and flushed, as a trace line is."""
+    record_dict = {
+        "record": "event",
+        "seq": 1,
+        "event": {"type": "ModelStreamEvent", "request_id": "r1", "event": _delta("hello")},
+    }
+    with (folder / "lines.jsonl").open("wb") as file:
+
+        def line() -> None:
+            file.write(orjson.dumps(record_dict, option=orjson.OPT_SORT_KEYS) + b"\n")
+            file.flush()
+
+        return median_time(line, number=2_000, repeat=repeat)
 
 
 def record_write_seconds(repeat: int) -> tuple[float, float]:
@@ -653,7 +674,8 @@ def main() -> int:
     row(
         "records per traced transition",
         f"{records_per_transition:8.2f}",
-        "lines written (event lines, step lines), over transitions taken",
+        "trace lines written (one per feed: the event, its transitions and effects), over"
+        " transitions taken",
     )
     baseline = bare + bare_line
     row(
@@ -662,6 +684,15 @@ def main() -> int:
         f"{traced / baseline:.2f}× (bare trigger + one orjson line), every record counted;"
         f" goal ≤ 1.5× = {1.5 * baseline * 1e6:.1f} µs"
         + ("" if traced <= 1.5 * baseline else "  (goal not reached)"),
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        traced_file, _lines = traced_seconds_per_transition(repeat, Path(scratch))
+        file_line = file_line_seconds(repeat, Path(scratch))
+    row(
+        "one traced transition, to a real file",
+        f"{traced_file * 1e6:8.2f} µs",
+        f"{traced_file / (bare + file_line):.2f}× (bare trigger + one orjson line written and"
+        f" flushed to a real file, {file_line * 1e6:.2f} µs); same catalogue, a flush per line",
     )
     import peer_comparison  # beside this script; installs the peers in their own virtualenv
 
@@ -807,9 +838,11 @@ USER_TURN_MARKS = (10, 100, 300)
 _USER_TURN_WINDOW = 5  # user turns averaged at each mark
 
 
-def user_turn_seconds(repeat: int) -> dict[int, float]:
+def user_turn_seconds(repeat: int, *, snip: bool = False) -> dict[int, float]:
     """Time per user turn of a traced ``Session`` around user turn 10, 100 and 300 (each turn
-    a prompt and a text answer; the median of ``repeat`` sessions)."""
+    a prompt and a text answer; the median of ``repeat`` sessions); with ``snip`` on, the
+    requests carry the messages' id tags (SPEC §7.2)."""
+    from fsm_agent.core.config import LoopConfig
     from fsm_agent.runtime.agent import Agent
     from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 
@@ -826,6 +859,7 @@ def user_turn_seconds(repeat: int) -> dict[int, float]:
                 cwd=folder,
                 trace=f"{folder}/traces/",
                 store=False,
+                config=LoopConfig(snip=snip),
             )
             session = agent.session(changed_files=False)
             stamps = [time.perf_counter()]
@@ -843,15 +877,18 @@ def user_turn_seconds(repeat: int) -> dict[int, float]:
 
 
 def report_user_turns(row: Callable[[str, str, str], None], *, repeat: int) -> None:
-    """Print the per-user-turn figures: a turn's cost should not grow with the conversation."""
-    per_turn = user_turn_seconds(repeat)
-    first = per_turn[USER_TURN_MARKS[0]]
-    for mark, seconds in per_turn.items():
-        ratio = seconds / first
-        note = f"{ratio:.2f}× user turn {USER_TURN_MARKS[0]}"
-        if mark == USER_TURN_MARKS[-1]:
-            note += " (goal ≤ 1.5×" + (")" if ratio <= 1.5 else ", not reached)")
-        row(f"Session, per user turn at turn {mark}", f"{seconds * 1e3:8.2f} ms", note)
+    """Print the per-user-turn figures: a turn's cost should not grow with the conversation,
+    with snip's id tags in the requests or without."""
+    for snip in (False, True):
+        per_turn = user_turn_seconds(repeat, snip=snip)
+        first = per_turn[USER_TURN_MARKS[0]]
+        for mark, seconds in per_turn.items():
+            ratio = seconds / first
+            note = f"{ratio:.2f}× user turn {USER_TURN_MARKS[0]}"
+            if mark == USER_TURN_MARKS[-1]:
+                note += " (goal ≤ 1.5×" + (")" if ratio <= 1.5 else ", not reached)")
+            name = "Session with snip" if snip else "Session"
+            row(f"{name}, per user turn at turn {mark}", f"{seconds * 1e3:8.2f} ms", note)
 
 
 if __name__ == "__main__":

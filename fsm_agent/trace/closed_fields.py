@@ -8,7 +8,9 @@ are *closed*: the field's name is not a sensitive key, and its type is built onl
 scalars, enums, tuples, unions and attrs classes whose own fields are closed in turn. The
 writer skips closed fields when it looks for sensitive keys and scans every other field in
 full, so a new field typed ``dict[str, Any]`` (or ``Any``, or anything this module does not
-know) is scanned without anyone having to remember it.
+know) is scanned without anyone having to remember it. A field holding one attrs class (a
+hook outcome) is looked into the same way: only that class's open fields are scanned, as
+long as the dict has no key the class lacks (anything else is scanned whole).
 
 Only key names are skipped: configured secrets and API-key-shaped text are still searched
 for in the rendered bytes of the whole record.
@@ -27,7 +29,7 @@ import attrs
 
 from fsm_agent.core.effects import EFFECT_TYPES
 from fsm_agent.core.events import EVENT_TYPES
-from fsm_agent.trace.redact import has_sensitive_key_outside, is_sensitive_key
+from fsm_agent.trace.redact import has_sensitive_key, is_sensitive_key
 
 TAG: Final = "type"
 """The key of the class-name tag the codec adds to every unstructured event and effect."""
@@ -76,14 +78,80 @@ def closed_fields_by_tag() -> Mapping[str, frozenset[str]]:
     )
 
 
-_NOTHING_CLOSED: Final[frozenset[str]] = frozenset()
+_CONTAINERS: Final = (dict, list, tuple)
+_NAMED: Final = "named"
+"""In a scan plan: a field whose own name is a sensitive key (present means hit)."""
+
+
+@attrs.frozen
+class _Plan:
+    """Where a sensitive key can hide in an attrs class unstructured: ``keys`` are all the
+    keys its dict may have; ``scan`` maps each open field to None (scan its value whole),
+    :data:`_NAMED`, or the plan of the attrs class it holds (scan only that class's open
+    fields)."""
+
+    keys: frozenset[str]
+    scan: tuple[tuple[str, Any], ...]
+
+
+def _attrs_class_of(kind: Any) -> type | None:
+    """The attrs class a field holds (itself, or optional), else None."""
+    if isinstance(kind, type) and attrs.has(kind):
+        return kind
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        members = [arg for arg in typing.get_args(kind) if arg is not type(None)]
+        if len(members) == 1 and isinstance(members[0], type) and attrs.has(members[0]):
+            return members[0]
+    return None
+
+
+@functools.cache
+def _plan(cls: type) -> _Plan:
+    hints = typing.get_type_hints(cls)
+    closed = closed_fields(cls)
+    scan: list[tuple[str, Any]] = []
+    for field in attrs.fields(cls):
+        if field.name in closed:
+            continue
+        if is_sensitive_key(field.name):
+            scan.append((field.name, _NAMED))
+            continue
+        inner = _attrs_class_of(hints[field.name])
+        scan.append((field.name, None if inner is None or inner is cls else _plan(inner)))
+    return _Plan(frozenset({field.name for field in attrs.fields(cls)} | {TAG}), tuple(scan))
+
+
+@functools.cache
+def _plans_by_tag() -> Mapping[str, _Plan]:
+    return types.MappingProxyType(
+        {cls.__name__: _plan(cls) for cls in (*EVENT_TYPES, *EFFECT_TYPES)}
+    )
+
+
+def _planned_hit(value: Any, plan: _Plan) -> bool:
+    if type(value) is not dict or not value.keys() <= plan.keys:
+        return has_sensitive_key(value)  # not what the codec makes of the class: scan it all
+    for name, inner in plan.scan:
+        if name not in value:
+            continue
+        item = value[name]
+        if inner is None:
+            if type(item) in _CONTAINERS and has_sensitive_key(item):
+                return True
+        elif inner is _NAMED or (item is not None and _planned_hit(item, inner)):
+            return True
+    return False
 
 
 def sensitive_key_in(dumped: dict[str, Any]) -> bool:
-    """Whether an unstructured event or effect holds a sensitive key name; its closed fields
-    are skipped, and a tag this module does not know has every field scanned."""
-    closed = closed_fields_by_tag().get(dumped.get(TAG), _NOTHING_CLOSED)  # type: ignore[arg-type]
-    return has_sensitive_key_outside(dumped, closed)
+    """Whether an unstructured event or effect holds a sensitive key name. Only its open
+    fields are looked at — inside a field holding an attrs class, only that class's open
+    fields — and a tag this module does not know, or a dict with a key its class does not
+    have, is scanned whole."""
+    plan = _plans_by_tag().get(dumped.get(TAG))  # type: ignore[arg-type]
+    if plan is None:
+        return has_sensitive_key(dumped)
+    return _planned_hit(dumped, plan)
 
 
 _DELTA_VALUE: Final = {

@@ -60,22 +60,6 @@ def _key_memo_says(key: Any) -> bool:
     return sensitive
 
 
-def has_sensitive_key_outside(record: dict[str, Any], closed: frozenset[str]) -> bool:
-    """Whether a sensitive key name occurs in ``record`` outside its ``closed`` fields.
-
-    ``closed`` names fields whose values hold no key chosen outside the library and whose
-    own names are not sensitive (:mod:`fsm_agent.trace.closed_fields` decides which); every
-    other field is judged by its name and scanned in full.
-    """
-    containers = _CONTAINERS
-    for key, item in record.items():
-        if key in closed:
-            continue
-        if _key_memo_says(key) or (type(item) in containers and has_sensitive_key(item)):
-            return True
-    return False
-
-
 def has_sensitive_key(value: Any) -> bool:
     """Whether any key of a JSON-like value, at any depth, is a sensitive key name.
 

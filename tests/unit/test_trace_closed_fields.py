@@ -20,7 +20,12 @@ from fsm_agent.core.effects import EFFECT_TYPES
 from fsm_agent.core.events import EVENT_TYPES
 from fsm_agent.core.step import Step
 from fsm_agent.trace import records
-from fsm_agent.trace.closed_fields import TAG, closed_fields, closed_fields_by_tag
+from fsm_agent.trace.closed_fields import (
+    TAG,
+    closed_fields,
+    closed_fields_by_tag,
+    sensitive_key_in,
+)
 from fsm_agent.trace.redact import KEY_RULES_ONLY, REDACTED
 from fsm_agent.trace.writer import TraceWriter
 
@@ -159,3 +164,26 @@ def test_a_credential_in_any_free_form_effect_field_is_redacted(
     step = Step(effects=(make(_CREDENTIAL),))
     _writer(buffer).write_event(ev.AbortRequested(reason="user"), step)
     _assert_redacted(buffer)
+
+
+@pytest.mark.parametrize(
+    "dumped",
+    [
+        {"type": "HooksFinished", "effect_id": "e1", "outcome": {"password": "hunter22"}},
+        {"type": "HooksFinished", "effect_id": "e1", "outcome": [{"api_key": "k"}]},
+        {"type": "HooksFinished", "effect_id": "e1", "outcome": {}, "extra": {"token": "t"}},
+        {"type": "NoSuchEvent", "nested": {"deeper": {"Authorization": "b"}}},
+    ],
+)
+def test_a_record_not_shaped_as_its_class_is_scanned_whole(dumped: dict[str, Any]) -> None:
+    """A dict with keys its class does not have, or an unknown tag, is scanned in full: a
+    credential in it is found wherever it sits."""
+    assert sensitive_key_in(dumped)
+
+
+def test_a_hook_outcome_is_scanned_only_where_it_is_free_form() -> None:
+    """A hook outcome's closed fields are not scanned; its updated input is."""
+    outcome = dump_event(ev.HooksFinished(effect_id="e1", outcome=ev.HookOutcome()))
+    assert not sensitive_key_in(outcome)
+    changed = ev.HookOutcome(updated_input={"nested": {"client_secret": "s"}})
+    assert sensitive_key_in(dump_event(ev.HooksFinished(effect_id="e1", outcome=changed)))
