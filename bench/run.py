@@ -838,9 +838,11 @@ USER_TURN_MARKS = (10, 100, 300)
 _USER_TURN_WINDOW = 5  # user turns averaged at each mark
 
 
-def user_turn_seconds(repeat: int) -> dict[int, float]:
+def user_turn_seconds(repeat: int, *, snip: bool = False) -> dict[int, float]:
     """Time per user turn of a traced ``Session`` around user turn 10, 100 and 300 (each turn
-    a prompt and a text answer; the median of ``repeat`` sessions)."""
+    a prompt and a text answer; the median of ``repeat`` sessions); with ``snip`` on, the
+    requests carry the messages' id tags (SPEC §7.2)."""
+    from fsm_agent.core.config import LoopConfig
     from fsm_agent.runtime.agent import Agent
     from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 
@@ -857,6 +859,7 @@ def user_turn_seconds(repeat: int) -> dict[int, float]:
                 cwd=folder,
                 trace=f"{folder}/traces/",
                 store=False,
+                config=LoopConfig(snip=snip),
             )
             session = agent.session(changed_files=False)
             stamps = [time.perf_counter()]
@@ -874,15 +877,18 @@ def user_turn_seconds(repeat: int) -> dict[int, float]:
 
 
 def report_user_turns(row: Callable[[str, str, str], None], *, repeat: int) -> None:
-    """Print the per-user-turn figures: a turn's cost should not grow with the conversation."""
-    per_turn = user_turn_seconds(repeat)
-    first = per_turn[USER_TURN_MARKS[0]]
-    for mark, seconds in per_turn.items():
-        ratio = seconds / first
-        note = f"{ratio:.2f}× user turn {USER_TURN_MARKS[0]}"
-        if mark == USER_TURN_MARKS[-1]:
-            note += " (goal ≤ 1.5×" + (")" if ratio <= 1.5 else ", not reached)")
-        row(f"Session, per user turn at turn {mark}", f"{seconds * 1e3:8.2f} ms", note)
+    """Print the per-user-turn figures: a turn's cost should not grow with the conversation,
+    with snip's id tags in the requests or without."""
+    for snip in (False, True):
+        per_turn = user_turn_seconds(repeat, snip=snip)
+        first = per_turn[USER_TURN_MARKS[0]]
+        for mark, seconds in per_turn.items():
+            ratio = seconds / first
+            note = f"{ratio:.2f}× user turn {USER_TURN_MARKS[0]}"
+            if mark == USER_TURN_MARKS[-1]:
+                note += " (goal ≤ 1.5×" + (")" if ratio <= 1.5 else ", not reached)")
+            name = "Session with snip" if snip else "Session"
+            row(f"{name}, per user turn at turn {mark}", f"{seconds * 1e3:8.2f} ms", note)
 
 
 if __name__ == "__main__":
