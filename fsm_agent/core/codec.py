@@ -82,6 +82,48 @@ def _strict_scalar(kind: type) -> Any:
     return structure
 
 
+def _strings_or(generic: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """A ``tuple[str, ...]`` hook: a JSON array of strings becomes a tuple at once.
+
+    Hook outcomes carry three such lists and replay structures one per hook run (issue 10);
+    the converter's generic tuple hook calls the scalar hook once per item. Anything else
+    (a non-list, a non-string item) goes to ``generic``, whose error names the bad item; but a
+    string, which ``generic`` would take as a list of its characters, is refused.
+    """
+
+    def structure(value: Any, kind: Any) -> Any:
+        if type(value) is not list:
+            if isinstance(value, str):  # the generic hook would take it as its characters
+                raise TypeError(f"expected list, got {type(value).__name__}")
+            return generic(value, kind)
+        for item in value:  # a loop, not all(): no generator for the common empty list
+            if type(item) is not str:
+                return generic(value, kind)
+        return tuple(value)
+
+    return structure
+
+
+def _plain_outcome_or(
+    conv: cattrs.Converter, generic: Callable[[Any, Any], Any]
+) -> Callable[[Any, Any], Any]:
+    """A :class:`~fsm_agent.core.events.HookOutcome` hook: the outcome of hooks that said
+    nothing (most of them) is one shared frozen instance; anything else goes to ``generic``.
+
+    A plain outcome is recognized by equality with its JSON form; ``false`` is checked by
+    identity, since ``0 == False`` and the converter refuses a number there.
+    """
+    plain = events.HookOutcome()
+    shape = conv.unstructure(plain)
+
+    def structure(value: Any, kind: Any) -> Any:
+        if value == shape and value["prevent_continuation"] is False:
+            return plain
+        return generic(value, kind)
+
+    return structure
+
+
 def _json_object(value: dict[str, Any]) -> dict[str, Any]:
     """A JSON payload (tool input, stream event...) is already JSON: copy it, do not walk it.
 
@@ -103,6 +145,13 @@ def make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True)
     for kind in (str, int, bool, float):
         conv.register_structure_hook(kind, _strict_scalar(kind))
+    conv.register_structure_hook_func(
+        lambda kind: kind == tuple[str, ...],
+        _strings_or(conv.get_structure_hook(tuple[str, ...])),
+    )
+    conv.register_structure_hook(
+        events.HookOutcome, _plain_outcome_or(conv, conv.get_structure_hook(events.HookOutcome))
+    )
     conv.register_unstructure_hook_func(lambda kind: kind == dict[str, Any], _json_object)
 
     # Fields the wire only sometimes carries are left out of a trace while they hold their

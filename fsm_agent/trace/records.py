@@ -86,7 +86,8 @@ deltas do not carry it (they are most of a trace, and their timing is that of th
 JSON_OPTIONS: Final = orjson.OPT_SORT_KEYS
 """orjson options of every trace line; replay serializes with the same ones to compare bytes."""
 
-_EVENT_TAGS: Final = frozenset(cls.__name__ for cls in EVENT_TYPES)
+EVENT_TAGS: Final = frozenset(cls.__name__ for cls in EVENT_TYPES)
+"""The ``type`` tags an ``event`` record's event may carry."""
 _EFFECT_TAGS: Final = frozenset(cls.__name__ for cls in EFFECT_TYPES)
 
 _FIELDS: Final[dict[str, frozenset[str]]] = {
@@ -261,7 +262,7 @@ def step_record(step: Step) -> dict[str, Any]:
     """The fields of the ``step`` line standing for a ``feed``'s records (without ``seq``)."""
     return {
         "record": "step",
-        "transitions": [_step_transition(t) for t in step.transitions],
+        "transitions": [step_transition(t) for t in step.transitions],
         "effects": [dump_effect(e) for e in step.effects],
     }
 
@@ -270,13 +271,15 @@ def add_step(fields: dict[str, Any], step: Step) -> dict[str, Any]:
     """An ``event`` record's ``fields`` with what ``feed`` made of the event (schema 3): its
     ``transitions`` and ``effects``, each only when there are any. Returns ``fields``."""
     if step.transitions:
-        fields["transitions"] = [_step_transition(t) for t in step.transitions]
+        fields["transitions"] = [step_transition(t) for t in step.transitions]
     if step.effects:
         fields["effects"] = [dump_effect(e) for e in step.effects]
     return fields
 
 
-def _step_transition(transition: TransitionTaken) -> dict[str, Any]:
+def step_transition(transition: TransitionTaken) -> dict[str, Any]:
+    """A transition as a ``step`` line (or a schema 3 event line) holds it: a transition
+    record without ``record`` and ``seq``."""
     return {
         "machine": transition.machine,
         "name": transition.name,
@@ -651,7 +654,7 @@ def parse_event(data: dict[str, Any], line: int, source: str | None) -> Event:
     tag = raw.get("type")
     if tag is None:
         raise _fail(line, "$.event.type", "required field missing (the event's type tag)", source)
-    if type(tag) is not str or tag not in _EVENT_TAGS:
+    if type(tag) is not str or tag not in EVENT_TAGS:
         raise _fail(line, "$.event.type", f"unknown event type {shown(tag)}", source)
     if tag == "ModelStreamEvent" and len(raw) == 3:
         # The hot path of replay: most lines of a trace are stream deltas. Same checks as the

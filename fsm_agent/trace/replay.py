@@ -7,10 +7,12 @@ raises :class:`~fsm_agent.errors.TraceDivergence` with the seq, the recorded rec
 on a recorded event diverges too (``actual`` is ``{"record": "error", ...}``): a
 well-formed trace never gets any other exception out of replay.
 
-Speed: produced records are serialized with the writer's options and compared with the raw
-line bytes; only a mismatch is parsed (and then compared as dicts, allowing for redaction).
-Only event lines are structured. That keeps replay within a small factor of merely parsing
-the file with orjson (DESIGN §7).
+Speed (DESIGN §7, issue 10): a file that fits in memory is read in one go; an event line in a
+common shape is checked and fed without intermediate objects (a stream event is not even made
+into an object); what the core produced is serialized as the writer serializes it and
+compared with the recorded line's bytes. Only a mismatch is fully checked and compared as
+dicts (allowing for redaction, and equal as JSON, not merely as Python values), and only then
+is the context of a divergence built.
 
 :func:`fork` replays up to a seq and hands back the live core; :func:`resume` does the same
 for a crashed run and lists the effects that were in flight, flagging tool calls that may
@@ -21,15 +23,17 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import io
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
 import attrs
 import orjson
 
+from fsm_agent.core.codec import load_event
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.effects import (
     AskPermission,
@@ -79,12 +83,12 @@ from fsm_agent.trace.reader import (
     Upgrade,
     apply_upgrades,
     header_from_line,
-    iter_lines,
     parse_line,
     read_trace,
 )
 from fsm_agent.trace.records import TraceHeader
 from fsm_agent.trace.redact import KEY_RULES_ONLY
+from fsm_agent.trace.step_bytes import carries
 from fsm_agent.trace.writer import CoreLike, TraceWriter, TracingCore, current_table_digest
 
 CoreFactory = Callable[[LoopConfig, tuple[ToolSpec, ...]], CoreLike]
@@ -346,40 +350,68 @@ class _Produced:
 
 def _file_lines(
     file: IO[bytes], source: str | None
-) -> tuple[TraceHeader, list[Upgrade], Iterator[_Line]]:
-    lines = iter_lines(file)
+) -> tuple[TraceHeader, list[Upgrade], _FileLines]:
+    lines = _FileLines(file)
     first = next(lines, None)
     if first is None:
         raise TraceFormatError(
             line=1, path="$", problem="empty file: missing header", source=source
         )
-    header, upgrades = header_from_line(*first, source)
-    return header, upgrades, _FileLines(file)
+    assert first.content is not None  # a line read from a file
+    header, upgrades = header_from_line(first.number, first.content, first.complete, source)
+    return header, upgrades, lines
 
 
-def _make_line(number: int, raw: bytes) -> _Line:
-    if raw.endswith(b"\n"):
-        return _Line(number, raw[:-1])
-    return _Line(number, raw, complete=False)
+WHOLE_FILE_LIMIT: Final = 64 * 1024 * 1024
+"""Trace files up to this size are read in one go and split into lines (issue 10: a read per
+line costs more than the line's parse); bigger ones are streamed line by line."""
 
 
 class _FileLines:
-    """The lines after the header, as ``_Line`` objects; the replay's hot loop also takes
-    raw lines from it (``next_raw``), which spares an object per stream-delta line."""
+    """A trace file's lines, as ``_Line`` objects; the replay's hot loop takes the complete
+    lines as ``(number, content)`` pairs instead (``complete``), which spares an object per
+    line. A cut-off last line (no newline) only ever comes out as a ``_Line``."""
 
     def __init__(self, file: IO[bytes]) -> None:
-        self._lines = enumerate(file, start=2)
+        self._tail: _Line | None = None
+        self.complete: Iterator[tuple[int, bytes]]
+        """The complete lines as ``(number, content)``; ``next`` on this object takes from
+        the same iterator, then gives the cut-off last line, if any."""
+        if _size(file) <= WHOLE_FILE_LIMIT:
+            pieces = file.read().split(b"\n")
+            last = pieces.pop()  # empty when the file ends with a newline
+            if last:
+                self._tail = _Line(len(pieces) + 1, last, complete=False)
+            self.complete = enumerate(pieces, start=1)
+        else:
+            self.complete = self._streamed(file)
+
+    def _streamed(self, file: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+        for number, raw in enumerate(file, start=1):
+            if raw.endswith(b"\n"):
+                yield number, raw[:-1]
+            else:
+                self._tail = _Line(number, raw, complete=False)
 
     def __iter__(self) -> _FileLines:
         return self
 
     def __next__(self) -> _Line:
-        number, raw = next(self._lines)
-        return _make_line(number, raw)
+        item = next(self.complete, None)
+        if item is not None:
+            return _Line(item[0], item[1])
+        tail, self._tail = self._tail, None
+        if tail is None:
+            raise StopIteration
+        return tail
 
-    def next_raw(self) -> tuple[int, bytes] | None:
-        """The next line number and its bytes (newline included), or None at the end."""
-        return next(self._lines, None)
+
+def _size(file: IO[bytes]) -> int:
+    """The file's size, or a size past the limit when it cannot be told (a pipe)."""
+    try:
+        return os.fstat(file.fileno()).st_size
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return WHOLE_FILE_LIMIT + 1
 
 
 def _trace_lines(trace: Trace) -> Iterator[_Line]:
@@ -456,27 +488,56 @@ class _Outstanding:
         return tuple(out)
 
 
-_HOT = b'{"event":{"event":'
 _STREAM_TAG = "ModelStreamEvent"
+_GO, _STOP, _END = "go", "stop", "end"  # what checking a line says about the lines after it
+
+_Quick = Event | tuple[str, dict[str, Any]]
+"""An event ready to feed: structured, or a stream event's ``(request_id, raw event)``."""
 
 
-def _stream_parts(data: Any, seq: int) -> tuple[str, dict[str, Any]] | None:
-    """``(request_id, raw event)`` when ``data`` is exactly a stream-event record at ``seq``:
-    keys {"event", "record", "seq"} and, inside, {"event", "request_id", "type"}."""
-    if (
-        type(data) is not dict
-        or len(data) != 3
-        or data.get("record") != "event"
-        or data.get("seq") != seq
-    ):
+def _quick_event(data: Any, seq: int) -> _Quick | None:
+    """The event of a well-formed ``event`` line at ``seq``, ready to feed, or None.
+
+    The same checks as :func:`~fsm_agent.trace.records.check_event_line` makes of the event
+    for the common shapes: keys ``event``, ``record``, ``seq``, maybe a valid ``elapsed_ms``
+    and (schema 3) lists ``transitions`` and ``effects`` that are not empty, whose items are
+    checked by comparing them with what the core makes of the event; a known tag; a payload
+    the converter structures. None whenever anything is unusual: the careful path then reads
+    the line again and names what is wrong. A stream event (most lines of a trace) is not
+    made into an object at all: ``feed_stream`` takes its parts.
+    """
+    if type(data) is not dict or data.get("record") != "event":
         return None
+    recorded_seq = data.get("seq")
+    if type(recorded_seq) is not int or recorded_seq != seq:
+        return None
+    if len(data) != 3:
+        known = 3
+        elapsed = data.get(records.ELAPSED, -1)
+        if type(elapsed) in (int, float) and elapsed >= 0:
+            known += 1
+        for key in records.STEP_KEYS:
+            carried = data.get(key)
+            if type(carried) is list and carried:
+                known += 1
+        if len(data) != known:
+            return None
     raw = data.get("event")
-    if type(raw) is not dict or len(raw) != 3 or raw.get("type") != _STREAM_TAG:
+    if type(raw) is not dict:
         return None
-    request_id, payload = raw.get("request_id"), raw.get("event")
-    if type(request_id) is not str or type(payload) is not dict:
+    tag = raw.get("type")
+    if tag == _STREAM_TAG:
+        request_id, payload = raw.get("request_id"), raw.get("event")
+        if len(raw) != 3 or type(request_id) is not str or type(payload) is not dict:
+            return None
+        return request_id, payload
+    if type(tag) is not str or tag not in records.EVENT_TAGS:
         return None
-    return request_id, payload
+    try:
+        event: Event = load_event(dict(raw))  # a copy, as the reader makes: data stays whole
+    except Exception:
+        return None  # the careful path structures it again and names the bad field
+    return event
 
 
 class _Replayer:
@@ -501,7 +562,8 @@ class _Replayer:
         self.keep: list[dict[str, Any]] | None = [] if keep else None
         self.tracker = _Outstanding() if track else None
         self.pending: collections.deque[_Produced] = collections.deque()
-        # Recently accepted lines, for the context of a divergence (raw items from the hot loop).
+        # Recently accepted lines, for the context of a divergence: a ``(number, content)``
+        # pair from the hot loop stands for an event line and everything it carries.
         self.recent: collections.deque[_Line | tuple[int, bytes]] = collections.deque(
             maxlen=self.context or 1
         )
@@ -524,23 +586,27 @@ class _Replayer:
         return line.data
 
     def fast_event(self, line: _Line) -> dict[str, Any] | None:
-        """A well-formed stream-event line, structured without the generic checks.
+        """A well-formed event line, made ready to feed without the generic checks
+        (:func:`_quick_event`); returns its dict.
 
         Returns None whenever anything is unusual; :meth:`checked` then does the full work
         (reusing the parsed line, so nothing is parsed twice).
         """
         if line.content is None or self.upgrades:
             return None
-        try:
-            data = orjson.loads(line.content)
-        except orjson.JSONDecodeError:
+        if line.data is None:
+            try:
+                line.data = orjson.loads(line.content)
+            except orjson.JSONDecodeError:
+                return None
+        quick = _quick_event(line.data, self.seq)
+        if quick is None:
             return None
-        line.data = data
-        parts = _stream_parts(data, self.seq)
-        if parts is None:
-            return None
-        line.stream = parts
-        return data  # type: ignore[no-any-return]
+        if isinstance(quick, tuple):
+            line.stream = quick
+        else:
+            line.event = quick
+        return line.data
 
     def checked(self, line: _Line) -> tuple[str, dict[str, Any]]:
         """Parse and fully check a line; returns its kind and dict (structures events)."""
@@ -573,100 +639,144 @@ class _Replayer:
             TraceDivergence: at the first difference.
             TraceFormatError: for a bad line.
         """
-        # The hot loop: a stream-event line (its sorted keys put ``"event":{"event":`` first)
-        # that produces no record is parsed, fed and counted here, with nothing else.
-        feed_stream = getattr(self.core, "feed_stream", None)
-        hot = (
-            feed_stream is not None
+        verdict = _GO
+        if (
+            isinstance(lines, _FileLines)
             and self.tracker is None
             and self.keep is None
             and not self.upgrades
             and stop_after is None
-        )
-        loads = orjson.loads
-        recent = self.recent if self.context else None
-        pending = self.pending
-        raw_lines = lines if hot and isinstance(lines, _FileLines) else None
-        while True:
-            if raw_lines is not None and not pending:
-                item = raw_lines.next_raw()
-                if item is None:
-                    break
-                number, content = item
-                data = None
-                if content.startswith(_HOT) and content.endswith(b"\n"):
-                    try:
-                        data = loads(content)
-                    except orjson.JSONDecodeError:
-                        data = None
-                    parts = _stream_parts(data, self.seq)
-                    if parts is not None:
-                        self.events += 1
-                        self.seq += 1
-                        if recent is not None:
-                            recent.append(item)
-                        assert feed_stream is not None  # hot implies it
-                        try:
-                            step = feed_stream(*parts)
-                        except Exception as exc:
-                            self._failed(exc)
-                            continue
-                        if step.transitions or step.effects:
-                            self.produce_step(step)
-                        continue
-                line = _make_line(number, content)
-                line.data = data  # parsed already (None: not yet)
-            else:
-                next_line = next(lines, None)
-                if next_line is None:
-                    break
-                line = next_line
-            try:
-                if self.pending:
-                    self.match(line, lines)
-                    continue
-                data = self.fast_event(line)
-                if data is not None:
-                    kind = "event"
-                else:
-                    kind, data = self.checked(line)
-            except TraceTruncated:
-                if not tolerate_tail:
-                    raise
-                self.truncated = True
-                break
-            if kind == "event":
-                if stop_after is not None and self.seq > stop_after:
-                    return
-                self.accept(line, data, kind)
-                self.feed(line)
-                carried = records.carried_step(data)
-                if carried is not None:
-                    self.match_carried(line, carried, lines)
-            elif kind == "end":
-                # A driver fault is a fact about the recording run, not a decision of the
-                # core: it is taken as recorded.
-                fault = data.get("fault")
-                produced = self.produce(
-                    records.end_fields(
-                        self.core.terminal,
-                        self.core.usage,
-                        fault=fault if isinstance(fault, str) else None,
-                    )
+            and getattr(self.core, "feed_stream", None) is not None
+        ):
+            verdict = self.run_hot(lines, tolerate_tail=tolerate_tail)
+        if verdict == _GO:
+            for line in lines:  # all of them, or what the hot loop left: a cut-off last line
+                verdict = self.careful(
+                    line, lines, stop_after=stop_after, tolerate_tail=tolerate_tail
                 )
-                self.pending.append(produced)
-                self.match(line, lines)
-                self.ended = True
-            else:
-                # A transition, effect or step the core did not produce: name its first record.
-                first = self.expanded(line, data)[0] if kind == "step" else data
-                self.diverge(line, lines, expected=first, actual=None)
+                if verdict != _GO:
+                    break
+        if verdict == _STOP:
+            return
         if self.pending and (not tolerate_tail or self.error is not None):
             # The trace ends where the core still had records to give (for a crashed run
             # that is fine, unless the core failed on the last event).
             produced = self.pending[0]
             error = self.divergence(self.seq, expected=None, actual=produced.data, after=())
             raise error from self.error
+
+    def run_hot(self, lines: _FileLines, *, tolerate_tail: bool) -> str:
+        """The hot loop over a file's complete lines; returns a verdict as :meth:`careful` does.
+
+        An event line in one of its common shapes (:func:`_quick_event`) is parsed, fed and
+        counted here, and accepted when the transitions and effects it carries are, byte for
+        byte, those the writer would write for what the core made of the event
+        (:func:`~fsm_agent.trace.step_bytes.carries`). Anything else is checked as
+        :meth:`careful` checks it, reusing what was parsed, and named if wrong.
+        """
+        core = self.core
+        feed, feed_stream = core.feed, core.feed_stream  # type: ignore[attr-defined]
+        loads = orjson.loads
+        recent = self.recent if self.context else None
+        pending = self.pending
+        for item in lines.complete:
+            number, content = item
+            data = quick = None
+            if not pending:
+                try:
+                    data = loads(content)
+                except orjson.JSONDecodeError:
+                    data = None
+                else:
+                    quick = _quick_event(data, self.seq)
+            if quick is None:
+                verdict = self.careful(
+                    _Line(number, content, data=data), lines, tolerate_tail=tolerate_tail
+                )
+                if verdict != _GO:
+                    return verdict
+                continue
+            assert data is not None  # quick implies it
+            self.events += 1
+            self.seq += 1
+            try:
+                step = feed_stream(*quick) if isinstance(quick, tuple) else feed(quick)
+            except Exception as exc:
+                self._failed(exc)
+                step = None
+            if step is not None and carries(content, data, step):
+                taken = len(step.transitions) + len(step.effects)
+                if taken:
+                    self.transitions += len(step.transitions)
+                    self.effects += len(step.effects)
+                    self.seq += taken
+                if recent is not None:
+                    recent.append(item)
+                continue
+            # What the line carries is not what the core made of the event (or the core
+            # failed): check the line in full and compare record by record, as careful does.
+            line = _Line(number, content, data=data)
+            if recent is not None:
+                recent.append(line)
+            if step is not None and (step.transitions or step.effects):
+                self.produce_step(step)
+            records.check_event_line(data, number, self.source)
+            carried = records.carried_step(data)
+            if carried is not None:
+                self.match_carried(line, carried, lines)
+        return _GO
+
+    def careful(
+        self,
+        line: _Line,
+        lines: Iterator[_Line],
+        *,
+        stop_after: int | None = None,
+        tolerate_tail: bool,
+    ) -> str:
+        """Check one line with every check; returns ``_GO``, ``_STOP`` (``stop_after`` was
+        reached: nothing more to check) or ``_END`` (a cut-off last line was accepted)."""
+        try:
+            if self.pending:
+                self.match(line, lines)
+                return _GO
+            data = self.fast_event(line)
+            if data is not None:
+                kind = "event"
+            else:
+                kind, data = self.checked(line)
+        except TraceTruncated:
+            if not tolerate_tail:
+                raise
+            self.truncated = True
+            return _END
+        if kind == "event":
+            if stop_after is not None and self.seq > stop_after:
+                return _STOP
+            self.accept(line, data, kind)
+            self.feed(line)
+            carried = records.carried_step(data)
+            if carried is not None:
+                self.match_carried(line, carried, lines)
+        elif kind == "end":
+            # A driver fault is a fact about the recording run, not a decision of the
+            # core: it is taken as recorded.
+            fault = data.get("fault")
+            produced = self.produce(
+                records.end_fields(
+                    self.core.terminal,
+                    self.core.usage,
+                    fault=fault if isinstance(fault, str) else None,
+                )
+            )
+            self.pending.append(produced)
+            self.match(line, lines)
+            self.ended = True
+        else:
+            # A transition, effect or step the core did not produce: name its first record.
+            first = self.expanded(line, data)[0] if kind == "step" else data
+            self.diverge(line, lines, expected=first, actual=None)
+        return _GO
 
     def accept(
         self,
@@ -867,11 +977,15 @@ class _Replayer:
         """The error, with up to ``context`` recorded records on each side of ``seq``."""
         around: list[dict[str, Any]] = []
         if self.context:
-            window = [
-                item if isinstance(item, _Line) else _make_line(*item)
-                for item in list(self.recent)[-self.context :]
-            ]
-            around = [*self.context_records(window, carrying=False), *before][-self.context :]
+            window: list[dict[str, Any]] = []
+            for item in list(self.recent)[-self.context :]:
+                # A pair from the hot loop stands for its line and all it carries; the
+                # records a checked line carries were accepted as lines of their own.
+                if isinstance(item, _Line):
+                    window.extend(self.context_records([item], carrying=False))
+                else:
+                    window.extend(self.context_records([_Line(*item)]))
+            around = [*window, *before][-self.context :]
             if expected is not None:
                 around.append(expected)
             around.extend([*later, *self.context_records(after)][: self.context])
@@ -909,8 +1023,22 @@ def _same(recorded: dict[str, Any], produced: bytes) -> bool:
 
 
 def _same_records(recorded: dict[str, Any], produced: dict[str, Any]) -> bool:
-    """Equal, allowing for the writer's key-based redaction of the recorded side."""
-    return bool(recorded == produced or recorded == KEY_RULES_ONLY.value(produced))
+    """Equal, allowing for the writer's key-based redaction of the recorded side.
+
+    Equal as JSON, not only as Python values: ``1``, ``1.0`` and ``true`` are equal in
+    Python, so values that are equal are also compared serialized.
+    """
+    if recorded == produced:
+        return _same_json(recorded, produced)
+    redacted = KEY_RULES_ONLY.value(produced)
+    return bool(recorded == redacted) and _same_json(recorded, redacted)
+
+
+def _same_json(recorded: dict[str, Any], produced: Any) -> bool:
+    try:
+        return records.dumps(recorded) == records.dumps(produced)
+    except orjson.JSONEncodeError:
+        return False
 
 
 def _check_digest(header: TraceHeader, expected: str | None, source: str | None) -> None:

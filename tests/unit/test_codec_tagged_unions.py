@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
 from fsm_agent.core.codec import converter, dump_effect, dump_event, load_effect, load_event
+from fsm_agent.errors import TraceFormatError
+from fsm_agent.trace.records import parse_event
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -118,3 +120,56 @@ def test_a_value_that_is_not_an_event_is_refused_when_dumped() -> None:
     with pytest.raises(Exception) as generic:
         converter().unstructure(fx.DrainCollapse(effect_id="e1"), unstructure_as=ev.Event)
     assert type(ours.value) is type(generic.value)
+
+
+_PLAIN_OUTCOME: dict[str, Any] = {
+    "additional_context": [],
+    "blocking_errors": [],
+    "decision": None,
+    "decision_reason": "",
+    "prevent_continuation": False,
+    "stop_reason": "",
+    "system_messages": [],
+    "updated_input": None,
+}
+
+
+def _hooks_finished(**outcome: Any) -> dict[str, Any]:
+    return {"type": "HooksFinished", "effect_id": "e1", "outcome": {**_PLAIN_OUTCOME, **outcome}}
+
+
+def test_an_outcome_of_hooks_that_said_nothing_loads_as_the_default() -> None:
+    """The stored form of a default hook outcome structures to a default ``HookOutcome``."""
+    loaded = load_event(_hooks_finished())
+    assert loaded == ev.HooksFinished(effect_id="e1", outcome=ev.HookOutcome())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("prevent_continuation", 0, "expected boolean, got integer"),
+        ("prevent_continuation", 1, "expected boolean, got integer"),
+        ("blocking_errors", ["a", 1], "expected string, got integer"),
+        ("system_messages", "ab", "expected array, got string"),
+        ("additional_context", [None], "expected string, got null"),
+    ],
+)
+def test_a_hook_outcome_is_checked_as_strictly_as_ever(
+    field: str, value: Any, problem: str
+) -> None:
+    """A number where a flag belongs, a non-string in a list of strings, or a string where the
+    list belongs, is refused naming the field (a string is never taken as its characters)."""
+    data = {"record": "event", "seq": 1, "event": _hooks_finished(**{field: value})}
+    with pytest.raises(TraceFormatError) as info:
+        parse_event(data, 2, None)
+    assert info.value.path.startswith(f"$.event.outcome.{field}")
+    assert info.value.problem == problem
+
+
+@given(st.lists(st.text(max_size=5), max_size=4), st.sampled_from(["a", "b", "c"]))
+def test_lists_of_strings_load_as_tuples_of_the_same_strings(items: list[str], which: str) -> None:
+    """Any JSON array of strings in a hook outcome loads as the tuple of those strings."""
+    field = {"a": "blocking_errors", "b": "additional_context", "c": "system_messages"}[which]
+    loaded = load_event(_hooks_finished(**{field: items}))
+    assert isinstance(loaded, ev.HooksFinished)
+    assert getattr(loaded.outcome, field) == tuple(items)

@@ -27,6 +27,7 @@ from fsm_agent.errors import (
     TraceTruncated,
     UsageError,
 )
+from fsm_agent.trace import replay as replay_module
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.records import as_lines
 from fsm_agent.trace.replay import diff_traces, fork, replay, resume
@@ -491,3 +492,53 @@ def test_a_line_carrying_a_record_the_core_did_not_make_diverges(
     assert info.value.seq == index + 1
     assert info.value.actual is None
     assert info.value.expected == records[index + 1]
+
+
+def test_a_number_changed_to_an_equal_boolean_diverges(tmp_path: Path) -> None:
+    """A value Python deems equal but JSON does not (``1`` recorded as ``true``) diverges."""
+    scenario = {
+        "steps": [
+            {"content": [{"tool_use": {"name": "Read", "input": {"file_path": "a", "limit": 1}}}]},
+            {"content": [{"text": "done"}]},
+        ]
+    }
+    records = lines_of(record_run(tmp_path / "t.jsonl", scenario))
+    index = index_of(records, lambda r: r["record"] == "effect" and b'"limit":1' in orjson.dumps(r))
+    records[index] = orjson.loads(
+        orjson.dumps(records[index]).replace(b'"limit":1', b'"limit":true')
+    )
+    with pytest.raises(TraceDivergence) as info:
+        replay(write_lines(tmp_path / "bad.jsonl", records))
+    assert info.value.seq == index
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_a_file_read_line_by_line_replays_as_one_read_whole(
+    tmp_path: Path, scenario: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file past the size read in one go is streamed: the same result, the same divergence
+    report, the same acceptance of a cut-off last line."""
+    path = record_run(tmp_path / "t.jsonl", scenario)
+    records = lines_of(path)
+    index = index_of(records, lambda r: r["record"] == "transition")
+    records[index]["name"] = "renamed"
+    bad = write_lines(tmp_path / "bad.jsonl", records)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(path.read_bytes()[:-5])
+
+    def outcomes() -> tuple[object, ...]:
+        with pytest.raises(TraceDivergence) as info:
+            replay(bad)
+        with pytest.raises(TraceTruncated) as truncated:
+            replay(cut)
+        error = info.value
+        return (
+            replay(path),
+            (error.seq, error.expected, error.actual, error.context, error.line),
+            str(truncated.value),
+            replay(cut, allow_truncated=True),
+        )
+
+    whole = outcomes()
+    monkeypatch.setattr(replay_module, "WHOLE_FILE_LIMIT", 0)
+    assert outcomes() == whole

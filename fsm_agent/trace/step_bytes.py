@@ -1,0 +1,80 @@
+"""Whether an event line carries, byte for byte, what the core made of its event (issue 10).
+
+A schema 3 event line is ``{"effects":[…],`` + the event's own fields + ``,"transitions":[…]}``
+(sorted keys put ``effects`` before every field of the event's line and ``transitions`` after
+them; each list only when not empty). The writer renders each list on its own, at the depth
+it has in the line. Replay checks a line by rendering the lists of the step the core produced
+the same way and comparing them with the start and the end of the line's bytes: no parse of
+the lists, no serialization of the event again.
+
+The comparison is exact. JSON strings hold ``"`` only escaped, so ``,"transitions":`` in the
+bytes is always a key; a line that ends with that key, a complete array and the closing brace
+holds that array as its last field, and a line that starts with ``{"effects":`` and a complete
+array holds that array as its first field. A loop transition is one of a fixed set of objects
+(the table's rows), so its rendering is kept by identity.
+
+Whatever the pieces cannot render as they are (a value orjson refuses, which the writer
+rewrites with :func:`~fsm_agent.trace.json_limits.fit_for_json`) is rendered through
+:func:`~fsm_agent.trace.records.dumps` as the writer renders it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import orjson
+
+from fsm_agent.core.codec import dump_effect
+from fsm_agent.core.step import Step, TransitionTaken
+from fsm_agent.trace import records
+
+__all__ = ["carries", "effects_field", "transitions_field"]
+
+_MEMO_LIMIT: Final = 1024
+_memo: dict[int, tuple[TransitionTaken, bytes]] = {}
+"""Rendered loop transitions by the identity of the object; each entry holds its object, so
+an id is never taken for another object's. Tool-call transitions (one object per call) are
+not kept, and the memo is emptied when full, so it stays bounded whatever a core makes."""
+
+
+def carries(content: bytes, data: dict[str, Any], step: Step) -> bool:
+    """Whether the event line ``content`` (parsed: ``data``) carries exactly the transitions
+    and effects of ``step``, as the writer writes them (unredacted)."""
+    if step.effects:
+        if not content.startswith(b"{%s," % effects_field(step)):
+            return False
+    elif "effects" in data:
+        return False
+    if step.transitions:
+        return content.endswith(b",%s}" % transitions_field(step))
+    return "transitions" not in data
+
+
+def effects_field(step: Step) -> bytes:
+    """``"effects":[…]`` as the writer renders the step's effects in a line."""
+    part = records.dumps({"effects": [dump_effect(effect) for effect in step.effects]})
+    return part[1:-1]
+
+
+def transitions_field(step: Step) -> bytes:
+    """``"transitions":[…]`` as the writer renders the step's transitions in a line."""
+    try:
+        joined = b",".join([_transition_bytes(taken) for taken in step.transitions])
+    except orjson.JSONEncodeError:
+        part = records.dumps(
+            {"transitions": [records.step_transition(t) for t in step.transitions]}
+        )
+        return part[1:-1]
+    return b'"transitions":[%s]' % joined
+
+
+def _transition_bytes(taken: TransitionTaken) -> bytes:
+    entry = _memo.get(id(taken))
+    if entry is not None and entry[0] is taken:
+        return entry[1]
+    rendered = orjson.dumps(records.step_transition(taken), option=records.JSON_OPTIONS)
+    if taken.call_id is None:
+        if len(_memo) >= _MEMO_LIMIT:
+            _memo.clear()
+        _memo[id(taken)] = (taken, rendered)
+    return rendered
