@@ -325,6 +325,23 @@ def event_alone(data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in data.items() if key not in STEP_KEYS}
 
 
+def check_carried(data: dict[str, Any], line: int, source: str | None) -> dict[str, Any] | None:
+    """The ``step`` record a schema 3 event line carries (:func:`carried_step`), or None for
+    an event alone; its lists are checked (present means a non-empty array), their items are
+    not: :func:`check_step` does that.
+
+    Raises:
+        TraceFormatError: naming the list that is not a non-empty array.
+    """
+    if "transitions" not in data and "effects" not in data:
+        return None
+    for key in STEP_KEYS:
+        if key in data and not _require(data, key, (list,), "array", line=line, source=source):
+            problem = "an empty array (the writer leaves out a list with nothing in it)"
+            raise _fail(line, f"$.{key}", problem, source)
+    return carried_step(data)
+
+
 def check_event_line(
     data: dict[str, Any], line: int, source: str | None, *, deep: bool = True
 ) -> tuple[Event, list[dict[str, Any]]]:
@@ -337,14 +354,9 @@ def check_event_line(
     """
     event = check_record(data, "event", line, source, deep=deep)
     assert event is not None  # an event record always structures its event
-    if "transitions" not in data and "effects" not in data:
+    step = check_carried(data, line, source)
+    if step is None:
         return event, [data]
-    for key in STEP_KEYS:
-        if key in data and not _require(data, key, (list,), "array", line=line, source=source):
-            problem = "an empty array (the writer leaves out a list with nothing in it)"
-            raise _fail(line, f"$.{key}", problem, source)
-    step = carried_step(data)
-    assert step is not None  # a list with something in it is there
     return event, [event_alone(data), *check_step(step, line, source, deep=deep)]
 
 

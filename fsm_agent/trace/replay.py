@@ -618,10 +618,11 @@ class _Replayer:
         if kind == "step":
             records.check_step(data, line.number, self.source)
         elif kind == "event":
+            # The records the line carries are checked when they do not match the core's.
+            event = records.check_record(data, kind, line.number, self.source)
+            records.check_carried(data, line.number, self.source)
             if line.event is None:
-                line.event, _ = records.check_event_line(data, line.number, self.source)
-            else:
-                records.check_event_line(data, line.number, self.source)
+                line.event = event
         else:
             records.check_record(data, kind, line.number, self.source, deep=True)
         if data["seq"] != self.seq:

@@ -26,6 +26,7 @@ from fsm_agent.core import effects as fx
 from fsm_agent.errors import (
     TableDigestMismatch,
     TraceDivergence,
+    TraceFormatError,
     TraceTruncated,
     UsageError,
 )
@@ -494,6 +495,23 @@ def test_a_line_carrying_a_record_the_core_did_not_make_diverges(
     assert info.value.seq == index + 1
     assert info.value.actual is None
     assert info.value.expected == records[index + 1]
+
+
+def test_a_bad_record_carried_on_an_event_line_is_a_format_error(
+    tmp_path: Path, good: Path
+) -> None:
+    """Replay names the line and the path of a malformed effect an event line carries (it
+    is checked in full once it does not match what the core made)."""
+    lines = good.read_bytes().splitlines()
+    number = next(n for n, raw in enumerate(lines, 1) if raw.startswith(b'{"effects":'))
+    data = orjson.loads(lines[number - 1])
+    data["effects"][0]["type"] = "Explode"
+    lines[number - 1] = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(TraceFormatError) as info:
+        replay(bad)
+    assert (info.value.line, info.value.path) == (number, "$.effects[0].type")
 
 
 def test_a_number_changed_to_an_equal_boolean_diverges(tmp_path: Path) -> None:
