@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.runtime.tool import tool
@@ -28,9 +29,10 @@ async def echo(*, text: str) -> str:
     return text
 
 
-def echo_agent(*, turns: int) -> Agent:
-    """An agent whose scripted model calls Echo for ``turns - 1`` turns, then answers."""
-    step = {"content": [{"tool_use": {"name": "Echo", "input": {"text": "x"}}}]}
+def echo_agent(*, turns: int, size: int = 1) -> Agent:
+    """An agent whose scripted model calls Echo for ``turns - 1`` turns, then answers; each
+    call's text is ``size`` characters, so the context grows by about twice that a turn."""
+    step = {"content": [{"tool_use": {"name": "Echo", "input": {"text": "x" * size}}}]}
     steps = [step] * (turns - 1) + [{"content": [{"text": "done"}]}]
     model = ScriptedModel(parse_scenario({"steps": steps}))
     return Agent(model=model, tools=[echo], trace=False, store=False)
@@ -108,11 +110,40 @@ def sessions_per_second(address: str, *, sessions: int, turns: int) -> float:
             worker.stop()
 
 
+async def session_histories(client: Any, handle: Any) -> list[Any]:
+    """The history of every run of an ended session, following its continue-as-new chain."""
+    from temporalio.api.enums.v1 import EventType
+
+    histories = []
+    run_id = handle.first_execution_run_id
+    while run_id:
+        history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
+        histories.append(history)
+        last = history.events[-1]
+        run_id = (
+            last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+            if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+            else ""
+        )
+    return histories
+
+
+def model_calls(events: Any) -> list[Any]:
+    """The events of a run's history that schedule a model call."""
+    from temporalio.api.enums.v1 import EventType
+
+    return [
+        e
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "fsm_agent.call_model"
+    ]
+
+
 def long_session(address: str, *, turns: int, after: int) -> tuple[int, int, float]:
     """One session of ``turns`` turns that continues as new after ``after`` history events:
     how many runs it took, the most events one run's history held, and the time per turn of
     its last whole run over that of its first (flat: 1.0)."""
-    from temporalio.api.enums.v1 import EventType
     from temporalio.client import Client
 
     from fsm_agent.temporal import session_worker, start_session
@@ -125,30 +156,41 @@ def long_session(address: str, *, turns: int, after: int) -> tuple[int, int, flo
                 client, "go", task_queue=queue, params={"turns": turns}, continue_after_events=after
             )
             await handle.result()
-            per_turn: list[float] = []
-            longest = 0
-            run_id = handle.first_execution_run_id
-            while run_id:
-                history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
-                events = history.events
-                longest = max(longest, len(events))
-                calls = sum(
-                    1
-                    for e in events
-                    if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-                    and e.activity_task_scheduled_event_attributes.activity_type.name
-                    == "fsm_agent.call_model"
-                )
-                span = events[-1].event_time.ToDatetime() - events[0].event_time.ToDatetime()
-                per_turn.append(span.total_seconds() / max(calls, 1))
-                last = events[-1]
-                run_id = (
-                    last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-                    if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
-                    else ""
-                )
+            histories = await session_histories(client, handle)
+        per_turn: list[float] = []
+        for history in histories:
+            events = history.events
+            span = events[-1].event_time.ToDatetime() - events[0].event_time.ToDatetime()
+            per_turn.append(span.total_seconds() / max(len(model_calls(events)), 1))
+        longest = max(len(history.events) for history in histories)
         whole = per_turn[:-1] if len(per_turn) > 2 else per_turn  # the last run is partial
         return len(per_turn), longest, whole[-1] / whole[0]
+
+    return asyncio.run(hosted())
+
+
+def history_bytes(
+    address: str, *, turns: int, size: int, bound: dict[str, int]
+) -> tuple[int, int, int, float]:
+    """One session of ``turns`` turns whose context grows by about ``2 * size`` bytes a
+    turn, continued as new past ``bound`` (``continue_after_events`` or
+    ``continue_after_bytes``): how many runs it took, the most history bytes one run held,
+    all its runs' history bytes, and the share of those that are model-call inputs."""
+    from temporalio.client import Client
+
+    from fsm_agent.temporal import session_worker, start_session
+
+    async def hosted() -> tuple[int, int, int, float]:
+        client = await Client.connect(address)
+        queue = f"bench-{uuid.uuid4().hex[:8]}"
+        async with session_worker(client, task_queue=queue, factory=echo_agent):
+            params = {"turns": turns, "size": size}
+            handle = await start_session(client, "go", task_queue=queue, params=params, **bound)
+            await handle.result()
+            histories = await session_histories(client, handle)
+        sizes = [sum(event.ByteSize() for event in history.events) for history in histories]
+        calls = sum(e.ByteSize() for history in histories for e in model_calls(history.events))
+        return len(sizes), max(sizes), sum(sizes), calls / sum(sizes)
 
     return asyncio.run(hosted())
 
@@ -180,8 +222,25 @@ def report(row: Callable[[str, str, str], None], *, quick: bool) -> None:
             "Temporal long session, per turn",
             f"{drift:8.2f}×",
             "last whole run over the first (flat: 1.0); the scripted context is never "
-            "compacted, and all of it travels with every model call",
+            "compacted, and a continued run's first model call carries all of it",
         )
+        turns, size, events, limit = (
+            (200, 200, 1_000, 500_000) if quick else (1_000, 200, 2_000, 2_000_000)
+        )
+        for name, bound in (
+            ("events", {"continue_after_events": events}),
+            ("bytes", {"continue_after_bytes": limit}),
+        ):
+            runs, largest, total, calls = history_bytes(
+                server.address, turns=turns, size=size, bound=bound
+            )
+            row(
+                f"Temporal long session, history bytes ({name} bound)",
+                f"{largest / 1e3:8.0f} kB",
+                f"most in one run; {turns} turns, each echoing {size} characters, took "
+                f"{runs} runs, {total / 1e6:.1f} MB of history in all, model-call inputs "
+                f"{calls:.0%} of it (continue after {next(iter(bound.values())):,} {name})",
+            )
         count = 8 if quick else 40
         rate = sessions_per_second(server.address, sessions=count, turns=2)
         row("Temporal sessions, two workers", f"{rate:8.1f} /s", f"{count} at once, 2 turns each")

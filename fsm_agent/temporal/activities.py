@@ -54,6 +54,7 @@ from fsm_agent.runtime.performing import (
 from fsm_agent.runtime.permissions import PermissionAnswer, PermissionRequest
 from fsm_agent.runtime.tool import ToolContext
 from fsm_agent.store.recording import index_run
+from fsm_agent.temporal.workflow import REQUEST_NOT_HELD
 from fsm_agent.trace import records
 from fsm_agent.trace.placing import place_chunk
 from fsm_agent.trace.redact import Redactor
@@ -67,6 +68,10 @@ AgentFactory = Callable[..., Agent]
 _AGENTS_KEPT = 256
 """How many sessions' agents one worker keeps built (the oldest is dropped, and rebuilt if
 its session comes back)."""
+
+
+_RUNS_HELD = 256
+"""How many session runs' latest model requests one worker keeps for the next to build on."""
 
 
 class _Asked(Exception):
@@ -91,6 +96,11 @@ class SessionActivities:
         self._heartbeat_s = heartbeat_s
         self._agents: collections.OrderedDict[str, Agent] = collections.OrderedDict()
         self._compactor = SummaryCompactor()
+        # The latest model request of each session run served here, by workflow run id:
+        # its number and messages, which the next request's job may build on.
+        self._requests_held: collections.OrderedDict[str, tuple[int, list[dict[str, Any]]]] = (
+            collections.OrderedDict()
+        )
 
     def all(self) -> list[Callable[..., Any]]:
         """The activity functions, to register with a worker."""
@@ -192,7 +202,7 @@ class SessionActivities:
             effect,
             system=agent.system,
             tool_definitions=agent.tool_definitions,
-            messages=job["messages"],
+            messages=self._request_messages(job),
             prompt_caching=agent.prompt_caching,
         )
         found: list[ev.Event] = []
@@ -205,6 +215,36 @@ class SessionActivities:
                 report=found.append,
             )
         return [codec.dump_event(event) for event in found]
+
+    def _request_messages(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The messages of a model call's request, rebuilt from the request it builds on when
+        the job carries only what changed (``base``); kept for the next request of the run.
+
+        Raises:
+            ApplicationError: (``RequestNotHeld``, not retried) this worker does not hold the
+                request the job builds on; the workflow then sends the request whole.
+        """
+        run = activity.info().workflow_run_id or str(job["session"]["id"])
+        number = int(job["requests_before"])
+        base = job.get("base")
+        if base is None:
+            messages = list(job["messages"])
+        else:
+            held = self._requests_held.get(run)
+            keep = int(base["keep"])
+            if held is None or held[0] != int(base["request"]) or len(held[1]) < keep:
+                raise ApplicationError(
+                    f"this worker does not hold request {base['request']} of the session, "
+                    f"which request {number} builds on",
+                    type=REQUEST_NOT_HELD,
+                    non_retryable=True,
+                )
+            messages = [*held[1][:keep], *job["messages"]]
+        self._requests_held[run] = (number, messages)
+        self._requests_held.move_to_end(run)
+        while len(self._requests_held) > _RUNS_HELD:
+            self._requests_held.popitem(last=False)
+        return messages
 
     def _context(self, agent: Agent, job: Mapping[str, Any]) -> ToolContext:
         trace = job["session"].get("trace_path")

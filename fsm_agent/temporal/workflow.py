@@ -17,10 +17,13 @@ and a replay of the history rebuilds the same core, the same effects and the sam
 * A permission question waits for the ``answer_permission`` Update (from any client, for as
   long as ``LoopConfig.permission_timeout_ms`` allows); ``abort`` is a signal; ``status`` and
   ``progress`` are queries.
+* A model call's input carries only the messages that changed since the run's previous
+  request (the worker rebuilds the rest from the request it made; one that cannot says so
+  and gets the request whole), so a run's history grows with its turns, not with the
+  context times the turns.
 * A long session continues as a new run (same workflow id) before its history grows too
   long: when the server suggests it, past ``continue_after_events`` history events, or past
-  ``continue_after_bytes`` bytes of history (each model call's input carries the request, so
-  the bytes grow with the context times the turns), at the next request boundary at which
+  ``continue_after_bytes`` bytes of history, at the next request boundary at which
   nothing else is in flight. The new run gets the core's checkpoint
   (:mod:`fsm_agent.core.checkpoint`, sized by the context, not the session), the request to
   perform, and where the trace file stands, and goes on writing the same trace: the
@@ -74,6 +77,9 @@ _AT_MOST_ONCE = RetryPolicy(maximum_attempts=1)
 """For what may change the world or cost money: tool calls, hooks, model requests."""
 _CLOSING_HOOKS_WAIT = timedelta(seconds=5)
 """How long a finished session waits for its SessionEnd and StopFailure hooks at most."""
+REQUEST_NOT_HELD = "RequestNotHeld"
+"""The failure type of a model call sent as a delta to a worker that does not hold the
+request it builds on (the workflow sends it whole then)."""
 PROGRESS_CARRIED = 1_000
 """How many of the latest progress items a continued run keeps for watchers still behind."""
 PROGRESS_CARRIED_BYTES = 32_768
@@ -149,6 +155,9 @@ class SessionWorkflow:
         self._progress_base = 0  # progress items before self._progress[0]
         self._runs = 1
         self._carried_request: fx.CallModel | None = None
+        # This run's latest model request: its number and messages (the next is sent as
+        # what changed since it).
+        self._sent: tuple[int, list[dict[str, Any]]] | None = None
         self._continue_after: int | None = None
         self._continue_after_bytes: int | None = None
         self._attached = 0  # attachments given so far (their ids are numbered on)
@@ -455,11 +464,10 @@ class SessionWorkflow:
     def _perform(self, effect: fx.Effect) -> None:
         config = self._config
         if isinstance(effect, fx.CallModel):
-            job = self._job(
-                effect, requests_before=self._requests, messages=self._core.api_messages()
-            )
+            messages = self._core.api_messages()
+            job = self._model_job(effect, messages)
             self._requests += 1
-            self._spawn(self._call_model(effect, job))
+            self._spawn(self._call_model(effect, job, messages))
         elif isinstance(effect, fx.RunToolStep):
             context = self._tool_context.setdefault(effect.call_id, dict(self._core.tool_context))
             job = self._job(effect, tool_context=context, grant=self._grants.get(effect.call_id))
@@ -530,16 +538,47 @@ class SessionWorkflow:
         )
         return [codec.load_event(data) for data in found]
 
-    async def _call_model(self, effect: fx.CallModel, job: dict[str, Any]) -> None:
+    def _model_job(self, effect: fx.CallModel, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The job of a model call: the request's messages, or, when this run made a request
+        before, only those after the start the two share (``base`` names that request and
+        how many of its messages to keep; the worker that made it rebuilds the rest).
+
+        Each model call's input is in the workflow history, so sending the whole context
+        every turn would make a run's history grow with context times turns. What is sent
+        depends only on the two requests' contents, so a replay sends the same.
+        """
+        job = self._job(effect, requests_before=self._requests, messages=messages)
+        before = self._sent
+        self._sent = (self._requests, messages)
+        if before is None:
+            return job
+        request, sent = before
+        keep = shared_start(sent, messages)
+        if keep == 0:
+            return job
+        return {**job, "messages": messages[keep:], "base": {"request": request, "keep": keep}}
+
+    async def _call_model(
+        self, effect: fx.CallModel, job: dict[str, Any], messages: list[dict[str, Any]]
+    ) -> None:
         if effect.delay_ms:
             await workflow.sleep(timedelta(milliseconds=effect.delay_ms))
+        options: dict[str, Any] = {
+            "start_to_close_timeout": _DEFAULT_LIMIT,
+            "retry_policy": _AT_MOST_ONCE,
+        }
         try:
-            found = await self._events(
-                "fsm_agent.call_model",
-                job,
-                start_to_close_timeout=_DEFAULT_LIMIT,
-                retry_policy=_AT_MOST_ONCE,
-            )
+            try:
+                found = await self._events("fsm_agent.call_model", job, **options)
+            except ActivityError as exc:
+                if "base" not in job or not _not_held(exc):
+                    raise
+                # Another worker made the request this one builds on: nothing was asked of
+                # the model yet, so the whole request goes now.
+                whole = {key: value for key, value in job.items() if key != "base"}
+                found = await self._events(
+                    "fsm_agent.call_model", {**whole, "messages": messages}, **options
+                )
         except ActivityError as exc:
             # The core retries through its recorded path; nothing of this stream was fed.
             found = [
@@ -745,6 +784,23 @@ class SessionWorkflow:
             raise ValueError(
                 f"no permission question is pending for call {call_id!r} (pending: {pending})"
             )
+
+
+def shared_start(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> int:
+    """How many leading messages two requests share (the core shares unchanged message
+    dicts between requests, so most compare by identity)."""
+    shared = 0
+    for earlier, later in zip(before, after, strict=False):
+        if earlier is not later and earlier != later:
+            break
+        shared += 1
+    return shared
+
+
+def _not_held(exc: ActivityError) -> bool:
+    """Whether a model call failed because its worker does not hold the request it builds on."""
+    cause = exc.cause
+    return isinstance(cause, ApplicationError) and cause.type == REQUEST_NOT_HELD
 
 
 def _cause(exc: ActivityError) -> str:

@@ -7,7 +7,8 @@ session with exactly the world it wants, and any worker builds the same agent fo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import json
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from fsm_agent.runtime.agent import Agent
 from fsm_agent.runtime.attachments import Attachment, AttachmentRequest, AttachmentTiming
 from fsm_agent.runtime.hooks import HookInput, Hooks
 from fsm_agent.runtime.mcp_tools import McpServer
+from fsm_agent.runtime.models import Model, ModelRequest
 from fsm_agent.runtime.permissions import PermissionPolicy
 from fsm_agent.runtime.subagents import SubagentDefinition
 from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
@@ -87,6 +89,35 @@ NOTES = (
 )
 
 
+REQUESTS_LOG = "requests.jsonl"
+
+
+class RecordingModel:
+    """A scripted model that appends each request's messages to :data:`REQUESTS_LOG` in a
+    folder (the folder's path written as ``CWD``), so a test compares what the model was
+    asked by the in-process driver and by a Temporal session, whichever worker asked."""
+
+    def __init__(self, scripted: ScriptedModel, folder: Path) -> None:
+        self.scripted = scripted
+        self.name = scripted.name
+        self.folder = folder
+
+    def seek(self, requests_before: int) -> None:
+        """Play on from the given request, as the scripted model does."""
+        self.scripted.seek(requests_before)
+
+    async def count_tokens(self, messages: list[dict[str, Any]], **request: Any) -> int:
+        """Count as the scripted model does."""
+        return await self.scripted.count_tokens(messages, **request)
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+        """Record the request's messages, then stream the scripted answer."""
+        line = json.dumps(request.messages, sort_keys=True).replace(str(self.folder), "CWD")
+        with (self.folder / REQUESTS_LOG).open("a", encoding="utf-8") as log:
+            log.write(line + "\n")
+        return self.scripted.stream(request)
+
+
 def _unsupported(part: str | None) -> dict[str, Any]:
     """Agent options the Temporal driver refuses: ``mcp``, ``tool_provider``, ``subagent``."""
     if part == "mcp":
@@ -127,17 +158,22 @@ def scripted(
     notes: bool = False,
     unsupported: str | None = None,
     secrets: list[str] | None = None,
+    record_requests: bool = False,
 ) -> Agent:
     """An agent playing ``steps`` with Read, Write and Append in ``cwd`` (``count_tokens``:
     the exact count is asked before each request; ``snip``: the model may snip old turns;
     ``telemetry``: from a test's own factory, not from JSON params; ``notes``: with the
     :data:`NOTES` providers; ``unsupported``: with a part Temporal refuses, see
-    :func:`_unsupported`; ``secrets``: strings the trace must never hold)."""
+    :func:`_unsupported`; ``secrets``: strings the trace must never hold;
+    ``record_requests``: each request's messages go to :data:`REQUESTS_LOG` in ``cwd``)."""
     folder = Path(cwd)
     hooks = Hooks(stop=[_stop_once(folder)]) if stop_hook else Hooks()
     options = _unsupported(unsupported)
+    model: Model = ScriptedModel(parse_scenario({"steps": steps}), name=MODEL)
+    if record_requests:
+        model = RecordingModel(model, folder)
     return Agent(
-        model=ScriptedModel(parse_scenario({"steps": steps}), name=MODEL),
+        model=model,
         tools=[Read(), Write(), Append(linger_s), *options.pop("tools", ())],
         config=LoopConfig(
             model=MODEL, retry_base_ms=1, retry_cap_ms=5, count_tokens=count_tokens, snip=snip

@@ -19,9 +19,10 @@ from temporalio.client import Client
 from fsm_agent.temporal import start_session
 from fsm_agent.trace.reader import read_trace
 
-from .session_agents import scripted
+from .session_agents import REQUESTS_LOG, scripted
 
 TOOLS = ("Read", "Write", "Append")
+SIDES = ("local", "remote")
 
 _calls = st.sampled_from(
     [
@@ -82,9 +83,10 @@ def test_temporal_session_takes_the_in_process_transitions(
     temporal_address: str, worker_pool: str, tmp_path_factory: pytest.TempPathFactory, world: Any
 ) -> None:
     """For generated worlds, the Temporal session and the in-process Agent agree on every
-    loop transition and on every tool call's transitions."""
+    loop transition, on every tool call's transitions and on every request the model gets."""
     root = tmp_path_factory.mktemp("world")
     local_trace, remote_trace = root / "local.jsonl", root / "remote.jsonl"
+    world = {**world, "record_requests": True}
     agent = scripted(**world, cwd=str(fresh_folder(root / "local")), trace=str(local_trace))
     local = asyncio.run(agent.run("go"))
 
@@ -100,3 +102,7 @@ def test_temporal_session_takes_the_in_process_transitions(
     result = asyncio.run(remote())
     assert result["terminal"] == local.terminal
     assert transitions(remote_trace) == transitions(local_trace)
+    # Model calls after the first carry only what changed, on either of two workers: the
+    # model is still asked exactly what the in-process driver asks it.
+    asked = [(root / side / REQUESTS_LOG).read_text(encoding="utf-8") for side in SIDES]
+    assert asked[0] == asked[1]

@@ -133,3 +133,19 @@ def test_any_repeated_or_late_delivery_gives_the_whole_trace(
     for again in data.draw(st.lists(st.sampled_from(delivered), max_size=4)):
         place_chunk(path, at[again], CHUNKS[again])
     assert path.read_bytes() == b"".join(CHUNKS)
+
+
+def test_a_conflict_deep_inside_a_large_chunk_is_found_at_its_byte(tmp_path: Path) -> None:
+    """A chunk of several MiB compared with the file slice by slice: one byte changed far
+    inside it is reported at its exact offset, and an identical retry is a no-op."""
+    path = tmp_path / "t.jsonl"
+    chunk = b'{"pad":"' + b"p" * (3 << 20) + b'"}\n'
+    assert place_chunk(path, 0, CHUNKS[0]) == len(CHUNKS[0])
+    end = place_chunk(path, len(CHUNKS[0]), chunk)
+    assert place_chunk(path, len(CHUNKS[0]), chunk) == end
+    changed = bytearray(chunk)
+    changed[(5 << 19) + 7] = ord("q")
+    with pytest.raises(TraceWriteConflict) as raised:
+        place_chunk(path, len(CHUNKS[0]), bytes(changed))
+    assert raised.value.offset == len(CHUNKS[0]) + (5 << 19) + 7
+    assert path.read_bytes() == CHUNKS[0] + chunk
