@@ -91,10 +91,12 @@ class EventLine(NamedTuple):
     (:meth:`TraceWriter.prepare_event`).
 
     Attributes:
-        alone: the line's bytes for the event alone (``seq`` stamped, no newline).
+        parts: the line's bytes for the event alone (``seq`` stamped, no newline), in parts
+            to be joined: one for most events; a turn's first event joins the kept bytes of
+            its transcript on only when the line is written, so that they are copied once.
     """
 
-    alone: bytes
+    parts: tuple[bytes, ...]
 
 
 class TraceWriter:
@@ -300,26 +302,26 @@ class TraceWriter:
         try:
             if type(event) is TurnStarted:
                 return EventLine(self._turn_started_line(event, fields, keys_hit=keys_hit))
-            return EventLine(self._render(fields, keys_hit=keys_hit))
+            return EventLine((self._render(fields, keys_hit=keys_hit),))
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
 
     def _turn_started_line(
         self, event: TurnStarted, fields: dict[str, Any], *, keys_hit: bool
-    ) -> bytes:
-        """The line of the transcript a turn starts from: the same bytes as the generic path,
-        with only the messages added since the conversation's last turn serialized and
-        scanned (``fields``: the record with no messages)."""
+    ) -> tuple[bytes, ...]:
+        """The parts of the line of the transcript a turn starts from: the same bytes as the
+        generic path, with only the messages added since the conversation's last turn
+        serialized and scanned (``fields``: the record with no messages)."""
         array = self._transcript.array(event.messages, self._redactor)
         if array is not None:
             head, gap, tail = self._render(fields, keys_hit=keys_hit).partition(_MESSAGES_GAP)
             if gap and _MESSAGES_GAP not in tail:
-                return b"".join([head, b'"messages":', *array, tail])
+                return (head, b'"messages":', *array, tail)
         # The generic path (no single place for them): the record serialized whole.
         messages = [dump_message(message) for message in event.messages]
         fields["event"]["messages"] = messages
-        return self._render(fields, keys_hit=keys_hit or has_sensitive_key(messages))
+        return (self._render(fields, keys_hit=keys_hit or has_sensitive_key(messages)),)
 
     def write_event_line(self, line: EventLine, step: Step | None) -> None:
         """Write a prepared event line with what ``feed`` made of the event (schema 3),
@@ -328,42 +330,51 @@ class TraceWriter:
         event and one per transition and effect."""
         if self._closed:
             raise UsageError("the trace writer is closed")
-        data = line.alone
         count = 1
         if step is not None and (step.transitions or step.effects):
             count += len(step.transitions) + len(step.effects)
             try:
-                data = self._with_step(data, step)
+                data = b"".join(self._with_step(line.parts, step))
             except (orjson.JSONEncodeError, TypeError) as exc:
                 cause = exc.__cause__ or exc
                 raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
+        elif len(line.parts) == 1:
+            data = line.parts[0] + b"\n"
+        else:
+            data = b"".join((*line.parts, b"\n"))
         self._next_seq += count
-        self._file.write(data + b"\n")
+        self._file.write(data)
         self._file.flush()
 
-    def _with_step(self, alone: bytes, step: Step) -> bytes:
-        """The line of an event carrying its step, from the event's own line. Sorted keys put
-        ``effects`` before every key of the event's line and ``transitions`` after them, so
-        each list is rendered once, at the depth it has in the line, redacted on its own
-        (redaction works value by value: the bytes are those of redacting the whole line),
-        and joined on."""
+    def _with_step(self, alone: tuple[bytes, ...], step: Step) -> list[bytes | memoryview]:
+        """The parts of the line (newline included) of an event carrying its step, from the
+        parts of the event's own line. Sorted keys put ``effects`` before every key of the
+        event's line and ``transitions`` after them, so each list is rendered once, at the
+        depth it has in the line, redacted on its own (redaction works value by value: the
+        bytes are those of redacting the whole line), and joined on. The event's line is not
+        copied here: a turn's first line holds the whole transcript (issue 10)."""
         lists = records.add_step({}, step)
-        out = b"{"
+        parts: list[bytes | memoryview] = [b"{"]
         effects = lists.get("effects")
         if effects:
             part = records.dumps({"effects": effects})
             # An effect's free-form fields may hold keys from outside (DESIGN §8).
             if any(sensitive_key_in(e) for e in effects) or self._redactor.holds_secret(part):
                 part = records.dumps({"effects": self._redactor.value(effects)})
-            out += part[1:-1] + b","
-        out += alone[1:-1]
+            parts += (part[1:-1], b",")
+        # The event's line without its braces.
+        if len(alone) == 1:
+            parts.append(memoryview(alone[0])[1:-1])
+        else:
+            parts += (memoryview(alone[0])[1:], *alone[1:-1], memoryview(alone[-1])[:-1])
         transitions = lists.get("transitions")
         if transitions:
             part = records.dumps({"transitions": transitions})
             if self._redactor.holds_secret(part):  # their keys are the writer's own
                 part = records.dumps({"transitions": self._redactor.value(transitions)})
-            out += b"," + part[1:-1]
-        return out + b"}"
+            parts += (b",", part[1:-1])
+        parts.append(b"}\n")
+        return parts
 
     def write_event(self, event: Event, step: Step | None = None) -> None:
         """Record an event and what ``feed`` made of it as one line: :meth:`prepare_event`

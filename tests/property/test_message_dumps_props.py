@@ -8,15 +8,43 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import Message, TextBlock, ToolUseBlock, UserMessage
+from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.testing.transcripts import loop_transcripts, transcripts
 from fsm_agent.trace import records
 from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.writer import TraceWriter
 
 SECRET = "hunter-two-secret"
+
+_STEPS = st.sampled_from(
+    [
+        None,
+        Step(),
+        Step(
+            transitions=(
+                TransitionTaken(
+                    machine="loop", name="run_started", source="idle", dest="session_start"
+                ),
+            )
+        ),
+        Step(
+            transitions=(
+                TransitionTaken(
+                    machine="loop", name="run_started", source="idle", dest="session_start"
+                ),
+            ),
+            effects=(
+                fx.RunHooks(
+                    effect_id="e1", hook_event=fx.HookEvent.SESSION_START, payload={"token": SECRET}
+                ),
+            ),
+        ),
+    ]
+)
 
 _ODD = st.sampled_from(
     [
@@ -62,24 +90,28 @@ def _writer(target: io.BytesIO, transcript: TranscriptJson | None = None) -> Tra
     )
 
 
-@given(_turns(), st.booleans())
+@given(_turns(), st.booleans(), _STEPS)
 def test_kept_transcript_bytes_equal_the_generic_record(
-    turns: list[tuple[Message, ...]], same_writer: bool
+    turns: list[tuple[Message, ...]], same_writer: bool, step: Step | None
 ) -> None:
-    """Every TurnStarted line of a generated conversation, written from the bytes kept over
-    its turns, is byte for byte the record the generic path writes."""
+    """Every TurnStarted line of a generated conversation (with what the core made of it, or
+    alone), written from the bytes kept over its turns, is byte for byte the record the
+    generic path writes."""
     kept, cached, generic = TranscriptJson(), io.BytesIO(), io.BytesIO()
     shared_fast, shared_slow = _writer(cached, kept), _writer(generic)
     for messages in turns:
         event = ev.TurnStarted(messages=messages, wall_time=1.5)
+        fields = records.event_fields(event)
+        if step is not None:
+            records.add_step(fields, step)
         if same_writer:
-            shared_fast.write_event(event)
-            shared_slow.write_record(records.event_fields(event))
+            shared_fast.write_event(event, step)
+            shared_slow.write_record(fields)
             continue
         with _writer(cached, kept) as fast:
-            fast.write_event(event)
+            fast.write_event(event, step)
         with _writer(generic) as slow:
-            slow.write_record(records.event_fields(event))
+            slow.write_record(fields)
     assert [line for line in cached.getvalue().splitlines() if b'"event"' in line] == [
         line for line in generic.getvalue().splitlines() if b'"event"' in line
     ]
