@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -476,3 +478,52 @@ def test_a_session_writes_what_a_cold_writer_writes(
     cold, _ = _turn_started_lines(tmp_path / "cold", 5)
     assert kept == cold
     assert all(b"hunter-two-secret" not in line for line in kept)
+
+
+def _calls_per_turn(tmp_path: Path, turns: tuple[int, ...], *, snip: bool) -> list[int]:
+    """The Python and C function calls made by the given user turns of one session (each
+    turn a tool call, its result and an answer), counted by a profile hook."""
+    steps = [
+        s for n in range(turns[-1]) for s in (calls("Glob", pattern="*.py"), says(f"done {n}"))
+    ]
+    agent = Agent(
+        model=scripted(*steps),
+        tools=default_tools(),
+        cwd=tmp_path,
+        trace=f"{tmp_path}/traces/",
+        store=False,
+        config=LoopConfig(snip=snip),
+    )
+    session = agent.session(changed_files=False)
+    counted: list[int] = []
+
+    async def talk() -> None:
+        for number in range(1, turns[-1] + 1):
+            if number not in turns:
+                await session.ask(f"question {number}")
+                continue
+            count = 0
+
+            def profile(_frame: object, event: str, _arg: object) -> None:
+                nonlocal count
+                count += event in ("call", "c_call")
+
+            gc.disable()  # the collector's callbacks would be counted too
+            sys.setprofile(profile)
+            try:
+                await session.ask(f"question {number}")
+            finally:
+                sys.setprofile(None)
+                gc.enable()
+            counted.append(count)
+
+    asyncio.run(talk())
+    return counted
+
+
+@pytest.mark.parametrize("snip", [False, True])
+def test_a_late_user_turn_makes_no_more_calls_than_an_early_one(tmp_path: Path, snip: bool) -> None:
+    """A user turn late in a conversation makes as many function calls as an early one: no
+    per-turn work walks the history in Python (DESIGN §7)."""
+    early, late = _calls_per_turn(tmp_path, (4, 40), snip=snip)
+    assert late <= early
