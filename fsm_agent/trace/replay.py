@@ -26,6 +26,7 @@ import contextlib
 import io
 import itertools
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Final
@@ -407,11 +408,13 @@ class _FileLines:
 
 
 def _size(file: IO[bytes]) -> int:
-    """The file's size, or a size past the limit when it cannot be told (a pipe)."""
+    """The size of a regular file; past the limit for anything else (a pipe, a device), whose
+    size says nothing of what will come out of it."""
     try:
-        return os.fstat(file.fileno()).st_size
+        status = os.fstat(file.fileno())
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         return WHOLE_FILE_LIMIT + 1
+    return status.st_size if stat.S_ISREG(status.st_mode) else WHOLE_FILE_LIMIT + 1
 
 
 def _trace_lines(trace: Trace) -> Iterator[_Line]:

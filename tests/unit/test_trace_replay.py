@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -560,3 +562,21 @@ def test_a_file_read_line_by_line_replays_as_one_read_whole(
     whole = outcomes()
     monkeypatch.setattr(replay_module, "WHOLE_FILE_LIMIT", 0)
     assert outcomes() == whole
+
+
+def test_a_trace_read_from_a_named_pipe_replays(tmp_path: Path, good: Path) -> None:
+    """A trace coming through a named pipe (no size known beforehand) replays as its file."""
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with fifo.open("wb") as out:
+            out.write(good.read_bytes())
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        result = replay(fifo)
+    finally:
+        writer.join(timeout=10)
+    assert result == attrs.evolve(replay(good), source=str(fifo))
