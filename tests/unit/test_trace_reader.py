@@ -321,7 +321,7 @@ def recorded_in(tmp_path: Path, layout: str) -> Path:
 
 def carrying_line_of(path: Path, layout: str, kind: str) -> tuple[int, dict[str, Any]]:
     """The line number and dict of the first line of ``layout`` carrying a record of
-    ``kind``, and the seq its first transition or effect takes."""
+    ``kind``."""
     for number, line in enumerate(path.read_bytes().splitlines(), start=1):
         data = orjson.loads(line)
         if data.get("record") == layout and data.get(f"{kind}s"):
@@ -395,45 +395,29 @@ def test_a_bad_record_carried_on_a_line_is_named_by_its_path(
 
 
 @pytest.mark.parametrize(
-    ("change", "path"),
+    ("layout", "change", "path"),
     [
-        ({"transitions": [], "effects": []}, "$"),
-        ({"effects": {"type": "Emit"}}, "$.effects"),
-        ({"transitions": ["run_started"]}, "$.transitions[0]"),
-        ({"colour": "blue"}, "$.colour"),
-        ({"seq": "3"}, "$.seq"),
+        ("step", {"transitions": [], "effects": []}, "$"),
+        ("step", {"effects": {"type": "Emit"}}, "$.effects"),
+        ("step", {"transitions": ["run_started"]}, "$.transitions[0]"),
+        ("step", {"colour": "blue"}, "$.colour"),
+        ("step", {"seq": "3"}, "$.seq"),
+        ("event", {"transitions": []}, "$.transitions"),
+        ("event", {"effects": []}, "$.effects"),
+        ("event", {"effects": {"type": "Emit"}}, "$.effects"),
+        ("event", {"transitions": "run_started"}, "$.transitions"),
+        ("event", {"transitions": ["run_started"]}, "$.transitions[0]"),
+        ("event", {"colour": "blue"}, "$.colour"),
+        ("event", {"seq": "3"}, "$.seq"),
     ],
 )
-def test_a_malformed_step_line_is_named(tmp_path: Path, change: dict[str, Any], path: str) -> None:
-    """An empty step, lists of the wrong shape, an extra field or a bad seq each get a
-    format error naming the path."""
-    trace = recorded_in(tmp_path, "step")
-    number, line = carrying_line_of(trace, "step", "transition")
-    rewrite_line(trace, number, {**line, **change})
-    with pytest.raises(TraceFormatError) as info:
-        read_trace(trace)
-    assert (info.value.line, info.value.path) == (number, path)
-
-
-@pytest.mark.parametrize(
-    ("change", "path"),
-    [
-        ({"transitions": []}, "$.transitions"),
-        ({"effects": []}, "$.effects"),
-        ({"effects": {"type": "Emit"}}, "$.effects"),
-        ({"transitions": "run_started"}, "$.transitions"),
-        ({"transitions": ["run_started"]}, "$.transitions[0]"),
-        ({"colour": "blue"}, "$.colour"),
-        ({"seq": "3"}, "$.seq"),
-    ],
-)
-def test_a_malformed_event_line_carrying_a_feed_is_named(
-    tmp_path: Path, change: dict[str, Any], path: str
+def test_a_malformed_line_carrying_a_feed_is_named(
+    tmp_path: Path, layout: str, change: dict[str, Any], path: str
 ) -> None:
-    """On an event line, an empty list, lists of the wrong shape, an extra field or a bad
-    seq each get a format error naming the path."""
-    trace = recorded_in(tmp_path, "event")
-    number, line = carrying_line_of(trace, "event", "transition")
+    """On a step line or an event line carrying its feed: an empty step or list, lists of
+    the wrong shape, an extra field or a bad seq each get a format error naming the path."""
+    trace = recorded_in(tmp_path, layout)
+    number, line = carrying_line_of(trace, layout, "transition")
     rewrite_line(trace, number, {**line, **change})
     with pytest.raises(TraceFormatError) as info:
         read_trace(trace)
