@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from json_paths import json_paths
 
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
@@ -84,18 +85,6 @@ json_values = st.recursive(
 )
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path into a JSON value (the value's own path first)."""
-    out = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            out.extend(_paths(item, (*prefix, key)))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            out.extend(_paths(item, (*prefix, index)))
-    return out
-
-
 def _look_alikes(value: Any) -> list[Any]:
     """Values equal to ``value`` in Python but not in JSON (``1``, ``1.0``, ``true``)."""
     if isinstance(value, bool):
@@ -125,7 +114,7 @@ def _mutated(
     choices = [
         (index, path)
         for index, record in enumerate(lines)
-        for path in _paths(record)[1:]  # a field, not the whole line
+        for path in json_paths(record)[1:]  # a field, not the whole line
         if eligible(path, record)
     ]
     assume(choices)

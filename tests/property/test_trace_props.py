@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_paths import json_paths
 
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.tool_spec import ToolSpec
@@ -131,17 +132,6 @@ def _recorded_lines() -> list[dict[str, Any]]:
 RECORDED = _recorded_lines()
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            out.extend(_paths(item, (*prefix, key)))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            out.extend(_paths(item, (*prefix, index)))
-    return out
-
-
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_mutated_real_traces_raise_only_trace_errors(data: st.DataObject) -> None:
@@ -150,7 +140,7 @@ def test_mutated_real_traces_raise_only_trace_errors(data: st.DataObject) -> Non
 
     records = [orjson.loads(orjson.dumps(r)) for r in RECORDED]
     line = data.draw(st.integers(0, len(records) - 1))
-    paths = _paths(records[line])
+    paths = json_paths(records[line])
     path = data.draw(st.sampled_from(paths[1:]))  # not the whole line
     value = data.draw(json_values | st.sampled_from(TAGS))
     target = records[line]
