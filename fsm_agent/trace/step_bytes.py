@@ -3,9 +3,9 @@
 A schema 3 event line is ``{"effects":[…],`` + the event's own fields + ``,"transitions":[…]}``
 (sorted keys put ``effects`` before every field of the event's line and ``transitions`` after
 them; each list only when not empty). The writer renders each list on its own, at the depth
-it has in the line. Replay checks a line by rendering the lists of the step the core produced
-the same way and comparing them with the start and the end of the line's bytes: no parse of
-the lists, no serialization of the event again.
+it has in the line, with the functions here; replay checks a line by rendering the lists of the
+step the core produced with the same functions and comparing them with the start and the end
+of the line's bytes: no parse of the lists, no serialization of the event again.
 
 The comparison is exact. JSON strings hold ``"`` only escaped, so ``,"transitions":`` in the
 bytes is always a key; a line that ends with that key, a complete array and the closing brace
@@ -41,7 +41,8 @@ def carries(content: bytes, data: dict[str, Any], step: Step) -> bool:
     """Whether the event line ``content`` (parsed: ``data``) carries exactly the transitions
     and effects of ``step``, as the writer writes them (unredacted)."""
     if step.effects:
-        if not content.startswith(b"{%s," % effects_field(step)):
+        dumped = [dump_effect(effect) for effect in step.effects]
+        if not content.startswith(b"{%s," % effects_field(dumped)):
             return False
     elif "effects" in data:
         return False
@@ -50,14 +51,15 @@ def carries(content: bytes, data: dict[str, Any], step: Step) -> bool:
     return "transitions" not in data
 
 
-def effects_field(step: Step) -> bytes:
-    """``"effects":[…]`` as the writer renders the step's effects in a line."""
-    part = records.dumps({"effects": [dump_effect(effect) for effect in step.effects]})
-    return part[1:-1]
+def effects_field(dumped: list[dict[str, Any]]) -> bytes:
+    """``"effects":[…]`` as the writer renders a step's effects (each as
+    :func:`~fsm_agent.core.codec.dump_effect` gives it) in a line, unredacted."""
+    return records.dumps({"effects": dumped})[1:-1]
 
 
 def transitions_field(step: Step) -> bytes:
-    """``"transitions":[…]`` as the writer renders the step's transitions in a line."""
+    """``"transitions":[…]`` as the writer renders the step's transitions in a line,
+    unredacted."""
     try:
         joined = b",".join([_transition_bytes(taken) for taken in step.transitions])
     except orjson.JSONEncodeError:

@@ -33,7 +33,7 @@ import attrs
 import orjson
 
 import fsm_agent
-from fsm_agent.core.codec import dump_message
+from fsm_agent.core.codec import dump_effect, dump_message
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import Event, ModelStreamEvent, TurnStarted
 from fsm_agent.core.messages import Message, Usage
@@ -45,6 +45,7 @@ from fsm_agent.trace.closed_fields import known_stream_delta, sensitive_key_in
 from fsm_agent.trace.header_parts import header_parts
 from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.redact import Redactor, has_sensitive_key
+from fsm_agent.trace.step_bytes import effects_field, transitions_field
 
 _MESSAGES_GAP: Final = b'"messages":[]'
 """Where a ``TurnStarted`` record written without its messages takes them."""
@@ -353,26 +354,25 @@ class TraceWriter:
         depth it has in the line, redacted on its own (redaction works value by value: the
         bytes are those of redacting the whole line), and joined on. The event's line is not
         copied here: a turn's first line holds the whole transcript (issue 10)."""
-        lists = records.add_step({}, step)
         parts: list[bytes | memoryview] = [b"{"]
-        effects = lists.get("effects")
-        if effects:
-            part = records.dumps({"effects": effects})
+        if step.effects:
+            effects = [dump_effect(effect) for effect in step.effects]
+            part = effects_field(effects)
             # An effect's free-form fields may hold keys from outside (DESIGN §8).
             if any(sensitive_key_in(e) for e in effects) or self._redactor.holds_secret(part):
-                part = records.dumps({"effects": self._redactor.value(effects)})
-            parts += (part[1:-1], b",")
+                part = records.dumps({"effects": self._redactor.value(effects)})[1:-1]
+            parts += (part, b",")
         # The event's line without its braces.
         if len(alone) == 1:
             parts.append(memoryview(alone[0])[1:-1])
         else:
             parts += (memoryview(alone[0])[1:], *alone[1:-1], memoryview(alone[-1])[:-1])
-        transitions = lists.get("transitions")
-        if transitions:
-            part = records.dumps({"transitions": transitions})
+        if step.transitions:
+            part = transitions_field(step)  # the same bytes replay compares with
             if self._redactor.holds_secret(part):  # their keys are the writer's own
-                part = records.dumps({"transitions": self._redactor.value(transitions)})
-            parts += (b",", part[1:-1])
+                transitions = [records.step_transition(t) for t in step.transitions]
+                part = records.dumps({"transitions": self._redactor.value(transitions)})[1:-1]
+            parts += (b",", part)
         parts.append(b"}\n")
         return parts
 
