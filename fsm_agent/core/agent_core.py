@@ -15,7 +15,7 @@ everything from the outside world arrives as an event.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -120,7 +120,6 @@ _STREAMING = Phase.STREAMING.value
 _OVERFLOW_BUFFER = 1_000  # SPEC §8.3 / §10: output floor on overflow retry, and its buffer
 _OUTPUT_FLOOR = 3_000
 _QUIET_STEP = Step()
-_LOOP_EVENTS = {name: LOOP_MACHINE.events[name] for name in {row.name for row in LOOP_ROWS}}
 
 
 @attrs.define(slots=True)
@@ -472,11 +471,10 @@ class AgentCore:
 
     def _finish_step(self) -> Step:
         self._refresh_hot_request()
-        return Step(
-            transitions=tuple(self._transitions),
-            effects=tuple(self._effects),
-            terminal=self._terminal,
-        )
+        transitions, effects = self._transitions, self._effects
+        if not (transitions or effects or self._terminal is not None):
+            return _QUIET_STEP
+        return Step(transitions=tuple(transitions), effects=tuple(effects), terminal=self._terminal)
 
     def _poison(self, exc: BaseException) -> None:
         self._poisoned = exc
@@ -535,7 +533,7 @@ class AgentCore:
             if not (self._effects or self._transitions or self._stream_error):
                 return _QUIET_STEP
             self._event = event or ev.ModelStreamEvent(request_id=request_id, event=raw)
-            self._fire_first(_LOOP_INDEX[(_STREAMING, ev.ModelStreamEvent)])
+            self._fire_first(_STREAM_ROWS)
             self._settle()
         except BaseException as exc:
             self._poison(exc)
@@ -543,70 +541,69 @@ class AgentCore:
         return self._finish_step()
 
     def _dispatch(self, event: ev.Event) -> None:
-        phase = self.phase
-        kind = type(event)
-        internal = (phase, kind) in INTERNAL_EVENTS
-        rows = _LOOP_INDEX.get((phase, kind))
-        if not internal and rows is None:
-            raise IllegalTransition(phase=phase, event=kind.__name__, legal=self.legal_events())
-        if phase in _AWAITING_PHASES and not isinstance(
-            event, ev.AbortRequested | ev.CollapseStaged
-        ):
+        phase = self._machine_model.state
+        plan = _EVENT_PLANS.get((phase, type(event)))
+        if plan is None:
+            raise IllegalTransition(
+                phase=phase, event=type(event).__name__, legal=self.legal_events()
+            )
+        handler, rows, answers_effect, answers_request = plan
+        if answers_effect:
             effect_id = getattr(event, "effect_id", None)
             if effect_id != self._awaiting:
                 raise UsageError(
-                    f"{kind.__name__} answers effect {effect_id!r}, but phase {phase!r} "
-                    f"waits for {self._awaiting!r}"
+                    f"{type(event).__name__} answers effect {effect_id!r}, but phase "
+                    f"{phase!r} waits for {self._awaiting!r}"
                 )
-        if isinstance(event, ev.ModelStreamClosed | ev.ModelStreamFailed):
-            self._check_request(event.request_id)
+        if answers_request:
+            self._check_request(cast(ev.ModelStreamClosed | ev.ModelStreamFailed, event).request_id)
         self._event = event
-        if internal:
-            self._handle_internal(event)
-        if rows is not None and not self._fire_first(rows) and not internal:
-            raise DefinitionError(f"no row fired for {kind.__name__} in {phase}")
+        if handler is not None:
+            handler(self, event)
+        if rows is not None and not self._fire_first(rows) and handler is None:
+            raise DefinitionError(f"no row fired for {type(event).__name__} in {phase}")
 
     def _settle(self) -> None:
+        model = self._machine_model
         while self._terminal is None:
-            rows = _LOOP_INDEX.get((self.phase, None))
+            rows = _AUTOMATIC_ROWS.get(model.state)
             if rows is None or not self._fire_first(rows):
                 return
 
-    def _fire_first(self, rows: tuple[Row, ...]) -> bool:
-        for row in rows:
-            if row.guard is None or _LOOP_GUARDS[row.guard](self):
-                self._fire(row)
+    def _fire_first(self, rows: tuple[_Firing, ...]) -> bool:
+        """Fire the first row of a group whose guard holds (DESIGN §2); False if none does."""
+        for guard, taken, trigger, action, final in rows:
+            if guard is None or guard(self):
+                trigger(self._machine_model)
+                self._transitions.append(taken)
+                if action is not None:
+                    action(self)
+                if final is not None:
+                    self._terminal = final
+                    # SessionEnd hooks run as the session closes; nothing waits (SPEC §6).
+                    self._run_hooks(fx.HookEvent.SESSION_END, {"reason": final})
                 return True
         return False
 
-    def _fire(self, row: Row) -> None:
-        model = self._machine_model
-        taken = _TAKEN[row.name, model.state]
-        _LOOP_EVENTS[row.name].trigger(model)
-        self._transitions.append(taken)
-        action = _LOOP_ACTIONS.get(row.name)
-        if action is not None:
-            action(self)
-        if row.dest in FINAL_STATES:
-            self._terminal = row.dest
-            # SessionEnd hooks run as the session closes; nothing waits for them (SPEC §6).
-            self._run_hooks(fx.HookEvent.SESSION_END, {"reason": row.dest})
+    # Events a phase consumes inside itself (``INTERNAL_EVENTS``), one handler per type.
 
-    def _handle_internal(self, event: ev.Event) -> None:
-        if isinstance(event, ev.ModelStreamEvent):
-            self._on_stream(event.request_id, event.event)
-        elif isinstance(event, ev.AbortRequested):
-            self._abort_tools(event.reason)
-        elif isinstance(event, ev.CollapseStaged):
-            self._take_staged_collapse(event)
-        elif self._executor is not None and self._executor.owns(event) is not None:
-            self._executor.handle(event)
-        else:
+    def _internal_stream_event(self, event: ev.ModelStreamEvent) -> None:
+        self._on_stream(event.request_id, event.event)
+
+    def _internal_abort(self, event: ev.AbortRequested) -> None:
+        self._abort_tools(event.reason)
+
+    def _internal_tool_event(self, event: ev.Event) -> None:
+        executor = self._executor
+        call = executor.owns(event) if executor is not None else None
+        if call is None:
             raise IllegalTransition(
                 phase=self.phase,
                 event=f"{type(event).__name__} for no current tool call",
                 legal=self.legal_events(),
             )
+        assert executor is not None
+        executor.handle_owned(call, event)
 
     # --- the tool sink (what the executor calls back) -------------------------------------------
 
@@ -862,7 +859,8 @@ class AgentCore:
             )
 
     def _on_stream(self, request_id: str, raw: dict[str, Any]) -> None:
-        self._check_request(request_id)
+        if request_id != self._request_id:
+            self._check_request(request_id)
         if self._stream_error is not None:
             return  # the model_error row has fired already
         assert self._assembler is not None
@@ -871,7 +869,8 @@ class AgentCore:
         except FsmAgentError as exc:  # ModelProtocolError: a named model_error, not a crash
             self._stream_error = str(exc)
             return
-        self._absorb(completed)
+        if completed:
+            self._absorb(completed)
 
     def _absorb(self, completed: tuple[Message, ...]) -> None:
         assert self._assembler is not None
@@ -1712,24 +1711,65 @@ def _only_tool_uses_of(message: Message, call_ids: set[str]) -> bool:
     )
 
 
-def _resolve_guards() -> dict[str, Callable[[AgentCore], bool]]:
-    check_table(LOOP_ROWS, AgentCore, internal=INTERNAL_EVENTS)
-    return {
-        row.guard: getattr(AgentCore, f"_guard_{row.guard}")
-        for row in LOOP_ROWS
-        if row.guard is not None
-    }
+# A row as the core fires it from one source, resolved once (DESIGN §7): its guard (None:
+# always), its transition record (it depends only on the row and the source), the trigger of
+# its ``transitions`` event, its ``_on_<name>`` action (None: none) and the final state it
+# reaches (None: not final). Firing is then unpacking a tuple, with no lookup per row.
+_Firing = tuple[
+    Callable[["AgentCore"], bool] | None,
+    TransitionTaken,
+    Callable[[_LoopModel], bool],
+    Callable[["AgentCore"], None] | None,
+    str | None,
+]
+# What feeding an event type in a phase does: the handler of an event the phase consumes
+# (INTERNAL_EVENTS), the rows it may fire, whether it must answer the effect the phase
+# waits for, and whether it must belong to the request in flight.
+_EventPlan = tuple[
+    Callable[["AgentCore", Any], None] | None,
+    tuple[_Firing, ...] | None,
+    bool,
+    bool,
+]
+
+_INTERNAL_HANDLERS: dict[type, Callable[[AgentCore, Any], None]] = {
+    ev.ModelStreamEvent: AgentCore._internal_stream_event,
+    ev.AbortRequested: AgentCore._internal_abort,
+    ev.CollapseStaged: AgentCore._take_staged_collapse,
+    **dict.fromkeys(_TOOL_EVENTS, AgentCore._internal_tool_event),
+}
 
 
-_LOOP_GUARDS = _resolve_guards()
-# A loop transition record depends only on its row and source: build each once.
-_TAKEN = {
-    (row.name, source): TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest)
-    for row in LOOP_ROWS
-    for source in row.source
+def _firings(source: str, rows: tuple[Row, ...]) -> tuple[_Firing, ...]:
+    return tuple(
+        (
+            getattr(AgentCore, f"_guard_{row.guard}") if row.guard is not None else None,
+            TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest),
+            LOOP_MACHINE.events[row.name].trigger,
+            getattr(AgentCore, f"_on_{row.name}", None),
+            row.dest if row.dest in FINAL_STATES else None,
+        )
+        for row in rows
+    )
+
+
+def _event_plans() -> dict[tuple[str, type], _EventPlan]:
+    keys = {(phase, on) for phase, on in _LOOP_INDEX if on is not None} | INTERNAL_EVENTS
+    plans: dict[tuple[str, type], _EventPlan] = {}
+    for phase, kind in keys:
+        rows = _LOOP_INDEX.get((phase, kind))
+        plans[phase, kind] = (
+            _INTERNAL_HANDLERS[kind] if (phase, kind) in INTERNAL_EVENTS else None,
+            _firings(phase, rows) if rows is not None else None,
+            phase in _AWAITING_PHASES and kind not in (ev.AbortRequested, ev.CollapseStaged),
+            kind in (ev.ModelStreamClosed, ev.ModelStreamFailed),
+        )
+    return plans
+
+
+check_table(LOOP_ROWS, AgentCore, internal=INTERNAL_EVENTS)
+_EVENT_PLANS = _event_plans()
+_AUTOMATIC_ROWS = {
+    phase: _firings(phase, rows) for (phase, on), rows in _LOOP_INDEX.items() if on is None
 }
-_LOOP_ACTIONS: dict[str, Callable[[AgentCore], None]] = {
-    row.name: getattr(AgentCore, f"_on_{row.name}")
-    for row in LOOP_ROWS
-    if hasattr(AgentCore, f"_on_{row.name}")
-}
+_STREAM_ROWS = _firings(_STREAMING, _LOOP_INDEX[_STREAMING, ev.ModelStreamEvent])

@@ -267,6 +267,10 @@ class ToolExecutor:
                 event=f"{type(event).__name__} for an unknown call or effect",
                 legal=[f"events for {', '.join(self.calls) or 'no calls'}"],
             )
+        self.handle_owned(call, event)
+
+    def handle_owned(self, call: ToolCall, event: ev.Event) -> None:
+        """:meth:`handle` for an event already known to be about ``call`` (``owns``)."""
         if isinstance(event, ev.ToolProgressReported | ev.SubagentStarted):
             return  # facts for the user and the trace; no transition (DESIGN §2)
         if isinstance(event, ev.PermissionPromptShown):
