@@ -93,6 +93,7 @@ _USAGE_FIELDS: Final = (
     "cache_read_input_tokens",
 )
 _USAGE_TABLES: Final = ("cache_creation", "server_tool_use")
+_USAGE_KEYS: Final = frozenset({*_USAGE_FIELDS, *_USAGE_TABLES, "service_tier"})
 
 
 @attrs.define(slots=True)
@@ -128,33 +129,57 @@ def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
     """Usage from an event's ``usage`` dict; absent or null fields keep the previous value."""
     if raw is None:
         return previous
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         raise _protocol_error(event_type, None, "usage must be an object")
-    values: dict[str, Any] = {}
+    counts: list[int] = []
     for name in _USAGE_FIELDS:
         value = raw.get(name)
         if value is None:
-            values[name] = getattr(previous, name)
-        elif type(value) is int:
-            values[name] = value
-        else:
+            value = getattr(previous, name)
+        elif type(value) is not int:
             raise _protocol_error(event_type, None, f"usage.{name} must be an integer")
+        counts.append(value)
+    tables: list[dict[str, int] | None] = []
     for name in _USAGE_TABLES:
         table = raw.get(name)
         if table is None:
-            values[name] = getattr(previous, name)
-        elif isinstance(table, Mapping) and all(type(v) is int for v in table.values()):
-            values[name] = dict(table)
+            tables.append(getattr(previous, name))
+        elif (type(table) is dict or isinstance(table, Mapping)) and all(
+            type(v) is int for v in table.values()
+        ):
+            tables.append(dict(table))
         else:
             raise _protocol_error(event_type, None, f"usage.{name} must map names to integers")
     tier = raw.get("service_tier")
-    values["service_tier"] = (
-        previous.service_tier if tier is None else _string(tier, event_type, None, "service_tier")
+    # Fields this model does not name are kept as received, the newest value winning.
+    extra = (
+        dict(previous.extra)
+        if _USAGE_KEYS.issuperset(raw)
+        else {**previous.extra, **_extra_usage(raw)}
     )
-    known = {*_USAGE_FIELDS, *_USAGE_TABLES, "service_tier"}
-    extra = {key: value for key, value in raw.items() if key not in known and value is not None}
-    values["extra"] = {**previous.extra, **extra}
-    return Usage(**values)
+    input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens = counts
+    cache_creation, server_tool_use = tables
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_creation_input_tokens=cache_creation_tokens,
+        cache_read_input_tokens=cache_read_tokens,
+        cache_creation=cache_creation,
+        server_tool_use=server_tool_use,
+        service_tier=(
+            previous.service_tier
+            if tier is None
+            else _string(tier, event_type, None, "service_tier")
+        ),
+        extra=extra,
+    )
+
+
+def _extra_usage(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a usage object this model does not name (non-null ones)."""
+    return {
+        key: value for key, value in raw.items() if key not in _USAGE_KEYS and value is not None
+    }
 
 
 @attrs.define(slots=True)
@@ -225,9 +250,13 @@ class StreamAssembler:
             )
         try:
             # The delta branch comes first and stays short: it runs once per chunk.
-            if event.get("type") == "content_block_delta":
+            kind = event.get("type")
+            if kind == "content_block_delta":
                 return self._on_delta(event)
-            return self._on_other(event)
+            handler = _EVENT_HANDLERS.get(kind) if isinstance(kind, str) else None
+            if handler is None:
+                return self._notice(texts.stream_event_skipped(str(kind)))
+            return handler(self, event)
         except ModelProtocolError as error:
             self._poisoned = str(error)
             raise
@@ -326,35 +355,24 @@ class StreamAssembler:
         self.notices.append(text)
         return (SystemMessage(uuid=self.new_uuid(), subtype=NOTICE_SUBTYPE, text=text),)
 
-    def _on_other(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
-        event_type = event.get("type")
-        if event_type == "ping":
-            return _NOTHING
-        if event_type == "content_block_start":
-            self._require_open_message("content_block_start", event.get("index"))
-            return self._on_block_start(event)
-        if event_type == "content_block_stop":
-            self._require_open_message("content_block_stop", event.get("index"))
-            return self._on_block_stop(event)
-        if event_type == "message_delta":
-            self._require_open_message("message_delta", None)
-            return self._on_message_delta(event)
-        if event_type == "message_start":
-            return self._on_message_start(event)
-        if event_type == "message_stop":
-            self._require_open_message("message_stop", None)
-            closed: list[Message] = []
-            for index in sorted(self._open):
-                # Tolerated as the SDK does: the block ends with the message.
-                closed.extend(self._notice(texts.stream_block_closed_by_message_stop(index)))
-                closed.extend(self._close_block(self._open.pop(index), cut_short=True))
-            self.finished = True
-            return tuple(closed)
-        if event_type == "error":
-            raise _protocol_error("error", None, f"the stream reported an error: {event!r}")
-        return self._notice(texts.stream_event_skipped(str(event_type)))
+    def _on_ping(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        return _NOTHING
+
+    def _on_message_stop(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        self._require_open_message("message_stop", None)
+        closed: list[Message] = []
+        for index in sorted(self._open):
+            # Tolerated as the SDK does: the block ends with the message.
+            closed.extend(self._notice(texts.stream_block_closed_by_message_stop(index)))
+            closed.extend(self._close_block(self._open.pop(index), cut_short=True))
+        self.finished = True
+        return tuple(closed)
+
+    def _on_error(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        raise _protocol_error("error", None, f"the stream reported an error: {event!r}")
 
     def _require_open_message(self, event_type: str, index: object) -> None:
+        """Between ``message_start`` and ``message_stop``, or a protocol error."""
         if not self.started:
             raise _protocol_error(event_type, index, "arrived before message_start")
         if self.finished:
@@ -374,6 +392,8 @@ class StreamAssembler:
         return _NOTHING
 
     def _on_block_start(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        if not self.started or self.finished:
+            self._require_open_message("content_block_start", event.get("index"))
         index = event["index"]
         if type(index) is not int or index < 0:
             raise _protocol_error("content_block_start", index, "index must be an integer ≥ 0")
@@ -439,6 +459,8 @@ class StreamAssembler:
         return _NOTHING
 
     def _on_block_stop(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        if not self.started or self.finished:
+            self._require_open_message("content_block_stop", event.get("index"))
         index = event["index"]
         block = self._open.pop(index, None)
         if block is None:
@@ -512,6 +534,8 @@ class StreamAssembler:
         return parsed
 
     def _on_message_delta(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        if not self.started or self.finished:
+            self._require_open_message("message_delta", None)
         delta = event.get("delta") or {}
         if not isinstance(delta, Mapping):
             raise _protocol_error("message_delta", None, "delta must be an object")
@@ -545,6 +569,19 @@ class StreamAssembler:
                 ),
             )
         return _NOTHING
+
+
+# Stream events other than deltas, by ``type``; any other type is skipped with a notice.
+_EventHandler = Callable[[StreamAssembler, Mapping[str, Any]], tuple[Message, ...]]
+_EVENT_HANDLERS: Final[dict[str, _EventHandler]] = {
+    "ping": StreamAssembler._on_ping,
+    "content_block_start": StreamAssembler._on_block_start,
+    "content_block_stop": StreamAssembler._on_block_stop,
+    "message_delta": StreamAssembler._on_message_delta,
+    "message_start": StreamAssembler._on_message_start,
+    "message_stop": StreamAssembler._on_message_stop,
+    "error": StreamAssembler._on_error,
+}
 
 
 def _event_index(event: object) -> object:
