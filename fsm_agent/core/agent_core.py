@@ -470,7 +470,13 @@ class AgentCore:
         return self._finish_step()
 
     def _finish_step(self) -> Step:
-        self._refresh_hot_request()
+        # _refresh_hot_request, inline: this runs once per step
+        hot = (
+            self._machine_model.state == _STREAMING
+            and self._stream_error is None
+            and self._assembler is not None
+        )
+        self._hot_request = self._request_id if hot else None
         transitions, effects = self._transitions, self._effects
         if not (transitions or effects or self._terminal is not None):
             return _QUIET_STEP
@@ -685,7 +691,7 @@ class AgentCore:
         return self._assistant[-1] if self._assistant else None
 
     def _withheld(self, kind: ApiErrorKind) -> bool:
-        last = self._last_assistant()
+        last = self._assistant[-1] if self._assistant else None
         return isinstance(last, ApiErrorMessage) and last.withheld and last.kind is kind
 
     def _surface_withheld(self) -> None:
@@ -840,8 +846,9 @@ class AgentCore:
             )
             self._executor.pump()
 
-    def _continue_with(self, state: LoopState, name: str) -> None:
-        self._state = attrs.evolve(state, transition=name)
+    def _continue_with(self, name: str, **changes: Any) -> None:
+        """Start the next iteration from the state with ``changes`` (SPEC §2.1), as ``name``."""
+        self._state = attrs.evolve(self._state, transition=name, **changes)
 
     def _iteration_messages(self) -> tuple[Message, ...]:
         """messagesForQuery + this iteration's assistant messages (API errors left out)."""
@@ -1014,12 +1021,12 @@ class AgentCore:
 
     def _guard_tool_use_seen(self) -> bool:
         # SPEC §1.2: needsFollowUp comes from the content, not from stop_reason.
-        return any(
-            isinstance(block, ToolUseBlock)
-            for message in self._assistant
-            if isinstance(message, AssistantMessage)
-            for block in message.content
-        )
+        for message in self._assistant:
+            if isinstance(message, AssistantMessage):
+                for block in message.content:
+                    if isinstance(block, ToolUseBlock):
+                        return True
+        return False
 
     def _guard_collapse_drain_applicable(self) -> bool:
         return (
@@ -1036,11 +1043,11 @@ class AgentCore:
         return (
             self.config.reactive_compact
             and not self._state.has_attempted_reactive_compact
-            and self._compaction_allowed()
             and (
                 self._withheld(ApiErrorKind.PROMPT_TOO_LONG)
                 or self._withheld(ApiErrorKind.MEDIA_TOO_LARGE)
             )
+            and self._compaction_allowed()
         )
 
     def _guard_withheld_prompt_too_long(self) -> bool:
@@ -1500,8 +1507,9 @@ class AgentCore:
             self._state = attrs.evolve(self._state, messages=tuple(event.messages))
         self._history_rewritten(before)
         self._continue_with(
-            attrs.evolve(self._state, max_output_tokens_override=None, stop_hook_active=None),
             "collapse_drain_retry",
+            max_output_tokens_override=None,
+            stop_hook_active=None,
         )
 
     def _on_collapse_drain_empty(self) -> None:
@@ -1515,13 +1523,10 @@ class AgentCore:
         self._adopt_compacted(event.messages)
         self._count_compaction()
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                has_attempted_reactive_compact=True,
-                auto_compact=None,
-                max_output_tokens_override=None,
-            ),
             "reactive_compact_retry",
+            has_attempted_reactive_compact=True,
+            auto_compact=None,
+            max_output_tokens_override=None,
         )
 
     def _on_prompt_too_long(self) -> None:
@@ -1531,22 +1536,17 @@ class AgentCore:
     def _on_max_output_tokens_escalate(self) -> None:
         # SPEC §2.1: same messages (the partial output is dropped), bigger output size.
         self._continue_with(
-            attrs.evolve(
-                self._state, max_output_tokens_override=self.config.escalated_max_output_tokens
-            ),
             "max_output_tokens_escalate",
+            max_output_tokens_override=self.config.escalated_max_output_tokens,
         )
 
     def _on_max_output_tokens_recovery(self) -> None:
         nudge = self._meta_user(texts.RESUME_AFTER_TRUNCATION)
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                messages=(*self._iteration_messages(), nudge),
-                max_output_tokens_recovery_count=self._state.max_output_tokens_recovery_count + 1,
-                max_output_tokens_override=None,
-            ),
             "max_output_tokens_recovery",
+            messages=(*self._iteration_messages(), nudge),
+            max_output_tokens_recovery_count=self._state.max_output_tokens_recovery_count + 1,
+            max_output_tokens_override=None,
         )
 
     def _on_completed(self) -> None:
@@ -1588,15 +1588,12 @@ class AgentCore:
         ]
         # SPEC §2.1: hasAttemptedReactiveCompact is kept (resetting it looped forever).
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                messages=(*self._iteration_messages(), *feedback),
-                max_output_tokens_recovery_count=0,
-                max_output_tokens_override=None,
-                stop_hook_active=True,
-                stop_hook_blocks=self._state.stop_hook_blocks + 1,
-            ),
             "stop_hook_blocking",
+            messages=(*self._iteration_messages(), *feedback),
+            max_output_tokens_recovery_count=0,
+            max_output_tokens_override=None,
+            stop_hook_active=True,
+            stop_hook_blocks=self._state.stop_hook_blocks + 1,
         )
 
     def _on_refusal(self) -> None:
@@ -1611,13 +1608,10 @@ class AgentCore:
         # The API paused a long server-tool run: the paused assistant message goes back as
         # the last message, and the API carries on from there. Bounded per turn.
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                messages=self._iteration_messages(),
-                max_output_tokens_override=None,
-                pause_turns=self._state.pause_turns + 1,
-            ),
             "pause_turn",
+            messages=self._iteration_messages(),
+            max_output_tokens_override=None,
+            pause_turns=self._state.pause_turns + 1,
         )
 
     def _on_token_budget_continuation(self) -> None:
@@ -1630,15 +1624,12 @@ class AgentCore:
             texts.token_budget_nudge(round(100 * used / budget) if budget else 0, used, budget)
         )
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                messages=(*self._iteration_messages(), nudge),
-                max_output_tokens_recovery_count=0,
-                has_attempted_reactive_compact=False,
-                max_output_tokens_override=None,
-                stop_hook_active=None,
-            ),
             "token_budget_continuation",
+            messages=(*self._iteration_messages(), nudge),
+            max_output_tokens_recovery_count=0,
+            has_attempted_reactive_compact=False,
+            max_output_tokens_override=None,
+            stop_hook_active=None,
         )
 
     def _on_aborted_tools(self) -> None:
@@ -1687,18 +1678,15 @@ class AgentCore:
             tracking = attrs.evolve(tracking, turn_counter=tracking.turn_counter + 1)
         # SPEC §2.1 next_turn: stopHookActive is carried; the recovery state resets.
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                messages=(*self._iteration_messages(), *self._tool_results),
-                auto_compact=tracking,
-                turn_count=self._state.turn_count + 1,
-                max_output_tokens_recovery_count=0,
-                has_attempted_reactive_compact=False,
-                max_output_tokens_override=None,
-                stop_hook_blocks=0,
-                pause_turns=0,
-            ),
             "next_turn",
+            messages=(*self._iteration_messages(), *self._tool_results),
+            auto_compact=tracking,
+            turn_count=self._state.turn_count + 1,
+            max_output_tokens_recovery_count=0,
+            has_attempted_reactive_compact=False,
+            max_output_tokens_override=None,
+            stop_hook_blocks=0,
+            pause_turns=0,
         )
 
 

@@ -291,8 +291,13 @@ class StreamAssembler:
         The reference patches these onto the last yielded message in place (SPEC §3); our
         messages are frozen, so the loop swaps in this copy when it wants them on the message.
         """
-        return attrs.evolve(
-            message,
+        # Built directly, not with attrs.evolve (once per response; test_stream checks that
+        # every other field is carried over).
+        return AssistantMessage(
+            uuid=message.uuid,
+            message_id=message.message_id,
+            content=message.content,
+            model=message.model,
             stop_reason=self.stop_reason,
             usage=self.usage,
             stop_details=self.stop_details,
