@@ -142,6 +142,64 @@ class AgentCore:
         'idle'
     """
 
+    # Slots: a core has many fields, read on every event; slots make each read and the
+    # construction of a core cheaper than an instance dict would (DESIGN §7).
+    __slots__ = (
+        "_abort_reason",
+        "_answered",
+        "_assembler",
+        "_assistant",
+        "_attempt",
+        "_awaiting",
+        "_budget",
+        "_budget_checked",
+        "_budget_continuations",
+        "_budget_last_delta",
+        "_budget_last_total",
+        "_collapse",
+        "_collapse_drain_attempted",
+        "_compactable_tools",
+        "_compacted_this_iteration",
+        "_compaction_refilled",
+        "_compactions_this_turn",
+        "_consecutive_overloaded",
+        "_effect_counter",
+        "_effects",
+        "_event",
+        "_executor",
+        "_hot_request",
+        "_last_response_at",
+        "_machine_model",
+        "_microcompacted_at",
+        "_model_name",
+        "_output_cap",
+        "_poisoned",
+        "_request_counter",
+        "_request_history",
+        "_request_id",
+        "_session_rules",
+        "_snip_requests",
+        "_snipped",
+        "_specs",
+        "_state",
+        "_stream_error",
+        "_terminal",
+        "_token_count_asked",
+        "_token_estimate",
+        "_tool_context",
+        "_tool_ids",
+        "_tool_results",
+        "_transcript",
+        "_transitions",
+        "_turn_output_tokens",
+        "_unbounded_tools",
+        "_usage",
+        "_uuid_counter",
+        "_wall_now",
+        "config",
+        "tools",
+    )
+
     def __init__(
         self,
         *,
@@ -206,8 +264,6 @@ class AgentCore:
         # token budget tracking (SPEC §7.6)
         self._turn_output_tokens = 0
         self._budget_continuations = 0
-        self._budget_last_delta = 0
-        self._budget_last_total = 0
         self._budget_last_delta = 0
         self._budget_last_total = 0
 
