@@ -15,7 +15,7 @@ everything from the outside world arrives as an event.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import attrs
 
@@ -79,6 +79,7 @@ _TOOL_EVENTS = (
     ev.PermissionDecided,
 )
 _P = Phase
+_M = TypeVar("_M")
 
 # Events a phase consumes without (necessarily) a transition; rows for the same pair run after.
 INTERNAL_EVENTS: frozenset[tuple[str, type]] = frozenset(
@@ -724,12 +725,15 @@ class AgentCore:
                 specs[name] = spec
         self.tools = tuple(tools)
         self._specs = specs
-        self._unbounded_tools = frozenset(
-            name for name, spec in specs.items() if spec.unbounded_results
-        )
-        self._compactable_tools = COMPACTABLE_TOOLS | {
-            name for name, spec in specs.items() if spec.is_shell
-        }
+        unbounded: set[str] = set()
+        shells: set[str] = set()
+        for name, spec in specs.items():
+            if spec.unbounded_results:
+                unbounded.add(name)
+            if spec.is_shell:
+                shells.add(name)
+        self._unbounded_tools = frozenset(unbounded)
+        self._compactable_tools = COMPACTABLE_TOOLS | shells
 
     def _show(self, message: Message) -> None:
         self._transcript.append(message)
@@ -908,7 +912,10 @@ class AgentCore:
 
     def _iteration_messages(self) -> tuple[Message, ...]:
         """messagesForQuery + this iteration's assistant messages (API errors left out)."""
-        kept = [m for m in self._assistant if not isinstance(m, ApiErrorMessage)]
+        kept = []
+        for message in self._assistant:
+            if not isinstance(message, ApiErrorMessage):
+                kept.append(message)
         return (*self._state.messages, *kept)
 
     # --- stream handling (inside `streaming`, no transition per delta) ------------------------
@@ -1207,9 +1214,7 @@ class AgentCore:
     def _on_session_started(self) -> None:
         event: ev.HooksFinished = self._event
         self._take_hook_outcome(event.outcome)
-        prompt = next(
-            (m for m in reversed(self._state.messages) if isinstance(m, UserMessage)), None
-        )
+        prompt = _last_of(self._state.messages, UserMessage)
         payload = {"prompt": text_of(prompt) if prompt is not None else ""}
         self._run_hooks(fx.HookEvent.USER_PROMPT_SUBMIT, payload, wait=True)
 
@@ -1613,7 +1618,7 @@ class AgentCore:
             self._stop_failure_hooks()
 
     def _on_stop_hooks_started(self) -> None:
-        last = next((m for m in reversed(self._assistant) if isinstance(m, AssistantMessage)), None)
+        last = _last_of(self._assistant, AssistantMessage)
         # SPEC §6.3: a subagent's loop runs SubagentStop hooks where the main loop runs Stop.
         hook_event = fx.HookEvent.SUBAGENT_STOP if self.config.is_subagent else fx.HookEvent.STOP
         payload = {
@@ -1744,6 +1749,15 @@ class AgentCore:
             stop_hook_blocks=0,
             pause_turns=0,
         )
+
+
+def _last_of(messages: Sequence[Message], kind: type[_M]) -> _M | None:
+    """The last of ``messages`` that is a ``kind`` (a loop: no generator on the hot path)."""
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, kind):
+            return message
+    return None
 
 
 def _only_tool_uses_of(message: Message, call_ids: set[str]) -> bool:

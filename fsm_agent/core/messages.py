@@ -335,7 +335,11 @@ def tool_results(message: Message) -> tuple[ToolResultBlock, ...]:
 def text_of(message: Message) -> str:
     """The text blocks of a message joined by newlines (for hooks, token estimates, display)."""
     if isinstance(message, UserMessage | AssistantMessage):
-        return "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+        texts = []
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                texts.append(block.text)
+        return "\n".join(texts)
     if isinstance(message, ApiErrorMessage | AttachmentMessage | SystemMessage):
         return message.text
     return ""

@@ -94,6 +94,7 @@ _USAGE_FIELDS: Final = (
 )
 _USAGE_TABLES: Final = ("cache_creation", "server_tool_use")
 _USAGE_KEYS: Final = frozenset({*_USAGE_FIELDS, *_USAGE_TABLES, "service_tier"})
+_ONLY_INT: Final = frozenset({int})  # a count table's values are all exactly ints
 
 
 @attrs.define(slots=True)
@@ -144,8 +145,8 @@ def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
         table = raw.get(name)
         if table is None:
             tables.append(getattr(previous, name))
-        elif (type(table) is dict or isinstance(table, Mapping)) and all(
-            type(v) is int for v in table.values()
+        elif (type(table) is dict or isinstance(table, Mapping)) and _ONLY_INT.issuperset(
+            map(type, table.values())
         ):
             tables.append(dict(table))
         else:
@@ -414,7 +415,9 @@ class StreamAssembler:
             if not isinstance(citations, list):
                 raise _protocol_error("content_block_start", index, "citations must be a list")
             block = _OpenBlock(
-                kind=kind, pieces=[text] if text else [], citations=[dict(c) for c in citations]
+                kind=kind,
+                pieces=[text] if text else [],
+                citations=[dict(c) for c in citations] if citations else [],
             )
         elif kind == _THINKING:
             thinking = _string(raw.get("thinking", ""), "content_block_start", index, "thinking")

@@ -138,6 +138,28 @@ _TOOL_EVENTS = {name: TOOL_MACHINE.events[name] for name in {row.name for row in
 class ToolExecutor:
     """Schedules the tool calls of one model response and hands their results back."""
 
+    __slots__ = (
+        "_batch_index",
+        "_batch_mode",
+        "_batches",
+        "_by_effect",
+        "_deferred_updates",
+        "_discarded",
+        "_event",
+        "_executing",
+        "_executing_unsafe",
+        "_first_open",
+        "_first_waiting",
+        "_hook_stopped",
+        "_max_concurrency",
+        "_response_ended",
+        "_sibling_error",
+        "_sink",
+        "_specs",
+        "calls",
+        "order",
+    )
+
     def __init__(
         self,
         sink: ToolSink,
