@@ -199,8 +199,10 @@ def _add_counts(left: dict[str, int] | None, right: dict[str, int] | None) -> di
     """Two per-kind count tables added key by key (None when both are absent)."""
     if left is None or right is None:
         return left if right is None else right
-    keys = dict.fromkeys([*left, *right])
-    return {key: left.get(key, 0) + right.get(key, 0) for key in keys}
+    total = dict(left)  # left's keys first, then those only right has
+    for key, count in right.items():
+        total[key] = total.get(key, 0) + count
+    return total
 
 
 # --- messages ------------------------------------------------------------------------------

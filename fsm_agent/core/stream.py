@@ -95,6 +95,7 @@ _USAGE_FIELDS: Final = (
 _USAGE_TABLES: Final = ("cache_creation", "server_tool_use")
 _USAGE_KEYS: Final = frozenset({*_USAGE_FIELDS, *_USAGE_TABLES, "service_tier"})
 _ONLY_INT: Final = frozenset({int})  # a count table's values are all exactly ints
+_NO_USAGE: Final = Usage()  # shared (a frozen value): what a response used before it reports
 
 
 @attrs.define(slots=True)
@@ -214,7 +215,7 @@ class StreamAssembler:
     stop_reason: str | None = attrs.field(default=None, init=False)
     stop_sequence: str | None = attrs.field(default=None, init=False)
     stop_details: dict[str, Any] | None = attrs.field(default=None, init=False)
-    usage: Usage = attrs.field(factory=Usage, init=False)
+    usage: Usage = attrs.field(default=_NO_USAGE, init=False)
     started: bool = attrs.field(default=False, init=False)
     finished: bool = attrs.field(default=False, init=False)
     blocks_completed: int = attrs.field(default=0, init=False)
