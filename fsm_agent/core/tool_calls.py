@@ -61,6 +61,7 @@ _EXECUTING = EXECUTING_STATES
 _RESULT_READY = RESULT_STATES
 _YIELDED = CallState.YIELDED.value
 _VALIDATING = CallState.VALIDATING.value
+_PERMISSION = CallState.PERMISSION.value
 _NOT_STARTED = frozenset({CallState.QUEUED.value, _VALIDATING})
 
 
@@ -296,7 +297,7 @@ class ToolExecutor:
         if isinstance(event, ev.ToolProgressReported | ev.SubagentStarted):
             return  # facts for the user and the trace; no transition (DESIGN §2)
         if isinstance(event, ev.PermissionPromptShown):
-            if call.state == CallState.PERMISSION.value:
+            if call.state == _PERMISSION:
                 # Notification hooks run beside the question; nothing waits for them.
                 self._sink.add_effect(
                     fx.RunHooks(
@@ -338,19 +339,21 @@ class ToolExecutor:
 
     def _fire(self, call: ToolCall, name: str) -> None:
         source = call.state
-        _TOOL_EVENTS[name].trigger(call)
-        held, holds = source in _EXECUTING, call.state in _EXECUTING
-        if held != holds:  # it took a slot or gave one back (``safe`` is fixed by then)
-            change = 1 if holds else -1
-            self._executing += change
+        firing = _TOOL_FIRINGS.get((name, source))
+        if firing is None:  # no such row: the machine raises, as for any illegal trigger
+            _TOOL_EVENTS[name].trigger(call)
+            raise DefinitionError(f"tool row {name} moved a call out of {source}")
+        trigger, slots, action = firing
+        trigger(call)
+        if slots:  # it took a slot or gave one back (``safe`` is fixed by then)
+            self._executing += slots
             if not call.safe:
-                self._executing_unsafe += change
+                self._executing_unsafe += slots
         self._sink.add_transition(
             TransitionTaken(
                 machine="tool", name=name, source=source, dest=call.state, call_id=call.call_id
             )
         )
-        action = _TOOL_ACTIONS.get(name)
         if action is not None:
             action(self, call)
 
@@ -464,9 +467,7 @@ class ToolExecutor:
             # SPEC §5.2: only a shell tool's error cancels its running siblings.
             self._sibling_error = call
             for other in self.order:
-                if other is not call and (
-                    other.executing or other.state == CallState.VALIDATING.value
-                ):
+                if other is not call and (other.executing or other.state == _VALIDATING):
                     self._cancel(other, fx.CancelReason.SIBLING_ERROR, message="")
         # SPEC §4 "exception" row: PostToolUseFailure hooks run for a call that failed.
         payload = {"tool_input": call.input, "error": _as_text(call.content)}
@@ -601,14 +602,15 @@ class ToolExecutor:
     def _hand_back_ready(self) -> bool:
         changed = False
         for call in itertools.islice(self.order, self._open_calls(), None):
-            if call.state == _YIELDED:
+            state = call.state
+            if state == _YIELDED:
                 continue
-            if call.result_ready:
+            if state in _RESULT_READY:
                 self._fire(call, "result_yielded")
                 changed = True
             elif self._batch_mode:
                 continue
-            elif call.executing and not call.safe:
+            elif state in _EXECUTING and not call.safe:
                 break  # SPEC §5.2: a running unsafe call holds back everything after it
             elif call.state == _VALIDATING and not call.validated:
                 # Its safety is not known yet; in the reference it would already be running
@@ -646,14 +648,14 @@ class ToolExecutor:
 
     def _start_batch(self) -> bool:
         if self._batches is None:
-            if any(c.state == CallState.VALIDATING.value and not c.validated for c in self.order):
+            if any(c.state == _VALIDATING and not c.validated for c in self.order):
                 return False
             self._batches = _partition(self.order)
         changed = False
         while self._batch_index < len(self._batches):
             batch = self._batches[self._batch_index]
             for call in batch:
-                if call.state == CallState.VALIDATING.value and self._can_start(call):
+                if call.state == _VALIDATING and self._can_start(call):
                     self._fire(call, "started")
                     changed = True
             if not all(c.result_ready or c.state == _YIELDED for c in batch):
@@ -707,3 +709,17 @@ for _row_ in TOOL_ROWS:
 _TOOL_ACTIONS: dict[str, Callable[[ToolExecutor, ToolCall], None]] = _resolve(
     "_on_", {row.name for row in TOOL_ROWS}
 )
+# A tool row from one source, resolved once: the trigger of its ``transitions`` event, the
+# change in slots held (a call holds one while executing) and its action (None: none).
+_TOOL_FIRINGS: dict[
+    tuple[str, str],
+    tuple[Callable[[ToolCall], bool], int, Callable[[ToolExecutor, ToolCall], None] | None],
+] = {
+    (row.name, source): (
+        _TOOL_EVENTS[row.name].trigger,
+        (row.dest in _EXECUTING) - (source in _EXECUTING),
+        _TOOL_ACTIONS.get(row.name),
+    )
+    for row in TOOL_ROWS
+    for source in row.source
+}
