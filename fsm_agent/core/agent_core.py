@@ -121,6 +121,9 @@ _STREAMING = Phase.STREAMING.value
 _OVERFLOW_BUFFER = 1_000  # SPEC §8.3 / §10: output floor on overflow retry, and its buffer
 _OUTPUT_FLOOR = 3_000
 _QUIET_STEP = Step()
+# Frozen values a new core starts from (shared: built once, never changed).
+_NO_STATE = LoopState()
+_NO_USAGE = Usage()
 
 
 @attrs.define(slots=True)
@@ -211,7 +214,7 @@ class AgentCore:
         self.config = config if config is not None else LoopConfig()
         self._set_tools(tools)
         self._machine_model = _LoopModel()
-        self._state = LoopState()
+        self._state = _NO_STATE
         self._model_name = self.config.model
         self._poisoned: BaseException | None = None
         self._terminal: str | None = None
@@ -219,7 +222,7 @@ class AgentCore:
         self._transitions: list[TransitionTaken] = []
         self._effects: list[fx.Effect] = []
         self._transcript: list[Message] = []
-        self._usage = Usage()
+        self._usage = _NO_USAGE
         self._effect_counter = 0
         self._uuid_counter = 0
         self._request_counter = 0

@@ -154,11 +154,11 @@ def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
             raise _protocol_error(event_type, None, f"usage.{name} must map names to integers")
     tier = raw.get("service_tier")
     # Fields this model does not name are kept as received, the newest value winning.
-    extra = (
-        dict(previous.extra)
-        if _USAGE_KEYS.issuperset(raw)
-        else {**previous.extra, **_extra_usage(raw)}
-    )
+    extra = dict(previous.extra)
+    if not _USAGE_KEYS.issuperset(raw):
+        for key, value in raw.items():
+            if value is not None and key not in _USAGE_KEYS:
+                extra[key] = value
     input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens = counts
     cache_creation, server_tool_use = tables
     return Usage(
@@ -175,13 +175,6 @@ def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
         ),
         extra=extra,
     )
-
-
-def _extra_usage(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of a usage object this model does not name (non-null ones)."""
-    return {
-        key: value for key, value in raw.items() if key not in _USAGE_KEYS and value is not None
-    }
 
 
 @attrs.define(slots=True)
@@ -389,7 +382,7 @@ class StreamAssembler:
         if self.started:
             raise _protocol_error("message_start", None, "a second message_start in one stream")
         message = event["message"]
-        if not isinstance(message, Mapping):
+        if type(message) is not dict and not isinstance(message, Mapping):
             raise _protocol_error("message_start", None, "message must be an object")
         self.message_id = _string(message["id"], "message_start", None, "message.id")
         model = message.get("model")
@@ -407,7 +400,7 @@ class StreamAssembler:
         if index in self._used_indices:
             raise _protocol_error("content_block_start", index, "index already used")
         raw = event["content_block"]
-        if not isinstance(raw, Mapping):
+        if type(raw) is not dict and not isinstance(raw, Mapping):
             raise _protocol_error("content_block_start", index, "content_block must be an object")
         kind = raw["type"]
         if kind == _TEXT:
@@ -546,7 +539,7 @@ class StreamAssembler:
         if not self.started or self.finished:
             self._require_open_message("message_delta", None)
         delta = event.get("delta") or {}
-        if not isinstance(delta, Mapping):
+        if type(delta) is not dict and not isinstance(delta, Mapping):
             raise _protocol_error("message_delta", None, "delta must be an object")
         stop_reason = delta.get("stop_reason")
         if stop_reason is not None:
