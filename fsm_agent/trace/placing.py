@@ -10,24 +10,32 @@ already at its place — raises :class:`~fsm_agent.errors.TraceWriteConflict` an
 nothing, because no retry can make it fit.
 
 The one exception is the first chunk of a trace (offset 0): a file whose start is not that
-chunk belongs to another run (an earlier run traced to the same named file), and is replaced
-as the in-process driver replaces it. A file that starts with the chunk, or with a part of
-it, is this trace's own, and is kept.
+chunk belongs to another run traced to the same named file, and is replaced as the
+in-process driver replaces it — unless that run started later than this one (the ``started``
+of both headers' ``meta``), or at the same moment. Then the chunk is a late delivery from a
+superseded run (a stalled worker waking up after its session ended and a newer session took
+the file), and it fails with a conflict instead of wiping the newer trace. A file that
+starts with the chunk, or with a part of it, is this trace's own, and is kept.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import orjson
+
 from fsm_agent.errors import TraceWriteConflict
 
 _COMPARED = 1 << 20
 """Bytes of the file read at a time while comparing it with a chunk."""
+_HEADER_LIMIT = 16 << 20
+"""Longest header line read back to learn when the file's run started."""
 
 
 def place_chunk(path: Path, offset: int, data: bytes, *, ended: bool = False) -> int:
@@ -51,7 +59,19 @@ def place_chunk(path: Path, offset: int, data: bytes, *, ended: bool = False) ->
     with os.fdopen(descriptor, "r+b") as file, _locked(descriptor):
         size = os.fstat(descriptor).st_size
         if offset == 0 and _differs_at(file, 0, data[: min(size, len(data))]) is not None:
-            # The file starts with another run's trace: this trace replaces it.
+            # The file starts with another run's trace: this trace replaces it, unless that
+            # run is not provably older (a late first chunk of a superseded run).
+            file.seek(0)
+            theirs = _run_started(file.readline(_HEADER_LIMIT))
+            ours = _run_started(data.partition(b"\n")[0])
+            if theirs is not None and ours is not None and theirs >= ours:
+                raise TraceWriteConflict(
+                    path=str(path),
+                    offset=0,
+                    problem=f"the file holds the trace of a run started at {theirs.isoformat()}, "
+                    f"not before this one ({ours.isoformat()}): this chunk is a late write of "
+                    "a superseded run and does not replace it",
+                )
             file.truncate(0)
             size = 0
         if offset > size:
@@ -83,6 +103,18 @@ def place_chunk(path: Path, offset: int, data: bytes, *, ended: bool = False) ->
             file.write(data[held:])
             file.flush()
     return end
+
+
+def _run_started(header_line: bytes) -> dt.datetime | None:
+    """When the run of a trace header line started (its ``meta.started``, an ISO 8601 time
+    with a zone), or None when the line is no such header."""
+    try:
+        header = orjson.loads(header_line)
+        started = header["meta"]["started"]
+        moment = dt.datetime.fromisoformat(started)
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 def _differs_at(file: BinaryIO, offset: int, expected: bytes) -> int | None:

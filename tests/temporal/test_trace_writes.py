@@ -83,6 +83,25 @@ def test_a_conflicting_write_fails_for_good_naming_trace_and_offset(tmp_path: Pa
     assert path.read_bytes() == before
 
 
+def test_a_superseded_sessions_late_first_write_keeps_the_newer_trace(tmp_path: Path) -> None:
+    """Two sessions traced to one named file: the first write of the earlier session,
+    delivered by a stalled worker after the later session wrote its trace there, fails for
+    good and leaves the later session's trace whole (it used to wipe it)."""
+    activities = SessionActivities(scripted)
+    path = tmp_path / "trace.jsonl"
+    later = '{"meta":{"started":"2026-03-01T09:00:05+00:00"},"record":"header"}\n'
+    ended = write(activities, path, 0, later)
+    write(activities, path, ended, LINES[2], ended=True)
+    before = path.read_bytes()
+    earlier = '{"meta":{"started":"2026-03-01T09:00:00+00:00"},"record":"header"}\n'
+    with pytest.raises(ApplicationError) as failed:
+        write(activities, path, 0, earlier)
+    assert failed.value.non_retryable
+    assert failed.value.type == "TraceWriteConflict"
+    assert "superseded run" in str(failed.value)
+    assert path.read_bytes() == before
+
+
 def permission_steps(count: int) -> list[dict[str, Any]]:
     """``count`` Writes, each asking permission (so the trace is written before each
     question), then a reply."""
