@@ -208,3 +208,59 @@ def test_a_conflict_deep_inside_a_large_chunk_is_found_at_its_byte(tmp_path: Pat
         place_chunk(path, len(CHUNKS[0]), bytes(changed))
     assert raised.value.offset == len(CHUNKS[0]) + (5 << 19) + 7
     assert path.read_bytes() == CHUNKS[0] + chunk
+
+
+def test_a_superseding_chunk_keeps_the_replaced_runs_bytes_beside_the_file(
+    tmp_path: Path,
+) -> None:
+    """A reset run's chunk that differs from the file's tail: the whole file is first copied
+    to NAME.superseded-1.jsonl, then the file is cut where the chunk goes and takes it."""
+    path = tmp_path / "t.jsonl"
+    write_all(path)
+    replaced = path.read_bytes()
+    at = offsets(CHUNKS)[2]
+    mine = b'{"seq":3,"reset":true}\n'
+    assert place_chunk(path, at, mine, superseding=True) == at + len(mine)
+    assert path.read_bytes() == b"".join(CHUNKS[:2]) + mine
+    assert (tmp_path / "t.superseded-1.jsonl").read_bytes() == replaced
+
+
+def test_a_superseding_last_chunk_cuts_what_the_replaced_run_wrote_after_it(
+    tmp_path: Path,
+) -> None:
+    """The reset run's last chunk matches the file but the replaced run went on after it:
+    set aside, then cut at the chunk's end (not refused as another writer's bytes)."""
+    path = tmp_path / "t.jsonl"
+    write_all(path)
+    replaced = path.read_bytes()
+    at = offsets(CHUNKS)
+    assert place_chunk(path, at[1], CHUNKS[1], ended=True, superseding=True) == at[2]
+    assert path.read_bytes() == b"".join(CHUNKS[:2])
+    assert (tmp_path / "t.superseded-1.jsonl").read_bytes() == replaced
+
+
+def test_each_reset_keeps_its_own_copy(tmp_path: Path) -> None:
+    """Two resets, each diverging from the file: two copies, numbered, none overwritten; a
+    superseding chunk the file already holds (a retried write) copies nothing."""
+    path = tmp_path / "t.jsonl"
+    write_all(path)
+    first = path.read_bytes()
+    at = offsets(CHUNKS)[1]
+    place_chunk(path, at, b'{"run":"second"}\n', superseding=True)
+    second = path.read_bytes()
+    place_chunk(path, at, b'{"run":"third"}\n', superseding=True)
+    place_chunk(path, at, b'{"run":"third"}\n', superseding=True)  # retried: in place
+    assert (tmp_path / "t.superseded-1.jsonl").read_bytes() == first
+    assert (tmp_path / "t.superseded-2.jsonl").read_bytes() == second
+    assert not (tmp_path / "t.superseded-3.jsonl").exists()
+    assert path.read_bytes() == CHUNKS[0] + b'{"run":"third"}\n'
+
+
+def test_a_superseding_chunk_past_the_end_still_fails(tmp_path: Path) -> None:
+    """Superseding does not excuse a missing earlier chunk: nothing is copied or written."""
+    path = tmp_path / "t.jsonl"
+    place_chunk(path, 0, CHUNKS[0])
+    with pytest.raises(TraceWriteConflict, match="past the end"):
+        place_chunk(path, len(CHUNKS[0]) + 5, CHUNKS[1], superseding=True)
+    assert path.read_bytes() == CHUNKS[0]
+    assert not list(tmp_path.glob("*.superseded-*"))
