@@ -8,6 +8,12 @@ rests in a phase that waits for an event (or a final state). Guards read, ``_on_
 methods write. Any exception poisons the core: later calls raise ``CorePoisoned`` instead of
 working on a half-changed state (h11's rule).
 
+The rows are not looked up row by row at run time: when the module loads, each (phase, event
+type) and each phase's automatic rows become a *plan* (``_EVENT_PLANS``, ``_AUTOMATIC_ROWS``)
+holding, per row, its guard, its transition record, its ``transitions`` trigger, its action and
+the final state it reaches, so firing a row is unpacking a tuple (DESIGN §7). The trigger of the
+``transitions`` event still moves the state.
+
 The core reads no clock, draws no random number and does no I/O: ids come from counters, and
 everything from the outside world arrives as an event.
 """
