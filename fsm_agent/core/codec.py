@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from fsm_agent.core import effects, events, messages
 from fsm_agent.core.json_values import JSON_INT_MAX, JSON_INT_MIN
+from fsm_agent.core.structure_fns import make_structure_fn
 
 if TYPE_CHECKING:
     import cattrs
@@ -241,7 +242,8 @@ def _fast_loader(cls: type) -> Callable[[dict[str, Any]], Any]:
         del fields[_TAG]
         return structure(fields, cls)
 
-    return load
+    # The common shape is read directly; anything else is cattrs' (issue 10).
+    return make_structure_fn(cls, converter(), load, tag=cls.__name__)
 
 
 class _TaggedUnion:
