@@ -545,20 +545,18 @@ def _holds_step(content: bytes, data: dict[str, Any], step: Step) -> bool:
 def _event_to_feed(data: dict[str, Any], seq: int) -> _Quick | None:
     """The event of an ``event`` line at ``seq`` (its other keys unchecked), ready to feed,
     or None when anything is unusual."""
-    if data.get("record") != "event":
-        return None
-    recorded_seq = data.get("seq")
-    if type(recorded_seq) is not int or recorded_seq != seq:
-        return None
-    raw = data.get("event")
-    if type(raw) is not dict:
-        return None
-    tag = raw.get("type")
-    if tag == _STREAM_TAG:
-        request_id, payload = raw.get("request_id"), raw.get("event")
-        if len(raw) != 3 or type(request_id) is not str or type(payload) is not dict:
+    try:  # subscripts, not get(): a missing key is rare, and a subscript costs less
+        recorded_seq, raw = data["seq"], data["event"]
+        if type(recorded_seq) is not int or recorded_seq != seq or data["record"] != "event":
             return None
-        return request_id, payload
+        tag = raw["type"] if type(raw) is dict else None
+        if tag == _STREAM_TAG:
+            request_id, payload = raw["request_id"], raw["event"]
+            if len(raw) != 3 or type(request_id) is not str or type(payload) is not dict:
+                return None
+            return request_id, payload
+    except KeyError:
+        return None
     if type(tag) is not str or tag not in records.EVENT_TAGS:
         return None
     try:
@@ -741,7 +739,11 @@ class _Replayer:
             except Exception as exc:
                 self._failed(exc)
                 step = None
-            if step is not None and _holds_step(content, data, step):
+            # Most lines are stream events the core takes without a record of its own.
+            if step is not None and (
+                (not step.transitions and not step.effects and len(data) == 3)
+                or _holds_step(content, data, step)
+            ):
                 transitions, effects = len(step.transitions), len(step.effects)
                 self.transitions += transitions
                 self.effects += effects
@@ -1157,8 +1159,7 @@ def _run(
     core_factory: CoreFactory | None,
     table_digest: str | None,
 ) -> _Replayer:
-    with contextlib.ExitStack() as stack:
-        file = None if isinstance(source, Trace) else stack.enter_context(open(source, "rb"))  # noqa: PTH123 - a Path costs more than the open
+    def run(file: IO[bytes] | None) -> _Replayer:
         replayer, lines = _start(
             source,
             context=context,
@@ -1174,9 +1175,14 @@ def _run(
             # Hostile input reaching past our checks: still a format error, at the line
             # replay had reached (the core's own failures are divergences, not these).
             raise records.unreadable(exc, line=replayer.seq + 1, source=replayer.source) from None
+        return replayer
+
     if isinstance(source, Trace):
+        replayer = run(None)
         replayer.truncated = replayer.truncated or source.truncated
-    return replayer
+        return replayer
+    with open(source, "rb") as file:  # noqa: PTH123 - a Path costs more than the open
+        return run(file)
 
 
 # --- public functions ----------------------------------------------------------------------
