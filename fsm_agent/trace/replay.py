@@ -739,18 +739,20 @@ class _Replayer:
             except Exception as exc:
                 self._failed(exc)
                 step = None
-            # Most lines are stream events the core takes without a record of its own.
-            if step is not None and (
-                (not step.transitions and not step.effects and len(data) == 3)
-                or _holds_step(content, data, step)
-            ):
-                transitions, effects = len(step.transitions), len(step.effects)
-                self.transitions += transitions
-                self.effects += effects
-                self.seq += transitions + effects
-                if recent is not None:
-                    recent.append(item)
-                continue
+            if step is not None:
+                if not step.transitions and not step.effects and len(data) == 3:
+                    # Most lines: a stream event the core takes without a record of its own.
+                    if recent is not None:
+                        recent.append(item)
+                    continue
+                if _holds_step(content, data, step):
+                    transitions, effects = len(step.transitions), len(step.effects)
+                    self.transitions += transitions
+                    self.effects += effects
+                    self.seq += transitions + effects
+                    if recent is not None:
+                        recent.append(item)
+                    continue
             # Not a line of the common shape, or what it carries is not what the core made
             # of the event (or the core failed): check the line in full and compare record
             # by record, as careful does.
