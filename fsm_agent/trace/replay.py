@@ -7,12 +7,13 @@ raises :class:`~fsm_agent.errors.TraceDivergence` with the seq, the recorded rec
 on a recorded event diverges too (``actual`` is ``{"record": "error", ...}``): a
 well-formed trace never gets any other exception out of replay.
 
-Speed (DESIGN §7, issue 10): a file that fits in memory is read in one go; an event line in a
-common shape is checked and fed without intermediate objects (a stream event is not even made
-into an object); what the core produced is serialized as the writer serializes it and
-compared with the recorded line's bytes. Only a mismatch is fully checked and compared as
-dicts (allowing for redaction, and equal as JSON, not merely as Python values), and only then
-is the context of a divergence built.
+Speed (DESIGN §7, issue 10): a file that fits in memory is read in one go; an event line's
+event is fed as soon as its record, seq and event are in a common shape, without intermediate
+objects (a stream event is not even made into an object); then the line's other keys are
+counted and what the core produced is serialized as the writer serializes it and compared
+with the recorded line's bytes (an end line likewise). Only a mismatch is fully checked and
+compared as dicts (allowing for redaction, and equal as JSON, not merely as Python values),
+and only then is the context of a divergence built.
 
 :func:`fork` replays up to a seq and hands back the live core; :func:`resume` does the same
 for a crashed run and lists the effects that were in flight, flagging tool calls that may
