@@ -92,6 +92,12 @@ def replace_results(message: Message, replacements: Mapping[str, str]) -> Messag
     return attrs.evolve(message, content=content)
 
 
+def _goes_on_from(messages: Sequence[Message], earlier: Sequence[Message]) -> bool:
+    """Whether ``messages`` continue ``earlier`` (the last message of ``earlier`` is at its
+    place in them: histories are extended by appending, and rewritten as new tuples)."""
+    return 0 < len(earlier) <= len(messages) and messages[len(earlier) - 1] is earlier[-1]
+
+
 class ToolResultBudget:
     """What the model has seen, and which fresh results a history must persist.
 
@@ -124,7 +130,13 @@ class ToolResultBudget:
         """A request carried ``messages``: every tool_result in them is now seen."""
         start = self._unsent_start(messages)
         if start < len(messages):
-            self._unread.append((messages, start))
+            unread = self._unread
+            if start and unread and _goes_on_from(messages, unread[-1][0]):
+                # Keep only the longer sequence: a session whose budget never reads holds
+                # one transcript, not one per request (issue 10).
+                unread[-1] = (messages, unread[-1][1])
+            else:
+                unread.append((messages, start))
         self._sent_count = len(messages)
         self._sent_last = messages[-1] if messages else None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,35 @@ def test_the_driver_saves_the_chosen_results_and_sends_the_preview(tmp_path: Pat
         if isinstance(b, ToolResultBlock)
     ]
     assert [b.content == BIG for b in results] == [False, True]
+
+
+class _History(list[Message]):
+    """A history a weak reference can follow (to see whether the budget still holds it)."""
+
+
+def test_a_budget_that_never_reads_holds_one_history_not_one_per_request() -> None:
+    """Requests whose histories each go on from the last leave only the newest held (a long
+    session used to keep every request's history: memory and collector time grew with the
+    square of its length), and every result they carried is still seen."""
+    budget = ToolResultBudget(limit=10_000)
+    messages: list[Message] = [_prompt()]
+    held: list[weakref.ref[_History]] = []
+    for turn in range(50):
+        messages += _round({f"t{turn}": 5})
+        history = _History(messages)
+        budget.mark_sent(history)
+        held.append(weakref.ref(history))
+        del history
+    assert sum(ref() is not None for ref in held) == 1
+    assert all(budget.seen(f"t{turn}") for turn in range(50))
+    assert not budget.seen("never-sent")
+
+
+def test_a_rewritten_history_keeps_what_was_sent_before_it() -> None:
+    """A history rewritten (a compaction) does not go on from the unread one: results the
+    earlier requests carried stay seen."""
+    budget = ToolResultBudget(limit=10_000)
+    budget.mark_sent((_prompt(), *_round({"a": 5})))
+    budget.mark_sent((_prompt(), *_round({"b": 5})))  # new objects: a rewrite
+    assert budget.seen("a")
+    assert budget.seen("b")
