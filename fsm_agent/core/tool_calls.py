@@ -62,6 +62,7 @@ _EXECUTING = EXECUTING_STATES
 _RESULT_READY = RESULT_STATES
 _YIELDED = CallState.YIELDED.value
 _VALIDATING = CallState.VALIDATING.value
+_PERMISSION = CallState.PERMISSION.value
 _NOT_STARTED = frozenset({CallState.QUEUED.value, _VALIDATING})
 _ENDED = _RESULT_READY | {_YIELDED}
 
@@ -139,6 +140,33 @@ _TOOL_EVENTS = {name: TOOL_MACHINE.events[name] for name in {row.name for row in
 
 class ToolExecutor:
     """Schedules the tool calls of one model response and hands their results back."""
+
+    __slots__ = (
+        "_batch_done",
+        "_batch_index",
+        "_batch_mode",
+        "_batch_number",
+        "_batch_started",
+        "_batches",
+        "_by_effect",
+        "_deferred_updates",
+        "_discarded",
+        "_event",
+        "_executing",
+        "_executing_unsafe",
+        "_first_open",
+        "_first_waiting",
+        "_holding",
+        "_hook_stopped",
+        "_max_concurrency",
+        "_ready",
+        "_response_ended",
+        "_sibling_error",
+        "_sink",
+        "_specs",
+        "calls",
+        "order",
+    )
 
     def __init__(
         self,
@@ -280,10 +308,14 @@ class ToolExecutor:
                 event=f"{type(event).__name__} for an unknown call or effect",
                 legal=[f"events for {', '.join(self.calls) or 'no calls'}"],
             )
+        self.handle_owned(call, event)
+
+    def handle_owned(self, call: ToolCall, event: ev.Event) -> None:
+        """:meth:`handle` for an event already known to be about ``call`` (``owns``)."""
         if isinstance(event, ev.ToolProgressReported | ev.SubagentStarted):
             return  # facts for the user and the trace; no transition (DESIGN §2)
         if isinstance(event, ev.PermissionPromptShown):
-            if call.state == CallState.PERMISSION.value:
+            if call.state == _PERMISSION:
                 # Notification hooks run beside the question; nothing waits for them.
                 self._sink.add_effect(
                     fx.RunHooks(
@@ -325,14 +357,17 @@ class ToolExecutor:
 
     def _fire(self, call: ToolCall, name: str) -> None:
         source = call.state
-        _TOOL_EVENTS[name].trigger(call)
-        state = call.state
-        held, holds = source in _EXECUTING, state in _EXECUTING
-        if held != holds:  # it took a slot or gave one back (``safe`` is fixed by then)
-            change = 1 if holds else -1
-            self._executing += change
+        firing = _TOOL_FIRINGS.get((name, source))
+        if firing is None:  # no such row: the machine raises, as for any illegal trigger
+            _TOOL_EVENTS[name].trigger(call)
+            raise DefinitionError(f"tool row {name} moved a call out of {source}")
+        trigger, slots, action = firing
+        trigger(call)
+        if slots:  # it took a slot or gave one back (``safe`` is fixed by then)
+            self._executing += slots
             if not call.safe:
-                self._executing_unsafe += change
+                self._executing_unsafe += slots
+        state = call.state
         if state in _RESULT_READY:
             heapq.heappush(self._ready, call.index)
         elif _holds_back(call):
@@ -342,7 +377,6 @@ class ToolExecutor:
                 machine="tool", name=name, source=source, dest=call.state, call_id=call.call_id
             )
         )
-        action = _TOOL_ACTIONS.get(name)
         if action is not None:
             action(self, call)
 
@@ -456,9 +490,7 @@ class ToolExecutor:
             # SPEC §5.2: only a shell tool's error cancels its running siblings.
             self._sibling_error = call
             for other in self.order:
-                if other is not call and (
-                    other.executing or other.state == CallState.VALIDATING.value
-                ):
+                if other is not call and (other.executing or other.state == _VALIDATING):
                     self._cancel(other, fx.CancelReason.SIBLING_ERROR, message="")
         # SPEC §4 "exception" row: PostToolUseFailure hooks run for a call that failed.
         payload = {"tool_input": call.input, "error": _as_text(call.content)}
@@ -734,3 +766,17 @@ for _row_ in TOOL_ROWS:
 _TOOL_ACTIONS: dict[str, Callable[[ToolExecutor, ToolCall], None]] = _resolve(
     "_on_", {row.name for row in TOOL_ROWS}
 )
+# A tool row from one source, resolved once: the trigger of its ``transitions`` event, the
+# change in slots held (a call holds one while executing) and its action (None: none).
+_TOOL_FIRINGS: dict[
+    tuple[str, str],
+    tuple[Callable[[ToolCall], bool], int, Callable[[ToolExecutor, ToolCall], None] | None],
+] = {
+    (row.name, source): (
+        _TOOL_EVENTS[row.name].trigger,
+        (row.dest in _EXECUTING) - (source in _EXECUTING),
+        _TOOL_ACTIONS.get(row.name),
+    )
+    for row in TOOL_ROWS
+    for source in row.source
+}

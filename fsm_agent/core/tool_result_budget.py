@@ -75,6 +75,24 @@ def _groups(messages: Sequence[Message]) -> Iterator[tuple[list[ToolResultBlock]
         yield group, names
 
 
+def _some_group_over(messages: Sequence[Message], start: int, limit: int) -> bool:
+    """Whether a group of ``messages[start:]`` (as :func:`_groups` cuts them) holds more than
+    ``limit`` characters of tool_results."""
+    total = 0
+    for index in range(start, len(messages)):
+        message = messages[index]
+        if isinstance(message, AssistantMessage):
+            total = 0
+        elif isinstance(message, UserMessage):
+            for block in message.content:
+                if isinstance(block, ToolResultBlock):
+                    content = block.content
+                    total += len(content) if isinstance(content, str) else result_chars(block)
+                    if total > limit:
+                        return True
+    return False
+
+
 def replace_results(message: Message, replacements: Mapping[str, str]) -> Message:
     """``message`` with the content of the tool_results named in ``replacements`` replaced
     (the same object when it holds none of them)."""
@@ -171,6 +189,8 @@ class ToolResultBudget:
             start -= 1
         while start > 0 and isinstance(messages[start - 1], AssistantMessage):
             start -= 1
+        if not _some_group_over(messages, start, self._limit):
+            return ()  # the usual case, decided in one plain pass
         chosen: list[OversizedResult] = []
         for group, names in _groups(messages[start:]):
             sizes = [(result_chars(b), b) for b in group]
