@@ -56,7 +56,7 @@ from fsm_agent.runtime.tool import ToolContext
 from fsm_agent.store.recording import index_run
 from fsm_agent.temporal.workflow import REQUEST_NOT_HELD
 from fsm_agent.trace import records
-from fsm_agent.trace.placing import place_chunk
+from fsm_agent.trace.placing import TraceOwner, place_chunk
 from fsm_agent.trace.redact import Redactor
 
 TELEMETRY_LOGGER = logging.getLogger("fsm_agent.telemetry")
@@ -427,8 +427,10 @@ class SessionActivities:
         chunks landed, and then finds its bytes in place and changes nothing. A chunk
         that does not fit (an earlier chunk missing, other bytes at its offset) fails the
         write for good, naming the trace and the offset: retrying cannot make it fit. A run
-        made by a workflow reset (``superseding``) instead keeps the replaced run's trace
-        beside the file and writes its own from where the two part.
+        made by a workflow reset (``superseding``), or a write that finds this session's own
+        trace going on differently (written by a workflow task that failed and was retried,
+        whose local activities ran), instead keeps the file's bytes beside it and writes its
+        own from where the two part.
         """
         agent = self.agent(job["session"])
         path = Path(job["path"])
@@ -440,9 +442,17 @@ class SessionActivities:
             data += line
         ended = bool(job.get("ended"))
         superseding = bool(job.get("superseding"))
+        owner = job.get("owner") or {}
         try:
             end = place_chunk(
-                path, int(job["offset"]), bytes(data), ended=ended, superseding=superseding
+                path,
+                int(job["offset"]),
+                bytes(data),
+                ended=ended,
+                superseding=superseding,
+                owner=TraceOwner(run_id=str(owner["run_id"]), started=str(owner["started"]))
+                if owner
+                else None,
             )
         except TraceWriteConflict as exc:
             raise ApplicationError(str(exc), type="TraceWriteConflict", non_retryable=True) from exc

@@ -164,6 +164,7 @@ class SessionWorkflow:
         self._turn_prefetched = False  # the once-per-turn prefetches were asked
         self._flushing = asyncio.Lock()
         self._superseding = False  # set by run(): see there
+        self._owner: dict[str, str] = {}  # set by run(): see there
 
     # --- the run ---------------------------------------------------------------------------
 
@@ -207,12 +208,14 @@ class SessionWorkflow:
         self._buffer = io.BytesIO()
         if continued is None:
             self._core = AgentCore(config=self._config, tools=list(tools))
+            # Names this session's trace file as its own (its header's run id and start).
+            self._owner = {"run_id": self._session["id"], "started": workflow.now().isoformat()}
             self._writer = TraceWriter(
                 self._buffer,
                 config=self._config,
                 tools=tools,
                 meta={
-                    "started": workflow.now().isoformat(),
+                    "started": self._owner["started"],
                     "model": self._config.model,
                     # The workflow id is unique among sessions: the run's id in the store
                     # and in its spans.
@@ -317,6 +320,7 @@ class SessionWorkflow:
                 "written": self._file_end,
                 "next_seq": self._writer.next_seq,
                 "started": self._writer.started,
+                "owner": self._owner,
             },
             "requests": self._requests,
             "progress": {"base": total - len(kept), "items": kept},
@@ -333,6 +337,7 @@ class SessionWorkflow:
         self._core = AgentCore.restore(checkpoint, config=self._config, tools=list(tools))
         trace = continued["trace"]
         self._file_end = int(trace["written"])
+        self._owner = dict(trace.get("owner") or {})  # a run continued before it was carried
         self._writer = TraceWriter(
             self._buffer,
             config=self._config,
@@ -394,6 +399,7 @@ class SessionWorkflow:
                     "data": chunk.decode(),
                     "ended": ended,
                     "superseding": self._superseding,
+                    "owner": self._owner,
                 },
                 start_to_close_timeout=timedelta(minutes=1),
                 retry_policy=_READ_ONLY_RETRIES,

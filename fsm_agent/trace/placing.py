@@ -16,6 +16,16 @@ of both headers' ``meta``), or at the same moment. Then the chunk is a late deli
 superseded run (a stalled worker waking up after its session ended and a newer session took
 the file), and it fails with a conflict instead of wiping the newer trace. A file that
 starts with the chunk, or with a part of it, is this trace's own, and is kept.
+
+The same trace may also go on differently from what the file holds. A Temporal workflow
+reset re-makes the trace up to the reset point and then goes its own way (the chunk says it
+is ``superseding``); a workflow task that failed (under load, say) and was retried had its
+local activities run, and the retry may take its events in another order. Then the file's
+header is the writer's own (its :class:`TraceOwner`) and the file's line where the chunk
+goes has the seq the chunk's first line has. Nothing is lost: the file is first copied whole
+to a sibling, ``NAME.superseded-N.jsonl`` (the first free ``N``), and only then cut where
+the chunk goes. Bytes of anyone else (another session's trace, a line someone appended)
+still fail with a conflict.
 """
 
 from __future__ import annotations
@@ -26,8 +36,9 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+import attrs
 import orjson
 
 from fsm_agent.errors import TraceWriteConflict
@@ -38,8 +49,22 @@ _HEADER_LIMIT = 16 << 20
 """Longest header line read back to learn when the file's run started."""
 
 
+@attrs.frozen
+class TraceOwner:
+    """Who writes a trace: its header's ``meta.run_id`` and ``meta.started``."""
+
+    run_id: str
+    started: str
+
+
 def place_chunk(
-    path: Path, offset: int, data: bytes, *, ended: bool = False, superseding: bool = False
+    path: Path,
+    offset: int,
+    data: bytes,
+    *,
+    ended: bool = False,
+    superseding: bool = False,
+    owner: TraceOwner | None = None,
 ) -> int:
     """Write ``data`` at ``offset`` of ``path`` unless the file holds it already; the offset
     just past the chunk.
@@ -52,11 +77,14 @@ def place_chunk(
         superseding: the chunk is from a run that replaces the one that wrote the file
             (a reset): other bytes where it goes, or after its end, are that run's; the
             file is copied aside (:func:`set_aside`) and cut there instead of refused.
+        owner: the trace's owner; other bytes where the chunk goes, or after its end, are
+            set aside the same way when the file is this owner's trace going on differently
+            (see the module's text).
 
     Raises:
         TraceWriteConflict: ``offset`` is past the end of the file, the file holds other
             bytes where the chunk goes, or (``ended``) the file goes on past the chunk
-            (the last two only when not ``superseding``).
+            (the last two only when neither ``superseding`` nor ``owner`` explains them).
         OSError: the file cannot be opened or written, or copied aside.
     """
     if offset < 0:
@@ -67,8 +95,8 @@ def place_chunk(
         if offset == 0 and _differs_at(file, 0, data[: min(size, len(data))]) is not None:
             # The file starts with another run's trace: this trace replaces it, unless that
             # run is not provably older (a late first chunk of a superseded run).
-            if superseding:
-                set_aside(path, file)
+            if superseding or _owned_by(file, owner):
+                set_aside(path, file)  # this trace, gone on differently: kept, then replaced
             else:
                 file.seek(0)
                 theirs = _run_started(file.readline(_HEADER_LIMIT))
@@ -93,7 +121,10 @@ def place_chunk(
         held = min(size - offset, len(data))
         differs = _differs_at(file, offset, data[:held])
         end = offset + len(data)
-        if superseding and (differs is not None or (ended and size > end)):
+        going_on = ended and size > end
+        if (differs is not None or going_on) and (
+            superseding or _own_other_course(file, owner, data, at=offset, past_end=differs is None)
+        ):
             # The replaced run's bytes from here on: kept aside, then cut off.
             set_aside(path, file)
             file.truncate(offset)
@@ -141,6 +172,50 @@ def set_aside(path: Path, file: BinaryIO) -> Path:
         copy.flush()
         os.fsync(copy.fileno())
     return aside
+
+
+def _own_other_course(
+    file: BinaryIO, owner: TraceOwner | None, data: bytes, *, at: int, past_end: bool
+) -> bool:
+    """Whether the file is ``owner``'s trace going on differently: its header names
+    ``owner``, and its line at ``at`` (the chunk's start) has the seq of the chunk's first
+    line, or (``past_end``: the file agrees with the chunk and goes on after it) the line
+    just past the chunk has a later seq."""
+    if not _owned_by(file, owner):
+        return False
+    file.seek(at + len(data) if past_end else at)
+    theirs = _json_line(file.readline(_HEADER_LIMIT))
+    ours = _json_line(data[: data.find(b"\n") + 1])
+    if theirs is None or ours is None:
+        return False
+    their_seq, our_seq = theirs.get("seq"), ours.get("seq")
+    if type(their_seq) is not int or type(our_seq) is not int:
+        return False
+    return their_seq > our_seq if past_end else their_seq == our_seq
+
+
+def _owned_by(file: BinaryIO, owner: TraceOwner | None) -> bool:
+    """Whether the file's header names ``owner`` (its ``meta.run_id`` and ``started``)."""
+    if owner is None:
+        return False
+    file.seek(0)
+    header = _json_line(file.readline(_HEADER_LIMIT))
+    meta = header.get("meta") if header is not None else None
+    return isinstance(meta, dict) and [meta.get("run_id"), meta.get("started")] == [
+        owner.run_id,
+        owner.started,
+    ]
+
+
+def _json_line(line: bytes) -> dict[str, Any] | None:
+    """A whole line (its newline included) parsed as a JSON object, else None."""
+    if not line.endswith(b"\n"):
+        return None
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _run_started(header_line: bytes) -> dt.datetime | None:

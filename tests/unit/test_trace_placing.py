@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fsm_agent.errors import TraceWriteConflict
-from fsm_agent.trace.placing import place_chunk
+from fsm_agent.trace.placing import TraceOwner, place_chunk
 
 CHUNKS = (b'{"kind":"header"}\n', b'{"seq":1}\n{"seq":2}\n', b'{"seq":3}\n', b'{"kind":"end"}\n')
 
@@ -263,4 +263,73 @@ def test_a_superseding_chunk_past_the_end_still_fails(tmp_path: Path) -> None:
     with pytest.raises(TraceWriteConflict, match="past the end"):
         place_chunk(path, len(CHUNKS[0]) + 5, CHUNKS[1], superseding=True)
     assert path.read_bytes() == CHUNKS[0]
+    assert not list(tmp_path.glob("*.superseded-*"))
+
+
+OWNER = TraceOwner(run_id="s-1", started="2026-03-01T09:00:00+00:00")
+OWN_HEADER = header("s-1", "2026-03-01T09:00:00+00:00")
+
+
+def test_the_owners_trace_gone_on_differently_is_set_aside_not_refused(tmp_path: Path) -> None:
+    """A retried workflow task takes its events in another order than the failed attempt,
+    whose write landed: the file is the owner's, its line where the chunk goes has the
+    chunk's seq, so the file is copied aside and the chunk written (the session goes on)."""
+    path = tmp_path / "t.jsonl"
+    phantom = OWN_HEADER + b'{"seq":1}\n{"seq":2,"event":"first order"}\n'
+    path.write_bytes(phantom)
+    at = len(OWN_HEADER) + len(b'{"seq":1}\n')
+    retried = b'{"seq":2,"event":"second order"}\n'
+    assert place_chunk(path, at, retried, owner=OWNER) == at + len(retried)
+    assert path.read_bytes() == OWN_HEADER + b'{"seq":1}\n' + retried
+    assert (tmp_path / "t.superseded-1.jsonl").read_bytes() == phantom
+
+
+def test_the_owners_last_chunk_cuts_later_lines_of_another_course(tmp_path: Path) -> None:
+    """The owner's last chunk agrees with the file, which goes on with later-numbered lines
+    (a failed attempt's course): set aside and cut, not refused."""
+    path = tmp_path / "t.jsonl"
+    last = b'{"seq":1,"record":"end"}\n'
+    # The retry ended at seq 1 where the failed attempt had gone on.
+    path.write_bytes(OWN_HEADER + last + b'{"seq":2}\n')
+    assert place_chunk(path, len(OWN_HEADER), last, ended=True, owner=OWNER)
+    assert path.read_bytes() == OWN_HEADER + last
+    assert (tmp_path / "t.superseded-1.jsonl").exists()
+
+
+def test_the_owners_first_chunk_replaces_its_own_other_course(tmp_path: Path) -> None:
+    """At offset 0 too: the owner's own header with other lines after it is this trace gone
+    on differently (not a newer run's): kept aside, then replaced."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(OWN_HEADER + b'{"seq":1,"event":"a"}\n')
+    mine = OWN_HEADER + b'{"seq":1,"event":"b"}\n'
+    place_chunk(path, 0, mine, owner=OWNER)
+    assert path.read_bytes() == mine
+    assert (
+        tmp_path / "t.superseded-1.jsonl"
+    ).read_bytes() == OWN_HEADER + b'{"seq":1,"event":"a"}\n'
+
+
+@pytest.mark.parametrize(
+    ("start", "tail"),
+    [
+        (header("s-2", "2026-03-01T09:00:00+00:00"), b'{"seq":2,"x":1}\n'),  # another session
+        (header("s-1", "2026-03-01T09:00:01+00:00"), b'{"seq":2,"x":1}\n'),  # its id reused
+        (OWN_HEADER, b'{"kind":"stray"}\n'),  # a line someone appended: no seq
+        (OWN_HEADER, b'{"seq":3}\n'),  # numbered unlike the chunk
+        (OWN_HEADER, b'{"seq":2,"x":'),  # cut off mid-line
+    ],
+    ids=["other-session", "reused-id", "stray-line", "other-seq", "cut-off"],
+)
+def test_bytes_that_are_not_the_owners_other_course_still_conflict(
+    tmp_path: Path, start: bytes, tail: bytes
+) -> None:
+    """Where the file is not the owner's trace, or its line there is not numbered as the
+    chunk's, the chunk is refused and nothing is copied or changed."""
+    path = tmp_path / "t.jsonl"
+    before = start + b'{"seq":1}\n' + tail
+    path.write_bytes(before)
+    at = len(start) + len(b'{"seq":1}\n')
+    with pytest.raises(TraceWriteConflict):
+        place_chunk(path, at, b'{"seq":2,"y":2}\n', owner=OWNER)
+    assert path.read_bytes() == before
     assert not list(tmp_path.glob("*.superseded-*"))
