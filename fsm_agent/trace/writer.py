@@ -282,6 +282,10 @@ class TraceWriter:
         hold is refused here (``UsageError``), so a core never takes an event its trace
         lacks. Hand the result to :meth:`write_event_line` with what ``feed`` returned
         (nothing may be written in between: the line's ``seq`` is stamped)."""
+        return EventLine(self._event_parts(event))
+
+    def _event_parts(self, event: Event) -> tuple[bytes, ...]:
+        """The parts of ``event``'s line (:attr:`EventLine.parts`)."""
         if self._closed:
             raise UsageError("the trace writer is closed")
         # A record's keys are the writer's own but for the event's and the effects': a stream
@@ -302,8 +306,8 @@ class TraceWriter:
         fields["seq"] = self._next_seq
         try:
             if type(event) is TurnStarted:
-                return EventLine(self._turn_started_line(event, fields, keys_hit=keys_hit))
-            return EventLine((self._render(fields, keys_hit=keys_hit),))
+                return self._turn_started_line(event, fields, keys_hit=keys_hit)
+            return (self._render(fields, keys_hit=keys_hit),)
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
@@ -329,21 +333,22 @@ class TraceWriter:
         after ``feed`` returned and before any effect of ``step`` is performed; with
         ``step=None`` (``feed`` raised) the event alone. The line takes one ``seq`` for the
         event and one per transition and effect."""
+        self._write_parts(line.parts, step)
+
+    def _write_parts(self, alone: tuple[bytes, ...], step: Step | None) -> None:
+        """:meth:`write_event_line` for the parts of a prepared line."""
         if self._closed:
             raise UsageError("the trace writer is closed")
-        count = 1
         if step is not None and (step.transitions or step.effects):
-            count += len(step.transitions) + len(step.effects)
             try:
-                data = b"".join(self._with_step(line.parts, step))
+                data = b"".join(self._with_step(alone, step))
             except (orjson.JSONEncodeError, TypeError) as exc:
                 cause = exc.__cause__ or exc
                 raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
-        elif len(line.parts) == 1:
-            data = line.parts[0] + b"\n"
+            self._next_seq += 1 + len(step.transitions) + len(step.effects)
         else:
-            data = b"".join((*line.parts, b"\n"))
-        self._next_seq += count
+            data = alone[0] + b"\n" if len(alone) == 1 else b"".join((*alone, b"\n"))
+            self._next_seq += 1
         self._file.write(data)
         self._file.flush()
 
@@ -436,14 +441,14 @@ class TracingCore:
         """Render the event's line, feed the event, write the line with the step (and the
         end record); return the step."""
         writer = self.writer
-        line = writer.prepare_event(event)  # an event the trace cannot hold never reaches the core
+        parts = writer._event_parts(event)  # an event the trace cannot hold never reaches the core
         try:
             step = self.core.feed(event)
         except BaseException:
             # The fault's cause goes on file (DESIGN §5); the core's error propagates.
-            writer.write_event_line(line, None)
+            writer._write_parts(parts, None)
             raise
-        writer.write_event_line(line, step)
+        writer._write_parts(parts, step)
         if step.terminal is not None:
             writer.write_end(step.terminal, self.core.usage, fault=self.fault)
         return step
