@@ -361,10 +361,10 @@ class TraceWriter:
         copied here: a turn's first line holds the whole transcript (issue 10)."""
         parts: list[bytes | memoryview] = [b"{"]
         if step.effects:
-            effects = [dump_effect(effect) for effect in step.effects]
+            effects = list(map(dump_effect, step.effects))
             part = effects_field(effects)
             # An effect's free-form fields may hold keys from outside (DESIGN §8).
-            if any(sensitive_key_in(e) for e in effects) or self._redactor.holds_secret(part):
+            if any(map(sensitive_key_in, effects)) or self._redactor.holds_secret(part):
                 part = records.dumps({"effects": self._redactor.value(effects)})[1:-1]
             parts += (part, b",")
         # The event's line without its braces.
