@@ -78,7 +78,9 @@ def closed_fields_by_tag() -> Mapping[str, frozenset[str]]:
     )
 
 
-_CONTAINERS: Final = (dict, list, tuple)
+_CONTAINERS: Final = frozenset({dict, list, tuple})
+"""A set, not a tuple: ``type(x) in`` a tuple compares ``x``'s type with each member in turn,
+at the cost of a failed rich comparison per member; a set hashes it once."""
 _NAMED: Final = "named"
 """In a scan plan: a field whose own name is a sensitive key (present means hit)."""
 

@@ -38,7 +38,9 @@ _SENSITIVE_KEY: Final = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _KEY_SHAPED: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
-_CONTAINERS: Final = (dict, list, tuple)
+_CONTAINERS: Final = frozenset({dict, list, tuple})
+"""A set, not a tuple: ``type(x) in`` a tuple compares ``x``'s type with each member in turn,
+at the cost of a failed rich comparison per member; a set hashes it once."""
 _MIN_SECRET: Final = 4
 _SAFE_KEYS_LIMIT: Final = 4096
 """Key names remembered (records repeat a few dozen; tool inputs add more)."""

@@ -359,25 +359,33 @@ class TraceWriter:
         depth it has in the line, redacted on its own (redaction works value by value: the
         bytes are those of redacting the whole line), and joined on. The event's line is not
         copied here: a turn's first line holds the whole transcript (issue 10)."""
-        parts: list[bytes | memoryview] = [b"{"]
+        redactor = self._redactor
+        effects: list[dict[str, Any]] = []
+        head = tail = b""
         if step.effects:
             effects = list(map(dump_effect, step.effects))
-            part = effects_field(effects)
+            head = effects_field(effects)
             # An effect's free-form fields may hold keys from outside (DESIGN §8).
-            if any(map(sensitive_key_in, effects)) or self._redactor.holds_secret(part):
-                part = records.dumps({"effects": self._redactor.value(effects)})[1:-1]
-            parts += (part, b",")
+            if any(map(sensitive_key_in, effects)):
+                head = records.dumps({"effects": redactor.value(effects)})[1:-1]
+        if step.transitions:
+            tail = transitions_field(step)  # the same bytes replay compares with
+        # Both lists searched for secrets at once; each is redacted on its own when they hold
+        # one (a secret across the seam between them only costs this second look).
+        if redactor.holds_secret(head + tail):
+            if effects and redactor.holds_secret(head):
+                head = records.dumps({"effects": redactor.value(effects)})[1:-1]
+            if tail and redactor.holds_secret(tail):  # their keys are the writer's own
+                transitions = [records.step_transition(t) for t in step.transitions]
+                tail = records.dumps({"transitions": redactor.value(transitions)})[1:-1]
+        parts: list[bytes | memoryview] = [b"{", head, b","] if head else [b"{"]
         # The event's line without its braces.
         if len(alone) == 1:
             parts.append(memoryview(alone[0])[1:-1])
         else:
             parts += (memoryview(alone[0])[1:], *alone[1:-1], memoryview(alone[-1])[:-1])
-        if step.transitions:
-            part = transitions_field(step)  # the same bytes replay compares with
-            if self._redactor.holds_secret(part):  # their keys are the writer's own
-                transitions = [records.step_transition(t) for t in step.transitions]
-                part = records.dumps({"transitions": self._redactor.value(transitions)})[1:-1]
-            parts += (b",", part)
+        if tail:
+            parts += (b",", tail)
         parts.append(b"}\n")
         return parts
 
