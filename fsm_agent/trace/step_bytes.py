@@ -54,7 +54,11 @@ def carries(content: bytes, data: dict[str, Any], step: Step) -> bool:
 def effects_field(dumped: list[dict[str, Any]]) -> bytes:
     """``"effects":[…]`` as the writer renders a step's effects (each as
     :func:`~fsm_agent.core.codec.dump_effect` gives it) in a line, unredacted."""
-    return records.dumps({"effects": dumped})[1:-1]
+    try:  # what records.dumps does first, without its call (most steps have effects)
+        line = orjson.dumps({"effects": dumped}, option=records.JSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        line = records.dumps({"effects": dumped})  # rewrites what orjson refuses, or raises
+    return line[1:-1]
 
 
 def transitions_field(step: Step) -> bytes:

@@ -192,7 +192,10 @@ class TraceWriter:
     def _render(self, fields: Mapping[str, Any], *, keys_hit: bool) -> bytes:
         """``fields`` serialized and redacted; ``keys_hit``: whether a sensitive key name
         occurs in it (the caller knows which parts are the writer's own)."""
-        data = records.dumps(fields)
+        try:  # what records.dumps does first, without its call (every line comes here)
+            data = orjson.dumps(fields, default=records.refuse_unknown, option=records.JSON_OPTIONS)
+        except orjson.JSONEncodeError:
+            data = records.dumps(fields)  # rewrites what orjson refuses, or raises
         if keys_hit or self._redactor.holds_secret(data):
             data = records.dumps(self._redactor.value(fields))
         return data
