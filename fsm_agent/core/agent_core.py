@@ -15,7 +15,7 @@ everything from the outside world arrives as an event.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import attrs
 
@@ -79,6 +79,7 @@ _TOOL_EVENTS = (
     ev.PermissionDecided,
 )
 _P = Phase
+_M = TypeVar("_M")
 
 # Events a phase consumes without (necessarily) a transition; rows for the same pair run after.
 INTERNAL_EVENTS: frozenset[tuple[str, type]] = frozenset(
@@ -120,7 +121,9 @@ _STREAMING = Phase.STREAMING.value
 _OVERFLOW_BUFFER = 1_000  # SPEC §8.3 / §10: output floor on overflow retry, and its buffer
 _OUTPUT_FLOOR = 3_000
 _QUIET_STEP = Step()
-_LOOP_EVENTS = {name: LOOP_MACHINE.events[name] for name in {row.name for row in LOOP_ROWS}}
+# Frozen values a new core starts from (shared: built once, never changed).
+_NO_STATE = LoopState()
+_NO_USAGE = Usage()
 
 
 @attrs.define(slots=True)
@@ -143,6 +146,64 @@ class AgentCore:
         'idle'
     """
 
+    # Slots: a core has many fields, read on every event; slots make each read and the
+    # construction of a core cheaper than an instance dict would (DESIGN §7).
+    __slots__ = (
+        "_abort_reason",
+        "_answered",
+        "_assembler",
+        "_assistant",
+        "_attempt",
+        "_awaiting",
+        "_budget",
+        "_budget_checked",
+        "_budget_continuations",
+        "_budget_last_delta",
+        "_budget_last_total",
+        "_collapse",
+        "_collapse_drain_attempted",
+        "_compactable_tools",
+        "_compacted_this_iteration",
+        "_compaction_refilled",
+        "_compactions_this_turn",
+        "_consecutive_overloaded",
+        "_effect_counter",
+        "_effects",
+        "_event",
+        "_executor",
+        "_hot_request",
+        "_last_response_at",
+        "_machine_model",
+        "_microcompacted_at",
+        "_model_name",
+        "_output_cap",
+        "_poisoned",
+        "_request_counter",
+        "_request_history",
+        "_request_id",
+        "_session_rules",
+        "_snip_requests",
+        "_snipped",
+        "_specs",
+        "_state",
+        "_stream_error",
+        "_terminal",
+        "_token_count_asked",
+        "_token_estimate",
+        "_tool_context",
+        "_tool_ids",
+        "_tool_results",
+        "_transcript",
+        "_transitions",
+        "_turn_output_tokens",
+        "_unbounded_tools",
+        "_usage",
+        "_uuid_counter",
+        "_wall_now",
+        "config",
+        "tools",
+    )
+
     def __init__(
         self,
         *,
@@ -153,7 +214,7 @@ class AgentCore:
         self.config = config if config is not None else LoopConfig()
         self._set_tools(tools)
         self._machine_model = _LoopModel()
-        self._state = LoopState()
+        self._state = _NO_STATE
         self._model_name = self.config.model
         self._poisoned: BaseException | None = None
         self._terminal: str | None = None
@@ -161,7 +222,7 @@ class AgentCore:
         self._transitions: list[TransitionTaken] = []
         self._effects: list[fx.Effect] = []
         self._transcript: list[Message] = []
-        self._usage = Usage()
+        self._usage = _NO_USAGE
         self._effect_counter = 0
         self._uuid_counter = 0
         self._request_counter = 0
@@ -207,8 +268,6 @@ class AgentCore:
         # token budget tracking (SPEC §7.6)
         self._turn_output_tokens = 0
         self._budget_continuations = 0
-        self._budget_last_delta = 0
-        self._budget_last_total = 0
         self._budget_last_delta = 0
         self._budget_last_total = 0
 
@@ -471,12 +530,17 @@ class AgentCore:
         return self._finish_step()
 
     def _finish_step(self) -> Step:
-        self._refresh_hot_request()
-        return Step(
-            transitions=tuple(self._transitions),
-            effects=tuple(self._effects),
-            terminal=self._terminal,
+        # _refresh_hot_request, inline: this runs once per step
+        hot = (
+            self._machine_model.state == _STREAMING
+            and self._stream_error is None
+            and self._assembler is not None
         )
+        self._hot_request = self._request_id if hot else None
+        transitions, effects = self._transitions, self._effects
+        if not (transitions or effects or self._terminal is not None):
+            return _QUIET_STEP
+        return Step(transitions=tuple(transitions), effects=tuple(effects), terminal=self._terminal)
 
     def _poison(self, exc: BaseException) -> None:
         self._poisoned = exc
@@ -535,7 +599,7 @@ class AgentCore:
             if not (self._effects or self._transitions or self._stream_error):
                 return _QUIET_STEP
             self._event = event or ev.ModelStreamEvent(request_id=request_id, event=raw)
-            self._fire_first(_LOOP_INDEX[(_STREAMING, ev.ModelStreamEvent)])
+            self._fire_first(_STREAM_ROWS)
             self._settle()
         except BaseException as exc:
             self._poison(exc)
@@ -543,70 +607,69 @@ class AgentCore:
         return self._finish_step()
 
     def _dispatch(self, event: ev.Event) -> None:
-        phase = self.phase
-        kind = type(event)
-        internal = (phase, kind) in INTERNAL_EVENTS
-        rows = _LOOP_INDEX.get((phase, kind))
-        if not internal and rows is None:
-            raise IllegalTransition(phase=phase, event=kind.__name__, legal=self.legal_events())
-        if phase in _AWAITING_PHASES and not isinstance(
-            event, ev.AbortRequested | ev.CollapseStaged
-        ):
+        phase = self._machine_model.state
+        plan = _EVENT_PLANS.get((phase, type(event)))
+        if plan is None:
+            raise IllegalTransition(
+                phase=phase, event=type(event).__name__, legal=self.legal_events()
+            )
+        handler, rows, answers_effect, answers_request = plan
+        if answers_effect:
             effect_id = getattr(event, "effect_id", None)
             if effect_id != self._awaiting:
                 raise UsageError(
-                    f"{kind.__name__} answers effect {effect_id!r}, but phase {phase!r} "
-                    f"waits for {self._awaiting!r}"
+                    f"{type(event).__name__} answers effect {effect_id!r}, but phase "
+                    f"{phase!r} waits for {self._awaiting!r}"
                 )
-        if isinstance(event, ev.ModelStreamClosed | ev.ModelStreamFailed):
-            self._check_request(event.request_id)
+        if answers_request:
+            self._check_request(cast(ev.ModelStreamClosed | ev.ModelStreamFailed, event).request_id)
         self._event = event
-        if internal:
-            self._handle_internal(event)
-        if rows is not None and not self._fire_first(rows) and not internal:
-            raise DefinitionError(f"no row fired for {kind.__name__} in {phase}")
+        if handler is not None:
+            handler(self, event)
+        if rows is not None and not self._fire_first(rows) and handler is None:
+            raise DefinitionError(f"no row fired for {type(event).__name__} in {phase}")
 
     def _settle(self) -> None:
+        model = self._machine_model
         while self._terminal is None:
-            rows = _LOOP_INDEX.get((self.phase, None))
+            rows = _AUTOMATIC_ROWS.get(model.state)
             if rows is None or not self._fire_first(rows):
                 return
 
-    def _fire_first(self, rows: tuple[Row, ...]) -> bool:
-        for row in rows:
-            if row.guard is None or _LOOP_GUARDS[row.guard](self):
-                self._fire(row)
+    def _fire_first(self, rows: tuple[_Firing, ...]) -> bool:
+        """Fire the first row of a group whose guard holds (DESIGN §2); False if none does."""
+        for guard, taken, trigger, action, final in rows:
+            if guard is None or guard(self):
+                trigger(self._machine_model)
+                self._transitions.append(taken)
+                if action is not None:
+                    action(self)
+                if final is not None:
+                    self._terminal = final
+                    # SessionEnd hooks run as the session closes; nothing waits (SPEC §6).
+                    self._run_hooks(fx.HookEvent.SESSION_END, {"reason": final})
                 return True
         return False
 
-    def _fire(self, row: Row) -> None:
-        model = self._machine_model
-        taken = _TAKEN[row.name, model.state]
-        _LOOP_EVENTS[row.name].trigger(model)
-        self._transitions.append(taken)
-        action = _LOOP_ACTIONS.get(row.name)
-        if action is not None:
-            action(self)
-        if row.dest in FINAL_STATES:
-            self._terminal = row.dest
-            # SessionEnd hooks run as the session closes; nothing waits for them (SPEC §6).
-            self._run_hooks(fx.HookEvent.SESSION_END, {"reason": row.dest})
+    # Events a phase consumes inside itself (``INTERNAL_EVENTS``), one handler per type.
 
-    def _handle_internal(self, event: ev.Event) -> None:
-        if isinstance(event, ev.ModelStreamEvent):
-            self._on_stream(event.request_id, event.event)
-        elif isinstance(event, ev.AbortRequested):
-            self._abort_tools(event.reason)
-        elif isinstance(event, ev.CollapseStaged):
-            self._take_staged_collapse(event)
-        elif self._executor is not None and self._executor.owns(event) is not None:
-            self._executor.handle(event)
-        else:
+    def _internal_stream_event(self, event: ev.ModelStreamEvent) -> None:
+        self._on_stream(event.request_id, event.event)
+
+    def _internal_abort(self, event: ev.AbortRequested) -> None:
+        self._abort_tools(event.reason)
+
+    def _internal_tool_event(self, event: ev.Event) -> None:
+        executor = self._executor
+        call = executor.owns(event) if executor is not None else None
+        if call is None:
             raise IllegalTransition(
                 phase=self.phase,
                 event=f"{type(event).__name__} for no current tool call",
                 legal=self.legal_events(),
             )
+        assert executor is not None
+        executor.handle_owned(call, event)
 
     # --- the tool sink (what the executor calls back) -------------------------------------------
 
@@ -665,12 +728,15 @@ class AgentCore:
                 specs[name] = spec
         self.tools = tuple(tools)
         self._specs = specs
-        self._unbounded_tools = frozenset(
-            name for name, spec in specs.items() if spec.unbounded_results
-        )
-        self._compactable_tools = COMPACTABLE_TOOLS | {
-            name for name, spec in specs.items() if spec.is_shell
-        }
+        unbounded: set[str] = set()
+        shells: set[str] = set()
+        for name, spec in specs.items():
+            if spec.unbounded_results:
+                unbounded.add(name)
+            if spec.is_shell:
+                shells.add(name)
+        self._unbounded_tools = frozenset(unbounded)
+        self._compactable_tools = COMPACTABLE_TOOLS | shells
 
     def _show(self, message: Message) -> None:
         self._transcript.append(message)
@@ -688,7 +754,7 @@ class AgentCore:
         return self._assistant[-1] if self._assistant else None
 
     def _withheld(self, kind: ApiErrorKind) -> bool:
-        last = self._last_assistant()
+        last = self._assistant[-1] if self._assistant else None
         return isinstance(last, ApiErrorMessage) and last.withheld and last.kind is kind
 
     def _surface_withheld(self) -> None:
@@ -843,12 +909,16 @@ class AgentCore:
             )
             self._executor.pump()
 
-    def _continue_with(self, state: LoopState, name: str) -> None:
-        self._state = attrs.evolve(state, transition=name)
+    def _continue_with(self, name: str, **changes: Any) -> None:
+        """Start the next iteration from the state with ``changes`` (SPEC §2.1), as ``name``."""
+        self._state = attrs.evolve(self._state, transition=name, **changes)
 
     def _iteration_messages(self) -> tuple[Message, ...]:
         """messagesForQuery + this iteration's assistant messages (API errors left out)."""
-        kept = [m for m in self._assistant if not isinstance(m, ApiErrorMessage)]
+        kept = []
+        for message in self._assistant:
+            if not isinstance(message, ApiErrorMessage):
+                kept.append(message)
         return (*self._state.messages, *kept)
 
     # --- stream handling (inside `streaming`, no transition per delta) ------------------------
@@ -862,7 +932,8 @@ class AgentCore:
             )
 
     def _on_stream(self, request_id: str, raw: dict[str, Any]) -> None:
-        self._check_request(request_id)
+        if request_id != self._request_id:
+            self._check_request(request_id)
         if self._stream_error is not None:
             return  # the model_error row has fired already
         assert self._assembler is not None
@@ -871,7 +942,8 @@ class AgentCore:
         except FsmAgentError as exc:  # ModelProtocolError: a named model_error, not a crash
             self._stream_error = str(exc)
             return
-        self._absorb(completed)
+        if completed:
+            self._absorb(completed)
 
     def _absorb(self, completed: tuple[Message, ...]) -> None:
         assert self._assembler is not None
@@ -1015,12 +1087,12 @@ class AgentCore:
 
     def _guard_tool_use_seen(self) -> bool:
         # SPEC §1.2: needsFollowUp comes from the content, not from stop_reason.
-        return any(
-            isinstance(block, ToolUseBlock)
-            for message in self._assistant
-            if isinstance(message, AssistantMessage)
-            for block in message.content
-        )
+        for message in self._assistant:
+            if isinstance(message, AssistantMessage):
+                for block in message.content:
+                    if isinstance(block, ToolUseBlock):
+                        return True
+        return False
 
     def _guard_collapse_drain_applicable(self) -> bool:
         return (
@@ -1037,11 +1109,11 @@ class AgentCore:
         return (
             self.config.reactive_compact
             and not self._state.has_attempted_reactive_compact
-            and self._compaction_allowed()
             and (
                 self._withheld(ApiErrorKind.PROMPT_TOO_LONG)
                 or self._withheld(ApiErrorKind.MEDIA_TOO_LARGE)
             )
+            and self._compaction_allowed()
         )
 
     def _guard_withheld_prompt_too_long(self) -> bool:
@@ -1145,9 +1217,7 @@ class AgentCore:
     def _on_session_started(self) -> None:
         event: ev.HooksFinished = self._event
         self._take_hook_outcome(event.outcome)
-        prompt = next(
-            (m for m in reversed(self._state.messages) if isinstance(m, UserMessage)), None
-        )
+        prompt = _last_of(self._state.messages, UserMessage)
         payload = {"prompt": text_of(prompt) if prompt is not None else ""}
         self._run_hooks(fx.HookEvent.USER_PROMPT_SUBMIT, payload, wait=True)
 
@@ -1501,8 +1571,9 @@ class AgentCore:
             self._state = attrs.evolve(self._state, messages=tuple(event.messages))
         self._history_rewritten(before)
         self._continue_with(
-            attrs.evolve(self._state, max_output_tokens_override=None, stop_hook_active=None),
             "collapse_drain_retry",
+            max_output_tokens_override=None,
+            stop_hook_active=None,
         )
 
     def _on_collapse_drain_empty(self) -> None:
@@ -1516,13 +1587,10 @@ class AgentCore:
         self._adopt_compacted(event.messages)
         self._count_compaction()
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                has_attempted_reactive_compact=True,
-                auto_compact=None,
-                max_output_tokens_override=None,
-            ),
             "reactive_compact_retry",
+            has_attempted_reactive_compact=True,
+            auto_compact=None,
+            max_output_tokens_override=None,
         )
 
     def _on_prompt_too_long(self) -> None:
@@ -1532,22 +1600,17 @@ class AgentCore:
     def _on_max_output_tokens_escalate(self) -> None:
         # SPEC §2.1: same messages (the partial output is dropped), bigger output size.
         self._continue_with(
-            attrs.evolve(
-                self._state, max_output_tokens_override=self.config.escalated_max_output_tokens
-            ),
             "max_output_tokens_escalate",
+            max_output_tokens_override=self.config.escalated_max_output_tokens,
         )
 
     def _on_max_output_tokens_recovery(self) -> None:
         nudge = self._meta_user(texts.RESUME_AFTER_TRUNCATION)
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                messages=(*self._iteration_messages(), nudge),
-                max_output_tokens_recovery_count=self._state.max_output_tokens_recovery_count + 1,
-                max_output_tokens_override=None,
-            ),
             "max_output_tokens_recovery",
+            messages=(*self._iteration_messages(), nudge),
+            max_output_tokens_recovery_count=self._state.max_output_tokens_recovery_count + 1,
+            max_output_tokens_override=None,
         )
 
     def _on_completed(self) -> None:
@@ -1558,7 +1621,7 @@ class AgentCore:
             self._stop_failure_hooks()
 
     def _on_stop_hooks_started(self) -> None:
-        last = next((m for m in reversed(self._assistant) if isinstance(m, AssistantMessage)), None)
+        last = _last_of(self._assistant, AssistantMessage)
         # SPEC §6.3: a subagent's loop runs SubagentStop hooks where the main loop runs Stop.
         hook_event = fx.HookEvent.SUBAGENT_STOP if self.config.is_subagent else fx.HookEvent.STOP
         payload = {
@@ -1589,15 +1652,12 @@ class AgentCore:
         ]
         # SPEC §2.1: hasAttemptedReactiveCompact is kept (resetting it looped forever).
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                messages=(*self._iteration_messages(), *feedback),
-                max_output_tokens_recovery_count=0,
-                max_output_tokens_override=None,
-                stop_hook_active=True,
-                stop_hook_blocks=self._state.stop_hook_blocks + 1,
-            ),
             "stop_hook_blocking",
+            messages=(*self._iteration_messages(), *feedback),
+            max_output_tokens_recovery_count=0,
+            max_output_tokens_override=None,
+            stop_hook_active=True,
+            stop_hook_blocks=self._state.stop_hook_blocks + 1,
         )
 
     def _on_refusal(self) -> None:
@@ -1612,13 +1672,10 @@ class AgentCore:
         # The API paused a long server-tool run: the paused assistant message goes back as
         # the last message, and the API carries on from there. Bounded per turn.
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                messages=self._iteration_messages(),
-                max_output_tokens_override=None,
-                pause_turns=self._state.pause_turns + 1,
-            ),
             "pause_turn",
+            messages=self._iteration_messages(),
+            max_output_tokens_override=None,
+            pause_turns=self._state.pause_turns + 1,
         )
 
     def _on_token_budget_continuation(self) -> None:
@@ -1631,15 +1688,12 @@ class AgentCore:
             texts.token_budget_nudge(round(100 * used / budget) if budget else 0, used, budget)
         )
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                messages=(*self._iteration_messages(), nudge),
-                max_output_tokens_recovery_count=0,
-                has_attempted_reactive_compact=False,
-                max_output_tokens_override=None,
-                stop_hook_active=None,
-            ),
             "token_budget_continuation",
+            messages=(*self._iteration_messages(), nudge),
+            max_output_tokens_recovery_count=0,
+            has_attempted_reactive_compact=False,
+            max_output_tokens_override=None,
+            stop_hook_active=None,
         )
 
     def _on_aborted_tools(self) -> None:
@@ -1688,19 +1742,25 @@ class AgentCore:
             tracking = attrs.evolve(tracking, turn_counter=tracking.turn_counter + 1)
         # SPEC §2.1 next_turn: stopHookActive is carried; the recovery state resets.
         self._continue_with(
-            attrs.evolve(
-                self._state,
-                messages=(*self._iteration_messages(), *self._tool_results),
-                auto_compact=tracking,
-                turn_count=self._state.turn_count + 1,
-                max_output_tokens_recovery_count=0,
-                has_attempted_reactive_compact=False,
-                max_output_tokens_override=None,
-                stop_hook_blocks=0,
-                pause_turns=0,
-            ),
             "next_turn",
+            messages=(*self._iteration_messages(), *self._tool_results),
+            auto_compact=tracking,
+            turn_count=self._state.turn_count + 1,
+            max_output_tokens_recovery_count=0,
+            has_attempted_reactive_compact=False,
+            max_output_tokens_override=None,
+            stop_hook_blocks=0,
+            pause_turns=0,
         )
+
+
+def _last_of(messages: Sequence[Message], kind: type[_M]) -> _M | None:
+    """The last of ``messages`` that is a ``kind`` (a loop: no generator on the hot path)."""
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, kind):
+            return message
+    return None
 
 
 def _only_tool_uses_of(message: Message, call_ids: set[str]) -> bool:
@@ -1712,24 +1772,65 @@ def _only_tool_uses_of(message: Message, call_ids: set[str]) -> bool:
     )
 
 
-def _resolve_guards() -> dict[str, Callable[[AgentCore], bool]]:
-    check_table(LOOP_ROWS, AgentCore, internal=INTERNAL_EVENTS)
-    return {
-        row.guard: getattr(AgentCore, f"_guard_{row.guard}")
-        for row in LOOP_ROWS
-        if row.guard is not None
-    }
+# A row as the core fires it from one source, resolved once (DESIGN §7): its guard (None:
+# always), its transition record (it depends only on the row and the source), the trigger of
+# its ``transitions`` event, its ``_on_<name>`` action (None: none) and the final state it
+# reaches (None: not final). Firing is then unpacking a tuple, with no lookup per row.
+_Firing = tuple[
+    Callable[["AgentCore"], bool] | None,
+    TransitionTaken,
+    Callable[[_LoopModel], bool],
+    Callable[["AgentCore"], None] | None,
+    str | None,
+]
+# What feeding an event type in a phase does: the handler of an event the phase consumes
+# (INTERNAL_EVENTS), the rows it may fire, whether it must answer the effect the phase
+# waits for, and whether it must belong to the request in flight.
+_EventPlan = tuple[
+    Callable[["AgentCore", Any], None] | None,
+    tuple[_Firing, ...] | None,
+    bool,
+    bool,
+]
+
+_INTERNAL_HANDLERS: dict[type, Callable[[AgentCore, Any], None]] = {
+    ev.ModelStreamEvent: AgentCore._internal_stream_event,
+    ev.AbortRequested: AgentCore._internal_abort,
+    ev.CollapseStaged: AgentCore._take_staged_collapse,
+    **dict.fromkeys(_TOOL_EVENTS, AgentCore._internal_tool_event),
+}
 
 
-_LOOP_GUARDS = _resolve_guards()
-# A loop transition record depends only on its row and source: build each once.
-_TAKEN = {
-    (row.name, source): TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest)
-    for row in LOOP_ROWS
-    for source in row.source
+def _firings(source: str, rows: tuple[Row, ...]) -> tuple[_Firing, ...]:
+    return tuple(
+        (
+            getattr(AgentCore, f"_guard_{row.guard}") if row.guard is not None else None,
+            TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest),
+            LOOP_MACHINE.events[row.name].trigger,
+            getattr(AgentCore, f"_on_{row.name}", None),
+            row.dest if row.dest in FINAL_STATES else None,
+        )
+        for row in rows
+    )
+
+
+def _event_plans() -> dict[tuple[str, type], _EventPlan]:
+    keys = {(phase, on) for phase, on in _LOOP_INDEX if on is not None} | INTERNAL_EVENTS
+    plans: dict[tuple[str, type], _EventPlan] = {}
+    for phase, kind in keys:
+        rows = _LOOP_INDEX.get((phase, kind))
+        plans[phase, kind] = (
+            _INTERNAL_HANDLERS[kind] if (phase, kind) in INTERNAL_EVENTS else None,
+            _firings(phase, rows) if rows is not None else None,
+            phase in _AWAITING_PHASES and kind not in (ev.AbortRequested, ev.CollapseStaged),
+            kind in (ev.ModelStreamClosed, ev.ModelStreamFailed),
+        )
+    return plans
+
+
+check_table(LOOP_ROWS, AgentCore, internal=INTERNAL_EVENTS)
+_EVENT_PLANS = _event_plans()
+_AUTOMATIC_ROWS = {
+    phase: _firings(phase, rows) for (phase, on), rows in _LOOP_INDEX.items() if on is None
 }
-_LOOP_ACTIONS: dict[str, Callable[[AgentCore], None]] = {
-    row.name: getattr(AgentCore, f"_on_{row.name}")
-    for row in LOOP_ROWS
-    if hasattr(AgentCore, f"_on_{row.name}")
-}
+_STREAM_ROWS = _firings(_STREAMING, _LOOP_INDEX[_STREAMING, ev.ModelStreamEvent])

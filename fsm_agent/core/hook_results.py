@@ -18,6 +18,8 @@ HOOK_NOTICE = "hook_notice"
 
 def context_and_notices(outcome: HookOutcome, new_uuid: Callable[[], str]) -> list[Message]:
     """The attachments (context) and system messages (notices) of one outcome, in that order."""
+    if not (outcome.additional_context or outcome.system_messages):
+        return []  # most outcomes: nothing to build
     messages: list[Message] = [
         AttachmentMessage(uuid=new_uuid(), kind=AttachmentKind.HOOK_ADDITIONAL_CONTEXT, text=text)
         for text in outcome.additional_context

@@ -199,8 +199,10 @@ def _add_counts(left: dict[str, int] | None, right: dict[str, int] | None) -> di
     """Two per-kind count tables added key by key (None when both are absent)."""
     if left is None or right is None:
         return left if right is None else right
-    keys = dict.fromkeys([*left, *right])
-    return {key: left.get(key, 0) + right.get(key, 0) for key in keys}
+    total = dict(left)  # left's keys first, then those only right has
+    for key, count in right.items():
+        total[key] = total.get(key, 0) + count
+    return total
 
 
 # --- messages ------------------------------------------------------------------------------
@@ -335,7 +337,11 @@ def tool_results(message: Message) -> tuple[ToolResultBlock, ...]:
 def text_of(message: Message) -> str:
     """The text blocks of a message joined by newlines (for hooks, token estimates, display)."""
     if isinstance(message, UserMessage | AssistantMessage):
-        return "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+        texts = []
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                texts.append(block.text)
+        return "\n".join(texts)
     if isinstance(message, ApiErrorMessage | AttachmentMessage | SystemMessage):
         return message.text
     return ""

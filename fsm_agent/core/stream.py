@@ -93,6 +93,9 @@ _USAGE_FIELDS: Final = (
     "cache_read_input_tokens",
 )
 _USAGE_TABLES: Final = ("cache_creation", "server_tool_use")
+_USAGE_KEYS: Final = frozenset({*_USAGE_FIELDS, *_USAGE_TABLES, "service_tier"})
+_ONLY_INT: Final = frozenset({int})  # a count table's values are all exactly ints
+_NO_USAGE: Final = Usage()  # shared (a frozen value): what a response used before it reports
 
 
 @attrs.define(slots=True)
@@ -128,33 +131,50 @@ def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
     """Usage from an event's ``usage`` dict; absent or null fields keep the previous value."""
     if raw is None:
         return previous
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         raise _protocol_error(event_type, None, "usage must be an object")
-    values: dict[str, Any] = {}
+    counts: list[int] = []
     for name in _USAGE_FIELDS:
         value = raw.get(name)
         if value is None:
-            values[name] = getattr(previous, name)
-        elif type(value) is int:
-            values[name] = value
-        else:
+            value = getattr(previous, name)
+        elif type(value) is not int:
             raise _protocol_error(event_type, None, f"usage.{name} must be an integer")
+        counts.append(value)
+    tables: list[dict[str, int] | None] = []
     for name in _USAGE_TABLES:
         table = raw.get(name)
         if table is None:
-            values[name] = getattr(previous, name)
-        elif isinstance(table, Mapping) and all(type(v) is int for v in table.values()):
-            values[name] = dict(table)
+            tables.append(getattr(previous, name))
+        elif (type(table) is dict or isinstance(table, Mapping)) and _ONLY_INT.issuperset(
+            map(type, table.values())
+        ):
+            tables.append(dict(table))
         else:
             raise _protocol_error(event_type, None, f"usage.{name} must map names to integers")
     tier = raw.get("service_tier")
-    values["service_tier"] = (
-        previous.service_tier if tier is None else _string(tier, event_type, None, "service_tier")
+    # Fields this model does not name are kept as received, the newest value winning.
+    extra = dict(previous.extra)
+    if not _USAGE_KEYS.issuperset(raw):
+        for key, value in raw.items():
+            if value is not None and key not in _USAGE_KEYS:
+                extra[key] = value
+    input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens = counts
+    cache_creation, server_tool_use = tables
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_creation_input_tokens=cache_creation_tokens,
+        cache_read_input_tokens=cache_read_tokens,
+        cache_creation=cache_creation,
+        server_tool_use=server_tool_use,
+        service_tier=(
+            previous.service_tier
+            if tier is None
+            else _string(tier, event_type, None, "service_tier")
+        ),
+        extra=extra,
     )
-    known = {*_USAGE_FIELDS, *_USAGE_TABLES, "service_tier"}
-    extra = {key: value for key, value in raw.items() if key not in known and value is not None}
-    values["extra"] = {**previous.extra, **extra}
-    return Usage(**values)
 
 
 @attrs.define(slots=True)
@@ -188,7 +208,7 @@ class StreamAssembler:
     stop_reason: str | None = attrs.field(default=None, init=False)
     stop_sequence: str | None = attrs.field(default=None, init=False)
     stop_details: dict[str, Any] | None = attrs.field(default=None, init=False)
-    usage: Usage = attrs.field(factory=Usage, init=False)
+    usage: Usage = attrs.field(default=_NO_USAGE, init=False)
     started: bool = attrs.field(default=False, init=False)
     finished: bool = attrs.field(default=False, init=False)
     blocks_completed: int = attrs.field(default=0, init=False)
@@ -225,9 +245,13 @@ class StreamAssembler:
             )
         try:
             # The delta branch comes first and stays short: it runs once per chunk.
-            if event.get("type") == "content_block_delta":
+            kind = event.get("type")
+            if kind == "content_block_delta":
                 return self._on_delta(event)
-            return self._on_other(event)
+            handler = _EVENT_HANDLERS.get(kind) if isinstance(kind, str) else None
+            if handler is None:
+                return self._notice(texts.stream_event_skipped(str(kind)))
+            return handler(self, event)
         except ModelProtocolError as error:
             self._poisoned = str(error)
             raise
@@ -262,8 +286,13 @@ class StreamAssembler:
         The reference patches these onto the last yielded message in place (SPEC §3); our
         messages are frozen, so the loop swaps in this copy when it wants them on the message.
         """
-        return attrs.evolve(
-            message,
+        # Built directly, not with attrs.evolve (once per response; test_stream checks that
+        # every other field is carried over).
+        return AssistantMessage(
+            uuid=message.uuid,
+            message_id=message.message_id,
+            content=message.content,
+            model=message.model,
             stop_reason=self.stop_reason,
             usage=self.usage,
             stop_details=self.stop_details,
@@ -326,35 +355,24 @@ class StreamAssembler:
         self.notices.append(text)
         return (SystemMessage(uuid=self.new_uuid(), subtype=NOTICE_SUBTYPE, text=text),)
 
-    def _on_other(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
-        event_type = event.get("type")
-        if event_type == "ping":
-            return _NOTHING
-        if event_type == "content_block_start":
-            self._require_open_message("content_block_start", event.get("index"))
-            return self._on_block_start(event)
-        if event_type == "content_block_stop":
-            self._require_open_message("content_block_stop", event.get("index"))
-            return self._on_block_stop(event)
-        if event_type == "message_delta":
-            self._require_open_message("message_delta", None)
-            return self._on_message_delta(event)
-        if event_type == "message_start":
-            return self._on_message_start(event)
-        if event_type == "message_stop":
-            self._require_open_message("message_stop", None)
-            closed: list[Message] = []
-            for index in sorted(self._open):
-                # Tolerated as the SDK does: the block ends with the message.
-                closed.extend(self._notice(texts.stream_block_closed_by_message_stop(index)))
-                closed.extend(self._close_block(self._open.pop(index), cut_short=True))
-            self.finished = True
-            return tuple(closed)
-        if event_type == "error":
-            raise _protocol_error("error", None, f"the stream reported an error: {event!r}")
-        return self._notice(texts.stream_event_skipped(str(event_type)))
+    def _on_ping(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        return _NOTHING
+
+    def _on_message_stop(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        self._require_open_message("message_stop", None)
+        closed: list[Message] = []
+        for index in sorted(self._open):
+            # Tolerated as the SDK does: the block ends with the message.
+            closed.extend(self._notice(texts.stream_block_closed_by_message_stop(index)))
+            closed.extend(self._close_block(self._open.pop(index), cut_short=True))
+        self.finished = True
+        return tuple(closed)
+
+    def _on_error(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        raise _protocol_error("error", None, f"the stream reported an error: {event!r}")
 
     def _require_open_message(self, event_type: str, index: object) -> None:
+        """Between ``message_start`` and ``message_stop``, or a protocol error."""
         if not self.started:
             raise _protocol_error(event_type, index, "arrived before message_start")
         if self.finished:
@@ -364,7 +382,7 @@ class StreamAssembler:
         if self.started:
             raise _protocol_error("message_start", None, "a second message_start in one stream")
         message = event["message"]
-        if not isinstance(message, Mapping):
+        if type(message) is not dict and not isinstance(message, Mapping):
             raise _protocol_error("message_start", None, "message must be an object")
         self.message_id = _string(message["id"], "message_start", None, "message.id")
         model = message.get("model")
@@ -374,13 +392,15 @@ class StreamAssembler:
         return _NOTHING
 
     def _on_block_start(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        if not self.started or self.finished:
+            self._require_open_message("content_block_start", event.get("index"))
         index = event["index"]
         if type(index) is not int or index < 0:
             raise _protocol_error("content_block_start", index, "index must be an integer ≥ 0")
         if index in self._used_indices:
             raise _protocol_error("content_block_start", index, "index already used")
         raw = event["content_block"]
-        if not isinstance(raw, Mapping):
+        if type(raw) is not dict and not isinstance(raw, Mapping):
             raise _protocol_error("content_block_start", index, "content_block must be an object")
         kind = raw["type"]
         if kind == _TEXT:
@@ -389,7 +409,9 @@ class StreamAssembler:
             if not isinstance(citations, list):
                 raise _protocol_error("content_block_start", index, "citations must be a list")
             block = _OpenBlock(
-                kind=kind, pieces=[text] if text else [], citations=[dict(c) for c in citations]
+                kind=kind,
+                pieces=[text] if text else [],
+                citations=[dict(c) for c in citations] if citations else [],
             )
         elif kind == _THINKING:
             thinking = _string(raw.get("thinking", ""), "content_block_start", index, "thinking")
@@ -439,6 +461,8 @@ class StreamAssembler:
         return _NOTHING
 
     def _on_block_stop(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        if not self.started or self.finished:
+            self._require_open_message("content_block_stop", event.get("index"))
         index = event["index"]
         block = self._open.pop(index, None)
         if block is None:
@@ -512,8 +536,10 @@ class StreamAssembler:
         return parsed
 
     def _on_message_delta(self, event: Mapping[str, Any]) -> tuple[Message, ...]:
+        if not self.started or self.finished:
+            self._require_open_message("message_delta", None)
         delta = event.get("delta") or {}
-        if not isinstance(delta, Mapping):
+        if type(delta) is not dict and not isinstance(delta, Mapping):
             raise _protocol_error("message_delta", None, "delta must be an object")
         stop_reason = delta.get("stop_reason")
         if stop_reason is not None:
@@ -545,6 +571,19 @@ class StreamAssembler:
                 ),
             )
         return _NOTHING
+
+
+# Stream events other than deltas, by ``type``; any other type is skipped with a notice.
+_EventHandler = Callable[[StreamAssembler, Mapping[str, Any]], tuple[Message, ...]]
+_EVENT_HANDLERS: Final[dict[str, _EventHandler]] = {
+    "ping": StreamAssembler._on_ping,
+    "content_block_start": StreamAssembler._on_block_start,
+    "content_block_stop": StreamAssembler._on_block_stop,
+    "message_delta": StreamAssembler._on_message_delta,
+    "message_start": StreamAssembler._on_message_start,
+    "message_stop": StreamAssembler._on_message_stop,
+    "error": StreamAssembler._on_error,
+}
 
 
 def _event_index(event: object) -> object:

@@ -66,7 +66,10 @@ def message_chars(message: Message) -> int:
 
 def chars_estimate(messages: Sequence[Message]) -> int:
     """Characters / 4 of ``messages``: the estimate when no reported figure applies."""
-    return sum(message_chars(m) for m in messages) // CHARS_PER_TOKEN
+    total = 0
+    for message in messages:
+        total += message_chars(message)
+    return total // CHARS_PER_TOKEN
 
 
 def _anchor(messages: Sequence[Message]) -> tuple[int, AssistantMessage] | None:

@@ -26,6 +26,7 @@ Scheduling has two modes:
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
@@ -61,7 +62,9 @@ _EXECUTING = EXECUTING_STATES
 _RESULT_READY = RESULT_STATES
 _YIELDED = CallState.YIELDED.value
 _VALIDATING = CallState.VALIDATING.value
+_PERMISSION = CallState.PERMISSION.value
 _NOT_STARTED = frozenset({CallState.QUEUED.value, _VALIDATING})
+_ENDED = _RESULT_READY | {_YIELDED}
 
 
 class ToolSink(Protocol):
@@ -138,6 +141,33 @@ _TOOL_EVENTS = {name: TOOL_MACHINE.events[name] for name in {row.name for row in
 class ToolExecutor:
     """Schedules the tool calls of one model response and hands their results back."""
 
+    __slots__ = (
+        "_batch_done",
+        "_batch_index",
+        "_batch_mode",
+        "_batch_number",
+        "_batch_started",
+        "_batches",
+        "_by_effect",
+        "_deferred_updates",
+        "_discarded",
+        "_event",
+        "_executing",
+        "_executing_unsafe",
+        "_first_open",
+        "_first_waiting",
+        "_holding",
+        "_hook_stopped",
+        "_max_concurrency",
+        "_ready",
+        "_response_ended",
+        "_sibling_error",
+        "_sink",
+        "_specs",
+        "calls",
+        "order",
+    )
+
     def __init__(
         self,
         sink: ToolSink,
@@ -168,6 +198,17 @@ class ToolExecutor:
         self._first_waiting = 0
         self._executing = 0
         self._executing_unsafe = 0
+        # Hand-back without a scan: the indexes of calls whose result is decided and not yet
+        # handed back, and of calls that may hold back the ones after them (each re-checked
+        # when it comes to the top: a call stops holding back as its state moves on).
+        self._ready: list[int] = []
+        self._holding: list[int] = []
+        # Batch mode (SPEC §5.1): each call's batch number (by index) once the batches are
+        # formed; in the current batch, the calls before ``_batch_started`` have started and
+        # those before ``_batch_done`` have their result (both only move forward).
+        self._batch_number: list[int] = []
+        self._batch_started = 0
+        self._batch_done = 0
         self._hook_stopped = False
 
     # --- queries -----------------------------------------------------------------------------
@@ -267,10 +308,14 @@ class ToolExecutor:
                 event=f"{type(event).__name__} for an unknown call or effect",
                 legal=[f"events for {', '.join(self.calls) or 'no calls'}"],
             )
+        self.handle_owned(call, event)
+
+    def handle_owned(self, call: ToolCall, event: ev.Event) -> None:
+        """:meth:`handle` for an event already known to be about ``call`` (``owns``)."""
         if isinstance(event, ev.ToolProgressReported | ev.SubagentStarted):
             return  # facts for the user and the trace; no transition (DESIGN §2)
         if isinstance(event, ev.PermissionPromptShown):
-            if call.state == CallState.PERMISSION.value:
+            if call.state == _PERMISSION:
                 # Notification hooks run beside the question; nothing waits for them.
                 self._sink.add_effect(
                     fx.RunHooks(
@@ -312,19 +357,26 @@ class ToolExecutor:
 
     def _fire(self, call: ToolCall, name: str) -> None:
         source = call.state
-        _TOOL_EVENTS[name].trigger(call)
-        held, holds = source in _EXECUTING, call.state in _EXECUTING
-        if held != holds:  # it took a slot or gave one back (``safe`` is fixed by then)
-            change = 1 if holds else -1
-            self._executing += change
+        firing = _TOOL_FIRINGS.get((name, source))
+        if firing is None:  # no such row: the machine raises, as for any illegal trigger
+            _TOOL_EVENTS[name].trigger(call)
+            raise DefinitionError(f"tool row {name} moved a call out of {source}")
+        trigger, slots, action = firing
+        trigger(call)
+        if slots:  # it took a slot or gave one back (``safe`` is fixed by then)
+            self._executing += slots
             if not call.safe:
-                self._executing_unsafe += change
+                self._executing_unsafe += slots
+        state = call.state
+        if state in _RESULT_READY:
+            heapq.heappush(self._ready, call.index)
+        elif _holds_back(call):
+            heapq.heappush(self._holding, call.index)
         self._sink.add_transition(
             TransitionTaken(
                 machine="tool", name=name, source=source, dest=call.state, call_id=call.call_id
             )
         )
-        action = _TOOL_ACTIONS.get(name)
         if action is not None:
             action(self, call)
 
@@ -438,9 +490,7 @@ class ToolExecutor:
             # SPEC §5.2: only a shell tool's error cancels its running siblings.
             self._sibling_error = call
             for other in self.order:
-                if other is not call and (
-                    other.executing or other.state == CallState.VALIDATING.value
-                ):
+                if other is not call and (other.executing or other.state == _VALIDATING):
                     self._cancel(other, fx.CancelReason.SIBLING_ERROR, message="")
         # SPEC §4 "exception" row: PostToolUseFailure hooks run for a call that failed.
         payload = {"tool_input": call.input, "error": _as_text(call.content)}
@@ -573,22 +623,33 @@ class ToolExecutor:
                 self._fire(call, "result_yielded")
 
     def _hand_back_ready(self) -> bool:
+        """Hand back, in model order, every decided result that no earlier call holds back;
+        linear in the calls over a whole response, not a scan of them per event."""
+        ready = self._ready
+        if not ready:
+            return False
+        order = self.order
+        limit = len(order) if self._batch_mode else self._first_holding()
         changed = False
-        for call in itertools.islice(self.order, self._open_calls(), None):
-            if call.state == _YIELDED:
-                continue
-            if call.result_ready:
+        while ready and ready[0] < limit:
+            call = order[heapq.heappop(ready)]
+            if call.result_ready:  # not already handed back (``flush``)
                 self._fire(call, "result_yielded")
                 changed = True
-            elif self._batch_mode:
-                continue
-            elif call.executing and not call.safe:
-                break  # SPEC §5.2: a running unsafe call holds back everything after it
-            elif call.state == _VALIDATING and not call.validated:
-                # Its safety is not known yet; in the reference it would already be running
-                # (validation is synchronous there), so it holds back what follows it.
-                break
         return changed
+
+    def _first_holding(self) -> int:
+        """The index of the first call that holds back the results after it, or
+        ``len(order)``: a running unsafe call (SPEC §5.2), or one whose safety is not known
+        yet (in the reference it would already be running: validation is synchronous
+        there)."""
+        holding, order = self._holding, self.order
+        while holding:
+            call = order[holding[0]]
+            if _holds_back(call):
+                return call.index
+            heapq.heappop(holding)
+        return len(order)
 
     def _start_ready(self) -> bool:
         if self._discarded:
@@ -610,33 +671,46 @@ class ToolExecutor:
 
     def _can_start(self, call: ToolCall) -> bool:
         if self._batch_mode:
-            if self._batches is None or call not in self._batches[self._batch_index]:
+            numbers = self._batch_number
+            if call.index >= len(numbers) or numbers[call.index] != self._batch_index:
                 return False
-            running = sum(1 for c in self._batches[self._batch_index] if c.executing)
-            return running < (self._max_concurrency if call.safe else 1)
+            # Only the current batch's calls ever run: the earlier ones all have results.
+            return self._executing < (self._max_concurrency if call.safe else 1)
         if not (self._response_ended or call.read_only):
             return False  # SPEC §5.2 "Ours": side effects wait for the whole response
         return self._executing == 0 or (call.safe and self._executing_unsafe == 0)
 
     def _start_batch(self) -> bool:
         if self._batches is None:
-            if any(c.state == CallState.VALIDATING.value and not c.validated for c in self.order):
+            # Before the batches are formed nothing runs, so a call holding back the others
+            # is one whose safety is not known yet.
+            if self._first_holding() < len(self.order):
                 return False
             self._batches = _partition(self.order)
+            self._batch_number = [n for n, batch in enumerate(self._batches) for _ in batch]
         changed = False
         while self._batch_index < len(self._batches):
             batch = self._batches[self._batch_index]
-            for call in batch:
-                if call.state == CallState.VALIDATING.value and self._can_start(call):
+            # The batch's calls start in model order until its slots are taken.
+            while self._batch_started < len(batch):
+                call = batch[self._batch_started]
+                if call.state != _VALIDATING:
+                    self._batch_started += 1
+                elif self._can_start(call):
                     self._fire(call, "started")
                     changed = True
-            if not all(c.result_ready or c.state == _YIELDED for c in batch):
+                else:
+                    break
+            while self._batch_done < len(batch) and batch[self._batch_done].state in _ENDED:
+                self._batch_done += 1
+            if self._batch_done < len(batch):
                 return changed
             # SPEC §5.1: a safe batch's context updates apply after it, in model order.
             for _, update in sorted(self._deferred_updates, key=lambda item: item[0]):
                 self._sink.apply_context_update(update)
             self._deferred_updates.clear()
             self._batch_index += 1
+            self._batch_started = self._batch_done = 0
             changed = True
         return changed
 
@@ -644,15 +718,26 @@ class ToolExecutor:
         return iter(self.order)
 
 
+def _holds_back(call: ToolCall) -> bool:
+    """Whether ``call`` keeps the results after it from being handed back (see
+    :meth:`ToolExecutor._first_holding`)."""
+    state = call.state
+    if state == _VALIDATING:
+        return not call.validated
+    return state in _EXECUTING and not call.safe
+
+
 def _partition(calls: list[ToolCall]) -> list[list[ToolCall]]:
     """SPEC §5.1: a safe call joins the previous batch iff that batch is safe."""
     batches: list[list[ToolCall]] = []
+    last_safe = False  # whether every call of the last batch is safe
     for call in calls:
         safe = call.safe and call.validated
-        if batches and safe and all(c.safe and c.validated for c in batches[-1]):
+        if batches and safe and last_safe:
             batches[-1].append(call)
         else:
             batches.append([call])
+            last_safe = safe
     return batches
 
 
@@ -681,3 +766,17 @@ for _row_ in TOOL_ROWS:
 _TOOL_ACTIONS: dict[str, Callable[[ToolExecutor, ToolCall], None]] = _resolve(
     "_on_", {row.name for row in TOOL_ROWS}
 )
+# A tool row from one source, resolved once: the trigger of its ``transitions`` event, the
+# change in slots held (a call holds one while executing) and its action (None: none).
+_TOOL_FIRINGS: dict[
+    tuple[str, str],
+    tuple[Callable[[ToolCall], bool], int, Callable[[ToolExecutor, ToolCall], None] | None],
+] = {
+    (row.name, source): (
+        _TOOL_EVENTS[row.name].trigger,
+        (row.dest in _EXECUTING) - (source in _EXECUTING),
+        _TOOL_ACTIONS.get(row.name),
+    )
+    for row in TOOL_ROWS
+    for source in row.source
+}

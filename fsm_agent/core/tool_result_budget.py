@@ -75,6 +75,24 @@ def _groups(messages: Sequence[Message]) -> Iterator[tuple[list[ToolResultBlock]
         yield group, names
 
 
+def _some_group_over(messages: Sequence[Message], start: int, limit: int) -> bool:
+    """Whether a group of ``messages[start:]`` (as :func:`_groups` cuts them) holds more than
+    ``limit`` characters of tool_results."""
+    total = 0
+    for index in range(start, len(messages)):
+        message = messages[index]
+        if isinstance(message, AssistantMessage):
+            total = 0
+        elif isinstance(message, UserMessage):
+            for block in message.content:
+                if isinstance(block, ToolResultBlock):
+                    content = block.content
+                    total += len(content) if isinstance(content, str) else result_chars(block)
+                    if total > limit:
+                        return True
+    return False
+
+
 def replace_results(message: Message, replacements: Mapping[str, str]) -> Message:
     """``message`` with the content of the tool_results named in ``replacements`` replaced
     (the same object when it holds none of them)."""
@@ -90,6 +108,12 @@ def replace_results(message: Message, replacements: Mapping[str, str]) -> Messag
         for b in blocks
     )
     return attrs.evolve(message, content=content)
+
+
+def _goes_on_from(messages: Sequence[Message], earlier: Sequence[Message]) -> bool:
+    """Whether ``messages`` continue ``earlier`` (the last message of ``earlier`` is at its
+    place in them: histories are extended by appending, and rewritten as new tuples)."""
+    return 0 < len(earlier) <= len(messages) and messages[len(earlier) - 1] is earlier[-1]
 
 
 class ToolResultBudget:
@@ -124,7 +148,13 @@ class ToolResultBudget:
         """A request carried ``messages``: every tool_result in them is now seen."""
         start = self._unsent_start(messages)
         if start < len(messages):
-            self._unread.append((messages, start))
+            unread = self._unread
+            if start and unread and _goes_on_from(messages, unread[-1][0]):
+                # Keep only the longer sequence: a session whose budget never reads holds
+                # one transcript, not one per request (issue 10).
+                unread[-1] = (messages, unread[-1][1])
+            else:
+                unread.append((messages, start))
         self._sent_count = len(messages)
         self._sent_last = messages[-1] if messages else None
 
@@ -159,6 +189,8 @@ class ToolResultBudget:
             start -= 1
         while start > 0 and isinstance(messages[start - 1], AssistantMessage):
             start -= 1
+        if not _some_group_over(messages, start, self._limit):
+            return ()  # the usual case, decided in one plain pass
         chosen: list[OversizedResult] = []
         for group, names in _groups(messages[start:]):
             sizes = [(result_chars(b), b) for b in group]

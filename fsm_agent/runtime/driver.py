@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import contextvars
 import datetime as dt
+import functools
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
@@ -540,7 +541,11 @@ class _Run:
                 )
             )
         for transition in step.transitions:
-            if transition.name == "request_sent":
+            if transition.name == "result_yielded":
+                # The call is over (its result handed to the loop): no step of it reads its
+                # context again, and a long session keeps none (issue 10).
+                self.call_contexts.pop(transition.call_id or "", None)
+            elif transition.name == "request_sent":
                 self.turns += 1
             elif transition.name == "tools_requested":
                 # A message queued while the response streamed may interrupt these tools.
@@ -580,6 +585,7 @@ class _Run:
         task.add_done_callback(self._task_done)
         if call_id is not None:
             self.call_tasks.setdefault(call_id, set()).add(task)
+            task.add_done_callback(functools.partial(self._call_task_done, call_id))
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
@@ -587,6 +593,15 @@ class _Run:
             # Effects turn every expected failure into an event; anything else is a bug in
             # the driver or in a user's callable, and ends the run loudly (after an abort).
             self.queue.put_nowait(task.exception())  # type: ignore[arg-type]
+
+    def _call_task_done(self, call_id: str, task: asyncio.Task[None]) -> None:
+        """Forget a finished task of a tool call, and the call's entry with its last task: a
+        long session keeps no finished task (issue 10)."""
+        tasks = self.call_tasks.get(call_id)
+        if tasks is not None:
+            tasks.discard(task)
+            if not tasks:
+                del self.call_tasks[call_id]
 
     def _perform(self, effect: fx.Effect) -> None:
         if isinstance(effect, fx.CallModel):

@@ -426,7 +426,9 @@ class SessionActivities:
         an attempt of a local activity may still be running, or be retried, after later
         chunks landed, and then finds its bytes in place and changes nothing. A chunk
         that does not fit (an earlier chunk missing, other bytes at its offset) fails the
-        write for good, naming the trace and the offset: retrying cannot make it fit.
+        write for good, naming the trace and the offset: retrying cannot make it fit. A run
+        made by a workflow reset (``superseding``) instead keeps the replaced run's trace
+        beside the file and writes its own from where the two part.
         """
         agent = self.agent(job["session"])
         path = Path(job["path"])
@@ -437,8 +439,11 @@ class SessionActivities:
                 line = records.dumps(redactor.value(orjson.loads(line))) + b"\n"  # noqa: PLW2901
             data += line
         ended = bool(job.get("ended"))
+        superseding = bool(job.get("superseding"))
         try:
-            end = place_chunk(path, int(job["offset"]), bytes(data), ended=ended)
+            end = place_chunk(
+                path, int(job["offset"]), bytes(data), ended=ended, superseding=superseding
+            )
         except TraceWriteConflict as exc:
             raise ApplicationError(str(exc), type="TraceWriteConflict", non_retryable=True) from exc
         if ended:

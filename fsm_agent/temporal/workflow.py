@@ -163,12 +163,18 @@ class SessionWorkflow:
         self._attached = 0  # attachments given so far (their ids are numbered on)
         self._turn_prefetched = False  # the once-per-turn prefetches were asked
         self._flushing = asyncio.Lock()
+        self._superseding = False  # set by run(): see there
 
     # --- the run ---------------------------------------------------------------------------
 
     @workflow.run
     async def run(self, start: dict[str, Any]) -> dict[str, Any]:
         """Run the session to a terminal reason; its result."""
+        # A run made by a workflow reset re-makes the trace up to the reset point and then
+        # writes its own: the replaced run's bytes after that point are set aside, not a
+        # conflict (a reset run alone has an original run id other than its own).
+        info = workflow.info()
+        self._superseding = info.original_execution_run_id not in ("", info.run_id)
         self._session: dict[str, Any] = {
             "id": workflow.info().workflow_id,
             "params": dict(start.get("params") or {}),
@@ -387,6 +393,7 @@ class SessionWorkflow:
                     "offset": self._file_end,
                     "data": chunk.decode(),
                     "ended": ended,
+                    "superseding": self._superseding,
                 },
                 start_to_close_timeout=timedelta(minutes=1),
                 retry_policy=_READ_ONLY_RETRIES,

@@ -10,27 +10,37 @@ already at its place — raises :class:`~fsm_agent.errors.TraceWriteConflict` an
 nothing, because no retry can make it fit.
 
 The one exception is the first chunk of a trace (offset 0): a file whose start is not that
-chunk belongs to another run (an earlier run traced to the same named file), and is replaced
-as the in-process driver replaces it. A file that starts with the chunk, or with a part of
-it, is this trace's own, and is kept.
+chunk belongs to another run traced to the same named file, and is replaced as the
+in-process driver replaces it — unless that run started later than this one (the ``started``
+of both headers' ``meta``), or at the same moment. Then the chunk is a late delivery from a
+superseded run (a stalled worker waking up after its session ended and a newer session took
+the file), and it fails with a conflict instead of wiping the newer trace. A file that
+starts with the chunk, or with a part of it, is this trace's own, and is kept.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import orjson
+
 from fsm_agent.errors import TraceWriteConflict
 
 _COMPARED = 1 << 20
 """Bytes of the file read at a time while comparing it with a chunk."""
+_HEADER_LIMIT = 16 << 20
+"""Longest header line read back to learn when the file's run started."""
 
 
-def place_chunk(path: Path, offset: int, data: bytes, *, ended: bool = False) -> int:
+def place_chunk(
+    path: Path, offset: int, data: bytes, *, ended: bool = False, superseding: bool = False
+) -> int:
     """Write ``data`` at ``offset`` of ``path`` unless the file holds it already; the offset
     just past the chunk.
 
@@ -39,11 +49,15 @@ def place_chunk(path: Path, offset: int, data: bytes, *, ended: bool = False) ->
         offset: where the chunk starts in the file.
         data: the chunk.
         ended: the chunk is the trace's last; bytes after it in the file are a conflict.
+        superseding: the chunk is from a run that replaces the one that wrote the file
+            (a reset): other bytes where it goes, or after its end, are that run's; the
+            file is copied aside (:func:`set_aside`) and cut there instead of refused.
 
     Raises:
         TraceWriteConflict: ``offset`` is past the end of the file, the file holds other
-            bytes where the chunk goes, or (``ended``) the file goes on past the chunk.
-        OSError: the file cannot be opened or written.
+            bytes where the chunk goes, or (``ended``) the file goes on past the chunk
+            (the last two only when not ``superseding``).
+        OSError: the file cannot be opened or written, or copied aside.
     """
     if offset < 0:
         raise TraceWriteConflict(path=str(path), offset=offset, problem="a negative offset")
@@ -51,7 +65,22 @@ def place_chunk(path: Path, offset: int, data: bytes, *, ended: bool = False) ->
     with os.fdopen(descriptor, "r+b") as file, _locked(descriptor):
         size = os.fstat(descriptor).st_size
         if offset == 0 and _differs_at(file, 0, data[: min(size, len(data))]) is not None:
-            # The file starts with another run's trace: this trace replaces it.
+            # The file starts with another run's trace: this trace replaces it, unless that
+            # run is not provably older (a late first chunk of a superseded run).
+            if superseding:
+                set_aside(path, file)
+            else:
+                file.seek(0)
+                theirs = _run_started(file.readline(_HEADER_LIMIT))
+                ours = _run_started(data.partition(b"\n")[0])
+                if theirs is not None and ours is not None and theirs >= ours:
+                    raise TraceWriteConflict(
+                        path=str(path),
+                        offset=0,
+                        problem=f"the file holds the trace of a run started at "
+                        f"{theirs.isoformat()}, not before this one ({ours.isoformat()}): this "
+                        "chunk is a late write of a superseded run and does not replace it",
+                    )
             file.truncate(0)
             size = 0
         if offset > size:
@@ -63,6 +92,14 @@ def place_chunk(path: Path, offset: int, data: bytes, *, ended: bool = False) ->
             )
         held = min(size - offset, len(data))
         differs = _differs_at(file, offset, data[:held])
+        end = offset + len(data)
+        if superseding and (differs is not None or (ended and size > end)):
+            # The replaced run's bytes from here on: kept aside, then cut off.
+            set_aside(path, file)
+            file.truncate(offset)
+            size = offset
+            held = 0
+            differs = None
         if differs is not None:
             raise TraceWriteConflict(
                 path=str(path),
@@ -70,7 +107,6 @@ def place_chunk(path: Path, offset: int, data: bytes, *, ended: bool = False) ->
                 problem="the file holds other bytes where this chunk goes (another writer, "
                 "or the file was changed)",
             )
-        end = offset + len(data)
         if ended and size > end:
             raise TraceWriteConflict(
                 path=str(path),
@@ -83,6 +119,40 @@ def place_chunk(path: Path, offset: int, data: bytes, *, ended: bool = False) ->
             file.write(data[held:])
             file.flush()
     return end
+
+
+def set_aside(path: Path, file: BinaryIO) -> Path:
+    """Copy the whole of ``file`` (open on ``path``) to a new sibling file,
+    ``NAME.superseded-N.jsonl`` with the first free ``N``; its path. The copy is flushed to
+    disk before anything is cut from the original."""
+    number = 1
+    while True:
+        aside = path.with_name(f"{path.stem}.superseded-{number}{path.suffix}")
+        try:
+            descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            number += 1
+            continue
+        break
+    with os.fdopen(descriptor, "wb") as copy:
+        file.seek(0)
+        while block := file.read(_COMPARED):
+            copy.write(block)
+        copy.flush()
+        os.fsync(copy.fileno())
+    return aside
+
+
+def _run_started(header_line: bytes) -> dt.datetime | None:
+    """When the run of a trace header line started (its ``meta.started``, an ISO 8601 time
+    with a zone), or None when the line is no such header."""
+    try:
+        header = orjson.loads(header_line)
+        started = header["meta"]["started"]
+        moment = dt.datetime.fromisoformat(started)
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 def _differs_at(file: BinaryIO, offset: int, expected: bytes) -> int | None:

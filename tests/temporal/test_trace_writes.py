@@ -13,6 +13,9 @@ import pytest
 
 pytest.importorskip("temporalio", reason="the fsm_agent[temporal] extra is not installed")
 
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
@@ -80,6 +83,25 @@ def test_a_conflicting_write_fails_for_good_naming_trace_and_offset(tmp_path: Pa
     assert str(path) in str(failed.value)
     differs = first + len(LINES[1].partition("1")[0])  # the first byte that differs
     assert f"offset {differs}" in str(failed.value)
+    assert path.read_bytes() == before
+
+
+def test_a_superseded_sessions_late_first_write_keeps_the_newer_trace(tmp_path: Path) -> None:
+    """Two sessions traced to one named file: the first write of the earlier session,
+    delivered by a stalled worker after the later session wrote its trace there, fails for
+    good and leaves the later session's trace whole (it used to wipe it)."""
+    activities = SessionActivities(scripted)
+    path = tmp_path / "trace.jsonl"
+    later = '{"meta":{"started":"2026-03-01T09:00:05+00:00"},"record":"header"}\n'
+    ended = write(activities, path, 0, later)
+    write(activities, path, ended, LINES[2], ended=True)
+    before = path.read_bytes()
+    earlier = '{"meta":{"started":"2026-03-01T09:00:00+00:00"},"record":"header"}\n'
+    with pytest.raises(ApplicationError) as failed:
+        write(activities, path, 0, earlier)
+    assert failed.value.non_retryable
+    assert failed.value.type == "TraceWriteConflict"
+    assert "superseded run" in str(failed.value)
     assert path.read_bytes() == before
 
 
@@ -177,3 +199,87 @@ def test_a_session_whose_trace_was_changed_under_it_fails_loudly(
     assert named[0][1] == str(trace)
     assert size <= int(named[0][2]) < size + len(stray)  # the first byte that differs
     assert trace.read_bytes().endswith(stray)
+
+
+async def reset_to_the_question(client: Client, session_id: str) -> str:
+    """Reset a session to the end of the workflow task that asked its first question (the
+    trace written up to the question, the answer not yet taken); the new run's id."""
+    handle = client.get_workflow_handle(session_id)
+    events = [event async for event in handle.fetch_history_events()]
+    accepted = next(
+        e.event_id
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    )
+    task_done = max(
+        e.event_id
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED and e.event_id < accepted
+    )
+    described = await handle.describe()
+    answer = await client.workflow_service.reset_workflow_execution(
+        ResetWorkflowExecutionRequest(
+            namespace=client.namespace,
+            workflow_execution=WorkflowExecution(workflow_id=session_id, run_id=described.run_id),
+            reason="test: a reset session rewrites its trace from the reset point",
+            workflow_task_finish_event_id=task_done,
+            request_id=uuid.uuid4().hex,
+        )
+    )
+    return str(answer.run_id)
+
+
+def test_a_reset_session_keeps_the_replaced_runs_trace_beside_its_own(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """A finished session reset to its first question: the new run goes its own way (a fresh
+    scripted model asks again), its trace replaces the replaced run's from the reset point
+    on, and the replaced run's whole trace is kept as NAME.superseded-1.jsonl (before, the
+    reset run failed with TraceWriteConflict at its first write)."""
+    work, trace = folders(tmp_path)
+    params = {"steps": permission_steps(1), "cwd": str(work)}
+    queue = f"reset-{uuid.uuid4().hex[:8]}"
+
+    async def answer_until_done(client: Client, session_id: str) -> dict[str, Any]:
+        handle = client.get_workflow_handle(session_id)
+        result = asyncio.ensure_future(handle.result())
+        asked: set[str] = set()
+        while not result.done():
+            status = await handle.query("status")
+            for question in status["questions"]:
+                if question["call_id"] not in asked:
+                    asked.add(question["call_id"])
+                    await answer_permission(client, session_id, question["call_id"], "allow")
+            await asyncio.wait([result], timeout=0.1)
+        answered: dict[str, Any] = result.result()
+        return answered
+
+    async def go() -> tuple[bytes, dict[str, Any]]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue=queue, factory=scripted):
+            handle = await start_session(
+                client, "go", task_queue=queue, params=params, trace=str(trace)
+            )
+            first = await asyncio.wait_for(answer_until_done(client, handle.id), timeout=60)
+            assert first["terminal"] == "completed"
+        replaced = trace.read_bytes()
+        await reset_to_the_question(client, handle.id)
+        # A new worker: its scripted model starts from the first step, so the reset run
+        # diverges from the replaced one right after the reset point.
+        async with session_worker(client, task_queue=queue, factory=scripted):
+            second = await asyncio.wait_for(answer_until_done(client, handle.id), timeout=60)
+        return replaced, second
+
+    replaced, second = asyncio.run(go())
+    assert second["terminal"] == "completed"
+    kept = trace.with_name(f"{trace.stem}.superseded-1{trace.suffix}")
+    assert kept.read_bytes() == replaced
+    whole = trace.read_bytes()
+    assert whole != replaced
+    header = replaced.partition(b"\n")[0]
+    assert whole.startswith(header)  # the same session's trace, re-made from the start
+    assert whole.count(b'"record":"header"') == 1
+    records = read_trace(trace)
+    assert len(records.of_kind("end")) == 1
+    assert replay(records).terminal == "completed"
+    assert replay(read_trace(kept)).terminal == "completed"

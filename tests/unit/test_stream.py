@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import attrs
 import pytest
 
 from fsm_agent.core import texts
@@ -261,6 +262,33 @@ def test_block_messages_carry_usage_known_so_far() -> None:
     assert final.usage.output_tokens == 9
     assert final.stop_reason == "end_turn"
     assert final.content == message.content
+
+
+def test_finalized_is_evolve_of_the_stop_fields() -> None:
+    """finalized() builds its copy field by field: it equals attrs.evolve of the three stop
+    fields, so a field added to AssistantMessage cannot be dropped unnoticed."""
+    a = _assembler()
+    _feed_all(a, [_start(), _message_delta("refusal", output_tokens=3, inference_geo="eu")])
+    a.stop_details = {"category": "cyber"}
+    message = AssistantMessage(
+        uuid="m1",
+        message_id="msg_1",
+        content=(TextBlock(text="hi"),),
+        model="served-model",
+        stop_reason="other",
+        usage=Usage(input_tokens=99),
+        stop_details={"old": True},
+    )
+    # every field set to something other than its default, so a dropped one shows
+    for field in attrs.fields(AssistantMessage):
+        if field.default is not attrs.NOTHING and not isinstance(field.default, attrs.Factory):
+            assert getattr(message, field.name) != field.default, field.name
+    final = a.finalized(message)
+    expected = attrs.evolve(
+        message, stop_reason=a.stop_reason, usage=a.usage, stop_details=a.stop_details
+    )
+    assert final == expected
+    assert attrs.asdict(final, recurse=False) == attrs.asdict(expected, recurse=False)
 
 
 def test_max_tokens_gives_withheld_api_error() -> None:

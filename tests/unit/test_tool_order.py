@@ -3,6 +3,11 @@ get subtly wrong."""
 
 from __future__ import annotations
 
+import gc
+import sys
+
+import pytest
+
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import tool_results
@@ -56,3 +61,44 @@ def test_a_finished_safe_call_does_not_wait_for_a_running_safe_one() -> None:
         run.advance(pick)
     order = [r.tool_use_id for m in core.transcript for r in tool_results(m)]
     assert order == ["toolu_002", "toolu_001"]
+
+
+def _calls_made(reads: int, *, batch_mode: bool = False) -> int:
+    """Python function calls the core makes for a recorded turn of ``reads`` parallel reads
+    (every effect answered at once), fed again to a fresh core."""
+    calls = [{"tool_use": {"name": "Read", "input": {"file_path": f"f{n}"}}} for n in range(reads)]
+    steps = [{"content": calls}, {"content": [{"text": "ok"}]}]
+    config = LoopConfig(streaming_tool_execution=not batch_mode)
+    recording = AgentCore(config=config, tools=TOOLS)
+    events: list[object] = []
+
+    def feed(event: object) -> object:
+        events.append(event)
+        return recording.feed(event)  # type: ignore[arg-type]
+
+    world = World(scenario=parse_scenario({"steps": steps}), tools={})
+    assert WorldRun(feed, world, prompt("go")).run() == "completed"  # type: ignore[arg-type]
+    core = AgentCore(config=config, tools=TOOLS)
+    count = 0
+
+    def profile(_frame: object, event: str, _arg: object) -> None:
+        nonlocal count
+        count += event == "call"
+
+    gc.disable()  # the collector's callbacks would be counted too
+    sys.setprofile(profile)
+    try:
+        for event in events:
+            core.feed(event)  # type: ignore[arg-type]
+    finally:
+        sys.setprofile(None)
+        gc.enable()
+    return count
+
+
+@pytest.mark.parametrize("batch_mode", [False, True], ids=["streaming", "batches"])
+def test_many_parallel_calls_cost_linear_in_calls(batch_mode: bool) -> None:
+    """A response asking for 200 parallel reads makes no more calls per tool call than one
+    asking for 20: scheduling does not rescan every call on every event (issue 10)."""
+    small, large = _calls_made(20, batch_mode=batch_mode), _calls_made(200, batch_mode=batch_mode)
+    assert large / 200 <= 1.1 * small / 20

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fsm_agent.core import events as ev
 from fsm_agent.core.agent_core import AgentCore
@@ -18,7 +22,12 @@ from fsm_agent.core.messages import (
     ToolUseBlock,
     UserMessage,
 )
-from fsm_agent.core.tool_result_budget import ToolResultBudget
+from fsm_agent.core.tool_result_budget import (
+    ToolResultBudget,
+    _groups,
+    _some_group_over,
+    result_chars,
+)
 from fsm_agent.errors import UsageError
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.runtime.tool import tool
@@ -129,3 +138,69 @@ def test_the_driver_saves_the_chosen_results_and_sends_the_preview(tmp_path: Pat
         if isinstance(b, ToolResultBlock)
     ]
     assert [b.content == BIG for b in results] == [False, True]
+
+
+class _History(list[Message]):
+    """A history a weak reference can follow (to see whether the budget still holds it)."""
+
+
+def test_a_budget_that_never_reads_holds_one_history_not_one_per_request() -> None:
+    """Requests whose histories each go on from the last leave only the newest held (a long
+    session used to keep every request's history: memory and collector time grew with the
+    square of its length), and every result they carried is still seen."""
+    budget = ToolResultBudget(limit=10_000)
+    messages: list[Message] = [_prompt()]
+    held: list[weakref.ref[_History]] = []
+    for turn in range(50):
+        messages += _round({f"t{turn}": 5})
+        history = _History(messages)
+        budget.mark_sent(history)
+        held.append(weakref.ref(history))
+        del history
+    assert sum(ref() is not None for ref in held) == 1
+    assert all(budget.seen(f"t{turn}") for turn in range(50))
+    assert not budget.seen("never-sent")
+
+
+def test_a_rewritten_history_keeps_what_was_sent_before_it() -> None:
+    """A history rewritten (a compaction) does not go on from the unread one: results the
+    earlier requests carried stay seen."""
+    budget = ToolResultBudget(limit=10_000)
+    budget.mark_sent((_prompt(), *_round({"a": 5})))
+    budget.mark_sent((_prompt(), *_round({"b": 5})))  # new objects: a rewrite
+    assert budget.seen("a")
+    assert budget.seen("b")
+
+
+_SIZES = st.lists(st.integers(min_value=0, max_value=40), max_size=4)
+_HISTORY = st.lists(
+    st.one_of(
+        st.just("assistant"),
+        st.just("text"),
+        _SIZES.map(lambda sizes: ("results", sizes)),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300)  # cheap: a few microseconds each
+@given(history=_HISTORY, limit=st.integers(min_value=0, max_value=80))
+def test_the_quick_check_agrees_with_the_groups(history: list[Any], limit: int) -> None:
+    """The one-pass check that lets plan() return early says "over" exactly when some group
+    of tool_results (as the detailed pass cuts them) is over the limit."""
+    messages: list[Message] = []
+    for number, item in enumerate(history):
+        if item == "assistant":
+            messages.append(AssistantMessage(uuid=f"a{number}", message_id="m", content=()))
+        elif item == "text":
+            messages.append(UserMessage(uuid=f"t{number}", content=(TextBlock(text="x" * 50),)))
+        else:
+            blocks = tuple(
+                ToolResultBlock(tool_use_id=f"r{number}.{i}", content="x" * size)
+                for i, size in enumerate(item[1])
+            )
+            messages.append(UserMessage(uuid=f"u{number}", content=blocks))
+    over = any(
+        sum(result_chars(block) for block in group) > limit for group, _names in _groups(messages)
+    )
+    assert _some_group_over(messages, 0, limit) == over

@@ -107,6 +107,65 @@ def test_the_last_chunk_refuses_bytes_after_it(tmp_path: Path) -> None:
         place_chunk(path, offsets(CHUNKS)[-1], CHUNKS[-1], ended=True)
 
 
+def header(run: str, started: str) -> bytes:
+    """A trace's header line naming its run and when the run started."""
+    return b'{"meta":{"run_id":"%s","started":"%s"},"record":"header"}\n' % (
+        run.encode(),
+        started.encode(),
+    )
+
+
+def test_a_later_runs_first_chunk_replaces_an_earlier_runs_file(tmp_path: Path) -> None:
+    """A session traced to the file a finished session used replaces that older trace."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(header("old", "2026-01-01T10:00:00+00:00") + b'{"seq":1}\n' * 40)
+    new = header("new", "2026-01-01T10:05:00+00:00") + b'{"seq":1}\n'
+    assert place_chunk(path, 0, new) == len(new)
+    assert path.read_bytes() == new
+
+
+@pytest.mark.parametrize(
+    "theirs",
+    ["2026-01-01T10:05:00+00:00", "2026-01-01T11:05:00+01:00", "2026-01-01T10:00:00+00:00"],
+    ids=["later", "later-in-another-zone", "same-moment"],
+)
+def test_a_late_first_chunk_of_a_superseded_run_keeps_the_newer_trace(
+    tmp_path: Path, theirs: str
+) -> None:
+    """A stalled worker delivering the first chunk of a session that ended after a newer
+    session (started later, or at the same moment) took the file fails with a conflict and
+    leaves the newer trace whole: nothing can prove it older."""
+    path = tmp_path / "t.jsonl"
+    newer = header("newer", theirs) + b'{"seq":1}\n{"seq":2}\n'
+    path.write_bytes(newer)
+    late = header("late", "2026-01-01T10:00:00+00:00") + b'{"seq":1}\n'
+    with pytest.raises(TraceWriteConflict, match="late write of a superseded run") as raised:
+        place_chunk(path, 0, late)
+    assert raised.value.offset == 0
+    assert path.read_bytes() == newer
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        b"not json at all\n",
+        b'{"meta":{"started":"yesterday"}}\n',
+        b'{"meta":{"started":"2026-01-01T10:05:00"}}\n',  # no zone: cannot be compared
+        b'{"meta":{"started":12}}\n',
+        b'["meta"]\n',
+        b'{"meta":{"started":"2026-01-01T10:05:00+00:00"}',  # no line end: cut off
+    ],
+)
+def test_a_file_with_no_comparable_start_is_replaced(tmp_path: Path, start: bytes) -> None:
+    """A file whose first line tells no start time (not a trace, a cut-off header, a time
+    without a zone) is another run's and is replaced, as before."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(start + b"x" * 64)
+    new = header("new", "2026-01-01T10:00:00+00:00")
+    place_chunk(path, 0, new)
+    assert path.read_bytes() == new
+
+
 def test_a_first_chunk_replaces_another_runs_file(tmp_path: Path) -> None:
     """A file that does not start with the first chunk holds another run's trace: the new
     trace replaces it, as a run traced in-process to the same file does."""
@@ -149,3 +208,59 @@ def test_a_conflict_deep_inside_a_large_chunk_is_found_at_its_byte(tmp_path: Pat
         place_chunk(path, len(CHUNKS[0]), bytes(changed))
     assert raised.value.offset == len(CHUNKS[0]) + (5 << 19) + 7
     assert path.read_bytes() == CHUNKS[0] + chunk
+
+
+def test_a_superseding_chunk_keeps_the_replaced_runs_bytes_beside_the_file(
+    tmp_path: Path,
+) -> None:
+    """A reset run's chunk that differs from the file's tail: the whole file is first copied
+    to NAME.superseded-1.jsonl, then the file is cut where the chunk goes and takes it."""
+    path = tmp_path / "t.jsonl"
+    write_all(path)
+    replaced = path.read_bytes()
+    at = offsets(CHUNKS)[2]
+    mine = b'{"seq":3,"reset":true}\n'
+    assert place_chunk(path, at, mine, superseding=True) == at + len(mine)
+    assert path.read_bytes() == b"".join(CHUNKS[:2]) + mine
+    assert (tmp_path / "t.superseded-1.jsonl").read_bytes() == replaced
+
+
+def test_a_superseding_last_chunk_cuts_what_the_replaced_run_wrote_after_it(
+    tmp_path: Path,
+) -> None:
+    """The reset run's last chunk matches the file but the replaced run went on after it:
+    set aside, then cut at the chunk's end (not refused as another writer's bytes)."""
+    path = tmp_path / "t.jsonl"
+    write_all(path)
+    replaced = path.read_bytes()
+    at = offsets(CHUNKS)
+    assert place_chunk(path, at[1], CHUNKS[1], ended=True, superseding=True) == at[2]
+    assert path.read_bytes() == b"".join(CHUNKS[:2])
+    assert (tmp_path / "t.superseded-1.jsonl").read_bytes() == replaced
+
+
+def test_each_reset_keeps_its_own_copy(tmp_path: Path) -> None:
+    """Two resets, each diverging from the file: two copies, numbered, none overwritten; a
+    superseding chunk the file already holds (a retried write) copies nothing."""
+    path = tmp_path / "t.jsonl"
+    write_all(path)
+    first = path.read_bytes()
+    at = offsets(CHUNKS)[1]
+    place_chunk(path, at, b'{"run":"second"}\n', superseding=True)
+    second = path.read_bytes()
+    place_chunk(path, at, b'{"run":"third"}\n', superseding=True)
+    place_chunk(path, at, b'{"run":"third"}\n', superseding=True)  # retried: in place
+    assert (tmp_path / "t.superseded-1.jsonl").read_bytes() == first
+    assert (tmp_path / "t.superseded-2.jsonl").read_bytes() == second
+    assert not (tmp_path / "t.superseded-3.jsonl").exists()
+    assert path.read_bytes() == CHUNKS[0] + b'{"run":"third"}\n'
+
+
+def test_a_superseding_chunk_past_the_end_still_fails(tmp_path: Path) -> None:
+    """Superseding does not excuse a missing earlier chunk: nothing is copied or written."""
+    path = tmp_path / "t.jsonl"
+    place_chunk(path, 0, CHUNKS[0])
+    with pytest.raises(TraceWriteConflict, match="past the end"):
+        place_chunk(path, len(CHUNKS[0]) + 5, CHUNKS[1], superseding=True)
+    assert path.read_bytes() == CHUNKS[0]
+    assert not list(tmp_path.glob("*.superseded-*"))
