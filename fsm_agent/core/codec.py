@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from fsm_agent.core import effects, events, messages
 from fsm_agent.core.json_values import JSON_INT_MAX, JSON_INT_MIN
+from fsm_agent.core.structure_fns import make_structure_fn
 
 if TYPE_CHECKING:
     import cattrs
@@ -247,7 +248,8 @@ def _fast_loader(cls: type) -> Callable[[dict[str, Any]], Any]:
         del fields[_TAG]
         return structure(fields, cls)
 
-    return load
+    # The common shape is read directly; anything else is cattrs' (issue 10).
+    return make_structure_fn(cls, converter(), load, tag=cls.__name__)
 
 
 class _TaggedUnion:
@@ -255,9 +257,11 @@ class _TaggedUnion:
     class name (events, effects), each made once and cached: the hot paths of the trace
     writer and of replay skip the converter's generic dispatch (issue 10).
 
-    Structuring takes cattrs' function generated without detailed validation; when it fails,
-    the union is structured again through the converter, whose detailed errors name the bad
-    field (the trace reader turns them into JSON paths), so a malformed line reads as before.
+    Structuring reads the common shape directly (:mod:`~fsm_agent.core.structure_fns`) and
+    hands anything else to cattrs' function generated without detailed validation; when that
+    fails, the union is structured again through the converter, whose detailed errors name
+    the bad field (the trace reader turns them into JSON paths), so a malformed line reads as
+    before. None of them changes the dict it is given.
     """
 
     def __init__(
@@ -317,7 +321,8 @@ def dump_event(event: events.Event) -> dict[str, Any]:
 
 
 def load_event(data: Any) -> events.Event:
-    """Structure an event dict; raises cattrs errors (the trace reader turns them into paths)."""
+    """Structure an event dict, leaving it as it is; raises cattrs errors (the trace reader
+    turns them into paths)."""
     result: events.Event = _events().load(data)
     return result
 

@@ -7,12 +7,13 @@ raises :class:`~fsm_agent.errors.TraceDivergence` with the seq, the recorded rec
 on a recorded event diverges too (``actual`` is ``{"record": "error", ...}``): a
 well-formed trace never gets any other exception out of replay.
 
-Speed (DESIGN §7, issue 10): a file that fits in memory is read in one go; an event line in a
-common shape is checked and fed without intermediate objects (a stream event is not even made
-into an object); what the core produced is serialized as the writer serializes it and
-compared with the recorded line's bytes. Only a mismatch is fully checked and compared as
-dicts (allowing for redaction, and equal as JSON, not merely as Python values), and only then
-is the context of a divergence built.
+Speed (DESIGN §7, issue 10): a file that fits in memory is read in one go; an event line's
+event is fed as soon as its record, seq and event are in a common shape, without intermediate
+objects (a stream event is not even made into an object); then the line's other keys are
+counted and what the core produced is serialized as the writer serializes it and compared
+with the recorded line's bytes (an end line likewise). Only a mismatch is fully checked and
+compared as dicts (allowing for redaction, and equal as JSON, not merely as Python values),
+and only then is the context of a divergence built.
 
 :func:`fork` replays up to a seq and hands back the live core; :func:`resume` does the same
 for a crashed run and lists the effects that were in flight, flagging tool calls that may
@@ -28,7 +29,6 @@ import itertools
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import IO, Any, Final
 
 import attrs
@@ -509,13 +509,16 @@ def _quick_event(data: Any, seq: int) -> _Quick | None:
     the line again and names what is wrong. A stream event (most lines of a trace) is not
     made into an object at all: ``feed_stream`` takes its parts.
     """
-    if type(data) is not dict or data.get("record") != "event":
+    if type(data) is not dict or len(data) != _known_keys(data):
         return None
-    recorded_seq = data.get("seq")
-    if type(recorded_seq) is not int or recorded_seq != seq:
-        return None
-    if len(data) != 3:
-        known = 3
+    return _event_to_feed(data, seq)
+
+
+def _known_keys(data: dict[str, Any]) -> int:
+    """How many keys an event line may have: ``event``, ``record`` and ``seq``; a valid
+    ``elapsed_ms``; ``transitions`` and ``effects`` when they are non-empty lists."""
+    known = 3
+    if len(data) > known:
         elapsed = data.get(records.ELAPSED, -1)
         if type(elapsed) in (int, float) and elapsed >= 0:
             known += 1
@@ -523,21 +526,42 @@ def _quick_event(data: Any, seq: int) -> _Quick | None:
             carried = data.get(key)
             if type(carried) is list and carried:
                 known += 1
-        if len(data) != known:
+    return known
+
+
+def _holds_step(content: bytes, data: dict[str, Any], step: Step) -> bool:
+    """Whether the event line ``content`` (parsed: ``data``, whose ``record``, ``seq`` and
+    ``event`` :func:`_event_to_feed` took) holds no other key than those, a valid
+    ``elapsed_ms``, and the transitions and effects of ``step`` as the writer writes them
+    (:func:`~fsm_agent.trace.step_bytes.carries`, which also sees that a list the step lacks
+    is absent)."""
+    keys = 3 + (len(step.transitions) > 0) + (len(step.effects) > 0)
+    if len(data) != keys:
+        elapsed = data.get(records.ELAPSED, -1)
+        if len(data) != keys + 1 or type(elapsed) not in (int, float) or elapsed < 0:
+            return False
+    return carries(content, data, step)
+
+
+def _event_to_feed(data: dict[str, Any], seq: int) -> _Quick | None:
+    """The event of an ``event`` line at ``seq`` (its other keys unchecked), ready to feed,
+    or None when anything is unusual."""
+    try:  # subscripts, not get(): a missing key is rare, and a subscript costs less
+        recorded_seq, raw = data["seq"], data["event"]
+        if type(recorded_seq) is not int or recorded_seq != seq or data["record"] != "event":
             return None
-    raw = data.get("event")
-    if type(raw) is not dict:
+        tag = raw["type"] if type(raw) is dict else None
+        if tag == _STREAM_TAG:
+            request_id, payload = raw["request_id"], raw["event"]
+            if len(raw) != 3 or type(request_id) is not str or type(payload) is not dict:
+                return None
+            return request_id, payload
+    except KeyError:
         return None
-    tag = raw.get("type")
-    if tag == _STREAM_TAG:
-        request_id, payload = raw.get("request_id"), raw.get("event")
-        if len(raw) != 3 or type(request_id) is not str or type(payload) is not dict:
-            return None
-        return request_id, payload
     if type(tag) is not str or tag not in records.EVENT_TAGS:
         return None
     try:
-        event: Event = load_event(dict(raw))  # a copy, as the reader makes: data stays whole
+        event: Event = load_event(raw)  # structuring leaves the dict whole
     except Exception:
         return None  # the careful path structures it again and names the bad field
     return event
@@ -672,11 +696,14 @@ class _Replayer:
     def run_hot(self, lines: _FileLines, *, tolerate_tail: bool) -> str:
         """The hot loop over a file's complete lines; returns a verdict as :meth:`careful` does.
 
-        An event line in one of its common shapes (:func:`_quick_event`) is parsed, fed and
-        counted here, and accepted when the transitions and effects it carries are, byte for
-        byte, those the writer would write for what the core made of the event
-        (:func:`~fsm_agent.trace.step_bytes.carries`). Anything else is checked as
-        :meth:`careful` checks it, reusing what was parsed, and named if wrong.
+        An event line is parsed, its event fed as soon as the line's record, seq and event
+        are in a common shape (:func:`_event_to_feed`), and the line accepted when it has no
+        key but those, the transitions and effects it carries, and maybe ``elapsed_ms``, and
+        the transitions and effects are, byte for byte, those the writer would write for what
+        the core made of the event (:func:`~fsm_agent.trace.step_bytes.carries`). An end
+        record is accepted when it is, byte for byte, the one the writer would write now.
+        Anything else is checked as :meth:`careful` checks it, reusing what was parsed, and
+        named if wrong.
         """
         core = self.core
         feed, feed_stream = core.feed, core.feed_stream  # type: ignore[attr-defined]
@@ -692,8 +719,13 @@ class _Replayer:
                 except orjson.JSONDecodeError:
                     data = None
                 else:
-                    quick = _quick_event(data, self.seq)
+                    if type(data) is dict:
+                        quick = _event_to_feed(data, self.seq)
             if quick is None:
+                if data is not None and self.end_matches(content, data):
+                    if recent is not None:
+                        recent.append(item)
+                    continue
                 verdict = self.careful(
                     _Line(number, content, data=data), lines, tolerate_tail=tolerate_tail
                 )
@@ -708,17 +740,23 @@ class _Replayer:
             except Exception as exc:
                 self._failed(exc)
                 step = None
-            if step is not None and carries(content, data, step):
-                taken = len(step.transitions) + len(step.effects)
-                if taken:
-                    self.transitions += len(step.transitions)
-                    self.effects += len(step.effects)
-                    self.seq += taken
-                if recent is not None:
-                    recent.append(item)
-                continue
-            # What the line carries is not what the core made of the event (or the core
-            # failed): check the line in full and compare record by record, as careful does.
+            if step is not None:
+                if not step.transitions and not step.effects and len(data) == 3:
+                    # Most lines: a stream event the core takes without a record of its own.
+                    if recent is not None:
+                        recent.append(item)
+                    continue
+                if _holds_step(content, data, step):
+                    transitions, effects = len(step.transitions), len(step.effects)
+                    self.transitions += transitions
+                    self.effects += effects
+                    self.seq += transitions + effects
+                    if recent is not None:
+                        recent.append(item)
+                    continue
+            # Not a line of the common shape, or what it carries is not what the core made
+            # of the event (or the core failed): check the line in full and compare record
+            # by record, as careful does.
             line = _Line(number, content, data=data)
             if recent is not None:
                 recent.append(line)
@@ -729,6 +767,26 @@ class _Replayer:
             if carried is not None:
                 self.match_carried(line, carried, lines)
         return _GO
+
+    def end_matches(self, content: bytes, data: Any) -> bool:
+        """Accept an ``end`` line that is, byte for byte, the end record the writer would
+        write for the core as it is (with the line's driver fault, a fact of the recording
+        run), when nothing is waiting; False for anything else (:meth:`careful` checks it)."""
+        if type(data) is not dict or data.get("record") != "end" or self.pending:
+            return False
+        fault = data.get("fault")
+        fields = records.end_fields(
+            self.core.terminal, self.core.usage, fault=fault if type(fault) is str else None
+        )
+        fields["seq"] = self.seq
+        try:
+            if records.dumps(fields) != content:
+                return False
+        except orjson.JSONEncodeError:
+            return False
+        self.seq += 1
+        self.ended = True
+        return True
 
     def careful(
         self,
@@ -1104,8 +1162,7 @@ def _run(
     core_factory: CoreFactory | None,
     table_digest: str | None,
 ) -> _Replayer:
-    with contextlib.ExitStack() as stack:
-        file = None if isinstance(source, Trace) else stack.enter_context(Path(source).open("rb"))
+    def run(file: IO[bytes] | None) -> _Replayer:
         replayer, lines = _start(
             source,
             context=context,
@@ -1121,9 +1178,14 @@ def _run(
             # Hostile input reaching past our checks: still a format error, at the line
             # replay had reached (the core's own failures are divergences, not these).
             raise records.unreadable(exc, line=replayer.seq + 1, source=replayer.source) from None
+        return replayer
+
     if isinstance(source, Trace):
+        replayer = run(None)
         replayer.truncated = replayer.truncated or source.truncated
-    return replayer
+        return replayer
+    with open(source, "rb") as file:  # noqa: PTH123 - a Path costs more than the open
+        return run(file)
 
 
 # --- public functions ----------------------------------------------------------------------

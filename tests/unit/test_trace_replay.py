@@ -580,3 +580,96 @@ def test_a_trace_read_from_a_named_pipe_replays(tmp_path: Path, good: Path) -> N
     finally:
         writer.join(timeout=10)
     assert result == attrs.evolve(replay(good), source=str(fifo))
+
+
+def _rewritten(path: Path, target: Path, change: Callable[[int, dict[str, Any]], None]) -> Path:
+    """The trace at ``path`` with ``change(line number, parsed line)`` applied to each line
+    after the header, written back with sorted keys."""
+    lines = path.read_bytes().splitlines()
+    out = [lines[0]]
+    for number, raw in enumerate(lines[1:], start=2):
+        data = orjson.loads(raw)
+        change(number, data)
+        out.append(orjson.dumps(data, option=orjson.OPT_SORT_KEYS))
+    target.write_bytes(b"\n".join(out) + b"\n")
+    return target
+
+
+def test_every_line_of_the_golden_corpus_takes_the_hot_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No line of a trace as the writer writes it needs the careful path (issue 10: replay's
+    speed rests on it)."""
+    calls: list[int] = []
+    careful = replay_module._Replayer.careful
+
+    def counted(self: Any, line: Any, *args: Any, **kwargs: Any) -> str:
+        calls.append(line.number)
+        return careful(self, line, *args, **kwargs)
+
+    monkeypatch.setattr(replay_module._Replayer, "careful", counted)
+    corpus = sorted((Path(__file__).resolve().parents[2] / "traces").glob("*.jsonl"))
+    assert corpus
+    for path in corpus:
+        replay(path)
+    assert calls == []
+
+
+def test_an_event_line_with_its_elapsed_time_replays(tmp_path: Path, good: Path) -> None:
+    """Event lines timed by the writer (``elapsed_ms``) replay as untimed ones."""
+
+    def timed(_number: int, data: dict[str, Any]) -> None:
+        if data["record"] == "event":
+            data["elapsed_ms"] = 1.5
+
+    assert replay(_rewritten(good, tmp_path / "timed.jsonl", timed)) == attrs.evolve(
+        replay(good), source=os.fspath(tmp_path / "timed.jsonl")
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        ("elapsed_ms", -1, "expected a number of milliseconds >= 0"),
+        ("elapsed_ms", "1", "expected a number of milliseconds >= 0"),
+        ("flag", 1, "unexpected field in a event record"),  # between the carried lists
+        ("effects", [], "an empty array (the writer leaves out a list with nothing in it)"),
+    ],
+)
+def test_a_bad_key_on_an_event_line_is_named(
+    tmp_path: Path, good: Path, key: str, value: object, problem: str
+) -> None:
+    """An event line whose event replay has fed is still checked for its other keys: a bad
+    one is a format error naming the line and the key."""
+    target = 3
+
+    def damage(number: int, data: dict[str, Any]) -> None:
+        if number == target:
+            data[key] = value
+
+    with pytest.raises(TraceFormatError) as info:
+        replay(_rewritten(good, tmp_path / "bad.jsonl", damage))
+    assert (info.value.line, info.value.path, info.value.problem) == (
+        target,
+        f"$.{key}",
+        problem,
+    )
+
+
+def test_an_end_line_equal_as_json_but_not_as_bytes_replays(tmp_path: Path, good: Path) -> None:
+    """The end record is accepted by its bytes when it is what the writer writes, and
+    checked as JSON otherwise: other spacing still replays; another count diverges."""
+    lines = good.read_bytes().splitlines()
+    end = orjson.loads(lines[-1])
+    spaced = tmp_path / "spaced.jsonl"
+    spaced.write_bytes(
+        b"\n".join([*lines[:-1], orjson.dumps(end, option=orjson.OPT_INDENT_2).replace(b"\n", b"")])
+        + b"\n"
+    )
+    assert replay(spaced).ended
+    end["usage"]["output_tokens"] += 1
+    changed = tmp_path / "changed.jsonl"
+    changed.write_bytes(b"\n".join([*lines[:-1], orjson.dumps(end)]) + b"\n")
+    with pytest.raises(TraceDivergence) as info:
+        replay(changed)
+    assert (info.value.seq, info.value.line) == (end["seq"], len(lines))
