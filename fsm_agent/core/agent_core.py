@@ -8,6 +8,12 @@ rests in a phase that waits for an event (or a final state). Guards read, ``_on_
 methods write. Any exception poisons the core: later calls raise ``CorePoisoned`` instead of
 working on a half-changed state (h11's rule).
 
+The rows are not looked up row by row at run time: when the module loads, each (phase, event
+type) and each phase's automatic rows become a *plan* (``_EVENT_PLANS``, ``_AUTOMATIC_ROWS``)
+holding, per row, its guard, its transition record, its ``transitions`` trigger, its action and
+the final state it reaches, so firing a row is unpacking a tuple (DESIGN §7). The trigger of the
+``transitions`` event still moves the state.
+
 The core reads no clock, draws no random number and does no I/O: ids come from counters, and
 everything from the outside world arrives as an event.
 """
@@ -248,9 +254,10 @@ class AgentCore:
         self._compactions_this_turn = 0
         self._compaction_refilled = False
         self._answered: set[str] = set()
-        # A session hands each turn its conversation's history (DESIGN §7), if it fits.
-        if request_history is None or request_history.tag_ids != self.config.snip:
-            request_history = RequestHistory(tag_ids=self.config.snip)
+        # A session hands each turn its conversation's history (DESIGN §7), if it fits; else
+        # one is made when a request is first normalized (a core fed by replay never is).
+        if request_history is not None and request_history.tag_ids != self.config.snip:
+            request_history = None
         self._request_history = request_history
         # SPEC §7.1 tool-result budget: what the model has seen; checked once per iteration
         self._budget = ToolResultBudget(limit=self.config.tool_result_budget_chars)
@@ -350,7 +357,10 @@ class AgentCore:
         Only what changed since the previous request is normalized (DESIGN §7); the message
         dicts are shared between requests, so treat them as read-only.
         """
-        return self._request_history.normalize(self.messages_for_query())
+        history = self._request_history
+        if history is None:
+            history = self._request_history = RequestHistory(tag_ids=self.config.snip)
+        return history.normalize(self.messages_for_query())
 
     def estimated_tokens(self) -> int:
         """The size of the next request as the context checks see it (SPEC §7.5): the API's
