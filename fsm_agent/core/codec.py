@@ -48,6 +48,8 @@ _MESSAGE_TAGS = {
     messages.TombstoneMessage: "tombstone",
 }
 
+_OPTIONAL_SCALARS: Final = frozenset({str | None, int | None, float | None, bool | None})
+
 _OPTIONAL_FIELDS: dict[type, tuple[str, ...]] = {
     messages.TextBlock: ("citations",),
     messages.ToolUseBlock: ("caller",),
@@ -140,6 +142,7 @@ def make_converter() -> cattrs.Converter:
     # cattrs is imported here, not with this module: a run that writes no trace and reads
     # none never needs it, and ``from fsm_agent import Agent`` stays cheap (issue 10).
     import cattrs  # noqa: PLC0415
+    from cattrs.fns import identity  # noqa: PLC0415
     from cattrs.gen import make_dict_unstructure_fn, override  # noqa: PLC0415
     from cattrs.strategies import configure_tagged_union  # noqa: PLC0415
 
@@ -154,6 +157,9 @@ def make_converter() -> cattrs.Converter:
         events.HookOutcome, _plain_outcome_or(conv, conv.get_structure_hook(events.HookOutcome))
     )
     conv.register_unstructure_hook_func(lambda kind: kind == dict[str, Any], _json_object)
+    # An optional scalar is itself unstructured: with the identity hook the generated
+    # functions read the field inline instead of calling a wrapper per field (issue 10).
+    conv.register_unstructure_hook_func(_OPTIONAL_SCALARS.__contains__, identity)
 
     # Fields the wire only sometimes carries are left out of a trace while they hold their
     # default, so a plain run's records stay as short as they were before the fields existed.
@@ -258,10 +264,15 @@ class _TaggedUnion:
     before. None of them changes the dict it is given.
     """
 
-    def __init__(self, union: Any, members: tuple[type, ...]) -> None:
+    def __init__(
+        self,
+        union: Any,
+        members: tuple[type, ...],
+        dumpers: dict[type, Callable[[Any], dict[str, Any]]],
+    ) -> None:
         self._union = union
         self._members = {cls.__name__: cls for cls in members}
-        self._dumpers: dict[type, Callable[[Any], dict[str, Any]]] = {}
+        self._dumpers = dumpers  # filled as members are first dumped
         self._loaders: dict[str, Callable[[dict[str, Any]], Any]] = {}
 
     def dump(self, value: Any) -> dict[str, Any]:
@@ -287,19 +298,26 @@ class _TaggedUnion:
         return converter().structure(data, self._union)
 
 
+_event_dumpers: dict[type, Callable[[Any], dict[str, Any]]] = {}
+_effect_dumpers: dict[type, Callable[[Any], dict[str, Any]]] = {}
+"""Each member's dump function by its class, once made: the trace writer dumps every event
+and effect, and a lookup here spares it the union's own dispatch."""
+
+
 @functools.cache
 def _events() -> _TaggedUnion:
-    return _TaggedUnion(events.Event, events.EVENT_TYPES)
+    return _TaggedUnion(events.Event, events.EVENT_TYPES, _event_dumpers)
 
 
 @functools.cache
 def _effects() -> _TaggedUnion:
-    return _TaggedUnion(effects.Effect, effects.EFFECT_TYPES)
+    return _TaggedUnion(effects.Effect, effects.EFFECT_TYPES, _effect_dumpers)
 
 
 def dump_event(event: events.Event) -> dict[str, Any]:
     """An event as a JSON-ready dict with its ``type`` tag."""
-    return _events().dump(event)
+    dumper = _event_dumpers.get(type(event))
+    return _events().dump(event) if dumper is None else dumper(event)
 
 
 def load_event(data: Any) -> events.Event:
@@ -311,7 +329,8 @@ def load_event(data: Any) -> events.Event:
 
 def dump_effect(effect: effects.Effect) -> dict[str, Any]:
     """An effect as a JSON-ready dict with its ``type`` tag."""
-    return _effects().dump(effect)
+    dumper = _effect_dumpers.get(type(effect))
+    return _effects().dump(effect) if dumper is None else dumper(effect)
 
 
 def load_effect(data: Any) -> effects.Effect:

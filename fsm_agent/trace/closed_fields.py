@@ -22,7 +22,7 @@ import enum
 import functools
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -78,7 +78,9 @@ def closed_fields_by_tag() -> Mapping[str, frozenset[str]]:
     )
 
 
-_CONTAINERS: Final = (dict, list, tuple)
+_CONTAINERS: Final = frozenset({dict, list, tuple})
+"""A set, not a tuple: ``type(x) in`` a tuple compares ``x``'s type with each member in turn,
+at the cost of a failed rich comparison per member; a set hashes it once."""
 _NAMED: Final = "named"
 """In a scan plan: a field whose own name is a sensitive key (present means hit)."""
 
@@ -121,26 +123,60 @@ def _plan(cls: type) -> _Plan:
     return _Plan(frozenset({field.name for field in attrs.fields(cls)} | {TAG}), tuple(scan))
 
 
+_Check = Callable[[Any], bool]
+"""Whether a sensitive key name occurs in a value that is some attrs class unstructured."""
+
+
 @functools.cache
-def _plans_by_tag() -> Mapping[str, _Plan]:
-    return types.MappingProxyType(
-        {cls.__name__: _plan(cls) for cls in (*EVENT_TYPES, *EFFECT_TYPES)}
-    )
+def _check(plan: _Plan) -> _Check:
+    """The scan ``plan`` stands for, as one function made for it: a class whose fields are
+    all closed, or that has one free-form field, is the common case and gets its own."""
+    keys, containers = plan.keys, _CONTAINERS
+    named = [name for name, inner in plan.scan if inner is _NAMED]
+    whole = [name for name, inner in plan.scan if inner is None]
+    nested = [(name, _check(inner)) for name, inner in plan.scan if type(inner) is _Plan]
 
+    # Each checks first that the value is what the codec makes of the class (a dict with no
+    # key the class lacks); anything else is scanned whole.
+    if not named and not nested and len(whole) <= 1:
+        if not whole:
 
-def _planned_hit(value: Any, plan: _Plan) -> bool:
-    if type(value) is not dict or not value.keys() <= plan.keys:
-        return has_sensitive_key(value)  # not what the codec makes of the class: scan it all
-    for name, inner in plan.scan:
-        if name not in value:
-            continue
-        item = value[name]
-        if inner is None:
-            if type(item) in _CONTAINERS and has_sensitive_key(item):
+            def closed(value: Any) -> bool:
+                shaped = type(value) is dict and value.keys() <= keys
+                return not shaped and has_sensitive_key(value)
+
+            return closed
+        (field,) = whole
+
+        def one_open(value: Any) -> bool:
+            if type(value) is not dict or not value.keys() <= keys:
+                return has_sensitive_key(value)
+            item = value.get(field)
+            return type(item) in containers and has_sensitive_key(item)
+
+        return one_open
+
+    def any_open(value: Any) -> bool:
+        if type(value) is not dict or not value.keys() <= keys:
+            return has_sensitive_key(value)
+        for name in named:
+            if name in value:
                 return True
-        elif inner is _NAMED or (item is not None and _planned_hit(item, inner)):
-            return True
-    return False
+        for name in whole:
+            item = value.get(name)
+            if type(item) in containers and has_sensitive_key(item):
+                return True
+        for name, inner in nested:
+            item = value.get(name)
+            if item is not None and inner(item):
+                return True
+        return False
+
+    return any_open
+
+
+_checks_by_tag: dict[str, _Check] = {}
+"""The check of every event and effect class, by its tag (filled on first use)."""
 
 
 def sensitive_key_in(dumped: dict[str, Any]) -> bool:
@@ -148,10 +184,13 @@ def sensitive_key_in(dumped: dict[str, Any]) -> bool:
     fields are looked at — inside a field holding an attrs class, only that class's open
     fields — and a tag this module does not know, or a dict with a key its class does not
     have, is scanned whole."""
-    plan = _plans_by_tag().get(dumped.get(TAG))  # type: ignore[arg-type]
-    if plan is None:
-        return has_sensitive_key(dumped)
-    return _planned_hit(dumped, plan)
+    if not _checks_by_tag:
+        _checks_by_tag.update(
+            {cls.__name__: _check(_plan(cls)) for cls in (*EVENT_TYPES, *EFFECT_TYPES)}
+        )
+    tag = dumped.get(TAG)
+    check = _checks_by_tag.get(tag) if type(tag) is str else None
+    return has_sensitive_key(dumped) if check is None else check(dumped)
 
 
 _DELTA_VALUE: Final = {

@@ -38,11 +38,14 @@ _SENSITIVE_KEY: Final = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _KEY_SHAPED: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
-_CONTAINERS: Final = (dict, list, tuple)
+_CONTAINERS: Final = frozenset({dict, list, tuple})
+"""A set, not a tuple: ``type(x) in`` a tuple compares ``x``'s type with each member in turn,
+at the cost of a failed rich comparison per member; a set hashes it once."""
 _MIN_SECRET: Final = 4
-_KEY_MEMO_LIMIT: Final = 4096
+_SAFE_KEYS_LIMIT: Final = 4096
 """Key names remembered (records repeat a few dozen; tool inputs add more)."""
-_KEY_MEMO: Final[dict[Any, bool]] = {}
+_SAFE_KEYS: Final[set[Any]] = set()
+"""Dict keys judged not sensitive, each judged once per process (non-strings included)."""
 
 
 def is_sensitive_key(key: str) -> bool:
@@ -50,36 +53,40 @@ def is_sensitive_key(key: str) -> bool:
     return _SENSITIVE_KEY.search(key.replace("-", "_")) is not None
 
 
-def _key_memo_says(key: Any) -> bool:
-    """:func:`is_sensitive_key` for any dict key, each distinct key judged once per process."""
-    sensitive = _KEY_MEMO.get(key)
-    if sensitive is None:
-        if len(_KEY_MEMO) >= _KEY_MEMO_LIMIT:
-            _KEY_MEMO.clear()
-        sensitive = _KEY_MEMO[key] = isinstance(key, str) and is_sensitive_key(key)
-    return sensitive
+def _judged_sensitive(mapping: dict[Any, Any]) -> bool:
+    """Whether a key of ``mapping`` is a sensitive key name; every key found not to be is
+    remembered."""
+    safe = _SAFE_KEYS
+    for key in mapping:
+        if key in safe:
+            continue
+        if isinstance(key, str) and is_sensitive_key(key):
+            return True
+        if len(safe) >= _SAFE_KEYS_LIMIT:
+            safe.clear()
+        safe.add(key)
+    return False
 
 
 def has_sensitive_key(value: Any) -> bool:
     """Whether any key of a JSON-like value, at any depth, is a sensitive key name.
 
-    Iterative, so a model event nested thousands deep is checked like any other.
+    Iterative, so a model event nested thousands deep is checked like any other. A dict whose
+    keys were all judged before is cleared by one subset test (a loop in C); only its values
+    are looked at in Python, for containers to look into.
     """
-    memo, containers = _KEY_MEMO, _CONTAINERS  # locals: this runs for every record written
+    safe, containers = _SAFE_KEYS, _CONTAINERS  # locals: this runs for every record written
     pending = [value] if type(value) in containers else []
+    push = pending.append
     while pending:
         current = pending.pop()
         if type(current) is dict:
-            for key, item in current.items():
-                sensitive = memo.get(key)
-                if sensitive is None:
-                    sensitive = _key_memo_says(key)
-                if sensitive:
-                    return True
-                if type(item) in containers:
-                    pending.append(item)
-        else:
-            pending.extend(item for item in current if type(item) in containers)
+            if not current.keys() <= safe and _judged_sensitive(current):
+                return True
+            current = current.values()
+        for item in current:
+            if type(item) in containers:
+                push(item)
     return False
 
 
@@ -115,7 +122,9 @@ class Redactor:
 
     def holds_secret(self, serialized: bytes) -> bool:
         """Whether rendered JSON holds a configured secret or API-key-shaped text."""
-        if b"sk-ant-" in serialized:
+        # find(), not ``in``: for bytes, ``in`` first tries its operand as an integer and
+        # pays for the failure on every call.
+        if serialized.find(b"sk-ant-") >= 0:
             return True
         # Most writers have no secret string: then no generator is built at all.
         return bool(self._secret_bytes) and any(

@@ -31,10 +31,12 @@ from fsm_agent.trace import records
 __all__ = ["carries", "effects_field", "transitions_field"]
 
 _MEMO_LIMIT: Final = 1024
-_memo: dict[int, tuple[TransitionTaken, bytes]] = {}
-"""Rendered loop transitions by the identity of the object; each entry holds its object, so
-an id is never taken for another object's. Tool-call transitions (one object per call) are
-not kept, and the memo is emptied when full, so it stays bounded whatever a core makes."""
+_rendered: dict[int, bytes] = {}
+"""Rendered loop transitions by the identity of the object. :data:`_kept` holds each object
+whose id is a key, so no id is taken for another object's while its entry lives. Tool-call
+transitions (one object per call) are not kept, and both are emptied together when full, so
+they stay bounded whatever a core makes."""
+_kept: list[TransitionTaken] = []
 
 
 def carries(content: bytes, data: dict[str, Any], step: Step) -> bool:
@@ -54,12 +56,21 @@ def carries(content: bytes, data: dict[str, Any], step: Step) -> bool:
 def effects_field(dumped: list[dict[str, Any]]) -> bytes:
     """``"effects":[…]`` as the writer renders a step's effects (each as
     :func:`~fsm_agent.core.codec.dump_effect` gives it) in a line, unredacted."""
-    return records.dumps({"effects": dumped})[1:-1]
+    try:  # what records.dumps does first, without its call (most steps have effects)
+        line = orjson.dumps({"effects": dumped}, option=records.JSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        line = records.dumps({"effects": dumped})  # rewrites what orjson refuses, or raises
+    return line[1:-1]
 
 
 def transitions_field(step: Step) -> bytes:
     """``"transitions":[…]`` as the writer renders the step's transitions in a line,
     unredacted."""
+    if len(step.transitions) == 1:  # the common case: looked up without a call
+        (taken,) = step.transitions
+        known = _rendered.get(id(taken))
+        if known is not None:
+            return b'"transitions":[%s]' % known
     try:
         joined = b",".join([_transition_bytes(taken) for taken in step.transitions])
     except orjson.JSONEncodeError:
@@ -71,12 +82,14 @@ def transitions_field(step: Step) -> bytes:
 
 
 def _transition_bytes(taken: TransitionTaken) -> bytes:
-    entry = _memo.get(id(taken))
-    if entry is not None and entry[0] is taken:
-        return entry[1]
+    known = _rendered.get(id(taken))
+    if known is not None:
+        return known
     rendered = orjson.dumps(records.step_transition(taken), option=records.JSON_OPTIONS)
     if taken.call_id is None:
-        if len(_memo) >= _MEMO_LIMIT:
-            _memo.clear()
-        _memo[id(taken)] = (taken, rendered)
+        if len(_kept) >= _MEMO_LIMIT:
+            _rendered.clear()
+            _kept.clear()
+        _kept.append(taken)
+        _rendered[id(taken)] = rendered
     return rendered

@@ -192,7 +192,10 @@ class TraceWriter:
     def _render(self, fields: Mapping[str, Any], *, keys_hit: bool) -> bytes:
         """``fields`` serialized and redacted; ``keys_hit``: whether a sensitive key name
         occurs in it (the caller knows which parts are the writer's own)."""
-        data = records.dumps(fields)
+        try:  # what records.dumps does first, without its call (every line comes here)
+            data = orjson.dumps(fields, default=records.refuse_unknown, option=records.JSON_OPTIONS)
+        except orjson.JSONEncodeError:
+            data = records.dumps(fields)  # rewrites what orjson refuses, or raises
         if keys_hit or self._redactor.holds_secret(data):
             data = records.dumps(self._redactor.value(fields))
         return data
@@ -282,6 +285,10 @@ class TraceWriter:
         hold is refused here (``UsageError``), so a core never takes an event its trace
         lacks. Hand the result to :meth:`write_event_line` with what ``feed`` returned
         (nothing may be written in between: the line's ``seq`` is stamped)."""
+        return EventLine(self._event_parts(event))
+
+    def _event_parts(self, event: Event) -> tuple[bytes, ...]:
+        """The parts of ``event``'s line (:attr:`EventLine.parts`)."""
         if self._closed:
             raise UsageError("the trace writer is closed")
         # A record's keys are the writer's own but for the event's and the effects': a stream
@@ -302,8 +309,8 @@ class TraceWriter:
         fields["seq"] = self._next_seq
         try:
             if type(event) is TurnStarted:
-                return EventLine(self._turn_started_line(event, fields, keys_hit=keys_hit))
-            return EventLine((self._render(fields, keys_hit=keys_hit),))
+                return self._turn_started_line(event, fields, keys_hit=keys_hit)
+            return (self._render(fields, keys_hit=keys_hit),)
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
@@ -329,21 +336,22 @@ class TraceWriter:
         after ``feed`` returned and before any effect of ``step`` is performed; with
         ``step=None`` (``feed`` raised) the event alone. The line takes one ``seq`` for the
         event and one per transition and effect."""
+        self._write_parts(line.parts, step)
+
+    def _write_parts(self, alone: tuple[bytes, ...], step: Step | None) -> None:
+        """:meth:`write_event_line` for the parts of a prepared line."""
         if self._closed:
             raise UsageError("the trace writer is closed")
-        count = 1
         if step is not None and (step.transitions or step.effects):
-            count += len(step.transitions) + len(step.effects)
             try:
-                data = b"".join(self._with_step(line.parts, step))
+                data = b"".join(self._with_step(alone, step))
             except (orjson.JSONEncodeError, TypeError) as exc:
                 cause = exc.__cause__ or exc
                 raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
-        elif len(line.parts) == 1:
-            data = line.parts[0] + b"\n"
+            self._next_seq += 1 + len(step.transitions) + len(step.effects)
         else:
-            data = b"".join((*line.parts, b"\n"))
-        self._next_seq += count
+            data = alone[0] + b"\n" if len(alone) == 1 else b"".join((*alone, b"\n"))
+            self._next_seq += 1
         self._file.write(data)
         self._file.flush()
 
@@ -354,25 +362,33 @@ class TraceWriter:
         depth it has in the line, redacted on its own (redaction works value by value: the
         bytes are those of redacting the whole line), and joined on. The event's line is not
         copied here: a turn's first line holds the whole transcript (issue 10)."""
-        parts: list[bytes | memoryview] = [b"{"]
+        redactor = self._redactor
+        effects: list[dict[str, Any]] = []
+        head = tail = b""
         if step.effects:
-            effects = [dump_effect(effect) for effect in step.effects]
-            part = effects_field(effects)
+            effects = list(map(dump_effect, step.effects))
+            head = effects_field(effects)
             # An effect's free-form fields may hold keys from outside (DESIGN §8).
-            if any(sensitive_key_in(e) for e in effects) or self._redactor.holds_secret(part):
-                part = records.dumps({"effects": self._redactor.value(effects)})[1:-1]
-            parts += (part, b",")
+            if any(map(sensitive_key_in, effects)):
+                head = records.dumps({"effects": redactor.value(effects)})[1:-1]
+        if step.transitions:
+            tail = transitions_field(step)  # the same bytes replay compares with
+        # Both lists searched for secrets at once; each is redacted on its own when they hold
+        # one (a secret across the seam between them only costs this second look).
+        if redactor.holds_secret(head + tail):
+            if effects and redactor.holds_secret(head):
+                head = records.dumps({"effects": redactor.value(effects)})[1:-1]
+            if tail and redactor.holds_secret(tail):  # their keys are the writer's own
+                transitions = [records.step_transition(t) for t in step.transitions]
+                tail = records.dumps({"transitions": redactor.value(transitions)})[1:-1]
+        parts: list[bytes | memoryview] = [b"{", head, b","] if head else [b"{"]
         # The event's line without its braces.
         if len(alone) == 1:
             parts.append(memoryview(alone[0])[1:-1])
         else:
             parts += (memoryview(alone[0])[1:], *alone[1:-1], memoryview(alone[-1])[:-1])
-        if step.transitions:
-            part = transitions_field(step)  # the same bytes replay compares with
-            if self._redactor.holds_secret(part):  # their keys are the writer's own
-                transitions = [records.step_transition(t) for t in step.transitions]
-                part = records.dumps({"transitions": self._redactor.value(transitions)})[1:-1]
-            parts += (b",", part)
+        if tail:
+            parts += (b",", tail)
         parts.append(b"}\n")
         return parts
 
@@ -436,14 +452,14 @@ class TracingCore:
         """Render the event's line, feed the event, write the line with the step (and the
         end record); return the step."""
         writer = self.writer
-        line = writer.prepare_event(event)  # an event the trace cannot hold never reaches the core
+        parts = writer._event_parts(event)  # an event the trace cannot hold never reaches the core
         try:
             step = self.core.feed(event)
         except BaseException:
             # The fault's cause goes on file (DESIGN §5); the core's error propagates.
-            writer.write_event_line(line, None)
+            writer._write_parts(parts, None)
             raise
-        writer.write_event_line(line, step)
+        writer._write_parts(parts, step)
         if step.terminal is not None:
             writer.write_end(step.terminal, self.core.usage, fault=self.fault)
         return step

@@ -11,6 +11,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import Usage
@@ -81,6 +82,45 @@ def test_what_the_writer_writes_the_reader_reads(
 
 
 NAMES = ANY_TEXT | st.sampled_from(("idle", "phase_wxyz", 'x\\y"z'))
+
+
+# Text that may hold a configured secret, an API-key-shaped string or part of one.
+_SECRETISH = (
+    st.sampled_from(("", "wxyz", "awxyzb", "sk-ant-aaaaaaaaaaaa", "sk-ant-", "wx")) | ANY_TEXT
+)
+_PAYLOADS = st.dictionaries(st.sampled_from(("note", "token", "path")), _SECRETISH, max_size=2)
+
+
+@given(
+    reason=_SECRETISH,
+    payloads=st.lists(_PAYLOADS, max_size=2),
+    call_ids=st.lists(st.none() | _SECRETISH, max_size=2),
+    secrets=st.sampled_from(((), ("wxyz",))),
+)
+def test_a_line_with_effects_and_transitions_is_what_redacting_the_record_gives(
+    reason: str,
+    payloads: list[dict[str, Any]],
+    call_ids: list[str | None],
+    secrets: tuple[str, ...],
+) -> None:
+    """Wherever a secret or a sensitive key sits (the event, an effect, a transition, more
+    than one of them), the line is the rendering of the whole record redacted."""
+    buffer = io.BytesIO()
+    writer = TraceWriter(buffer, config=LoopConfig(), table_digest="d", secrets=secrets)
+    rows = tuple(
+        TransitionTaken(machine="tool", name="n", source="a", dest="b", call_id=call_id)
+        for call_id in call_ids
+    )
+    effects = tuple(
+        fx.RunHooks(effect_id=f"e{i}", hook_event=fx.HookEvent.STOP, payload=payload)
+        for i, payload in enumerate(payloads)
+    )
+    step = Step(transitions=rows, effects=effects)
+    event = ev.AbortRequested(reason=reason)
+    writer.write_event(event, step)
+    fields = add_step({**event_fields(event), "seq": 1}, step)
+    expected = dumps(Redactor(secrets).value(fields)) + b"\n"
+    assert buffer.getvalue().split(b"\n", 1)[1] == expected
 
 
 @given(

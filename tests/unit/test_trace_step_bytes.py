@@ -9,6 +9,7 @@ from pathlib import Path
 
 import attrs
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.trace import records, step_bytes
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.step_bytes import carries
 from fsm_agent.trace.writer import TraceWriter
@@ -116,3 +118,24 @@ def test_one_renamed_transition_is_seen(step: Step, name: str) -> None:
         step, transitions=(*step.transitions[:-1], attrs.evolve(last, name=last.name + name + "x"))
     )
     assert not _carried(_written(ev.AbortRequested(reason="user"), step), renamed)
+
+
+def test_transitions_render_alike_whether_kept_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop row is rendered once and then found by identity; a tool call's row is never
+    kept; a memo that fills up is emptied; every rendering is the record's own bytes."""
+    monkeypatch.setattr(step_bytes, "_MEMO_LIMIT", 3)
+    step_bytes._rendered.clear()
+    step_bytes._kept.clear()
+    rows = [TransitionTaken(machine="loop", name=f"n{i}", source="a", dest="b") for i in range(5)]
+    call = TransitionTaken(machine="tool", name="n", source="a", dest="b", call_id="toolu_1")
+    for _ in range(2):
+        for taken in (*rows, call):
+            step = Step(transitions=(taken,))
+            expected = records.dumps({"transitions": [records.step_transition(taken)]})[1:-1]
+            assert step_bytes.transitions_field(step) == expected
+        both = Step(transitions=(rows[0], call))
+        fields = [records.step_transition(t) for t in both.transitions]
+        assert step_bytes.transitions_field(both) == records.dumps({"transitions": fields})[1:-1]
+    assert len(step_bytes._kept) <= 3
+    assert call not in step_bytes._kept
+    assert len(step_bytes._rendered) == len(step_bytes._kept)
