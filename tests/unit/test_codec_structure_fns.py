@@ -8,11 +8,11 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import cattrs
 import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_codec_tagged_unions import outcome
 
 from fsm_agent.core import effects as fx
 from fsm_agent.core import events as ev
@@ -54,16 +54,6 @@ def test_every_stored_event_and_effect_is_read_without_cattrs_function() -> None
         assert structure(data) == converter().structure(dict(data), union)
 
 
-def _outcome(function: Any, data: Any) -> tuple[str, object]:
-    try:
-        return "ok", function(data)
-    except Exception as exc:
-        messages = (
-            cattrs.transform_error(exc) if isinstance(exc, cattrs.BaseValidationError) else []
-        )
-        return type(exc).__name__, (str(exc), messages)
-
-
 # JSON values that Python's == confuses (1, 1.0, True), numbers past 64 bits written as
 # strings, and values of the wrong kind.
 _LOOK_ALIKES: st.SearchStrategy[object] = st.sampled_from(
@@ -86,8 +76,8 @@ def test_a_look_alike_value_loads_or_fails_as_the_generic_converter_does(
     before = copy.deepcopy(data)
     cls = _CLASSES[data["type"]]
     union: Any = ev.Event if cls in ev.EVENT_TYPES else fx.Effect
-    ours = _outcome(load_event if union is ev.Event else load_effect, data)
-    generic = _outcome(lambda d: converter().structure(dict(d), union), data)
+    ours = outcome(load_event if union is ev.Event else load_effect, data)
+    generic = outcome(lambda d: converter().structure(dict(d), union), data)
     assert ours == generic
     if ours[0] == "ok":
         for name in (field.name for field in cls.__attrs_attrs__):  # type: ignore[attr-defined]

@@ -65,7 +65,9 @@ def test_effects_load_and_dump_as_the_generic_converter_does() -> None:
         assert dump_effect(loaded) == data == converter().unstructure(loaded, fx.Effect)
 
 
-def _outcome(function: Any, data: Any) -> tuple[str, object]:
+def outcome(function: Any, data: Any) -> tuple[str, object]:
+    """What ``function(data)`` gives: ``("ok", value)``, or the error's type, text and
+    (for a cattrs error) the messages it tells (the text of a refusal is part of the API)."""
     try:
         return "ok", function(data)
     except Exception as exc:
@@ -102,15 +104,15 @@ def test_a_damaged_dict_fails_as_the_generic_converter_fails(
     else:
         data["unexpected_field"] = value
     ours = load_event if union is ev.Event else load_effect
-    assert _outcome(ours, data) == _outcome(lambda d: converter().structure(dict(d), union), data)
+    assert outcome(ours, data) == outcome(lambda d: converter().structure(dict(d), union), data)
 
 
 @pytest.mark.parametrize("bad", [None, [], "ModelStreamClosed", {"request_id": "r"}])
 def test_what_is_not_a_tagged_dict_fails_as_before(bad: object) -> None:
     """A value that is not a dict, or has no tag, is refused by the converter's own error."""
     event_union: Any = ev.Event
-    generic = _outcome(lambda d: converter().structure(d, event_union), bad)
-    assert _outcome(load_event, bad)[0] == generic[0] != "ok"
+    generic = outcome(lambda d: converter().structure(d, event_union), bad)
+    assert outcome(load_event, bad)[0] == generic[0] != "ok"
 
 
 def test_a_value_that_is_not_an_event_is_refused_when_dumped() -> None:
