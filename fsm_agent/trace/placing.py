@@ -34,6 +34,7 @@ import contextlib
 import datetime as dt
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -98,9 +99,8 @@ def place_chunk(
             if superseding or _owned_by(file, owner):
                 set_aside(path, file)  # this trace, gone on differently: kept, then replaced
             else:
-                file.seek(0)
-                theirs = _run_started(file.readline(_HEADER_LIMIT))
-                ours = _run_started(data.partition(b"\n")[0])
+                theirs = _run_started(_file_header(file))
+                ours = _run_started(_header_meta(_json_line(data[: data.find(b"\n") + 1])))
                 if theirs is not None and ours is not None and theirs >= ours:
                     raise TraceWriteConflict(
                         path=str(path),
@@ -154,24 +154,28 @@ def place_chunk(
 
 def set_aside(path: Path, file: BinaryIO) -> Path:
     """Copy the whole of ``file`` (open on ``path``) to a new sibling file,
-    ``NAME.superseded-N.jsonl`` with the first free ``N``; its path. The copy is flushed to
-    disk before anything is cut from the original."""
-    number = 1
-    while True:
-        aside = path.with_name(f"{path.stem}.superseded-{number}{path.suffix}")
-        try:
-            descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            number += 1
-            continue
-        break
-    with os.fdopen(descriptor, "wb") as copy:
-        file.seek(0)
-        while block := file.read(_COMPARED):
-            copy.write(block)
-        copy.flush()
-        os.fsync(copy.fileno())
-    return aside
+    ``NAME.superseded-N.jsonl`` with the first free ``N``; its path. The copy is made under a
+    temporary name, flushed to disk and only then given its name, so a process killed while
+    copying leaves no cut-off copy under that name (and the original is not cut before)."""
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as copy:
+            file.seek(0)
+            while block := file.read(_COMPARED):
+                copy.write(block)
+            copy.flush()
+            os.fsync(copy.fileno())
+        number = 1
+        while True:
+            aside = path.with_name(f"{path.stem}.superseded-{number}{path.suffix}")
+            try:
+                os.link(temporary, aside)  # fails on an existing name: never overwrites
+            except FileExistsError:
+                number += 1
+                continue
+            return aside
+    finally:
+        Path(temporary).unlink()
 
 
 def _own_other_course(
@@ -198,13 +202,22 @@ def _owned_by(file: BinaryIO, owner: TraceOwner | None) -> bool:
     """Whether the file's header names ``owner`` (its ``meta.run_id`` and ``started``)."""
     if owner is None:
         return False
-    file.seek(0)
-    header = _json_line(file.readline(_HEADER_LIMIT))
-    meta = header.get("meta") if header is not None else None
-    return isinstance(meta, dict) and [meta.get("run_id"), meta.get("started")] == [
+    meta = _file_header(file)
+    return meta is not None and [meta.get("run_id"), meta.get("started")] == [
         owner.run_id,
         owner.started,
     ]
+
+
+def _file_header(file: BinaryIO) -> dict[str, Any] | None:
+    """The ``meta`` of the header on the file's first line, or None when it has none."""
+    file.seek(0)
+    return _header_meta(_json_line(file.readline(_HEADER_LIMIT)))
+
+
+def _header_meta(header: dict[str, Any] | None) -> dict[str, Any] | None:
+    meta = header.get("meta") if header is not None else None
+    return meta if isinstance(meta, dict) else None
 
 
 def _json_line(line: bytes) -> dict[str, Any] | None:
@@ -218,14 +231,15 @@ def _json_line(line: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _run_started(header_line: bytes) -> dt.datetime | None:
-    """When the run of a trace header line started (its ``meta.started``, an ISO 8601 time
-    with a zone), or None when the line is no such header."""
+def _run_started(meta: dict[str, Any] | None) -> dt.datetime | None:
+    """When a trace's run started (its header's ``meta.started``, an ISO 8601 time with a
+    zone), or None when it does not say."""
+    started = meta.get("started") if meta is not None else None
+    if not isinstance(started, str):
+        return None
     try:
-        header = orjson.loads(header_line)
-        started = header["meta"]["started"]
         moment = dt.datetime.fromisoformat(started)
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+    except ValueError:
         return None
     return moment if moment.tzinfo is not None else None
 

@@ -4,6 +4,7 @@ chunk that does not fit fails loudly without touching the file."""
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 
 import pytest
@@ -333,3 +334,27 @@ def test_bytes_that_are_not_the_owners_other_course_still_conflict(
         place_chunk(path, at, b'{"seq":2,"y":2}\n', owner=OWNER)
     assert path.read_bytes() == before
     assert not list(tmp_path.glob("*.superseded-*"))
+
+
+def test_a_copy_cut_short_never_stands_as_the_kept_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy aside fails before it is on disk (a full disk; a kill -9 there leaves at
+    most a hidden temporary file): no NAME.superseded-N.jsonl holds a part of the trace, the
+    file is not cut, and the write fails loudly; a later write sets the file aside whole."""
+    path = tmp_path / "t.jsonl"
+    write_all(path)
+    replaced = path.read_bytes()
+    at = offsets(CHUNKS)[2]
+
+    def no_disk(_descriptor: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fsync", no_disk)
+        with pytest.raises(OSError, match="No space"):
+            place_chunk(path, at, b'{"seq":3,"reset":true}\n', superseding=True)
+    assert path.read_bytes() == replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]
+    place_chunk(path, at, b'{"seq":3,"reset":true}\n', superseding=True)
+    assert (tmp_path / "t.superseded-1.jsonl").read_bytes() == replaced
