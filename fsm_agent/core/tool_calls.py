@@ -374,7 +374,7 @@ class ToolExecutor:
             heapq.heappush(self._holding, call.index)
         self._sink.add_transition(
             TransitionTaken(
-                machine="tool", name=name, source=source, dest=call.state, call_id=call.call_id
+                machine="tool", name=name, source=source, dest=state, call_id=call.call_id
             )
         )
         if action is not None:

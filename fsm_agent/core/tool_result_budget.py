@@ -110,10 +110,11 @@ def replace_results(message: Message, replacements: Mapping[str, str]) -> Messag
     return attrs.evolve(message, content=content)
 
 
-def _goes_on_from(messages: Sequence[Message], earlier: Sequence[Message]) -> bool:
-    """Whether ``messages`` continue ``earlier`` (the last message of ``earlier`` is at its
-    place in them: histories are extended by appending, and rewritten as new tuples)."""
-    return 0 < len(earlier) <= len(messages) and messages[len(earlier) - 1] is earlier[-1]
+def _goes_on_from(messages: Sequence[Message], count: int, last: Message | None) -> bool:
+    """Whether ``messages`` continue a history of ``count`` messages ending with ``last``
+    (it is at its place in them: histories are extended by appending, and rewritten as new
+    tuples)."""
+    return 0 < count <= len(messages) and messages[count - 1] is last
 
 
 class ToolResultBudget:
@@ -140,16 +141,15 @@ class ToolResultBudget:
     def _unsent_start(self, messages: Sequence[Message]) -> int:
         """Where the messages no request has carried begin (0 after a rewrite of history)."""
         count = self._sent_count
-        if count and len(messages) >= count and messages[count - 1] is self._sent_last:
-            return count
-        return 0
+        return count if _goes_on_from(messages, count, self._sent_last) else 0
 
     def mark_sent(self, messages: Sequence[Message]) -> None:
         """A request carried ``messages``: every tool_result in them is now seen."""
         start = self._unsent_start(messages)
         if start < len(messages):
             unread = self._unread
-            if start and unread and _goes_on_from(messages, unread[-1][0]):
+            earlier = unread[-1][0] if unread else ()
+            if start and earlier and _goes_on_from(messages, len(earlier), earlier[-1]):
                 # Keep only the longer sequence: a session whose budget never reads holds
                 # one transcript, not one per request (issue 10).
                 unread[-1] = (messages, unread[-1][1])

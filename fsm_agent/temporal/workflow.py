@@ -177,7 +177,7 @@ class SessionWorkflow:
         info = workflow.info()
         self._superseding = info.original_execution_run_id not in ("", info.run_id)
         self._session: dict[str, Any] = {
-            "id": workflow.info().workflow_id,
+            "id": info.workflow_id,
             "params": dict(start.get("params") or {}),
             "trace": start.get("trace"),
         }
