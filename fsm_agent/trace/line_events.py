@@ -55,4 +55,5 @@ class _LineEvents:
         return event
 
 
-event_of_line: Final = _LineEvents().event_of
+_memo: Final = _LineEvents()
+event_of_line: Final = _memo.event_of
