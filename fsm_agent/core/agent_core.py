@@ -51,6 +51,7 @@ from fsm_agent.core.messages import (
     text_of,
 )
 from fsm_agent.core.microcompact import COMPACTABLE_TOOLS, clear_old_results, gap_elapsed
+from fsm_agent.core.record_builder import record_builder
 from fsm_agent.core.request_history import RequestHistory
 from fsm_agent.core.snip import SNIP_REQUEST, SnipOutcome, plan_snip, snip_ids
 from fsm_agent.core.step import Step, TransitionTaken
@@ -130,6 +131,11 @@ _QUIET_STEP = Step()
 # Frozen values a new core starts from (shared: built once, never changed).
 _NO_STATE = LoopState()
 _NO_USAGE = Usage()
+# The records built on most events, built without attrs' __init__ (record_builder says why).
+_new_step = record_builder(Step)
+_new_emit = record_builder(fx.Emit)
+_new_run_hooks = record_builder(fx.RunHooks)
+_new_call_model = record_builder(fx.CallModel)
 
 
 @attrs.define(slots=True)
@@ -550,7 +556,9 @@ class AgentCore:
         transitions, effects = self._transitions, self._effects
         if not (transitions or effects or self._terminal is not None):
             return _QUIET_STEP
-        return Step(transitions=tuple(transitions), effects=tuple(effects), terminal=self._terminal)
+        return _new_step(
+            transitions=tuple(transitions), effects=tuple(effects), terminal=self._terminal
+        )
 
     def _poison(self, exc: BaseException) -> None:
         self._poisoned = exc
@@ -730,27 +738,22 @@ class AgentCore:
     # --- helpers ---------------------------------------------------------------------------------
 
     def _set_tools(self, tools: Sequence[ToolSpec]) -> None:
-        specs: dict[str, ToolSpec] = {}
-        for spec in tools:
-            for name in (spec.name, *spec.aliases):
-                if name in specs:
-                    raise DefinitionError(f"two tools are called {name!r}")
-                specs[name] = spec
-        self.tools = tuple(tools)
-        self._specs = specs
-        unbounded: set[str] = set()
-        shells: set[str] = set()
-        for name, spec in specs.items():
-            if spec.unbounded_results:
-                unbounded.add(name)
-            if spec.is_shell:
-                shells.add(name)
-        self._unbounded_tools = frozenset(unbounded)
-        self._compactable_tools = COMPACTABLE_TOOLS | shells
+        global _last_tool_tables  # noqa: PLW0603 - a one-entry memo, replaced whole
+        memo = _last_tool_tables
+        if memo is not None and memo.tools is tools:
+            tables = memo
+        else:
+            tables = _tool_tables(tools)
+            if type(tools) is tuple:  # immutable, so the same object means the same tools
+                _last_tool_tables = tables
+        self.tools = tables.tools
+        self._specs = tables.specs
+        self._unbounded_tools = tables.unbounded
+        self._compactable_tools = tables.compactable
 
     def _show(self, message: Message) -> None:
         self._transcript.append(message)
-        self._effects.append(fx.Emit(message=message))
+        self._effects.append(_new_emit(message=message))
 
     def _new_executor(self, *, batch_mode: bool) -> ToolExecutor:
         return ToolExecutor(
@@ -784,7 +787,9 @@ class AgentCore:
         self, hook_event: fx.HookEvent, payload: dict[str, Any], *, wait: bool = False
     ) -> None:
         """Ask for the hooks of a loop-level event; ``wait``: the phase waits for their answer."""
-        effect = fx.RunHooks(effect_id=self.new_effect_id(), hook_event=hook_event, payload=payload)
+        effect = _new_run_hooks(
+            effect_id=self.new_effect_id(), hook_event=hook_event, payload=payload
+        )
         if wait:
             self._await(effect)
         else:
@@ -839,7 +844,7 @@ class AgentCore:
         )
         self._budget.mark_sent(self._state.messages)
         self._effects.append(
-            fx.CallModel(
+            _new_call_model(
                 effect_id=self.new_effect_id(),
                 request_id=self._request_id,
                 model=self._model_name,
@@ -1762,6 +1767,44 @@ class AgentCore:
             stop_hook_blocks=0,
             pause_turns=0,
         )
+
+
+@attrs.frozen
+class _ToolTables:
+    """What the core looks tools up in, derived from the tools it was given (read-only)."""
+
+    tools: tuple[ToolSpec, ...]
+    specs: dict[str, ToolSpec]  # by name and by alias
+    unbounded: frozenset[str]  # names whose results the budget never persists (SPEC §7.1)
+    compactable: frozenset[str]  # names whose old results microcompact clears (SPEC §7.3)
+
+
+def _tool_tables(tools: Sequence[ToolSpec]) -> _ToolTables:
+    specs: dict[str, ToolSpec] = {}
+    for spec in tools:
+        for name in (spec.name, *spec.aliases):
+            if name in specs:
+                raise DefinitionError(f"two tools are called {name!r}")
+            specs[name] = spec
+    unbounded: set[str] = set()
+    shells: set[str] = set()
+    for name, spec in specs.items():
+        if spec.unbounded_results:
+            unbounded.add(name)
+        if spec.is_shell:
+            shells.add(name)
+    return _ToolTables(
+        tools=tools if type(tools) is tuple else tuple(tools),
+        specs=specs,
+        unbounded=frozenset(unbounded),
+        compactable=COMPACTABLE_TOOLS | shells,
+    )
+
+
+# The tables of the last tools tuple a core was given: programs build a fresh core per run
+# from one tuple of tools (DESIGN §7: construction is part of a run's price), and the tables
+# depend on nothing else. Never changed in place, so cores may share them.
+_last_tool_tables: _ToolTables | None = None
 
 
 def _last_of(messages: Sequence[Message], kind: type[_M]) -> _M | None:

@@ -59,6 +59,7 @@ from fsm_agent.core.messages import (
     ToolUseBlock,
     Usage,
 )
+from fsm_agent.core.record_builder import record_builder
 from fsm_agent.errors import ModelProtocolError
 
 _NOTHING: Final[tuple[Message, ...]] = ()
@@ -96,6 +97,9 @@ _USAGE_TABLES: Final = ("cache_creation", "server_tool_use")
 _USAGE_KEYS: Final = frozenset({*_USAGE_FIELDS, *_USAGE_TABLES, "service_tier"})
 _ONLY_INT: Final = frozenset({int})  # a count table's values are all exactly ints
 _NO_USAGE: Final = Usage()  # shared (a frozen value): what a response used before it reports
+# Built for every usage report and content block (record_builder says why).
+_new_usage = record_builder(Usage)
+_new_assistant_message = record_builder(AssistantMessage)
 
 
 @attrs.define(slots=True)
@@ -154,14 +158,14 @@ def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
             raise _protocol_error(event_type, None, f"usage.{name} must map names to integers")
     tier = raw.get("service_tier")
     # Fields this model does not name are kept as received, the newest value winning.
-    extra = dict(previous.extra)
+    extra = dict(previous.extra) if previous.extra else {}
     if not _USAGE_KEYS.issuperset(raw):
         for key, value in raw.items():
             if value is not None and key not in _USAGE_KEYS:
                 extra[key] = value
     input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens = counts
     cache_creation, server_tool_use = tables
-    return Usage(
+    return _new_usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cache_creation_input_tokens=cache_creation_tokens,
@@ -288,7 +292,7 @@ class StreamAssembler:
         """
         # Built directly, not with attrs.evolve (once per response; test_stream checks that
         # every other field is carried over).
-        return AssistantMessage(
+        return _new_assistant_message(
             uuid=message.uuid,
             message_id=message.message_id,
             content=message.content,
@@ -494,7 +498,7 @@ class StreamAssembler:
         self.blocks_completed += 1
         assert self.message_id is not None  # set by message_start, checked before this
         return (
-            AssistantMessage(
+            _new_assistant_message(
                 uuid=self.new_uuid(),
                 message_id=self.message_id,
                 content=(content,),

@@ -46,6 +46,7 @@ from fsm_agent.core.messages import (
     ToolUseBlock,
     UserMessage,
 )
+from fsm_agent.core.record_builder import record_builder
 from fsm_agent.core.step import TransitionTaken
 from fsm_agent.core.tables import (
     EXECUTING_STATES,
@@ -65,6 +66,10 @@ _VALIDATING = CallState.VALIDATING.value
 _PERMISSION = CallState.PERMISSION.value
 _NOT_STARTED = frozenset({CallState.QUEUED.value, _VALIDATING})
 _ENDED = _RESULT_READY | {_YIELDED}
+# Built on every tool-machine move, without attrs' __init__ (record_builder says why).
+_new_transition = record_builder(TransitionTaken)
+_new_run_hooks = record_builder(fx.RunHooks)
+_new_run_tool_step = record_builder(fx.RunToolStep)
 
 
 class ToolSink(Protocol):
@@ -287,7 +292,7 @@ class ToolExecutor:
         call.awaiting = effect_id
         context = dict(self._sink.tool_context) if step is fx.ToolStep.CALL else {}
         self._sink.add_effect(
-            fx.RunToolStep(
+            _new_run_tool_step(
                 effect_id=effect_id,
                 call_id=call.call_id,
                 step=step,
@@ -373,7 +378,7 @@ class ToolExecutor:
         elif _holds_back(call):
             heapq.heappush(self._holding, call.index)
         self._sink.add_transition(
-            TransitionTaken(
+            _new_transition(
                 machine="tool", name=name, source=source, dest=state, call_id=call.call_id
             )
         )
@@ -426,7 +431,7 @@ class ToolExecutor:
         call.awaiting = effect_id
         self._by_effect[effect_id] = call
         self._sink.add_effect(
-            fx.RunHooks(
+            _new_run_hooks(
                 effect_id=effect_id,
                 hook_event=hook_event,
                 call_id=call.call_id,
