@@ -35,9 +35,9 @@ def test_built_record_equals_the_constructed_one(cls: type, arguments: dict[str,
     """Same class, equal, frozen, and every field set (defaults included)."""
     built: Any = record_builder(cls)(**arguments)
     constructed: Any = cls(**arguments)
-    assert type(built) is cls
-    assert built == constructed
     assert attrs.asdict(built, recurse=False) == attrs.asdict(constructed, recurse=False)
+    assert built == constructed
+    assert type(built) is cls
     field = attrs.fields(cls)[0].name
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         setattr(built, field, None)
