@@ -32,7 +32,7 @@ from fsm_agent.core.checkpoint import CoreCheckpoint
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.context_collapse import STAGING_SHARE, CollapsedSpan, CollapseView
 from fsm_agent.core.hook_results import context_and_notices
-from fsm_agent.core.loop_state import AutoCompactTracking, LoopState
+from fsm_agent.core.loop_state import AutoCompactTracking, LoopState, evolved
 from fsm_agent.core.messages import (
     COMPACT_BOUNDARY,
     ApiErrorKind,
@@ -800,7 +800,7 @@ class AgentCore:
         for message in context_and_notices(outcome, self.new_uuid):
             self._show(message)
             if isinstance(message, AttachmentMessage):
-                self._state = attrs.evolve(self._state, messages=(*self._state.messages, message))
+                self._state = evolved(self._state, messages=(*self._state.messages, message))
 
     def _api_error(self, kind: ApiErrorKind, text: str, *, withheld: bool) -> None:
         message = ApiErrorMessage(uuid=self.new_uuid(), kind=kind, text=text, withheld=withheld)
@@ -880,9 +880,7 @@ class AgentCore:
                 self._show(TombstoneMessage(uuid=self.new_uuid(), target_uuid=message.uuid))
         if kept:
             results = [m for call in ran for m in call.messages]
-            self._state = attrs.evolve(
-                self._state, messages=(*self._state.messages, *kept, *results)
-            )
+            self._state = evolved(self._state, messages=(*self._state.messages, *kept, *results))
         self._assistant = []
         self._tool_results = []
 
@@ -926,7 +924,7 @@ class AgentCore:
 
     def _continue_with(self, name: str, **changes: Any) -> None:
         """Start the next iteration from the state with ``changes`` (SPEC §2.1), as ``name``."""
-        self._state = attrs.evolve(self._state, transition=name, **changes)
+        self._state = evolved(self._state, transition=name, **changes)
 
     def _iteration_messages(self) -> tuple[Message, ...]:
         """messagesForQuery + this iteration's assistant messages (API errors left out)."""
@@ -1215,7 +1213,7 @@ class AgentCore:
 
     def _on_run_started(self) -> None:
         event: ev.TurnStarted = self._event
-        self._state = LoopState(messages=tuple(event.messages))
+        self._state = evolved(_NO_STATE, messages=tuple(event.messages))
         self._transcript.extend(event.messages)
         self._wall_now = event.wall_time
         self._last_response_at = event.last_response_wall_time
@@ -1297,7 +1295,7 @@ class AgentCore:
             self._collapse.forget_staged_touching(before, gone)
             self._snipped |= gone
             kept = tuple(m for m in self._state.messages if m.uuid not in gone)
-            self._state = attrs.evolve(self._state, messages=kept)
+            self._state = evolved(self._state, messages=kept)
         freed = self._history_rewritten(before)
         report = texts.snip_outcome(
             removed=len(outcome.removed),
@@ -1307,7 +1305,7 @@ class AgentCore:
             tokens_freed=freed,
         )
         note = self._meta_user(report)
-        self._state = attrs.evolve(self._state, messages=(*self._state.messages, note))
+        self._state = evolved(self._state, messages=(*self._state.messages, note))
 
     def _cleared_history(self) -> tuple[Message, ...] | None:
         return clear_old_results(
@@ -1322,7 +1320,7 @@ class AgentCore:
         cleared = self._cleared_history()
         assert cleared is not None
         before = self.messages_for_query()
-        self._state = attrs.evolve(self._state, messages=cleared)
+        self._state = evolved(self._state, messages=cleared)
         self._history_rewritten(before)
 
     def _on_tool_results_persisted(self) -> None:
@@ -1345,7 +1343,7 @@ class AgentCore:
             if replaced is not message:
                 self._replace_in_transcript(message, replaced)
             messages.append(replaced)
-        self._state = attrs.evolve(self._state, messages=tuple(messages))
+        self._state = evolved(self._state, messages=tuple(messages))
         self._history_rewritten(before)
 
     def _on_token_count_requested(self) -> None:
@@ -1408,7 +1406,7 @@ class AgentCore:
         for message in messages:
             self._show(message)
         before = self.messages_for_query()
-        self._state = attrs.evolve(self._state, messages=tuple(messages))
+        self._state = evolved(self._state, messages=tuple(messages))
         self._history_rewritten(before)
 
     def _on_autocompact_done(self) -> None:
@@ -1416,14 +1414,14 @@ class AgentCore:
         self._adopt_compacted(event.messages)
         self._count_compaction()
         self._compacted_this_iteration = True
-        self._state = attrs.evolve(
+        self._state = evolved(
             self._state,
             auto_compact=AutoCompactTracking(compacted=True, turn_id=event.effect_id),
         )
 
     def _on_autocompact_failed(self) -> None:
         tracking = self._state.auto_compact or AutoCompactTracking()
-        self._state = attrs.evolve(
+        self._state = evolved(
             self._state,
             auto_compact=attrs.evolve(
                 tracking, consecutive_failures=tracking.consecutive_failures + 1
@@ -1583,7 +1581,7 @@ class AgentCore:
         # SPEC §7.4: a staged span is committed and projected, the history kept; a collapse
         # made on demand brings the collapsed view itself.
         if event.messages or not self._collapse.commit():
-            self._state = attrs.evolve(self._state, messages=tuple(event.messages))
+            self._state = evolved(self._state, messages=tuple(event.messages))
         self._history_rewritten(before)
         self._continue_with(
             "collapse_drain_retry",

@@ -10,6 +10,7 @@ import pytest
 
 from fsm_agent.core import effects as fx
 from fsm_agent.core import messages as msg
+from fsm_agent.core.loop_state import AutoCompactTracking, LoopState, evolved
 from fsm_agent.core.record_builder import record_builder
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.errors import DefinitionError
@@ -108,3 +109,18 @@ def test_classes_that_do_more_than_store_are_refused(cls: type) -> None:
     factory reading the record, and non-attrs classes: refused when the builder is made."""
     with pytest.raises(DefinitionError):
         record_builder(cls)
+
+
+def test_evolved_state_is_what_attrs_evolve_gives() -> None:
+    """``evolved`` keeps every field not changed and refuses a field the state has not."""
+    state = LoopState(
+        messages=(msg.SystemMessage(uuid="m1", subtype="note"),),
+        auto_compact=AutoCompactTracking(compacted=True),
+        turn_count=3,
+        stop_hook_active=True,
+    )
+    changes: dict[str, Any] = {"transition": "next_turn", "turn_count": 4, "pause_turns": 1}
+    assert evolved(state, **changes) == attrs.evolve(state, **changes)
+    assert evolved(state) == state
+    with pytest.raises(TypeError):
+        evolved(state, turns=4)
