@@ -32,7 +32,7 @@ from fsm_agent.core.checkpoint import CoreCheckpoint
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.context_collapse import STAGING_SHARE, CollapsedSpan, CollapseView
 from fsm_agent.core.hook_results import context_and_notices
-from fsm_agent.core.loop_state import AutoCompactTracking, LoopState, evolved
+from fsm_agent.core.loop_state import AutoCompactTracking, LoopState, evolved, new_state
 from fsm_agent.core.messages import (
     COMPACT_BOUNDARY,
     ApiErrorKind,
@@ -1213,7 +1213,7 @@ class AgentCore:
 
     def _on_run_started(self) -> None:
         event: ev.TurnStarted = self._event
-        self._state = evolved(_NO_STATE, messages=tuple(event.messages))
+        self._state = new_state(messages=tuple(event.messages))
         self._transcript.extend(event.messages)
         self._wall_now = event.wall_time
         self._last_response_at = event.last_response_wall_time

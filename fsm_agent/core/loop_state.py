@@ -6,6 +6,7 @@ reset/keep rules of SPEC §2.1; the core's ``_on_<reason>`` methods say which, f
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import attrs
@@ -53,14 +54,16 @@ class LoopState:
     pause_turns: int = 0
 
 
+new_state = record_builder(LoopState)
+"""``LoopState(...)``, built without attrs' frozen ``__init__`` (see ``record_builder``)."""
+
 _FIELD_NAMES = tuple(field.name for field in attrs.fields(LoopState))
-_new_state = record_builder(LoopState)
+_field_values = operator.attrgetter(*_FIELD_NAMES)
 
 
 def evolved(state: LoopState, /, **changes: Any) -> LoopState:
     """``attrs.evolve(state, **changes)``, without its walk over the class's field records: the
     core builds a state per continue and per change of history (DESIGN §7)."""
-    for name in _FIELD_NAMES:
-        if name not in changes:
-            changes[name] = getattr(state, name)
-    return _new_state(**changes)
+    values = dict(zip(_FIELD_NAMES, _field_values(state), strict=True))
+    values.update(changes)
+    return new_state(**values)

@@ -101,6 +101,7 @@ _NO_USAGE: Final = Usage()  # shared (a frozen value): what a response used befo
 # Built for every usage report and content block (record_builder says why).
 _new_usage = record_builder(Usage)
 _new_assistant_message = record_builder(AssistantMessage)
+_new_text_block = record_builder(TextBlock)
 
 
 @attrs.define(slots=True)
@@ -508,7 +509,7 @@ class StreamAssembler:
         """The message of a finished block; ``cut_short`` when ``message_stop`` ended it."""
         content: ContentBlock
         if block.kind == _TEXT:
-            content = TextBlock(text="".join(block.pieces), citations=tuple(block.citations))
+            content = _new_text_block(text="".join(block.pieces), citations=tuple(block.citations))
         elif block.kind == _THINKING:
             content = ThinkingBlock(thinking="".join(block.pieces), signature=block.signature)
         elif block.kind == _REDACTED:

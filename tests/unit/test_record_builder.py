@@ -28,6 +28,11 @@ _BUILT: list[tuple[type, dict[str, Any]]] = [
     ),
     (msg.Usage, {"output_tokens": 3, "extra": {"geo": "x"}}),
     (msg.AssistantMessage, {"uuid": "m2", "message_id": "msg", "content": ()}),
+    (msg.TextBlock, {"text": "hi"}),
+    (msg.ToolResultBlock, {"tool_use_id": "t1", "content": "done"}),
+    (msg.UserMessage, {"uuid": "m3", "content": (msg.TextBlock(text="hi"),)}),
+    (fx.AskPermission, {"effect_id": "e4", "call_id": "c", "tool_name": "t"}),
+    (LoopState, {"turn_count": 2}),
 ]
 
 
