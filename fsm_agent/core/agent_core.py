@@ -539,26 +539,10 @@ class AgentCore:
         self._effects = []
         try:
             self._dispatch(event)
-            self._settle()
+            return self._settle()
         except BaseException as exc:
             self._poison(exc)
             raise
-        return self._finish_step()
-
-    def _finish_step(self) -> Step:
-        # _refresh_hot_request, inline: this runs once per step
-        hot = (
-            self._machine_model.state == _STREAMING
-            and self._stream_error is None
-            and self._assembler is not None
-        )
-        self._hot_request = self._request_id if hot else None
-        transitions, effects = self._transitions, self._effects
-        if not (transitions or effects or self._terminal is not None):
-            return _QUIET_STEP
-        return _new_step(
-            transitions=tuple(transitions), effects=tuple(effects), terminal=self._terminal
-        )
 
     def _poison(self, exc: BaseException) -> None:
         self._poisoned = exc
@@ -618,11 +602,10 @@ class AgentCore:
                 return _QUIET_STEP
             self._event = event or ev.ModelStreamEvent(request_id=request_id, event=raw)
             self._fire_first(_STREAM_ROWS)
-            self._settle()
+            return self._settle()
         except BaseException as exc:
             self._poison(exc)
             raise
-        return self._finish_step()
 
     def _dispatch(self, event: ev.Event) -> None:
         phase = self._machine_model.state
@@ -647,17 +630,31 @@ class AgentCore:
         if rows is not None and not self._fire_first(rows) and handler is None:
             raise DefinitionError(f"no row fired for {type(event).__name__} in {phase}")
 
-    def _settle(self) -> None:
+    def _settle(self) -> Step:
+        """Fire automatic rows until the loop rests in a phase that waits for an event (or a
+        final state), then make the step; one call per event (DESIGN §7)."""
         model = self._machine_model
         while self._terminal is None:
             rows = _AUTOMATIC_ROWS.get(model.state)
             if rows is None or not self._fire_first(rows):
-                return
+                break
+        # _refresh_hot_request, inline
+        hot = (
+            model.state == _STREAMING and self._stream_error is None and self._assembler is not None
+        )
+        self._hot_request = self._request_id if hot else None
+        transitions, effects = self._transitions, self._effects
+        if not (transitions or effects or self._terminal is not None):
+            return _QUIET_STEP
+        return _new_step(
+            transitions=tuple(transitions), effects=tuple(effects), terminal=self._terminal
+        )
 
     def _fire_first(self, rows: tuple[_Firing, ...]) -> bool:
         """Fire the first row of a group whose guard holds (DESIGN §2); False if none does."""
-        for guard, taken, trigger, action, final in rows:
+        for guard, firing in rows:
             if guard is None or guard(self):
+                taken, trigger, action, final = firing
                 trigger(self._machine_model)
                 self._transitions.append(taken)
                 if action is not None:
@@ -1826,13 +1823,16 @@ def _only_tool_uses_of(message: Message, call_ids: set[str]) -> bool:
 # A row as the core fires it from one source, resolved once (DESIGN §7): its guard (None:
 # always), its transition record (it depends only on the row and the source), the trigger of
 # its ``transitions`` event, its ``_on_<name>`` action (None: none) and the final state it
-# reaches (None: not final). Firing is then unpacking a tuple, with no lookup per row.
+# reaches (None: not final). Firing is then unpacking a tuple, with no lookup per row; the
+# guard stands apart, so a row whose guard fails costs no more than the guard.
 _Firing = tuple[
     Callable[["AgentCore"], bool] | None,
-    TransitionTaken,
-    Callable[[_LoopModel], bool],
-    Callable[["AgentCore"], None] | None,
-    str | None,
+    tuple[
+        TransitionTaken,
+        Callable[[_LoopModel], bool],
+        Callable[["AgentCore"], None] | None,
+        str | None,
+    ],
 ]
 # What feeding an event type in a phase does: the handler of an event the phase consumes
 # (INTERNAL_EVENTS), the rows it may fire, whether it must answer the effect the phase
@@ -1856,10 +1856,12 @@ def _firings(source: str, rows: tuple[Row, ...]) -> tuple[_Firing, ...]:
     return tuple(
         (
             getattr(AgentCore, f"_guard_{row.guard}") if row.guard is not None else None,
-            TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest),
-            LOOP_MACHINE.events[row.name].trigger,
-            getattr(AgentCore, f"_on_{row.name}", None),
-            row.dest if row.dest in FINAL_STATES else None,
+            (
+                TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest),
+                LOOP_MACHINE.events[row.name].trigger,
+                getattr(AgentCore, f"_on_{row.name}", None),
+                row.dest if row.dest in FINAL_STATES else None,
+            ),
         )
         for row in rows
     )

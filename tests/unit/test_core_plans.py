@@ -39,7 +39,7 @@ def _groups(rows: tuple[Row, ...]) -> dict[tuple[str, type | None], list[Row]]:
 def _check_firings(source: str, rows: list[Row], firings: tuple[core_module._Firing, ...]) -> None:
     assert len(firings) == len(rows)
     for row, firing in zip(rows, firings, strict=True):
-        guard, taken, trigger, action, final = firing
+        guard, (taken, trigger, action, final) = firing
         expected_guard = getattr(AgentCore, f"_guard_{row.guard}") if row.guard else None
         assert guard is expected_guard, row.name
         assert (taken.machine, taken.name, taken.source, taken.dest) == (
