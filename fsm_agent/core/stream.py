@@ -170,9 +170,12 @@ def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
     tier = get("service_tier")
     # Fields this model does not name are kept as received, the newest value winning.
     extra = dict(previous.extra) if previous.extra else {}
-    if not _USAGE_KEYS.issuperset(raw):
-        for key, value in raw.items():
-            if value is not None and key not in _USAGE_KEYS:
+    unknown = raw.keys() - _USAGE_KEYS
+    if unknown:
+        # In the order received: a set has none (one such field is the usual case).
+        for key in unknown if len(unknown) == 1 else raw:
+            value = raw[key]
+            if value is not None and key in unknown:
                 extra[key] = value
     return _new_usage(
         input_tokens=input_tokens,

@@ -283,6 +283,21 @@ def test_usage_with_every_field_is_taken_whole() -> None:
     assert a.usage.cache_creation is not cache
 
 
+def test_usage_fields_we_do_not_model_keep_their_order() -> None:
+    """Fields the model does not name are kept in the order received, nulls left out, and a
+    later report's value wins in place."""
+    a = _assembler()
+    _feed_all(a, [_start(zeta=1, alpha=None, mid="m", inference_geo="eu")])
+    assert list(a.usage.extra.items()) == [("zeta", 1), ("mid", "m"), ("inference_geo", "eu")]
+    _feed_all(a, [_message_delta(None, output_tokens=2, beta=True, zeta=2)])
+    assert list(a.usage.extra.items()) == [
+        ("zeta", 2),
+        ("mid", "m"),
+        ("inference_geo", "eu"),
+        ("beta", True),
+    ]
+
+
 def test_block_messages_carry_usage_known_so_far() -> None:
     """A block's message carries the usage known when it completed; finalized() the last."""
     a = _assembler()
