@@ -534,6 +534,8 @@ class AgentCore:
                 f"(first error: {self._poisoned!r})"
             )
         if type(event) is ev.ModelStreamEvent and self._machine_model.state == _STREAMING:
+            if event.request_id == self._hot_request:
+                return self.feed_stream(event.request_id, event.event, event=event)
             return self._stream_step(event.request_id, event.event, event)
         self._transitions = []
         self._effects = []
@@ -557,11 +559,14 @@ class AgentCore:
         )
         self._hot_request = self._request_id if hot else None
 
-    def feed_stream(self, request_id: str, raw: dict[str, Any]) -> Step:
+    def feed_stream(
+        self, request_id: str, raw: dict[str, Any], *, event: ev.ModelStreamEvent | None = None
+    ) -> Step:
         """The same as ``feed(ModelStreamEvent(request_id=..., event=raw))``, faster.
 
         Most events of a run are stream deltas; this entry builds the event object only when
-        the delta completes something. Drivers and replay use it on their hot path.
+        the delta completes something, and not at all when ``event`` is that object.
+        Drivers and replay use it on their hot path.
         """
         if request_id == self._hot_request:
             assembler = self._assembler
@@ -569,14 +574,14 @@ class AgentCore:
             try:
                 completed = assembler.feed(raw)
             except FsmAgentError as exc:  # a protocol error: the model_error row, below
-                return self._stream_step(request_id, raw, None, refused=str(exc))
+                return self._stream_step(request_id, raw, event, refused=str(exc))
             except BaseException as exc:
                 self._poison(exc)
                 raise
             if not completed:
                 return _QUIET_STEP
-            return self._stream_step(request_id, raw, None, completed=completed)
-        return self.feed(ev.ModelStreamEvent(request_id=request_id, event=raw))
+            return self._stream_step(request_id, raw, event, completed=completed)
+        return self.feed(event or ev.ModelStreamEvent(request_id=request_id, event=raw))
 
     def _stream_step(
         self,
