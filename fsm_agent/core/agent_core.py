@@ -519,9 +519,7 @@ class AgentCore:
             max_output_tokens=checkpoint.max_output_tokens,
             run_tool_ids=self._tool_ids,
         )
-        self._executor = (
-            self._new_executor(batch_mode=False) if self.config.streaming_tool_execution else None
-        )
+        self._executor = None  # as _start_request leaves it
         self._refresh_hot_request()
 
     # --- feeding -------------------------------------------------------------------------------
@@ -841,9 +839,9 @@ class AgentCore:
             max_output_tokens=max_tokens,
             run_tool_ids=self._tool_ids,
         )
-        self._executor = (
-            self._new_executor(batch_mode=False) if self.config.streaming_tool_execution else None
-        )
+        # Made when the response's first tool_use completes (streaming, SPEC §5.2) or when
+        # tools are requested (batch, SPEC §5.1): most responses ask for no tool.
+        self._executor = None
         self._budget.mark_sent(self._state.messages)
         self._effects.append(
             _new_call_model(
@@ -972,11 +970,14 @@ class AgentCore:
                     self._show(message)
                 continue
             self._show(message)
-            if self._executor is None or not isinstance(message, AssistantMessage):
+            if not (self.config.streaming_tool_execution and isinstance(message, AssistantMessage)):
                 continue
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
-                    self._executor.add(block, self._assembler.tool_input_errors.get(block.id))
+                    executor = self._executor
+                    if executor is None:
+                        executor = self._executor = self._new_executor(batch_mode=False)
+                    executor.add(block, self._assembler.tool_input_errors.get(block.id))
         if completed and self._executor is not None:
             self._executor.pump()
 
