@@ -626,7 +626,10 @@ class AgentCore:
                     f"{phase!r} waits for {self._awaiting!r}"
                 )
         if answers_request:
-            self._check_request(cast(ev.ModelStreamClosed | ev.ModelStreamFailed, event).request_id)
+            # (The type as a string: a union written out would be built on every call.)
+            request_id = cast("ev.ModelStreamClosed | ev.ModelStreamFailed", event).request_id
+            if request_id != self._request_id:
+                self._check_request(request_id)
         self._event = event
         if handler is not None:
             handler(self, event)
