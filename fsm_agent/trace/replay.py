@@ -713,7 +713,11 @@ class _Replayer:
             data: Any = None
             quick: _Quick | None = None
             if not pending:
-                kept = kept_line(content)
+                # Only a line that carries effects is looked up, not a stream event's (most
+                # lines, never kept): a lookup hashes the whole line, a look at one byte not.
+                # The writer's line for an event that caused effects starts ``{"effects":``
+                # (keys sorted), a stream event's ``{"event":``.
+                kept = kept_line(content) if content[3:4] == b"f" else None
                 if kept is not None and kept[0]["seq"] == self.seq:
                     # Its bytes were read before: the same checks hold, but for the seq.
                     data, quick = kept

@@ -175,3 +175,17 @@ def _scrub(value: Any) -> None:
         for child in list(children):
             _scrub(child)
         value.clear()
+
+
+@pytest.mark.parametrize("odd", [b"", b"{}", b"[1]", b"{ }", b"nul"])
+def test_short_and_odd_lines_are_named_after_kept_lines(tmp_path: Path, odd: bytes) -> None:
+    """A line too short to be looked up, or not an object, is still named, kept lines or not."""
+    source = ROOT / "traces" / "hook_stopped.jsonl"
+    replay(source)
+    lines = source.read_bytes().split(b"\n")
+    lines.insert(4, odd)
+    target = tmp_path / "odd.jsonl"
+    target.write_bytes(b"\n".join(lines))
+    with pytest.raises(TraceFormatError) as error:
+        replay(target)
+    assert error.value.line == 5
