@@ -627,12 +627,17 @@ class ToolExecutor:
     # --- scheduling --------------------------------------------------------------------------
 
     def pump(self) -> None:
-        """Start what may start and hand back what may be handed back, until nothing changes."""
-        changed = True
-        while changed:
-            # SPEC §5.2: processQueue (start) runs before the completed results are collected.
-            changed = self._start_ready()
-            changed = self._hand_back_ready() or changed
+        """Start what may start, then hand back what may be handed back (SPEC §5.2:
+        processQueue runs before the completed results are collected).
+
+        One round is the fixed point. Each pass does all it can: a start only takes a slot,
+        which lets no later call start, and handing back stops only at a call that holds
+        the rest back. Handing a result back moves a call from its result state to
+        ``yielded``, and nothing that decides a start or a hold (slots, safety, validation,
+        the response's end, a batch's ended calls) tells those states apart.
+        """
+        self._start_ready()
+        self._hand_back_ready()
 
     def flush(self) -> None:
         """Hand back every decided result in model order (used when the loop ends)."""
