@@ -28,7 +28,7 @@ from fsm_agent.core.codec import dump_effect
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.trace import records
 
-__all__ = ["carries", "effects_field", "transitions_field"]
+__all__ = ["carries", "effects_field", "transitions_array", "transitions_field"]
 
 _MEMO_LIMIT: Final = 1024
 _rendered: dict[int, bytes] = {}
@@ -37,6 +37,10 @@ whose id is a key, so no id is taken for another object's while its entry lives.
 transitions (one object per call) are not kept, and both are emptied together when full, so
 they stay bounded whatever a core makes."""
 _kept: list[TransitionTaken] = []
+_arrays: dict[tuple[int, ...], bytes] = {}
+"""Rendered arrays of a step's loop transitions (most steps take one of a few runs of rows),
+by the identities of the objects, each of them kept in :data:`_kept`."""
+_TRANSITIONS_KEY: Final = b'{"transitions":'
 
 
 def carries(content: bytes, data: dict[str, Any], step: Step) -> bool:
@@ -66,19 +70,28 @@ def effects_field(dumped: list[dict[str, Any]]) -> bytes:
 def transitions_field(step: Step) -> bytes:
     """``"transitions":[…]`` as the writer renders the step's transitions in a line,
     unredacted."""
-    if len(step.transitions) == 1:  # the common case: looked up without a call
-        (taken,) = step.transitions
-        known = _rendered.get(id(taken))
-        if known is not None:
-            return b'"transitions":[%s]' % known
+    return b'"transitions":' + transitions_array(step)
+
+
+def transitions_array(step: Step) -> bytes:
+    """The array of :func:`transitions_field` alone."""
+    taken = step.transitions
+    key = tuple(map(id, taken))
+    known = _arrays.get(key)
+    if known is not None:
+        return known
     try:
-        joined = b",".join([_transition_bytes(taken) for taken in step.transitions])
+        array = b"[%s]" % b",".join([_transition_bytes(item) for item in taken])
     except orjson.JSONEncodeError:
-        part = records.dumps(
-            {"transitions": [records.step_transition(t) for t in step.transitions]}
-        )
-        return part[1:-1]
-    return b'"transitions":[%s]' % joined
+        part = records.dumps({"transitions": [records.step_transition(t) for t in taken]})
+        return part[len(_TRANSITIONS_KEY) : -1]
+    # Kept only when every object in it is kept (so each id stays that object's), and
+    # emptied with them.
+    if all(id(item) in _rendered for item in taken):
+        if len(_arrays) >= _MEMO_LIMIT:
+            _arrays.clear()
+        _arrays[key] = array
+    return array
 
 
 def _transition_bytes(taken: TransitionTaken) -> bytes:
@@ -90,6 +103,7 @@ def _transition_bytes(taken: TransitionTaken) -> bytes:
         if len(_kept) >= _MEMO_LIMIT:
             _rendered.clear()
             _kept.clear()
+            _arrays.clear()
         _kept.append(taken)
         _rendered[id(taken)] = rendered
     return rendered

@@ -45,10 +45,16 @@ from fsm_agent.trace.closed_fields import known_stream_delta, sensitive_key_in
 from fsm_agent.trace.header_parts import header_parts
 from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.redact import Redactor, has_sensitive_key
-from fsm_agent.trace.step_bytes import effects_field, transitions_field
+from fsm_agent.trace.render_fns import render_effect, render_event
+from fsm_agent.trace.step_bytes import effects_field, transitions_array, transitions_field
 
 _MESSAGES_GAP: Final = b'"messages":[]'
 """Where a ``TurnStarted`` record written without its messages takes them."""
+_EVENT_VALUE: Final = slice(len(b'{"event":'), -1)
+"""Where the event is in ``{"event": ...}`` rendered."""
+_OWN_FIELDS: Final = ("record", "seq", records.ELAPSED)
+"""The fields of an event line that are the writer's own (not the event's or the step's)."""
+_LINE_OPTIONS: Final = records.JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE
 
 
 class CoreLike(Protocol):
@@ -88,16 +94,23 @@ def current_table_digest() -> str:
 
 
 class EventLine(NamedTuple):
-    """An event's line, rendered and redacted before the core sees the event
+    """An event's line, rendered before the core sees the event
     (:meth:`TraceWriter.prepare_event`).
 
     Attributes:
-        parts: the line's bytes for the event alone (``seq`` stamped, no newline), in parts
-            to be joined: one for most events; a turn's first event joins the kept bytes of
-            its transcript on only when the line is written, so that they are copied once.
+        fields: the line's fields, ``seq`` stamped and the event rendered (an
+            ``orjson.Fragment``) but not yet searched for secrets; None when the line is in
+            ``parts``.
+        parts: otherwise, the line's bytes for the event alone (``seq`` stamped, redacted, no
+            newline), in parts to be joined: one for most events; a turn's first event joins
+            the kept bytes of its transcript on only when the line is written, so that they
+            are copied once.
+        event: the event.
     """
 
+    fields: dict[str, Any] | None
     parts: tuple[bytes, ...]
+    event: Event
 
 
 class TraceWriter:
@@ -285,28 +298,52 @@ class TraceWriter:
         hold is refused here (``UsageError``), so a core never takes an event its trace
         lacks. Hand the result to :meth:`write_event_line` with what ``feed`` returned
         (nothing may be written in between: the line's ``seq`` is stamped)."""
-        return EventLine(self._event_parts(event))
-
-    def _event_parts(self, event: Event) -> tuple[bytes, ...]:
-        """The parts of ``event``'s line (:attr:`EventLine.parts`)."""
         if self._closed:
             raise UsageError("the trace writer is closed")
+        fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
         # A record's keys are the writer's own but for the event's and the effects': a stream
         # event's model event is scanned whole (unless it is a delta of a shape the API
         # defines), any other event's free-form fields only (DESIGN §8).
         if type(event) is ModelStreamEvent:
-            fields = records.event_fields(event)
+            raw = event.event
+            if type(raw) is not dict:
+                records.event_fields(event)  # refuses it
+            value: dict[str, Any] = {
+                "type": "ModelStreamEvent",
+                "request_id": event.request_id,
+                "event": raw,
+            }
+            keys_hit = not known_stream_delta(raw) and has_sensitive_key(raw)
+        else:
+            if self._clock is not None:
+                fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
+            if type(event) is TurnStarted:  # its transcript's bytes are kept: joined on
+                return EventLine(None, self._event_parts(event, fields), event)
+            value, keys_hit = render_event(event)
+        if not keys_hit:
+            try:  # rendered where it sits in the line, so that it fails where the line would
+                rendered = orjson.dumps({"event": value}, option=records.JSON_OPTIONS)
+            except orjson.JSONEncodeError:
+                pass  # the line is rendered as a whole below (and rewritten, or refused)
+            else:
+                fields["event"] = orjson.Fragment(rendered[_EVENT_VALUE])
+                return EventLine(fields, (), event)
+        return EventLine(None, self._event_parts(event, fields), event)
+
+    def _event_parts(self, event: Event, fields: dict[str, Any]) -> tuple[bytes, ...]:
+        """The parts of ``event``'s line (:attr:`EventLine.parts`), from the codec's dict of
+        the event; ``fields``: the line's other fields."""
+        fields = dict(fields)
+        if type(event) is ModelStreamEvent:
+            fields.update(records.event_fields(event))
             raw = event.event
             keys_hit = not known_stream_delta(raw) and has_sensitive_key(raw)
         else:
             if type(event) is TurnStarted:  # its messages are joined on below
-                fields = records.event_fields(attrs.evolve(event, messages=()))
+                fields.update(records.event_fields(attrs.evolve(event, messages=())))
             else:
-                fields = records.event_fields(event)
+                fields.update(records.event_fields(event))
             keys_hit = sensitive_key_in(fields["event"])
-            if self._clock is not None:
-                fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-        fields["seq"] = self._next_seq
         try:
             if type(event) is TurnStarted:
                 return self._turn_started_line(event, fields, keys_hit=keys_hit)
@@ -336,7 +373,51 @@ class TraceWriter:
         after ``feed`` returned and before any effect of ``step`` is performed; with
         ``step=None`` (``feed`` raised) the event alone. The line takes one ``seq`` for the
         event and one per transition and effect."""
-        self._write_parts(line.parts, step)
+        if self._closed:
+            raise UsageError("the trace writer is closed")
+        fields = line.fields
+        if fields is None:
+            self._write_parts(line.parts, step)
+            return
+        data = self._whole_line(fields, step)
+        if data is None:  # a key or a secret to redact, or a value to rewrite or refuse
+            line_fields = {key: fields[key] for key in _OWN_FIELDS if key in fields}
+            self._write_parts(self._event_parts(line.event, line_fields), step)
+            return
+        if step is not None:
+            self._next_seq += 1 + len(step.transitions) + len(step.effects)
+        else:
+            self._next_seq += 1
+        self._file.write(data)
+        self._file.flush()
+
+    def _whole_line(self, fields: dict[str, Any], step: Step | None) -> bytes | None:
+        """The line (newline included) of a prepared event with ``step``, rendered by one
+        orjson call: the event's bytes and the step's transitions go in as they were
+        rendered (``orjson.Fragment``), each effect as its renderer builds it
+        (:mod:`~fsm_agent.trace.render_fns`). None when the line is not written as it is:
+        an effect holds a sensitive key name, the line holds a secret, orjson refuses a value
+        (or a hook raises): :meth:`_write_parts` then writes it as it always did."""
+        if step is not None:
+            try:
+                if step.effects:
+                    effects = []
+                    for effect in step.effects:
+                        value, keys_hit = render_effect(effect)
+                        if keys_hit:
+                            return None
+                        effects.append(value)
+                    fields["effects"] = effects
+                if step.transitions:
+                    fields["transitions"] = orjson.Fragment(transitions_array(step))
+            except Exception:  # noqa: BLE001 - the codec's path raises it again, as it does
+                return None
+        try:
+            data = orjson.dumps(fields, option=_LINE_OPTIONS)
+        except orjson.JSONEncodeError:
+            return None
+        # The one search for secrets: the event, the effects and the transitions at once.
+        return None if self._redactor.holds_secret(data) else data
 
     def _write_parts(self, alone: tuple[bytes, ...], step: Step | None) -> None:
         """:meth:`write_event_line` for the parts of a prepared line."""
@@ -452,14 +533,14 @@ class TracingCore:
         """Render the event's line, feed the event, write the line with the step (and the
         end record); return the step."""
         writer = self.writer
-        parts = writer._event_parts(event)  # an event the trace cannot hold never reaches the core
+        line = writer.prepare_event(event)  # an event the trace cannot hold never reaches the core
         try:
             step = self.core.feed(event)
         except BaseException:
             # The fault's cause goes on file (DESIGN §5); the core's error propagates.
-            writer._write_parts(parts, None)
+            writer.write_event_line(line, None)
             raise
-        writer._write_parts(parts, step)
+        writer.write_event_line(line, step)
         if step.terminal is not None:
             writer.write_end(step.terminal, self.core.usage, fault=self.fault)
         return step
