@@ -66,6 +66,12 @@ def omitted_if_default(cls: type) -> tuple[str, ...]:
     return _OPTIONAL_FIELDS.get(cls, ())
 
 
+def union_tags() -> dict[type, str]:
+    """The ``type`` tag of every content block and message class (the unions of messages and
+    of their blocks are tagged with the API's snake_case names)."""
+    return {**_BLOCK_TAGS, **_MESSAGE_TAGS}
+
+
 def big_int(value: object) -> int | None:
     """The integer a trace wrote as a decimal string because it is past 64 bits, else None.
 

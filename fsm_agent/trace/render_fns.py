@@ -1,29 +1,30 @@
-"""Renderers of events and effects made once per class, each scanning for key names as it
-builds (issue 10, DESIGN §7-§8).
+"""Renderers of events, effects and messages made once per class, each scanning for key
+names as it builds (issue 10, DESIGN §7-§8).
 
 The trace writer renders every event and effect it writes. The codec's dump (the function
-cattrs generates) copies every free-form dict, calls a hook for every enum and tuple, and
-unstructures the message an ``Emit`` carries though :mod:`~fsm_agent.trace.message_dumps`
-keeps its bytes; the key scan (:mod:`~fsm_agent.trace.closed_fields`) then looks the dict
-up again. The function made here for a class builds a dict that orjson renders to exactly
-the bytes of the codec's dict, and scans the class's open fields as it goes:
+cattrs generates) copies every free-form dict and calls a hook for every enum, tuple and
+nested object; the key scan then looks the dict up again
+(:func:`~fsm_agent.trace.closed_fields.sensitive_key_in`), or walks all of it (a message).
+The function made here for a class builds a dict that orjson renders to exactly the bytes of
+the codec's dict, and judges its keys as it goes:
 
 * a field cattrs reads inline (a scalar, an optional scalar) is read the same way;
 * an enum member (whose value is a string or an integer), a tuple of strings and a free-form
-  dict are left for orjson to render — the same bytes as the member's value, the list and the
-  copy the codec makes — when the value has exactly the field's type;
-* the hook outcome, an attrs class the codec unstructures field by field, gets its own function;
-* a message, which sits three containers deep in a line both inside an event's message list
-  and as an ``Emit``'s message, is the bytes message_dumps keeps for it at that depth, as an
-  ``orjson.Fragment``, with message_dumps' key-scan judgement;
-* anything else (a field of another type, a value of an unexpected type) goes through the
-  converter's own hook for the field, exactly as cattrs' function does. An object whose class
+  dict are left for orjson to render — the same bytes as the member's value, the list and
+  the copy the codec makes — when the value has exactly the field's type;
+* an attrs class, or a tagged union of them (a message, a content block), held by a field
+  is rendered by its own function, with its tag, when the value's class is exactly one the
+  codec knows;
+* anything else — a field of another type, a value of an unexpected type — goes through the
+  converter's own hook for the field, exactly as cattrs' function does; an object whose class
   is not exactly an event or effect class is dumped by the codec.
 
 So a value fails where the codec's dict would (the hooks raise alike, and orjson refuses the
-same leaves), and the key scan judges what :func:`~fsm_agent.trace.closed_fields.sensitive_key_in`
-judges on the codec's dict. The dict is for rendering only: its free-form values are the
-object's own, and a message in it is bytes not redacted; whoever redacts uses the codec's dict.
+same leaves). Keys are judged as the writer judged them on the codec's dict: an event's or
+an effect's open fields only, as ``sensitive_key_in`` does; a message whole, as
+:func:`~fsm_agent.trace.redact.has_sensitive_key` does (so a message whose scalar field holds
+a container is handed to the codec and walked). The dict is for rendering only: its
+free-form values are the object's own; whoever redacts uses the codec's dict.
 """
 
 from __future__ import annotations
@@ -32,58 +33,77 @@ import enum
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
-import orjson
 
 from fsm_agent.core import events, messages
-from fsm_agent.core.codec import converter, dump_effect, dump_event, omitted_if_default
+from fsm_agent.core.codec import (
+    converter,
+    dump_effect,
+    dump_event,
+    omitted_if_default,
+    union_tags,
+)
 from fsm_agent.core.effects import EFFECT_TYPES
 from fsm_agent.core.events import EVENT_TYPES
 from fsm_agent.trace.closed_fields import field_scan, sensitive_key_in
-from fsm_agent.trace.message_dumps import message_json
-from fsm_agent.trace.redact import has_sensitive_key
+from fsm_agent.trace.redact import has_sensitive_key, is_sensitive_key
 
-__all__ = ["render_effect", "render_event"]
+__all__ = ["render_effect", "render_event", "render_message"]
 
-Rendered = tuple[dict[str, Any], bool]
-"""A JSON-ready dict and whether a sensitive key name occurs in it."""
+Rendered = tuple[Any, bool]
+"""A JSON-ready value and whether a sensitive key name occurs in it."""
+_Mode = Literal["top", "nested", "whole"]
+"""What a function is made for: an event or effect (its open fields judged), an attrs class
+an event holds (not judged: its holder's check judges it), a message or what it holds (judged
+whole)."""
 
 _FACTORY: Final[type[Any]] = type(attrs.Factory(list))
 _CONTAINERS: Final = frozenset({dict, list, tuple})
-_MESSAGE_TYPES: Final = frozenset(messages.MESSAGE_TYPES)
-_NESTED: Final = (events.HookOutcome,)
-"""The attrs classes (held by an event or effect field) rendered by a function of their own."""
 _SCALARS: Final = (str, int)
+_NESTED: Final = (events.HookOutcome,)
+"""The attrs classes an event or effect holds that get a function of their own."""
+_WHOLE: Final = (messages.Usage,)
+"""The attrs classes a message holds that get a function of their own (besides blocks)."""
 
 
-def _message(message: Any, hook: Callable[[Any], Any]) -> tuple[Any, bool]:
-    """A message as a value three containers deep in a line, and whether a sensitive key
-    name occurs in it; through ``hook`` (the field's) when message_dumps cannot keep it."""
-    if type(message) in _MESSAGE_TYPES:
-        data, keys_hit = message_json(message)
-        if data is not None:
-            return orjson.Fragment(data), keys_hit
-    value = hook(message)
+def _scanned(value: Any) -> Rendered:
     return value, type(value) in _CONTAINERS and has_sensitive_key(value)
 
 
-def _messages(value: Any, hook: Callable[[Any], Any]) -> tuple[Any, bool]:
-    """A tuple of messages as a list of values three containers deep (see :func:`_message`)."""
-    if type(value) is not tuple or not all(type(item) in _MESSAGE_TYPES for item in value):
-        dumped = hook(value)
-        return dumped, type(dumped) in _CONTAINERS and has_sensitive_key(dumped)
+def _tagged(value: Any, table: dict[type, Callable[[Any], Rendered]], hook: Any) -> Rendered:
+    """A value rendered by the function of its class, or by ``hook`` (and walked)."""
+    function = table.get(type(value))
+    return _scanned(hook(value)) if function is None else function(value)
+
+
+def _tagged_items(
+    value: Any, table: dict[type, Callable[[Any], Rendered]], hook: Any
+) -> Rendered:
+    """A tuple of values rendered as :func:`_tagged` does, as a list; the whole tuple goes
+    through ``hook`` when it is not a tuple or one of its items has no function."""
+    if type(value) is not tuple:
+        return _scanned(hook(value))
     items: list[Any] = []
     keys_hit = False
-    for message in value:
-        data, hit = message_json(message)
-        if data is None:
-            dumped = hook(value)
-            return dumped, has_sensitive_key(dumped)
-        items.append(orjson.Fragment(data))
+    for item in value:
+        function = table.get(type(item))
+        if function is None:
+            return _scanned(hook(value))
+        rendered, hit = function(item)
+        items.append(rendered)
         keys_hit = keys_hit or hit
     return items, keys_hit
+
+
+def _result_content(
+    value: Any, table: dict[type, Callable[[Any], Rendered]], hook: Any
+) -> Rendered:
+    """A tool result's content: a string as it is, parts as :func:`_tagged_items` does."""
+    if type(value) is str:
+        return value, False
+    return _tagged_items(value, table, hook)
 
 
 def _optional_member(kind: Any) -> tuple[Any, bool]:
@@ -96,11 +116,6 @@ def _optional_member(kind: Any) -> tuple[Any, bool]:
     return kind, False
 
 
-def _is_message(kind: Any) -> bool:
-    members = typing.get_args(kind) if typing.get_origin(kind) is types.UnionType else (kind,)
-    return bool(members) and set(members) == _MESSAGE_TYPES
-
-
 def _plain_enum(kind: Any) -> bool:
     """Whether orjson renders each member of enum ``kind`` as the codec renders its value."""
     return (
@@ -110,107 +125,147 @@ def _plain_enum(kind: Any) -> bool:
     )
 
 
+def _union_table(kind: Any) -> dict[type, Callable[[Any], Rendered]] | None:
+    """The functions of the members of a tagged union of attrs classes, or None."""
+    if typing.get_origin(kind) not in (typing.Union, types.UnionType):
+        return None
+    members = typing.get_args(kind)
+    tags = union_tags()
+    if not all(member in tags for member in members):
+        return None
+    return {member: _function(member, "whole") for member in members}
+
+
 def _field_code(
-    name: str, kind: Any, index: int, names: dict[str, Any], *, top: bool
+    name: str, kind: Any, index: int, names: dict[str, Any], mode: _Mode
 ) -> tuple[list[str], str | None]:
-    """Statements leaving field ``name``'s value for the dict in ``v<index>`` and, for a
-    message field, its key judgement in ``h<index>``; returns them and the judgement's
-    name (None when the scan plan judges the field)."""
+    """Statements leaving field ``name``'s value in ``v<index>`` (and, for a value judged by
+    its own function, its judgement in ``h<index>``); returns them and that judgement."""
     value, hook = f"v{index}", f"__hook{index}"
     names[hook] = converter().get_unstructure_hook(kind)
-    if top and _is_message(kind):
-        return [f"{value}, h{index} = __message(instance.{name}, {hook})"], f"h{index}"
-    if top and typing.get_origin(kind) is tuple and _is_message(typing.get_args(kind)[0]):
-        return [f"{value}, h{index} = __messages(instance.{name}, {hook})"], f"h{index}"
+    read = f"{value} = instance.{name}"
+    judged = f"{value}, h{index} = "
+    if kind == messages.ToolResultContent:
+        names[f"__table{index}"] = _union_table(messages.ResultPart)
+        call = f"__result_content(instance.{name}, __table{index}, {hook})"
+        return [judged + call], f"h{index}"
+    table = _union_table(kind)
+    if table is not None:
+        names[f"__table{index}"] = table
+        return [judged + f"__tagged(instance.{name}, __table{index}, {hook})"], f"h{index}"
+    if typing.get_origin(kind) is tuple and typing.get_args(kind)[1:] == (Ellipsis,):
+        table = _union_table(typing.get_args(kind)[0])
+        if table is not None:
+            names[f"__table{index}"] = table
+            call = f"__tagged_items(instance.{name}, __table{index}, {hook})"
+            return [judged + call], f"h{index}"
+    if kind in _WHOLE:
+        names[f"__table{index}"] = {kind: _function(kind, "whole")}
+        return [judged + f"__tagged(instance.{name}, __table{index}, {hook})"], f"h{index}"
     inner, optional = _optional_member(kind)
+    names[f"__type{index}"] = inner
     if inner in _NESTED:
-        names[f"__render{index}"] = _nested_fn(inner)
-        names[f"__type{index}"] = inner
+        names[f"__render{index}"] = _function(inner, "nested")
         rendered = f"__render{index}({value}) if type({value}) is __type{index} else {hook}({value})"
         if optional:
-            return [f"{value} = instance.{name}", f"if {value} is not None: {value} = {rendered}"], None
-        return [f"{value} = instance.{name}", f"{value} = {rendered}"], None
+            return [read, f"if {value} is not None: {value} = {rendered}"], None
+        return [read, f"{value} = {rendered}"], None
     if inner == dict[str, Any]:
         names[f"__type{index}"] = dict
     elif inner == tuple[str, ...]:
         names[f"__type{index}"] = tuple
-    elif _plain_enum(inner):
-        names[f"__type{index}"] = inner
-    else:
+    elif not _plain_enum(inner):
         return [f"{value} = {hook}(instance.{name})"], None
-    # Left for orjson when it has exactly the field's type (None as is, as the hook leaves it).
+    # Left for orjson when it has exactly the field's type (None as it is, as the hook does).
     test = f"type({value}) is not __type{index}"
     if optional:
         test = f"{value} is not None and {test}"
-    return [f"{value} = instance.{name}", f"if {test}: {value} = {hook}({value})"], None
+    return [read, f"if {test}: {value} = {hook}({value})"], None
 
 
-def _source(cls: type, *, tag: str | None, names: dict[str, Any]) -> str:
-    """The function's source: the dict of cattrs' function, built as described above; a
-    top-level class (``tag`` given) also gets its tag and its key scan."""
+def _source(cls: type, mode: _Mode, tag: str | None, names: dict[str, Any]) -> str:
+    """The function's source: the dict of cattrs' function (with ``tag``), built as the
+    module says, and (but for a nested class) the judgement of its keys."""
     hints = typing.get_type_hints(cls)
     omitted = set(omitted_if_default(cls))
-    lines = ["def render(instance):"]
     items: list[str] = []
-    later: list[str] = []
-    judged: dict[str, str] = {}  # a message field's judgement, by the field's name
-    values: dict[str, str] = {}  # where the value of a field always present is
+    reads: list[str] = []  # the scalars a message's function reads before its guard
+    statements: list[str] = []
+    later: list[str] = []  # the fields left out while they hold their default
+    guards: list[str] = []  # scalars that must not be containers (a message is judged whole)
+    values: dict[str, str] = {}
+    judged: dict[str, str] = {}
     for index, field in enumerate(attrs.fields(cls)):
-        kind = hints[field.name]
-        if converter().get_unstructure_hook(kind) is _identity() and field.name not in omitted:
-            items.append(f"{field.name!r}: instance.{field.name}")
-            values[field.name] = f"res[{field.name!r}]"
+        name, kind = field.name, hints[field.name]
+        if converter().get_unstructure_hook(kind) is _identity() and name not in omitted:
+            if mode == "whole":
+                reads.append(f"v{index} = instance.{name}")
+                guards.append(f"type(v{index}) in __containers")
+                items.append(f"{name!r}: v{index}")
+            else:
+                items.append(f"{name!r}: instance.{name}")
+            values[name] = f"res[{name!r}]" if mode != "whole" else ""
             continue
-        code, judgement = _field_code(field.name, kind, index, names, top=tag is not None)
+        code, judgement = _field_code(name, kind, index, names, mode)
         if judgement is not None:
-            judged[field.name] = judgement
-        if field.name not in omitted:
-            lines += [f"    {line}" for line in code]
-            items.append(f"{field.name!r}: v{index}")
-            values[field.name] = f"v{index}"
+            judged[name] = judgement
+        values[name] = f"v{index}"
+        if name not in omitted:
+            statements += code
+            items.append(f"{name!r}: v{index}")
             continue
         default: Any = field.default
         if isinstance(default, _FACTORY):
             if default.takes_self:
-                raise TypeError(f"{cls.__name__}.{field.name}: a default that takes self")
+                raise TypeError(f"{cls.__name__}.{name}: a default that takes self")
             names[f"__default{index}"] = default.factory
-            differs = f"instance.{field.name} != __default{index}()"
+            differs = f"instance.{name} != __default{index}()"
         else:
             names[f"__default{index}"] = default
-            differs = f"instance.{field.name} != __default{index}"
-        later.append(f"    if {differs}:")
-        later += [f"        {line}" for line in code]
-        later.append(f"        res[{field.name!r}] = v{index}")
+            differs = f"instance.{name} != __default{index}"
+        statements += [f"v{index} = None"] + ([f"h{index} = False"] if judgement else [])
+        later += [f"if {differs}:", *(f"    {line}" for line in code)]
+        later.append(f"    res[{name!r}] = v{index}")
     if tag is not None:
         items.append(f"'type': {tag!r}")
+    lines = ["def render(instance):", *(f"    {line}" for line in reads)]
+    if guards:
+        lines.append("    if " + " or ".join(guards) + ":")
+        lines.append("        return __fallback(instance)")
+    lines += [f"    {line}" for line in statements]
     lines.append("    res = {" + ", ".join(items) + "}")
-    lines += later
-    if tag is None:
+    lines += [f"    {line}" for line in later]
+    if mode == "nested":
         lines.append("    return res")
-        return "\n".join(lines)
-    lines += _scan_lines(cls, judged, values, names)
+    else:
+        tests = _key_tests(cls, mode, values, judged, names)
+        lines.append(f"    return res, {' or '.join(tests) if tests else 'False'}")
     return "\n".join(lines)
 
 
-def _scan_lines(
-    cls: type, judged: dict[str, str], values: dict[str, str], names: dict[str, Any]
+def _key_tests(
+    cls: type, mode: _Mode, values: dict[str, str], judged: dict[str, str], names: dict[str, Any]
 ) -> list[str]:
-    """The key scan of a top-level class's dict ``res`` (closed fields are skipped); a field
-    left out while it holds its default is looked for in ``res``."""
-    scan = field_scan(cls)
-    tests = [f"{name!r} in res" for name in scan.named]
-    for name in scan.whole:
-        present = name in values
+    """The tests whose disjunction judges the keys of ``res``: an event's or effect's open
+    fields (as its plan in closed_fields says), or every field of a message's class."""
+    tests: list[str] = []
+    if mode == "top":
+        scan = field_scan(cls)
+        tests += [f"{name!r} in res" for name in scan.named]
+        whole: tuple[str, ...] = scan.whole
+        for index, (name, check) in enumerate(scan.nested):
+            names[f"__check{index}"] = check
+            tests.append(f"({values[name]} is not None and __check{index}({values[name]}))")
+    else:
+        tests += [f"{name!r} in res" for name in values if is_sensitive_key(name)]
+        whole = tuple(name for name, value in values.items() if value)
+    for name in whole:
         if name in judged:
-            tests.append(judged[name] if present else f"({name!r} in res and {judged[name]})")
+            tests.append(judged[name])
         else:
-            item = values[name] if present else f"res.get({name!r})"
+            item = values[name]
             tests.append(f"(type({item}) in __containers and __has_key({item}))")
-    for index, (name, check) in enumerate(scan.nested):
-        names[f"__check{index}"] = check
-        item = values[name] if name in values else f"res.get({name!r})"
-        tests.append(f"({item} is not None and __check{index}({item}))")
-    return [f"    return res, {' or '.join(tests) if tests else 'False'}"]
+    return tests
 
 
 def _identity() -> Any:
@@ -219,26 +274,42 @@ def _identity() -> Any:
     return identity
 
 
-def _compiled(cls: type, *, tag: str | None) -> Any:
+_functions: dict[tuple[type, str], Any] = {}
+
+
+def _function(cls: type, mode: _Mode) -> Any:
+    """The function made for ``cls`` in ``mode`` (made on first use; a class held by
+    itself would be made once only)."""
+    function = _functions.get((cls, mode))
+    if function is not None:
+        return function
+    tag = union_tags().get(cls) if mode == "whole" else None
+    if mode == "top":
+        tag = cls.__name__
     names: dict[str, Any] = {
-        "__message": _message,
-        "__messages": _messages,
         "__containers": _CONTAINERS,
         "__has_key": has_sensitive_key,
+        "__tagged": _tagged,
+        "__tagged_items": _tagged_items,
+        "__result_content": _result_content,
+        "__fallback": _fallback(cls, tag),
     }
-    source = _source(cls, tag=tag, names=names)
+    source = _source(cls, mode, tag, names)
     exec(compile(source, f"<render {cls.__qualname__}>", "exec"), names)  # noqa: S102
-    return names["render"]
-
-
-_nested_fns: dict[type, Callable[[Any], dict[str, Any]]] = {}
-
-
-def _nested_fn(cls: type) -> Callable[[Any], dict[str, Any]]:
-    function = _nested_fns.get(cls)
-    if function is None:
-        function = _nested_fns[cls] = _compiled(cls, tag=None)
+    function = _functions[cls, mode] = names["render"]
     return function
+
+
+def _fallback(cls: type, tag: str | None) -> Callable[[Any], Rendered]:
+    """The codec's dict of ``cls`` (tagged as its union tags it), walked for key names."""
+
+    def fallback(value: Any) -> Rendered:
+        dumped = converter().get_unstructure_hook(cls)(value)
+        if tag is not None:
+            dumped["type"] = tag
+        return _scanned(dumped)
+
+    return fallback
 
 
 _event_fns: dict[type, Callable[[Any], Rendered]] = {}
@@ -248,25 +319,41 @@ _EFFECT_CLASSES: Final = frozenset(EFFECT_TYPES)
 
 
 def render_event(event: events.Event) -> Rendered:
-    """``event`` as a dict that orjson renders, where an event sits in a line, to the bytes
-    of the codec's dict (:func:`~fsm_agent.core.codec.dump_event`), and whether a sensitive
-    key name occurs in it (as :func:`~fsm_agent.trace.closed_fields.sensitive_key_in`
-    judges)."""
+    """``event`` as a dict that orjson renders to the bytes of the codec's dict
+    (:func:`~fsm_agent.core.codec.dump_event`), and whether a sensitive key name occurs in
+    it (as :func:`~fsm_agent.trace.closed_fields.sensitive_key_in` judges)."""
     function = _event_fns.get(type(event))
     if function is None:
         if type(event) not in _EVENT_CLASSES:
             dumped = dump_event(event)
             return dumped, sensitive_key_in(dumped)
-        function = _event_fns[type(event)] = _compiled(type(event), tag=type(event).__name__)
+        function = _event_fns[type(event)] = _function(type(event), "top")
     return function(event)
 
 
 def render_effect(effect: Any) -> Rendered:
-    """:func:`render_event` for an effect, where an effect sits in a line (in its list)."""
+    """:func:`render_event` for an effect."""
     function = _effect_fns.get(type(effect))
     if function is None:
         if type(effect) not in _EFFECT_CLASSES:
             dumped = dump_effect(effect)
             return dumped, sensitive_key_in(dumped)
-        function = _effect_fns[type(effect)] = _compiled(type(effect), tag=type(effect).__name__)
+        function = _effect_fns[type(effect)] = _function(type(effect), "top")
     return function(effect)
+
+
+_message_table: dict[type, Callable[[Any], Rendered]] = {}
+
+
+def render_message(message: messages.Message) -> Rendered:
+    """A message as a dict that orjson renders to the bytes of the codec's dict
+    (:func:`~fsm_agent.core.codec.dump_message`), and whether a sensitive key name occurs
+    anywhere in it (as :func:`~fsm_agent.trace.redact.has_sensitive_key` judges)."""
+    if not _message_table:
+        _message_table.update({cls: _function(cls, "whole") for cls in messages.MESSAGE_TYPES})
+    function = _message_table.get(type(message))
+    if function is None:
+        from fsm_agent.core.codec import dump_message  # noqa: PLC0415
+
+        return _scanned(dump_message(message))
+    return function(message)
