@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import attrs
 import orjson
 
 from fsm_agent.core.codec import dump_effect
@@ -41,6 +42,10 @@ _arrays: dict[tuple[int, ...], bytes] = {}
 """Rendered arrays of a step's loop transitions (most steps take one of a few runs of rows),
 by the identities of the objects, each of them kept in :data:`_kept`."""
 _TRANSITIONS_KEY: Final = b'{"transitions":'
+_tails: dict[tuple[Any, ...], bytes] = {}
+"""What follows ``call_id`` in a tool call's transition, by its row (machine, name, source,
+dest): a tool machine has a few dozen rows."""
+_NO_CALL: Final = b'{"call_id":null'
 
 
 def carries(content: bytes, data: dict[str, Any], step: Step) -> bool:
@@ -98,8 +103,27 @@ def _transition_bytes(taken: TransitionTaken) -> bytes:
     known = _rendered.get(id(taken))
     if known is not None:
         return known
+    call_id = taken.call_id
+    if type(call_id) is str:
+        # A tool call's row: one object per call, so its rendering is not kept; the bytes
+        # after its ``call_id`` (the first key, sorted) are those of the row, kept by value.
+        row = (taken.machine, taken.name, taken.source, taken.dest)
+        try:
+            tail = _tails.get(row)
+        except TypeError:  # not a row of strings: rendered whole below
+            tail = row = None
+        if row is not None and tail is None:
+            tail = orjson.dumps(
+                records.step_transition(attrs.evolve(taken, call_id=None)),
+                option=records.JSON_OPTIONS,
+            )[len(_NO_CALL) :]
+            if len(_tails) >= _MEMO_LIMIT:
+                _tails.clear()
+            _tails[row] = tail
+        if tail is not None:
+            return b'{"call_id":%s%s' % (orjson.dumps(call_id), tail)
     rendered = orjson.dumps(records.step_transition(taken), option=records.JSON_OPTIONS)
-    if taken.call_id is None:
+    if call_id is None:
         if len(_kept) >= _MEMO_LIMIT:
             _rendered.clear()
             _kept.clear()

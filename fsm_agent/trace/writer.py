@@ -23,6 +23,7 @@ around a core.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
@@ -44,7 +45,7 @@ from fsm_agent.trace import records
 from fsm_agent.trace.closed_fields import known_stream_delta, sensitive_key_in
 from fsm_agent.trace.header_parts import header_parts
 from fsm_agent.trace.message_dumps import TranscriptJson
-from fsm_agent.trace.redact import Redactor, has_sensitive_key
+from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor, has_sensitive_key
 from fsm_agent.trace.render_fns import render_effect, render_event
 from fsm_agent.trace.step_bytes import effects_field, transitions_array, transitions_field
 
@@ -85,8 +86,10 @@ class CoreLike(Protocol):
         ...
 
 
+@functools.cache
 def current_table_digest() -> str:
-    """The digest of this library's machine tables (imported lazily: tables are heavy)."""
+    """The digest of this library's machine tables (imported lazily: tables are heavy; and
+    kept, since every writer records it)."""
     from fsm_agent.core.tables import table_digest  # noqa: PLC0415 - lazy on purpose
 
     digest: str = table_digest()
@@ -167,7 +170,9 @@ class TraceWriter:
         else:
             self._file = target
             self._owns_file = False
-        self._redactor = Redactor(secrets)
+        secrets = tuple(secrets)
+        # Most writers have no secret string: they share the redactor of the key rules.
+        self._redactor = Redactor(secrets) if secrets else KEY_RULES_ONLY
         self._next_seq = 1 if next_seq is None else next_seq
         self._closed = False
         self.ended = False
