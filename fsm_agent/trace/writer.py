@@ -53,9 +53,10 @@ _MESSAGES_GAP: Final = b'"messages":[]'
 """Where a ``TurnStarted`` record written without its messages takes them."""
 _EVENT_VALUE: Final = slice(len(b'{"event":'), -1)
 """Where the event is in ``{"event": ...}`` rendered."""
-_OWN_FIELDS: Final = ("record", "seq", records.ELAPSED)
-"""The fields of an event line that are the writer's own (not the event's or the step's)."""
+_OPTIONS: Final = records.JSON_OPTIONS
 _LINE_OPTIONS: Final = records.JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE
+_SEQ_LIMIT: Final = 2**63
+"""A ``seq`` below this is written as orjson writes an integer (in decimal)."""
 
 
 class CoreLike(Protocol):
@@ -101,19 +102,24 @@ class EventLine(NamedTuple):
     (:meth:`TraceWriter.prepare_event`).
 
     Attributes:
-        fields: the line's fields, ``seq`` stamped and the event rendered (an
-            ``orjson.Fragment``) but not yet searched for secrets; None when the line is in
-            ``parts``.
-        parts: otherwise, the line's bytes for the event alone (``seq`` stamped, redacted, no
-            newline), in parts to be joined: one for most events; a turn's first event joins
-            the kept bytes of its transcript on only when the line is written, so that they
-            are copied once.
+        rendered: ``{"event": …}`` rendered, the event where it sits in the line, not yet
+            searched for secrets; None when the line is in ``parts``.
+        fields: the line's own fields (``record``, ``seq`` stamped, ``elapsed_ms``).
+        parts: otherwise, the line's bytes for the event alone (redacted, no newline), in
+            parts to be joined: one for most events; a turn's first event joins the kept
+            bytes of its transcript on only when the line is written, so that they are
+            copied once.
         event: the event.
     """
 
-    fields: dict[str, Any] | None
+    rendered: bytes | None
+    fields: dict[str, Any]
     parts: tuple[bytes, ...]
     event: Event
+
+
+_Prepared = tuple[bytes | None, dict[str, Any], tuple[bytes, ...], Event]
+"""An :class:`EventLine` as a plain tuple (the hot path makes one per event)."""
 
 
 class TraceWriter:
@@ -303,6 +309,10 @@ class TraceWriter:
         hold is refused here (``UsageError``), so a core never takes an event its trace
         lacks. Hand the result to :meth:`write_event_line` with what ``feed`` returned
         (nothing may be written in between: the line's ``seq`` is stamped)."""
+        return EventLine._make(self._prepare(event))
+
+    def _prepare(self, event: Event) -> _Prepared:
+        """:meth:`prepare_event`, as a plain tuple."""
         if self._closed:
             raise UsageError("the trace writer is closed")
         fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
@@ -323,17 +333,14 @@ class TraceWriter:
             if self._clock is not None:
                 fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
             if type(event) is TurnStarted:  # its transcript's bytes are kept: joined on
-                return EventLine(None, self._event_parts(event, fields), event)
+                return None, fields, self._event_parts(event, fields), event
             value, keys_hit = render_event(event)
         if not keys_hit:
             try:  # rendered where it sits in the line, so that it fails where the line would
-                rendered = orjson.dumps({"event": value}, option=records.JSON_OPTIONS)
+                return orjson.dumps({"event": value}, option=_OPTIONS), fields, (), event
             except orjson.JSONEncodeError:
                 pass  # the line is rendered as a whole below (and rewritten, or refused)
-            else:
-                fields["event"] = orjson.Fragment(rendered[_EVENT_VALUE])
-                return EventLine(fields, (), event)
-        return EventLine(None, self._event_parts(event, fields), event)
+        return None, fields, self._event_parts(event, fields), event
 
     def _event_parts(self, event: Event, fields: dict[str, Any]) -> tuple[bytes, ...]:
         """The parts of ``event``'s line (:attr:`EventLine.parts`), from the codec's dict of
@@ -378,31 +385,41 @@ class TraceWriter:
         after ``feed`` returned and before any effect of ``step`` is performed; with
         ``step=None`` (``feed`` raised) the event alone. The line takes one ``seq`` for the
         event and one per transition and effect."""
+        self._write_line(line, step)
+
+    def _write_line(self, line: _Prepared, step: Step | None) -> None:
+        """:meth:`write_event_line` for a line as :meth:`_prepare` gives it."""
         if self._closed:
             raise UsageError("the trace writer is closed")
-        fields = line.fields
-        if fields is None:
-            self._write_parts(line.parts, step)
-            return
-        data = self._whole_line(fields, step)
-        if data is None:  # a key or a secret to redact, or a value to rewrite or refuse
-            line_fields = {key: fields[key] for key in _OWN_FIELDS if key in fields}
-            self._write_parts(self._event_parts(line.event, line_fields), step)
-            return
-        if step is not None:
-            self._next_seq += 1 + len(step.transitions) + len(step.effects)
-        else:
-            self._next_seq += 1
-        self._file.write(data)
-        self._file.flush()
+        rendered, fields, parts, event = line
+        if rendered is not None:
+            data = self._whole_line(rendered, fields, step)
+            if data is not None:
+                if step is not None:
+                    self._next_seq += 1 + len(step.transitions) + len(step.effects)
+                else:
+                    self._next_seq += 1
+                self._file.write(data)
+                self._file.flush()
+                return
+            # A key or a secret to redact, or a value to rewrite or refuse: as it always was.
+            parts = self._event_parts(event, fields)
+        self._write_parts(parts, step)
 
-    def _whole_line(self, fields: dict[str, Any], step: Step | None) -> bytes | None:
-        """The line (newline included) of a prepared event with ``step``, rendered by one
-        orjson call: the event's bytes and the step's transitions go in as they were
-        rendered (``orjson.Fragment``), each effect as its renderer builds it
-        (:mod:`~fsm_agent.trace.render_fns`). None when the line is not written as it is:
-        an effect holds a sensitive key name, the line holds a secret, orjson refuses a value
-        (or a hook raises): :meth:`_write_parts` then writes it as it always did."""
+    def _whole_line(
+        self, rendered: bytes, fields: dict[str, Any], step: Step | None
+    ) -> bytes | None:
+        """The line (newline included) of a prepared event with ``step``: the event's bytes
+        and the step's transitions go in as they were rendered, each effect as its renderer
+        builds it (:mod:`~fsm_agent.trace.render_fns`), in one orjson call (``rendered`` and
+        the transitions as ``orjson.Fragment``), or, for a line with no effects and only
+        the writer's ``record`` and ``seq``, in one bytes formatting (the same bytes: sorted
+        keys put the event first and the transitions last). None when the line is not
+        written as it is: an effect holds a sensitive key name, the line holds a secret,
+        orjson refuses a value (or a hook raises): :meth:`_write_parts` then writes it as it
+        always did."""
+        effects: list[dict[str, Any]] | None = None
+        transitions: bytes | None = None
         if step is not None:
             try:
                 if step.effects:
@@ -412,15 +429,31 @@ class TraceWriter:
                         if keys_hit:
                             return None
                         effects.append(value)
-                    fields["effects"] = effects
                 if step.transitions:
-                    fields["transitions"] = orjson.Fragment(transitions_array(step))
+                    transitions = transitions_array(step)
             except Exception:  # noqa: BLE001 - the codec's path raises it again, as it does
                 return None
-        try:
-            data = orjson.dumps(fields, option=_LINE_OPTIONS)
-        except orjson.JSONEncodeError:
-            return None
+        seq = fields["seq"]
+        if effects is None and len(fields) == 2 and type(seq) is int and 0 <= seq < _SEQ_LIMIT:
+            if transitions is None:
+                data = b'%b,"record":"event","seq":%d}\n' % (memoryview(rendered)[:-1], seq)
+            else:
+                data = b'%b,"record":"event","seq":%d,"transitions":%b}\n' % (
+                    memoryview(rendered)[:-1],
+                    seq,
+                    transitions,
+                )
+        else:
+            line = dict(fields)
+            line["event"] = orjson.Fragment(rendered[_EVENT_VALUE])
+            if effects is not None:
+                line["effects"] = effects
+            if transitions is not None:
+                line["transitions"] = orjson.Fragment(transitions)
+            try:
+                data = orjson.dumps(line, option=_LINE_OPTIONS)
+            except orjson.JSONEncodeError:
+                return None
         # The one search for secrets: the event, the effects and the transitions at once.
         return None if self._redactor.holds_secret(data) else data
 
@@ -538,14 +571,14 @@ class TracingCore:
         """Render the event's line, feed the event, write the line with the step (and the
         end record); return the step."""
         writer = self.writer
-        line = writer.prepare_event(event)  # an event the trace cannot hold never reaches the core
+        line = writer._prepare(event)  # an event the trace cannot hold never reaches the core
         try:
             step = self.core.feed(event)
         except BaseException:
             # The fault's cause goes on file (DESIGN §5); the core's error propagates.
-            writer.write_event_line(line, None)
+            writer._write_line(line, None)
             raise
-        writer.write_event_line(line, step)
+        writer._write_line(line, step)
         if step.terminal is not None:
             writer.write_end(step.terminal, self.core.usage, fault=self.fault)
         return step
