@@ -60,6 +60,9 @@ an event holds (not judged: its holder's check judges it), a message or what it 
 whole)."""
 
 _FACTORY: Final[type[Any]] = type(attrs.Factory(list))
+_VALUE_FACTORIES: Final = frozenset({dict, list, tuple, frozenset})
+"""Default factories whose value is compared by value only (cattrs calls the factory each
+time; comparing with one value made once answers the same)."""
 _CONTAINERS: Final = frozenset({dict, list, tuple})
 _SCALARS: Final = (str, int)
 _NESTED: Final = (events.HookOutcome,)
@@ -218,8 +221,12 @@ def _source(cls: type, mode: _Mode, tag: str | None, names: dict[str, Any]) -> s
         if isinstance(default, _FACTORY):
             if default.takes_self:
                 raise TypeError(f"{cls.__name__}.{name}: a default that takes self")
-            names[f"__default{index}"] = default.factory
-            differs = f"instance.{name} != __default{index}()"
+            if default.factory in _VALUE_FACTORIES:  # compared by value: one will do
+                names[f"__default{index}"] = default.factory()
+                differs = f"instance.{name} != __default{index}"
+            else:
+                names[f"__default{index}"] = default.factory
+                differs = f"instance.{name} != __default{index}()"
         else:
             names[f"__default{index}"] = default
             differs = f"instance.{name} != __default{index}"
