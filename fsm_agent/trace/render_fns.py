@@ -81,9 +81,7 @@ def _tagged(value: Any, table: dict[type, Callable[[Any], Rendered]], hook: Any)
     return _scanned(hook(value)) if function is None else function(value)
 
 
-def _tagged_items(
-    value: Any, table: dict[type, Callable[[Any], Rendered]], hook: Any
-) -> Rendered:
+def _tagged_items(value: Any, table: dict[type, Callable[[Any], Rendered]], hook: Any) -> Rendered:
     """A tuple of values rendered as :func:`_tagged` does, as a list; the whole tuple goes
     through ``hook`` when it is not a tuple or one of its items has no function."""
     if type(value) is not tuple:
@@ -169,7 +167,9 @@ def _field_code(
     names[f"__type{index}"] = inner
     if inner in _NESTED:
         names[f"__render{index}"] = _function(inner, "nested")
-        rendered = f"__render{index}({value}) if type({value}) is __type{index} else {hook}({value})"
+        rendered = (
+            f"__render{index}({value}) if type({value}) is __type{index} else {hook}({value})"
+        )
         if optional:
             return [read, f"if {value} is not None: {value} = {rendered}"], None
         return [read, f"{value} = {rendered}"], None
@@ -302,7 +302,7 @@ def _function(cls: type, mode: _Mode) -> Any:
         "__fallback": _fallback(cls, tag),
     }
     source = _source(cls, mode, tag, names)
-    exec(compile(source, f"<render {cls.__qualname__}>", "exec"), names)  # noqa: S102
+    exec(compile(source, f"<render {cls.__qualname__}>", "exec"), names)
     function = _functions[cls, mode] = names["render"]
     return function
 

@@ -107,19 +107,7 @@ def _transition_bytes(taken: TransitionTaken) -> bytes:
     if type(call_id) is str:
         # A tool call's row: one object per call, so its rendering is not kept; the bytes
         # after its ``call_id`` (the first key, sorted) are those of the row, kept by value.
-        row = (taken.machine, taken.name, taken.source, taken.dest)
-        try:
-            tail = _tails.get(row)
-        except TypeError:  # not a row of strings: rendered whole below
-            tail = row = None
-        if row is not None and tail is None:
-            tail = orjson.dumps(
-                records.step_transition(attrs.evolve(taken, call_id=None)),
-                option=records.JSON_OPTIONS,
-            )[len(_NO_CALL) :]
-            if len(_tails) >= _MEMO_LIMIT:
-                _tails.clear()
-            _tails[row] = tail
+        tail = _call_tail(taken)
         if tail is not None:
             return b'{"call_id":%s%s' % (orjson.dumps(call_id), tail)
     rendered = orjson.dumps(records.step_transition(taken), option=records.JSON_OPTIONS)
@@ -131,3 +119,20 @@ def _transition_bytes(taken: TransitionTaken) -> bytes:
         _kept.append(taken)
         _rendered[id(taken)] = rendered
     return rendered
+
+
+def _call_tail(taken: TransitionTaken) -> bytes | None:
+    """What follows ``call_id`` in a tool call's transition: its row's bytes (the machine,
+    name, source and dest), kept by row; None for a row that is no key (not hashable)."""
+    row = (taken.machine, taken.name, taken.source, taken.dest)
+    try:
+        tail = _tails.get(row)
+    except TypeError:
+        return None
+    if tail is None:
+        untied = records.step_transition(attrs.evolve(taken, call_id=None))
+        tail = orjson.dumps(untied, option=records.JSON_OPTIONS)[len(_NO_CALL) :]
+        if len(_tails) >= _MEMO_LIMIT:
+            _tails.clear()
+        _tails[row] = tail
+    return tail

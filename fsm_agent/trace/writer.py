@@ -431,15 +431,15 @@ class TraceWriter:
                         effects.append(value)
                 if step.transitions:
                     transitions = transitions_array(step)
-            except Exception:  # noqa: BLE001 - the codec's path raises it again, as it does
+            except Exception:  # the codec's path raises it again, as it does
                 return None
         seq = fields["seq"]
         if effects is None and len(fields) == 2 and type(seq) is int and 0 <= seq < _SEQ_LIMIT:
             if transitions is None:
-                data = b'%b,"record":"event","seq":%d}\n' % (memoryview(rendered)[:-1], seq)
+                data = b'%b,"record":"event","seq":%d}\n' % (rendered[:-1], seq)
             else:
                 data = b'%b,"record":"event","seq":%d,"transitions":%b}\n' % (
-                    memoryview(rendered)[:-1],
+                    rendered[:-1],
                     seq,
                     transitions,
                 )
