@@ -2,16 +2,19 @@
 
 A schema 3 event line is ``{"effects":[…],`` + the event's own fields + ``,"transitions":[…]}``
 (sorted keys put ``effects`` before every field of the event's line and ``transitions`` after
-them; each list only when not empty). The writer renders each list on its own, at the depth
-it has in the line, with the functions here; replay checks a line by rendering the lists of the
-step the core produced with the same functions and comparing them with the start and the end
-of the line's bytes: no parse of the lists, no serialization of the event again.
+them; each list only when not empty). The writer renders the transitions with the functions
+here (and the effects with :mod:`~fsm_agent.trace.render_fns`, to the same bytes); replay
+checks a line by rendering the lists of the step the core produced with these functions and
+comparing them with the start and the end of the line's bytes: no parse of the lists, no
+serialization of the event again.
 
 The comparison is exact. JSON strings hold ``"`` only escaped, so ``,"transitions":`` in the
 bytes is always a key; a line that ends with that key, a complete array and the closing brace
 holds that array as its last field, and a line that starts with ``{"effects":`` and a complete
 array holds that array as its first field. A loop transition is one of a fixed set of objects
-(the table's rows), so its rendering is kept by identity.
+(the table's rows), so its rendering is kept by identity, and so is the array of a run of
+them; a tool call's transition is made per call, so the bytes after its ``call_id`` are kept
+by its row.
 
 Whatever the pieces cannot render as they are (a value orjson refuses, which the writer
 rewrites with :func:`~fsm_agent.trace.json_limits.fit_for_json`) is rendered through

@@ -3,8 +3,14 @@
 Every line is one orjson rendering with sorted keys, ``seq`` stamped and redacted (DESIGN
 §8). The lines of the hot path — an event with what the core made of it, and the ``end``
 record — are rendered and written directly: a logger's machinery added nothing there but its
-cost (issue 10). The header's bytes around its ``meta`` are made once per (config, tools)
-(:mod:`~fsm_agent.trace.header_parts`). Records copied from another trace
+cost (issue 10). An event line is rendered in one go: the event's bytes (rendered before
+``feed``) and the step's transitions (:mod:`~fsm_agent.trace.step_bytes`) go in as
+``orjson.Fragment``, each effect as its renderer builds it
+(:mod:`~fsm_agent.trace.render_fns`, which judges its keys as it builds), and the finished
+line is searched for secrets once; a line that holds a sensitive key name or a secret, or a
+value orjson refuses, is rendered as it always was, part by part from the codec's dicts and
+redacted. The header's bytes around its ``meta`` are made once per (config, tools), the
+whole line once when ``meta`` is empty (:mod:`~fsm_agent.trace.header_parts`). Records copied from another trace
 (:meth:`TraceWriter.write_record`, a replayed prefix) go through a structlog logger built
 locally with ``structlog.wrap_logger`` (never ``structlog.configure``, which is
 process-global) when the first is copied: our processors stamp ``seq`` and redact, then
