@@ -203,6 +203,12 @@ def field_scan(cls: type) -> FieldScan:
     )
 
 
+def check_of(cls: type) -> Callable[[Any], bool]:
+    """Whether a sensitive key name occurs in a value that is ``cls`` unstructured (only its
+    open fields looked at when the value has the dict's shape; anything else scanned whole)."""
+    return _check(_plan(cls))
+
+
 _checks_by_tag: dict[str, _Check] = {}
 """The check of every event and effect class, by its tag (filled on first use)."""
 

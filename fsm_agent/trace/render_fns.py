@@ -47,7 +47,7 @@ from fsm_agent.core.codec import (
 )
 from fsm_agent.core.effects import EFFECT_TYPES
 from fsm_agent.core.events import EVENT_TYPES
-from fsm_agent.trace.closed_fields import field_scan, sensitive_key_in
+from fsm_agent.trace.closed_fields import check_of, field_scan, sensitive_key_in
 from fsm_agent.trace.redact import has_sensitive_key, is_sensitive_key
 
 __all__ = ["render_effect", "render_event", "render_message"]
@@ -55,9 +55,8 @@ __all__ = ["render_effect", "render_event", "render_message"]
 Rendered = tuple[Any, bool]
 """A JSON-ready value and whether a sensitive key name occurs in it."""
 _Mode = Literal["top", "nested", "whole"]
-"""What a function is made for: an event or effect (its open fields judged), an attrs class
-an event holds (not judged: its holder's check judges it), a message or what it holds (judged
-whole)."""
+"""What a function is made for: an event or effect, or an attrs class one holds (its open
+fields judged, as closed_fields plans), or a message or what it holds (judged whole)."""
 
 _FACTORY: Final[type[Any]] = type(attrs.Factory(list))
 _VALUE_FACTORIES: Final = frozenset({dict, list, tuple, frozenset})
@@ -167,12 +166,14 @@ def _field_code(
     names[f"__type{index}"] = inner
     if inner in _NESTED:
         names[f"__render{index}"] = _function(inner, "nested")
-        rendered = (
-            f"__render{index}({value}) if type({value}) is __type{index} else {hook}({value})"
-        )
-        if optional:
-            return [read, f"if {value} is not None: {value} = {rendered}"], None
-        return [read, f"{value} = {rendered}"], None
+        names[f"__check{index}"] = check_of(inner)
+        return [
+            read,
+            f"if type({value}) is __type{index}: {value}, h{index} = __render{index}({value})",
+            "else:",
+            f"    {value} = {hook}({value})",
+            f"    h{index} = {value} is not None and __check{index}({value})",
+        ], f"h{index}"
     if inner == dict[str, Any]:
         names[f"__type{index}"] = dict
     elif inner == tuple[str, ...]:
@@ -242,11 +243,8 @@ def _source(cls: type, mode: _Mode, tag: str | None, names: dict[str, Any]) -> s
     lines += [f"    {line}" for line in statements]
     lines.append("    res = {" + ", ".join(items) + "}")
     lines += [f"    {line}" for line in later]
-    if mode == "nested":
-        lines.append("    return res")
-    else:
-        tests = _key_tests(cls, mode, values, judged, names)
-        lines.append(f"    return res, {' or '.join(tests) if tests else 'False'}")
+    tests = _key_tests(cls, mode, values, judged, names)
+    lines.append(f"    return res, {' or '.join(tests) if tests else 'False'}")
     return "\n".join(lines)
 
 
@@ -256,13 +254,17 @@ def _key_tests(
     """The tests whose disjunction judges the keys of ``res``: an event's or effect's open
     fields (as its plan in closed_fields says), or every field of a message's class."""
     tests: list[str] = []
-    if mode == "top":
+    if mode != "whole":
         scan = field_scan(cls)
         tests += [f"{name!r} in res" for name in scan.named]
         whole: tuple[str, ...] = scan.whole
         for index, (name, check) in enumerate(scan.nested):
-            names[f"__check{index}"] = check
-            tests.append(f"({values[name]} is not None and __check{index}({values[name]}))")
+            if name in judged:  # rendered by its own function, which judged it
+                tests.append(judged[name])
+                continue
+            names[f"__nested_check{index}"] = check
+            item = values[name]
+            tests.append(f"({item} is not None and __nested_check{index}({item}))")
     else:
         tests += [f"{name!r} in res" for name in values if is_sensitive_key(name)]
         whole = tuple(name for name, value in values.items() if value)

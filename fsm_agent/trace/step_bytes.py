@@ -28,9 +28,9 @@ from typing import Any, Final
 import attrs
 import orjson
 
-from fsm_agent.core.codec import dump_effect
 from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.trace import records
+from fsm_agent.trace.render_fns import render_effect
 
 __all__ = ["carries", "effects_field", "transitions_array", "transitions_field"]
 
@@ -55,7 +55,7 @@ def carries(content: bytes, data: dict[str, Any], step: Step) -> bool:
     """Whether the event line ``content`` (parsed: ``data``) carries exactly the transitions
     and effects of ``step``, as the writer writes them (unredacted)."""
     if step.effects:
-        dumped = [dump_effect(effect) for effect in step.effects]
+        dumped = [render_effect(effect)[0] for effect in step.effects]
         if not content.startswith(b"{%s," % effects_field(dumped)):
             return False
     elif "effects" in data:
@@ -67,7 +67,8 @@ def carries(content: bytes, data: dict[str, Any], step: Step) -> bool:
 
 def effects_field(dumped: list[dict[str, Any]]) -> bytes:
     """``"effects":[…]`` as the writer renders a step's effects (each as
-    :func:`~fsm_agent.core.codec.dump_effect` gives it) in a line, unredacted."""
+    :func:`~fsm_agent.core.codec.dump_effect` or
+    :func:`~fsm_agent.trace.render_fns.render_effect` gives it) in a line, unredacted."""
     try:  # what records.dumps does first, without its call (most steps have effects)
         line = orjson.dumps({"effects": dumped}, option=records.JSON_OPTIONS)
     except orjson.JSONEncodeError:

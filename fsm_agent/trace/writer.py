@@ -10,13 +10,14 @@ cost (issue 10). An event line is rendered in one go: the event's bytes (rendere
 line is searched for secrets once; a line that holds a sensitive key name or a secret, or a
 value orjson refuses, is rendered as it always was, part by part from the codec's dicts and
 redacted. The header's bytes around its ``meta`` are made once per (config, tools), the
-whole line once when ``meta`` is empty (:mod:`~fsm_agent.trace.header_parts`). Records copied from another trace
-(:meth:`TraceWriter.write_record`, a replayed prefix) go through a structlog logger built
-locally with ``structlog.wrap_logger`` (never ``structlog.configure``, which is
-process-global) when the first is copied: our processors stamp ``seq`` and redact, then
-``JSONRenderer`` renders the same bytes and ``BytesLogger`` writes and flushes them. The
-serializer's ``default=`` raises, so an object that was not unstructured fails loudly instead
-of leaving a ``repr`` (with a memory address) in the trace.
+whole line once when ``meta`` is empty (:mod:`~fsm_agent.trace.header_parts`).
+
+Records copied from another trace (:meth:`TraceWriter.write_record`, a replayed prefix) go
+through a structlog logger built locally with ``structlog.wrap_logger`` (never
+``structlog.configure``, which is process-global) when the first is copied: our processors
+stamp ``seq`` and redact, then ``JSONRenderer`` renders the same bytes and ``BytesLogger``
+writes and flushes them. The serializer's ``default=`` raises, so an object that was not
+unstructured fails loudly instead of leaving a ``repr`` (with a memory address) in the trace.
 
 Order of use (DESIGN §5, schema 3 in :mod:`fsm_agent.trace.records`):
 :meth:`TraceWriter.prepare_event` renders the event's line before the core sees the event (an
