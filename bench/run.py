@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 from hypothesis import Phase as HypothesisPhase
@@ -70,8 +70,25 @@ def median_time(
     return statistics.median(samples)
 
 
-def bare_trigger_seconds(repeat: int) -> float:
-    """A bare ``transitions`` trigger (flat sync Machine, one model)."""
+def alternating_medians(
+    workloads: dict[str, tuple[Callable[[], object], int]], *, repeat: int
+) -> dict[str, float]:
+    """Median CPU seconds per call of each ``(function, number)`` workload, the workloads timed
+    in turn within every round, so that each ratio between them compares runs made under the
+    same conditions: timed one after the other instead, the first pays for a cold process and
+    the last profits from a warm one (the replay ratio read 1.47 that way, ~2.0 alternated)."""
+    samples: dict[str, list[float]] = {name: [] for name in workloads}
+    for _ in range(repeat):
+        for name, (function, number) in workloads.items():
+            start = time.process_time()
+            for _ in range(number):
+                function()
+            samples[name].append((time.process_time() - start) / number)
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def bare_trigger() -> Callable[[], None]:
+    """Two bare ``transitions`` triggers (flat sync Machine, one model): there and back."""
 
     class Model:
         pass
@@ -89,7 +106,7 @@ def bare_trigger_seconds(repeat: int) -> float:
         model.go()
         model.back()
 
-    return median_time(both, number=2_000, repeat=repeat) / 2
+    return both
 
 
 @functools.cache
@@ -104,10 +121,14 @@ def recorded_runs() -> list[tuple[Entry, list[Event], int]]:
     return runs
 
 
-def core_seconds_per_transition(repeat: int) -> float:
-    """The catalogue's recorded events fed to fresh cores (no world, no trace), per transition."""
+def catalogue_transitions() -> int:
+    """The transitions the catalogue's runs take in all."""
+    return sum(count for _entry, _events, count in recorded_runs())
+
+
+def core_runs() -> Callable[[], None]:
+    """The catalogue's recorded events fed to fresh cores (no world, no trace)."""
     runs = recorded_runs()
-    transitions = sum(count for _entry, _events, count in runs)
 
     def all_runs() -> None:
         for entry, events, _count in runs:
@@ -115,15 +136,14 @@ def core_seconds_per_transition(repeat: int) -> float:
             for event in events:
                 feed(event)
 
-    return median_time(all_runs, number=3, repeat=repeat) / transitions
+    return all_runs
 
 
-def traced_seconds_per_transition(repeat: int, folder: Path | None = None) -> tuple[float, float]:
-    """The same, each event written with its step to a trace: the time per transition
-    (every record written counted in it) and the lines written per transition. The traces
-    are in memory, or with ``folder`` real files there (flushed per line, as a run's are)."""
+def traced_runs(folder: Path | None = None) -> tuple[Callable[[], None], Callable[[], int]]:
+    """The same, each event written with its step to a trace, and a function giving the lines
+    the last pass wrote (the headers not counted). The traces are in memory, or with
+    ``folder`` real files there (flushed per line, as a run's are)."""
     runs = recorded_runs()
-    transitions = sum(count for _entry, _events, count in runs)
     lines = 0
 
     def all_runs() -> None:
@@ -141,8 +161,7 @@ def traced_seconds_per_transition(repeat: int, folder: Path | None = None) -> tu
             written = target.getvalue() if isinstance(target, io.BytesIO) else target.read_bytes()
             lines += written.count(b"\n") - 1  # the header is written once per run
 
-    seconds = median_time(all_runs, number=3, repeat=repeat) / transitions
-    return seconds, lines / transitions
+    return all_runs, lambda: lines
 
 
 def entry_run_seconds(entry: Entry, *, number: int, repeat: int) -> float:
@@ -198,7 +217,7 @@ def long_trace(path: Path, deltas: int) -> None:
     record(entry, path)
 
 
-def parse_seconds(paths: list[Path]) -> float:
+def parse_files(paths: list[Path]) -> Callable[[], None]:
     """Merely parse the files: read them line by line and ``orjson.loads`` every line."""
 
     def parse() -> None:
@@ -207,10 +226,10 @@ def parse_seconds(paths: list[Path]) -> float:
                 for line in file:
                     orjson.loads(line)
 
-    return median_time(parse, number=3, repeat=9)
+    return parse
 
 
-def core_feed_seconds(paths: list[Path]) -> float:
+def feed_core(paths: list[Path]) -> Callable[[], None]:
     """The untraced core fed the events of the files (read beforehand), from fresh cores: the
     work replay must redo, without its parsing and checking."""
     from fsm_agent.trace.reader import read_trace
@@ -230,15 +249,15 @@ def core_feed_seconds(paths: list[Path]) -> float:
                 except Exception:  # a trace that records a core failure stops there
                     break
 
-    return median_time(feed_all, number=3, repeat=9)
+    return feed_all
 
 
-def replay_seconds(paths: list[Path]) -> float:
+def replay_files(paths: list[Path]) -> Callable[[], None]:
     def replay_all() -> None:
         for path in paths:
             replay(path)
 
-    return median_time(replay_all, number=3, repeat=9)
+    return replay_all
 
 
 def _delta(text: str) -> dict[str, object]:
@@ -266,24 +285,24 @@ _BLOCK_START = {
 }
 
 
-def file_line_seconds(repeat: int, folder: Path) -> float:
-    """One orjson line (sorted keys) written to a real file and flushed, as a trace line is."""
+def file_line(file: IO[bytes]) -> Callable[[], None]:
+    """One orjson line (sorted keys) written to ``file`` and flushed, as a trace line is."""
     record_dict = {
         "record": "event",
         "seq": 1,
         "event": {"type": "ModelStreamEvent", "request_id": "r1", "event": _delta("hello")},
     }
-    with (folder / "lines.jsonl").open("wb") as file:
 
-        def line() -> None:
-            file.write(orjson.dumps(record_dict, option=orjson.OPT_SORT_KEYS) + b"\n")
-            file.flush()
+    def line() -> None:
+        file.write(orjson.dumps(record_dict, option=orjson.OPT_SORT_KEYS) + b"\n")
+        file.flush()
 
-        return median_time(line, number=2_000, repeat=repeat)
+    return line
 
 
-def record_write_seconds(repeat: int) -> tuple[float, float]:
-    """One event record through the trace writer vs one bare orjson line."""
+def record_writes() -> tuple[Callable[[], None], Callable[[], None]]:
+    """One event record (a stream delta) through the trace writer, and one bare orjson line of
+    the same record, both into memory."""
     from fsm_agent.core.config import LoopConfig
 
     buffer = io.BytesIO()
@@ -296,17 +315,18 @@ def record_write_seconds(repeat: int) -> tuple[float, float]:
             "delta": {"type": "text_delta", "text": "hello"},
         },
     )
-    written = median_time(lambda: writer.write_event(event), number=2_000, repeat=repeat)
     record_dict = {
         "record": "event",
         "seq": 1,
         "event": {"type": "ModelStreamEvent", "request_id": "r1", "event": event.event},
     }
-    bare = median_time(
-        lambda: buffer.write(orjson.dumps(record_dict, option=orjson.OPT_SORT_KEYS) + b"\n"),
-        number=2_000,
-        repeat=repeat,
-    )
+
+    def written() -> None:
+        writer.write_event(event)
+
+    def bare() -> None:
+        buffer.write(orjson.dumps(record_dict, option=orjson.OPT_SORT_KEYS) + b"\n")
+
     return written, bare
 
 
@@ -677,10 +697,23 @@ def main() -> int:
     repeat = 3 if args.quick else 7
 
     print("fsm_agent benchmarks (medians; ratios against baselines from this same run)\n")
-    bare = bare_trigger_seconds(repeat)
-    ours = core_seconds_per_transition(repeat)
-    traced, records_per_transition = traced_seconds_per_transition(repeat)
-    written, bare_line = record_write_seconds(repeat)
+    transitions = catalogue_transitions()
+    traced_all, traced_lines = traced_runs()
+    written_one, bare_line_one = record_writes()
+    # Timed in turn within each round: every ratio below compares runs made alike.
+    times = alternating_medians(
+        {
+            "bare": (bare_trigger(), 1_000),
+            "core": (core_runs(), 3),
+            "traced": (traced_all, 3),
+            "written": (written_one, 2_000),
+            "line": (bare_line_one, 2_000),
+        },
+        repeat=repeat,
+    )
+    bare, bare_line, written = times["bare"] / 2, times["line"], times["written"]
+    ours, traced = times["core"] / transitions, times["traced"] / transitions
+    records_per_transition = traced_lines() / transitions
     row("bare transitions trigger", f"{bare * 1e6:8.2f} µs", "baseline")
     row("core, per transition taken", f"{ours * 1e6:8.2f} µs", f"{ours / bare:.2f}× bare trigger")
     row("core + trace, per transition", f"{traced * 1e6:8.2f} µs", f"{traced / bare:.2f}× bare")
@@ -704,14 +737,18 @@ def main() -> int:
         f" goal ≤ 1.5× = {1.5 * baseline * 1e6:.1f} µs"
         + ("" if traced <= 1.5 * baseline else "  (goal not reached)"),
     )
-    with tempfile.TemporaryDirectory() as scratch:
-        traced_file, _lines = traced_seconds_per_transition(repeat, Path(scratch))
-        file_line = file_line_seconds(repeat, Path(scratch))
+    with tempfile.TemporaryDirectory() as scratch, Path(scratch, "lines").open("wb") as line_file:
+        traced_to_files, _lines = traced_runs(Path(scratch))
+        times = alternating_medians(
+            {"traced": (traced_to_files, 3), "line": (file_line(line_file), 2_000)}, repeat=repeat
+        )
+        traced_file, file_line_seconds = times["traced"] / transitions, times["line"]
     row(
         "one traced transition, to a real file",
         f"{traced_file * 1e6:8.2f} µs",
-        f"{traced_file / (bare + file_line):.2f}× (bare trigger + one orjson line written and"
-        f" flushed to a real file, {file_line * 1e6:.2f} µs); same catalogue, a flush per line",
+        f"{traced_file / (bare + file_line_seconds):.2f}× (bare trigger + one orjson line written"
+        f" and flushed to a real file, {file_line_seconds * 1e6:.2f} µs); same catalogue, a"
+        " flush per line and a file per run",
     )
     import peer_comparison  # beside this script; installs the peers in their own virtualenv
 
@@ -749,8 +786,10 @@ def main() -> int:
             ("golden corpus", corpus, False),
             ("a long run", [long_path], True),
         ):
-            parsed = parse_seconds(paths)
-            replayed = replay_seconds(paths)
+            times = alternating_medians(
+                {"parse": (parse_files(paths), 3), "replay": (replay_files(paths), 3)}, repeat=9
+            )
+            parsed, replayed = times["parse"], times["replay"]
             lines = sum(len(p.read_bytes().splitlines()) for p in paths)
             rate = parsed / replayed
             goal = (" (goal ≥ 0.33" + ("" if rate >= 1 / 3 else ", not reached") + ")") * budget
@@ -761,9 +800,16 @@ def main() -> int:
             )
         # Issue 10: on a transition-heavy trace replay must re-run the core, so the core fed
         # the same events plus parsing the file is its floor; the long run is delta-heavy.
-        fed = core_feed_seconds(corpus)
-        floor = fed + parse_seconds(corpus)
-        ratio = replay_seconds(corpus) / floor
+        times = alternating_medians(
+            {
+                "fed": (feed_core(corpus), 3),
+                "parse": (parse_files(corpus), 3),
+                "replay": (replay_files(corpus), 3),
+            },
+            repeat=9,
+        )
+        fed = times["fed"]
+        ratio = times["replay"] / (fed + times["parse"])
         row(
             "replay ÷ (core fed + parse), golden",
             f"{ratio:8.2f} ×",

@@ -32,7 +32,7 @@ from fsm_agent.core.checkpoint import CoreCheckpoint
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.context_collapse import STAGING_SHARE, CollapsedSpan, CollapseView
 from fsm_agent.core.hook_results import context_and_notices
-from fsm_agent.core.loop_state import AutoCompactTracking, LoopState
+from fsm_agent.core.loop_state import AutoCompactTracking, LoopState, evolved, new_state
 from fsm_agent.core.messages import (
     COMPACT_BOUNDARY,
     ApiErrorKind,
@@ -51,6 +51,7 @@ from fsm_agent.core.messages import (
     text_of,
 )
 from fsm_agent.core.microcompact import COMPACTABLE_TOOLS, clear_old_results, gap_elapsed
+from fsm_agent.core.record_builder import record_builder
 from fsm_agent.core.request_history import RequestHistory
 from fsm_agent.core.snip import SNIP_REQUEST, SnipOutcome, plan_snip, snip_ids
 from fsm_agent.core.step import Step, TransitionTaken
@@ -130,6 +131,11 @@ _QUIET_STEP = Step()
 # Frozen values a new core starts from (shared: built once, never changed).
 _NO_STATE = LoopState()
 _NO_USAGE = Usage()
+# The records built on most events, built without attrs' __init__ (record_builder says why).
+_new_step = record_builder(Step)
+_new_emit = record_builder(fx.Emit)
+_new_run_hooks = record_builder(fx.RunHooks)
+_new_call_model = record_builder(fx.CallModel)
 
 
 @attrs.define(slots=True)
@@ -513,9 +519,7 @@ class AgentCore:
             max_output_tokens=checkpoint.max_output_tokens,
             run_tool_ids=self._tool_ids,
         )
-        self._executor = (
-            self._new_executor(batch_mode=False) if self.config.streaming_tool_execution else None
-        )
+        self._executor = None  # as _start_request leaves it
         self._refresh_hot_request()
 
     # --- feeding -------------------------------------------------------------------------------
@@ -528,29 +532,17 @@ class AgentCore:
                 f"(first error: {self._poisoned!r})"
             )
         if type(event) is ev.ModelStreamEvent and self._machine_model.state == _STREAMING:
+            if event.request_id == self._hot_request:
+                return self.feed_stream(event.request_id, event.event, event=event)
             return self._stream_step(event.request_id, event.event, event)
         self._transitions = []
         self._effects = []
         try:
             self._dispatch(event)
-            self._settle()
+            return self._settle()
         except BaseException as exc:
             self._poison(exc)
             raise
-        return self._finish_step()
-
-    def _finish_step(self) -> Step:
-        # _refresh_hot_request, inline: this runs once per step
-        hot = (
-            self._machine_model.state == _STREAMING
-            and self._stream_error is None
-            and self._assembler is not None
-        )
-        self._hot_request = self._request_id if hot else None
-        transitions, effects = self._transitions, self._effects
-        if not (transitions or effects or self._terminal is not None):
-            return _QUIET_STEP
-        return Step(transitions=tuple(transitions), effects=tuple(effects), terminal=self._terminal)
 
     def _poison(self, exc: BaseException) -> None:
         self._poisoned = exc
@@ -565,11 +557,14 @@ class AgentCore:
         )
         self._hot_request = self._request_id if hot else None
 
-    def feed_stream(self, request_id: str, raw: dict[str, Any]) -> Step:
+    def feed_stream(
+        self, request_id: str, raw: dict[str, Any], *, event: ev.ModelStreamEvent | None = None
+    ) -> Step:
         """The same as ``feed(ModelStreamEvent(request_id=..., event=raw))``, faster.
 
         Most events of a run are stream deltas; this entry builds the event object only when
-        the delta completes something. Drivers and replay use it on their hot path.
+        the delta completes something, and not at all when ``event`` is that object.
+        Drivers and replay use it on their hot path.
         """
         if request_id == self._hot_request:
             assembler = self._assembler
@@ -577,14 +572,14 @@ class AgentCore:
             try:
                 completed = assembler.feed(raw)
             except FsmAgentError as exc:  # a protocol error: the model_error row, below
-                return self._stream_step(request_id, raw, None, refused=str(exc))
+                return self._stream_step(request_id, raw, event, refused=str(exc))
             except BaseException as exc:
                 self._poison(exc)
                 raise
             if not completed:
                 return _QUIET_STEP
-            return self._stream_step(request_id, raw, None, completed=completed)
-        return self.feed(ev.ModelStreamEvent(request_id=request_id, event=raw))
+            return self._stream_step(request_id, raw, event, completed=completed)
+        return self.feed(event or ev.ModelStreamEvent(request_id=request_id, event=raw))
 
     def _stream_step(
         self,
@@ -610,11 +605,10 @@ class AgentCore:
                 return _QUIET_STEP
             self._event = event or ev.ModelStreamEvent(request_id=request_id, event=raw)
             self._fire_first(_STREAM_ROWS)
-            self._settle()
+            return self._settle()
         except BaseException as exc:
             self._poison(exc)
             raise
-        return self._finish_step()
 
     def _dispatch(self, event: ev.Event) -> None:
         phase = self._machine_model.state
@@ -632,24 +626,41 @@ class AgentCore:
                     f"{phase!r} waits for {self._awaiting!r}"
                 )
         if answers_request:
-            self._check_request(cast(ev.ModelStreamClosed | ev.ModelStreamFailed, event).request_id)
+            # (The type as a string: a union written out would be built on every call.)
+            request_id = cast("ev.ModelStreamClosed | ev.ModelStreamFailed", event).request_id
+            if request_id != self._request_id:
+                self._check_request(request_id)
         self._event = event
         if handler is not None:
             handler(self, event)
         if rows is not None and not self._fire_first(rows) and handler is None:
             raise DefinitionError(f"no row fired for {type(event).__name__} in {phase}")
 
-    def _settle(self) -> None:
+    def _settle(self) -> Step:
+        """Fire automatic rows until the loop rests in a phase that waits for an event (or a
+        final state), then make the step; one call per event (DESIGN §7)."""
         model = self._machine_model
         while self._terminal is None:
             rows = _AUTOMATIC_ROWS.get(model.state)
             if rows is None or not self._fire_first(rows):
-                return
+                break
+        # _refresh_hot_request, inline
+        hot = (
+            model.state == _STREAMING and self._stream_error is None and self._assembler is not None
+        )
+        self._hot_request = self._request_id if hot else None
+        transitions, effects = self._transitions, self._effects
+        if not (transitions or effects or self._terminal is not None):
+            return _QUIET_STEP
+        return _new_step(
+            transitions=tuple(transitions), effects=tuple(effects), terminal=self._terminal
+        )
 
     def _fire_first(self, rows: tuple[_Firing, ...]) -> bool:
         """Fire the first row of a group whose guard holds (DESIGN §2); False if none does."""
-        for guard, taken, trigger, action, final in rows:
+        for guard, firing in rows:
             if guard is None or guard(self):
+                taken, trigger, action, final = firing
                 trigger(self._machine_model)
                 self._transitions.append(taken)
                 if action is not None:
@@ -730,27 +741,22 @@ class AgentCore:
     # --- helpers ---------------------------------------------------------------------------------
 
     def _set_tools(self, tools: Sequence[ToolSpec]) -> None:
-        specs: dict[str, ToolSpec] = {}
-        for spec in tools:
-            for name in (spec.name, *spec.aliases):
-                if name in specs:
-                    raise DefinitionError(f"two tools are called {name!r}")
-                specs[name] = spec
-        self.tools = tuple(tools)
-        self._specs = specs
-        unbounded: set[str] = set()
-        shells: set[str] = set()
-        for name, spec in specs.items():
-            if spec.unbounded_results:
-                unbounded.add(name)
-            if spec.is_shell:
-                shells.add(name)
-        self._unbounded_tools = frozenset(unbounded)
-        self._compactable_tools = COMPACTABLE_TOOLS | shells
+        global _last_tool_tables  # noqa: PLW0603 - a one-entry memo, replaced whole
+        memo = _last_tool_tables
+        if memo is not None and memo.tools is tools:
+            tables = memo
+        else:
+            tables = _tool_tables(tools)
+            if type(tools) is tuple:  # immutable, so the same object means the same tools
+                _last_tool_tables = tables
+        self.tools = tables.tools
+        self._specs = tables.specs
+        self._unbounded_tools = tables.unbounded
+        self._compactable_tools = tables.compactable
 
     def _show(self, message: Message) -> None:
         self._transcript.append(message)
-        self._effects.append(fx.Emit(message=message))
+        self._effects.append(_new_emit(message=message))
 
     def _new_executor(self, *, batch_mode: bool) -> ToolExecutor:
         return ToolExecutor(
@@ -784,7 +790,9 @@ class AgentCore:
         self, hook_event: fx.HookEvent, payload: dict[str, Any], *, wait: bool = False
     ) -> None:
         """Ask for the hooks of a loop-level event; ``wait``: the phase waits for their answer."""
-        effect = fx.RunHooks(effect_id=self.new_effect_id(), hook_event=hook_event, payload=payload)
+        effect = _new_run_hooks(
+            effect_id=self.new_effect_id(), hook_event=hook_event, payload=payload
+        )
         if wait:
             self._await(effect)
         else:
@@ -795,7 +803,7 @@ class AgentCore:
         for message in context_and_notices(outcome, self.new_uuid):
             self._show(message)
             if isinstance(message, AttachmentMessage):
-                self._state = attrs.evolve(self._state, messages=(*self._state.messages, message))
+                self._state = evolved(self._state, messages=(*self._state.messages, message))
 
     def _api_error(self, kind: ApiErrorKind, text: str, *, withheld: bool) -> None:
         message = ApiErrorMessage(uuid=self.new_uuid(), kind=kind, text=text, withheld=withheld)
@@ -834,12 +842,12 @@ class AgentCore:
             max_output_tokens=max_tokens,
             run_tool_ids=self._tool_ids,
         )
-        self._executor = (
-            self._new_executor(batch_mode=False) if self.config.streaming_tool_execution else None
-        )
+        # Made when the response's first tool_use completes (streaming, SPEC §5.2) or when
+        # tools are requested (batch, SPEC §5.1): most responses ask for no tool.
+        self._executor = None
         self._budget.mark_sent(self._state.messages)
         self._effects.append(
-            fx.CallModel(
+            _new_call_model(
                 effect_id=self.new_effect_id(),
                 request_id=self._request_id,
                 model=self._model_name,
@@ -875,9 +883,7 @@ class AgentCore:
                 self._show(TombstoneMessage(uuid=self.new_uuid(), target_uuid=message.uuid))
         if kept:
             results = [m for call in ran for m in call.messages]
-            self._state = attrs.evolve(
-                self._state, messages=(*self._state.messages, *kept, *results)
-            )
+            self._state = evolved(self._state, messages=(*self._state.messages, *kept, *results))
         self._assistant = []
         self._tool_results = []
 
@@ -921,7 +927,7 @@ class AgentCore:
 
     def _continue_with(self, name: str, **changes: Any) -> None:
         """Start the next iteration from the state with ``changes`` (SPEC §2.1), as ``name``."""
-        self._state = attrs.evolve(self._state, transition=name, **changes)
+        self._state = evolved(self._state, transition=name, **changes)
 
     def _iteration_messages(self) -> tuple[Message, ...]:
         """messagesForQuery + this iteration's assistant messages (API errors left out)."""
@@ -967,11 +973,14 @@ class AgentCore:
                     self._show(message)
                 continue
             self._show(message)
-            if self._executor is None or not isinstance(message, AssistantMessage):
+            if not (self.config.streaming_tool_execution and isinstance(message, AssistantMessage)):
                 continue
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
-                    self._executor.add(block, self._assembler.tool_input_errors.get(block.id))
+                    executor = self._executor
+                    if executor is None:
+                        executor = self._executor = self._new_executor(batch_mode=False)
+                    executor.add(block, self._assembler.tool_input_errors.get(block.id))
         if completed and self._executor is not None:
             self._executor.pump()
 
@@ -1210,7 +1219,7 @@ class AgentCore:
 
     def _on_run_started(self) -> None:
         event: ev.TurnStarted = self._event
-        self._state = LoopState(messages=tuple(event.messages))
+        self._state = new_state(messages=tuple(event.messages))
         self._transcript.extend(event.messages)
         self._wall_now = event.wall_time
         self._last_response_at = event.last_response_wall_time
@@ -1292,7 +1301,7 @@ class AgentCore:
             self._collapse.forget_staged_touching(before, gone)
             self._snipped |= gone
             kept = tuple(m for m in self._state.messages if m.uuid not in gone)
-            self._state = attrs.evolve(self._state, messages=kept)
+            self._state = evolved(self._state, messages=kept)
         freed = self._history_rewritten(before)
         report = texts.snip_outcome(
             removed=len(outcome.removed),
@@ -1302,7 +1311,7 @@ class AgentCore:
             tokens_freed=freed,
         )
         note = self._meta_user(report)
-        self._state = attrs.evolve(self._state, messages=(*self._state.messages, note))
+        self._state = evolved(self._state, messages=(*self._state.messages, note))
 
     def _cleared_history(self) -> tuple[Message, ...] | None:
         return clear_old_results(
@@ -1317,7 +1326,7 @@ class AgentCore:
         cleared = self._cleared_history()
         assert cleared is not None
         before = self.messages_for_query()
-        self._state = attrs.evolve(self._state, messages=cleared)
+        self._state = evolved(self._state, messages=cleared)
         self._history_rewritten(before)
 
     def _on_tool_results_persisted(self) -> None:
@@ -1340,7 +1349,7 @@ class AgentCore:
             if replaced is not message:
                 self._replace_in_transcript(message, replaced)
             messages.append(replaced)
-        self._state = attrs.evolve(self._state, messages=tuple(messages))
+        self._state = evolved(self._state, messages=tuple(messages))
         self._history_rewritten(before)
 
     def _on_token_count_requested(self) -> None:
@@ -1403,7 +1412,7 @@ class AgentCore:
         for message in messages:
             self._show(message)
         before = self.messages_for_query()
-        self._state = attrs.evolve(self._state, messages=tuple(messages))
+        self._state = evolved(self._state, messages=tuple(messages))
         self._history_rewritten(before)
 
     def _on_autocompact_done(self) -> None:
@@ -1411,14 +1420,14 @@ class AgentCore:
         self._adopt_compacted(event.messages)
         self._count_compaction()
         self._compacted_this_iteration = True
-        self._state = attrs.evolve(
+        self._state = evolved(
             self._state,
             auto_compact=AutoCompactTracking(compacted=True, turn_id=event.effect_id),
         )
 
     def _on_autocompact_failed(self) -> None:
         tracking = self._state.auto_compact or AutoCompactTracking()
-        self._state = attrs.evolve(
+        self._state = evolved(
             self._state,
             auto_compact=attrs.evolve(
                 tracking, consecutive_failures=tracking.consecutive_failures + 1
@@ -1578,7 +1587,7 @@ class AgentCore:
         # SPEC §7.4: a staged span is committed and projected, the history kept; a collapse
         # made on demand brings the collapsed view itself.
         if event.messages or not self._collapse.commit():
-            self._state = attrs.evolve(self._state, messages=tuple(event.messages))
+            self._state = evolved(self._state, messages=tuple(event.messages))
         self._history_rewritten(before)
         self._continue_with(
             "collapse_drain_retry",
@@ -1764,6 +1773,44 @@ class AgentCore:
         )
 
 
+@attrs.frozen
+class _ToolTables:
+    """What the core looks tools up in, derived from the tools it was given (read-only)."""
+
+    tools: tuple[ToolSpec, ...]
+    specs: dict[str, ToolSpec]  # by name and by alias
+    unbounded: frozenset[str]  # names whose results the budget never persists (SPEC §7.1)
+    compactable: frozenset[str]  # names whose old results microcompact clears (SPEC §7.3)
+
+
+def _tool_tables(tools: Sequence[ToolSpec]) -> _ToolTables:
+    specs: dict[str, ToolSpec] = {}
+    for spec in tools:
+        for name in (spec.name, *spec.aliases):
+            if name in specs:
+                raise DefinitionError(f"two tools are called {name!r}")
+            specs[name] = spec
+    unbounded: set[str] = set()
+    shells: set[str] = set()
+    for name, spec in specs.items():
+        if spec.unbounded_results:
+            unbounded.add(name)
+        if spec.is_shell:
+            shells.add(name)
+    return _ToolTables(
+        tools=tools if type(tools) is tuple else tuple(tools),
+        specs=specs,
+        unbounded=frozenset(unbounded),
+        compactable=COMPACTABLE_TOOLS | shells,
+    )
+
+
+# The tables of the last tools tuple a core was given: programs build a fresh core per run
+# from one tuple of tools (DESIGN §7: construction is part of a run's price), and the tables
+# depend on nothing else. Never changed in place, so cores may share them.
+_last_tool_tables: _ToolTables | None = None
+
+
 def _last_of(messages: Sequence[Message], kind: type[_M]) -> _M | None:
     """The last of ``messages`` that is a ``kind`` (a loop: no generator on the hot path)."""
     for position in range(len(messages) - 1, -1, -1):
@@ -1785,13 +1832,16 @@ def _only_tool_uses_of(message: Message, call_ids: set[str]) -> bool:
 # A row as the core fires it from one source, resolved once (DESIGN §7): its guard (None:
 # always), its transition record (it depends only on the row and the source), the trigger of
 # its ``transitions`` event, its ``_on_<name>`` action (None: none) and the final state it
-# reaches (None: not final). Firing is then unpacking a tuple, with no lookup per row.
+# reaches (None: not final). Firing is then unpacking a tuple, with no lookup per row; the
+# guard stands apart, so a row whose guard fails costs no more than the guard.
 _Firing = tuple[
     Callable[["AgentCore"], bool] | None,
-    TransitionTaken,
-    Callable[[_LoopModel], bool],
-    Callable[["AgentCore"], None] | None,
-    str | None,
+    tuple[
+        TransitionTaken,
+        Callable[[_LoopModel], bool],
+        Callable[["AgentCore"], None] | None,
+        str | None,
+    ],
 ]
 # What feeding an event type in a phase does: the handler of an event the phase consumes
 # (INTERNAL_EVENTS), the rows it may fire, whether it must answer the effect the phase
@@ -1815,10 +1865,12 @@ def _firings(source: str, rows: tuple[Row, ...]) -> tuple[_Firing, ...]:
     return tuple(
         (
             getattr(AgentCore, f"_guard_{row.guard}") if row.guard is not None else None,
-            TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest),
-            LOOP_MACHINE.events[row.name].trigger,
-            getattr(AgentCore, f"_on_{row.name}", None),
-            row.dest if row.dest in FINAL_STATES else None,
+            (
+                TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest),
+                LOOP_MACHINE.events[row.name].trigger,
+                getattr(AgentCore, f"_on_{row.name}", None),
+                row.dest if row.dest in FINAL_STATES else None,
+            ),
         )
         for row in rows
     )

@@ -1,14 +1,18 @@
 """The loop's carried state (SPEC §1.1), replaced wholesale at every continue.
 
-Each continue transition builds the next ``LoopState`` with ``attrs.evolve``, applying the
+Each continue transition builds the next ``LoopState`` with :func:`evolved`, applying the
 reset/keep rules of SPEC §2.1; the core's ``_on_<reason>`` methods say which, field by field.
 """
 
 from __future__ import annotations
 
+import operator
+from typing import Any
+
 import attrs
 
 from fsm_agent.core.messages import Message
+from fsm_agent.core.record_builder import record_builder
 
 
 @attrs.frozen(kw_only=True)
@@ -48,3 +52,18 @@ class LoopState:
     transition: str | None = None
     stop_hook_blocks: int = 0
     pause_turns: int = 0
+
+
+new_state = record_builder(LoopState)
+"""``LoopState(...)``, built without attrs' frozen ``__init__`` (see ``record_builder``)."""
+
+_FIELD_NAMES = tuple(field.name for field in attrs.fields(LoopState))
+_field_values = operator.attrgetter(*_FIELD_NAMES)
+
+
+def evolved(state: LoopState, /, **changes: Any) -> LoopState:
+    """``attrs.evolve(state, **changes)``, without its walk over the class's field records: the
+    core builds a state per continue and per change of history (DESIGN §7)."""
+    values = dict(zip(_FIELD_NAMES, _field_values(state), strict=True))
+    values.update(changes)
+    return new_state(**values)

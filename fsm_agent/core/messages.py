@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from fsm_agent.core import kinds
+from fsm_agent.core.record_builder import record_builder
 
 # --- content blocks ------------------------------------------------------------------------
 
@@ -172,7 +173,7 @@ class Usage:
     extra: dict[str, Any] = attrs.field(factory=dict)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
+        return _new_usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cache_creation_input_tokens=self.cache_creation_input_tokens
@@ -193,6 +194,9 @@ class Usage:
             + self.cache_read_input_tokens
             + self.output_tokens
         )
+
+
+_new_usage = record_builder(Usage)  # one per response (record_builder says why)
 
 
 def _add_counts(left: dict[str, int] | None, right: dict[str, int] | None) -> dict[str, int] | None:

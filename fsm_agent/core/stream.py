@@ -59,6 +59,7 @@ from fsm_agent.core.messages import (
     ToolUseBlock,
     Usage,
 )
+from fsm_agent.core.record_builder import record_builder
 from fsm_agent.errors import ModelProtocolError
 
 _NOTHING: Final[tuple[Message, ...]] = ()
@@ -92,10 +93,15 @@ _USAGE_FIELDS: Final = (
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
 )
-_USAGE_TABLES: Final = ("cache_creation", "server_tool_use")
-_USAGE_KEYS: Final = frozenset({*_USAGE_FIELDS, *_USAGE_TABLES, "service_tier"})
+_USAGE_KEYS: Final = frozenset(
+    {*_USAGE_FIELDS, "cache_creation", "server_tool_use", "service_tier"}
+)
 _ONLY_INT: Final = frozenset({int})  # a count table's values are all exactly ints
 _NO_USAGE: Final = Usage()  # shared (a frozen value): what a response used before it reports
+# Built for every usage report and content block (record_builder says why).
+_new_usage = record_builder(Usage)
+_new_assistant_message = record_builder(AssistantMessage)
+_new_text_block = record_builder(TextBlock)
 
 
 @attrs.define(slots=True)
@@ -133,35 +139,45 @@ def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
         return previous
     if type(raw) is not dict and not isinstance(raw, Mapping):
         raise _protocol_error(event_type, None, "usage must be an object")
-    counts: list[int] = []
-    for name in _USAGE_FIELDS:
-        value = raw.get(name)
-        if value is None:
-            value = getattr(previous, name)
-        elif type(value) is not int:
-            raise _protocol_error(event_type, None, f"usage.{name} must be an integer")
-        counts.append(value)
-    tables: list[dict[str, int] | None] = []
-    for name in _USAGE_TABLES:
-        table = raw.get(name)
-        if table is None:
-            tables.append(getattr(previous, name))
-        elif (type(table) is dict or isinstance(table, Mapping)) and _ONLY_INT.issuperset(
-            map(type, table.values())
-        ):
-            tables.append(dict(table))
-        else:
-            raise _protocol_error(event_type, None, f"usage.{name} must map names to integers")
-    tier = raw.get("service_tier")
+    get = raw.get
+    input_tokens = get("input_tokens")
+    output_tokens = get("output_tokens")
+    cache_creation_tokens = get("cache_creation_input_tokens")
+    cache_read_tokens = get("cache_read_input_tokens")
+    # Every event of a response names all four counts; read one by one only when one is
+    # missing (it keeps the previous value) or wrong (a protocol error).
+    if not (
+        type(input_tokens) is int
+        and type(output_tokens) is int
+        and type(cache_creation_tokens) is int
+        and type(cache_read_tokens) is int
+    ):
+        input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens = _counts(
+            raw, previous, event_type
+        )
+    cache_creation = get("cache_creation")
+    cache_creation = (
+        previous.cache_creation
+        if cache_creation is None
+        else _count_table(cache_creation, "cache_creation", event_type)
+    )
+    server_tool_use = get("server_tool_use")
+    server_tool_use = (
+        previous.server_tool_use
+        if server_tool_use is None
+        else _count_table(server_tool_use, "server_tool_use", event_type)
+    )
+    tier = get("service_tier")
     # Fields this model does not name are kept as received, the newest value winning.
-    extra = dict(previous.extra)
-    if not _USAGE_KEYS.issuperset(raw):
-        for key, value in raw.items():
-            if value is not None and key not in _USAGE_KEYS:
+    extra = dict(previous.extra) if previous.extra else {}
+    unknown = raw.keys() - _USAGE_KEYS
+    if unknown:
+        # In the order received: a set has none (one such field is the usual case).
+        for key in unknown if len(unknown) == 1 else raw:
+            value = raw[key]
+            if value is not None and key in unknown:
                 extra[key] = value
-    input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens = counts
-    cache_creation, server_tool_use = tables
-    return Usage(
+    return _new_usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cache_creation_input_tokens=cache_creation_tokens,
@@ -175,6 +191,28 @@ def _usage_from(raw: object, previous: Usage, event_type: str) -> Usage:
         ),
         extra=extra,
     )
+
+
+def _counts(raw: Mapping[str, Any], previous: Usage, event_type: str) -> list[int]:
+    """The four counts of a usage dict, in ``_USAGE_FIELDS`` order, absent ones kept."""
+    counts: list[int] = []
+    for name in _USAGE_FIELDS:
+        value = raw.get(name)
+        if value is None:
+            value = getattr(previous, name)
+        elif type(value) is not int:
+            raise _protocol_error(event_type, None, f"usage.{name} must be an integer")
+        counts.append(value)
+    return counts
+
+
+def _count_table(table: object, name: str, event_type: str) -> dict[str, int]:
+    """A copy of a usage table of counts by name (``cache_creation``, ``server_tool_use``)."""
+    if (type(table) is dict or isinstance(table, Mapping)) and _ONLY_INT.issuperset(
+        map(type, table.values())
+    ):
+        return dict(table)
+    raise _protocol_error(event_type, None, f"usage.{name} must map names to integers")
 
 
 @attrs.define(slots=True)
@@ -288,7 +326,7 @@ class StreamAssembler:
         """
         # Built directly, not with attrs.evolve (once per response; test_stream checks that
         # every other field is carried over).
-        return AssistantMessage(
+        return _new_assistant_message(
             uuid=message.uuid,
             message_id=message.message_id,
             content=message.content,
@@ -474,7 +512,7 @@ class StreamAssembler:
         """The message of a finished block; ``cut_short`` when ``message_stop`` ended it."""
         content: ContentBlock
         if block.kind == _TEXT:
-            content = TextBlock(text="".join(block.pieces), citations=tuple(block.citations))
+            content = _new_text_block(text="".join(block.pieces), citations=tuple(block.citations))
         elif block.kind == _THINKING:
             content = ThinkingBlock(thinking="".join(block.pieces), signature=block.signature)
         elif block.kind == _REDACTED:
@@ -494,7 +532,7 @@ class StreamAssembler:
         self.blocks_completed += 1
         assert self.message_id is not None  # set by message_start, checked before this
         return (
-            AssistantMessage(
+            _new_assistant_message(
                 uuid=self.new_uuid(),
                 message_id=self.message_id,
                 content=(content,),

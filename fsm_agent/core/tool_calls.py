@@ -46,6 +46,7 @@ from fsm_agent.core.messages import (
     ToolUseBlock,
     UserMessage,
 )
+from fsm_agent.core.record_builder import record_builder
 from fsm_agent.core.step import TransitionTaken
 from fsm_agent.core.tables import (
     EXECUTING_STATES,
@@ -65,6 +66,17 @@ _VALIDATING = CallState.VALIDATING.value
 _PERMISSION = CallState.PERMISSION.value
 _NOT_STARTED = frozenset({CallState.QUEUED.value, _VALIDATING})
 _ENDED = _RESULT_READY | {_YIELDED}
+# Tool events that name the effect they answer, not the call; and those that only report.
+# (Tuples, not ``A | B``: a union written in the check would be built on every event.)
+_ANSWERS_EFFECT = (ev.HooksFinished, ev.PermissionDecided, ev.PermissionPromptShown)
+_FACTS_ONLY = (ev.ToolProgressReported, ev.SubagentStarted)
+# Built on every tool-machine move and call, without attrs' __init__ (record_builder says why).
+_new_transition = record_builder(TransitionTaken)
+_new_run_hooks = record_builder(fx.RunHooks)
+_new_run_tool_step = record_builder(fx.RunToolStep)
+_new_ask_permission = record_builder(fx.AskPermission)
+_new_tool_result = record_builder(ToolResultBlock)
+_new_user_message = record_builder(UserMessage)
 
 
 class ToolSink(Protocol):
@@ -241,7 +253,7 @@ class ToolExecutor:
 
     def owns(self, event: ev.Event) -> ToolCall | None:
         """The call an event is about, or None when it is not one of this executor's."""
-        if isinstance(event, ev.HooksFinished | ev.PermissionDecided | ev.PermissionPromptShown):
+        if isinstance(event, _ANSWERS_EFFECT):
             return self._by_effect.get(event.effect_id)
         call_id = getattr(event, "call_id", None)
         return self.calls.get(call_id) if isinstance(call_id, str) else None
@@ -287,7 +299,7 @@ class ToolExecutor:
         call.awaiting = effect_id
         context = dict(self._sink.tool_context) if step is fx.ToolStep.CALL else {}
         self._sink.add_effect(
-            fx.RunToolStep(
+            _new_run_tool_step(
                 effect_id=effect_id,
                 call_id=call.call_id,
                 step=step,
@@ -312,7 +324,7 @@ class ToolExecutor:
 
     def handle_owned(self, call: ToolCall, event: ev.Event) -> None:
         """:meth:`handle` for an event already known to be about ``call`` (``owns``)."""
-        if isinstance(event, ev.ToolProgressReported | ev.SubagentStarted):
+        if isinstance(event, _FACTS_ONLY):
             return  # facts for the user and the trace; no transition (DESIGN §2)
         if isinstance(event, ev.PermissionPromptShown):
             if call.state == _PERMISSION:
@@ -373,7 +385,7 @@ class ToolExecutor:
         elif _holds_back(call):
             heapq.heappush(self._holding, call.index)
         self._sink.add_transition(
-            TransitionTaken(
+            _new_transition(
                 machine="tool", name=name, source=source, dest=state, call_id=call.call_id
             )
         )
@@ -426,7 +438,7 @@ class ToolExecutor:
         call.awaiting = effect_id
         self._by_effect[effect_id] = call
         self._sink.add_effect(
-            fx.RunHooks(
+            _new_run_hooks(
                 effect_id=effect_id,
                 hook_event=hook_event,
                 call_id=call.call_id,
@@ -454,7 +466,7 @@ class ToolExecutor:
         call.awaiting = effect_id
         self._by_effect[effect_id] = call
         self._sink.add_effect(
-            fx.AskPermission(
+            _new_ask_permission(
                 effect_id=effect_id,
                 call_id=call.call_id,
                 tool_name=call.tool_name,
@@ -542,10 +554,13 @@ class ToolExecutor:
         # Also for a discarded attempt: every tool_use handed to the caller gets its one
         # tool_result (SPEC §5.2 synthetic texts); the core decides which ones stay visible.
         call.handed_back = True
-        result = ToolResultBlock(
+        result = _new_tool_result(
             tool_use_id=call.call_id, content=call.content, is_error=call.is_error
         )
-        call.messages = (UserMessage(uuid=self._sink.new_uuid(), content=(result,)), *call.extra)
+        call.messages = (
+            _new_user_message(uuid=self._sink.new_uuid(), content=(result,)),
+            *call.extra,
+        )
         self._sink.hand_back(call, list(call.messages))
 
     # --- cancellation ------------------------------------------------------------------------

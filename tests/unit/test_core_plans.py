@@ -3,6 +3,8 @@ the tables say (guard, record, action, final state, slot change), for every row 
 
 from __future__ import annotations
 
+import pytest
+
 from fsm_agent.core import agent_core as core_module
 from fsm_agent.core import tool_calls
 from fsm_agent.core.agent_core import _AWAITING_PHASES, INTERNAL_EVENTS, AgentCore
@@ -22,6 +24,8 @@ from fsm_agent.core.tables import (
     TOOL_ROWS,
     Row,
 )
+from fsm_agent.core.tool_spec import ToolSpec
+from fsm_agent.errors import DefinitionError
 
 
 def _groups(rows: tuple[Row, ...]) -> dict[tuple[str, type | None], list[Row]]:
@@ -35,7 +39,7 @@ def _groups(rows: tuple[Row, ...]) -> dict[tuple[str, type | None], list[Row]]:
 def _check_firings(source: str, rows: list[Row], firings: tuple[core_module._Firing, ...]) -> None:
     assert len(firings) == len(rows)
     for row, firing in zip(rows, firings, strict=True):
-        guard, taken, trigger, action, final = firing
+        guard, (taken, trigger, action, final) = firing
         expected_guard = getattr(AgentCore, f"_guard_{row.guard}") if row.guard else None
         assert guard is expected_guard, row.name
         assert (taken.machine, taken.name, taken.source, taken.dest) == (
@@ -94,3 +98,23 @@ def test_every_tool_row_moves_with_its_slot_change() -> None:
         assert trigger == TOOL_MACHINE.events[name].trigger
         assert slots == (row.dest in EXECUTING_STATES) - (source in EXECUTING_STATES)
         assert action is getattr(tool_calls.ToolExecutor, f"_on_{name}", None)
+
+
+def test_cores_given_one_tools_tuple_share_its_tables() -> None:
+    """A fresh core per run from one tuple of tools reuses that tuple's tables; another tuple,
+    or a list (which may change), gets its own, and a clash of names is refused every time."""
+
+    tools = (ToolSpec(name="Read", unbounded_results=True), ToolSpec(name="Bash", is_shell=True))
+    first, second = AgentCore(tools=tools), AgentCore(tools=tools)
+    assert first._specs is second._specs
+    assert first.tools is tools
+    assert first._unbounded_tools == {"Read"} and "Bash" in first._compactable_tools
+    listed = AgentCore(tools=list(tools))
+    assert listed._specs is not first._specs and listed._specs == first._specs
+    assert listed.tools == tools
+    other = AgentCore(tools=(ToolSpec(name="Read"),))
+    assert other._unbounded_tools == frozenset() and "Bash" not in other._specs
+    clash = (ToolSpec(name="Read"), ToolSpec(name="Cat", aliases=("Read",)))
+    for _ in range(2):
+        with pytest.raises(DefinitionError, match="Read"):
+            AgentCore(tools=clash)

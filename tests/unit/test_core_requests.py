@@ -39,3 +39,34 @@ def test_feed_stream_refuses_the_same_way() -> None:
     core, _current = streaming_core()
     with pytest.raises(UsageError):
         core.feed_stream("r-old", {"type": "ping"})
+
+
+def _response(request_id: str) -> list[ev.ModelStreamEvent]:
+    raws: list[dict[str, object]] = [
+        {"type": "message_start", "message": {"id": "msg_1", "model": "m", "usage": {}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}},
+        {"type": "content_block_delta", "index": 9, "delta": {"type": "text_delta", "text": "x"}},
+    ]
+    return [ev.ModelStreamEvent(request_id=request_id, event=raw) for raw in raws]
+
+
+def test_stream_events_give_the_same_steps_by_every_entry() -> None:
+    """feed(event), feed_stream(parts) and feed_stream(parts, event=event) take each delta
+    alike, a malformed one (the model_error row) included."""
+    steps = []
+    for entry in ("feed", "parts", "parts and event"):
+        core, current = streaming_core()
+        taken = []
+        for event in _response(current):
+            if entry == "feed":
+                taken.append(core.feed(event))
+            elif entry == "parts":
+                taken.append(core.feed_stream(event.request_id, event.event))
+            else:
+                taken.append(core.feed_stream(event.request_id, event.event, event=event))
+        assert core.terminal == "model_error"
+        steps.append(taken)
+    assert steps[0] == steps[1] == steps[2]

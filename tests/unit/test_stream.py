@@ -251,6 +251,53 @@ def test_usage_from_message_delta_replaces_not_adds() -> None:
     assert a.stop_reason == "end_turn"
 
 
+def test_usage_with_every_field_is_taken_whole() -> None:
+    """A report naming every count, both tables, the tier and a field we do not model: each
+    replaces what was known, tables are copied, and the unknown field is kept as received."""
+    a = _assembler()
+    cache = {"ephemeral_5m_input_tokens": 3}
+    _feed_all(a, [_start(inference_geo="eu", cache_creation=cache, service_tier="standard")])
+    _feed_all(
+        a,
+        [
+            _message_delta(
+                None,
+                input_tokens=11,
+                output_tokens=7,
+                cache_creation_input_tokens=3,
+                cache_read_input_tokens=2,
+                server_tool_use={"web_search_requests": 1},
+            )
+        ],
+    )
+    assert a.usage == Usage(
+        input_tokens=11,
+        output_tokens=7,
+        cache_creation_input_tokens=3,
+        cache_read_input_tokens=2,
+        cache_creation=cache,
+        server_tool_use={"web_search_requests": 1},
+        service_tier="standard",
+        extra={"inference_geo": "eu"},
+    )
+    assert a.usage.cache_creation is not cache
+
+
+def test_usage_fields_we_do_not_model_keep_their_order() -> None:
+    """Fields the model does not name are kept in the order received, nulls left out, and a
+    later report's value wins in place."""
+    a = _assembler()
+    _feed_all(a, [_start(zeta=1, alpha=None, mid="m", inference_geo="eu")])
+    assert list(a.usage.extra.items()) == [("zeta", 1), ("mid", "m"), ("inference_geo", "eu")]
+    _feed_all(a, [_message_delta(None, output_tokens=2, beta=True, zeta=2)])
+    assert list(a.usage.extra.items()) == [
+        ("zeta", 2),
+        ("mid", "m"),
+        ("inference_geo", "eu"),
+        ("beta", True),
+    ]
+
+
 def test_block_messages_carry_usage_known_so_far() -> None:
     """A block's message carries the usage known when it completed; finalized() the last."""
     a = _assembler()
@@ -382,6 +429,32 @@ _PROTOCOL_CASES: dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]] = {
         [_start()],
         _message_delta("end_turn", output_tokens="12"),
         "usage.output_tokens",
+    ),
+    "usage count that is a bool among whole counts": (
+        [_start()],
+        _message_delta(
+            "end_turn",
+            input_tokens=1,
+            output_tokens=2,
+            cache_creation_input_tokens=True,
+            cache_read_input_tokens=4,
+        ),
+        "usage.cache_creation_input_tokens",
+    ),
+    "usage table with a count that is not a number": (
+        [_start()],
+        _message_delta("end_turn", output_tokens=2, cache_creation={"ephemeral_5m": "1"}),
+        "usage.cache_creation",
+    ),
+    "usage server_tool_use that is not a table": (
+        [_start()],
+        _message_delta("end_turn", output_tokens=2, server_tool_use=[1]),
+        "usage.server_tool_use",
+    ),
+    "usage service_tier that is not a string": (
+        [_start()],
+        _message_delta("end_turn", output_tokens=2, service_tier=3),
+        "service_tier",
     ),
 }
 
