@@ -492,17 +492,26 @@ class TraceWriter:
         effects: list[dict[str, Any]] = []
         head = tail = b""
         if step.effects:
-            effects = list(map(dump_effect, step.effects))
-            head = effects_field(effects)
-            # An effect's free-form fields may hold keys from outside (DESIGN §8).
-            if any(map(sensitive_key_in, effects)):
+            # Rendered by the renderers, judged for keys as they build (an effect's free-form
+            # fields may hold keys from outside, DESIGN §8); the codec's dicts are what is
+            # redacted, or rewritten when orjson refuses a value.
+            rendered = [render_effect(effect) for effect in step.effects]
+            try:
+                head = orjson.dumps({"effects": [value for value, _ in rendered]}, option=_OPTIONS)
+                head = head[1:-1]
+            except orjson.JSONEncodeError:
+                effects = list(map(dump_effect, step.effects))
+                head = effects_field(effects)
+            if any(keys_hit for _, keys_hit in rendered):
+                effects = effects or list(map(dump_effect, step.effects))
                 head = records.dumps({"effects": redactor.value(effects)})[1:-1]
         if step.transitions:
             tail = transitions_field(step)  # the same bytes replay compares with
         # Both lists searched for secrets at once; each is redacted on its own when they hold
         # one (a secret across the seam between them only costs this second look).
         if redactor.holds_secret(head + tail):
-            if effects and redactor.holds_secret(head):
+            if step.effects and redactor.holds_secret(head):
+                effects = effects or list(map(dump_effect, step.effects))
                 head = records.dumps({"effects": redactor.value(effects)})[1:-1]
             if tail and redactor.holds_secret(tail):  # their keys are the writer's own
                 transitions = [records.step_transition(t) for t in step.transitions]
