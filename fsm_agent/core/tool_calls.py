@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import attrs
 
@@ -55,6 +55,7 @@ from fsm_agent.core.tables import (
     TOOL_ROWS,
     CallState,
     Row,
+    RowEvent,
 )
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import DefinitionError, IllegalTransition
@@ -147,7 +148,9 @@ def _index_rows(rows: tuple[Row, ...]) -> dict[tuple[str, type | None], tuple[Ro
 
 
 _TOOL_INDEX = _index_rows(TOOL_ROWS)
-_TOOL_EVENTS = {name: TOOL_MACHINE.events[name] for name in {row.name for row in TOOL_ROWS}}
+_TOOL_EVENTS = {
+    name: cast(RowEvent, TOOL_MACHINE.events[name]) for name in {row.name for row in TOOL_ROWS}
+}
 
 
 class ToolExecutor:
@@ -788,7 +791,7 @@ _TOOL_FIRINGS: dict[
     tuple[Callable[[ToolCall], bool], int, Callable[[ToolExecutor, ToolCall], None] | None],
 ] = {
     (row.name, source): (
-        _TOOL_EVENTS[row.name].trigger,
+        _TOOL_EVENTS[row.name].move,
         (row.dest in _EXECUTING) - (source in _EXECUTING),
         _TOOL_ACTIONS.get(row.name),
     )

@@ -34,7 +34,6 @@ from typing import IO, Any, Final
 import attrs
 import orjson
 
-from fsm_agent.core.codec import load_event
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.effects import (
     AskPermission,
@@ -78,6 +77,7 @@ from fsm_agent.errors import (
     UsageError,
 )
 from fsm_agent.trace import records
+from fsm_agent.trace.line_events import event_of_line
 from fsm_agent.trace.reader import (
     Trace,
     TraceSource,
@@ -498,8 +498,9 @@ _Quick = Event | tuple[str, dict[str, Any]]
 """An event ready to feed: structured, or a stream event's ``(request_id, raw event)``."""
 
 
-def _quick_event(data: Any, seq: int) -> _Quick | None:
-    """The event of a well-formed ``event`` line at ``seq``, ready to feed, or None.
+def _quick_event(content: bytes, data: Any, seq: int) -> _Quick | None:
+    """The event of a well-formed ``event`` line ``content`` (parsed: ``data``) at ``seq``,
+    ready to feed, or None.
 
     The same checks as :func:`~fsm_agent.trace.records.check_event_line` makes of the event
     for the common shapes: keys ``event``, ``record``, ``seq``, maybe a valid ``elapsed_ms``
@@ -511,7 +512,7 @@ def _quick_event(data: Any, seq: int) -> _Quick | None:
     """
     if type(data) is not dict or len(data) != _known_keys(data):
         return None
-    return _event_to_feed(data, seq)
+    return _event_to_feed(content, data, seq)
 
 
 def _known_keys(data: dict[str, Any]) -> int:
@@ -543,9 +544,10 @@ def _holds_step(content: bytes, data: dict[str, Any], step: Step) -> bool:
     return carries(content, data, step)
 
 
-def _event_to_feed(data: dict[str, Any], seq: int) -> _Quick | None:
-    """The event of an ``event`` line at ``seq`` (its other keys unchecked), ready to feed,
-    or None when anything is unusual."""
+def _event_to_feed(content: bytes, data: dict[str, Any], seq: int) -> _Quick | None:
+    """The event of the ``event`` line ``content`` (parsed: ``data``) at ``seq`` (its other
+    keys unchecked), ready to feed, or None when anything is unusual. An event is structured
+    once per distinct line (:mod:`~fsm_agent.trace.line_events`)."""
     try:  # subscripts, not get(): a missing key is rare, and a subscript costs less
         recorded_seq, raw = data["seq"], data["event"]
         if type(recorded_seq) is not int or recorded_seq != seq or data["record"] != "event":
@@ -560,11 +562,7 @@ def _event_to_feed(data: dict[str, Any], seq: int) -> _Quick | None:
         return None
     if type(tag) is not str or tag not in records.EVENT_TAGS:
         return None
-    try:
-        event: Event = load_event(raw)  # structuring leaves the dict whole
-    except Exception:
-        return None  # the careful path structures it again and names the bad field
-    return event
+    return event_of_line(content, raw)  # None: the careful path names the bad field
 
 
 class _Replayer:
@@ -626,7 +624,7 @@ class _Replayer:
                 line.data = orjson.loads(line.content)
             except orjson.JSONDecodeError:
                 return None
-        quick = _quick_event(line.data, self.seq)
+        quick = _quick_event(line.content, line.data, self.seq)
         if quick is None:
             return None
         if isinstance(quick, tuple):
@@ -720,7 +718,7 @@ class _Replayer:
                     data = None
                 else:
                     if type(data) is dict:
-                        quick = _event_to_feed(data, self.seq)
+                        quick = _event_to_feed(content, data, self.seq)
             if quick is None:
                 if data is not None and self.end_matches(content, data):
                     if recent is not None:
