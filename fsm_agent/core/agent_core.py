@@ -62,6 +62,7 @@ from fsm_agent.core.tables import (
     LOOP_ROWS,
     Phase,
     Row,
+    RowEvent,
     check_table,
 )
 from fsm_agent.core.token_estimate import TokenEstimate
@@ -1867,7 +1868,7 @@ def _firings(source: str, rows: tuple[Row, ...]) -> tuple[_Firing, ...]:
             getattr(AgentCore, f"_guard_{row.guard}") if row.guard is not None else None,
             (
                 TransitionTaken(machine="loop", name=row.name, source=source, dest=row.dest),
-                LOOP_MACHINE.events[row.name].trigger,
+                cast(RowEvent, LOOP_MACHINE.events[row.name]).move,
                 getattr(AgentCore, f"_on_{row.name}", None),
                 row.dest if row.dest in FINAL_STATES else None,
             ),

@@ -60,6 +60,18 @@ _OPTIONAL_FIELDS: dict[type, tuple[str, ...]] = {
 }
 
 
+def omitted_if_default(cls: type) -> tuple[str, ...]:
+    """The fields of ``cls`` the converter leaves out of its dict while they hold their
+    default (a renderer that builds the same dict leaves out the same)."""
+    return _OPTIONAL_FIELDS.get(cls, ())
+
+
+def union_tags() -> dict[type, str]:
+    """The ``type`` tag of every content block and message class (the unions of messages and
+    of their blocks are tagged with the API's snake_case names)."""
+    return {**_BLOCK_TAGS, **_MESSAGE_TAGS}
+
+
 def big_int(value: object) -> int | None:
     """The integer a trace wrote as a decimal string because it is past 64 bits, else None.
 

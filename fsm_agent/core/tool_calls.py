@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import attrs
 
@@ -55,6 +55,7 @@ from fsm_agent.core.tables import (
     TOOL_ROWS,
     CallState,
     Row,
+    RowEvent,
 )
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import DefinitionError, IllegalTransition
@@ -147,7 +148,9 @@ def _index_rows(rows: tuple[Row, ...]) -> dict[tuple[str, type | None], tuple[Ro
 
 
 _TOOL_INDEX = _index_rows(TOOL_ROWS)
-_TOOL_EVENTS = {name: TOOL_MACHINE.events[name] for name in {row.name for row in TOOL_ROWS}}
+_TOOL_EVENTS = {
+    name: cast(RowEvent, TOOL_MACHINE.events[name]) for name in {row.name for row in TOOL_ROWS}
+}
 
 
 class ToolExecutor:
@@ -624,12 +627,17 @@ class ToolExecutor:
     # --- scheduling --------------------------------------------------------------------------
 
     def pump(self) -> None:
-        """Start what may start and hand back what may be handed back, until nothing changes."""
-        changed = True
-        while changed:
-            # SPEC §5.2: processQueue (start) runs before the completed results are collected.
-            changed = self._start_ready()
-            changed = self._hand_back_ready() or changed
+        """Start what may start, then hand back what may be handed back (SPEC §5.2:
+        processQueue runs before the completed results are collected).
+
+        One round is the fixed point. Each pass does all it can: a start only takes a slot,
+        which lets no later call start, and handing back stops only at a call that holds
+        the rest back. Handing a result back moves a call from its result state to
+        ``yielded``, and nothing that decides a start or a hold (slots, safety, validation,
+        the response's end, a batch's ended calls) tells those states apart.
+        """
+        self._start_ready()
+        self._hand_back_ready()
 
     def flush(self) -> None:
         """Hand back every decided result in model order (used when the loop ends)."""
@@ -788,7 +796,7 @@ _TOOL_FIRINGS: dict[
     tuple[Callable[[ToolCall], bool], int, Callable[[ToolExecutor, ToolCall], None] | None],
 ] = {
     (row.name, source): (
-        _TOOL_EVENTS[row.name].trigger,
+        _TOOL_EVENTS[row.name].move,
         (row.dest in _EXECUTING) - (source in _EXECUTING),
         _TOOL_ACTIONS.get(row.name),
     )

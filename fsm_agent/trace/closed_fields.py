@@ -175,6 +175,40 @@ def _check(plan: _Plan) -> _Check:
     return any_open
 
 
+@attrs.frozen
+class FieldScan:
+    """The key scan of an attrs class unstructured, field by field (for a renderer that
+    scans as it builds the dict, :mod:`~fsm_agent.trace.render_fns`).
+
+    Attributes:
+        named: fields whose own name is a sensitive key (present means hit).
+        whole: fields scanned whole (when their value is a container).
+        nested: fields holding an attrs class, each with the check of that class's dict.
+    """
+
+    named: tuple[str, ...]
+    whole: tuple[str, ...]
+    nested: tuple[tuple[str, _Check], ...]
+
+
+@functools.cache
+def field_scan(cls: type) -> FieldScan:
+    """What :func:`sensitive_key_in` looks at in the dict ``cls`` unstructures to (the
+    dict's shape taken as given)."""
+    scan = _plan(cls).scan
+    return FieldScan(
+        named=tuple(name for name, inner in scan if inner is _NAMED),
+        whole=tuple(name for name, inner in scan if inner is None),
+        nested=tuple((name, _check(inner)) for name, inner in scan if type(inner) is _Plan),
+    )
+
+
+def check_of(cls: type) -> Callable[[Any], bool]:
+    """Whether a sensitive key name occurs in a value that is ``cls`` unstructured (only its
+    open fields looked at when the value has the dict's shape; anything else scanned whole)."""
+    return _check(_plan(cls))
+
+
 _checks_by_tag: dict[str, _Check] = {}
 """The check of every event and effect class, by its tag (filled on first use)."""
 

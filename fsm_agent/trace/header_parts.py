@@ -46,11 +46,23 @@ class HeaderParts:
     _around_meta: dict[tuple[int, str, str], tuple[bytes, bytes]] = attrs.field(
         factory=dict, alias="around_meta"
     )
+    _without_meta: dict[tuple[int, str, str], bytes] = attrs.field(
+        factory=dict, alias="without_meta"
+    )
 
     def line(self, header: records.TraceHeader) -> bytes:
         """The header's line (without the newline and unredacted): the sorted-key JSON of
         :meth:`~fsm_agent.trace.records.TraceHeader.record_with`, byte for byte."""
         key = (header.schema, header.library_version, header.table_digest)
+        if not header.meta and type(header.meta) is dict:  # most runs: made once
+            line = self._without_meta.get(key)
+            if line is None:
+                line = self._without_meta[key] = self._line_around(key, header.meta)
+            return line
+        return self._line_around(key, header.meta)
+
+    def _line_around(self, key: tuple[int, str, str], meta: dict[str, Any]) -> bytes:
+        """The header's line with ``meta`` between the bytes made once for ``key``."""
         around = self._around_meta.get(key)
         if around is None:
             # Sorted keys: config and library_version come before meta, the rest after it.
@@ -60,8 +72,8 @@ class HeaderParts:
             )
             around = self._around_meta[key] = (before[:-1] + b',"meta":', b"," + after[1:])
         # Rendered at the depth it has in the header, so a value nested too deep is cut alike.
-        meta = records.dumps({"meta": header.meta})[len(_META_KEY) : -1]
-        return around[0] + meta + around[1]
+        rendered = records.dumps({"meta": meta})[len(_META_KEY) : -1]
+        return around[0] + rendered + around[1]
 
 
 _MEMO: Final[dict[int, HeaderParts]] = {}

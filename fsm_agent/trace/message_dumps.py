@@ -32,7 +32,8 @@ import orjson
 from fsm_agent.core.codec import dump_message
 from fsm_agent.core.messages import Message
 from fsm_agent.trace.records import JSON_OPTIONS, refuse_unknown
-from fsm_agent.trace.redact import Redactor, has_sensitive_key
+from fsm_agent.trace.redact import Redactor
+from fsm_agent.trace.render_fns import render_message
 
 __all__ = ["TranscriptJson", "message_json"]
 
@@ -67,9 +68,9 @@ def message_json(message: Message) -> tuple[bytes | None, bool]:
     key = id(message)
     entry = _memo.get(key)
     if entry is None or entry[0]() is not message:
-        dumped = dump_message(message)
+        rendered, keys_hit = render_message(message)
         ref = weakref.ref(message, _forgetting(key))
-        entry = _memo[key] = (ref, _serialized(dumped), has_sensitive_key(dumped))
+        entry = _memo[key] = (ref, _serialized(rendered), keys_hit)
     return entry[1], entry[2]
 
 

@@ -3,14 +3,21 @@
 Every line is one orjson rendering with sorted keys, ``seq`` stamped and redacted (DESIGN
 §8). The lines of the hot path — an event with what the core made of it, and the ``end``
 record — are rendered and written directly: a logger's machinery added nothing there but its
-cost (issue 10). The header's bytes around its ``meta`` are made once per (config, tools)
-(:mod:`~fsm_agent.trace.header_parts`). Records copied from another trace
-(:meth:`TraceWriter.write_record`, a replayed prefix) go through a structlog logger built
-locally with ``structlog.wrap_logger`` (never ``structlog.configure``, which is
-process-global) when the first is copied: our processors stamp ``seq`` and redact, then
-``JSONRenderer`` renders the same bytes and ``BytesLogger`` writes and flushes them. The
-serializer's ``default=`` raises, so an object that was not unstructured fails loudly instead
-of leaving a ``repr`` (with a memory address) in the trace.
+cost (issue 10). An event line is rendered in one go: the event's bytes (rendered before
+``feed``) and the step's transitions (:mod:`~fsm_agent.trace.step_bytes`) go in as
+``orjson.Fragment``, each effect as its renderer builds it
+(:mod:`~fsm_agent.trace.render_fns`, which judges its keys as it builds), and the finished
+line is searched for secrets once; a line that holds a sensitive key name or a secret, or a
+value orjson refuses, is rendered as it always was, part by part from the codec's dicts and
+redacted. The header's bytes around its ``meta`` are made once per (config, tools), the
+whole line once when ``meta`` is empty (:mod:`~fsm_agent.trace.header_parts`).
+
+Records copied from another trace (:meth:`TraceWriter.write_record`, a replayed prefix) go
+through a structlog logger built locally with ``structlog.wrap_logger`` (never
+``structlog.configure``, which is process-global) when the first is copied: our processors
+stamp ``seq`` and redact, then ``JSONRenderer`` renders the same bytes and ``BytesLogger``
+writes and flushes them. The serializer's ``default=`` raises, so an object that was not
+unstructured fails loudly instead of leaving a ``repr`` (with a memory address) in the trace.
 
 Order of use (DESIGN §5, schema 3 in :mod:`fsm_agent.trace.records`):
 :meth:`TraceWriter.prepare_event` renders the event's line before the core sees the event (an
@@ -23,6 +30,7 @@ around a core.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
@@ -44,11 +52,18 @@ from fsm_agent.trace import records
 from fsm_agent.trace.closed_fields import known_stream_delta, sensitive_key_in
 from fsm_agent.trace.header_parts import header_parts
 from fsm_agent.trace.message_dumps import TranscriptJson
-from fsm_agent.trace.redact import Redactor, has_sensitive_key
-from fsm_agent.trace.step_bytes import effects_field, transitions_field
+from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor, has_sensitive_key
+from fsm_agent.trace.render_fns import render_effect, render_event
+from fsm_agent.trace.step_bytes import effects_field, transitions_array, transitions_field
 
 _MESSAGES_GAP: Final = b'"messages":[]'
 """Where a ``TurnStarted`` record written without its messages takes them."""
+_EVENT_VALUE: Final = slice(len(b'{"event":'), -1)
+"""Where the event is in ``{"event": ...}`` rendered."""
+_OPTIONS: Final = records.JSON_OPTIONS
+_LINE_OPTIONS: Final = records.JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE
+_SEQ_LIMIT: Final = 2**63
+"""A ``seq`` below this is written as orjson writes an integer (in decimal)."""
 
 
 class CoreLike(Protocol):
@@ -79,8 +94,10 @@ class CoreLike(Protocol):
         ...
 
 
+@functools.cache
 def current_table_digest() -> str:
-    """The digest of this library's machine tables (imported lazily: tables are heavy)."""
+    """The digest of this library's machine tables (imported lazily: tables are heavy; and
+    kept, since every writer records it)."""
     from fsm_agent.core.tables import table_digest  # noqa: PLC0415 - lazy on purpose
 
     digest: str = table_digest()
@@ -88,16 +105,28 @@ def current_table_digest() -> str:
 
 
 class EventLine(NamedTuple):
-    """An event's line, rendered and redacted before the core sees the event
+    """An event's line, rendered before the core sees the event
     (:meth:`TraceWriter.prepare_event`).
 
     Attributes:
-        parts: the line's bytes for the event alone (``seq`` stamped, no newline), in parts
-            to be joined: one for most events; a turn's first event joins the kept bytes of
-            its transcript on only when the line is written, so that they are copied once.
+        rendered: ``{"event": …}`` rendered, the event where it sits in the line, not yet
+            searched for secrets; None when the line is in ``parts``.
+        fields: the line's own fields (``record``, ``seq`` stamped, ``elapsed_ms``).
+        parts: otherwise, the line's bytes for the event alone (redacted, no newline), in
+            parts to be joined: one for most events; a turn's first event joins the kept
+            bytes of its transcript on only when the line is written, so that they are
+            copied once.
+        event: the event.
     """
 
+    rendered: bytes | None
+    fields: dict[str, Any]
     parts: tuple[bytes, ...]
+    event: Event
+
+
+_Prepared = tuple[bytes | None, dict[str, Any], tuple[bytes, ...], Event]
+"""An :class:`EventLine` as a plain tuple (the hot path makes one per event)."""
 
 
 class TraceWriter:
@@ -154,7 +183,9 @@ class TraceWriter:
         else:
             self._file = target
             self._owns_file = False
-        self._redactor = Redactor(secrets)
+        secrets = tuple(secrets)
+        # Most writers have no secret string: they share the redactor of the key rules.
+        self._redactor = Redactor(secrets) if secrets else KEY_RULES_ONLY
         self._next_seq = 1 if next_seq is None else next_seq
         self._closed = False
         self.ended = False
@@ -285,28 +316,53 @@ class TraceWriter:
         hold is refused here (``UsageError``), so a core never takes an event its trace
         lacks. Hand the result to :meth:`write_event_line` with what ``feed`` returned
         (nothing may be written in between: the line's ``seq`` is stamped)."""
-        return EventLine(self._event_parts(event))
+        return EventLine._make(self._prepare(event))
 
-    def _event_parts(self, event: Event) -> tuple[bytes, ...]:
-        """The parts of ``event``'s line (:attr:`EventLine.parts`)."""
+    def _prepare(self, event: Event) -> _Prepared:
+        """:meth:`prepare_event`, as a plain tuple."""
         if self._closed:
             raise UsageError("the trace writer is closed")
+        fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
         # A record's keys are the writer's own but for the event's and the effects': a stream
         # event's model event is scanned whole (unless it is a delta of a shape the API
         # defines), any other event's free-form fields only (DESIGN §8).
         if type(event) is ModelStreamEvent:
-            fields = records.event_fields(event)
+            raw = event.event
+            if type(raw) is not dict:
+                records.event_fields(event)  # refuses it
+            value: dict[str, Any] = {
+                "type": "ModelStreamEvent",
+                "request_id": event.request_id,
+                "event": raw,
+            }
+            keys_hit = not known_stream_delta(raw) and has_sensitive_key(raw)
+        else:
+            if self._clock is not None:
+                fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
+            if type(event) is TurnStarted:  # its transcript's bytes are kept: joined on
+                return None, fields, self._event_parts(event, fields), event
+            value, keys_hit = render_event(event)
+        if not keys_hit:
+            try:  # rendered where it sits in the line, so that it fails where the line would
+                return orjson.dumps({"event": value}, option=_OPTIONS), fields, (), event
+            except orjson.JSONEncodeError:
+                pass  # the line is rendered as a whole below (and rewritten, or refused)
+        return None, fields, self._event_parts(event, fields), event
+
+    def _event_parts(self, event: Event, fields: dict[str, Any]) -> tuple[bytes, ...]:
+        """The parts of ``event``'s line (:attr:`EventLine.parts`), from the codec's dict of
+        the event; ``fields``: the line's other fields."""
+        fields = dict(fields)
+        if type(event) is ModelStreamEvent:
+            fields.update(records.event_fields(event))
             raw = event.event
             keys_hit = not known_stream_delta(raw) and has_sensitive_key(raw)
         else:
             if type(event) is TurnStarted:  # its messages are joined on below
-                fields = records.event_fields(attrs.evolve(event, messages=()))
+                fields.update(records.event_fields(attrs.evolve(event, messages=())))
             else:
-                fields = records.event_fields(event)
+                fields.update(records.event_fields(event))
             keys_hit = sensitive_key_in(fields["event"])
-            if self._clock is not None:
-                fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-        fields["seq"] = self._next_seq
         try:
             if type(event) is TurnStarted:
                 return self._turn_started_line(event, fields, keys_hit=keys_hit)
@@ -336,7 +392,77 @@ class TraceWriter:
         after ``feed`` returned and before any effect of ``step`` is performed; with
         ``step=None`` (``feed`` raised) the event alone. The line takes one ``seq`` for the
         event and one per transition and effect."""
-        self._write_parts(line.parts, step)
+        self._write_line(line, step)
+
+    def _write_line(self, line: _Prepared, step: Step | None) -> None:
+        """:meth:`write_event_line` for a line as :meth:`_prepare` gives it."""
+        if self._closed:
+            raise UsageError("the trace writer is closed")
+        rendered, fields, parts, event = line
+        if rendered is not None:
+            data = self._whole_line(rendered, fields, step)
+            if data is not None:
+                if step is not None:
+                    self._next_seq += 1 + len(step.transitions) + len(step.effects)
+                else:
+                    self._next_seq += 1
+                self._file.write(data)
+                self._file.flush()
+                return
+            # A key or a secret to redact, or a value to rewrite or refuse: as it always was.
+            parts = self._event_parts(event, fields)
+        self._write_parts(parts, step)
+
+    def _whole_line(
+        self, rendered: bytes, fields: dict[str, Any], step: Step | None
+    ) -> bytes | None:
+        """The line (newline included) of a prepared event with ``step``: the event's bytes
+        and the step's transitions go in as they were rendered, each effect as its renderer
+        builds it (:mod:`~fsm_agent.trace.render_fns`), in one orjson call (``rendered`` and
+        the transitions as ``orjson.Fragment``), or, for a line with no effects and only
+        the writer's ``record`` and ``seq``, in one bytes formatting (the same bytes: sorted
+        keys put the event first and the transitions last). None when the line is not
+        written as it is: an effect holds a sensitive key name, the line holds a secret,
+        orjson refuses a value (or a hook raises): :meth:`_write_parts` then writes it as it
+        always did."""
+        effects: list[dict[str, Any]] | None = None
+        transitions: bytes | None = None
+        if step is not None:
+            try:
+                if step.effects:
+                    effects = []
+                    for effect in step.effects:
+                        value, keys_hit = render_effect(effect)
+                        if keys_hit:
+                            return None
+                        effects.append(value)
+                if step.transitions:
+                    transitions = transitions_array(step)
+            except Exception:  # the codec's path raises it again, as it does
+                return None
+        seq = fields["seq"]
+        if effects is None and len(fields) == 2 and type(seq) is int and 0 <= seq < _SEQ_LIMIT:
+            if transitions is None:
+                data = b'%b,"record":"event","seq":%d}\n' % (rendered[:-1], seq)
+            else:
+                data = b'%b,"record":"event","seq":%d,"transitions":%b}\n' % (
+                    rendered[:-1],
+                    seq,
+                    transitions,
+                )
+        else:
+            line = dict(fields)
+            line["event"] = orjson.Fragment(rendered[_EVENT_VALUE])
+            if effects is not None:
+                line["effects"] = effects
+            if transitions is not None:
+                line["transitions"] = orjson.Fragment(transitions)
+            try:
+                data = orjson.dumps(line, option=_LINE_OPTIONS)
+            except orjson.JSONEncodeError:
+                return None
+        # The one search for secrets: the event, the effects and the transitions at once.
+        return None if self._redactor.holds_secret(data) else data
 
     def _write_parts(self, alone: tuple[bytes, ...], step: Step | None) -> None:
         """:meth:`write_event_line` for the parts of a prepared line."""
@@ -366,17 +492,26 @@ class TraceWriter:
         effects: list[dict[str, Any]] = []
         head = tail = b""
         if step.effects:
-            effects = list(map(dump_effect, step.effects))
-            head = effects_field(effects)
-            # An effect's free-form fields may hold keys from outside (DESIGN §8).
-            if any(map(sensitive_key_in, effects)):
+            # Rendered by the renderers, judged for keys as they build (an effect's free-form
+            # fields may hold keys from outside, DESIGN §8); the codec's dicts are what is
+            # redacted, or rewritten when orjson refuses a value.
+            rendered = [render_effect(effect) for effect in step.effects]
+            try:
+                head = orjson.dumps({"effects": [value for value, _ in rendered]}, option=_OPTIONS)
+                head = head[1:-1]
+            except orjson.JSONEncodeError:
+                effects = list(map(dump_effect, step.effects))
+                head = effects_field(effects)
+            if any(keys_hit for _, keys_hit in rendered):
+                effects = effects or list(map(dump_effect, step.effects))
                 head = records.dumps({"effects": redactor.value(effects)})[1:-1]
         if step.transitions:
             tail = transitions_field(step)  # the same bytes replay compares with
         # Both lists searched for secrets at once; each is redacted on its own when they hold
         # one (a secret across the seam between them only costs this second look).
         if redactor.holds_secret(head + tail):
-            if effects and redactor.holds_secret(head):
+            if step.effects and redactor.holds_secret(head):
+                effects = effects or list(map(dump_effect, step.effects))
                 head = records.dumps({"effects": redactor.value(effects)})[1:-1]
             if tail and redactor.holds_secret(tail):  # their keys are the writer's own
                 transitions = [records.step_transition(t) for t in step.transitions]
@@ -452,14 +587,14 @@ class TracingCore:
         """Render the event's line, feed the event, write the line with the step (and the
         end record); return the step."""
         writer = self.writer
-        parts = writer._event_parts(event)  # an event the trace cannot hold never reaches the core
+        line = writer._prepare(event)  # an event the trace cannot hold never reaches the core
         try:
             step = self.core.feed(event)
         except BaseException:
             # The fault's cause goes on file (DESIGN §5); the core's error propagates.
-            writer._write_parts(parts, None)
+            writer._write_line(line, None)
             raise
-        writer._write_parts(parts, step)
+        writer._write_line(line, step)
         if step.terminal is not None:
             writer.write_end(step.terminal, self.core.usage, fault=self.fault)
         return step

@@ -23,6 +23,7 @@ from fsm_agent.core.tables import (
     TOOL_MACHINE,
     TOOL_ROWS,
     Row,
+    RowEvent,
 )
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import DefinitionError
@@ -48,7 +49,9 @@ def _check_firings(source: str, rows: list[Row], firings: tuple[core_module._Fir
             source,
             row.dest,
         )
-        assert trigger == LOOP_MACHINE.events[row.name].trigger
+        event = LOOP_MACHINE.events[row.name]
+        assert isinstance(event, RowEvent)
+        assert trigger == event.move
         assert action is getattr(AgentCore, f"_on_{row.name}", None), row.name
         assert final == (row.dest if row.dest in FINAL_STATES else None), row.name
 
@@ -95,7 +98,9 @@ def test_every_tool_row_moves_with_its_slot_change() -> None:
     assert set(tool_calls._TOOL_FIRINGS) == set(pairs)
     for (name, source), row in pairs.items():
         trigger, slots, action = tool_calls._TOOL_FIRINGS[name, source]
-        assert trigger == TOOL_MACHINE.events[name].trigger
+        tool_event = TOOL_MACHINE.events[name]
+        assert isinstance(tool_event, RowEvent)
+        assert trigger == tool_event.move
         assert slots == (row.dest in EXECUTING_STATES) - (source in EXECUTING_STATES)
         assert action is getattr(tool_calls.ToolExecutor, f"_on_{name}", None)
 

@@ -52,6 +52,36 @@ def test_every_row_moves_its_source_to_its_dest(machine: Machine, rows: tuple[Ro
             assert model.state == row.dest
 
 
+@pytest.mark.parametrize(
+    ("machine", "rows"), [(LOOP_MACHINE, LOOP_ROWS), (TOOL_MACHINE, TOOL_ROWS)]
+)
+def test_move_is_a_trigger_without_arguments(machine: Machine, rows: tuple[Row, ...]) -> None:
+    """``move`` lands where ``trigger`` lands, from every source of every row."""
+    for row in rows:
+        event = machine.events[row.name]
+        assert isinstance(event, RowEvent)
+        for source in row.source:
+            moved, triggered = _Model(source), _Model(source)
+            assert event.move(moved) is event.trigger(triggered) is True
+            assert moved.state == triggered.state == row.dest
+
+
+def test_move_takes_the_general_path_where_trigger_does() -> None:
+    """Without a row from the state, or with callbacks on the machine, ``move`` does what
+    ``trigger`` does: refuses, or runs the callbacks."""
+    model = _Model("c")
+    event = _small().events["go"]
+    assert isinstance(event, RowEvent)
+    with pytest.raises(MachineError, match="Can't trigger event go from state c"):
+        event.move(model)
+    seen: list[str] = []
+    watched = _small(after_state_change=[lambda: seen.append("after")]).events["go"]
+    assert isinstance(watched, RowEvent)
+    model = _Model("a")
+    assert watched.move(model) is True
+    assert (model.state, seen) == ("b", ["after"])
+
+
 def test_a_trigger_from_a_state_without_a_row_raises_machine_error() -> None:
     """A row fired from a state it does not leave is refused as ``transitions`` refuses it."""
     model = _Model("c")

@@ -11,7 +11,8 @@ import pytest
 from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.messages import tool_results
-from fsm_agent.testing.catalogue import TOOLS
+from fsm_agent.core.tool_calls import ToolExecutor
+from fsm_agent.testing.catalogue import ENTRIES, TOOLS, run_entry
 from fsm_agent.testing.scenario import parse_scenario
 from fsm_agent.testing.world import ToolScript, World, WorldRun, prompt
 
@@ -102,3 +103,27 @@ def test_many_parallel_calls_cost_linear_in_calls(batch_mode: bool) -> None:
     asking for 20: scheduling does not rescan every call on every event (issue 10)."""
     small, large = _calls_made(20, batch_mode=batch_mode), _calls_made(200, batch_mode=batch_mode)
     assert large / 200 <= 1.1 * small / 20
+
+
+def test_one_pump_round_leaves_nothing_to_start_or_hand_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After every pump of every catalogue run (streaming and batch), a second round would
+    start nothing and hand nothing back: one round is the fixed point."""
+    rounds = 0
+    pump = ToolExecutor.pump
+
+    def checked_pump(executor: ToolExecutor) -> None:
+        nonlocal rounds
+        pump(executor)
+        assert not executor._start_ready()
+        assert not executor._hand_back_ready()
+        rounds += 1
+
+    monkeypatch.setattr(ToolExecutor, "pump", checked_pump)
+    batch = 0
+    for entry in ENTRIES:
+        core, _run = run_entry(entry)
+        assert core.terminal == entry.terminal, entry.name
+        batch += not entry.config.streaming_tool_execution
+    assert rounds > 50 and batch > 0

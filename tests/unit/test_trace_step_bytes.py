@@ -126,6 +126,7 @@ def test_transitions_render_alike_whether_kept_or_not(monkeypatch: pytest.Monkey
     monkeypatch.setattr(step_bytes, "_MEMO_LIMIT", 3)
     step_bytes._rendered.clear()
     step_bytes._kept.clear()
+    step_bytes._arrays.clear()
     rows = [TransitionTaken(machine="loop", name=f"n{i}", source="a", dest="b") for i in range(5)]
     call = TransitionTaken(machine="tool", name="n", source="a", dest="b", call_id="toolu_1")
     for _ in range(2):
@@ -136,6 +137,12 @@ def test_transitions_render_alike_whether_kept_or_not(monkeypatch: pytest.Monkey
         both = Step(transitions=(rows[0], call))
         fields = [records.step_transition(t) for t in both.transitions]
         assert step_bytes.transitions_field(both) == records.dumps({"transitions": fields})[1:-1]
+        run = Step(transitions=(rows[3], rows[4], rows[3]))
+        fields = [records.step_transition(t) for t in run.transitions]
+        assert step_bytes.transitions_field(run) == records.dumps({"transitions": fields})[1:-1]
+    # A run of rows is kept only while each of its rows is (so no id is another object's).
+    kept = {id(taken) for taken in step_bytes._kept}
+    assert all(set(key) <= kept for key in step_bytes._arrays)
     assert len(step_bytes._kept) <= 3
     assert call not in step_bytes._kept
     assert len(step_bytes._rendered) == len(step_bytes._kept)
