@@ -34,6 +34,7 @@ from typing import IO, Any, Final
 import attrs
 import orjson
 
+from fsm_agent.core.codec import load_event
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.effects import (
     AskPermission,
@@ -77,7 +78,6 @@ from fsm_agent.errors import (
     UsageError,
 )
 from fsm_agent.trace import records
-from fsm_agent.trace.line_events import event_of_line, keep_line, kept_line
 from fsm_agent.trace.reader import (
     Trace,
     TraceSource,
@@ -498,9 +498,8 @@ _Quick = Event | tuple[str, dict[str, Any]]
 """An event ready to feed: structured, or a stream event's ``(request_id, raw event)``."""
 
 
-def _quick_event(content: bytes, data: Any, seq: int) -> _Quick | None:
-    """The event of a well-formed ``event`` line ``content`` (parsed: ``data``) at ``seq``,
-    ready to feed, or None.
+def _quick_event(data: Any, seq: int) -> _Quick | None:
+    """The event of a well-formed ``event`` line at ``seq``, ready to feed, or None.
 
     The same checks as :func:`~fsm_agent.trace.records.check_event_line` makes of the event
     for the common shapes: keys ``event``, ``record``, ``seq``, maybe a valid ``elapsed_ms``
@@ -512,7 +511,7 @@ def _quick_event(content: bytes, data: Any, seq: int) -> _Quick | None:
     """
     if type(data) is not dict or len(data) != _known_keys(data):
         return None
-    return _event_to_feed(content, data, seq)
+    return _event_to_feed(data, seq)
 
 
 def _known_keys(data: dict[str, Any]) -> int:
@@ -544,10 +543,9 @@ def _holds_step(content: bytes, data: dict[str, Any], step: Step) -> bool:
     return carries(content, data, step)
 
 
-def _event_to_feed(content: bytes, data: dict[str, Any], seq: int) -> _Quick | None:
-    """The event of the ``event`` line ``content`` (parsed: ``data``) at ``seq`` (its other
-    keys unchecked), ready to feed, or None when anything is unusual. An event is structured
-    once per distinct line (:mod:`~fsm_agent.trace.line_events`)."""
+def _event_to_feed(data: dict[str, Any], seq: int) -> _Quick | None:
+    """The event of an ``event`` line at ``seq`` (its other keys unchecked), ready to feed,
+    or None when anything is unusual."""
     try:  # subscripts, not get(): a missing key is rare, and a subscript costs less
         recorded_seq, raw = data["seq"], data["event"]
         if type(recorded_seq) is not int or recorded_seq != seq or data["record"] != "event":
@@ -562,7 +560,11 @@ def _event_to_feed(content: bytes, data: dict[str, Any], seq: int) -> _Quick | N
         return None
     if type(tag) is not str or tag not in records.EVENT_TAGS:
         return None
-    return event_of_line(content, raw)  # None: the careful path names the bad field
+    try:
+        event: Event = load_event(raw)  # structuring leaves the dict whole
+    except Exception:
+        return None  # the careful path structures it again and names the bad field
+    return event
 
 
 class _Replayer:
@@ -624,7 +626,7 @@ class _Replayer:
                 line.data = orjson.loads(line.content)
             except orjson.JSONDecodeError:
                 return None
-        quick = _quick_event(line.content, line.data, self.seq)
+        quick = _quick_event(line.data, self.seq)
         if quick is None:
             return None
         if isinstance(quick, tuple):
@@ -710,27 +712,15 @@ class _Replayer:
         pending = self.pending
         for item in lines.complete:
             number, content = item
-            data: Any = None
-            quick: _Quick | None = None
+            data = quick = None
             if not pending:
-                # Only a line that carries effects is looked up, not a stream event's (most
-                # lines, never kept): a lookup hashes the whole line, a look at one byte not.
-                # The writer's line for an event that caused effects starts ``{"effects":``
-                # (keys sorted), a stream event's ``{"event":``.
-                kept = kept_line(content) if content[3:4] == b"f" else None
-                if kept is not None and kept[0]["seq"] == self.seq:
-                    # Its bytes were read before: the same checks hold, but for the seq.
-                    data, quick = kept
+                try:
+                    data = loads(content)
+                except orjson.JSONDecodeError:
+                    data = None
                 else:
-                    try:
-                        data = loads(content)
-                    except orjson.JSONDecodeError:
-                        data = None
-                    else:
-                        if type(data) is dict:
-                            quick = _event_to_feed(content, data, self.seq)
-                            if quick is not None and not isinstance(quick, tuple):
-                                keep_line(content, data, quick)
+                    if type(data) is dict:
+                        quick = _event_to_feed(data, self.seq)
             if quick is None:
                 if data is not None and self.end_matches(content, data):
                     if recent is not None:
@@ -766,8 +756,7 @@ class _Replayer:
                     continue
             # Not a line of the common shape, or what it carries is not what the core made
             # of the event (or the core failed): check the line in full and compare record
-            # by record, as careful does, on a dict of its own (``data`` may be kept).
-            data = loads(content)
+            # by record, as careful does.
             line = _Line(number, content, data=data)
             if recent is not None:
                 recent.append(line)
