@@ -37,7 +37,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final, NamedTuple, Protocol
 
-import attrs
 import orjson
 
 import fsm_agent
@@ -360,7 +359,7 @@ class TraceWriter:
             keys_hit = not known_stream_event(raw) and has_sensitive_key(raw)
         else:
             if type(event) is TurnStarted:  # its messages are joined on below
-                fields.update(records.event_fields(attrs.evolve(event, messages=())))
+                fields.update(records.turn_started_fields(event))
             else:
                 fields.update(records.event_fields(event))
             keys_hit = sensitive_key_in(fields["event"])
