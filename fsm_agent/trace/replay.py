@@ -77,7 +77,7 @@ from fsm_agent.errors import (
     UsageError,
 )
 from fsm_agent.trace import records
-from fsm_agent.trace.line_events import event_of_line
+from fsm_agent.trace.line_events import event_of_line, keep_line, kept_line
 from fsm_agent.trace.reader import (
     Trace,
     TraceSource,
@@ -710,15 +710,27 @@ class _Replayer:
         pending = self.pending
         for item in lines.complete:
             number, content = item
-            data = quick = None
+            data: Any = None
+            quick: _Quick | None = None
             if not pending:
-                try:
-                    data = loads(content)
-                except orjson.JSONDecodeError:
-                    data = None
+                # Only a line that carries effects is looked up, not a stream event's (most
+                # lines, never kept): a lookup hashes the whole line, a look at one byte not.
+                # The writer's line for an event that caused effects starts ``{"effects":``
+                # (keys sorted), a stream event's ``{"event":``.
+                kept = kept_line(content) if content[3:4] == b"f" else None
+                if kept is not None and kept[0]["seq"] == self.seq:
+                    # Its bytes were read before: the same checks hold, but for the seq.
+                    data, quick = kept
                 else:
-                    if type(data) is dict:
-                        quick = _event_to_feed(content, data, self.seq)
+                    try:
+                        data = loads(content)
+                    except orjson.JSONDecodeError:
+                        data = None
+                    else:
+                        if type(data) is dict:
+                            quick = _event_to_feed(content, data, self.seq)
+                            if quick is not None and not isinstance(quick, tuple):
+                                keep_line(content, data, quick)
             if quick is None:
                 if data is not None and self.end_matches(content, data):
                     if recent is not None:
@@ -754,7 +766,8 @@ class _Replayer:
                     continue
             # Not a line of the common shape, or what it carries is not what the core made
             # of the event (or the core failed): check the line in full and compare record
-            # by record, as careful does.
+            # by record, as careful does, on a dict of its own (``data`` may be kept).
+            data = loads(content)
             line = _Line(number, content, data=data)
             if recent is not None:
                 recent.append(line)
