@@ -229,7 +229,7 @@ def event_fields(event: Event) -> dict[str, Any]:
 def turn_started_fields(event: TurnStarted) -> dict[str, Any]:
     """The fields of ``event``'s record with no messages (the writer joins their bytes on):
     the dict the converter makes of the event with ``messages=()``, built directly."""
-    dumped = {
+    dumped: dict[str, Any] = {
         "messages": [],
         "wall_time": event.wall_time,
         "last_response_wall_time": event.last_response_wall_time,
