@@ -225,27 +225,3 @@ def sensitive_key_in(dumped: dict[str, Any]) -> bool:
     tag = dumped.get(TAG)
     check = _checks_by_tag.get(tag) if type(tag) is str else None
     return has_sensitive_key(dumped) if check is None else check(dumped)
-
-
-_DELTA_VALUE: Final = {
-    "text_delta": "text",
-    "input_json_delta": "partial_json",
-    "thinking_delta": "thinking",
-    "signature_delta": "signature",
-}
-"""The Messages API's ``content_block_delta`` kinds that carry one string, and its key."""
-
-
-def known_stream_delta(event: dict[str, Any]) -> bool:
-    """Whether a model stream event is a ``content_block_delta`` of a kind the Messages API
-    defines, shaped exactly as the API sends it: ``type``, an integer ``index`` and a
-    ``delta`` holding its ``type`` and one string. Such an event has only the API's own
-    keys, none of them sensitive, so its key scan is skipped (most records of a trace are
-    these); an event with any other shape, or any extra key, is scanned in full."""
-    if len(event) != 3 or event.get("type") != "content_block_delta":
-        return False
-    delta = event.get("delta")
-    if type(delta) is not dict or len(delta) != 2 or type(event.get("index")) is not int:
-        return False
-    value = _DELTA_VALUE.get(delta.get("type"))  # type: ignore[arg-type]
-    return value is not None and type(delta.get(value)) is str

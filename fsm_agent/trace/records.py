@@ -62,7 +62,7 @@ from fsm_agent.core.codec import (
 )
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.effects import EFFECT_TYPES, Effect
-from fsm_agent.core.events import EVENT_TYPES, Event, ModelStreamEvent
+from fsm_agent.core.events import EVENT_TYPES, Event, ModelStreamEvent, TurnStarted
 from fsm_agent.core.json_values import json_type_name
 from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step, TransitionTaken
@@ -224,6 +224,18 @@ def event_fields(event: Event) -> dict[str, Any]:
         dumped = {"type": "ModelStreamEvent", "request_id": event.request_id, "event": event.event}
         return {"record": "event", "event": dumped}
     return {"record": "event", "event": dump_event(event)}
+
+
+def turn_started_fields(event: TurnStarted) -> dict[str, Any]:
+    """The fields of ``event``'s record with no messages (the writer joins their bytes on):
+    the dict the converter makes of the event with ``messages=()``, built directly."""
+    dumped: dict[str, Any] = {
+        "messages": [],
+        "wall_time": event.wall_time,
+        "last_response_wall_time": event.last_response_wall_time,
+        "type": "TurnStarted",
+    }
+    return {"record": "event", "event": dumped}
 
 
 def transition_fields(transition: TransitionTaken) -> dict[str, Any]:

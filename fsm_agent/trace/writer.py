@@ -37,7 +37,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final, NamedTuple, Protocol
 
-import attrs
 import orjson
 
 import fsm_agent
@@ -49,12 +48,13 @@ from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import UsageError
 from fsm_agent.trace import records
-from fsm_agent.trace.closed_fields import known_stream_delta, sensitive_key_in
+from fsm_agent.trace.closed_fields import sensitive_key_in
 from fsm_agent.trace.header_parts import header_parts
 from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor, has_sensitive_key
 from fsm_agent.trace.render_fns import render_effect, render_event
 from fsm_agent.trace.step_bytes import effects_field, transitions_array, transitions_field
+from fsm_agent.trace.stream_shapes import known_stream_event
 
 _MESSAGES_GAP: Final = b'"messages":[]'
 """Where a ``TurnStarted`` record written without its messages takes them."""
@@ -324,8 +324,8 @@ class TraceWriter:
             raise UsageError("the trace writer is closed")
         fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
         # A record's keys are the writer's own but for the event's and the effects': a stream
-        # event's model event is scanned whole (unless it is a delta of a shape the API
-        # defines), any other event's free-form fields only (DESIGN §8).
+        # event's model event is scanned whole (unless it is one of the API's own shapes), any
+        # other event's free-form fields only (DESIGN §8).
         if type(event) is ModelStreamEvent:
             raw = event.event
             if type(raw) is not dict:
@@ -335,7 +335,7 @@ class TraceWriter:
                 "request_id": event.request_id,
                 "event": raw,
             }
-            keys_hit = not known_stream_delta(raw) and has_sensitive_key(raw)
+            keys_hit = not known_stream_event(raw) and has_sensitive_key(raw)
         else:
             if self._clock is not None:
                 fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
@@ -356,10 +356,10 @@ class TraceWriter:
         if type(event) is ModelStreamEvent:
             fields.update(records.event_fields(event))
             raw = event.event
-            keys_hit = not known_stream_delta(raw) and has_sensitive_key(raw)
+            keys_hit = not known_stream_event(raw) and has_sensitive_key(raw)
         else:
             if type(event) is TurnStarted:  # its messages are joined on below
-                fields.update(records.event_fields(attrs.evolve(event, messages=())))
+                fields.update(records.turn_started_fields(event))
             else:
                 fields.update(records.event_fields(event))
             keys_hit = sensitive_key_in(fields["event"])

@@ -8,6 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 import structlog
+from hypothesis import given
+from hypothesis import strategies as st
 from test_trace_support import CONFIG, TOOLS, FakeCore, fake_events, lines_of, record_run
 
 from fsm_agent.core import effects as fx
@@ -282,6 +284,26 @@ def test_stream_event_fast_path_matches_the_converter() -> None:
         },
     )
     assert event_fields(event) == {"record": "event", "event": dump_event(event)}
+
+
+@given(
+    wall_time=st.none() | st.floats(allow_nan=False) | st.integers(),
+    last=st.none() | st.floats(allow_nan=False),
+)
+def test_a_turn_started_record_without_messages_is_what_the_converter_builds(
+    wall_time: float | None, last: float | None
+) -> None:
+    """The writer builds a turn's record with no messages directly: exactly the dict the
+    converter makes of the event with ``messages=()`` (a field added to the event fails here)."""
+    import attrs
+
+    from fsm_agent.core.codec import dump_event
+    from fsm_agent.trace.records import turn_started_fields
+
+    event = ev.TurnStarted(messages=prompt("hi"), wall_time=wall_time, last_response_wall_time=last)
+    expected = {"record": "event", "event": dump_event(attrs.evolve(event, messages=()))}
+    assert turn_started_fields(event) == expected
+    assert list(turn_started_fields(event)["event"]) == list(expected["event"])
 
 
 def test_a_secret_in_a_tool_call_id_is_redacted_in_its_transition_line() -> None:
