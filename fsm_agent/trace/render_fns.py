@@ -321,34 +321,36 @@ def _fallback(cls: type, tag: str | None) -> Callable[[Any], Rendered]:
     return fallback
 
 
-_event_fns: dict[type, Callable[[Any], Rendered]] = {}
-_effect_fns: dict[type, Callable[[Any], Rendered]] = {}
-_EVENT_CLASSES: Final = frozenset(EVENT_TYPES)
-_EFFECT_CLASSES: Final = frozenset(EFFECT_TYPES)
+def _top_renderer(
+    classes: frozenset[type], dump: Callable[[Any], dict[str, Any]]
+) -> Callable[[Any], Rendered]:
+    """The renderer of the members of one tagged union of ``classes`` (events, effects): each
+    class's function made on first use; an object whose class is not exactly a member is
+    dumped by the codec's ``dump`` and scanned as the writer scans it."""
+    functions: dict[type, Callable[[Any], Rendered]] = {}
+
+    def render(value: Any) -> Rendered:
+        function = functions.get(type(value))
+        if function is None:
+            if type(value) not in classes:
+                dumped = dump(value)
+                return dumped, sensitive_key_in(dumped)
+            function = functions[type(value)] = _function(type(value), "top")
+        return function(value)
+
+    return render
 
 
-def render_event(event: events.Event) -> Rendered:
-    """``event`` as a dict that orjson renders to the bytes of the codec's dict
-    (:func:`~fsm_agent.core.codec.dump_event`), and whether a sensitive key name occurs in
-    it (as :func:`~fsm_agent.trace.closed_fields.sensitive_key_in` judges)."""
-    function = _event_fns.get(type(event))
-    if function is None:
-        if type(event) not in _EVENT_CLASSES:
-            dumped = dump_event(event)
-            return dumped, sensitive_key_in(dumped)
-        function = _event_fns[type(event)] = _function(type(event), "top")
-    return function(event)
-
-
-def render_effect(effect: Any) -> Rendered:
-    """:func:`render_event` for an effect."""
-    function = _effect_fns.get(type(effect))
-    if function is None:
-        if type(effect) not in _EFFECT_CLASSES:
-            dumped = dump_effect(effect)
-            return dumped, sensitive_key_in(dumped)
-        function = _effect_fns[type(effect)] = _function(type(effect), "top")
-    return function(effect)
+render_event: Final[Callable[[events.Event], Rendered]] = _top_renderer(
+    frozenset(EVENT_TYPES), dump_event
+)
+"""``event`` as a dict that orjson renders to the bytes of the codec's dict
+(:func:`~fsm_agent.core.codec.dump_event`), and whether a sensitive key name occurs in it
+(as :func:`~fsm_agent.trace.closed_fields.sensitive_key_in` judges)."""
+render_effect: Final[Callable[[Any], Rendered]] = _top_renderer(
+    frozenset(EFFECT_TYPES), dump_effect
+)
+""":func:`render_event` for an effect."""
 
 
 _message_table: dict[type, Callable[[Any], Rendered]] = {}
