@@ -110,29 +110,26 @@ def _judged(render: Any) -> Any:
 _SETTINGS = settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.mark.parametrize("cls", EVENT_TYPES, ids=lambda cls: cls.__name__)
-@_SETTINGS
-@given(data=st.data())
-def test_an_event_renders_as_the_codec_dumps_it(cls: type, data: st.DataObject) -> None:
-    """Rendered where an event sits, the bytes are the codec's (or both fail alike), and the
-    key judgement is the key scan's on the codec's dict."""
-    event = data.draw(_instances(cls))
-    rendered = _outcome(lambda: render_event(event)[0])
-    assert rendered == _outcome(lambda: dump_event(event))
-    if isinstance(rendered, bytes):
-        assert render_event(event)[1] == _judged(lambda: sensitive_key_in(dump_event(event)))
+_TOP_LEVEL = [
+    *((cls, render_event, dump_event) for cls in EVENT_TYPES),
+    *((cls, render_effect, dump_effect) for cls in EFFECT_TYPES),
+]
+"""Every event and effect class, with the renderer and the codec dump of its union."""
 
 
-@pytest.mark.parametrize("cls", EFFECT_TYPES, ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize(("cls", "render", "dump"), _TOP_LEVEL, ids=lambda v: v.__name__)
 @_SETTINGS
 @given(data=st.data())
-def test_an_effect_renders_as_the_codec_dumps_it(cls: type, data: st.DataObject) -> None:
-    """As for events."""
-    effect = data.draw(_instances(cls))
-    rendered = _outcome(lambda: render_effect(effect)[0])
-    assert rendered == _outcome(lambda: dump_effect(effect))
+def test_an_event_or_effect_renders_as_the_codec_dumps_it(
+    cls: type, render: Any, dump: Any, data: st.DataObject
+) -> None:
+    """Rendered where an event or effect sits, the bytes are the codec's (or both fail
+    alike), and the key judgement is the key scan's on the codec's dict."""
+    value = data.draw(_instances(cls))
+    rendered = _outcome(lambda: render(value)[0])
+    assert rendered == _outcome(lambda: dump(value))
     if isinstance(rendered, bytes):
-        assert render_effect(effect)[1] == _judged(lambda: sensitive_key_in(dump_effect(effect)))
+        assert render(value)[1] == _judged(lambda: sensitive_key_in(dump(value)))
 
 
 @pytest.mark.parametrize("cls", messages.MESSAGE_TYPES, ids=lambda cls: cls.__name__)
