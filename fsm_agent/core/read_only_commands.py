@@ -81,7 +81,7 @@ def judge_read_only(
         if why is None and part.argv[0] == "cd":
             places, why = places.entered(_cd_target(part.argv[1:], home) or "")
         if why is not None:
-            shown = part.text or " ".join(part.assignments)
+            shown = part.text or " ".join(part.assignments) or _redirections_text(part)
             return ReadOnlyVerdict(read_only=False, reason=f"`{shown}`: {why}")
     return ReadOnlyVerdict(read_only=True, reason="read-only command")
 
@@ -174,8 +174,10 @@ _PROGRAM_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/")
 
 def _refusal(part: CommandPart, places: _Places) -> str | None:
     """Why ``part`` is not read-only, or ``None`` when it is."""
-    if not part.argv:
+    if not part.argv and part.assignments:
         return "assigns shell variables, which changes what later commands do"
+    if not part.argv:
+        return "opens its redirections without running a program (`> f` empties f)"
     if part.wrappers:
         return f"runs inside {part.wrappers[-1]}, which is never judged read-only"
     for assignment in part.assignments:
@@ -198,6 +200,10 @@ def _refusal(part: CommandPart, places: _Places) -> str | None:
     if judge is None:
         return f"{program} is not on the read-only list"
     return judge(program, part.argv[1:], places)
+
+
+def _redirections_text(part: CommandPart) -> str:
+    return " ".join(f"{redirect.operator} {redirect.target}" for redirect in part.redirects)
 
 
 def _redirect_refusal(redirect: Redirect, places: _Places) -> str | None:

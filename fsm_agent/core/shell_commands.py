@@ -27,6 +27,11 @@ from typing import TYPE_CHECKING
 import attrs
 
 from fsm_agent.core.command_options import Arity, OptionTable, parse_arguments
+from fsm_agent.core.shell_misreadings import (
+    continuation_misread,
+    heredoc_delimiter,
+    heredoc_ends_as_parsed,
+)
 
 if TYPE_CHECKING:
     from tree_sitter import Language, Node
@@ -174,7 +179,20 @@ class _Reader:
         root = _parse(text)
         if root.has_error:
             self.problems.append(f"the shell parser could not read {_error_place(root, text)}")
+        self._check_continuations(root)
         self._walk(root, wrappers, redirects, depth)
+
+    def _check_continuations(self, root: Node) -> None:
+        """A problem for each backslash-newline the parser may have read apart from Bash."""
+        source = root.text or b""
+        index = source.find(b"\\\n")
+        while index >= 0:
+            if _continuation_counts(root, index):
+                why = continuation_misread(source, index)
+                if why is not None:
+                    self.problems.append(why)
+                    return
+            index = source.find(b"\\\n", index + 2)
 
     # -- statements ------------------------------------------------------------------------
 
@@ -186,6 +204,12 @@ class _Reader:
             self._command(node, wrappers, redirects, depth)
         elif kind == "redirected_statement":
             own = tuple(r for child in node.children for r in self._redirects(child))
+            if node.child_by_field_name("body") is None:
+                # `> f` alone still opens (and truncates) f: a part with no program.
+                self._add(
+                    argv=(), expanded=(), assignments=(), redirects=redirects + own,
+                    wrappers=wrappers, depth=depth,
+                )  # fmt: skip
             for child in node.children:
                 if child.type in _REDIRECTS:
                     self._walk(child, wrappers, redirects, depth)
@@ -359,21 +383,43 @@ class _Reader:
             for child in node.children:
                 if child.type == "heredoc_start":
                     start = _text(child)
+                    read = heredoc_delimiter(start)
+                    if read is None:
+                        self.problems.append(f"the heredoc delimiter {start!r} is not a plain word")
+                        read = (start, True)
+                    elif not self._heredoc_ends_as_parsed(node, read):
+                        self.problems.append(f"the parser may end the heredoc {start!r} elsewhere")
+                    delimiter, quoted = read
                     # An unquoted delimiter: Bash expands $VAR, $(...) and `...` in the body.
                     content = _text(document) if document is not None else ""
-                    computed = not re.search(r"['\"\\]", start)
-                    computed = computed and bool(_EXPANSION_MARK.search(content))
+                    computed = not quoted and bool(_EXPANSION_MARK.search(content))
                     if computed and document is not None and not _has_expansion(document):
                         # `<<-` with tab-indented lines: tree-sitter keeps the body as text.
                         self.problems.append(
                             "the parser did not read the heredoc body's expansions"
                         )
-                    found.append(
-                        Redirect(operator="<<", target=_unquoted(start), expanded=computed)
-                    )
+                    found.append(Redirect(operator="<<", target=delimiter, expanded=computed))
                 found.extend(self._redirects(child))
             return found
         return []
+
+    def _heredoc_ends_as_parsed(self, node: Node, read: tuple[str, bool]) -> bool:
+        """Whether Bash ends the heredoc of ``node`` on the line the parser ended it."""
+        end = next((c for c in node.children if c.type == "heredoc_end"), None)
+        if end is None:
+            return False
+        body = next((c for c in node.children if c.type == "heredoc_body"), end)
+        source = _root(node).text or b""
+        first = source.rfind(b"\n", 0, body.start_byte) + 1
+        last = source.find(b"\n", end.end_byte)
+        region = source[first : len(source) if last < 0 else last]
+        delimiter, quoted = read
+        return heredoc_ends_as_parsed(
+            region.decode(errors="replace").split("\n"),
+            delimiter,
+            strip_tabs=any(c.type == "<<-" for c in node.children),
+            joins_lines=not quoted,
+        )
 
     # -- parts and wrappers ----------------------------------------------------------------
 
@@ -810,9 +856,32 @@ def _has_expansion(node: Node) -> bool:
     return node.type in _EXPANSION_NODES or any(_has_expansion(c) for c in node.children)
 
 
-def _unquoted(text: str) -> str:
-    """A heredoc delimiter without its quotes."""
-    return "".join(piece for piece, _ in _unescape_bare(text.replace("'", "").replace('"', "")))
+def _root(node: Node) -> Node:
+    while node.parent is not None:
+        node = node.parent
+    return node
+
+
+_LITERAL_NODES = frozenset({"raw_string", "comment"})
+"""Nodes whose backslash-newlines Bash keeps as they are."""
+
+
+def _continuation_counts(root: Node, index: int) -> bool:
+    """Whether Bash removes the backslash-newline at byte ``index`` before reading tokens.
+
+    Not inside single quotes or a comment, nor in the body of a heredoc whose delimiter is
+    quoted (whose unquoted bodies are checked by the heredoc's own end check, and here).
+    """
+    node: Node | None = root.descendant_for_byte_range(index, index + 1)
+    while node is not None:
+        if node.type in _LITERAL_NODES:
+            return False
+        if node.type == "heredoc_body" and node.parent is not None:
+            start = next((c for c in node.parent.children if c.type == "heredoc_start"), None)
+            read = heredoc_delimiter(_text(start)) if start is not None else None
+            return read is None or not read[1]
+        node = node.parent
+    return True
 
 
 def _error_place(root: Node, text: str) -> str:
