@@ -42,6 +42,10 @@ MAX_PARTS = 50
 MAX_NESTING = 8
 """Wrappers inside wrappers (``bash -c "eval 'sh -c ...'"``) deeper than this are not read."""
 
+MAX_TREE_DEPTH = 100
+"""A parse tree deeper than this (``$($($(...)))`` nested a hundred times) is not walked: the
+walk recurses, and no command worth running unasked nests so deep."""
+
 
 @attrs.frozen(kw_only=True)
 class Redirect:
@@ -104,7 +108,12 @@ def analyse_command(command: str) -> CommandAnalysis:
     Never raises: whatever the parser cannot read is reported in ``problem``.
     """
     reader = _Reader()
-    reader.read_script(command, wrappers=(), redirects=(), depth=0)
+    try:
+        reader.read_script(command, wrappers=(), redirects=(), depth=0)
+    except RecursionError:
+        # Each tree is bounded (MAX_TREE_DEPTH), but scripts inside wrappers and backquotes
+        # add up; whatever their sum, the answer is to ask.
+        reader.problems.insert(0, "the command nests too deeply to be analysed")
     problem = reader.problems[0] if reader.problems else None
     if problem is None and len(reader.parts) > MAX_PARTS:
         problem = f"the command has {len(reader.parts)} parts, more than {MAX_PARTS}"
@@ -177,6 +186,9 @@ class _Reader:
             self.problems.append("the command contains control characters")
             return
         root = _parse(text)
+        if _deeper_than(root, MAX_TREE_DEPTH):
+            self.problems.append(f"the command nests deeper than {MAX_TREE_DEPTH} levels")
+            return
         if root.has_error:
             self.problems.append(f"the shell parser could not read {_error_place(root, text)}")
         self._check_continuations(root)
@@ -286,6 +298,7 @@ class _Reader:
         groups: list[list[Node]] = []  # the nodes of each word
         assignments: list[str] = []
         own: list[Redirect] = []
+        source = node.text or b""  # once: a copy per word would make long commands quadratic
         for index, child in enumerate(node.children):
             field = node.field_name_for_child(index)
             if child.type == "variable_assignment" and not groups:
@@ -294,7 +307,7 @@ class _Reader:
                 own.extend(self._redirects(child))
             elif field in ("name", "argument") or child.is_named:
                 piece = child.children[0] if field == "name" and child.children else child
-                gap = _between(node, groups[-1][-1], piece) if groups else " "
+                gap = _between(source, node.start_byte, groups[-1][-1], piece) if groups else " "
                 if gap is None:
                     self.problems.append(f"the parser misread the escapes in {_text(node)!r}")
                     groups.append([piece])
@@ -711,10 +724,10 @@ _WRAPPERS: dict[str, _Unwrap] = {
 # -- words -------------------------------------------------------------------------------------
 
 
-def _between(command: Node, left: Node, right: Node) -> str | None:
-    """What separates two tokens of a command: "" (nothing: they are one word), blanks, or
-    None (something tree-sitter skipped that is not a blank)."""
-    source, base = command.text or b"", command.start_byte
+def _between(source: bytes, base: int, left: Node, right: Node) -> str | None:
+    """What separates two tokens of a command (whose text ``source`` starts at byte ``base``):
+    "" (nothing: they are one word), blanks, or None (something tree-sitter skipped that is
+    not a blank)."""
     gap = source[left.end_byte - base : right.start_byte - base].decode(errors="replace")
     rest = gap.replace("\\\n", "")  # a line continuation joins
     if rest.strip(" \t\n"):
@@ -854,6 +867,17 @@ _EXPANSION_NODES = frozenset(
 def _has_expansion(node: Node) -> bool:
     """Whether the parser found an expansion or substitution anywhere inside ``node``."""
     return node.type in _EXPANSION_NODES or any(_has_expansion(c) for c in node.children)
+
+
+def _deeper_than(root: Node, limit: int) -> bool:
+    """Whether any node of the tree is more than ``limit`` levels below ``root`` (no recursion)."""
+    stack = [(root, 0)]
+    while stack:
+        node, level = stack.pop()
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in node.children)
+    return False
 
 
 def _root(node: Node) -> Node:
