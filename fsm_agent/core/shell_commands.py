@@ -7,13 +7,15 @@ targets and unquoted heredoc bodies. Words are given as the program would receiv
 and backslashes removed), so ``\\rm``, ``'r'm`` and ``"rm"`` all read ``rm``.
 
 Wrappers are seen through (SPEC §9.3: compound commands are split and each part checked):
-``env``, ``sudo``, ``timeout 5``, ``xargs``, ``bash -c '...'``, ``eval``, ``find -exec`` and the
-like are each a part, and so is the command they run, which carries the wrapper's name in
-``wrappers``. A bare assignment (``PATH=.``) or a ``for`` loop variable is a part with no argv
-and the assignment in ``assignments``.
+``env``, ``sudo``, ``timeout 5``, ``xargs``, ``bash -c '...'``, ``eval``, ``trap '...' EXIT``,
+``find -exec`` and the like are each a part, and so is the command they run, which carries the
+wrapper's name in ``wrappers``. A bare assignment (``PATH=.``) or a ``for`` loop variable is a
+part with no argv and the assignment in ``assignments``; a redirection with no command
+(``> f``) is a part with no argv and no assignment.
 
-Anything that cannot be fully analysed sets ``problem`` (a parse error, a program name the shell
-computes, a wrapper option we do not know, more than 50 parts); callers must then ask. The
+Anything that cannot be fully analysed sets ``problem`` (a parse error, text tree-sitter and Bash
+read differently, a program name the shell computes or takes from input, a wrapper option we do
+not know, a name made to run another program, more than 50 parts); callers must then ask. The
 parts found so far are still listed, so a deny rule can match them.
 """
 
@@ -456,6 +458,9 @@ class _Reader:
                 expanded=expanded,
             )
         )
+        renaming = _renaming(argv, assignments)
+        if renaming is not None:
+            self.problems.append(renaming)
         if not argv or 0 in expanded:
             return
         if argv[0] in _SUBSCRIPT_EVALUATORS:
@@ -475,6 +480,9 @@ class _Reader:
             return
         outcome = unwrap(argv[1:])
         if outcome is None:
+            if "xargs" in wrappers:
+                # `echo rm x | xargs env`: the command comes from the input.
+                self.problems.append(f"xargs gives {program} the command to run")
             return
         if isinstance(outcome, str):
             self.problems.append(f"{program}: {outcome}")
@@ -640,7 +648,65 @@ def _find(args: Sequence[str]) -> _Unwrapped | str | None:
     end = next((i for i in range(index + 1, len(args)) if args[i] in (";", "+")), len(args))
     if end == index + 1:
         return f"{args[index]} without a command"
+    if _built_from_input(args[index + 1 : end], "{}"):
+        return f"{args[index]} runs a command built from the names it finds"
     return _Unwrapped(start=index + 1, end=end, label=f"find {args[index]}")
+
+
+_XARGS_OPTIONS = _table(
+    "0oprtx",
+    "null open-tty interactive no-run-if-empty show-limits verbose exit help version",
+    short_values="adEILnPs",
+    short_optional="eil",
+    long_values="arg-file delimiter max-args max-procs max-chars process-slot-var",
+    long_optional="eof replace max-lines",
+)
+_xargs_command = _options_then_command(_XARGS_OPTIONS, default=("echo",))
+
+
+def _xargs(args: Sequence[str]) -> _Unwrapped | str | None:
+    """``xargs [options] command...``: the command, which gets its input as arguments.
+
+    With ``-I R`` (``-i``, ``--replace``) the input replaces ``R``: in the program's name, or
+    in the words of a program that runs another command (``sh -c 'R'``), it is the input that
+    decides what runs.
+    """
+    outcome = _xargs_command(args)
+    if not isinstance(outcome, _Unwrapped):
+        return outcome
+    replaced = [
+        option.value or "{}"
+        for option in parse_arguments(args, _XARGS_OPTIONS).options
+        if option.name in ("-I", "-i", "--replace")
+    ]
+    inner = args[outcome.start :]
+    if any(_built_from_input(inner, text) for text in replaced):
+        return "runs a command built from its input"
+    return outcome
+
+
+def _built_from_input(argv: Sequence[str], placeholder: str) -> bool:
+    """Whether filling ``placeholder`` in ``argv`` can change which program runs."""
+    if not argv or not placeholder:
+        return False
+    if placeholder in argv[0]:
+        return True
+    runs_others = argv[0].rsplit("/", 1)[-1] in _WRAPPERS
+    return runs_others and any(placeholder in word for word in argv[1:])
+
+
+def _trap(args: Sequence[str]) -> _Unwrapped | str | None:
+    """``trap [-lpP] [ACTION SIGNAL...]``: ACTION is a command line run when a signal comes."""
+    parsed = parse_arguments(args, _TRAP_OPTIONS)
+    if parsed.problem is not None:
+        return parsed.problem
+    operands = args[parsed.rest_index :]
+    if len(operands) < 2 or operands[0] in ("", "-"):
+        return None  # prints, or resets to the default action
+    return _Unwrapped(script=operands[0], script_indexes=(parsed.rest_index,), label="trap")
+
+
+_TRAP_OPTIONS = _table("lpP")
 
 
 _WRAPPERS: dict[str, _Unwrap] = {
@@ -695,17 +761,8 @@ _WRAPPERS: dict[str, _Unwrap] = {
     "builtin": _options_then_command(_table()),
     "coproc": _options_then_command(_table()),
     "exec": _options_then_command(_table("cl", short_values="a")),
-    "xargs": _options_then_command(
-        _table(
-            "0oprtx",
-            "null open-tty interactive no-run-if-empty show-limits verbose exit help version",
-            short_values="adEILnPs",
-            short_optional="eil",
-            long_values="arg-file delimiter max-args max-procs max-chars process-slot-var",
-            long_optional="eof replace max-lines",
-        ),
-        default=("echo",),
-    ),
+    "xargs": _xargs,
+    "trap": _trap,
     "eval": _eval,
     "watch": _watch,
     "setsid": _options_then_command(_table("cfw", "ctty fork wait help version")),
@@ -867,6 +924,31 @@ _EXPANSION_NODES = frozenset(
 def _has_expansion(node: Node) -> bool:
     """Whether the parser found an expansion or substitution anywhere inside ``node``."""
     return node.type in _EXPANSION_NODES or any(_has_expansion(c) for c in node.children)
+
+
+_NAME_TABLES = ("BASH_ALIASES", "BASH_CMDS")
+
+
+def _renaming(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
+    """Why a part changes which program a later name runs, if it does (SPEC §9.3: then the
+    parts found are not what runs, and the command asks).
+
+    ``alias ls=rm``, ``hash -p /bin/rm ls``, ``enable`` (loads or hides builtins) and writes to
+    ``BASH_ALIASES`` / ``BASH_CMDS`` make ``ls x`` run something else.
+    """
+    for word in (*assignments, *argv):
+        if any(table in word for table in _NAME_TABLES):
+            return f"{word!r} changes which program a name runs"
+    if not argv:
+        return None
+    program, args = argv[0], argv[1:]
+    if program == "alias" and any("=" in arg for arg in args):
+        return "alias changes what a later word runs"
+    if program == "hash" and any(arg.startswith("-") and "p" in arg for arg in args):
+        return "hash -p changes which file a name runs"
+    if program == "enable" and args:
+        return "enable loads or hides builtins, changing what a name runs"
+    return None
 
 
 def _deeper_than(root: Node, limit: int) -> bool:
