@@ -40,7 +40,7 @@ def heredoc_delimiter(word: str) -> tuple[str, bool] | None:
         if char in "'\"":
             end = word.find(char, index + 1)
             inner = word[index + 1 : end]
-            if end < 0 or "\n" in inner or (char == '"' and re.search(r'[$`\\]', inner)):
+            if end < 0 or "\n" in inner or (char == '"' and re.search(r"[$`\\]", inner)):
                 return None
             out.append(inner)
             quoted, index = True, end + 1
@@ -72,10 +72,9 @@ def heredoc_ends_as_parsed(
             backslash with the next before comparing.
     """
     pending = ""
-    for index, line in enumerate(lines):
+    for index, written in enumerate(lines):
         last = index == len(lines) - 1
-        if strip_tabs:
-            line = line.lstrip("\t")
+        line = written.lstrip("\t") if strip_tabs else written
         if joins_lines and not last and _continues(line):
             if strip_tabs:
                 return False  # tabs stripped before or after joining: not worth the doubt

@@ -28,6 +28,7 @@ import attrs
 
 from fsm_agent.core.kinds import DecisionSource
 from fsm_agent.core.permission_rules import (
+    FILE_TOOLS,
     Rule,
     RuleBehavior,
     RuleSet,
@@ -35,12 +36,17 @@ from fsm_agent.core.permission_rules import (
     shell_rule_matches,
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
-from fsm_agent.toolbox.paths import PROTECTED_DIRS, PROTECTED_FILES, is_protected
+from fsm_agent.toolbox.paths import (
+    PROTECTED_DIRS,
+    PROTECTED_FILES,
+    is_protected,
+    path_candidates,
+)
 
 if TYPE_CHECKING:
     # The shell parser and the read-only tables are loaded by the first Bash call, not by
     # ``from fsm_agent import Agent`` (issue 10: they are a good part of its import time).
-    from fsm_agent.core.shell_commands import CommandPart
+    from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
 
 VerdictBehavior: TypeAlias = Literal["allow", "deny", "ask", "passthrough"]
 
@@ -229,6 +235,9 @@ def shell_verdict(
         matched = _matching_text(denying, [whole, *texts])
         if matched is not None:
             return rule_verdict("deny", "1d", denying, f"{matched!r}")
+    named = _path_rule(analysis, rules, RuleBehavior.DENY, place)
+    if named is not None:
+        return rule_verdict("deny", "1d", named[0], f"{named[1]!r}")
     own = tool_verdict(check, requires_interaction=False)
     if own.behavior == "deny":
         return own
@@ -236,6 +245,9 @@ def shell_verdict(
         matched = _matching_text(asking, [whole, *texts])
         if matched is not None:
             return rule_verdict("ask", "1f", asking, f"{matched!r}")
+    named = _path_rule(analysis, rules, RuleBehavior.ASK, place)
+    if named is not None:
+        return rule_verdict("ask", "1f", named[0], f"{named[1]!r}")
     if own.immune:  # SPEC §9.3 step 1g: a write to a protected path asks, bypass or not
         return own
     if analysis.problem is not None:
@@ -287,6 +299,52 @@ def shell_verdict(
             reason="acceptEdits mode: file operations inside the working folder",
         )
     return Verdict(behavior="allow", reason="every part of the command is read-only")
+
+
+def _path_rule(
+    analysis: CommandAnalysis, rules: RuleSet, behavior: RuleBehavior, place: CallPlace
+) -> tuple[Rule, str] | None:
+    """The first file-tool rule (``Read(./.env)``, ``Edit(/src/**)``) naming a path that a word
+    of the command may name, and that word.
+
+    A deny rule on reading ``.env`` is meant for ``cat .env`` as much as for the Read tool.
+    Without knowing each program, every word counts as a path, from the working folder and from
+    each folder the command enters with ``cd``; the path as written and as resolved both count.
+    """
+    family = [
+        rule
+        for rule in rules.rules
+        if rule.behavior is behavior and rule.content is not None and rule.tool in FILE_TOOLS
+    ]
+    if not family:
+        return None
+    cwd, home = place.cwd.as_posix(), place.home.as_posix()
+    case_sensitive = not _ignores_case(place.cwd)
+    bases = [place.cwd]
+    bases += [place.cwd / p.argv[-1] for p in analysis.parts if p.argv[:1] == ("cd",)]
+    for part in analysis.parts:
+        for word in (*part.argv[1:], *(redirect.target for redirect in part.redirects)):
+            for candidate in path_candidates(word):
+                for path in _named_paths(candidate, bases):
+                    for rule in family:
+                        assert rule.content is not None
+                        if path_rule_matches(
+                            rule.content, path, cwd=cwd, home=home, case_sensitive=case_sensitive
+                        ):
+                            return rule, word
+    return None
+
+
+def _named_paths(word: str, bases: list[Path]) -> set[str]:
+    """The absolute paths ``word`` may name, from each base folder, as written and resolved."""
+    if not word or word == "-" or "\0" in word:
+        return set()
+    path = Path(word).expanduser()
+    found: set[str] = set()
+    for base in [Path("/")] if path.is_absolute() else bases:
+        literal = os.path.normpath(base / path)
+        found.update((literal, os.path.realpath(literal)))
+    return found
 
 
 def _shown(part: CommandPart) -> str:

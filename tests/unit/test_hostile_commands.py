@@ -39,7 +39,7 @@ HOME = "/home/user"
 # so the lines after the first EOF ran while the tree showed heredoc text (found).
 MISREAD_HEREDOCS = [
     "cat <<E'O'F\nx\nEOF\nrm -rf src\nE'O'F",
-    "cat <<EO\"F\"\nx\nEOF\nrm -rf src\nEO\"F\"",
+    'cat <<EO"F"\nx\nEOF\nrm -rf src\nEO"F"',
     "cat <<E''OF\nx\nEOF\nrm -rf src\nE''OF",
     "cat <<$'EOF'\nx\nEOF\nrm -rf src\n$'EOF'",
     'cat <<$"EOF"\nx\nEOF\nrm -rf src\n$"EOF"',
@@ -87,8 +87,8 @@ UNANALYSABLE = [
     "ls <> out",
     "$(echo rm) x",
     "x=rm; $x y",
-    "eval \"$(echo rm x)\"",
-    "bash -c \"$CMD\"",
+    'eval "$(echo rm x)"',
+    'bash -c "$CMD"',
     "echo rm x | sh",
     "echo rm x | bash -s",
     "env -S 'rm x'",
@@ -367,3 +367,48 @@ def test_allow_always_is_never_offered_the_whole_shell(command: str, work: Path)
     assert request.suggested_rules
     for rule in request.suggested_rules:
         assert rule not in ("Bash", "Bash()", "Bash(*)")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat .env",
+        "head -c 100 ./.env",
+        "grep KEY .env",
+        "cat < .env",
+        "cat env-link",
+        "cd config && cat ../.env",
+        "cd config && cat keys",
+        "diff --from-file=.env README",
+        "cp .env copy",
+    ],
+)
+def test_a_read_deny_rule_covers_what_a_shell_command_names(command: str, work: Path) -> None:
+    """``Read(./.env)`` denies ``cat .env`` too, even though it is read-only (found: a
+    read-only command read a file the rules deny, in every mode)."""
+    (work / ".env").write_text("KEY=secret\n")
+    (work / "env-link").symlink_to(work / ".env")
+    (work / "config").mkdir()
+    (work / "config" / "keys").write_text("secret\n")
+    deny = {"Read(./.env)", "Read(./config/keys)"}
+    decided = decide(command, work, deny=deny)
+    assert decided.behavior is PermissionBehavior.DENY
+    assert decided.rule in deny
+
+
+def test_a_read_ask_rule_asks_for_a_shell_command(work: Path) -> None:
+    """An ask rule on a path asks before ``cat`` reads it, even in bypass mode."""
+    (work / "secrets").mkdir()
+    (work / "secrets" / "token").write_text("t\n")
+    decided = decide(
+        "cat secrets/token", work, mode=PermissionMode.BYPASS, ask_rules={"Read(./secrets/**)"}
+    )
+    assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
+    assert decided.rule == "Read(./secrets/**)"
+
+
+def test_other_reads_stay_allowed_beside_a_read_deny_rule(work: Path) -> None:
+    """The control: a read-only command naming no denied path runs."""
+    (work / "README").write_text("hi\n")
+    decided = decide("cat README && grep -n x src/a.py", work, deny={"Read(./.env)"})
+    assert decided.behavior is PermissionBehavior.ALLOW
