@@ -283,12 +283,12 @@ def shell_verdict(
     if refused:
         # A part with no program (`X=1`, `> f`) has no text a rule could name: "Bash()" would
         # be the whole tool. No rule allows such a part; the whole command is offered instead.
-        named = tuple(dict.fromkeys(_exact_rule(p.text) for p in refused if p.argv))
+        offered = tuple(dict.fromkeys(_exact_rule(p.text) for p in refused if p.argv))
         return Verdict(
             behavior="passthrough",
             reason=f"`{_shown(refused[0])}` is neither allowed by a rule nor read-only",
             message=own.message,
-            suggested_rules=named or (_exact_rule(whole),),
+            suggested_rules=offered or (_exact_rule(whole),),
         )
     if used is not None:
         return rule_verdict("allow", "3", used, "every part is allowed or read-only;")
