@@ -20,7 +20,9 @@ to follow symlinks as well: the core does no I/O. Options that make a program fo
 while it walks a tree (``grep -R``, ``find -L``, ``rg --follow``) are refused, and so are globs
 (a match could be a link). What is not covered: programs named by the repository's own
 configuration (git's ``core.fsmonitor``, diff drivers, ripgrep's config file): ``.git/`` and
-the shell's start-up files are protected paths, so the agent cannot plant them unasked.
+the shell's start-up files are protected paths, so the agent cannot plant them unasked, and the
+Bash tool runs git with ``safe.bareRepository=explicit``, so a folder of plain files the agent
+wrote (``HEAD``, ``config``, ``refs/``) is not taken for a repository.
 """
 
 from __future__ import annotations

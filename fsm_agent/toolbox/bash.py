@@ -224,11 +224,22 @@ working folder, which the read-only judgement of ``cd src && cat x`` assumes it 
 def _environment() -> dict[str, str]:
     """The command's environment: ours without ``CDPATH``, and ``PATH`` without its empty or
     relative entries, which name the working folder: a file the agent wrote there (``./ls``,
-    ``./bash``) must never be what ``ls`` or the shell itself runs."""
+    ``./bash``) must never be what ``ls`` or the shell itself runs.
+
+    git is told to use a folder as a bare repository only when named (``--git-dir``): plain
+    files the agent may write (``HEAD``, ``config``, ``refs/heads/x``, and
+    ``objects/info/alternates`` pointing at the real objects) otherwise make a folder one,
+    whose ``config`` runs programs (``diff.external``) for a read-only ``git diff`` there.
+    """
     environment = {name: value for name, value in os.environ.items() if name not in _UNSET}
     if "PATH" in environment:
         entries = environment["PATH"].split(os.pathsep)
         environment["PATH"] = os.pathsep.join(e for e in entries if Path(e).is_absolute())
+    given = environment.get("GIT_CONFIG_COUNT", "")
+    count = int(given) if given.isdigit() else 0
+    environment[f"GIT_CONFIG_KEY_{count}"] = "safe.bareRepository"
+    environment[f"GIT_CONFIG_VALUE_{count}"] = "explicit"
+    environment["GIT_CONFIG_COUNT"] = str(count + 1)
     return environment
 
 
