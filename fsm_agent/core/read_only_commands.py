@@ -712,6 +712,16 @@ _GIT_GLOBAL = _rule(
 )
 _GIT_GLOBAL_TABLE = attrs.evolve(_GIT_GLOBAL.table, stops_at_operand=True)
 
+
+def without_git_globals(args: Sequence[str]) -> tuple[str, ...] | None:
+    """git's arguments from its subcommand on, its own options (``-C dir``, ``-c k=v``,
+    ``--no-pager``) left out; None when one of them is not an option we know."""
+    parsed = parse_arguments(args, _GIT_GLOBAL_TABLE)
+    if parsed.problem is not None:
+        return None
+    return tuple(args[parsed.rest_index :])
+
+
 _DIFF_OPTIONS = (
     "-p -u -s -U= -z -R -a -b -w -M=? -C=? -B=? -D -W --patch --no-patch --unified= --raw "
     "--patch-with-raw --minimal --patience --histogram --anchored= --diff-algorithm= --stat=? "
