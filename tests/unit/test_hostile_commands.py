@@ -9,6 +9,7 @@ that were already right, so that a change to the parser or the tables cannot qui
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -431,3 +432,34 @@ def test_an_ask_rule_on_a_git_subcommand_sees_past_git_options(command: str, wor
     decided = decide(command, work, mode=PermissionMode.BYPASS, ask_rules={"Bash(git push:*)"})
     assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
     assert decided.rule == "Bash(git push:*)"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cat link/../secret", "cd link/.. && cat secret", "head link/../../outside/secret"],
+)
+def test_dot_dot_after_a_link_is_resolved_where_the_link_points(
+    command: str, tmp_path: Path
+) -> None:
+    """``link/..`` is the folder above where the link points, not the working folder (found:
+    the path was made ``x`` by its text before the link was followed)."""
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "secret").write_text("key\n")
+    work.mkdir()
+    (work / "link").symlink_to(outside / "sub")
+    cwd = os.path.realpath(work)
+    analysis = analyse_command(command)
+    verdict = judge_read_only(
+        analysis, cwd=cwd, readable_roots=(), home=HOME, resolve=os.path.realpath
+    )
+    assert not verdict.read_only
+    assert decide(command, work).behavior is PermissionBehavior.DENY  # nobody to ask
+
+
+@pytest.mark.parametrize(
+    "command", ["hostname -f", "hostname --fqdn", "hostname -A", "hostname -i", "hostname -d"]
+)
+def test_hostname_lookups_are_not_read_only(command: str) -> None:
+    """They ask DNS, over the network (found)."""
+    assert not judge(command).read_only
