@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -32,6 +33,7 @@ import orjson
 from fsm_agent.core.events import FailureKind, ModelStreamFailed
 from fsm_agent.errors import ConfigError, FsmAgentError
 from fsm_agent.trace.json_limits import fit_for_json
+from fsm_agent.trace.redact import is_sensitive_key
 
 if TYPE_CHECKING:
     import anthropic
@@ -429,6 +431,12 @@ class Thinking:
 
 _MIN_THINKING_BUDGET = 1024
 
+_KEY_ENV = "ANTHROPIC_API_KEY"
+_TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
+"""Where the SDK finds the credentials no ``api_key`` names."""
+_CLIENT_CREDENTIALS = ("api_key", "auth_token")
+"""The attributes an SDK client keeps its credentials in."""
+
 
 class AnthropicModel:
     """A ``Model`` backed by the ``anthropic`` SDK's async client.
@@ -498,6 +506,24 @@ class AnthropicModel:
     def __repr__(self) -> str:
         # Never show the key.
         return f"AnthropicModel(name={self.name!r}, base_url={self._base_url!r})"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this model sends, wherever the client finds them: the ``api_key``
+        given, else the ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_AUTH_TOKEN`` the SDK reads; the
+        key and token of a ``client`` passed in; the values of ``extra_headers`` under a
+        credential's name (``Authorization``, ``x-api-key``, ...), and the token after a
+        ``Bearer`` in them. The agent keeps them out of its traces and spans (DESIGN §8)."""
+        found: list[object] = []
+        if self._client is not None:
+            found += [getattr(self._client, name, None) for name in _CLIENT_CREDENTIALS]
+        else:
+            found += [self._api_key or os.environ.get(_KEY_ENV), os.environ.get(_TOKEN_ENV)]
+        for name, value in self._headers.items():
+            if is_sensitive_key(name):
+                # The whole value, and the credential of ``Bearer <token>`` alone.
+                found += [value, *value.split()[1:]]
+        return tuple(dict.fromkeys(value for value in found if isinstance(value, str) and value))
 
     def _get_client(self) -> Any:
         if self._client is None:
