@@ -431,9 +431,10 @@ class Thinking:
 
 _MIN_THINKING_BUDGET = 1024
 
-_KEY_ENV = "ANTHROPIC_API_KEY"
-_TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
-"""Where the SDK finds the credentials no ``api_key`` names."""
+_CREDENTIAL_ENVS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+"""Where the SDK finds the credential no ``api_key`` names."""
+_CUSTOM_HEADERS_ENV = "ANTHROPIC_CUSTOM_HEADERS"
+"""Headers the SDK adds to every request, one ``Name: value`` a line."""
 _CLIENT_CREDENTIALS = ("api_key", "auth_token")
 """The attributes an SDK client keeps its credentials in."""
 
@@ -510,19 +511,25 @@ class AnthropicModel:
     @property
     def secrets(self) -> tuple[str, ...]:
         """The credentials this model sends, wherever the client finds them: the ``api_key``
-        given, else the ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_AUTH_TOKEN`` the SDK reads; the
-        key and token of a ``client`` passed in; the values of ``extra_headers`` under a
-        credential's name (``Authorization``, ``x-api-key``, ...), and the token after a
-        ``Bearer`` in them. The agent keeps them out of its traces and spans (DESIGN §8)."""
+        given, else the ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN`` the SDK reads; the
+        key and token of a ``client`` passed in; the values of headers under a credential's
+        name (``Authorization``, ``x-api-key``, ...) in ``extra_headers`` or the SDK's
+        ``ANTHROPIC_CUSTOM_HEADERS``, and the token after a ``Bearer`` in them. The agent
+        keeps them out of its traces and spans (DESIGN §8). Credentials the SDK mints while
+        it runs (a profile's or a federation's access tokens) are not known here."""
         found: list[object] = []
         if self._client is not None:
             found += [getattr(self._client, name, None) for name in _CLIENT_CREDENTIALS]
+        elif self._api_key is not None:
+            found.append(self._api_key)
         else:
-            found += [self._api_key or os.environ.get(_KEY_ENV), os.environ.get(_TOKEN_ENV)]
-        for name, value in self._headers.items():
-            if is_sensitive_key(name):
+            found += [os.environ.get(name) for name in _CREDENTIAL_ENVS]
+        custom = os.environ.get(_CUSTOM_HEADERS_ENV, "").splitlines()
+        headers = [line.partition(":")[::2] for line in custom if ":" in line]
+        for name, value in (*headers, *self._headers.items()):
+            if is_sensitive_key(name.strip()):
                 # The whole value, and the credential of ``Bearer <token>`` alone.
-                found += [value, *value.split()[1:]]
+                found += [value.strip(), *value.split()[1:]]
         return tuple(dict.fromkeys(value for value in found if isinstance(value, str) and value))
 
     def _get_client(self) -> Any:
