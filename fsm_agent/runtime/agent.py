@@ -571,7 +571,5 @@ def model_credentials(model: object) -> tuple[str, ...]:
     if isinstance(found, str):
         found = (found,)
     return tuple(
-        value
-        for value in found
-        if isinstance(value, str) and len(value) >= _SHORTEST_CREDENTIAL
+        value for value in found if isinstance(value, str) and len(value) >= _SHORTEST_CREDENTIAL
     )

@@ -58,7 +58,7 @@ def save_result(text: str, results_dir: Path | None, call_id: str) -> str | None
     try:
         results_dir.mkdir(mode=_OWNER_ONLY_FOLDER, parents=True, exist_ok=True)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _OWNER_ONLY_FILE)
-        with open(descriptor, "w", encoding="utf-8") as file:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(text)
     except OSError:
         return None

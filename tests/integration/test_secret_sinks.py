@@ -40,14 +40,14 @@ from fsm_agent.testing.fake_server import FakeAnthropicServer
 
 pytest.importorskip("opentelemetry.sdk", reason="the fsm_agent[otel] extra is not installed")
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from fsm_agent.cli import main  # noqa: E402
-from fsm_agent.telemetry.config import Telemetry  # noqa: E402
+from fsm_agent.cli import main
+from fsm_agent.telemetry.config import Telemetry
 
 ServeFn = Callable[[Any], FakeAnthropicServer]  # the ``serve`` fixture (conftest.py)
 MODEL = "claude-primary"

@@ -41,7 +41,11 @@ def test_the_agents_secrets_never_enter_the_history(temporal_address: str, tmp_p
     trace = tmp_path / "traces" / "trace.jsonl"
     steps = [
         {"content": [{"tool_use": {"name": "Read", "input": {"file_path": "notes.txt"}}}]},
-        {"content": [{"tool_use": {"name": "Write", "input": {"file_path": "o.txt", "content": "x"}}}]},
+        {
+            "content": [
+                {"tool_use": {"name": "Write", "input": {"file_path": "o.txt", "content": "x"}}}
+            ]
+        },
         {"content": [{"text": "done"}]},
     ]
     params = {"steps": steps, "cwd": str(work)}

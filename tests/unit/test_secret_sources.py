@@ -156,7 +156,9 @@ def test_a_subagent_keeps_its_parents_secrets(tmp_path: Path) -> None:
     """The child agent a Task call starts is given the parent's secrets: its own trace, and
     the answer the parent records, hold none."""
     child = SubagentDefinition(
-        description="echoes", tools=[echo], model=scripted(f"child says {PLANTED}", tool_name="echo")
+        description="echoes",
+        tools=[echo],
+        model=scripted(f"child says {PLANTED}", tool_name="echo"),
     )
     task = {"description": "echo", "prompt": f"echo {PLANTED}", "subagent_type": "echoer"}
     parent = Agent(
