@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,10 @@ from rich.console import Console
 from fsm_agent.cli import main
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent, model_credentials
+from fsm_agent.runtime.hook_spec import CommandHook
 from fsm_agent.runtime.models import AnthropicModel
-from fsm_agent.runtime.permissions import PermissionRequest
+from fsm_agent.runtime.permissions import PermissionPolicy, PermissionRequest
+from fsm_agent.runtime.settings import load_settings
 from fsm_agent.runtime.subagents import SubagentDefinition
 from fsm_agent.runtime.tool import tool
 from fsm_agent.store.opening import open_store
@@ -258,3 +262,25 @@ def test_a_store_that_cannot_be_opened_never_shows_its_password(url: str) -> Non
         open_store(url)
     assert "***" in str(raised.value)
     assert_clean("the error", str(raised.value), ("hunter2-pw", "hunter2 pw"))
+
+
+# --- errors that quote what the user wrote --------------------------------------------------
+
+
+def test_an_error_quoting_a_setting_never_shows_an_api_key(tmp_path: Path) -> None:
+    """A malformed permission rule, settings file or command hook is quoted in its error,
+    which reaches terminals, logs and CI output: API-key-shaped text in it is not shown."""
+    header = f'curl -H "x-api-key: {KEY_SHAPED}"'
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"permissions": {"allow": f"Bash({header})"}}), "utf-8")
+    broken = [
+        lambda: PermissionPolicy(allow=(f"Bash({header}",)),
+        lambda: load_settings(tmp_path, extra_files=[settings]),
+        lambda: CommandHook(command=header, timeout=0),
+    ]
+    for build in broken:
+        with pytest.raises(ConfigError) as raised:
+            build()
+        shown = "".join(traceback.format_exception(raised.value))
+        assert "x-api-key: [REDACTED]" in shown
+        assert_clean("the error", shown, (KEY_SHAPED,))
