@@ -196,8 +196,9 @@ class Agent:
             or False for no trace. Glob, Grep and Read never touch the trace folder.
         cwd: the working directory tools act in (default: the current one).
         system: the system prompt.
-        secrets: strings that must never reach a trace or a span; the model's credentials
-            (its API key, wherever it was found) are added by themselves.
+        secrets: strings that must never reach a trace or a span; the credentials of the model
+            (its API key, wherever it was found) and of the MCP servers (their credential
+            headers and environment variables) are added by themselves.
         sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
             agent under Hypothesis without real waiting.
         wall_clock: epoch seconds (default ``time.time``), stamped on the events that
@@ -298,7 +299,7 @@ class Agent:
         policy = attrs.evolve(policy, mcp_servers=tuple(dict.fromkeys(servers)))
         self.permissions = policy.with_settings(self.settings)
         self.system = system
-        self.secrets = (*secrets, *model_credentials(model))
+        self.secrets = (*secrets, *model_credentials(model), *_server_credentials(mcp_servers))
         # What each request sends about the tools; schemas are generated once, not per request.
         self.tool_definitions = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
@@ -557,8 +558,21 @@ def _settings(value: Settings | str | os.PathLike[str] | bool | None, cwd: Path)
 
 
 _SHORTEST_CREDENTIAL = 4
-"""A model's credential shorter than this is not kept as a secret: no real one is, and the
-trace's redactor refuses a secret that short (it would blank half of every trace)."""
+"""A credential found in the configuration shorter than this is not kept as a secret: no real
+one is, and the trace's redactor refuses a secret that short (it would blank half of every
+trace)."""
+
+
+def _kept(found: Iterable[object]) -> tuple[str, ...]:
+    """The credentials of ``found`` long enough to be kept as secrets."""
+    return tuple(
+        value for value in found if isinstance(value, str) and len(value) >= _SHORTEST_CREDENTIAL
+    )
+
+
+def _server_credentials(servers: Sequence[McpServer]) -> tuple[str, ...]:
+    """The credentials MCP servers are reached with, as secrets for the agent."""
+    return _kept(value for server in servers for value in server.secrets)
 
 
 def model_credentials(model: object) -> tuple[str, ...]:
@@ -568,8 +582,4 @@ def model_credentials(model: object) -> tuple[str, ...]:
     found = getattr(model, "secrets", None)
     if found is None:
         found = (getattr(model, "api_key", None),)
-    if isinstance(found, str):
-        found = (found,)
-    return tuple(
-        value for value in found if isinstance(value, str) and len(value) >= _SHORTEST_CREDENTIAL
-    )
+    return _kept((found,) if isinstance(found, str) else found)

@@ -31,9 +31,9 @@ import attrs
 import orjson
 
 from fsm_agent.core.events import FailureKind, ModelStreamFailed
+from fsm_agent.credentials import named_credentials
 from fsm_agent.errors import ConfigError, FsmAgentError
 from fsm_agent.trace.json_limits import fit_for_json
-from fsm_agent.trace.redact import is_sensitive_key
 
 if TYPE_CHECKING:
     import anthropic
@@ -525,11 +525,8 @@ class AnthropicModel:
         else:
             found += [os.environ.get(name) for name in _CREDENTIAL_ENVS]
         custom = os.environ.get(_CUSTOM_HEADERS_ENV, "").splitlines()
-        headers = [line.partition(":")[::2] for line in custom if ":" in line]
-        for name, value in (*headers, *self._headers.items()):
-            if is_sensitive_key(name.strip()):
-                # The whole value, and the credential of ``Bearer <token>`` alone.
-                found += [value.strip(), *value.split()[1:]]
+        headers = [(name, value) for name, _, value in (line.partition(":") for line in custom)]
+        found += named_credentials([*headers, *self._headers.items()])
         return tuple(dict.fromkeys(value for value in found if isinstance(value, str) and value))
 
     def _get_client(self) -> Any:

@@ -13,9 +13,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from fsm_agent.credentials import without_passwords
 from fsm_agent.errors import ConfigError
 from fsm_agent.store.sql_store import RunStore
-from fsm_agent.store.url_passwords import without_passwords
 from fsm_agent.trace.location import default_trace_folder
 
 STORE_ENV = "FSM_AGENT_STORE"

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from fsm_agent.credentials import without_passwords
 from fsm_agent.errors import ConfigError
 from fsm_agent.store.sql_store import Cursor, SqlRunStore, migrations
-from fsm_agent.store.url_passwords import without_passwords
 
 CONNECT_TIMEOUT_S = 10
 """Seconds a connection attempt may take when the URL sets no ``connect_timeout``."""

@@ -56,7 +56,7 @@ def test_no_table_of_the_store_holds_a_secret(store_url: str, tmp_path: Path) ->
         with store.transaction() as cursor:
             rows = {}
             for table in TABLES:
-                cursor.execute(f"SELECT * FROM {table}")  # noqa: S608 - our own table names
+                cursor.execute(f"SELECT * FROM {table}")
                 rows[table] = cursor.fetchall()
     finally:
         store.close()

@@ -20,16 +20,17 @@ import pytest
 from rich.console import Console
 
 from fsm_agent.cli import main
+from fsm_agent.credentials import url_passwords, without_passwords
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent, model_credentials
 from fsm_agent.runtime.hook_spec import CommandHook
+from fsm_agent.runtime.mcp_tools import McpServer
 from fsm_agent.runtime.models import AnthropicModel
 from fsm_agent.runtime.permissions import PermissionPolicy, PermissionRequest
 from fsm_agent.runtime.settings import load_settings
 from fsm_agent.runtime.subagents import SubagentDefinition
 from fsm_agent.runtime.tool import tool
 from fsm_agent.store.opening import open_store
-from fsm_agent.store.url_passwords import url_passwords, without_passwords
 from fsm_agent.terminal_view import LiveView
 from fsm_agent.testing.fake_server import FakeAnthropicServer
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
@@ -126,6 +127,29 @@ def test_an_agent_hides_its_model_credentials_and_your_secrets() -> None:
     OwnModel.api_key = "abc"
     assert model_credentials(OwnModel()) == ()
     assert model_credentials(scripted("hi")) == ()
+
+
+def test_an_mcp_servers_credentials_are_secrets_and_never_shown() -> None:
+    """The credential headers, environment variables and URL password an MCP server is
+    reached with join the agent's secrets (a server may echo them in a tool result), and the
+    server's ``repr`` names them without their values."""
+    http = McpServer.http(
+        "docs",
+        "https://bot:url-password-0123@mcp.example/mcp",
+        headers={"Authorization": "Bearer mcp-token-0123", "X-Team": "infra"},
+    )
+    stdio = McpServer.stdio("gh", "gh-mcp", env={"GITHUB_TOKEN": "ghp-0123456", "HOME": "/h"})
+    agent = Agent(model=scripted("hi"), mcp_servers=[http, stdio], trace=False, store=False)
+    assert set(agent.secrets) == {
+        "Bearer mcp-token-0123",
+        "mcp-token-0123",
+        "url-password-0123",
+        "ghp-0123456",
+    }
+    shown = repr([http, stdio])
+    assert "'Authorization': '***'" in shown
+    assert "'GITHUB_TOKEN': '***'" in shown
+    assert_clean("an MCP server's repr", shown, (*agent.secrets, "infra", "/h"))
 
 
 # --- sessions and subagents -----------------------------------------------------------------
