@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
 import traceback
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,12 @@ from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent, model_credentials
 from fsm_agent.runtime.hook_spec import CommandHook
 from fsm_agent.runtime.mcp_tools import McpServer
-from fsm_agent.runtime.models import AnthropicModel
+from fsm_agent.runtime.models import AnthropicModel, ModelRequest
 from fsm_agent.runtime.permissions import PermissionPolicy, PermissionRequest
 from fsm_agent.runtime.settings import load_settings
 from fsm_agent.runtime.subagents import SubagentDefinition
 from fsm_agent.runtime.tool import tool
+from fsm_agent.store.background import wait_for_store_writes
 from fsm_agent.store.opening import open_store
 from fsm_agent.terminal_view import LiveView
 from fsm_agent.testing.fake_server import FakeAnthropicServer
@@ -40,6 +42,7 @@ from fsm_agent.trace.conversation import conversation_turns
 SECRET = "configured-hunter2-secret"
 KEY_SHAPED = "sk-ant-api03-PLANTED0123456789abcdef"
 PLANTED = f"[{SECRET} {KEY_SHAPED}]"
+HELLO = [{"role": "user", "content": "hello"}]
 
 
 def scripted(*texts: str, tool_name: str | None = None) -> ScriptedModel:
@@ -308,3 +311,51 @@ def test_an_error_quoting_a_setting_never_shows_an_api_key(tmp_path: Path) -> No
         shown = "".join(traceback.format_exception(raised.value))
         assert "x-api-key: [REDACTED]" in shown
         assert_clean("the error", shown, (KEY_SHAPED,))
+
+
+def test_a_store_that_is_down_is_logged_without_its_password(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run indexed in a PostgreSQL store nobody answers for: the run completes, and the
+    warning that says so (logger ``fsm_agent.store``) hides the URL's password."""
+    pytest.importorskip("psycopg", reason="the fsm_agent[postgres] extra is not installed")
+    agent = Agent(
+        model=scripted("hi"),
+        cwd=tmp_path,
+        trace=tmp_path / "run.jsonl",
+        store="postgresql://bob:hunter2-pw@127.0.0.1:1/runs",
+    )
+    with caplog.at_level(logging.WARNING, logger="fsm_agent.store"):
+        assert agent.run_sync("go").terminal == "completed"
+        assert wait_for_store_writes(timeout_s=30)
+    assert "was not indexed" in caplog.text
+    assert "bob:***@127.0.0.1" in caplog.text
+    assert_clean("the store's warning", caplog.text, ("hunter2-pw",))
+
+
+def test_the_fake_server_records_no_credential_header() -> None:
+    """What the fake server keeps of a request (tests print it when they fail) holds no
+    credential header's value: the API key, and a gateway's token under any credential name."""
+    scenario = parse_scenario({"steps": [{"content": [{"text": "hi"}]}]})
+
+    async def ask(server: FakeAnthropicServer) -> None:
+        async with AnthropicModel(
+            name="m",
+            api_key="proxy-credential-0123",
+            base_url=server.base_url,
+            extra_headers={"X-Gateway-Token": "gateway-0123", "Cookie": "session=cookie-0123"},
+        ) as model:
+            async for _event in model.stream(
+                ModelRequest(model="m", max_output_tokens=64, messages=HELLO)
+            ):
+                pass
+
+    with FakeAnthropicServer(scenario) as server:
+        asyncio.run(ask(server))
+    [recorded] = server.message_requests
+    assert recorded.headers["x-gateway-token"] == "[redacted]"
+    assert_clean(
+        "a recorded request",
+        repr(recorded),
+        ("proxy-credential-0123", "gateway-0123", "cookie-0123"),
+    )
