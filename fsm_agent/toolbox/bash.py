@@ -27,7 +27,7 @@ from fsm_agent.runtime.tool import (
     ToolContext,
     ToolOutput,
 )
-from fsm_agent.toolbox.paths import is_protected
+from fsm_agent.toolbox.paths import is_protected, path_candidates
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -144,17 +144,11 @@ def _protected_path_named(command: str, ctx: ToolContext) -> str | None:
     for part in analysis.parts:
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
-            for candidate in _path_candidates(word):
+            for candidate in path_candidates(word):
                 path = Path(candidate).expanduser()
                 if is_protected(path if path.is_absolute() else ctx.cwd / path):
                     return word
     return None
-
-
-def _path_candidates(word: str) -> tuple[str, ...]:
-    """``word`` itself, and the value of an ``--option=value`` or ``of=value`` word."""
-    _, equals, value = word.partition("=")
-    return (word, value) if equals and value else (word,)
 
 
 def _judge(command: str, *, cwd: str, readable_roots: tuple[str, ...]) -> ReadOnlyVerdict:

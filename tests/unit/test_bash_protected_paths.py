@@ -30,6 +30,8 @@ PROTECTED_WRITES = [
     "mkdir -p .claude && echo '{}' > .claude/settings.json",
     "cat payload > sub/.vscode/tasks.json",
     "ln -sf payload .gitmodules",
+    "ls; > .bashrc",
+    "echo evil &\\\n> .profile",
 ]
 
 
