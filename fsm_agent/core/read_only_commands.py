@@ -20,7 +20,9 @@ to follow symlinks as well: the core does no I/O. Options that make a program fo
 while it walks a tree (``grep -R``, ``find -L``, ``rg --follow``) are refused, and so are globs
 (a match could be a link). What is not covered: programs named by the repository's own
 configuration (git's ``core.fsmonitor``, diff drivers, ripgrep's config file): ``.git/`` and
-the shell's start-up files are protected paths, so the agent cannot plant them unasked.
+the shell's start-up files are protected paths, so the agent cannot plant them unasked, and the
+Bash tool runs git with ``safe.bareRepository=explicit``, so a folder of plain files the agent
+wrote (``HEAD``, ``config``, ``refs/``) is not taken for a repository.
 """
 
 from __future__ import annotations
@@ -709,6 +711,16 @@ _GIT_GLOBAL = _rule(
     "--bare --super-prefix= --list-cmds= --attr-source=",
 )
 _GIT_GLOBAL_TABLE = attrs.evolve(_GIT_GLOBAL.table, stops_at_operand=True)
+
+
+def without_git_globals(args: Sequence[str]) -> tuple[str, ...] | None:
+    """git's arguments from its subcommand on, its own options (``-C dir``, ``-c k=v``,
+    ``--no-pager``) left out; None when one of them is not an option we know."""
+    parsed = parse_arguments(args, _GIT_GLOBAL_TABLE)
+    if parsed.problem is not None:
+        return None
+    return tuple(args[parsed.rest_index :])
+
 
 _DIFF_OPTIONS = (
     "-p -u -s -U= -z -R -a -b -w -M=? -C=? -B=? -D -W --patch --no-patch --unified= --raw "

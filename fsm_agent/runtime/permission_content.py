@@ -6,8 +6,9 @@ answer is a :class:`Verdict`, which the chain turns into a decision following SP
 
 * **Bash**: the command is taken apart with ``analyse_command``. A deny rule matching any part
   (inside wrappers, substitutions, pipes; a program named by its path, ``/bin/rm``, by its
-  name too) denies; an ask rule matching any part asks, even in bypass mode; a command the
-  parser cannot fully read asks. The command is allowed only when every part is allowed by a
+  name too, and git without its own options, ``git -C . push``, as ``git push``) denies; an
+  ask rule matching any part asks, even in bypass mode; a command the parser cannot fully read
+  asks. The command is allowed only when every part is allowed by a
   rule, is read-only, or (in ``acceptEdits``) is a plain file operation on paths inside the
   working folder. A part with ``VAR=`` prefixes, a redirection that writes, or a wrapper that
   changes who runs it (``sudo``) is never allowed by a rule.
@@ -354,12 +355,22 @@ def _shown(part: CommandPart) -> str:
 
 
 def _guarded_texts(part: CommandPart) -> tuple[str, ...]:
-    """What deny and ask rules are matched against for one part: its text, and for a program
-    named by its path (``/bin/rm x``) the same command by the program's name (``rm x``)."""
+    """What deny and ask rules are matched against for one part: its text; for a program named
+    by its path (``/bin/rm x``), the same command by the program's name (``rm x``); and for git,
+    the command without git's own options (``git -C . push`` is ``git push``)."""
+    from fsm_agent.core.read_only_commands import without_git_globals  # noqa: PLC0415 - lazy
+
     program = part.argv[0]
-    if "/" not in program or program.endswith("/"):
-        return (part.text,)
-    return (part.text, " ".join((program.rsplit("/", 1)[1], *part.argv[1:])))
+    name = program.rsplit("/", 1)[-1] if "/" in program.rstrip("/") else program
+    texts = [part.text, " ".join((name, *part.argv[1:]))]
+    if name == "git":
+        rest = without_git_globals(part.argv[1:])
+        if rest is not None:
+            texts.append(" ".join(("git", *rest)))
+        else:  # an option we do not know: any word that is not an option may be the command
+            words = part.argv[1:]
+            texts += [" ".join(("git", *words[i:])) for i, w in enumerate(words) if w[:1] != "-"]
+    return tuple(dict.fromkeys(texts))
 
 
 def _read_only(part: CommandPart, place: CallPlace) -> bool:

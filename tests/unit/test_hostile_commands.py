@@ -412,3 +412,22 @@ def test_other_reads_stay_allowed_beside_a_read_deny_rule(work: Path) -> None:
     (work / "README").write_text("hi\n")
     decided = decide("cat README && grep -n x src/a.py", work, deny={"Read(./.env)"})
     assert decided.behavior is PermissionBehavior.ALLOW
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -C . push",
+        "git --no-pager push origin main",
+        "git -c core.sshCommand=ssh push",
+        "git --no-lazy-fetch push",
+        "/usr/bin/git -C . push",
+        "sudo git --no-pager push",
+    ],
+)
+def test_an_ask_rule_on_a_git_subcommand_sees_past_git_options(command: str, work: Path) -> None:
+    """``Bash(git push:*)`` asks even in bypass mode, whatever git's own options come first
+    (found: ``git --no-pager push`` ran unasked)."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, ask_rules={"Bash(git push:*)"})
+    assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
+    assert decided.rule == "Bash(git push:*)"
