@@ -30,6 +30,7 @@ import attrs
 
 from fsm_agent.core.command_options import Arity, OptionTable, parse_arguments
 from fsm_agent.core.shell_misreadings import (
+    comment_misread,
     continuation_misread,
     heredoc_delimiter,
     heredoc_ends_as_parsed,
@@ -196,7 +197,24 @@ class _Reader:
         if root.has_error:
             self.problems.append(f"the shell parser could not read {_error_place(root, text)}")
         self._check_continuations(root)
+        self._check_comments(root)
         self._walk(root, wrappers, redirects, depth)
+
+    def _check_comments(self, root: Node) -> None:
+        """A problem for a comment Bash may read as part of a word."""
+        source = root.text or b""
+        if b"#" not in source:
+            return
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.type != "comment":
+                stack.extend(node.children)
+                continue
+            why = comment_misread(source, node.start_byte)
+            if why is not None:
+                self.problems.append(why)
+                return
 
     def _check_continuations(self, root: Node) -> None:
         """A problem for each backslash-newline the parser may have read apart from Bash."""

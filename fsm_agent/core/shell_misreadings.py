@@ -1,4 +1,5 @@
-"""Text that tree-sitter-bash and Bash read differently: heredoc ends and line continuations.
+"""Text that tree-sitter-bash and Bash read differently: heredoc ends, line continuations and
+comments.
 
 ``shell_commands`` trusts the parse tree to say where each command is. Two places where the
 tree can be wrong in a way that hides a command from it (and so from the read-only judge and
@@ -12,6 +13,9 @@ from deny rules, SPEC §9.3):
 * **Line continuations.** Bash removes a backslash-newline before it splits tokens, so
   ``echo a\\<newline>#b; rm x`` runs ``rm`` (``a#b`` is one word) and ``&\\<newline>>`` is
   ``&>``; tree-sitter reads a comment and an ``&`` there.
+* **Comments.** ``#`` starts a comment only at the start of a word; after a backslash-escaped
+  tab (``echo\\<tab>#; rm x``) it is inside one, and ``rm`` runs, while tree-sitter reads a
+  comment to the end of the line.
 
 The functions here only say whether the text is read the same way; the caller reports a
 problem when it is not, and the command asks.
@@ -118,3 +122,21 @@ def continuation_misread(source: bytes, index: int) -> str | None:
         return None
     left, right = before.decode(errors="replace"), after.decode(errors="replace")
     return f"a line continuation joins {left!r} and {right!r}, which the parser may read apart"
+
+
+def comment_misread(source: bytes, index: int) -> str | None:
+    """Why the comment the parser found at ``source[index]`` may be part of a word to Bash.
+
+    Bash starts a comment at a ``#`` opening a word: at the start of a line, after an unescaped
+    blank, or after ``;``, ``&`` or ``|``. Anything else before it is not worth the doubt.
+    """
+    before = source[:index]
+    last = before[-1:]
+    if not before or last in (b"\n", b";", b"&", b"|"):
+        return None
+    if last in (b" ", b"\t"):
+        backslashes = len(before) - 1 - len(before[:-1].rstrip(b"\\"))
+        if backslashes % 2 == 0:
+            return None
+    shown = last.decode(errors="replace")
+    return f"a '#' after {shown!r} may be inside a word for Bash, not a comment"

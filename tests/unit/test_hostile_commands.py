@@ -63,9 +63,18 @@ MISREAD_CONTINUATIONS = [
     "cat <<EOF\n$\\\n(rm -rf src)\nEOF",
 ]
 
+# `#` inside a word after an escaped tab: tree-sitter read a comment to the end of the line
+# (found)
+MISREAD_COMMENTS = [
+    "echo\\\t#; rm -rf src",
+    "cat\\\t#{&'&;';rm -rf src",
+    "echo&\\\t#/dev/null;rm -rf src",
+]
+
 UNANALYSABLE = [
     *MISREAD_HEREDOCS,
     *MISREAD_CONTINUATIONS,
+    *MISREAD_COMMENTS,
     # names made to run another program (found: the parts found were not what ran)
     "shopt -s expand_aliases\nalias ls=rm\nls -rf src",
     "hash -p /bin/rm ls; ls -rf src",
@@ -230,6 +239,10 @@ def test_a_hostile_command_is_not_read_only(command: str) -> None:
     "command",
     [
         "ls #; rm x",
+        "ls;# rm x",
+        "ls\t# rm x",
+        "ls |# rm x\n cat",
+        "echo a\\ #; ls",
         "cat <<'EOF'\nEOF",
         "cat <<EOF\nbody\nEOF",
         "cat <<-EOF\n\tbody\n\tEOF",
