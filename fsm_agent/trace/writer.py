@@ -54,6 +54,7 @@ from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor, has_sensitive_key
 from fsm_agent.trace.render_fns import render_effect, render_event
 from fsm_agent.trace.step_bytes import effects_field, transitions_array, transitions_field
+from fsm_agent.trace.stream_input_redaction import StreamInputRedaction
 from fsm_agent.trace.stream_shapes import known_stream_event
 
 _MESSAGES_GAP: Final = b'"messages":[]'
@@ -116,7 +117,8 @@ class EventLine(NamedTuple):
             parts to be joined: one for most events; a turn's first event joins the kept
             bytes of its transcript on only when the line is written, so that they are
             copied once.
-        event: the event.
+        event: the event as the trace holds it (a stream event whose tool-input text was
+            redacted is a copy; the core is fed the event it was given).
     """
 
     rendered: bytes | None
@@ -186,6 +188,7 @@ class TraceWriter:
         secrets = tuple(secrets)
         # Most writers have no secret string: they share the redactor of the key rules.
         self._redactor = Redactor(secrets) if secrets else KEY_RULES_ONLY
+        self._stream_inputs = StreamInputRedaction()
         self._next_seq = 1 if next_seq is None else next_seq
         self._closed = False
         self.ended = False
@@ -294,6 +297,16 @@ class TraceWriter:
         replayed prefix."""
         data = dict(fields)
         data.pop("seq", None)
+        event = data.get("event")
+        if data.get("record") == "event" and type(event) is dict:
+            # A copied stream event goes through the same scanners as a live one: a run that
+            # goes on from a copied prefix may be in the middle of a tool input's text.
+            raw, request_id = event.get("event"), event.get("request_id")
+            if event.get("type") == "ModelStreamEvent" and type(raw) is dict:
+                if type(request_id) is str:
+                    traced = self._stream_inputs.event(request_id, raw)
+                    if traced is not raw:
+                        data["event"] = {**event, "event": traced}
         self._write(data)
 
     def _line(self, fields: MutableMapping[str, Any], *, keys_hit: bool, count: int) -> bytes:
@@ -330,6 +343,11 @@ class TraceWriter:
             raw = event.event
             if type(raw) is not dict:
                 records.event_fields(event)  # refuses it
+            # A tool input's text: the key rules applied to the JSON it spells (DESIGN §8).
+            traced = self._stream_inputs.event(event.request_id, raw)
+            if traced is not raw:
+                raw = traced
+                event = ModelStreamEvent(request_id=event.request_id, event=raw)
             value: dict[str, Any] = {
                 "type": "ModelStreamEvent",
                 "request_id": event.request_id,

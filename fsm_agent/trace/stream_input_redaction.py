@@ -1,0 +1,305 @@
+"""Key-name redaction inside a tool input that streams as text (DESIGN §8).
+
+A model's tool input reaches the trace as ``input_json_delta`` pieces of JSON text; only
+their concatenation is the input object. The record-level rule (:mod:`fsm_agent.trace.redact`:
+a non-empty string stored under a sensitive key name, at any depth, becomes
+:data:`~fsm_agent.trace.redact.REDACTED`) never sees an object there, only strings. This
+module applies that rule to the text itself, piece by piece, as it is written:
+:class:`ToolInputScanner` reads one block's JSON incrementally and rewrites each piece so that
+the rewritten pieces, concatenated, parse to exactly what the record-level rule makes of the
+parsed input. A sensitive value's first character becomes ``[REDACTED]``, the rest of the
+value is dropped, its closing quote is kept (an empty value stays empty, as the rule leaves
+it). Everything else passes byte for byte; a piece that changes nothing is returned as is.
+
+Theory of operation: a small state machine over the JSON grammar's tokens (what may come
+next: a value, a key, a colon, a comma or closing bracket), a stack of open containers, and
+the string states (inside a key, which is kept to be judged when it closes, ``\\uXXXX``
+escapes included; inside an ordinary value; inside a sensitive value). A piece inside an
+ordinary string with no quote and no backslash costs two searches. The scanner is total: any
+text in any state. What is not JSON cannot be told apart, so it is not guessed at: from the
+first character that breaks the grammar on, the block's text is dropped (``[REDACTED]`` marks
+the place). The core answers such input with an error either way.
+
+Replay feeds the rewritten pieces to its core, which assembles the redacted input; its
+effects then equal the recorded ones, which the writer redacted by the record-level rule.
+:class:`StreamInputRedaction` keeps one scanner per open tool-input block of the current
+request, for a writer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final
+
+from fsm_agent.trace.redact import REDACTED, is_sensitive_key
+
+# What the scanner expects next (outside strings) or where it is (inside one).
+_VALUE: Final = 0
+"""A value: the input's start, after a colon, after a comma in an array."""
+_VALUE_OR_CLOSE: Final = 1
+"""After ``[``: a value or ``]``."""
+_KEY_OR_CLOSE: Final = 2
+"""After ``{``: a key or ``}``."""
+_KEY: Final = 3
+"""After a comma in an object."""
+_COLON: Final = 4
+"""After a key."""
+_AFTER_VALUE: Final = 5
+"""A comma or the innermost container's closing bracket."""
+_DONE: Final = 6
+"""The input's value is complete: whitespace only."""
+_IN_KEY: Final = 7
+_IN_STRING: Final = 8
+"""Inside a string value that is kept."""
+_SECRET_START: Final = 9
+"""Just after the opening quote of a value under a sensitive key."""
+_IN_SECRET: Final = 10
+"""Inside such a value, its first character already written as ``[REDACTED]``."""
+_LITERAL: Final = 11
+"""Inside a number, ``true``, ``false`` or ``null``."""
+_LOST: Final = 12
+"""The text broke the grammar: the rest of the block is dropped."""
+
+_STRINGS: Final = frozenset({_IN_KEY, _IN_STRING, _IN_SECRET})
+_OBJECT: Final = 0
+_ARRAY: Final = 1
+_OPENS: Final = {"{": (_OBJECT, _KEY_OR_CLOSE), "[": (_ARRAY, _VALUE_OR_CLOSE)}
+_CLOSES: Final = {"}": _OBJECT, "]": _ARRAY}
+
+_STRING_STOP: Final = re.compile(r'["\\]')
+_SPACE: Final = re.compile(r"[ \t\n\r]*")
+_LITERAL_RUN: Final = re.compile(r'[^ \t\n\r,:\[\]{}"]*')
+_VIABLE_LITERAL: Final = re.compile(
+    r"-|-?[0-9][0-9+\-.eE]*|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?"
+)
+"""A literal's beginning that may still be a number, ``true``, ``false`` or ``null``; any
+other bare word is a grammar error (under a sensitive key it could be an unquoted secret)."""
+_LITERAL_KEPT: Final = 8
+"""Characters of a literal kept to judge the next piece's continuation: past the longest
+keyword, a literal can only go on as a number, judged by its characters."""
+
+
+class ToolInputScanner:
+    """Rewrites one tool-input block's JSON text, piece by piece (see the module docstring)."""
+
+    __slots__ = ("_escape", "_key", "_literal", "_secret_key", "_stack", "_state")
+
+    def __init__(self) -> None:
+        self._state = _VALUE
+        self._escape = False
+        """The previous piece ended inside a string on a backslash."""
+        self._stack = bytearray()
+        """The open containers, innermost last (``_OBJECT`` or ``_ARRAY``)."""
+        self._key: list[str] = []
+        """The text of the key being read, as written (escapes undecoded)."""
+        self._secret_key = False
+        """The key just read is a sensitive key name: the value to come is under it."""
+        self._literal = ""
+        """The beginning of the literal being read."""
+
+    def rewrite(self, piece: str) -> str:
+        """``piece`` as the trace is to hold it (``piece`` itself when nothing changes)."""
+        # Most pieces of a large input are inside an ordinary string, and end inside it.
+        if self._state == _IN_STRING and not self._escape and '"' not in piece:
+            if "\\" not in piece:
+                return piece
+        return self._scan(piece)
+
+    def _scan(self, piece: str) -> str:
+        out: list[str] = []  # the rewritten piece's parts, once something is dropped
+        kept = 0  # piece[kept:] is not yet in out
+        pos, end = 0, len(piece)
+        state = self._state
+        while pos < end:
+            if state in _STRINGS:
+                close = self._string_end(piece, pos)
+                if state == _IN_KEY:
+                    self._key.append(piece[pos:end] if close < 0 else piece[pos:close])
+                elif state == _IN_SECRET:
+                    stop = end if close < 0 else close
+                    out += (piece[kept:pos],)
+                    kept = stop
+                if close < 0:
+                    break
+                pos = close + 1
+                if state == _IN_KEY:
+                    key = _decoded_key("".join(self._key))
+                    self._key = []
+                    if key is None:
+                        state = _LOST
+                        out += (piece[kept:pos], REDACTED)
+                        kept = end
+                        break
+                    self._secret_key = is_sensitive_key(key)
+                    state = _COLON
+                else:
+                    state = self._after_value()
+                continue
+            if state == _SECRET_START:
+                if piece[pos] == '"':  # an empty value stays empty
+                    pos += 1
+                    state = self._after_value()
+                else:
+                    out += (piece[kept:pos], REDACTED)
+                    kept = pos
+                    state = _IN_SECRET
+                continue
+            if state == _LOST:
+                out += (piece[kept:pos],)
+                kept = end
+                break
+            if state == _LITERAL:
+                state, pos = self._literal_on(piece, pos)
+                if state == _LOST:
+                    out += (piece[kept:pos], REDACTED)
+                    kept = end
+                    break
+                continue
+            pos = _SPACE.match(piece, pos).end()  # type: ignore[union-attr]  # matches always
+            if pos == end:
+                break
+            state = self._token(piece[pos], state)
+            if state == _LOST:
+                out += (piece[kept:pos], REDACTED)
+                kept = end
+                break
+            if state != _LITERAL:
+                pos += 1
+        self._state = state
+        if not out:
+            return piece
+        out.append(piece[kept:])
+        return "".join(out)
+
+    def _string_end(self, piece: str, pos: int) -> int:
+        """The index of the quote closing the string the scanner is in, from ``pos``; -1 when
+        the piece ends first (then ``_escape`` says whether it ended on a backslash)."""
+        if self._escape:
+            self._escape = False
+            pos += 1  # the escaped character
+        while True:
+            found = _STRING_STOP.search(piece, pos)
+            if found is None:
+                return -1
+            at = found.start()
+            if piece[at] == '"':
+                return at
+            if at + 1 == len(piece):
+                self._escape = True
+                return -1
+            pos = at + 2
+
+    def _after_value(self) -> int:
+        """The state after a complete value."""
+        return _AFTER_VALUE if self._stack else _DONE
+
+    def _token(self, char: str, state: int) -> int:
+        """The state after ``char`` (not whitespace) outside any string in ``state``;
+        ``_LITERAL`` leaves ``char`` to be read as a literal's first character."""
+        if state in (_VALUE, _VALUE_OR_CLOSE):
+            secret_key, self._secret_key = self._secret_key, False
+            if char == '"':
+                return _SECRET_START if secret_key else _IN_STRING
+            opened = _OPENS.get(char)
+            if opened is not None:
+                self._stack.append(opened[0])
+                return opened[1]
+            if char == "]" and state == _VALUE_OR_CLOSE:
+                return self._closed()
+            self._literal = ""
+            return _LITERAL
+        if state in (_KEY_OR_CLOSE, _KEY):
+            if char == '"':
+                return _IN_KEY
+            if char == "}" and state == _KEY_OR_CLOSE:
+                return self._closed()
+            return _LOST
+        if state == _COLON:
+            return _VALUE if char == ":" else _LOST
+        if state == _AFTER_VALUE:
+            if char == ",":
+                return _KEY if self._stack[-1] == _OBJECT else _VALUE
+            if _CLOSES.get(char) == self._stack[-1]:
+                return self._closed()
+        return _LOST  # after the input's value, or a character the grammar has no place for
+
+    def _closed(self) -> int:
+        """Close the innermost container."""
+        self._stack.pop()
+        return self._after_value()
+
+    def _literal_on(self, piece: str, pos: int) -> tuple[int, int]:
+        """Read a literal's characters from ``pos``: the state and position after them."""
+        run = _LITERAL_RUN.match(piece, pos).end()  # type: ignore[union-attr]  # matches always
+        literal = self._literal + piece[pos:run]
+        if not literal or not _VIABLE_LITERAL.fullmatch(literal):
+            return _LOST, pos
+        if run == len(piece):  # it may go on in the next piece
+            self._literal = literal[:_LITERAL_KEPT]
+            return _LITERAL, run
+        self._literal = ""
+        return self._after_value(), run
+
+
+def _decoded_key(text: str) -> str | None:
+    """A key's name from its text as written between its quotes; None when it is not a JSON
+    string's text."""
+    if "\\" not in text:
+        return text
+    try:
+        key = json.loads(f'"{text}"')
+    except ValueError:
+        return None
+    return key if isinstance(key, str) else None
+
+
+_INPUT_DELTA: Final = "input_json_delta"
+_BLOCK_BOUNDS: Final = frozenset({"content_block_start", "content_block_stop"})
+
+
+class StreamInputRedaction:
+    """One writer's scanners: one per tool-input block of the current request, made at the
+    block's first ``input_json_delta`` and dropped at its ``content_block_stop`` (or a new
+    start at its index), at ``message_stop``, and when events of another request arrive (a
+    core streams one request at a time)."""
+
+    __slots__ = ("_open", "_request_id")
+
+    def __init__(self) -> None:
+        self._request_id: str | None = None
+        self._open: dict[int, ToolInputScanner] = {}
+
+    def event(self, request_id: str, raw: dict[str, Any]) -> dict[str, Any]:
+        """A model stream event as the trace is to hold it: ``raw`` itself, or a copy whose
+        ``partial_json`` is rewritten."""
+        kind = raw.get("type")
+        if kind == "content_block_delta":
+            delta = raw.get("delta")
+            if type(delta) is dict and delta.get("type") == _INPUT_DELTA:
+                piece = delta.get("partial_json")
+                if type(piece) is str:
+                    new = self._scanner(request_id, raw.get("index")).rewrite(piece)
+                    if new is not piece:
+                        return {**raw, "delta": {**delta, "partial_json": new}}
+        elif self._open:
+            if kind in _BLOCK_BOUNDS:
+                if request_id == self._request_id:
+                    index = raw.get("index")
+                    if type(index) is int:
+                        self._open.pop(index, None)
+            elif kind == "message_stop":
+                self._open.clear()
+        return raw
+
+    def _scanner(self, request_id: str, index: object) -> ToolInputScanner:
+        """The scanner of the block at ``index``, made when it has none yet."""
+        if request_id != self._request_id:
+            self._request_id = request_id
+            self._open.clear()
+        if type(index) is not int:  # the core refuses the event; its text is still judged
+            return ToolInputScanner()
+        scanner = self._open.get(index)
+        if scanner is None:
+            scanner = self._open[index] = ToolInputScanner()
+        return scanner
