@@ -16,9 +16,12 @@ next: a value, a key, a colon, a comma or closing bracket), a stack of open cont
 the string states (inside a key, which is kept to be judged when it closes, ``\\uXXXX``
 escapes included; inside an ordinary value; inside a sensitive value). A piece inside an
 ordinary string with no quote and no backslash costs two searches. The scanner is total: any
-text in any state. What is not JSON cannot be told apart, so it is not guessed at: from the
-first character that breaks the grammar on, the block's text is dropped (``[REDACTED]`` marks
-the place). The core answers such input with an error either way.
+text in any state. Text that breaks the grammar cannot be read for keys and values any more,
+so from there on it is only searched for what may name a credential (a sensitive name, in
+any case, or a ``\\u`` escape that could spell one); from the first such name, or at once
+when the text broke right after a sensitive key (an unquoted value, a missing colon), the
+rest of the block is dropped (``[REDACTED]`` marks the place). Text with no such name passes
+as it came: the core answers it with the same error as in the run, so its trace replays.
 
 Replay feeds the rewritten pieces to its core, which assembles the redacted input; its
 effects then equal the recorded ones, which the writer redacted by the record-level rule.
@@ -58,8 +61,10 @@ _IN_SECRET: Final = 10
 """Inside such a value, its first character already written as ``[REDACTED]``."""
 _LITERAL: Final = 11
 """Inside a number, ``true``, ``false`` or ``null``."""
-_LOST: Final = 12
-"""The text broke the grammar: the rest of the block is dropped."""
+_BROKEN: Final = 12
+"""The text broke the grammar, with no sensitive key before it: searched for names only."""
+_CUT: Final = 13
+"""The rest of the block is dropped."""
 
 _STRINGS: Final = frozenset({_IN_KEY, _IN_STRING, _IN_SECRET})
 _OBJECT: Final = 0
@@ -75,6 +80,14 @@ _VIABLE_LITERAL: Final = re.compile(
 )
 """A literal's beginning that may still be a number, ``true``, ``false`` or ``null``; any
 other bare word is a grammar error (under a sensitive key it could be an unquoted secret)."""
+_NAME: Final = re.compile(
+    r"api[-_]?key|authorization|secret|password|passwd|cookie|credential|token|bearer|\\u",
+    re.IGNORECASE,
+)
+"""What may name a credential in text that is not JSON: the key rule's names anywhere
+(``token`` in any word), and a ``\\u`` escape, which could spell one."""
+_NAME_TAIL: Final = 16
+"""Characters of broken text kept to find a name cut between two pieces (the longest is 13)."""
 _LITERAL_KEPT: Final = 8
 """Characters of a literal kept to judge the next piece's continuation: past the longest
 keyword, a literal can only go on as a number, judged by its characters."""
@@ -83,7 +96,7 @@ keyword, a literal can only go on as a number, judged by its characters."""
 class ToolInputScanner:
     """Rewrites one tool-input block's JSON text, piece by piece (see the module docstring)."""
 
-    __slots__ = ("_escape", "_key", "_literal", "_secret_key", "_stack", "_state")
+    __slots__ = ("_escape", "_key", "_literal", "_secret_key", "_stack", "_state", "_tail")
 
     def __init__(self) -> None:
         self._state = _VALUE
@@ -97,13 +110,19 @@ class ToolInputScanner:
         """The key just read is a sensitive key name: the value to come is under it."""
         self._literal = ""
         """The beginning of the literal being read."""
+        self._tail = ""
+        """The end of the broken text so far (``_BROKEN``)."""
 
     def rewrite(self, piece: str) -> str:
         """``piece`` as the trace is to hold it (``piece`` itself when nothing changes)."""
         # Most pieces of a large input are inside an ordinary string, and end inside it.
-        if self._state == _IN_STRING and not self._escape and '"' not in piece:
-            if "\\" not in piece:
-                return piece
+        if (
+            self._state == _IN_STRING
+            and not self._escape
+            and '"' not in piece
+            and "\\" not in piece
+        ):
+            return piece
         return self._scan(piece)
 
     def _scan(self, piece: str) -> str:
@@ -117,24 +136,12 @@ class ToolInputScanner:
                 if state == _IN_KEY:
                     self._key.append(piece[pos:end] if close < 0 else piece[pos:close])
                 elif state == _IN_SECRET:
-                    stop = end if close < 0 else close
                     out += (piece[kept:pos],)
-                    kept = stop
+                    kept = end if close < 0 else close
                 if close < 0:
                     break
                 pos = close + 1
-                if state == _IN_KEY:
-                    key = _decoded_key("".join(self._key))
-                    self._key = []
-                    if key is None:
-                        state = _LOST
-                        out += (piece[kept:pos], REDACTED)
-                        kept = end
-                        break
-                    self._secret_key = is_sensitive_key(key)
-                    state = _COLON
-                else:
-                    state = self._after_value()
+                state = self._key_read() if state == _IN_KEY else self._after_value()
                 continue
             if state == _SECRET_START:
                 if piece[pos] == '"':  # an empty value stays empty
@@ -145,32 +152,44 @@ class ToolInputScanner:
                     kept = pos
                     state = _IN_SECRET
                 continue
-            if state == _LOST:
-                out += (piece[kept:pos],)
-                kept = end
-                break
             if state == _LITERAL:
                 state, pos = self._literal_on(piece, pos)
-                if state == _LOST:
-                    out += (piece[kept:pos], REDACTED)
-                    kept = end
+            elif state < _IN_KEY:  # between tokens
+                pos = _SPACE.match(piece, pos).end()  # type: ignore[union-attr]  # matches always
+                if pos == end:
                     break
-                continue
-            pos = _SPACE.match(piece, pos).end()  # type: ignore[union-attr]  # matches always
-            if pos == end:
-                break
-            state = self._token(piece[pos], state)
-            if state == _LOST:
-                out += (piece[kept:pos], REDACTED)
+                state = self._token(piece[pos], state)
+                if state < _LITERAL:
+                    pos += 1
+            if state == _BROKEN:
+                if self._secret_key:  # an unquoted value, or a value with no colon before it
+                    state = _CUT
+                else:
+                    found = self._name_in(piece, pos)
+                    if found < 0:
+                        break
+                    pos, state = found, _CUT
+            if state == _CUT:
+                # Marked where it begins; a piece that begins dropped is dropped whole.
+                out += (piece[kept:pos], REDACTED) if self._state != _CUT else ("",)
                 kept = end
                 break
-            if state != _LITERAL:
-                pos += 1
         self._state = state
         if not out:
             return piece
         out.append(piece[kept:])
         return "".join(out)
+
+    def _name_in(self, piece: str, pos: int) -> int:
+        """Where in ``piece``, from ``pos``, broken text first names a credential; -1 when it
+        does not (the piece's end is kept to find a name cut by the next piece)."""
+        tail = self._tail
+        text = tail + piece[pos:]
+        found = _NAME.search(text)
+        if found is None:
+            self._tail = text[-_NAME_TAIL:]
+            return -1
+        return pos + max(0, found.start() - len(tail))
 
     def _string_end(self, piece: str, pos: int) -> int:
         """The index of the quote closing the string the scanner is in, from ``pos``; -1 when
@@ -190,6 +209,17 @@ class ToolInputScanner:
                 return -1
             pos = at + 2
 
+    def _key_read(self) -> int:
+        """The state after a key's closing quote: its name is judged."""
+        text = "".join(self._key)
+        self._key = []
+        key = _decoded_key(text)
+        if key is None:  # not a JSON string: judged as broken text is
+            self._secret_key = _NAME.search(text) is not None
+            return _BROKEN
+        self._secret_key = is_sensitive_key(key)
+        return _COLON
+
     def _after_value(self) -> int:
         """The state after a complete value."""
         return _AFTER_VALUE if self._stack else _DONE
@@ -198,31 +228,32 @@ class ToolInputScanner:
         """The state after ``char`` (not whitespace) outside any string in ``state``;
         ``_LITERAL`` leaves ``char`` to be read as a literal's first character."""
         if state in (_VALUE, _VALUE_OR_CLOSE):
-            secret_key, self._secret_key = self._secret_key, False
             if char == '"':
+                secret_key, self._secret_key = self._secret_key, False
                 return _SECRET_START if secret_key else _IN_STRING
             opened = _OPENS.get(char)
             if opened is not None:
+                self._secret_key = False  # a container under a sensitive key is walked
                 self._stack.append(opened[0])
                 return opened[1]
             if char == "]" and state == _VALUE_OR_CLOSE:
                 return self._closed()
-            self._literal = ""
+            self._literal = ""  # a literal is judged, under a sensitive key, as it ends
             return _LITERAL
         if state in (_KEY_OR_CLOSE, _KEY):
             if char == '"':
                 return _IN_KEY
             if char == "}" and state == _KEY_OR_CLOSE:
                 return self._closed()
-            return _LOST
+            return _BROKEN
         if state == _COLON:
-            return _VALUE if char == ":" else _LOST
+            return _VALUE if char == ":" else _BROKEN
         if state == _AFTER_VALUE:
             if char == ",":
                 return _KEY if self._stack[-1] == _OBJECT else _VALUE
             if _CLOSES.get(char) == self._stack[-1]:
                 return self._closed()
-        return _LOST  # after the input's value, or a character the grammar has no place for
+        return _BROKEN  # after the input's value, or a character the grammar has no place for
 
     def _closed(self) -> int:
         """Close the innermost container."""
@@ -234,11 +265,12 @@ class ToolInputScanner:
         run = _LITERAL_RUN.match(piece, pos).end()  # type: ignore[union-attr]  # matches always
         literal = self._literal + piece[pos:run]
         if not literal or not _VIABLE_LITERAL.fullmatch(literal):
-            return _LOST, pos
+            return _BROKEN, pos
         if run == len(piece):  # it may go on in the next piece
             self._literal = literal[:_LITERAL_KEPT]
             return _LITERAL, run
         self._literal = ""
+        self._secret_key = False
         return self._after_value(), run
 
 

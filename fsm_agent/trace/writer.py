@@ -299,15 +299,19 @@ class TraceWriter:
         data.pop("seq", None)
         event = data.get("event")
         if data.get("record") == "event" and type(event) is dict:
-            # A copied stream event goes through the same scanners as a live one: a run that
-            # goes on from a copied prefix may be in the middle of a tool input's text.
-            raw, request_id = event.get("event"), event.get("request_id")
-            if event.get("type") == "ModelStreamEvent" and type(raw) is dict:
-                if type(request_id) is str:
-                    traced = self._stream_inputs.event(request_id, raw)
-                    if traced is not raw:
-                        data["event"] = {**event, "event": traced}
+            data["event"] = self._copied_event(event)
         self._write(data)
+
+    def _copied_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """A copied record's event; a stream event goes through the same scanners as a live
+        one (a run that goes on from a copied prefix may be in the middle of a tool input)."""
+        raw, request_id = event.get("event"), event.get("request_id")
+        if event.get("type") != "ModelStreamEvent" or type(raw) is not dict:
+            return event
+        if type(request_id) is not str:
+            return event
+        traced = self._stream_inputs.event(request_id, raw)
+        return event if traced is raw else {**event, "event": traced}
 
     def _line(self, fields: MutableMapping[str, Any], *, keys_hit: bool, count: int) -> bytes:
         """One record line for the hot path: ``seq`` stamped, serialized and redacted as the
