@@ -10,7 +10,9 @@ cost (issue 10). An event line is rendered in one go: the event's bytes (rendere
 line is searched for secrets once; a line that holds a sensitive key name or a secret, or a
 value orjson refuses, is rendered as it always was, part by part from the codec's dicts and
 redacted. The header's bytes around its ``meta`` are made once per (config, tools), the
-whole line once when ``meta`` is empty (:mod:`~fsm_agent.trace.header_parts`).
+whole line once when ``meta`` is empty (:mod:`~fsm_agent.trace.header_parts`). A tool input's
+``input_json_delta`` pieces are rewritten first, by the writer's scanners
+(:mod:`~fsm_agent.trace.stream_input_redaction`); the core is fed the event as it came.
 
 Records copied from another trace (:meth:`TraceWriter.write_record`, a replayed prefix) go
 through a structlog logger built locally with ``structlog.wrap_logger`` (never
