@@ -11,17 +11,21 @@ parsed input. A sensitive value's first character becomes ``[REDACTED]``, the re
 value is dropped, its closing quote is kept (an empty value stays empty, as the rule leaves
 it). Everything else passes byte for byte; a piece that changes nothing is returned as is.
 
-Theory of operation: a small state machine over the JSON grammar's tokens (what may come
-next: a value, a key, a colon, a comma or closing bracket), a stack of open containers, and
-the string states (inside a key, which is kept to be judged when it closes, ``\\uXXXX``
-escapes included; inside an ordinary value; inside a sensitive value). A piece inside an
-ordinary string with no quote and no backslash costs two searches. The scanner is total: any
-text in any state. Text that breaks the grammar cannot be read for keys and values any more,
-so from there on it is only searched for what may name a credential (a sensitive name, in
-any case, or a ``\\u`` escape that could spell one); from the first such name, or at once
-when the text broke right after a sensitive key (an unquoted value, a missing colon), the
-rest of the block is dropped (``[REDACTED]`` marks the place). Text with no such name passes
-as it came: the core answers it with the same error as in the run, so its trace replays.
+Theory of operation: a key the rule redacts under is spelled in the text, as it is or in
+``\\u`` escapes, so text that names no credential (no sensitive name in any case, no ``\\u``)
+has nothing to redact: until a piece names one, the pieces are only searched for names and
+kept unread. From then on (the unread pieces read first) a small state machine follows the
+JSON grammar's tokens (what may come next: a value, a key, a colon, a comma or closing
+bracket), with a stack of open containers and the string states (inside a key, kept to be
+judged when it closes, escapes included; inside an ordinary value; inside a sensitive value).
+A piece inside an ordinary string with no quote and no backslash costs two searches.
+
+The scanner is total: any text in any state. Text that breaks the grammar cannot be read for
+keys and values any more, so from there on it is only searched for names; from the first
+one, or at once when the text broke right after a sensitive key (an unquoted value, a missing
+colon), the rest of the block is dropped (``[REDACTED]`` marks the place). Text with no such
+name passes as it came: the core answers it with the same error as in the run, so its trace
+replays.
 
 Replay feeds the rewritten pieces to its core, which assembles the redacted input; its
 effects then equal the recorded ones, which the writer redacted by the record-level rule.
@@ -96,9 +100,21 @@ keyword, a literal can only go on as a number, judged by its characters."""
 class ToolInputScanner:
     """Rewrites one tool-input block's JSON text, piece by piece (see the module docstring)."""
 
-    __slots__ = ("_escape", "_key", "_literal", "_secret_key", "_stack", "_state", "_tail")
+    __slots__ = (
+        "_escape",
+        "_key",
+        "_literal",
+        "_secret_key",
+        "_stack",
+        "_state",
+        "_tail",
+        "_unread",
+    )
 
     def __init__(self) -> None:
+        self._unread: list[str] | None = []
+        """The pieces so far while none names a credential (None once one has): they are
+        read only then, since text that names none has nothing to redact."""
         self._state = _VALUE
         self._escape = False
         """The previous piece ended inside a string on a backslash."""
@@ -111,10 +127,24 @@ class ToolInputScanner:
         self._literal = ""
         """The beginning of the literal being read."""
         self._tail = ""
-        """The end of the broken text so far (``_BROKEN``)."""
+        """The end of the text so far, to find a name cut between two pieces: of all of it
+        while it is unread, of the broken text once that is searched (``_BROKEN``)."""
 
     def rewrite(self, piece: str) -> str:
         """``piece`` as the trace is to hold it (``piece`` itself when nothing changes)."""
+        unread = self._unread
+        if unread is not None:
+            # A key the rule redacts under is spelled in the text, as it is or in \u escapes:
+            # until a piece names one, the JSON need not be read at all.
+            text = self._tail + piece
+            if _NAME.search(text) is None:
+                unread.append(piece)
+                self._tail = text[-_NAME_TAIL:]
+                return piece
+            self._unread = None
+            self._tail = ""
+            for earlier in unread:
+                self._scan(earlier)  # written as they came, as reading them would write them
         # Most pieces of a large input are inside an ordinary string, and end inside it.
         if (
             self._state == _IN_STRING
@@ -310,7 +340,7 @@ class StreamInputRedaction:
             delta = raw.get("delta")
             if type(delta) is dict and delta.get("type") == _INPUT_DELTA:
                 piece = delta.get("partial_json")
-                if type(piece) is str:
+                if type(piece) is str and piece:  # every block starts with an empty one
                     new = self._scanner(request_id, raw.get("index")).rewrite(piece)
                     if new is not piece:
                         return {**raw, "delta": {**delta, "partial_json": new}}

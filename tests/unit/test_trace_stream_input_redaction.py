@@ -187,7 +187,8 @@ def test_a_copied_prefix_keeps_the_scan_going() -> None:
 
 
 def test_a_scanner_returns_an_unchanged_piece_itself() -> None:
-    """A piece with nothing to rewrite is handed back as is (no copy of a large string)."""
+    """A piece with nothing to rewrite is handed back as is (no copy of a large string),
+    once the text is read (``token`` is named) as before."""
     scanner = ToolInputScanner()
-    pieces = ['{"content": "', "x" * 10_000, 'y\\"z', '"}']
+    pieces = ['{"tokens_used": 1, "content": "', "x" * 10_000, 'y\\"z', '"}']
     assert all(scanner.rewrite(piece) is piece for piece in pieces)
