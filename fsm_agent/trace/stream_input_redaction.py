@@ -84,12 +84,16 @@ _VIABLE_LITERAL: Final = re.compile(
 )
 """A literal's beginning that may still be a number, ``true``, ``false`` or ``null``; any
 other bare word is a grammar error (under a sensitive key it could be an unquoted secret)."""
-_NAME: Final = re.compile(
-    r"api[-_]?key|authorization|secret|password|passwd|cookie|credential|token|bearer|\\u",
-    re.IGNORECASE,
+_NAMES: Final = (
+    r"api[-_]?key|authorization|secret|password|passwd|cookie|credential|token|bearer|\\u"
 )
-"""What may name a credential in text that is not JSON: the key rule's names anywhere
-(``token`` in any word), and a ``\\u`` escape, which could spell one."""
+"""What may name a credential in text: the key rule's names anywhere (``token`` in any word),
+and a ``\\u`` escape, which could spell one."""
+_NAME: Final = re.compile(_NAMES, re.IGNORECASE)
+"""The names in any case, as the key rule's ``re.IGNORECASE`` matches them (``ſ`` is an
+``s`` and ``ı`` an ``i`` to it)."""
+_ASCII_NAME: Final = re.compile(_NAMES)
+"""The names in lower case: for ASCII text lowered, a search many times faster."""
 _NAME_TAIL: Final = 16
 """Characters of broken text kept to find a name cut between two pieces (the longest is 13)."""
 _LITERAL_KEPT: Final = 8
@@ -137,7 +141,7 @@ class ToolInputScanner:
             # A key the rule redacts under is spelled in the text, as it is or in \u escapes:
             # until a piece names one, the JSON need not be read at all.
             text = self._tail + piece
-            if _NAME.search(text) is None:
+            if _first_name(text) < 0:
                 unread.append(piece)
                 self._tail = text[-_NAME_TAIL:]
                 return piece
@@ -215,11 +219,11 @@ class ToolInputScanner:
         does not (the piece's end is kept to find a name cut by the next piece)."""
         tail = self._tail
         text = tail + piece[pos:]
-        found = _NAME.search(text)
-        if found is None:
+        found = _first_name(text)
+        if found < 0:
             self._tail = text[-_NAME_TAIL:]
             return -1
-        return pos + max(0, found.start() - len(tail))
+        return pos + max(0, found - len(tail))
 
     def _string_end(self, piece: str, pos: int) -> int:
         """The index of the quote closing the string the scanner is in, from ``pos``; -1 when
@@ -245,7 +249,7 @@ class ToolInputScanner:
         self._key = []
         key = _decoded_key(text)
         if key is None:  # not a JSON string: judged as broken text is
-            self._secret_key = _NAME.search(text) is not None
+            self._secret_key = _first_name(text) >= 0
             return _BROKEN
         self._secret_key = is_sensitive_key(key)
         return _COLON
@@ -302,6 +306,12 @@ class ToolInputScanner:
         self._literal = ""
         self._secret_key = False
         return self._after_value(), run
+
+
+def _first_name(text: str) -> int:
+    """Where ``text`` first names a credential (:data:`_NAMES`); -1 when it does not."""
+    found = _ASCII_NAME.search(text.lower()) if text.isascii() else _NAME.search(text)
+    return -1 if found is None else found.start()
 
 
 def _decoded_key(text: str) -> str | None:
