@@ -102,23 +102,41 @@ keyword, a literal can only go on as a number, judged by its characters."""
 
 
 class ToolInputScanner:
-    """Rewrites one tool-input block's JSON text, piece by piece (see the module docstring)."""
+    """Rewrites one tool-input block's JSON text, piece by piece (see the module docstring):
+    reads it once a piece names a credential, and until then only searches it for names."""
 
-    __slots__ = (
-        "_escape",
-        "_key",
-        "_literal",
-        "_secret_key",
-        "_stack",
-        "_state",
-        "_tail",
-        "_unread",
-    )
+    __slots__ = ("_reader", "_tail", "_unread")
 
     def __init__(self) -> None:
-        self._unread: list[str] | None = []
-        """The pieces so far while none names a credential (None once one has): they are
-        read only then, since text that names none has nothing to redact."""
+        self._reader: _JsonReader | None = None
+        """Made when a piece first names a credential."""
+        self._unread: list[str] = []
+        """The pieces before that."""
+        self._tail = ""
+        """The end of the text so far, to find a name cut between two pieces."""
+
+    def rewrite(self, piece: str) -> str:
+        """``piece`` as the trace is to hold it (``piece`` itself when nothing changes)."""
+        reader = self._reader
+        if reader is None:
+            text = self._tail + piece
+            if _first_name(text) < 0:
+                self._unread.append(piece)
+                self._tail = text[-_NAME_TAIL:]
+                return piece
+            reader = self._reader = _JsonReader()
+            for earlier in self._unread:
+                reader.rewrite(earlier)  # unchanged: they name nothing (they were written)
+            self._unread = []
+        return reader.rewrite(piece)
+
+
+class _JsonReader:
+    """Follows one tool input's JSON and rewrites its pieces (see the module docstring)."""
+
+    __slots__ = ("_escape", "_key", "_literal", "_secret_key", "_stack", "_state", "_tail")
+
+    def __init__(self) -> None:
         self._state = _VALUE
         self._escape = False
         """The previous piece ended inside a string on a backslash."""
@@ -131,24 +149,11 @@ class ToolInputScanner:
         self._literal = ""
         """The beginning of the literal being read."""
         self._tail = ""
-        """The end of the text so far, to find a name cut between two pieces: of all of it
-        while it is unread, of the broken text once that is searched (``_BROKEN``)."""
+        """The end of the broken text so far (``_BROKEN``), to find a name cut between two
+        pieces."""
 
     def rewrite(self, piece: str) -> str:
         """``piece`` as the trace is to hold it (``piece`` itself when nothing changes)."""
-        unread = self._unread
-        if unread is not None:
-            # A key the rule redacts under is spelled in the text, as it is or in \u escapes:
-            # until a piece names one, the JSON need not be read at all.
-            text = self._tail + piece
-            if _first_name(text) < 0:
-                unread.append(piece)
-                self._tail = text[-_NAME_TAIL:]
-                return piece
-            self._unread = None
-            self._tail = ""
-            for earlier in unread:
-                self._scan(earlier)  # written as they came, as reading them would write them
         # Most pieces of a large input are inside an ordinary string, and end inside it.
         if (
             self._state == _IN_STRING
