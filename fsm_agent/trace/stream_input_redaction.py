@@ -95,7 +95,7 @@ _NAME: Final = re.compile(_NAMES, re.IGNORECASE)
 _ASCII_NAME: Final = re.compile(_NAMES)
 """The names in lower case: for ASCII text lowered, a search many times faster."""
 _NAME_TAIL: Final = 16
-"""Characters of broken text kept to find a name cut between two pieces (the longest is 13)."""
+"""Characters of text kept to find a name cut between two pieces (the longest has 13)."""
 _LITERAL_KEPT: Final = 8
 """Characters of a literal kept to judge the next piece's continuation: past the longest
 keyword, a literal can only go on as a number, judged by its characters."""
