@@ -266,7 +266,7 @@ def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> in
     import asyncio  # noqa: PLC0415
 
     from fsm_agent.core.config import LoopConfig  # noqa: PLC0415
-    from fsm_agent.runtime.agent import Agent  # noqa: PLC0415
+    from fsm_agent.runtime.agent import Agent, model_credentials  # noqa: PLC0415
     from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy  # noqa: PLC0415
     from fsm_agent.runtime.settings import load_settings  # noqa: PLC0415
     from fsm_agent.terminal_view import LiveView, stdin_is_terminal  # noqa: PLC0415
@@ -275,7 +275,12 @@ def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> in
     # Settings first: a bad settings file is reported before anything else happens.
     settings = load_settings(Path.cwd(), extra_files=args.settings)
     model = _model(args.model)
-    view = LiveView() if read_line is None else LiveView(read_line=read_line)
+    secrets = model_credentials(model)
+    view = (
+        LiveView(secrets=secrets)
+        if read_line is None
+        else LiveView(read_line=read_line, secrets=secrets)
+    )
     ask: Any = None  # nobody to ask: the mode decides, and the trace says no one was asked
     if args.yes:
         ask = _always_yes

@@ -13,7 +13,17 @@ from typing import Any
 
 
 class FsmAgentError(Exception):
-    """Root of every error fsm_agent raises on purpose."""
+    """Root of every error fsm_agent raises on purpose.
+
+    Its message never shows API-key-shaped text (DESIGN §8): an error may quote what a user
+    wrote (a settings file, a permission rule, a hook command, a store URL), and an error
+    message ends up in terminals, logs and CI output.
+    """
+
+    def __str__(self) -> str:
+        from fsm_agent.trace.redact import KEY_RULES_ONLY  # noqa: PLC0415 - only when shown
+
+        return KEY_RULES_ONLY.text(super().__str__())
 
 
 class DefinitionError(FsmAgentError):

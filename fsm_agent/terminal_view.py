@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rich.console import Console
@@ -29,6 +29,7 @@ from fsm_agent.core.messages import (
 )
 from fsm_agent.runtime import agent as updates
 from fsm_agent.runtime.permissions import PermissionAnswer, PermissionRequest
+from fsm_agent.trace.redact import Redactor
 
 SUMMARY_CHARS = 100
 """How much of a tool's input or result a summary line shows."""
@@ -71,6 +72,8 @@ class LiveView:
             counted in ``loop_transitions``).
         console: where to print (default: a rich console on stdout).
         read_line: reads one answer line (default: ``input``); replaceable for tests.
+        secrets: strings never printed (the agent's secrets, its API key among them): a model
+            or a tool that echoes one shows ``[REDACTED]`` here, as in the trace (DESIGN §8).
     """
 
     def __init__(
@@ -79,8 +82,10 @@ class LiveView:
         quiet: bool = False,
         console: Console | None = None,
         read_line: Callable[[str], str] = input,
+        secrets: Iterable[str] = (),
     ) -> None:
         self.console = console if console is not None else Console(highlight=False)
+        self._redactor = Redactor(secrets)
         self.quiet = quiet
         self.read_line = read_line
         self.loop_transitions: list[str] = []
@@ -109,7 +114,7 @@ class LiveView:
         """Print one line as plain text (never markup), or hold it while a question waits."""
 
         def out() -> None:
-            self.console.print(Text(text, style=style))
+            self.console.print(Text(self._redactor.text(text), style=style))
 
         if self._held is not None:
             self._held.append(out)
@@ -198,7 +203,7 @@ class LiveView:
     def _update_status(self) -> None:
         if self._status is None or self._held is not None:
             return
-        tail = self._text[-70:]
+        tail = self._redactor.text(self._text)[-70:]
         self._status.update(Text(f"phase: {self._phase}" + (f"  │ {tail}" if tail else "")))
 
     def _end_text(self) -> None:
@@ -228,7 +233,10 @@ class LiveView:
                     self._status.start()
 
     def _question(self, request: PermissionRequest) -> PermissionAnswer:
-        plain = self.console.print
+        def plain(text: Text) -> None:
+            text.plain = self._redactor.text(text.plain)
+            self.console.print(text)
+
         plain(Text(f"\nPermission needed: {request.tool_name}", style="bold yellow"))
         for key, value in request.input.items():
             plain(Text(f"  {key}: {_cut(str(value), 400)}"))

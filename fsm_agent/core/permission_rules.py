@@ -275,8 +275,12 @@ def check_rule_tools(
 
 
 def shell_rule_matches(content: str, command: str) -> bool:
-    """Whether a Bash rule's content matches one command (a part of a compound command)."""
+    """Whether a Bash rule's content matches one command (a part of a compound command).
+
+    Blanks around the content do not count: ``Bash( rm:* )`` is the prefix rule ``rm:*``.
+    """
     command = command.strip()
+    content = content.strip()
     if content.endswith(":*") and not _is_escaped(content, len(content) - 1):
         prefix = content[:-2].strip()
         return command == prefix or command.startswith(prefix + " ")

@@ -12,12 +12,17 @@ tables list the options we know, and an abbreviation of an allowed option could 
 name of one we do not know (``git diff --output`` is also a prefix of the harmless
 ``--output-indicator-new``).
 
+Options that take the names of the files to read from a file (``--files0-from``, ``md5sum
+-c``) are refused: the names inside could lead anywhere.
+
 Path checks are lexical here (``~``, ``..``); callers pass ``resolve`` (``os.path.realpath``)
 to follow symlinks as well: the core does no I/O. Options that make a program follow symlinks
 while it walks a tree (``grep -R``, ``find -L``, ``rg --follow``) are refused, and so are globs
 (a match could be a link). What is not covered: programs named by the repository's own
 configuration (git's ``core.fsmonitor``, diff drivers, ripgrep's config file): ``.git/`` and
-the shell's start-up files are protected paths, so the agent cannot plant them unasked.
+the shell's start-up files are protected paths, so the agent cannot plant them unasked, and the
+Bash tool runs git with ``safe.bareRepository=explicit``, so a folder of plain files the agent
+wrote (``HEAD``, ``config``, ``refs/``) is not taken for a repository.
 """
 
 from __future__ import annotations
@@ -81,7 +86,7 @@ def judge_read_only(
         if why is None and part.argv[0] == "cd":
             places, why = places.entered(_cd_target(part.argv[1:], home) or "")
         if why is not None:
-            shown = part.text or " ".join(part.assignments)
+            shown = part.text or " ".join(part.assignments) or _redirections_text(part)
             return ReadOnlyVerdict(read_only=False, reason=f"`{shown}`: {why}")
     return ReadOnlyVerdict(read_only=True, reason="read-only command")
 
@@ -174,8 +179,10 @@ _PROGRAM_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/")
 
 def _refusal(part: CommandPart, places: _Places) -> str | None:
     """Why ``part`` is not read-only, or ``None`` when it is."""
-    if not part.argv:
+    if not part.argv and part.assignments:
         return "assigns shell variables, which changes what later commands do"
+    if not part.argv:
+        return "opens its redirections without running a program (`> f` empties f)"
     if part.wrappers:
         return f"runs inside {part.wrappers[-1]}, which is never judged read-only"
     for assignment in part.assignments:
@@ -198,6 +205,10 @@ def _refusal(part: CommandPart, places: _Places) -> str | None:
     if judge is None:
         return f"{program} is not on the read-only list"
     return judge(program, part.argv[1:], places)
+
+
+def _redirections_text(part: CommandPart) -> str:
+    return " ".join(f"{redirect.operator} {redirect.target}" for redirect in part.redirects)
 
 
 def _redirect_refusal(redirect: Redirect, places: _Places) -> str | None:
@@ -262,6 +273,9 @@ def _rule(
                 short[name[1:]] = arity
             if is_allowed:
                 allowed_names.add(name)
+            elif name in allowed_names:
+                # Listed twice, the option would pass: a refused option must stay refused.
+                raise ValueError(f"{name} is both allowed and refused")
             if value == "@":
                 paths.add(name)
     return _Rule(
@@ -350,9 +364,8 @@ _SORT = _rule(
     "--buffer-size= --key= --field-separator= --ignore-leading-blanks --dictionary-order "
     "--ignore-case --general-numeric-sort --human-numeric-sort --ignore-nonprinting "
     "--month-sort --numeric-sort --random-sort --random-source=@ --reverse --version-sort "
-    "--sort= --check=? --merge --stable --unique --zero-terminated --debug --files0-from=@ "
-    "--help --version",
-    "-o= --output= -T= --temporary-directory= --compress-program=",
+    "--sort= --check=? --merge --stable --unique --zero-terminated --debug --help --version",
+    "-o= --output= -T= --temporary-directory= --compress-program= --files0-from=",
 )
 
 _LS = _rule(
@@ -386,7 +399,8 @@ _COMMON_TEXT_TOOLS = {
     ),
     "wc": _rule(
         "-c -m -l -L -w --bytes --chars --lines --max-line-length --words --total= "
-        "--files0-from=@ --help --version"
+        "--help --version",
+        "--files0-from=",
     ),
     "nl": _rule(
         "-b= -d= -f= -h= -i= -l= -n= -p -s= -v= -w= --body-numbering= --section-delimiter= "
@@ -446,8 +460,8 @@ _COMMON_TEXT_TOOLS = {
         "--apparent-size --block-size= --bytes --total --dereference-args --human-readable "
         "--inodes --count-links --max-depth= --no-dereference --separate-dirs "
         "--si --summarize --threshold= --time=? --time-style= --exclude-from=@ --exclude= "
-        "--one-file-system --files0-from=@ --help --version",
-        "-L --dereference",
+        "--one-file-system --help --version",
+        "-L --dereference --files0-from=",
     ),
     "df": _rule(
         "-a -h -H -i -k -l -P -T -t= -x= -B= --all --block-size= --human-readable --si "
@@ -510,8 +524,9 @@ _COMMON_TEXT_TOOLS = {
     ),
 }
 _CHECKSUM = _rule(
-    "-b -c -t -z -w --binary --check --tag --text --zero --ignore-missing --quiet --status "
-    "--strict --warn --help --version"
+    "-b -t -z -w --binary --tag --text --zero --ignore-missing --quiet --status --strict --warn "
+    "--help --version",
+    "-c --check",
 )
 _COMMON_TEXT_TOOLS |= dict.fromkeys(("md5sum", "sha1sum", "sha256sum", "sha512sum"), _CHECKSUM)
 
@@ -697,6 +712,16 @@ _GIT_GLOBAL = _rule(
 )
 _GIT_GLOBAL_TABLE = attrs.evolve(_GIT_GLOBAL.table, stops_at_operand=True)
 
+
+def without_git_globals(args: Sequence[str]) -> tuple[str, ...] | None:
+    """git's arguments from its subcommand on, its own options (``-C dir``, ``-c k=v``,
+    ``--no-pager``) left out; None when one of them is not an option we know."""
+    parsed = parse_arguments(args, _GIT_GLOBAL_TABLE)
+    if parsed.problem is not None:
+        return None
+    return tuple(args[parsed.rest_index :])
+
+
 _DIFF_OPTIONS = (
     "-p -u -s -U= -z -R -a -b -w -M=? -C=? -B=? -D -W --patch --no-patch --unified= --raw "
     "--patch-with-raw --minimal --patience --histogram --anchored= --diff-algorithm= --stat=? "
@@ -781,7 +806,7 @@ _GIT_SUBCOMMANDS: Mapping[str, _Rule] = {
         "--ignore-case --word-regexp --invert-match --line-number --column --full-name "
         "--files-with-matches --name-only --files-without-match --count --only-matching "
         "--heading --break --show-function --function-context --max-depth= --and --or --not "
-        "--all-match --quiet --color=? --no-color --threads= --null --text --textconv=? "
+        "--all-match --quiet --color=? --no-color --threads= --null --text --no-textconv "
         "--basic-regexp --extended-regexp --fixed-strings --perl-regexp --after-context= "
         "--before-context= --context= --max-count= -m= --recursive --no-recursive",
         "-O=? --open-files-in-pager=? --no-index --textconv",
@@ -836,7 +861,16 @@ def _git(program: str, args: Sequence[str], places: _Places) -> str | None:
     listing = _GIT_LISTING.get(subcommand)
     if listing and rest.operands and not any(o.name in listing for o in rest.options):
         return f"git {subcommand} with a name creates it"
+    for option in rest.options:
+        if option.name in _GIT_FORMATS and _SIGNATURE_PLACEHOLDER.search(option.value or ""):
+            return f"git {subcommand} {option.name}={option.value} checks signatures, running gpg"
     return None
+
+
+_GIT_FORMATS = frozenset({"--format", "--pretty"})
+_SIGNATURE_PLACEHOLDER = re.compile(r"%G|%\(signature")
+"""``%G?``, ``%GS``... (log) and ``%(signature)`` (branch, tag) verify signatures as
+``--show-signature`` does: they run gpg, which writes its own files and may fetch keys."""
 
 
 _PROGRAMS: dict[str, _Judge] = {

@@ -7,13 +7,15 @@ targets and unquoted heredoc bodies. Words are given as the program would receiv
 and backslashes removed), so ``\\rm``, ``'r'm`` and ``"rm"`` all read ``rm``.
 
 Wrappers are seen through (SPEC §9.3: compound commands are split and each part checked):
-``env``, ``sudo``, ``timeout 5``, ``xargs``, ``bash -c '...'``, ``eval``, ``find -exec`` and the
-like are each a part, and so is the command they run, which carries the wrapper's name in
-``wrappers``. A bare assignment (``PATH=.``) or a ``for`` loop variable is a part with no argv
-and the assignment in ``assignments``.
+``env``, ``sudo``, ``timeout 5``, ``xargs``, ``bash -c '...'``, ``eval``, ``trap '...' EXIT``,
+``find -exec`` and the like are each a part, and so is the command they run, which carries the
+wrapper's name in ``wrappers``. A bare assignment (``PATH=.``) or a ``for`` loop variable is a
+part with no argv and the assignment in ``assignments``; a redirection with no command
+(``> f``) is a part with no argv and no assignment.
 
-Anything that cannot be fully analysed sets ``problem`` (a parse error, a program name the shell
-computes, a wrapper option we do not know, more than 50 parts); callers must then ask. The
+Anything that cannot be fully analysed sets ``problem`` (a parse error, text tree-sitter and Bash
+read differently, a program name the shell computes or takes from input, a wrapper option we do
+not know, a name made to run another program, more than 50 parts); callers must then ask. The
 parts found so far are still listed, so a deny rule can match them.
 """
 
@@ -27,6 +29,11 @@ from typing import TYPE_CHECKING
 import attrs
 
 from fsm_agent.core.command_options import Arity, OptionTable, parse_arguments
+from fsm_agent.core.shell_misreadings import (
+    continuation_misread,
+    heredoc_delimiter,
+    heredoc_ends_as_parsed,
+)
 
 if TYPE_CHECKING:
     from tree_sitter import Language, Node
@@ -36,6 +43,10 @@ MAX_PARTS = 50
 
 MAX_NESTING = 8
 """Wrappers inside wrappers (``bash -c "eval 'sh -c ...'"``) deeper than this are not read."""
+
+MAX_TREE_DEPTH = 100
+"""A parse tree deeper than this (``$($($(...)))`` nested a hundred times) is not walked: the
+walk recurses, and no command worth running unasked nests so deep."""
 
 
 @attrs.frozen(kw_only=True)
@@ -99,7 +110,12 @@ def analyse_command(command: str) -> CommandAnalysis:
     Never raises: whatever the parser cannot read is reported in ``problem``.
     """
     reader = _Reader()
-    reader.read_script(command, wrappers=(), redirects=(), depth=0)
+    try:
+        reader.read_script(command, wrappers=(), redirects=(), depth=0)
+    except RecursionError:
+        # Each tree is bounded (MAX_TREE_DEPTH), but scripts inside wrappers and backquotes
+        # add up; whatever their sum, the answer is to ask.
+        reader.problems.insert(0, "the command nests too deeply to be analysed")
     problem = reader.problems[0] if reader.problems else None
     if problem is None and len(reader.parts) > MAX_PARTS:
         problem = f"the command has {len(reader.parts)} parts, more than {MAX_PARTS}"
@@ -172,9 +188,25 @@ class _Reader:
             self.problems.append("the command contains control characters")
             return
         root = _parse(text)
+        if _deeper_than(root, MAX_TREE_DEPTH):
+            self.problems.append(f"the command nests deeper than {MAX_TREE_DEPTH} levels")
+            return
         if root.has_error:
             self.problems.append(f"the shell parser could not read {_error_place(root, text)}")
+        self._check_continuations(root)
         self._walk(root, wrappers, redirects, depth)
+
+    def _check_continuations(self, root: Node) -> None:
+        """A problem for each backslash-newline the parser may have read apart from Bash."""
+        source = root.text or b""
+        index = source.find(b"\\\n")
+        while index >= 0:
+            if _continuation_counts(root, index):
+                why = continuation_misread(source, index)
+                if why is not None:
+                    self.problems.append(why)
+                    return
+            index = source.find(b"\\\n", index + 2)
 
     # -- statements ------------------------------------------------------------------------
 
@@ -186,6 +218,12 @@ class _Reader:
             self._command(node, wrappers, redirects, depth)
         elif kind == "redirected_statement":
             own = tuple(r for child in node.children for r in self._redirects(child))
+            if node.child_by_field_name("body") is None:
+                # `> f` alone still opens (and truncates) f: a part with no program.
+                self._add(
+                    argv=(), expanded=(), assignments=(), redirects=redirects + own,
+                    wrappers=wrappers, depth=depth,
+                )  # fmt: skip
             for child in node.children:
                 if child.type in _REDIRECTS:
                     self._walk(child, wrappers, redirects, depth)
@@ -262,6 +300,7 @@ class _Reader:
         groups: list[list[Node]] = []  # the nodes of each word
         assignments: list[str] = []
         own: list[Redirect] = []
+        source = node.text or b""  # once: a copy per word would make long commands quadratic
         for index, child in enumerate(node.children):
             field = node.field_name_for_child(index)
             if child.type == "variable_assignment" and not groups:
@@ -270,7 +309,7 @@ class _Reader:
                 own.extend(self._redirects(child))
             elif field in ("name", "argument") or child.is_named:
                 piece = child.children[0] if field == "name" and child.children else child
-                gap = _between(node, groups[-1][-1], piece) if groups else " "
+                gap = _between(source, node.start_byte, groups[-1][-1], piece) if groups else " "
                 if gap is None:
                     self.problems.append(f"the parser misread the escapes in {_text(node)!r}")
                     groups.append([piece])
@@ -359,21 +398,43 @@ class _Reader:
             for child in node.children:
                 if child.type == "heredoc_start":
                     start = _text(child)
+                    read = heredoc_delimiter(start)
+                    if read is None:
+                        self.problems.append(f"the heredoc delimiter {start!r} is not a plain word")
+                        read = (start, True)
+                    elif not self._heredoc_ends_as_parsed(node, read):
+                        self.problems.append(f"the parser may end the heredoc {start!r} elsewhere")
+                    delimiter, quoted = read
                     # An unquoted delimiter: Bash expands $VAR, $(...) and `...` in the body.
                     content = _text(document) if document is not None else ""
-                    computed = not re.search(r"['\"\\]", start)
-                    computed = computed and bool(_EXPANSION_MARK.search(content))
+                    computed = not quoted and bool(_EXPANSION_MARK.search(content))
                     if computed and document is not None and not _has_expansion(document):
                         # `<<-` with tab-indented lines: tree-sitter keeps the body as text.
                         self.problems.append(
                             "the parser did not read the heredoc body's expansions"
                         )
-                    found.append(
-                        Redirect(operator="<<", target=_unquoted(start), expanded=computed)
-                    )
+                    found.append(Redirect(operator="<<", target=delimiter, expanded=computed))
                 found.extend(self._redirects(child))
             return found
         return []
+
+    def _heredoc_ends_as_parsed(self, node: Node, read: tuple[str, bool]) -> bool:
+        """Whether Bash ends the heredoc of ``node`` on the line the parser ended it."""
+        end = next((c for c in node.children if c.type == "heredoc_end"), None)
+        if end is None:
+            return False
+        body = next((c for c in node.children if c.type == "heredoc_body"), end)
+        source = _root(node).text or b""
+        first = source.rfind(b"\n", 0, body.start_byte) + 1
+        last = source.find(b"\n", end.end_byte)
+        region = source[first : len(source) if last < 0 else last]
+        delimiter, quoted = read
+        return heredoc_ends_as_parsed(
+            region.decode(errors="replace").split("\n"),
+            delimiter,
+            strip_tabs=any(c.type == "<<-" for c in node.children),
+            joins_lines=not quoted,
+        )
 
     # -- parts and wrappers ----------------------------------------------------------------
 
@@ -397,6 +458,9 @@ class _Reader:
                 expanded=expanded,
             )
         )
+        renaming = _renaming(argv, assignments)
+        if renaming is not None:
+            self.problems.append(renaming)
         if not argv or 0 in expanded:
             return
         if argv[0] in _SUBSCRIPT_EVALUATORS:
@@ -416,6 +480,9 @@ class _Reader:
             return
         outcome = unwrap(argv[1:])
         if outcome is None:
+            if "xargs" in wrappers:
+                # `echo rm x | xargs env`: the command comes from the input.
+                self.problems.append(f"xargs gives {program} the command to run")
             return
         if isinstance(outcome, str):
             self.problems.append(f"{program}: {outcome}")
@@ -581,7 +648,65 @@ def _find(args: Sequence[str]) -> _Unwrapped | str | None:
     end = next((i for i in range(index + 1, len(args)) if args[i] in (";", "+")), len(args))
     if end == index + 1:
         return f"{args[index]} without a command"
+    if _built_from_input(args[index + 1 : end], "{}"):
+        return f"{args[index]} runs a command built from the names it finds"
     return _Unwrapped(start=index + 1, end=end, label=f"find {args[index]}")
+
+
+_XARGS_OPTIONS = _table(
+    "0oprtx",
+    "null open-tty interactive no-run-if-empty show-limits verbose exit help version",
+    short_values="adEILnPs",
+    short_optional="eil",
+    long_values="arg-file delimiter max-args max-procs max-chars process-slot-var",
+    long_optional="eof replace max-lines",
+)
+_xargs_command = _options_then_command(_XARGS_OPTIONS, default=("echo",))
+
+
+def _xargs(args: Sequence[str]) -> _Unwrapped | str | None:
+    """``xargs [options] command...``: the command, which gets its input as arguments.
+
+    With ``-I R`` (``-i``, ``--replace``) the input replaces ``R``: in the program's name, or
+    in the words of a program that runs another command (``sh -c 'R'``), it is the input that
+    decides what runs.
+    """
+    outcome = _xargs_command(args)
+    if not isinstance(outcome, _Unwrapped):
+        return outcome
+    replaced = [
+        option.value or "{}"
+        for option in parse_arguments(args, _XARGS_OPTIONS).options
+        if option.name in ("-I", "-i", "--replace")
+    ]
+    inner = args[outcome.start :]
+    if any(_built_from_input(inner, text) for text in replaced):
+        return "runs a command built from its input"
+    return outcome
+
+
+def _built_from_input(argv: Sequence[str], placeholder: str) -> bool:
+    """Whether filling ``placeholder`` in ``argv`` can change which program runs."""
+    if not argv or not placeholder:
+        return False
+    if placeholder in argv[0]:
+        return True
+    runs_others = argv[0].rsplit("/", 1)[-1] in _WRAPPERS
+    return runs_others and any(placeholder in word for word in argv[1:])
+
+
+def _trap(args: Sequence[str]) -> _Unwrapped | str | None:
+    """``trap [-lpP] [ACTION SIGNAL...]``: ACTION is a command line run when a signal comes."""
+    parsed = parse_arguments(args, _TRAP_OPTIONS)
+    if parsed.problem is not None:
+        return parsed.problem
+    operands = args[parsed.rest_index :]
+    if len(operands) < 2 or operands[0] in ("", "-"):
+        return None  # prints, or resets to the default action
+    return _Unwrapped(script=operands[0], script_indexes=(parsed.rest_index,), label="trap")
+
+
+_TRAP_OPTIONS = _table("lpP")
 
 
 _WRAPPERS: dict[str, _Unwrap] = {
@@ -636,17 +761,8 @@ _WRAPPERS: dict[str, _Unwrap] = {
     "builtin": _options_then_command(_table()),
     "coproc": _options_then_command(_table()),
     "exec": _options_then_command(_table("cl", short_values="a")),
-    "xargs": _options_then_command(
-        _table(
-            "0oprtx",
-            "null open-tty interactive no-run-if-empty show-limits verbose exit help version",
-            short_values="adEILnPs",
-            short_optional="eil",
-            long_values="arg-file delimiter max-args max-procs max-chars process-slot-var",
-            long_optional="eof replace max-lines",
-        ),
-        default=("echo",),
-    ),
+    "xargs": _xargs,
+    "trap": _trap,
     "eval": _eval,
     "watch": _watch,
     "setsid": _options_then_command(_table("cfw", "ctty fork wait help version")),
@@ -665,10 +781,10 @@ _WRAPPERS: dict[str, _Unwrap] = {
 # -- words -------------------------------------------------------------------------------------
 
 
-def _between(command: Node, left: Node, right: Node) -> str | None:
-    """What separates two tokens of a command: "" (nothing: they are one word), blanks, or
-    None (something tree-sitter skipped that is not a blank)."""
-    source, base = command.text or b"", command.start_byte
+def _between(source: bytes, base: int, left: Node, right: Node) -> str | None:
+    """What separates two tokens of a command (whose text ``source`` starts at byte ``base``):
+    "" (nothing: they are one word), blanks, or None (something tree-sitter skipped that is
+    not a blank)."""
     gap = source[left.end_byte - base : right.start_byte - base].decode(errors="replace")
     rest = gap.replace("\\\n", "")  # a line continuation joins
     if rest.strip(" \t\n"):
@@ -810,9 +926,68 @@ def _has_expansion(node: Node) -> bool:
     return node.type in _EXPANSION_NODES or any(_has_expansion(c) for c in node.children)
 
 
-def _unquoted(text: str) -> str:
-    """A heredoc delimiter without its quotes."""
-    return "".join(piece for piece, _ in _unescape_bare(text.replace("'", "").replace('"', "")))
+_NAME_TABLES = ("BASH_ALIASES", "BASH_CMDS")
+
+
+def _renaming(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
+    """Why a part changes which program a later name runs, if it does (SPEC §9.3: then the
+    parts found are not what runs, and the command asks).
+
+    ``alias ls=rm``, ``hash -p /bin/rm ls``, ``enable`` (loads or hides builtins) and writes to
+    ``BASH_ALIASES`` / ``BASH_CMDS`` make ``ls x`` run something else.
+    """
+    for word in (*assignments, *argv):
+        if any(table in word for table in _NAME_TABLES):
+            return f"{word!r} changes which program a name runs"
+    if not argv:
+        return None
+    program, args = argv[0], argv[1:]
+    if program == "alias" and any("=" in arg for arg in args):
+        return "alias changes what a later word runs"
+    if program == "hash" and any(arg.startswith("-") and "p" in arg for arg in args):
+        return "hash -p changes which file a name runs"
+    if program == "enable" and args:
+        return "enable loads or hides builtins, changing what a name runs"
+    return None
+
+
+def _deeper_than(root: Node, limit: int) -> bool:
+    """Whether any node of the tree is more than ``limit`` levels below ``root`` (no recursion)."""
+    stack = [(root, 0)]
+    while stack:
+        node, level = stack.pop()
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in node.children)
+    return False
+
+
+def _root(node: Node) -> Node:
+    while node.parent is not None:
+        node = node.parent
+    return node
+
+
+_LITERAL_NODES = frozenset({"raw_string", "comment"})
+"""Nodes whose backslash-newlines Bash keeps as they are."""
+
+
+def _continuation_counts(root: Node, index: int) -> bool:
+    """Whether Bash removes the backslash-newline at byte ``index`` before reading tokens.
+
+    Not inside single quotes or a comment, nor in the body of a heredoc whose delimiter is
+    quoted (whose unquoted bodies are checked by the heredoc's own end check, and here).
+    """
+    node: Node | None = root.descendant_for_byte_range(index, index + 1)
+    while node is not None:
+        if node.type in _LITERAL_NODES:
+            return False
+        if node.type == "heredoc_body" and node.parent is not None:
+            start = next((c for c in node.parent.children if c.type == "heredoc_start"), None)
+            read = heredoc_delimiter(_text(start)) if start is not None else None
+            return read is None or not read[1]
+        node = node.parent
+    return True
 
 
 def _error_place(root: Node, text: str) -> str:

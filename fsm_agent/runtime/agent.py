@@ -196,7 +196,9 @@ class Agent:
             or False for no trace. Glob, Grep and Read never touch the trace folder.
         cwd: the working directory tools act in (default: the current one).
         system: the system prompt.
-        secrets: strings that must never reach a trace (the API key is added by itself).
+        secrets: strings that must never reach a trace or a span; the credentials of the model
+            (its API key, wherever it was found) and of the MCP servers (their credential
+            headers and environment variables) are added by themselves.
         sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
             agent under Hypothesis without real waiting.
         wall_clock: epoch seconds (default ``time.time``), stamped on the events that
@@ -297,8 +299,7 @@ class Agent:
         policy = attrs.evolve(policy, mcp_servers=tuple(dict.fromkeys(servers)))
         self.permissions = policy.with_settings(self.settings)
         self.system = system
-        key = getattr(model, "api_key", None)
-        self.secrets = (*secrets, *([key] if isinstance(key, str) and key else []))
+        self.secrets = (*secrets, *model_credentials(model), *_server_credentials(mcp_servers))
         # What each request sends about the tools; schemas are generated once, not per request.
         self.tool_definitions = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
@@ -554,3 +555,31 @@ def _settings(value: Settings | str | os.PathLike[str] | bool | None, cwd: Path)
     if isinstance(value, Settings):
         return value
     return load_settings_file(value, cwd=cwd)
+
+
+_SHORTEST_CREDENTIAL = 4
+"""A credential found in the configuration shorter than this is not kept as a secret: no real
+one is, and the trace's redactor refuses a secret that short (it would blank half of every
+trace)."""
+
+
+def _kept(found: Iterable[object]) -> tuple[str, ...]:
+    """The credentials of ``found`` long enough to be kept as secrets."""
+    return tuple(
+        value for value in found if isinstance(value, str) and len(value) >= _SHORTEST_CREDENTIAL
+    )
+
+
+def _server_credentials(servers: Sequence[McpServer]) -> tuple[str, ...]:
+    """The credentials MCP servers are reached with, as secrets for the agent."""
+    return _kept(value for server in servers for value in server.secrets)
+
+
+def model_credentials(model: object) -> tuple[str, ...]:
+    """The credentials ``model`` sends, as secrets for the agent (DESIGN §8): its ``secrets``
+    (``AnthropicModel``: the key and token it sends, wherever the SDK finds them), else the
+    ``api_key`` of a model of your own."""
+    found = getattr(model, "secrets", None)
+    if found is None:
+        found = (getattr(model, "api_key", None),)
+    return _kept((found,) if isinstance(found, str) else found)

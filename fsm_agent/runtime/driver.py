@@ -257,7 +257,9 @@ class _Run:
             from fsm_agent.telemetry.live import RunTelemetry  # noqa: PLC0415 - the SDK is optional
 
             lineage = {} if start is None else {"parent": start.lineage()}
-            self.telemetry = RunTelemetry(agent.tracer, meta={**meta, **lineage})
+            self.telemetry = RunTelemetry(
+                agent.tracer, meta={**meta, **lineage}, secrets=agent.secrets
+            )
         self.queue: asyncio.Queue[ev.Event | BaseException | _QueuedMessage] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
         self.call_tasks: dict[str, set[asyncio.Task[None]]] = {}

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 import attrs
 
 from fsm_agent.core.messages import ImageBlock, ResultPart, TextBlock
+from fsm_agent.credentials import HIDDEN, named_credentials, url_passwords, without_passwords
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
 
@@ -37,6 +38,15 @@ _SEPARATOR = "__"
 def mcp_tool_name(server: str, tool: str) -> str:
     """The name the model calls a server's tool by: ``mcp__<server>__<tool>``."""
     return f"{_NAME_PREFIX}{_SEPARATOR}{server}{_SEPARATOR}{tool}"
+
+
+def _names_only(values: dict[str, str] | None) -> str:
+    """Headers or environment variables as ``repr`` shows them: their names, never a value."""
+    return "None" if values is None else repr(dict.fromkeys(values, HIDDEN))
+
+
+def _url_shown(url: str | None) -> str:
+    return repr(url if url is None else without_passwords(url, url))
 
 
 @attrs.frozen(kw_only=True)
@@ -57,10 +67,10 @@ class McpServer:
     name: str
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: dict[str, str] | None = None
+    env: dict[str, str] | None = attrs.field(default=None, repr=_names_only)
     cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] | None = None
+    url: str | None = attrs.field(default=None, repr=_url_shown)
+    headers: dict[str, str] | None = attrs.field(default=None, repr=_names_only)
 
     def __attrs_post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c in "_-" for c in self.name):
@@ -96,6 +106,15 @@ class McpServer:
     def http(cls, name: str, url: str, *, headers: Mapping[str, str] | None = None) -> McpServer:
         """A server reached over streamable HTTP at ``url``."""
         return cls(name=name, url=url, headers=None if headers is None else dict(headers))
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this server is reached with: the values of its headers and
+        environment variables under a credential's name (``Authorization``, ``GITHUB_TOKEN``)
+        and its URL's password. The agent keeps them out of its traces and spans (DESIGN §8)."""
+        pairs = [*(self.env or {}).items(), *(self.headers or {}).items()]
+        passwords = url_passwords(self.url) if self.url is not None else ()
+        return tuple(dict.fromkeys([*named_credentials(pairs), *passwords]))
 
 
 @attrs.frozen

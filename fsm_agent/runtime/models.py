@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -30,6 +31,7 @@ import attrs
 import orjson
 
 from fsm_agent.core.events import FailureKind, ModelStreamFailed
+from fsm_agent.credentials import named_credentials
 from fsm_agent.errors import ConfigError, FsmAgentError
 from fsm_agent.trace.json_limits import fit_for_json
 
@@ -429,6 +431,13 @@ class Thinking:
 
 _MIN_THINKING_BUDGET = 1024
 
+_CREDENTIAL_ENVS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+"""Where the SDK finds the credential no ``api_key`` names."""
+_CUSTOM_HEADERS_ENV = "ANTHROPIC_CUSTOM_HEADERS"
+"""Headers the SDK adds to every request, one ``Name: value`` a line."""
+_CLIENT_CREDENTIALS = ("api_key", "auth_token")
+"""The attributes an SDK client keeps its credentials in."""
+
 
 class AnthropicModel:
     """A ``Model`` backed by the ``anthropic`` SDK's async client.
@@ -498,6 +507,27 @@ class AnthropicModel:
     def __repr__(self) -> str:
         # Never show the key.
         return f"AnthropicModel(name={self.name!r}, base_url={self._base_url!r})"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this model sends, wherever the client finds them: the ``api_key``
+        given, else the ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN`` the SDK reads; the
+        key and token of a ``client`` passed in; the values of headers under a credential's
+        name (``Authorization``, ``x-api-key``, ...) in ``extra_headers`` or the SDK's
+        ``ANTHROPIC_CUSTOM_HEADERS``, and the token after a ``Bearer`` in them. The agent
+        keeps them out of its traces and spans (DESIGN §8). Credentials the SDK mints while
+        it runs (a profile's or a federation's access tokens) are not known here."""
+        found: list[object] = []
+        if self._client is not None:
+            found += [getattr(self._client, name, None) for name in _CLIENT_CREDENTIALS]
+        elif self._api_key is not None:
+            found.append(self._api_key)
+        else:
+            found += [os.environ.get(name) for name in _CREDENTIAL_ENVS]
+        custom = os.environ.get(_CUSTOM_HEADERS_ENV, "").splitlines()
+        headers = [(name, value) for name, _, value in (line.partition(":") for line in custom)]
+        found += named_credentials([*headers, *self._headers.items()])
+        return tuple(dict.fromkeys(value for value in found if isinstance(value, str) and value))
 
     def _get_client(self) -> Any:
         if self._client is None:

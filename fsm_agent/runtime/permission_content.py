@@ -5,11 +5,13 @@ module looks inside a call: the parts of a Bash command, the resolved path of a 
 answer is a :class:`Verdict`, which the chain turns into a decision following SPEC §9.3.
 
 * **Bash**: the command is taken apart with ``analyse_command``. A deny rule matching any part
-  (inside wrappers, substitutions, pipes) denies; an ask rule matching any part asks, even in
-  bypass mode; a command the parser cannot fully read asks. The command is allowed only when
-  every part is allowed by a rule, is read-only, or (in ``acceptEdits``) is a plain file
-  operation on paths inside the working folder. A part with ``VAR=`` prefixes, a redirection
-  that writes, or a wrapper that changes who runs it (``sudo``) is never allowed by a rule.
+  (inside wrappers, substitutions, pipes; a program named by its path, ``/bin/rm``, by its
+  name too, and git without its own options, ``git -C . push``, as ``git push``) denies; an
+  ask rule matching any part asks, even in bypass mode; a command the parser cannot fully read
+  asks. The command is allowed only when every part is allowed by a
+  rule, is read-only, or (in ``acceptEdits``) is a plain file operation on paths inside the
+  working folder. A part with ``VAR=`` prefixes, a redirection that writes, or a wrapper that
+  changes who runs it (``sudo``) is never allowed by a rule.
 * **File tools**: rules match the resolved path; the tool's own opinion (protected paths ask
   with a safety check; reads outside the working folder ask) comes after deny and ask rules
   and before allow rules, as in Claude Code's file-system checks.
@@ -27,6 +29,7 @@ import attrs
 
 from fsm_agent.core.kinds import DecisionSource
 from fsm_agent.core.permission_rules import (
+    FILE_TOOLS,
     Rule,
     RuleBehavior,
     RuleSet,
@@ -34,12 +37,17 @@ from fsm_agent.core.permission_rules import (
     shell_rule_matches,
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
-from fsm_agent.toolbox.paths import is_protected
+from fsm_agent.toolbox.paths import (
+    PROTECTED_DIRS,
+    PROTECTED_FILES,
+    is_protected,
+    path_candidates,
+)
 
 if TYPE_CHECKING:
     # The shell parser and the read-only tables are loaded by the first Bash call, not by
     # ``from fsm_agent import Agent`` (issue 10: they are a good part of its import time).
-    from fsm_agent.core.shell_commands import CommandPart
+    from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
 
 VerdictBehavior: TypeAlias = Literal["allow", "deny", "ask", "passthrough"]
 
@@ -221,13 +229,16 @@ def shell_verdict(
     from fsm_agent.core.shell_commands import analyse_command  # noqa: PLC0415 - lazy, see above
 
     analysis = analyse_command(command)
-    texts = [part.text for part in analysis.parts if part.argv]
+    texts = [text for part in analysis.parts if part.argv for text in _guarded_texts(part)]
     whole = command.strip()
     # exact/prefix/wildcard deny on any part, wherever it stands
     for denying in rules.content_rules(RuleBehavior.DENY, "Bash"):
         matched = _matching_text(denying, [whole, *texts])
         if matched is not None:
             return rule_verdict("deny", "1d", denying, f"{matched!r}")
+    named = _path_rule(analysis, rules, RuleBehavior.DENY, place)
+    if named is not None:
+        return rule_verdict("deny", "1d", named[0], f"{named[1]!r}")
     own = tool_verdict(check, requires_interaction=False)
     if own.behavior == "deny":
         return own
@@ -235,6 +246,9 @@ def shell_verdict(
         matched = _matching_text(asking, [whole, *texts])
         if matched is not None:
             return rule_verdict("ask", "1f", asking, f"{matched!r}")
+    named = _path_rule(analysis, rules, RuleBehavior.ASK, place)
+    if named is not None:
+        return rule_verdict("ask", "1f", named[0], f"{named[1]!r}")
     if own.immune:  # SPEC §9.3 step 1g: a write to a protected path asks, bypass or not
         return own
     if analysis.problem is not None:
@@ -268,12 +282,14 @@ def shell_verdict(
         elif not _read_only(part, place):
             refused.append(part)
     if refused:
-        first = refused[0]
+        # A part with no program (`X=1`, `> f`) has no text a rule could name: "Bash()" would
+        # be the whole tool. No rule allows such a part; the whole command is offered instead.
+        offered = tuple(dict.fromkeys(_exact_rule(p.text) for p in refused if p.argv))
         return Verdict(
             behavior="passthrough",
-            reason=f"`{first.text}` is neither allowed by a rule nor read-only",
+            reason=f"`{_shown(refused[0])}` is neither allowed by a rule nor read-only",
             message=own.message,
-            suggested_rules=tuple(dict.fromkeys(_exact_rule(p.text) for p in refused)),
+            suggested_rules=offered or (_exact_rule(whole),),
         )
     if used is not None:
         return rule_verdict("allow", "3", used, "every part is allowed or read-only;")
@@ -284,6 +300,77 @@ def shell_verdict(
             reason="acceptEdits mode: file operations inside the working folder",
         )
     return Verdict(behavior="allow", reason="every part of the command is read-only")
+
+
+def _path_rule(
+    analysis: CommandAnalysis, rules: RuleSet, behavior: RuleBehavior, place: CallPlace
+) -> tuple[Rule, str] | None:
+    """The first file-tool rule (``Read(./.env)``, ``Edit(/src/**)``) naming a path that a word
+    of the command may name, and that word.
+
+    A deny rule on reading ``.env`` is meant for ``cat .env`` as much as for the Read tool.
+    Without knowing each program, every word counts as a path, from the working folder and from
+    each folder the command enters with ``cd``; the path as written and as resolved both count.
+    """
+    family = [
+        rule
+        for rule in rules.rules
+        if rule.behavior is behavior and rule.content is not None and rule.tool in FILE_TOOLS
+    ]
+    if not family:
+        return None
+    cwd, home = place.cwd.as_posix(), place.home.as_posix()
+    case_sensitive = not _ignores_case(place.cwd)
+    bases = [place.cwd]
+    bases += [place.cwd / p.argv[-1] for p in analysis.parts if p.argv[:1] == ("cd",)]
+    for part in analysis.parts:
+        for word in (*part.argv[1:], *(redirect.target for redirect in part.redirects)):
+            for candidate in path_candidates(word):
+                for path in _named_paths(candidate, bases):
+                    for rule in family:
+                        assert rule.content is not None
+                        if path_rule_matches(
+                            rule.content, path, cwd=cwd, home=home, case_sensitive=case_sensitive
+                        ):
+                            return rule, word
+    return None
+
+
+def _named_paths(word: str, bases: list[Path]) -> set[str]:
+    """The absolute paths ``word`` may name, from each base folder, as written and resolved."""
+    if not word or word == "-" or "\0" in word:
+        return set()
+    path = Path(word).expanduser()
+    found: set[str] = set()
+    for base in [Path("/")] if path.is_absolute() else bases:
+        literal = os.path.normpath(base / path)
+        found.update((literal, os.path.realpath(literal)))
+    return found
+
+
+def _shown(part: CommandPart) -> str:
+    """A part as the user would recognise it, a part with no program included."""
+    redirects = (f"{r.operator} {r.target}" for r in part.redirects)
+    return part.text or " ".join((*part.assignments, *redirects))
+
+
+def _guarded_texts(part: CommandPart) -> tuple[str, ...]:
+    """What deny and ask rules are matched against for one part: its text; for a program named
+    by its path (``/bin/rm x``), the same command by the program's name (``rm x``); and for git,
+    the command without git's own options (``git -C . push`` is ``git push``)."""
+    from fsm_agent.core.read_only_commands import without_git_globals  # noqa: PLC0415 - lazy
+
+    program = part.argv[0]
+    name = program.rsplit("/", 1)[-1] if "/" in program.rstrip("/") else program
+    texts = [part.text, " ".join((name, *part.argv[1:]))]
+    if name == "git":
+        rest = without_git_globals(part.argv[1:])
+        if rest is not None:
+            texts.append(" ".join(("git", *rest)))
+        else:  # an option we do not know: any word that is not an option may be the command
+            words = part.argv[1:]
+            texts += [" ".join(("git", *words[i:])) for i, w in enumerate(words) if w[:1] != "-"]
+    return tuple(dict.fromkeys(texts))
 
 
 def _read_only(part: CommandPart, place: CallPlace) -> bool:
@@ -359,15 +446,44 @@ def _accept_edits_allows(part: CommandPart, place: CallPlace) -> bool:
         if not operands or _SED_SUBSTITUTION.fullmatch(operands[0]) is None:
             return False
         operands = operands[1:]
+    # What rm removes and what cp and mv carry along: a folder holding `.git` or a `.bashrc`
+    # (`rm -rf .`, `cp -r template/. sub`) changes protected paths without naming one.
+    carried = operands[:-1] if program in ("cp", "mv") else operands
+    if program in _TREE_COMMANDS and any(_holds_protected(raw, place) for raw in carried):
+        return False
     return bool(operands) and all(_inside(operand, place) for operand in operands)
+
+
+_TREE_COMMANDS = frozenset({"rm", "rmdir", "cp", "mv"})
+MAX_TREE_ENTRIES = 10_000
+"""A folder with more entries than this is not searched for protected paths: it asks."""
+
+
+def _holds_protected(raw: str, place: CallPlace) -> bool:
+    """Whether the folder ``raw`` names (not through a link) holds a protected path."""
+    path = Path(raw).expanduser()
+    folder = path if path.is_absolute() else place.cwd / path
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    seen = 0
+    for _, dirs, files in os.walk(folder):  # links are listed, not followed
+        for name in (*dirs, *files):
+            seen += 1
+            if seen > MAX_TREE_ENTRIES or name.lower() in _PROTECTED_NAMES:
+                return True
+    return False
+
+
+_PROTECTED_NAMES = PROTECTED_DIRS | PROTECTED_FILES
 
 
 def _inside(raw: str, place: CallPlace) -> bool:
     if not raw or (raw.startswith("~") and not raw.startswith("~/")):
         return False  # ~user paths, and the home folder itself, are not inside
     path = Path(raw).expanduser()
-    resolved = (path if path.is_absolute() else place.cwd / path).resolve()
-    return resolved.is_relative_to(place.cwd) and not is_protected(resolved)
+    literal = path if path.is_absolute() else place.cwd / path
+    # is_protected looks at the path as written and as resolved (a link named .git counts)
+    return literal.resolve().is_relative_to(place.cwd) and not is_protected(literal)
 
 
 def _exact_rule(text: str) -> str:

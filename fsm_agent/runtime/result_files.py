@@ -5,10 +5,15 @@ Two mechanisms save a result: a single result over its tool's limit, when it is 
 too large (the core decides, ``core.tool_result_budget``; the driver saves). Both write the
 whole text to ``<results folder>/<call id>.txt`` and show the model the same
 ``<persisted-output>`` block: the size, the path and the first 2,000 characters.
+
+A saved result is the tool's output as it was, secrets included: the model reads it back, so
+it cannot be redacted as the trace is (DESIGN §8). The folder and its files are made
+owner-only (``0700`` and ``0600``) instead.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +26,9 @@ if TYPE_CHECKING:
     from fsm_agent.core.messages import Message
 
 __all__ = ["PREVIEW_CHARS", "persist_chosen", "preview_of", "save_result"]
+
+_OWNER_ONLY_FOLDER = 0o700
+_OWNER_ONLY_FILE = 0o600
 
 PREVIEW_CHARS = 2_000
 """How much of an oversized result the model still sees (SPEC §10: persisted preview)."""
@@ -48,8 +56,10 @@ def save_result(text: str, results_dir: Path | None, call_id: str) -> str | None
         return None
     path = results_dir / f"{_safe_name(call_id)}.txt"
     try:
-        results_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        results_dir.mkdir(mode=_OWNER_ONLY_FOLDER, parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _OWNER_ONLY_FILE)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
     except OSError:
         return None
     preview = preview_of(text)

@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from fsm_agent.credentials import without_passwords
 from fsm_agent.errors import ConfigError
 from fsm_agent.store.sql_store import RunStore
 from fsm_agent.trace.location import default_trace_folder
@@ -58,8 +59,8 @@ def open_store(url: str | os.PathLike[str] | None = None) -> RunStore:
             return SqliteRunStore(f"file:{Path(path).expanduser()}?{parameters}")
     elif "://" in target:
         raise ConfigError(
-            f"run store {target!r}: unknown kind of database; use postgresql://..., "
-            "sqlite:///FILE or a file path"
+            f"run store {without_passwords(target, target)!r}: unknown kind of database; "
+            "use postgresql://..., sqlite:///FILE or a file path"
         )
     from fsm_agent.store.sqlite import SqliteRunStore  # noqa: PLC0415
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from fsm_agent.credentials import without_passwords
 from fsm_agent.errors import ConfigError
 from fsm_agent.store.sql_store import Cursor, SqlRunStore, migrations
 
@@ -51,7 +52,8 @@ class PostgresRunStore(SqlRunStore):
                 )
             self._migrate()
         except psycopg.Error as exc:
-            raise ConfigError(f"run store {_without_password(url)}: {exc}") from None
+            shown = without_passwords(f"run store {url}: {exc}", url)
+            raise ConfigError(shown) from None
 
     def _migrate(self) -> None:
         with self.transaction() as cursor:
@@ -73,13 +75,3 @@ class PostgresRunStore(SqlRunStore):
     def close(self) -> None:
         """Close the connection."""
         self._connection.close()
-
-
-def _without_password(url: str) -> str:
-    """The URL as it may be shown in an error: any password replaced by ``***``."""
-    scheme, sep, rest = url.partition("://")
-    credentials, at, host = rest.rpartition("@")
-    if not at or ":" not in credentials:
-        return url
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}{sep}{user}:***@{host}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -27,6 +27,7 @@ from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step
 from fsm_agent.telemetry.spans import EFFECT_TYPES, EVENT_TYPES, STREAM_TYPES, RunSpans
 from fsm_agent.trace import records
+from fsm_agent.trace.redact import Redactor
 
 LOGGER = logging.getLogger("fsm_agent.telemetry")
 """Telemetry failures are reported here (stdlib logging), never raised into a run."""
@@ -38,6 +39,7 @@ class RunTelemetry:
     Args:
         tracer: where the spans go.
         meta: the run's header metadata (run id, model, price, lineage).
+        secrets: strings no span may hold (the agent's secrets, as its trace writer is given).
         clock: nanoseconds since the epoch (``time.time_ns``), when each record happened.
     """
 
@@ -46,12 +48,18 @@ class RunTelemetry:
         tracer: Tracer,
         *,
         meta: Mapping[str, Any],
+        secrets: Iterable[str] = (),
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self._clock = clock
         self._spans: RunSpans | None = None
         try:
-            self._spans = RunSpans(tracer, header={"record": "header", "meta": meta}, at_ns=clock())
+            self._spans = RunSpans(
+                tracer,
+                header={"record": "header", "meta": meta},
+                at_ns=clock(),
+                redactor=Redactor(secrets),
+            )
         except Exception as exc:  # the run must not fail because its telemetry did
             _report(exc)
 

@@ -29,6 +29,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from fsm_agent.core.pricing import usage_cost
+from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor
 
 # GenAI semantic conventions (attribute names as the conventions spell them).
 OPERATION: Final = "gen_ai.operation.name"
@@ -108,6 +109,11 @@ class RunSpans:
         at_ns: the run's start (nanoseconds since the epoch).
         parent: the context the run span is a child of (default: the current one, so a run
             started inside an application's span nests under it).
+        redactor: what every record is redacted with before it is read, as the trace writer
+            redacts it (DESIGN §8): a live run's records come straight from its core, so a
+            model error, a fault or a tool name quoting a secret would otherwise reach the
+            collector in clear. Default: the key rules and API-key-shaped text only (a
+            recorded trace was redacted when it was written).
     """
 
     def __init__(
@@ -117,8 +123,11 @@ class RunSpans:
         header: Mapping[str, Any],
         at_ns: int,
         parent: otel_context.Context | None = None,
+        redactor: Redactor = KEY_RULES_ONLY,
     ) -> None:
         self._tracer = tracer
+        self._redactor = redactor
+        header = redactor.value(header)
         meta = header.get("meta") or {}
         self._price = meta.get("price")
         model = str(meta.get("model") or (header.get("config") or {}).get("model") or "")
@@ -164,6 +173,7 @@ class RunSpans:
         """Take one trace record (an ``event``, ``transition``, ``effect`` or ``end``)."""
         if self.ended:
             return
+        fields = self._redactor.value(fields)
         kind = fields.get("record")
         if kind == "transition":
             self._transition(fields, at_ns)

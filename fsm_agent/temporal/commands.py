@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from fsm_agent.errors import ConfigError
+from fsm_agent.trace.redact import KEY_RULES_ONLY
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 ADDRESS_ENV = "TEMPORAL_ADDRESS"
@@ -169,15 +170,18 @@ def run_command(args: argparse.Namespace) -> int:
             continue_after_bytes=args.continue_after_bytes,
         )
         print(f"session {handle.id} on task queue {args.task_queue!r}", flush=True)
+        # The workers' secrets stay on the workers; API-key-shaped text is never printed, as
+        # the in-process view never prints it (DESIGN §8).
+        shown = KEY_RULES_ONLY.text
         async for item in watch_session(handle):
             data = item.data
             if item.kind == "transition" and data["machine"] == "loop":
                 print(f"  → {data['name']}", flush=True)
             elif item.kind == "message" and data["role"] == "assistant" and data["text"]:
-                print(data["text"], flush=True)
+                print(shown(data["text"]), flush=True)
             elif item.kind == "question":
                 call = data["call_id"]
-                print(f"  ? {data['tool_name']} {json.dumps(data['input'])}", flush=True)
+                print(shown(f"  ? {data['tool_name']} {json.dumps(data['input'])}"), flush=True)
                 if args.yes:
                     await answer_permission(client, handle.id, call, "allow")
                 else:

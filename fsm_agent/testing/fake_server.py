@@ -40,12 +40,12 @@ from fsm_agent.testing.scenario import (
     render_message,
 )
 from fsm_agent.testing.token_count import estimated_input_tokens
+from fsm_agent.trace.redact import is_sensitive_key
 
 __all__ = ["FakeAnthropicServer", "RecordedRequest"]
 
 HOST = "127.0.0.1"
 REDACTED = "[redacted]"
-_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "cookie"})
 _MAX_BODY = 64 * 1024 * 1024
 _START_TIMEOUT_S = 5.0
 _RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -269,7 +269,7 @@ class FakeAnthropicServer:
             with contextlib.suppress(ValueError):
                 body = json.loads(request.body)
         headers = {
-            name: REDACTED if name in _SECRET_HEADERS else value
+            name: REDACTED if is_sensitive_key(name) else value
             for name, value in request.headers.items()
         }
         self.requests.append(

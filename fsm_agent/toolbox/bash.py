@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -27,7 +28,12 @@ from fsm_agent.runtime.tool import (
     ToolContext,
     ToolOutput,
 )
-from fsm_agent.toolbox.paths import is_protected
+from fsm_agent.toolbox.paths import (
+    PROTECTED_DIRS,
+    PROTECTED_FILES,
+    is_protected,
+    path_candidates,
+)
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -144,17 +150,26 @@ def _protected_path_named(command: str, ctx: ToolContext) -> str | None:
     for part in analysis.parts:
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
-            for candidate in _path_candidates(word):
+            for candidate in path_candidates(word):
                 path = Path(candidate).expanduser()
                 if is_protected(path if path.is_absolute() else ctx.cwd / path):
                     return word
+    if analysis.problem is not None:
+        # The parts may be incomplete (control characters or deep nesting stop the analysis
+        # before any part is found): a protected name anywhere in the text is enough.
+        found = _PROTECTED_NAME.search(command)
+        if found is not None:
+            return found.group(0)
     return None
 
 
-def _path_candidates(word: str) -> tuple[str, ...]:
-    """``word`` itself, and the value of an ``--option=value`` or ``of=value`` word."""
-    _, equals, value = word.partition("=")
-    return (word, value) if equals and value else (word,)
+_PROTECTED_NAME = re.compile(
+    r"(?<![\w.-])(?:"
+    + "|".join(re.escape(name) for name in sorted(PROTECTED_DIRS | PROTECTED_FILES))
+    + r")(?![\w.-])",
+    re.IGNORECASE,
+)
+"""A protected file or folder name standing alone in a text (``.git/`` but not ``.github``)."""
 
 
 def _judge(command: str, *, cwd: str, readable_roots: tuple[str, ...]) -> ReadOnlyVerdict:
@@ -230,11 +245,22 @@ working folder, which the read-only judgement of ``cd src && cat x`` assumes it 
 def _environment() -> dict[str, str]:
     """The command's environment: ours without ``CDPATH``, and ``PATH`` without its empty or
     relative entries, which name the working folder: a file the agent wrote there (``./ls``,
-    ``./bash``) must never be what ``ls`` or the shell itself runs."""
+    ``./bash``) must never be what ``ls`` or the shell itself runs.
+
+    git is told to use a folder as a bare repository only when named (``--git-dir``): plain
+    files the agent may write (``HEAD``, ``config``, ``refs/heads/x``, and
+    ``objects/info/alternates`` pointing at the real objects) otherwise make a folder one,
+    whose ``config`` runs programs (``diff.external``) for a read-only ``git diff`` there.
+    """
     environment = {name: value for name, value in os.environ.items() if name not in _UNSET}
     if "PATH" in environment:
         entries = environment["PATH"].split(os.pathsep)
         environment["PATH"] = os.pathsep.join(e for e in entries if Path(e).is_absolute())
+    given = environment.get("GIT_CONFIG_COUNT", "")
+    count = int(given) if given.isdigit() else 0
+    environment[f"GIT_CONFIG_KEY_{count}"] = "safe.bareRepository"
+    environment[f"GIT_CONFIG_VALUE_{count}"] = "explicit"
+    environment["GIT_CONFIG_COUNT"] = str(count + 1)
     return environment
 
 

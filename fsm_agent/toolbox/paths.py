@@ -124,6 +124,13 @@ def is_protected(path: Path) -> bool:
     return False
 
 
+def path_candidates(word: str) -> tuple[str, ...]:
+    """The paths a shell word may name: ``word`` itself, and the value of an
+    ``--option=value`` or ``of=value`` word."""
+    _, equals, value = word.partition("=")
+    return (word, value) if equals and value else (word,)
+
+
 def write_permission(raw: str, ctx: ToolContext) -> PermissionCheck:
     """The permission opinion of a tool that writes ``raw`` (Edit, Write).
 

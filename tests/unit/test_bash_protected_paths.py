@@ -30,6 +30,11 @@ PROTECTED_WRITES = [
     "mkdir -p .claude && echo '{}' > .claude/settings.json",
     "cat payload > sub/.vscode/tasks.json",
     "ln -sf payload .gitmodules",
+    "ls; > .bashrc",
+    "echo evil &\\\n> .profile",
+    # commands the analysis stops reading early: the name in the text is enough
+    "echo evil > .bashrc; echo \x01",
+    "echo evil > .profile; echo " + "$(" * 120 + "true" + ")" * 120,
 ]
 
 

@@ -134,6 +134,16 @@ COMMANDS = [
     "f() { rm CANARY; }; f",
     "D=.; rm $D/CANARY",
     "${RM:-rm} CANARY",
+    # text tree-sitter and Bash read differently
+    "cat <<E'O'F\nx\nEOF\nrm CANARY\nE'O'F",
+    "cat <<$'EOF'\nx\nEOF\nrm CANARY\n$'EOF'",
+    "cat <<EOF;\nx\nEOF\nrm CANARY\nEOF;",
+    "cat <<EOF\nx\nEO\\\nF\nrm CANARY\nEOF",
+    "echo a\\\n#b; rm CANARY",
+    "echo x &\\\n> CANARY",
+    # a redirection with no command
+    "ls; > CANARY",
+    "ls && 2> CANARY",
 ]
 
 PROGRAMS = ("git", "curl", "perl", "python3", "awk")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import subprocess
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -21,6 +23,7 @@ from fsm_agent.runtime.tool import (
     run_validation,
 )
 from fsm_agent.toolbox import Bash, Edit, Glob, Grep, Read, Write, default_tools
+from fsm_agent.toolbox.bash import BashInput
 
 T = TypeVar("T")
 
@@ -323,6 +326,46 @@ def test_bash_never_runs_a_program_from_the_working_folder_by_name(
     result = call(Bash(), {"command": "ls"}, tmp_path)
     assert "planted" not in str(result.content)
     assert "ls" in str(result.content)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    return subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("given", [None, "1"])
+def test_bash_does_not_take_a_folder_of_plain_files_for_a_git_repository(
+    given: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HEAD``, ``config``, ``refs/heads/main`` and ``objects/info/alternates``, plain files an
+    agent may write, make ``sub`` a bare repository by discovery, whose ``diff.external`` ran
+    for the read-only ``cd sub && git diff HEAD~1 HEAD``. Any GIT_CONFIG_COUNT given is kept."""
+    if given is not None:
+        monkeypatch.setenv("GIT_CONFIG_COUNT", given)
+        monkeypatch.setenv("GIT_CONFIG_KEY_0", "color.ui")
+        monkeypatch.setenv("GIT_CONFIG_VALUE_0", "never")
+    work = tmp_path / "work"
+    work.mkdir()
+    _git(work, "init", "-q")
+    for text in ("one", "two"):
+        (work / "f").write_text(text)
+        _git(work, "add", "f")
+        _git(work, "commit", "-qm", text)
+    sub = work / "sub"
+    (sub / "objects" / "info").mkdir(parents=True)
+    (sub / "refs" / "heads").mkdir(parents=True)
+    (sub / "objects" / "info" / "alternates").write_text(f"{work / '.git' / 'objects'}\n")
+    (sub / "refs" / "heads" / "main").write_text(_git(work, "rev-parse", "HEAD"))
+    (sub / "HEAD").write_text("ref: refs/heads/main\n")
+    marker = tmp_path / "ran"
+    (sub / "config").write_text(f'[core]\n\tbare = true\n[diff]\n\texternal = "touch {marker}"\n')
+    command = "cd sub && git diff HEAD~1 HEAD"
+    assert Bash().is_read_only(BashInput(command=command))
+    call(Bash(), {"command": command}, work)
+    assert not marker.exists()
+    if given is not None:
+        assert call(Bash(), {"command": "git config color.ui"}, work).content == "never"
 
 
 def test_bash_nonzero_exit_is_an_error_with_code_and_output(tmp_path: Path) -> None:

@@ -1,0 +1,115 @@
+"""Text that tree-sitter-bash and Bash read differently: heredoc ends and line continuations.
+
+``shell_commands`` trusts the parse tree to say where each command is. Two places where the
+tree can be wrong in a way that hides a command from it (and so from the read-only judge and
+from deny rules, SPEC §9.3):
+
+* **Heredoc ends.** Bash ends a heredoc at the first line equal to its delimiter after quote
+  removal (``<<E'O'F``, ``<<$'EOF'`` and ``<<EO"F"`` all end at ``EOF``), with leading tabs
+  stripped for ``<<-`` and, when no part of the delimiter is quoted, backslash-newlines joined
+  first. tree-sitter compares the delimiter as written, so ``cat <<E'O'F`` followed by ``EOF``
+  and ``rm -rf x`` lines runs ``rm`` while the tree shows heredoc text.
+* **Line continuations.** Bash removes a backslash-newline before it splits tokens, so
+  ``echo a\\<newline>#b; rm x`` runs ``rm`` (``a#b`` is one word) and ``&\\<newline>>`` is
+  ``&>``; tree-sitter reads a comment and an ``&`` there.
+
+The functions here only say whether the text is read the same way; the caller reports a
+problem when it is not, and the command asks.
+"""
+
+from __future__ import annotations
+
+import re
+
+_DELIMITER_CHARS = re.compile(r"[A-Za-z0-9_.,:+=@%/^~!-]")
+"""Characters a heredoc delimiter may hold unquoted: none of them is special to Bash there."""
+
+
+def heredoc_delimiter(word: str) -> tuple[str, bool] | None:
+    """The delimiter Bash ends a heredoc at, and whether any part of ``word`` was quoted.
+
+    None when ``word`` is not a plain word of literal characters, single- or double-quoted
+    runs without expansions, and backslash-escaped characters (``$'...'``, ``$"..."``,
+    ``$x`` and shell operators are refused: what Bash makes of them is not worth the doubt).
+    """
+    out: list[str] = []
+    quoted = False
+    index = 0
+    while index < len(word):
+        char = word[index]
+        if char in "'\"":
+            end = word.find(char, index + 1)
+            inner = word[index + 1 : end]
+            if end < 0 or "\n" in inner or (char == '"' and re.search(r"[$`\\]", inner)):
+                return None
+            out.append(inner)
+            quoted, index = True, end + 1
+        elif char == "\\":
+            if index + 1 >= len(word) or word[index + 1] == "\n":
+                return None
+            out.append(word[index + 1])
+            quoted, index = True, index + 2
+        elif _DELIMITER_CHARS.fullmatch(char):
+            out.append(char)
+            index += 1
+        else:
+            return None
+    delimiter = "".join(out)
+    return (delimiter, quoted) if delimiter else None
+
+
+def heredoc_ends_as_parsed(
+    lines: list[str], delimiter: str, *, strip_tabs: bool, joins_lines: bool
+) -> bool:
+    """Whether Bash ends a heredoc on the last of ``lines``, as the parser did.
+
+    Args:
+        lines: the heredoc's lines as the parser read them, from its first body line to its
+            end line (whole lines, without newlines).
+        delimiter: from :func:`heredoc_delimiter`.
+        strip_tabs: ``<<-``: Bash strips leading tabs before comparing.
+        joins_lines: the delimiter is unquoted: Bash joins a line ending in an unescaped
+            backslash with the next before comparing.
+    """
+    pending = ""
+    for index, written in enumerate(lines):
+        last = index == len(lines) - 1
+        line = written.lstrip("\t") if strip_tabs else written
+        if joins_lines and not last and _continues(line):
+            if strip_tabs:
+                return False  # tabs stripped before or after joining: not worth the doubt
+            pending += line[:-1]
+            continue
+        text, pending = pending + line, ""
+        if text == delimiter:
+            return last and text == line
+    return False
+
+
+def _continues(line: str) -> bool:
+    """Whether ``line`` ends in a backslash that escapes the newline after it."""
+    trailing = len(line) - len(line.rstrip("\\"))
+    return trailing % 2 == 1
+
+
+_JOINABLE = re.compile(rb"[A-Za-z0-9_./:=,+@%^~-]")
+"""Word characters: a backslash-newline between two of them leaves one word either way."""
+
+
+def continuation_misread(source: bytes, index: int) -> str | None:
+    """Why the backslash-newline at ``source[index]`` may be read apart by the parser, if so.
+
+    A continuation next to a blank, between two word characters, or at the very end reads the
+    same in both; one touching an operator, ``#``, ``$``, a quote or a bracket may not.
+    """
+    backslashes = len(source[:index]) - len(source[:index].rstrip(b"\\"))
+    if backslashes % 2 == 1:
+        return None  # the backslash is itself escaped: not a continuation
+    before = source[index - 1 : index]
+    after = source[index + 2 : index + 3]
+    if not after or after in (b" ", b"\t", b"\n") or before in (b"", b" ", b"\t", b"\n"):
+        return None
+    if _JOINABLE.fullmatch(before) and _JOINABLE.fullmatch(after):
+        return None
+    left, right = before.decode(errors="replace"), after.decode(errors="replace")
+    return f"a line continuation joins {left!r} and {right!r}, which the parser may read apart"

@@ -1,0 +1,106 @@
+"""What a Temporal session keeps in its history, in clear (DESIGN §8).
+
+Temporal stores every workflow input, activity input and result, and failure in the session's
+history. The conversation is there by design (README: protect it with a payload codec); the
+agent's own configuration is not: the secrets and credentials the worker's agent is built with
+stay on the worker, where the trace writes are redacted with them. What ``fsm-agent run
+--temporal`` prints of the conversation never shows API-key-shaped text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio", reason="the fsm_agent[temporal] extra is not installed")
+
+from temporalio.client import Client
+
+from fsm_agent import cli
+from fsm_agent.runtime.agent import Agent
+from fsm_agent.temporal import answer_permission, session_worker, start_session, watch_session
+
+from .session_agents import scripted
+
+SECRET = "worker-side-secret-0123456789"
+PROMPT = "a prompt the history must hold"
+KEY = "sk-ant-api03-PLANTED0123456789abcdef"
+
+
+def with_secret(**params: Any) -> Agent:
+    """The scripted agent, given a secret on the worker rather than in the session's params."""
+    return scripted(**params, secrets=[SECRET])
+
+
+def test_the_agents_secrets_never_enter_the_history(temporal_address: str, tmp_path: Path) -> None:
+    """A session with tools, a permission question and a trace: its history holds the
+    conversation (the prompt) but not the secret its worker's agent was built with."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("nothing secret here\n", encoding="utf-8")
+    trace = tmp_path / "traces" / "trace.jsonl"
+    steps = [
+        {"content": [{"tool_use": {"name": "Read", "input": {"file_path": "notes.txt"}}}]},
+        {
+            "content": [
+                {"tool_use": {"name": "Write", "input": {"file_path": "o.txt", "content": "x"}}}
+            ]
+        },
+        {"content": [{"text": "done"}]},
+    ]
+    params = {"steps": steps, "cwd": str(work)}
+
+    async def go() -> tuple[dict[str, Any], bytes]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="history-secrets", factory=with_secret):
+            handle = await start_session(
+                client, PROMPT, task_queue="history-secrets", params=params, trace=str(trace)
+            )
+            async for item in watch_session(handle, poll_s=0.05):
+                if item.kind == "question":
+                    await answer_permission(client, handle.id, str(item.data["call_id"]), "allow")
+            result: dict[str, Any] = await handle.result()
+            history = await handle.fetch_history()
+        # The binary form holds each payload's bytes as they are (the JSON form is base64).
+        return result, b"".join(event.SerializeToString() for event in history.events)
+
+    result, history = asyncio.run(go())
+    assert result["terminal"] == "completed"
+    assert PROMPT.encode() in history
+    assert SECRET.encode() not in history
+
+
+def test_run_temporal_prints_no_api_key(
+    temporal_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fsm-agent run --temporal` prints the model's answers and the questions it answers;
+    API-key-shaped text in them is shown as ``[REDACTED]``, as the in-process view shows it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    steps = [
+        {
+            "content": [
+                {"tool_use": {"name": "Write", "input": {"file_path": "k.txt", "content": KEY}}}
+            ]
+        },
+        {"content": [{"text": f"the key is {KEY}"}]},
+    ]
+    params = {"steps": steps, "cwd": str(work)}
+    argv = ["run", "go", "--temporal", "--yes", "--address", temporal_address]
+    argv += ["--task-queue", "cli-secrets", "--params", json.dumps(params)]
+    argv += ["--trace", str(tmp_path / "traces" / "t.jsonl")]
+
+    async def go() -> int:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="cli-secrets", factory=scripted):
+            return await asyncio.to_thread(cli.main, argv)
+
+    assert asyncio.run(go()) == 0
+    out = capsys.readouterr().out
+    assert "  ? Write " in out
+    assert "the key is [REDACTED]" in out
+    assert KEY not in out

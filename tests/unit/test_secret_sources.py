@@ -1,0 +1,361 @@
+"""Where the agent's secrets come from, and the sinks a single run does not reach (DESIGN §8).
+
+The whole-run check of every sink is ``tests/integration/test_secret_sinks.py``; here: the
+credentials a model names for the agent to hide, a conversation's turns, a subagent's trace,
+the permission question at the terminal, what ``fsm-agent run`` prints, and a store URL's
+password in the errors about it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+import traceback
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from rich.console import Console
+
+from fsm_agent.cli import main
+from fsm_agent.credentials import url_passwords, without_passwords
+from fsm_agent.errors import ConfigError
+from fsm_agent.runtime.agent import Agent, model_credentials
+from fsm_agent.runtime.hook_spec import CommandHook
+from fsm_agent.runtime.mcp_tools import McpServer
+from fsm_agent.runtime.models import AnthropicModel, ModelRequest
+from fsm_agent.runtime.permissions import PermissionPolicy, PermissionRequest
+from fsm_agent.runtime.settings import load_settings
+from fsm_agent.runtime.subagents import SubagentDefinition
+from fsm_agent.runtime.tool import tool
+from fsm_agent.store.background import wait_for_store_writes
+from fsm_agent.store.opening import open_store
+from fsm_agent.terminal_view import LiveView
+from fsm_agent.testing.fake_server import FakeAnthropicServer
+from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+from fsm_agent.toolbox.task import Task
+from fsm_agent.trace.conversation import conversation_turns
+
+SECRET = "configured-hunter2-secret"
+KEY_SHAPED = "sk-ant-api03-PLANTED0123456789abcdef"
+PLANTED = f"[{SECRET} {KEY_SHAPED}]"
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def scripted(*texts: str, tool_name: str | None = None) -> ScriptedModel:
+    """A model that calls ``tool_name`` with the planted strings first (when named), then
+    answers each of ``texts`` in turn."""
+    steps: list[dict[str, Any]] = []
+    if tool_name is not None:
+        steps.append({"content": [{"tool_use": {"name": tool_name, "input": {"text": PLANTED}}}]})
+    steps += [{"content": [{"text": text}]} for text in texts]
+    return ScriptedModel(parse_scenario({"steps": steps}))
+
+
+def assert_clean(what: str, data: bytes | str, forbidden: tuple[str, ...]) -> None:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    leaked = [secret for secret in forbidden if secret in text]
+    assert not leaked, f"{what} holds {leaked}"
+
+
+@tool(description="Echo a text.")
+async def echo(text: str) -> str:
+    return f"echoed {text} {PLANTED}"
+
+
+# --- the model's credentials ----------------------------------------------------------------
+
+
+def test_an_anthropic_model_names_the_key_it_was_given_and_never_shows_it() -> None:
+    model = AnthropicModel(name="m", api_key="proxy-credential-0123")
+    assert model.secrets == ("proxy-credential-0123",)
+    assert "proxy-credential-0123" not in repr(model)
+
+
+def test_an_anthropic_model_names_the_credentials_the_sdk_finds_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without ``api_key`` the SDK reads the environment; a client passed in has its own."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "env-key-0123456")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "env-token-0123456")
+    assert AnthropicModel(name="m").secrets == ("env-key-0123456", "env-token-0123456")
+    assert AnthropicModel(name="m", api_key="given-key-0123").secrets == ("given-key-0123",)
+    client = anthropic.AsyncAnthropic(auth_token="client-token-0123")
+    assert AnthropicModel(name="m", client=client).secrets == ("client-token-0123",)
+
+
+def test_an_anthropic_model_names_the_credentials_of_its_extra_headers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its own ``extra_headers``, and the headers the SDK adds from the environment."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    monkeypatch.setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Team: infra\nProxy-Authorization: pa-0123")
+    model = AnthropicModel(
+        name="m",
+        extra_headers={
+            "Authorization": "Bearer proxy-token-0123",
+            "X-Gateway-Api-Key": "gateway-0123",
+            "X-Trace-Id": "not-a-secret",
+        },
+    )
+    assert set(model.secrets) == {
+        "Bearer proxy-token-0123",
+        "proxy-token-0123",
+        "gateway-0123",
+        "pa-0123",
+    }
+
+
+def test_an_agent_hides_its_model_credentials_and_your_secrets() -> None:
+    """The model's credentials join the configured secrets; a model of your own may name its
+    key as ``api_key``; a credential too short to be one is left out (a trace could not be
+    written with it)."""
+    agent = Agent(
+        model=AnthropicModel(name="m", api_key="proxy-credential-0123"),
+        secrets=[SECRET],
+        trace=False,
+        store=False,
+    )
+    assert agent.secrets == (SECRET, "proxy-credential-0123")
+
+    class OwnModel:
+        name = "own"
+        api_key = "own-model-key-0123"
+
+    assert model_credentials(OwnModel()) == ("own-model-key-0123",)
+    OwnModel.api_key = "abc"
+    assert model_credentials(OwnModel()) == ()
+    assert model_credentials(scripted("hi")) == ()
+
+
+def test_an_mcp_servers_credentials_are_secrets_and_never_shown() -> None:
+    """The credential headers, environment variables and URL password an MCP server is
+    reached with join the agent's secrets (a server may echo them in a tool result), and the
+    server's ``repr`` names them without their values."""
+    http = McpServer.http(
+        "docs",
+        "https://bot:url-password-0123@mcp.example/mcp",
+        headers={"Authorization": "Bearer mcp-token-0123", "X-Team": "infra"},
+    )
+    stdio = McpServer.stdio("gh", "gh-mcp", env={"GITHUB_TOKEN": "ghp-0123456", "HOME": "/h"})
+    agent = Agent(model=scripted("hi"), mcp_servers=[http, stdio], trace=False, store=False)
+    assert set(agent.secrets) == {
+        "Bearer mcp-token-0123",
+        "mcp-token-0123",
+        "url-password-0123",
+        "ghp-0123456",
+    }
+    shown = repr([http, stdio])
+    assert "'Authorization': '***'" in shown
+    assert "'GITHUB_TOKEN': '***'" in shown
+    assert_clean("an MCP server's repr", shown, (*agent.secrets, "infra", "/h"))
+
+
+# --- sessions and subagents -----------------------------------------------------------------
+
+
+def test_no_turn_of_a_conversation_holds_a_secret(tmp_path: Path) -> None:
+    """Each turn's trace starts from the transcript so far (``TurnStarted``): the secrets of
+    the earlier turns, in prompts, tool outputs and answers, are redacted there too."""
+    agent = Agent(
+        model=scripted(f"first {PLANTED}", f"second {PLANTED}", tool_name="echo"),
+        tools=[echo],
+        cwd=tmp_path,
+        trace=f"{tmp_path / 'traces'}/",
+        store=False,
+        secrets=[SECRET],
+    )
+
+    async def talk() -> Path | None:
+        async with agent.session(changed_files=False) as session:
+            await session.ask(f"one {PLANTED}")
+            return (await session.ask(f"two {PLANTED}")).trace_path
+
+    last = asyncio.run(talk())
+    assert last is not None
+    turns = conversation_turns(last)
+    assert len(turns) == 2
+    for path in turns:
+        assert_clean(path.name, path.read_bytes(), (SECRET, KEY_SHAPED))
+
+
+def test_a_subagent_keeps_its_parents_secrets(tmp_path: Path) -> None:
+    """The child agent a Task call starts is given the parent's secrets: its own trace, and
+    the answer the parent records, hold none."""
+    child = SubagentDefinition(
+        description="echoes",
+        tools=[echo],
+        model=scripted(f"child says {PLANTED}", tool_name="echo"),
+    )
+    task = {"description": "echo", "prompt": f"echo {PLANTED}", "subagent_type": "echoer"}
+    parent = Agent(
+        model=ScriptedModel(
+            parse_scenario(
+                {
+                    "steps": [
+                        {"content": [{"tool_use": {"name": "Task", "input": task}}]},
+                        {"content": [{"text": "done"}]},
+                    ]
+                }
+            )
+        ),
+        tools=[Task({"echoer": child})],
+        cwd=tmp_path,
+        trace=tmp_path / "traces" / "parent.jsonl",
+        store=False,
+        secrets=[SECRET],
+    )
+    result = parent.run_sync("go")
+    assert result.terminal == "completed"
+    traces = sorted((tmp_path / "traces").rglob("*.jsonl"))
+    assert len(traces) == 2
+    for path in traces:
+        assert_clean(path.name, path.read_bytes(), (SECRET, KEY_SHAPED))
+
+
+# --- the terminal ---------------------------------------------------------------------------
+
+
+def test_a_permission_question_shows_no_secret() -> None:
+    console = Console(file=io.StringIO(), width=200)
+    view = LiveView(console=console, read_line=lambda _prompt: "y", secrets=[SECRET])
+    request = PermissionRequest(
+        tool_name="Bash",
+        input={"command": f"curl -H 'Authorization: {SECRET}' {KEY_SHAPED}"},
+        message=f"it sends {SECRET}",
+        suggested_rules=(f"Bash(curl -H 'Authorization: {SECRET}':*)",),
+    )
+    assert asyncio.run(view.ask(request)).allow
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "Permission needed: Bash" in shown
+    assert_clean("the question", shown, (SECRET, KEY_SHAPED))
+
+
+def test_fsm_agent_run_prints_no_api_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run` hides the API key it read from the environment, shaped like one or not, in what
+    it prints and in the trace, even when the model repeats it."""
+    key = "proxy-credential-0123456789"
+    scenario = parse_scenario({"steps": [{"content": [{"text": f"your key is {key}"}]}]})
+    monkeypatch.chdir(tmp_path)
+    with FakeAnthropicServer(scenario) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        assert main(["run", "hi", "--trace", "run.jsonl"]) == 0
+    printed = capsys.readouterr()
+    assert "your key is [REDACTED]" in printed.out
+    assert_clean("fsm-agent run", printed.out + printed.err, (key,))
+    assert_clean("the trace", (tmp_path / "run.jsonl").read_bytes(), (key,))
+
+
+# --- a store URL's password -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "passwords"),
+    [
+        ("postgresql://bob:hunter2-pw@db.example/runs", ("hunter2-pw",)),
+        ("postgresql://db.example/runs?sslmode=require&password=hunter2-pw", ("hunter2-pw",)),
+        ("postgresql://bob:hunter2%20pw@db.example/runs", ("hunter2%20pw", "hunter2 pw")),
+        ("postgresql://bob@db.example/runs", ()),
+        ("runs.sqlite3", ()),
+    ],
+)
+def test_the_passwords_of_a_store_url(url: str, passwords: tuple[str, ...]) -> None:
+    assert set(url_passwords(url)) == set(passwords)
+    shown = without_passwords(url, url)
+    assert_clean("the shown URL", shown, passwords)
+    assert shown.count("***") == len({p for p in passwords if p in url})
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://bob:hunter2-pw@db.example/runs",  # an unknown kind of database
+        "postgresql://bob:hunter2-pw@127.0.0.1:1/runs",  # nobody listens there
+        "postgresql://127.0.0.1:1/runs?password=hunter2-pw&sslmode=bogus",  # a bad option
+        "postgresql://bob:hunter2 pw@127.0.0.1:1/runs",  # psycopg quotes the password itself
+    ],
+)
+def test_a_store_that_cannot_be_opened_never_shows_its_password(url: str) -> None:
+    if url.startswith("postgresql"):
+        pytest.importorskip("psycopg", reason="the fsm_agent[postgres] extra is not installed")
+    with pytest.raises(ConfigError) as raised:
+        open_store(url)
+    assert "***" in str(raised.value)
+    assert_clean("the error", str(raised.value), ("hunter2-pw", "hunter2 pw"))
+
+
+# --- errors that quote what the user wrote --------------------------------------------------
+
+
+def test_an_error_quoting_a_setting_never_shows_an_api_key(tmp_path: Path) -> None:
+    """A malformed permission rule, settings file or command hook is quoted in its error,
+    which reaches terminals, logs and CI output: API-key-shaped text in it is not shown."""
+    header = f'curl -H "x-api-key: {KEY_SHAPED}"'
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"permissions": {"allow": f"Bash({header})"}}), "utf-8")
+    broken = [
+        lambda: PermissionPolicy(allow=(f"Bash({header}",)),
+        lambda: load_settings(tmp_path, extra_files=[settings]),
+        lambda: CommandHook(command=header, timeout=0),
+    ]
+    for build in broken:
+        with pytest.raises(ConfigError) as raised:
+            build()
+        shown = "".join(traceback.format_exception(raised.value))
+        assert "x-api-key: [REDACTED]" in shown
+        assert_clean("the error", shown, (KEY_SHAPED,))
+
+
+def test_a_store_that_is_down_is_logged_without_its_password(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run indexed in a PostgreSQL store nobody answers for: the run completes, and the
+    warning that says so (logger ``fsm_agent.store``) hides the URL's password."""
+    pytest.importorskip("psycopg", reason="the fsm_agent[postgres] extra is not installed")
+    agent = Agent(
+        model=scripted("hi"),
+        cwd=tmp_path,
+        trace=tmp_path / "run.jsonl",
+        store="postgresql://bob:hunter2-pw@127.0.0.1:1/runs",
+    )
+    with caplog.at_level(logging.WARNING, logger="fsm_agent.store"):
+        assert agent.run_sync("go").terminal == "completed"
+        assert wait_for_store_writes(timeout_s=30)
+    assert "was not indexed" in caplog.text
+    assert "bob:***@127.0.0.1" in caplog.text
+    assert_clean("the store's warning", caplog.text, ("hunter2-pw",))
+
+
+def test_the_fake_server_records_no_credential_header() -> None:
+    """What the fake server keeps of a request (tests print it when they fail) holds no
+    credential header's value: the API key, and a gateway's token under any credential name."""
+    scenario = parse_scenario({"steps": [{"content": [{"text": "hi"}]}]})
+
+    async def ask(server: FakeAnthropicServer) -> None:
+        async with AnthropicModel(
+            name="m",
+            api_key="proxy-credential-0123",
+            base_url=server.base_url,
+            extra_headers={"X-Gateway-Token": "gateway-0123", "Cookie": "session=cookie-0123"},
+        ) as model:
+            async for _event in model.stream(
+                ModelRequest(model="m", max_output_tokens=64, messages=HELLO)
+            ):
+                pass
+
+    with FakeAnthropicServer(scenario) as server:
+        asyncio.run(ask(server))
+    [recorded] = server.message_requests
+    assert recorded.headers["x-gateway-token"] == "[redacted]"
+    assert_clean(
+        "a recorded request",
+        repr(recorded),
+        ("proxy-credential-0123", "gateway-0123", "cookie-0123"),
+    )
