@@ -371,6 +371,10 @@ class _Reader:
                 if gap is None:
                     self.problems.append(f"the parser misread the escapes in {_text(node)!r}")
                     groups.append([piece])
+                elif "\n" in gap:
+                    # Bash ends the command at the line break (`x =~<newline>rm y` runs rm).
+                    self.problems.append(f"the parser ran {_text(node)!r} on past a line break")
+                    groups.append([piece])
                 elif gap:
                     groups.append([piece])
                 else:

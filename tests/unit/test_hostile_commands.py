@@ -87,6 +87,8 @@ MISREAD_WORDS = [
     "> \\\t\nrm -rf src",
     "> \\ \nrm -rf src",
     "time ! rm -rf src",
+    "esacdo =~\nrm -rf src",
+    "xdeclare \\then ?case =~\nrm -rf src",
     '\\\t#\t"EOF"&EOFEOF#|rm -rf src',
     "  cat <<E'O'F\nx\nEOF\nrm -rf src\nE'O'F",
     " echo a\\\n#b; rm -rf src",
