@@ -4,6 +4,11 @@ The trace stays the source of truth (DESIGN §9): a summary is derived from it a
 so the store can always be rebuilt by reading the traces again. Summaries are read with orjson
 record by record, without structuring events, because importing thousands of traces must be
 fast; a cut-off last line (a run that crashed mid-write) is skipped, not an error.
+
+A trace need not come from our writer (``fsm-agent runs import`` takes any folder), so each
+record is redacted as the writer redacts (DESIGN §8) before anything is taken from it: the
+values of sensitive keys, API-key-shaped text and the secrets the caller names. As the writer
+does, only a record that may hold one is walked; for one of our own traces that is a no-op.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import orjson
 from fsm_agent.core.pricing import usage_cost
 from fsm_agent.errors import TraceFormatError
 from fsm_agent.trace.records import carried_step, event_alone, expand_step
+from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor, has_sensitive_key
 
 # The states a tool call ends in (DESIGN §3); ``yielded`` follows every one of them.
 _CALL_ENDINGS = frozenset({"completed", "rejected", "denied", "cancelled", "errored"})
@@ -114,8 +120,11 @@ class RunSummary(StoredRun):
     permissions: tuple[PermissionSummary, ...]
 
 
-def summarize_trace(path: str | os.PathLike[str]) -> RunSummary:
-    """Read one trace file into the summary the store keeps.
+def summarize_trace(
+    path: str | os.PathLike[str], redactor: Redactor = KEY_RULES_ONLY
+) -> RunSummary:
+    """Read one trace file into the summary the store keeps, redacted by ``redactor`` (by
+    default the key rules and API-key-shaped text; pass one naming secrets to hide them too).
 
     Raises:
         TraceFormatError: the file is empty, a line other than the last is not JSON, or the
@@ -129,7 +138,7 @@ def summarize_trace(path: str | os.PathLike[str]) -> RunSummary:
         if not line.strip():
             continue
         try:
-            records.append(orjson.loads(line))
+            records.append(_redacted(orjson.loads(line), line, redactor))
         except orjson.JSONDecodeError:
             if number >= len(lines) - 1:
                 break  # a cut-off last line: the run crashed while writing it
@@ -152,6 +161,18 @@ def summarize_trace(path: str | os.PathLike[str]) -> RunSummary:
         else:
             body.append(record)
     return _summary(source, records[0], body)
+
+
+def _redacted(record: Any, line: bytes, redactor: Redactor) -> Any:
+    """``record`` (parsed from ``line``) as the trace writer would have written it."""
+    flagged = (
+        redactor.holds_secret(line)
+        # A secret is searched for as our writer escapes it; another writer may escape it
+        # otherwise (``\/``, ``\u00e9``), so a line it escaped something in is walked.
+        or (bool(redactor.secrets) and line.find(b"\\") >= 0)
+        or has_sensitive_key(record)
+    )
+    return redactor.value(record) if flagged else record
 
 
 def _summary(source: str, header: dict[str, Any], body: list[dict[str, Any]]) -> RunSummary:

@@ -4,24 +4,35 @@ A run plants a configured secret and an API-key-shaped string where they reach t
 store keeps: the name of a tool the model made up, the input of a call, and an allow rule the
 user wrote with a credential in it (the permission decision names the rule). The store is built
 from the trace, which is redacted, so every table holds ``[REDACTED]`` there instead.
+
+A trace written by another program (``fsm-agent runs import`` takes any folder) is redacted as
+it is read: the same strings, a value under a credential's name and the store URL's password,
+written in clear in such a trace, reach no table either.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from fsm_agent.cli import main
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.runtime.permissions import PermissionPolicy
+from fsm_agent.store import summary
 from fsm_agent.store.opening import open_store
-from fsm_agent.store.recording import index_run
+from fsm_agent.store.recording import import_traces, index_run
+from fsm_agent.store.summary import summarize_trace
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.toolbox import Bash
 
 SECRET = "configured-hunter2-secret"
 KEY_SHAPED = "sk-ant-api03-PLANTED0123456789abcdef"
 COMMAND = f"touch {SECRET}-{KEY_SHAPED}.txt"
+GOLDEN = Path(__file__).parents[2] / "traces"
 TABLES = ("runs", "run_transitions", "tool_calls", "permission_decisions")
 
 
@@ -49,8 +60,8 @@ def planted_trace(tmp_path: Path) -> Path:
     return trace
 
 
-def test_no_table_of_the_store_holds_a_secret(store_url: str, tmp_path: Path) -> None:
-    assert index_run(planted_trace(tmp_path), store_url)
+def stored_rows(store_url: str) -> dict[str, list[Any]]:
+    """Every row of every table of the store at ``store_url``."""
     store = open_store(store_url)
     try:
         with store.transaction() as cursor:
@@ -60,8 +71,100 @@ def test_no_table_of_the_store_holds_a_secret(store_url: str, tmp_path: Path) ->
                 rows[table] = cursor.fetchall()
     finally:
         store.close()
+    return rows
+
+
+def test_no_table_of_the_store_holds_a_secret(store_url: str, tmp_path: Path) -> None:
+    assert index_run(planted_trace(tmp_path), store_url)
+    rows = stored_rows(store_url)
     text = repr(rows)
     assert rows["permission_decisions"], "the allow rule decided the Bash call"
     assert "[REDACTED]" in repr(rows["permission_decisions"])
     assert SECRET not in text
     assert KEY_SHAPED not in text
+
+
+MODEL_KEY = "foreign-model-key-0123"
+"""Under a credential's name in a foreign trace, neither configured nor shaped like a key."""
+ACCENTED = "configured-sécret-0123"
+"""A configured secret another writer escapes (``\u00e9``) where ours would not."""
+
+
+def foreign_trace(trace: Path, *planted: str) -> Path:
+    """A trace another program wrote (Python's ``json``, ASCII only) at ``trace``, with
+    ``planted`` in clear in every field the store keeps: the model, a tool's name, a
+    transition's name and the rule of a permission decision. Its run id is the file's stem."""
+    text = " ".join(planted)
+    records: list[dict[str, Any]] = [
+        {
+            "record": "header",
+            "meta": {"model": {"name": text, "api_key": MODEL_KEY}},
+        },
+        {"record": "effect", "effect": {"type": "RunToolStep", "call_id": "c1", "tool_name": text}},
+        {
+            "record": "effect",
+            "effect": {"type": "AskPermission", "effect_id": "e1", "call_id": "c1"},
+        },
+        {
+            "record": "event",
+            "event": {
+                "type": "PermissionDecided",
+                "effect_id": "e1",
+                "behavior": "allow",
+                "source": "rule",
+                "rule": f"Bash(curl {text})",
+                "rule_source": f"settings {text}",
+            },
+        },
+        {"record": "transition", "name": text, "machine": "tool", "call_id": "c1", "dest": text},
+        {"record": "end", "terminal": "completed", "usage": {"input_tokens": 1}},
+    ]
+    trace.parent.mkdir(parents=True, exist_ok=True)
+    trace.write_text("".join(json.dumps(record) + "\n" for record in records), "ascii")
+    return trace
+
+
+def test_an_imported_foreign_trace_leaves_no_secret_in_the_store(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Every rule the trace writer applies is applied to a trace it did not write: the
+    secrets the import is given, API-key-shaped text and a value under a credential's name."""
+    folder = tmp_path / "foreign"
+    foreign_trace(folder / "plain.jsonl", SECRET, KEY_SHAPED)
+    # Alone in its trace, where no other planted string gives the lines away.
+    escaped = foreign_trace(folder / "escaped.jsonl", ACCENTED)
+    assert "\\u00e9" in escaped.read_text("ascii")  # not how our writer would write it
+    store = open_store(store_url)
+    try:
+        assert import_traces(store, [folder], secrets=[SECRET, ACCENTED]) == (2, 0)
+    finally:
+        store.close()
+    rows = stored_rows(store_url)
+    text = repr(rows)
+    assert {row[0] for row in rows["runs"]} == {"plain", "escaped"}
+    assert all(rows.values()), "every table has the foreign runs"
+    assert "'api_key': '[REDACTED]'" in text
+    for secret in (SECRET, ACCENTED, KEY_SHAPED, MODEL_KEY):
+        assert secret not in text
+
+
+def test_runs_import_hides_the_stores_password(postgres_url: str, tmp_path: Path) -> None:
+    """``fsm-agent runs import`` into a PostgreSQL store: the password of the store's URL,
+    written in a foreign trace, is not kept (nor API-key-shaped text)."""
+    password = "store-password-0123"
+    url = f"{postgres_url}?password={password}"  # the throwaway cluster trusts loopback
+    trace = foreign_trace(tmp_path / "foreign" / "foreign-run.jsonl", password, KEY_SHAPED)
+    assert main(["runs", "--store", url, "import", str(trace)]) == 0
+    text = repr(stored_rows(url))
+    assert "foreign-run" in text
+    assert password not in text
+    assert KEY_SHAPED not in text
+
+
+def test_import_changes_nothing_our_writer_wrote(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace our writer wrote is redacted already: what the store keeps of each golden trace
+    is what it kept when nothing was redacted on reading."""
+    golden = sorted(GOLDEN.glob("*.jsonl"))
+    redacted = [summarize_trace(path) for path in golden]
+    monkeypatch.setattr(summary, "_redacted", lambda record, _line, _redactor: record)
+    assert [summarize_trace(path) for path in golden] == redacted
