@@ -23,7 +23,9 @@ from fsm_agent.core.config import LoopConfig
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.runtime.permissions import PermissionPolicy
 from fsm_agent.store import summary
+from fsm_agent.store.background import wait_for_store_writes
 from fsm_agent.store.opening import open_store
+from fsm_agent.store.postgres import PostgresRunStore
 from fsm_agent.store.recording import import_traces, index_run
 from fsm_agent.store.summary import summarize_trace
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
@@ -168,3 +170,26 @@ def test_import_changes_nothing_our_writer_wrote(monkeypatch: pytest.MonkeyPatch
     redacted = [summarize_trace(path) for path in golden]
     monkeypatch.setattr(summary, "_redacted", lambda record, _line, _redactor: record)
     assert [summarize_trace(path) for path in golden] == redacted
+
+
+def test_a_postgresql_stores_password_is_a_secret_of_the_run(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """An agent given a ``PostgresRunStore`` (not its URL) hides that URL's password too: a
+    model repeating it writes ``[REDACTED]`` in the trace."""
+    password = "store-password-0123"
+    store = PostgresRunStore(f"{postgres_url}?password={password}")  # loopback is trusted
+    answer = f"the store's password is {password} {SECRET} {KEY_SHAPED}"
+    model = ScriptedModel(parse_scenario({"steps": [{"content": [{"text": answer}]}]}))
+    trace = tmp_path / "run.jsonl"
+    try:
+        agent = Agent(model=model, cwd=tmp_path, trace=trace, store=store, secrets=[SECRET])
+        assert password in agent.secrets
+        assert agent.run_sync("go").terminal == "completed"
+        assert wait_for_store_writes(timeout_s=30)
+    finally:
+        store.close()
+    written = trace.read_text("utf-8")
+    assert "the store's password is [REDACTED] [REDACTED] [REDACTED]" in written
+    for secret in (password, SECRET, KEY_SHAPED):
+        assert secret not in written
