@@ -71,8 +71,9 @@ def judge_read_only(
         cwd: the working folder (absolute); relative paths resolve against it.
         readable_roots: further folders whose files may be read (``additionalDirectories``).
         home: what ``~`` stands for.
-        resolve: turns an absolute, normalised path into the path it really names; pass
-            ``os.path.realpath`` so a symlink cannot lead outside.
+        resolve: turns an absolute path, ``..`` included, into the path it really names; the
+            default removes ``..`` by the text alone; pass ``os.path.realpath`` so a symlink
+            cannot lead outside (``link/../x`` is then beside where the link points).
     """
     if analysis.problem is not None:
         return ReadOnlyVerdict(read_only=False, reason=f"cannot be analysed: {analysis.problem}")
@@ -109,7 +110,8 @@ class _Places:
         """These places after ``cd target`` (already judged to stay inside)."""
         if target == "~" or target.startswith("~/"):
             target = self.home + target[1:]
-        joined = (posixpath.normpath(posixpath.join(d, target)) for d in self.shell_dirs)
+        # Resolved as a whole: `cd link/..` is where the link points, up one.
+        joined = (self.resolve(posixpath.join(d, target)) for d in self.shell_dirs)
         dirs = tuple(dict.fromkeys((*self.shell_dirs, *joined)))
         if len(dirs) > MAX_SHELL_DIRS:
             return self, f"more than {MAX_SHELL_DIRS} folders the shell may be in"
@@ -125,7 +127,8 @@ class _Places:
             return True  # another user's home
         allowed = [self.resolve(posixpath.normpath(root)) for root in (self.cwd, *self.roots)]
         for base in self.shell_dirs:
-            full = self.resolve(posixpath.normpath(posixpath.join(base, path)))
+            # Not normalised first: `link/../x` is beside where the link points, not `x`.
+            full = self.resolve(posixpath.join(base, path))
             if not any(_within(full, root) for root in allowed):
                 return True
         return False
@@ -514,8 +517,9 @@ _COMMON_TEXT_TOOLS = {
         "--hardware-platform --operating-system --help --version"
     ),
     "hostname": _rule(
-        "-s -f -d -i -I -A --short --fqdn --long --domain --ip-address "
-        "--all-ip-addresses --all-fqdns --help --version",
+        "-s -I --short --all-ip-addresses --help --version",
+        "-f -d -i -A -a -y -b -F= --fqdn --long --domain --ip-address --all-fqdns --alias "
+        "--yp --nis --boot --file=",  # names looked up in DNS (the network), or set
         max_operands=0,
     ),
     "nproc": _rule("--all --ignore= --help --version"),

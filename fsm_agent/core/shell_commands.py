@@ -116,6 +116,8 @@ def analyse_command(command: str) -> CommandAnalysis:
         # Each tree is bounded (MAX_TREE_DEPTH), but scripts inside wrappers and backquotes
         # add up; whatever their sum, the answer is to ask.
         reader.problems.insert(0, "the command nests too deeply to be analysed")
+    except Exception as error:  # a hostile command must get a question, not a crash
+        reader.problems.insert(0, f"the analysis failed ({type(error).__name__}: {error})")
     problem = reader.problems[0] if reader.problems else None
     if problem is None and len(reader.parts) > MAX_PARTS:
         problem = f"the command has {len(reader.parts)} parts, more than {MAX_PARTS}"
@@ -835,8 +837,9 @@ def _pieces(node: Node, pieces: list[tuple[str, bool]]) -> bool:
         pieces.append((text[1:-1], True))
         return False
     if kind == "ansi_c_string":
-        pieces.append((_ansi_c(text[2:-1]), True))
-        return False
+        value, exact = _ansi_c(text[2:-1])
+        pieces.append((value, True))
+        return not exact  # not what Bash makes of it: as if computed
     if kind == "string":
         return _double_quoted(node, pieces)
     if kind == "concatenation":
@@ -899,20 +902,35 @@ _ANSI_C_SIMPLE = {
 }  # fmt: skip
 
 
-def _ansi_c(text: str) -> str:
-    r"""The value of ``$'...'`` (bash's escapes: ``\n``, ``\x41``, ``\101``, ``\u00e9``...)."""
+def _ansi_c(text: str) -> tuple[str, bool]:
+    r"""The value of ``$'...'`` (bash's escapes: ``\n``, ``\x41``, ``\101``, ``\u00e9``...), and
+    whether it is exactly what Bash makes of it.
+
+    ``\x`` and octal escapes are one byte, the low eight bits of the number (``\562`` is
+    ``r``); a byte past ASCII is kept as Python keeps an undecodable byte of a file name
+    (``\udcf2``). ``\u`` and ``\U`` past Unicode or in its surrogates are not exact.
+    """
+    exact = True
 
     def replace(match: re.Match[str]) -> str:
+        nonlocal exact
         code = match.group(1)
-        if code[0] in "xuU":
-            return chr(int(code[1:], 16))
-        if code[0].isdigit():
-            return chr(int(code, 8))
+        if code[0] in "xuU" and len(code) == 1:
+            return "\\" + code  # no digits: kept as written
+        if code[0] == "x" or code[0].isdigit():
+            byte = int(code[1:], 16) if code[0] == "x" else int(code, 8) & 0xFF
+            return chr(byte) if byte < 0x80 else chr(0xDC00 + byte)
+        if code[0] in "uU":
+            value = int(code[1:], 16)
+            if value > 0x10FFFF or 0xD800 <= value <= 0xDFFF:
+                exact = False
+                return "\\" + code
+            return chr(value)
         if code[0] == "c" and len(code) == 2:
             return chr(ord(code[1]) & 0x1F)
         return _ANSI_C_SIMPLE.get(code, "\\" + code)
 
-    return _ANSI_C.sub(replace, text)
+    return _ANSI_C.sub(replace, text), exact
 
 
 _EXPANSION_MARK = re.compile(r"[$`]")

@@ -99,15 +99,20 @@ _JOINABLE = re.compile(rb"[A-Za-z0-9_./:=,+@%^~-]")
 def continuation_misread(source: bytes, index: int) -> str | None:
     """Why the backslash-newline at ``source[index]`` may be read apart by the parser, if so.
 
-    A continuation next to a blank, between two word characters, or at the very end reads the
-    same in both; one touching an operator, ``#``, ``$``, a quote or a bracket may not.
+    A continuation after a blank, before a blank within a line, between two word characters,
+    or at the very end reads the same in both; one at the start of a line, or touching an
+    operator, ``#``, ``$``, a quote or a bracket may not (after ``ls`` and a newline,
+    ``\\<newline>touch x`` is a command of its own to Bash and more words of ``ls`` to the
+    parser).
     """
     backslashes = len(source[:index]) - len(source[:index].rstrip(b"\\"))
     if backslashes % 2 == 1:
         return None  # the backslash is itself escaped: not a continuation
     before = source[index - 1 : index]
     after = source[index + 2 : index + 3]
-    if not after or after in (b" ", b"\t", b"\n") or before in (b"", b" ", b"\t", b"\n"):
+    if not after or before in (b" ", b"\t"):
+        return None
+    if after in (b" ", b"\t") and before not in (b"", b"\n"):
         return None
     if _JOINABLE.fullmatch(before) and _JOINABLE.fullmatch(after):
         return None

@@ -343,8 +343,8 @@ def _named_paths(word: str, bases: list[Path]) -> set[str]:
     path = Path(word).expanduser()
     found: set[str] = set()
     for base in [Path("/")] if path.is_absolute() else bases:
-        literal = os.path.normpath(base / path)
-        found.update((literal, os.path.realpath(literal)))
+        joined = base / path  # resolved before `..` is removed: `link/..` is not the folder
+        found.update((os.path.normpath(joined), os.path.realpath(joined)))
     return found
 
 

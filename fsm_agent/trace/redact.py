@@ -17,6 +17,9 @@ hold a key from outside (:mod:`fsm_agent.trace.closed_fields`). Only a flagged r
 walked by :meth:`Redactor.value`, which copies only the containers it changes. Replay feeds
 the redacted events, so a replayed core sees ``[REDACTED]`` exactly where the recording
 core's trace shows it.
+
+A tool input streamed as JSON text (``input_json_delta``) holds no object to walk: the key
+rule is applied to its text by :mod:`fsm_agent.trace.stream_input_redaction`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ cost (issue 10). An event line is rendered in one go: the event's bytes (rendere
 line is searched for secrets once; a line that holds a sensitive key name or a secret, or a
 value orjson refuses, is rendered as it always was, part by part from the codec's dicts and
 redacted. The header's bytes around its ``meta`` are made once per (config, tools), the
-whole line once when ``meta`` is empty (:mod:`~fsm_agent.trace.header_parts`).
+whole line once when ``meta`` is empty (:mod:`~fsm_agent.trace.header_parts`). A tool input's
+``input_json_delta`` pieces are rewritten first, by the writer's scanners
+(:mod:`~fsm_agent.trace.stream_input_redaction`); the core is fed the event as it came.
 
 Records copied from another trace (:meth:`TraceWriter.write_record`, a replayed prefix) go
 through a structlog logger built locally with ``structlog.wrap_logger`` (never
@@ -54,6 +56,7 @@ from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor, has_sensitive_key
 from fsm_agent.trace.render_fns import render_effect, render_event
 from fsm_agent.trace.step_bytes import effects_field, transitions_array, transitions_field
+from fsm_agent.trace.stream_input_redaction import StreamInputRedaction
 from fsm_agent.trace.stream_shapes import known_stream_event
 
 _MESSAGES_GAP: Final = b'"messages":[]'
@@ -116,7 +119,8 @@ class EventLine(NamedTuple):
             parts to be joined: one for most events; a turn's first event joins the kept
             bytes of its transcript on only when the line is written, so that they are
             copied once.
-        event: the event.
+        event: the event as the trace holds it (a stream event whose tool-input text was
+            redacted is a copy; the core is fed the event it was given).
     """
 
     rendered: bytes | None
@@ -186,6 +190,7 @@ class TraceWriter:
         secrets = tuple(secrets)
         # Most writers have no secret string: they share the redactor of the key rules.
         self._redactor = Redactor(secrets) if secrets else KEY_RULES_ONLY
+        self._stream_inputs = StreamInputRedaction()
         self._next_seq = 1 if next_seq is None else next_seq
         self._closed = False
         self.ended = False
@@ -294,7 +299,21 @@ class TraceWriter:
         replayed prefix."""
         data = dict(fields)
         data.pop("seq", None)
+        event = data.get("event")
+        if data.get("record") == "event" and type(event) is dict:
+            data["event"] = self._copied_event(event)
         self._write(data)
+
+    def _copied_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """A copied record's event; a stream event goes through the same scanners as a live
+        one (a run that goes on from a copied prefix may be in the middle of a tool input)."""
+        raw, request_id = event.get("event"), event.get("request_id")
+        if event.get("type") != "ModelStreamEvent" or type(raw) is not dict:
+            return event
+        if type(request_id) is not str:
+            return event
+        traced = self._stream_inputs.event(request_id, raw)
+        return event if traced is raw else {**event, "event": traced}
 
     def _line(self, fields: MutableMapping[str, Any], *, keys_hit: bool, count: int) -> bytes:
         """One record line for the hot path: ``seq`` stamped, serialized and redacted as the
@@ -330,6 +349,11 @@ class TraceWriter:
             raw = event.event
             if type(raw) is not dict:
                 records.event_fields(event)  # refuses it
+            # A tool input's text: the key rules applied to the JSON it spells (DESIGN §8).
+            traced = self._stream_inputs.event(event.request_id, raw)
+            if traced is not raw:
+                raw = traced
+                event = ModelStreamEvent(request_id=event.request_id, event=raw)
             value: dict[str, Any] = {
                 "type": "ModelStreamEvent",
                 "request_id": event.request_id,

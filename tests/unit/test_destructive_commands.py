@@ -141,6 +141,7 @@ COMMANDS = [
     "cat <<EOF\nx\nEO\\\nF\nrm CANARY\nEOF",
     "echo a\\\n#b; rm CANARY",
     "echo x &\\\n> CANARY",
+    "ls\n\\\nrm CANARY",
     # a redirection with no command
     "ls; > CANARY",
     "ls && 2> CANARY",

@@ -9,6 +9,7 @@ that were already right, so that a change to the parser or the tables cannot qui
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,8 @@ MISREAD_HEREDOCS = [
 # Bash joins a backslash-newline before reading tokens; tree-sitter read a comment or two
 # operators there (found).
 MISREAD_CONTINUATIONS = [
+    "ls\n\\\nrm -rf src",
+    "ls \n\\\nrm -rf src",
     "echo a\\\n#b; rm -rf src",
     "echo x &\\\n> notes.txt",
     "echo x >\\\n> notes.txt",
@@ -431,3 +434,57 @@ def test_an_ask_rule_on_a_git_subcommand_sees_past_git_options(command: str, wor
     decided = decide(command, work, mode=PermissionMode.BYPASS, ask_rules={"Bash(git push:*)"})
     assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
     assert decided.rule == "Bash(git push:*)"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cat link/../secret", "cd link/.. && cat secret", "head link/../../outside/secret"],
+)
+def test_dot_dot_after_a_link_is_resolved_where_the_link_points(
+    command: str, tmp_path: Path
+) -> None:
+    """``link/..`` is the folder above where the link points, not the working folder (found:
+    the path was made ``x`` by its text before the link was followed)."""
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "secret").write_text("key\n")
+    work.mkdir()
+    (work / "link").symlink_to(outside / "sub")
+    cwd = os.path.realpath(work)
+    analysis = analyse_command(command)
+    verdict = judge_read_only(
+        analysis, cwd=cwd, readable_roots=(), home=HOME, resolve=os.path.realpath
+    )
+    assert not verdict.read_only
+    assert decide(command, work).behavior is PermissionBehavior.DENY  # nobody to ask
+
+
+@pytest.mark.parametrize(
+    "command", ["hostname -f", "hostname --fqdn", "hostname -A", "hostname -i", "hostname -d"]
+)
+def test_hostname_lookups_are_not_read_only(command: str) -> None:
+    """They ask DNS, over the network (found)."""
+    assert not judge(command).read_only
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo $'\\x'", "echo $'\\u'", "echo $'\\UFFFFFFFF'", "cat $'\\ud800'", "cat $'\\xc3\\xa9'"],
+)
+def test_odd_ansi_c_escapes_are_answered_not_raised(command: str, work: Path) -> None:
+    """``$'\\x'`` with no digits and escapes past Unicode made the analysis raise, and the run
+    end with nobody asked (found); they are read as Bash reads them, or as computed."""
+    analyse_command(command)
+    judge_read_only(
+        analyse_command(command), cwd=CWD, readable_roots=(), home=HOME, resolve=os.path.realpath
+    )
+    assert decide(command, work).behavior in (PermissionBehavior.ALLOW, PermissionBehavior.DENY)
+
+
+def test_an_octal_escape_is_one_byte_as_bash_makes_it(work: Path) -> None:
+    """``$'\\562\\555'`` is ``rm`` to Bash (the low eight bits): a deny rule on ``rm`` sees it
+    (found: it read two other letters, and the command ran in bypass mode)."""
+    (part,) = analyse_command("$'\\562\\555' -rf src").parts
+    assert part.argv == ("rm", "-rf", "src")
+    decided = decide("$'\\562\\555' -rf src", work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.DENY

@@ -184,6 +184,21 @@ def test_redacted_secret_still_replays(tmp_path: Path) -> None:
     assert replay(path).terminal == "completed"
 
 
+def test_a_tool_input_holding_a_credential_records_and_replays_clean(tmp_path: Path) -> None:
+    """A password in a tool call's input, streamed in pieces, is in no line of the trace
+    (the deltas and the effects alike), and the trace replays: the replayed core assembles
+    the redacted input from the recorded deltas, as the writer redacted the effects."""
+    secret = "hunter2-secret"
+    call = {"tool_use": {"name": "Read", "input": {"password": secret, "path": "a"}}}
+    scenario = {"steps": [{"content": [call], "chunk": 3}, {"content": [{"text": "done"}]}]}
+    path = record_run(tmp_path / "t.jsonl", scenario)
+    text = path.read_text()
+    assert secret not in text
+    assert '\\"[REDACTED]' in text  # where the value began, in the deltas
+    assert text.count("input_json_delta") > 5
+    assert replay(path).terminal == "completed"
+
+
 def test_fake_core_replays(tmp_path: Path) -> None:
     """Replay takes a core factory and a digest, so any core honouring the contract replays."""
     path = record_fake(tmp_path / "fake.jsonl")

@@ -1,0 +1,382 @@
+"""Key-name redaction inside a tool input that streams as text (DESIGN §8).
+
+A model's tool input reaches the trace as ``input_json_delta`` pieces of JSON text; only
+their concatenation is the input object. The record-level rule (:mod:`fsm_agent.trace.redact`:
+a non-empty string stored under a sensitive key name, at any depth, becomes
+:data:`~fsm_agent.trace.redact.REDACTED`) never sees an object there, only strings. This
+module applies that rule to the text itself, piece by piece, as it is written:
+:class:`ToolInputScanner` reads one block's JSON incrementally and rewrites each piece so that
+the rewritten pieces, concatenated, parse to exactly what the record-level rule makes of the
+parsed input. A sensitive value's first character becomes ``[REDACTED]``, the rest of the
+value is dropped, its closing quote is kept (an empty value stays empty, as the rule leaves
+it). Everything else passes byte for byte; a piece that changes nothing is returned as is.
+
+Theory of operation: a key the rule redacts under is spelled in the text, as it is or in
+``\\u`` escapes, so text that names no credential (no sensitive name in any case, no ``\\u``)
+has nothing to redact: until a piece names one, the pieces are only searched for names and
+kept unread. From then on (the unread pieces read first) a small state machine follows the
+JSON grammar's tokens (what may come next: a value, a key, a colon, a comma or closing
+bracket), with a stack of open containers and the string states (inside a key, kept to be
+judged when it closes, escapes included; inside an ordinary value; inside a sensitive value).
+A piece inside an ordinary string with no quote and no backslash costs two searches.
+
+The scanner is total: any text in any state. Text that breaks the grammar cannot be read for
+keys and values any more, so from there on it is only searched for names; from the first
+one, or at once when the text broke right after a sensitive key (an unquoted value, a missing
+colon), the rest of the block is dropped (``[REDACTED]`` marks the place). Text with no such
+name passes as it came: the core answers it with the same error as in the run, so its trace
+replays.
+
+Replay feeds the rewritten pieces to its core, which assembles the redacted input; its
+effects then equal the recorded ones, which the writer redacted by the record-level rule.
+:class:`StreamInputRedaction` keeps one scanner per open tool-input block of the current
+request, for a writer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final
+
+from fsm_agent.trace.redact import REDACTED, is_sensitive_key
+
+# What the scanner expects next (outside strings) or where it is (inside one).
+_VALUE: Final = 0
+"""A value: the input's start, after a colon, after a comma in an array."""
+_VALUE_OR_CLOSE: Final = 1
+"""After ``[``: a value or ``]``."""
+_KEY_OR_CLOSE: Final = 2
+"""After ``{``: a key or ``}``."""
+_KEY: Final = 3
+"""After a comma in an object."""
+_COLON: Final = 4
+"""After a key."""
+_AFTER_VALUE: Final = 5
+"""A comma or the innermost container's closing bracket."""
+_DONE: Final = 6
+"""The input's value is complete: whitespace only."""
+_IN_KEY: Final = 7
+_IN_STRING: Final = 8
+"""Inside a string value that is kept."""
+_SECRET_START: Final = 9
+"""Just after the opening quote of a value under a sensitive key."""
+_IN_SECRET: Final = 10
+"""Inside such a value, its first character already written as ``[REDACTED]``."""
+_LITERAL: Final = 11
+"""Inside a number, ``true``, ``false`` or ``null``."""
+_BROKEN: Final = 12
+"""The text broke the grammar, with no sensitive key before it: searched for names only."""
+_CUT: Final = 13
+"""The rest of the block is dropped."""
+
+_STRINGS: Final = frozenset({_IN_KEY, _IN_STRING, _IN_SECRET})
+_OBJECT: Final = 0
+_ARRAY: Final = 1
+_OPENS: Final = {"{": (_OBJECT, _KEY_OR_CLOSE), "[": (_ARRAY, _VALUE_OR_CLOSE)}
+_CLOSES: Final = {"}": _OBJECT, "]": _ARRAY}
+
+_STRING_STOP: Final = re.compile(r'["\\]')
+_SPACE: Final = re.compile(r"[ \t\n\r]*")
+_LITERAL_RUN: Final = re.compile(r'[^ \t\n\r,:\[\]{}"]*')
+_VIABLE_LITERAL: Final = re.compile(
+    r"-|-?[0-9][0-9+\-.eE]*|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?"
+)
+"""A literal's beginning that may still be a number, ``true``, ``false`` or ``null``; any
+other bare word is a grammar error (under a sensitive key it could be an unquoted secret)."""
+_NAMES: Final = (
+    r"api[-_]?key|authorization|secret|password|passwd|cookie|credential|token|bearer|\\u"
+)
+"""What may name a credential in text: the key rule's names anywhere (``token`` in any word),
+and a ``\\u`` escape, which could spell one."""
+_NAME: Final = re.compile(_NAMES, re.IGNORECASE)
+"""The names in any case, as the key rule's ``re.IGNORECASE`` matches them (``ſ`` is an
+``s`` and ``ı`` an ``i`` to it)."""
+_ASCII_NAME: Final = re.compile(_NAMES)
+"""The names in lower case: for ASCII text lowered, a search many times faster."""
+_NAME_TAIL: Final = 16
+"""Characters of text kept to find a name cut between two pieces (the longest has 13)."""
+_LITERAL_KEPT: Final = 8
+"""Characters of a literal kept to judge the next piece's continuation: past the longest
+keyword, a literal can only go on as a number, judged by its characters."""
+
+
+class ToolInputScanner:
+    """Rewrites one tool-input block's JSON text, piece by piece (see the module docstring):
+    reads it once a piece names a credential, and until then only searches it for names."""
+
+    __slots__ = ("_reader", "_tail", "_unread")
+
+    def __init__(self) -> None:
+        self._reader: _JsonReader | None = None
+        """Made when a piece first names a credential."""
+        self._unread: list[str] = []
+        """The pieces before that."""
+        self._tail = ""
+        """The end of the text so far, to find a name cut between two pieces."""
+
+    def rewrite(self, piece: str) -> str:
+        """``piece`` as the trace is to hold it (``piece`` itself when nothing changes)."""
+        reader = self._reader
+        if reader is None:
+            text = self._tail + piece
+            if _first_name(text) < 0:
+                self._unread.append(piece)
+                self._tail = text[-_NAME_TAIL:]
+                return piece
+            reader = self._reader = _JsonReader()
+            for earlier in self._unread:
+                reader.rewrite(earlier)  # unchanged: they name nothing (they were written)
+            self._unread = []
+        return reader.rewrite(piece)
+
+
+class _JsonReader:
+    """Follows one tool input's JSON and rewrites its pieces (see the module docstring)."""
+
+    __slots__ = ("_escape", "_key", "_literal", "_secret_key", "_stack", "_state", "_tail")
+
+    def __init__(self) -> None:
+        self._state = _VALUE
+        self._escape = False
+        """The previous piece ended inside a string on a backslash."""
+        self._stack = bytearray()
+        """The open containers, innermost last (``_OBJECT`` or ``_ARRAY``)."""
+        self._key: list[str] = []
+        """The text of the key being read, as written (escapes undecoded)."""
+        self._secret_key = False
+        """The key just read is a sensitive key name: the value to come is under it."""
+        self._literal = ""
+        """The beginning of the literal being read."""
+        self._tail = ""
+        """The end of the broken text so far (``_BROKEN``), to find a name cut between two
+        pieces."""
+
+    def rewrite(self, piece: str) -> str:
+        """``piece`` as the trace is to hold it (``piece`` itself when nothing changes)."""
+        # Most pieces of a large input are inside an ordinary string, and end inside it.
+        if (
+            self._state == _IN_STRING
+            and not self._escape
+            and '"' not in piece
+            and "\\" not in piece
+        ):
+            return piece
+        return self._scan(piece)
+
+    def _scan(self, piece: str) -> str:
+        out: list[str] = []  # the rewritten piece's parts, once something is dropped
+        kept = 0  # piece[kept:] is not yet in out
+        pos, end = 0, len(piece)
+        state = self._state
+        while pos < end:
+            if state in _STRINGS:
+                close = self._string_end(piece, pos)
+                if state == _IN_KEY:
+                    self._key.append(piece[pos:end] if close < 0 else piece[pos:close])
+                elif state == _IN_SECRET:
+                    out += (piece[kept:pos],)
+                    kept = end if close < 0 else close
+                if close < 0:
+                    break
+                pos = close + 1
+                state = self._key_read() if state == _IN_KEY else self._after_value()
+                continue
+            if state == _SECRET_START:
+                if piece[pos] == '"':  # an empty value stays empty
+                    pos += 1
+                    state = self._after_value()
+                else:
+                    out += (piece[kept:pos], REDACTED)
+                    kept = pos
+                    state = _IN_SECRET
+                continue
+            if state == _LITERAL:
+                state, pos = self._literal_on(piece, pos)
+            elif state < _IN_KEY:  # between tokens
+                pos = _SPACE.match(piece, pos).end()  # type: ignore[union-attr]  # matches always
+                if pos == end:
+                    break
+                state = self._token(piece[pos], state)
+                if state < _LITERAL:
+                    pos += 1
+            if state == _BROKEN:
+                if self._secret_key:  # an unquoted value, or a value with no colon before it
+                    state = _CUT
+                else:
+                    found = self._name_in(piece, pos)
+                    if found < 0:
+                        break
+                    pos, state = found, _CUT
+            if state == _CUT:
+                # Marked where it begins; a piece that begins dropped is dropped whole.
+                out += (piece[kept:pos], REDACTED) if self._state != _CUT else ("",)
+                kept = end
+                break
+        self._state = state
+        if not out:
+            return piece
+        out.append(piece[kept:])
+        return "".join(out)
+
+    def _name_in(self, piece: str, pos: int) -> int:
+        """Where in ``piece``, from ``pos``, broken text first names a credential; -1 when it
+        does not (the piece's end is kept to find a name cut by the next piece)."""
+        tail = self._tail
+        text = tail + piece[pos:]
+        found = _first_name(text)
+        if found < 0:
+            self._tail = text[-_NAME_TAIL:]
+            return -1
+        return pos + max(0, found - len(tail))
+
+    def _string_end(self, piece: str, pos: int) -> int:
+        """The index of the quote closing the string the scanner is in, from ``pos``; -1 when
+        the piece ends first (then ``_escape`` says whether it ended on a backslash)."""
+        if self._escape:
+            self._escape = False
+            pos += 1  # the escaped character
+        while True:
+            found = _STRING_STOP.search(piece, pos)
+            if found is None:
+                return -1
+            at = found.start()
+            if piece[at] == '"':
+                return at
+            if at + 1 == len(piece):
+                self._escape = True
+                return -1
+            pos = at + 2
+
+    def _key_read(self) -> int:
+        """The state after a key's closing quote: its name is judged."""
+        text = "".join(self._key)
+        self._key = []
+        key = _decoded_key(text)
+        if key is None:  # not a JSON string: judged as broken text is
+            self._secret_key = _first_name(text) >= 0
+            return _BROKEN
+        self._secret_key = is_sensitive_key(key)
+        return _COLON
+
+    def _after_value(self) -> int:
+        """The state after a complete value."""
+        return _AFTER_VALUE if self._stack else _DONE
+
+    def _token(self, char: str, state: int) -> int:
+        """The state after ``char`` (not whitespace) outside any string in ``state``;
+        ``_LITERAL`` leaves ``char`` to be read as a literal's first character."""
+        if state in (_VALUE, _VALUE_OR_CLOSE):
+            if char == '"':
+                secret_key, self._secret_key = self._secret_key, False
+                return _SECRET_START if secret_key else _IN_STRING
+            opened = _OPENS.get(char)
+            if opened is not None:
+                self._secret_key = False  # a container under a sensitive key is walked
+                self._stack.append(opened[0])
+                return opened[1]
+            if char == "]" and state == _VALUE_OR_CLOSE:
+                return self._closed()
+            self._literal = ""  # a literal is judged, under a sensitive key, as it ends
+            return _LITERAL
+        if state in (_KEY_OR_CLOSE, _KEY):
+            if char == '"':
+                return _IN_KEY
+            if char == "}" and state == _KEY_OR_CLOSE:
+                return self._closed()
+            return _BROKEN
+        if state == _COLON:
+            return _VALUE if char == ":" else _BROKEN
+        if state == _AFTER_VALUE:
+            if char == ",":
+                return _KEY if self._stack[-1] == _OBJECT else _VALUE
+            if _CLOSES.get(char) == self._stack[-1]:
+                return self._closed()
+        return _BROKEN  # after the input's value, or a character the grammar has no place for
+
+    def _closed(self) -> int:
+        """Close the innermost container."""
+        self._stack.pop()
+        return self._after_value()
+
+    def _literal_on(self, piece: str, pos: int) -> tuple[int, int]:
+        """Read a literal's characters from ``pos``: the state and position after them."""
+        run = _LITERAL_RUN.match(piece, pos).end()  # type: ignore[union-attr]  # matches always
+        literal = self._literal + piece[pos:run]
+        if not literal or not _VIABLE_LITERAL.fullmatch(literal):
+            return _BROKEN, pos
+        if run == len(piece):  # it may go on in the next piece
+            self._literal = literal[:_LITERAL_KEPT]
+            return _LITERAL, run
+        self._literal = ""
+        self._secret_key = False
+        return self._after_value(), run
+
+
+def _first_name(text: str) -> int:
+    """Where ``text`` first names a credential (:data:`_NAMES`); -1 when it does not."""
+    found = _ASCII_NAME.search(text.lower()) if text.isascii() else _NAME.search(text)
+    return -1 if found is None else found.start()
+
+
+def _decoded_key(text: str) -> str | None:
+    """A key's name from its text as written between its quotes; None when it is not a JSON
+    string's text."""
+    if "\\" not in text:
+        return text
+    try:
+        key = json.loads(f'"{text}"')
+    except ValueError:
+        return None
+    return key if isinstance(key, str) else None
+
+
+_INPUT_DELTA: Final = "input_json_delta"
+_BLOCK_BOUNDS: Final = frozenset({"content_block_start", "content_block_stop"})
+
+
+class StreamInputRedaction:
+    """One writer's scanners: one per tool-input block of the current request, made at the
+    block's first ``input_json_delta`` and dropped at its ``content_block_stop`` (or a new
+    start at its index), at ``message_stop``, and when events of another request arrive (a
+    core streams one request at a time)."""
+
+    __slots__ = ("_open", "_request_id")
+
+    def __init__(self) -> None:
+        self._request_id: str | None = None
+        self._open: dict[int, ToolInputScanner] = {}
+
+    def event(self, request_id: str, raw: dict[str, Any]) -> dict[str, Any]:
+        """A model stream event as the trace is to hold it: ``raw`` itself, or a copy whose
+        ``partial_json`` is rewritten."""
+        kind = raw.get("type")
+        if kind == "content_block_delta":
+            delta = raw.get("delta")
+            if type(delta) is dict and delta.get("type") == _INPUT_DELTA:
+                piece = delta.get("partial_json")
+                if type(piece) is str and piece:  # every block starts with an empty one
+                    new = self._scanner(request_id, raw.get("index")).rewrite(piece)
+                    if new is not piece:
+                        return {**raw, "delta": {**delta, "partial_json": new}}
+        elif self._open:
+            if kind in _BLOCK_BOUNDS:
+                if request_id == self._request_id:
+                    index = raw.get("index")
+                    if type(index) is int:
+                        self._open.pop(index, None)
+            elif kind == "message_stop":
+                self._open.clear()
+        return raw
+
+    def _scanner(self, request_id: str, index: object) -> ToolInputScanner:
+        """The scanner of the block at ``index``, made when it has none yet."""
+        if request_id != self._request_id:
+            self._request_id = request_id
+            self._open.clear()
+        if type(index) is not int:  # the core refuses the event; its text is still judged
+            return ToolInputScanner()
+        scanner = self._open.get(index)
+        if scanner is None:
+            scanner = self._open[index] = ToolInputScanner()
+        return scanner

@@ -1,0 +1,194 @@
+"""Streamed tool input in the trace (DESIGN §8): a value under a sensitive key name never
+reaches the file through ``input_json_delta`` text, whatever the model streams."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import orjson
+import pytest
+from test_trace_support import CONFIG, TOOLS
+
+from fsm_agent.core import events as ev
+from fsm_agent.trace.redact import REDACTED
+from fsm_agent.trace.stream_input_redaction import ToolInputScanner
+from fsm_agent.trace.writer import TraceWriter
+
+SECRET = "hunter2-secret"
+
+
+def _tool_block(index: int, pieces: list[str], kind: str = "tool_use") -> list[dict[str, Any]]:
+    """A tool-use block's events, its input streamed in ``pieces``."""
+    start = {"type": kind, "id": f"toolu_{index}", "name": "Read", "input": {}}
+    return [
+        {"type": "content_block_start", "index": index, "content_block": start},
+        *(
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": piece},
+            }
+            for piece in pieces
+        ),
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+def _written(
+    events: list[dict[str, Any]], request_id: str = "r1", **kwargs: Any
+) -> tuple[bytes, list[dict[str, Any]]]:
+    """The trace a writer makes of ``events`` (each a model stream event), and the model
+    events as the trace holds them."""
+    buffer = io.BytesIO()
+    writer = TraceWriter(buffer, config=CONFIG, tools=TOOLS, table_digest="d", **kwargs)
+    for raw in events:
+        writer.write_event(ev.ModelStreamEvent(request_id=request_id, event=raw))
+    lines = [orjson.loads(line) for line in buffer.getvalue().splitlines()[1:]]
+    return buffer.getvalue(), [line["event"]["event"] for line in lines]
+
+
+def _input_text(events: list[dict[str, Any]], index: int = 0) -> str:
+    """The input text of the block at ``index``, as the trace holds it."""
+    return "".join(
+        raw["delta"]["partial_json"]
+        for raw in events
+        if raw["type"] == "content_block_delta" and raw["index"] == index
+    )
+
+
+def test_a_secret_streamed_in_pieces_never_reaches_the_file() -> None:
+    """The pieces of a tool input are rewritten so that they spell the redacted input; the
+    pieces holding nothing to hide are written as they came."""
+    pieces = ['{"pass', 'word": "hu', 'nter2-secret", "pa', 'th": "a"}']
+    data, events = _written(_tool_block(0, pieces))
+    assert SECRET.encode() not in data
+    assert b"hu" not in data.replace(b"hunter", b"")
+    assert orjson.loads(_input_text(events)) == {"password": REDACTED, "path": "a"}
+    written = [raw["delta"]["partial_json"] for raw in events[1:-1]]
+    assert written == ['{"pass', 'word": "[REDACTED]', '", "pa', 'th": "a"}']
+
+
+@pytest.mark.parametrize("kind", ["tool_use", "server_tool_use", "mcp_tool_use"])
+def test_every_kind_of_tool_block_is_scanned(kind: str) -> None:
+    """Server and MCP tool calls stream their input the same way."""
+    data, events = _written(_tool_block(0, ['{"api_key": "', SECRET, '"}'], kind))
+    assert SECRET.encode() not in data
+    assert orjson.loads(_input_text(events)) == {"api_key": REDACTED}
+
+
+def test_a_new_block_or_request_starts_a_fresh_scan() -> None:
+    """A block left inside a secret does not make the next block's text, or the next
+    request's, look like one."""
+    unfinished = _tool_block(0, ['{"token": "abc'])[:-1]  # never stopped
+    _, events = _written([*unfinished, *_tool_block(1, ['{"path": "abc"}'])])
+    assert _input_text(events, 1) == '{"path": "abc"}'
+    buffer = io.BytesIO()
+    writer = TraceWriter(buffer, config=CONFIG, tools=TOOLS, table_digest="d")
+    for request_id, raw in [("r1", unfinished[1]), ("r2", _tool_block(0, ['"abc"'])[1])]:
+        writer.write_event(ev.ModelStreamEvent(request_id=request_id, event=raw))
+    assert b'"partial_json":"\\"abc\\""' in buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("kind", "field"),
+    [("text_delta", "text"), ("thinking_delta", "thinking"), ("signature_delta", "signature")],
+)
+def test_pieces_of_other_blocks_are_untouched(kind: str, field: str) -> None:
+    """Only tool input is read as JSON: a text or thinking block holding the same text is
+    written as it came."""
+    text = f'{{"password": "{SECRET}"}}'
+    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": kind, field: text}}
+    data, events = _written([delta])
+    assert events == [delta]
+    assert SECRET.encode() in data
+
+
+def test_values_the_key_rule_leaves_are_left() -> None:
+    """An empty string, a number, null, and what is in a container under a sensitive key are
+    kept, as the record-level rule keeps them (a nested sensitive key is still caught)."""
+    text = '{"password": "", "token": 5, "secret": null, "api_key": {"user": "u", "token": "t1"}}'
+    pieces = [text[i : i + 3] for i in range(0, len(text), 3)]
+    _, events = _written(_tool_block(0, pieces))
+    assert orjson.loads(_input_text(events)) == {
+        "password": "",
+        "token": 5,
+        "secret": None,
+        "api_key": {"user": "u", "token": REDACTED},
+    }
+
+
+def test_a_key_spelled_in_escapes_and_cut_inside_them_is_judged() -> None:
+    """A key name is judged as JSON reads it, ``\\u`` escapes included, wherever the pieces
+    cut it."""
+    pieces = ['{"pass\\', "u00", '77ord": "', SECRET[:4], SECRET[4:], '"}']
+    data, events = _written(_tool_block(0, pieces))
+    assert SECRET[4:].encode() not in data
+    assert orjson.loads(_input_text(events)) == {"password": REDACTED}
+
+
+HOSTILE = {
+    "unquoted value": ['{"password": ', SECRET, "}"],
+    "single quotes": [f"{{'password': '{SECRET}'}}"],
+    "missing colon": [f'{{"password" "{SECRET}"}}'],
+    "second value": ['{"a": 1}', f'{{"password": "{SECRET}"}}'],
+    "unterminated": ['{"password": "hunter2-sec', "ret"],
+    "backslash at a piece's end": ['{"password": "ab\\', f'"{SECRET}"}}'],
+    "lone backslash piece": ['{"password": "', "\\", '"', SECRET, '"}'],
+    "deep arrays": ["[" * 10_000, f'{{"password": "{SECRET}"}}', "]" * 10_000],
+    "deep objects": ['{"a": ' * 10_000 + f'{{"password": "{SECRET}"}}' + "}" * 10_000],
+    "bad escape in a key": [f'{{"pass\\qword": "{SECRET}"}}'],
+    "escaped name in broken text": [f"{{'pass\\u0077ord': '{SECRET}'}}"],
+    "bare word after a key": ['{"password": nul', "l2", SECRET, "}"],
+}
+
+
+@pytest.mark.parametrize("pieces", list(HOSTILE.values()), ids=list(HOSTILE))
+def test_hostile_input_is_written_without_its_secret(pieces: list[str]) -> None:
+    """Text that is not JSON, or JSON nested 10,000 deep, or cut anywhere, never makes the
+    writer raise, and the secret is in no line."""
+    data, _ = _written(_tool_block(0, pieces))
+    assert SECRET.encode() not in data
+    assert SECRET[4:].encode() not in data
+
+
+def test_broken_text_naming_no_credential_passes_as_it_came() -> None:
+    """Invalid input with nothing to hide is written as the model sent it, so the core's
+    error about it is the same on replay."""
+    pieces = ['{"path": "a",', ' oops "b": tru', "e}"]
+    _, events = _written(_tool_block(0, pieces))
+    assert _input_text(events) == "".join(pieces)
+
+
+def test_a_secret_string_on_a_rewritten_piece_is_redacted_too() -> None:
+    """A rewritten piece that also holds a configured secret goes the writer's slow way,
+    from the rewritten event: both are redacted."""
+    piece = f'{{"password": "{SECRET}", "note": "topsecret-value"}}'
+    data, events = _written(_tool_block(0, [piece]), secrets=("topsecret-value",))
+    assert SECRET.encode() not in data
+    assert b"topsecret-value" not in data
+    assert orjson.loads(_input_text(events)) == {"password": REDACTED, "note": REDACTED}
+
+
+def test_a_copied_prefix_keeps_the_scan_going() -> None:
+    """A writer that copies a prefix of records (a fork) and goes on live in the middle of a
+    tool input judges the live pieces as one scan with the copied ones."""
+    events = _tool_block(0, ['{"password', '": "', SECRET[:6], SECRET[6:], '"}'])
+    full, _ = _written(events)
+    records = [orjson.loads(line) for line in full.splitlines()[1:4]]  # start and two deltas
+    buffer = io.BytesIO()
+    writer = TraceWriter(buffer, config=CONFIG, tools=TOOLS, table_digest="d")
+    for record in records:
+        writer.write_record(record)
+    for raw in events[3:]:
+        writer.write_event(ev.ModelStreamEvent(request_id="r1", event=raw))
+    assert buffer.getvalue().splitlines()[1:] == full.splitlines()[1:]
+    assert SECRET.encode() not in buffer.getvalue()
+
+
+def test_a_scanner_returns_an_unchanged_piece_itself() -> None:
+    """A piece with nothing to rewrite is handed back as is (no copy of a large string),
+    once the text is read (``token`` is named) as before."""
+    scanner = ToolInputScanner()
+    pieces = ['{"tokens_used": 1, "content": "', "x" * 10_000, 'y\\"z', '"}']
+    assert all(scanner.rewrite(piece) is piece for piece in pieces)
