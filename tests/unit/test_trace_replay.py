@@ -199,6 +199,56 @@ def test_a_tool_input_holding_a_credential_records_and_replays_clean(tmp_path: P
     assert replay(path).terminal == "completed"
 
 
+def _tool_call_body(pieces: list[str]) -> str:
+    """A recorded SSE body: one Read call whose input streams in ``pieces``, as given."""
+    events: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {"id": "msg_1", "model": "m", "usage": {"input_tokens": 1}},
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}},
+        },
+        *(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": piece},
+            }
+            for piece in pieces
+        ),
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {}},
+        {"type": "message_stop"},
+    ]
+    return "".join(f"event: {e['type']}\ndata: {orjson.dumps(e).decode()}\n\n" for e in events)
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        ['{"path": "a",', " oops}"],
+        ['{"path": "a", "password": "hunter2-secret"', "}"],
+        ['{"path": "a" "b", "password": "hunter2-secret"}'],
+    ],
+    ids=["broken, naming nothing", "valid", "broken before a credential"],
+)
+def test_a_tool_input_the_core_answers_with_an_error_replays(
+    tmp_path: Path, pieces: list[str]
+) -> None:
+    """Tool input the core cannot run (not JSON) replays when the text broke before any
+    value was redacted: what names nothing is written as it came, and what is dropped from
+    the break on changes neither where the core's error points nor what it says."""
+    steps = [{"sse": _tool_call_body(pieces)}, {"content": [{"text": "done"}]}]
+    path = record_run(tmp_path / "t.jsonl", {"steps": steps})
+    text = path.read_text()
+    assert "hunter2-secret" not in text
+    assert ("not valid JSON" in text) == ("oops" in pieces[-1] or '"b"' in pieces[0])
+    assert replay(path).terminal == "completed"
+
+
 def test_fake_core_replays(tmp_path: Path) -> None:
     """Replay takes a core factory and a digest, so any core honouring the contract replays."""
     path = record_fake(tmp_path / "fake.jsonl")
