@@ -30,9 +30,12 @@ import attrs
 
 from fsm_agent.core.command_options import Arity, OptionTable, parse_arguments
 from fsm_agent.core.shell_misreadings import (
+    comment_misread,
     continuation_misread,
+    escaped_blank_misread,
     heredoc_delimiter,
     heredoc_ends_as_parsed,
+    joins_word_characters,
 )
 
 if TYPE_CHECKING:
@@ -165,6 +168,13 @@ _SUBSCRIPT_EVALUATORS = frozenset(
 """Builtins that read a word as ``NAME[SUBSCRIPT]`` or as arithmetic, computing subscripts."""
 _COMMAND_IN_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[.*(\$\(|`)", re.DOTALL)
 _QUOTED = "\0"  # stands for a quoted character when looking for globs and braces
+_ESCAPES_TO_CHECK = (
+    (b"\\\n", continuation_misread),
+    (b"\\ ", escaped_blank_misread),
+    (b"\\\t", escaped_blank_misread),
+)
+_TOKENS_TO_CHECK = frozenset({"word", "simple_expansion"})
+_SIMPLE_EXPANSION = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9]|[-*@#?$!_])")
 
 
 class _Reader:
@@ -173,6 +183,7 @@ class _Reader:
     def __init__(self) -> None:
         self.parts: list[CommandPart] = []
         self.problems: list[str] = []
+        self.sources: list[bytes] = []  # the text of each script being walked, innermost last
 
     def read_script(
         self,
@@ -195,20 +206,45 @@ class _Reader:
             return
         if root.has_error:
             self.problems.append(f"the shell parser could not read {_error_place(root, text)}")
-        self._check_continuations(root)
-        self._walk(root, wrappers, redirects, depth)
+        # Byte offsets count from the start of the text; the root node may start later.
+        source = text.encode()
+        self._check_continuations(root, source)
+        self._check_comments(root, source)
+        self.sources.append(source)
+        try:
+            self._walk(root, wrappers, redirects, depth)
+        finally:
+            self.sources.pop()
 
-    def _check_continuations(self, root: Node) -> None:
-        """A problem for each backslash-newline the parser may have read apart from Bash."""
-        source = root.text or b""
-        index = source.find(b"\\\n")
-        while index >= 0:
-            if _continuation_counts(root, index):
-                why = continuation_misread(source, index)
-                if why is not None:
-                    self.problems.append(why)
-                    return
-            index = source.find(b"\\\n", index + 2)
+    def _check_comments(self, root: Node, source: bytes) -> None:
+        """A problem for a comment Bash may read as part of a word."""
+        if b"#" not in source:
+            return
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.type != "comment":
+                stack.extend(node.children)
+                continue
+            why = comment_misread(source, node.start_byte)
+            if why is not None:
+                self.problems.append(why)
+                return
+
+    def _check_continuations(self, root: Node, source: bytes) -> None:
+        """A problem for a backslash before a newline or a blank that the parser may have read
+        apart from Bash."""
+        for pair, misread in _ESCAPES_TO_CHECK:
+            index = source.find(pair)
+            while index >= 0:
+                if _continuation_counts(root, index):
+                    why = misread(source, index)
+                    if why is None and pair == b"\\\n" and _split_at(root, source, index):
+                        why = "a line continuation inside a word the parser split in two"
+                    if why is not None:
+                        self.problems.append(why)
+                        return
+                index = source.find(pair, index + 2)
 
     # -- statements ------------------------------------------------------------------------
 
@@ -216,6 +252,8 @@ class _Reader:
         self, node: Node, wrappers: tuple[str, ...], redirects: tuple[Redirect, ...], depth: int
     ) -> None:
         kind = node.type
+        if kind in _TOKENS_TO_CHECK:
+            self._check_token(node)
         if kind == "command":
             self._command(node, wrappers, redirects, depth)
         elif kind == "redirected_statement":
@@ -269,6 +307,15 @@ class _Reader:
             for child in node.children:
                 self._walk(child, wrappers, redirects, depth)
 
+    def _check_token(self, node: Node) -> None:
+        """A problem for a word or ``$name`` the parser drew across what splits it in Bash."""
+        text = _text(node)
+        if node.type == "word" and "\n" in text.replace("\\\n", ""):
+            self.problems.append(f"the parser read a line break inside the word {text!r}")
+        elif node.type == "simple_expansion" and not _SIMPLE_EXPANSION.fullmatch(text):
+            # `>$<tab>x`: Bash reads a lone `$` and a blank, not the variable x
+            self.problems.append(f"the parser read {text!r} as a variable")
+
     def _walk_redirected(
         self,
         node: Node,
@@ -303,8 +350,17 @@ class _Reader:
         assignments: list[str] = []
         own: list[Redirect] = []
         source = node.text or b""  # once: a copy per word would make long commands quadratic
+        previous: Node | None = None
         for index, child in enumerate(node.children):
             field = node.field_name_for_child(index)
+            if (
+                previous is not None
+                and previous.type == "variable_assignment"
+                and _between(source, node.start_byte, previous, child) == ""
+            ):
+                # Bash reads one word (`a=b\<newline>c`): the parser split it in two.
+                self.problems.append(f"the parser split the word {_text(previous)!r}")
+            previous = child
             if child.type == "variable_assignment" and not groups:
                 assignments.append(_text(child))
             elif child.type in _REDIRECTS:
@@ -387,6 +443,13 @@ class _Reader:
     def _redirects(self, node: Node) -> list[Redirect]:
         if node.type == "file_redirect":
             destination = node.child_by_field_name("destination")
+            extra = [
+                c for c in node.named_children if c != destination and c.type != "file_descriptor"
+            ]
+            if extra:
+                # tree-sitter hangs `cmd > f arg...` words on the redirection; Bash gives them
+                # to the command.
+                self.problems.append(f"words after the redirection {_text(node)!r}")
             operator = "".join(_text(child) for child in node.children if child != destination)
             target = _word(destination) if destination is not None else _Word("", expanded=False)
             return [Redirect(operator=operator, target=target.value, expanded=target.expanded)]
@@ -426,7 +489,7 @@ class _Reader:
         if end is None:
             return False
         body = next((c for c in node.children if c.type == "heredoc_body"), end)
-        source = _root(node).text or b""
+        source = self.sources[-1]
         first = source.rfind(b"\n", 0, body.start_byte) + 1
         last = source.find(b"\n", end.end_byte)
         region = source[first : len(source) if last < 0 else last]
@@ -501,6 +564,9 @@ class _Reader:
         start = outcome.start + 1  # from the wrapper's arguments to indexes in argv
         end = len(argv) if outcome.end is None else outcome.end + 1
         inner = argv[start:end] or outcome.default
+        if inner and inner[0] in _RESERVED_WORDS:
+            # `time ! rm x`: Bash's `time` takes a pipeline, which `!` starts.
+            self.problems.append(f"{label} runs the reserved word {inner[0]!r}")
         if 0 < start < len(argv) and start in expanded:
             self.problems.append(f"{label} runs a program the shell computes: {argv[start]!r}")
         self._add(
@@ -980,10 +1046,33 @@ def _deeper_than(root: Node, limit: int) -> bool:
     return False
 
 
-def _root(node: Node) -> Node:
-    while node.parent is not None:
-        node = node.parent
-    return node
+_WORD_HOLDERS = frozenset({"word", "concatenation", "command", "string", "string_content"})
+"""Nodes that keep the two sides of a continuation in one word (a command's touching words are
+joined again by ``_between``)."""
+
+
+def _split_at(root: Node, source: bytes, index: int) -> bool:
+    """Whether the parser puts the two word characters around the backslash-newline at
+    ``index`` in different words (a redirection target or an assignment cut in two)."""
+    if not joins_word_characters(source, index):
+        return False
+    node = root.descendant_for_byte_range(index - 1, index + 3)
+    if node is None or node.type not in _WORD_HOLDERS:
+        return True
+    if node.type != "command":
+        return False
+    # Two touching words of a command are joined again; a redirection's target is not.
+    sides = (
+        root.descendant_for_byte_range(index - 1, index),
+        root.descendant_for_byte_range(index + 2, index + 3),
+    )
+    for leaf in sides:
+        side = leaf
+        while side is not None and side.parent is not None and side.parent != node:
+            side = side.parent
+        if side is None or side.type in _REDIRECTS or side.type == "variable_assignment":
+            return True
+    return False
 
 
 _LITERAL_NODES = frozenset({"raw_string", "comment"})

@@ -1,4 +1,5 @@
-"""Text that tree-sitter-bash and Bash read differently: heredoc ends and line continuations.
+"""Text that tree-sitter-bash and Bash read differently: heredoc ends, line continuations and
+comments.
 
 ``shell_commands`` trusts the parse tree to say where each command is. Two places where the
 tree can be wrong in a way that hides a command from it (and so from the read-only judge and
@@ -12,6 +13,12 @@ from deny rules, SPEC §9.3):
 * **Line continuations.** Bash removes a backslash-newline before it splits tokens, so
   ``echo a\\<newline>#b; rm x`` runs ``rm`` (``a#b`` is one word) and ``&\\<newline>>`` is
   ``&>``; tree-sitter reads a comment and an ``&`` there.
+* **Escaped blanks.** ``\\<space>`` or ``\\<tab>`` opening a word is part of it for Bash;
+  tree-sitter skips it, so ``> \\<space><newline>rm x`` redirects to a file named by a blank
+  and runs ``rm`` in Bash, and redirects to ``rm`` for the parser.
+* **Comments.** ``#`` starts a comment only at the start of a word; after a backslash-escaped
+  tab (``echo\\<tab>#; rm x``) it is inside one, and ``rm`` runs, while tree-sitter reads a
+  comment to the end of the line.
 
 The functions here only say whether the text is read the same way; the caller reports a
 problem when it is not, and the command asks.
@@ -114,7 +121,48 @@ def continuation_misread(source: bytes, index: int) -> str | None:
         return None
     if after in (b" ", b"\t") and before not in (b"", b"\n"):
         return None
-    if _JOINABLE.fullmatch(before) and _JOINABLE.fullmatch(after):
+    if joins_word_characters(source, index):
         return None
     left, right = before.decode(errors="replace"), after.decode(errors="replace")
     return f"a line continuation joins {left!r} and {right!r}, which the parser may read apart"
+
+
+def comment_misread(source: bytes, index: int) -> str | None:
+    """Why the comment the parser found at ``source[index]`` may be part of a word to Bash.
+
+    Bash starts a comment at a ``#`` opening a word: at the start of a line, after an unescaped
+    blank, or after ``;``, ``&`` or ``|``. Anything else before it is not worth the doubt.
+    """
+    before = source[:index]
+    last = before[-1:]
+    if not before or last in (b"\n", b";", b"&", b"|"):
+        return None
+    if last in (b" ", b"\t"):
+        backslashes = len(before) - 1 - len(before[:-1].rstrip(b"\\"))
+        if backslashes % 2 == 0:
+            return None
+    shown = last.decode(errors="replace")
+    return f"a '#' after {shown!r} may be inside a word for Bash, not a comment"
+
+
+def escaped_blank_misread(source: bytes, index: int) -> str | None:
+    """Why the backslash-blank at ``source[index]`` may be skipped by the parser, if so.
+
+    Inside a word (``my\\ file``) both read one word; opening one, the parser drops it.
+    """
+    backslashes = len(source[:index]) - len(source[:index].rstrip(b"\\"))
+    if backslashes % 2 == 1:
+        return None  # the backslash is itself escaped
+    before = source[index - 1 : index]
+    if before and _JOINABLE.fullmatch(before):
+        return None
+    blank = source[index + 1 : index + 2].decode()
+    return f"an escaped {blank!r} opening a word, which the parser may skip"
+
+
+def joins_word_characters(source: bytes, index: int) -> bool:
+    """Whether the backslash-newline at ``source[index]`` stands between two word characters
+    (``EO\\<newline>F``): Bash reads one word, which the parser must not split."""
+    before = source[index - 1 : index]
+    after = source[index + 2 : index + 3]
+    return bool(_JOINABLE.fullmatch(before) and _JOINABLE.fullmatch(after))

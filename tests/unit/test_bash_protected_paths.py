@@ -34,6 +34,7 @@ PROTECTED_WRITES = [
     "echo evil &\\\n> .profile",
     # commands the analysis stops reading early: the name in the text is enough
     "echo evil > .bashrc; echo \x01",
+    "cp >/dev/null payload .git/hooks/pre-commit",
     "echo evil > .profile; echo " + "$(" * 120 + "true" + ")" * 120,
 ]
 

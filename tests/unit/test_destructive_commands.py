@@ -142,6 +142,7 @@ COMMANDS = [
     "echo a\\\n#b; rm CANARY",
     "echo x &\\\n> CANARY",
     "ls\n\\\nrm CANARY",
+    "echo\\\t#; rm CANARY",
     # a redirection with no command
     "ls; > CANARY",
     "ls && 2> CANARY",

@@ -63,9 +63,40 @@ MISREAD_CONTINUATIONS = [
     "cat <<EOF\n$\\\n(rm -rf src)\nEOF",
 ]
 
+# `#` inside a word after an escaped tab: tree-sitter read a comment to the end of the line
+# (found)
+MISREAD_COMMENTS = [
+    "echo\\\t#; rm -rf src",
+    "cat\\\t#{&'&;';rm -rf src",
+    "echo&\\\t#/dev/null;rm -rf src",
+]
+
+# Words tree-sitter draws where Bash does not (found by comparing both on random text): words
+# after a redirection's target, a word split after an assignment or inside a redirection's
+# target, a line break inside a word, `$` before a blank read as a variable, an escaped blank
+# opening a word, `!` after `time`, and text before the first token shifting byte offsets.
+MISREAD_WORDS = [
+    "env >/dev/null rm -rf src",
+    "cp >/dev/null payload .git/hooks/pre-commit",
+    "for=#\\t{eval xargs rm -rf src",
+    "done=catEOF\\\n-}\trm -rf src",
+    ">\t\\\nEOF\\\nx\trm -rf src&\n",
+    "}touch pwnedecho\n\\rm -rf src",
+    "\n>$\trm -rf src",
+    "\\ \\#>$\nrm -rf src",
+    "> \\\t\nrm -rf src",
+    "> \\ \nrm -rf src",
+    "time ! rm -rf src",
+    '\\\t#\t"EOF"&EOFEOF#|rm -rf src',
+    "  cat <<E'O'F\nx\nEOF\nrm -rf src\nE'O'F",
+    " echo a\\\n#b; rm -rf src",
+]
+
 UNANALYSABLE = [
     *MISREAD_HEREDOCS,
     *MISREAD_CONTINUATIONS,
+    *MISREAD_COMMENTS,
+    *MISREAD_WORDS,
     # names made to run another program (found: the parts found were not what ran)
     "shopt -s expand_aliases\nalias ls=rm\nls -rf src",
     "hash -p /bin/rm ls; ls -rf src",
@@ -230,6 +261,10 @@ def test_a_hostile_command_is_not_read_only(command: str) -> None:
     "command",
     [
         "ls #; rm x",
+        "ls;# rm x",
+        "ls\t# rm x",
+        "ls |# rm x\n cat",
+        "echo a\\ #; ls",
         "cat <<'EOF'\nEOF",
         "cat <<EOF\nbody\nEOF",
         "cat <<-EOF\n\tbody\n\tEOF",
