@@ -32,13 +32,34 @@ import orjson
 
 REDACTED: Final = "[REDACTED]"
 
+CREDENTIAL_WORDS: Final = (
+    "api_?key",
+    "authorization",
+    "secret",
+    "password",
+    "passwd",
+    "cookie",
+    "credential",
+)
+"""Patterns that mark a key name holding a credential wherever they occur in it (in any case,
+``-`` read as ``_``). With :data:`LAST_PART_WORDS` and :data:`WHOLE_KEY_WORDS`, every name the
+key rule knows; the rule that looks for them in text
+(:mod:`fsm_agent.trace.stream_input_redaction`) is built from the same tuples, so the two
+cannot drift apart."""
+LAST_PART_WORDS: Final = ("token",)
+"""Names that mark a credential as a whole key or as its last ``_`` part: ``token``,
+``access_token``, ``x_auth_token``; never ``input_tokens``."""
+WHOLE_KEY_WORDS: Final = ("bearer",)
+"""Names that mark a credential only as the whole key."""
 _SENSITIVE_KEY: Final = re.compile(
-    r"""
-    (?:api_?key|authorization|secret|password|passwd|cookie|credential)
-    | (?:^|_)token$            # token, access_token, x_auth_token; never input_tokens
-    | ^bearer$
-    """,
-    re.IGNORECASE | re.VERBOSE,
+    "|".join(
+        [
+            *CREDENTIAL_WORDS,
+            *(f"(?:^|_){word}$" for word in LAST_PART_WORDS),
+            *(f"^{word}$" for word in WHOLE_KEY_WORDS),
+        ]
+    ),
+    re.IGNORECASE,
 )
 _KEY_SHAPED: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
 _CONTAINERS: Final = frozenset({dict, list, tuple})

@@ -39,7 +39,13 @@ import json
 import re
 from typing import Any, Final
 
-from fsm_agent.trace.redact import REDACTED, is_sensitive_key
+from fsm_agent.trace.redact import (
+    CREDENTIAL_WORDS,
+    LAST_PART_WORDS,
+    REDACTED,
+    WHOLE_KEY_WORDS,
+    is_sensitive_key,
+)
 
 # What the scanner expects next (outside strings) or where it is (inside one).
 _VALUE: Final = 0
@@ -84,11 +90,16 @@ _VIABLE_LITERAL: Final = re.compile(
 )
 """A literal's beginning that may still be a number, ``true``, ``false`` or ``null``; any
 other bare word is a grammar error (under a sensitive key it could be an unquoted secret)."""
-_NAMES: Final = (
-    r"api[-_]?key|authorization|secret|password|passwd|cookie|credential|token|bearer|\\u"
+_NAMES: Final = "|".join(
+    [
+        *(word.replace("_", "[-_]") for word in CREDENTIAL_WORDS),
+        *LAST_PART_WORDS,
+        *WHOLE_KEY_WORDS,
+        r"\\u",
+    ]
 )
-"""What may name a credential in text: the key rule's names anywhere (``token`` in any word),
-and a ``\\u`` escape, which could spell one."""
+"""What may name a credential in text: the key rule's names anywhere (``token`` in any word,
+``-`` or ``_`` where the rule reads ``_``), and a ``\\u`` escape, which could spell one."""
 _NAME: Final = re.compile(_NAMES, re.IGNORECASE)
 """The names in any case, as the key rule's ``re.IGNORECASE`` matches them (``ſ`` is an
 ``s`` and ``ı`` an ``i`` to it)."""

@@ -192,3 +192,30 @@ def test_a_scanner_returns_an_unchanged_piece_itself() -> None:
     scanner = ToolInputScanner()
     pieces = ['{"tokens_used": 1, "content": "', "x" * 10_000, 'y\\"z', '"}']
     assert all(scanner.rewrite(piece) is piece for piece in pieces)
+
+
+def _keys_the_rule_knows() -> list[str]:
+    """A key for every name of the key rule, spelled as a model might (case, ``-`` for ``_``),
+    from the rule's own tuples: a name added there is tried here."""
+    from fsm_agent.trace.redact import CREDENTIAL_WORDS, LAST_PART_WORDS, WHOLE_KEY_WORDS
+
+    keys = []
+    for word in CREDENTIAL_WORDS:
+        plain = word.replace("_?", "_")
+        keys += [plain, f"X-{plain.replace('_', '-').title()}", f"my_{plain.upper()}"]
+    for word in LAST_PART_WORDS:
+        keys += [word, f"access_{word}", word.upper()]
+    keys += [word.title() for word in WHOLE_KEY_WORDS]
+    return keys
+
+
+@pytest.mark.parametrize("key", _keys_the_rule_knows())
+def test_every_name_of_the_key_rule_is_looked_for_in_text(key: str) -> None:
+    from fsm_agent.trace.redact import is_sensitive_key
+
+    assert is_sensitive_key(key)
+    value = "hunter2-plain"  # names nothing itself: only the key can set the search off
+    text = orjson.dumps({key: value, "path": "a"}).decode()
+    data, traced = _written(_tool_block(0, [text[:5], text[5:]]))
+    assert value.encode() not in data
+    assert orjson.loads(_input_text(traced)) == {key: REDACTED, "path": "a"}
