@@ -266,16 +266,19 @@ def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> in
     import asyncio  # noqa: PLC0415
 
     from fsm_agent.core.config import LoopConfig  # noqa: PLC0415
-    from fsm_agent.runtime.agent import Agent, model_credentials  # noqa: PLC0415
+    from fsm_agent.runtime.agent import Agent, model_credentials, store_credentials  # noqa: PLC0415
     from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy  # noqa: PLC0415
     from fsm_agent.runtime.settings import load_settings  # noqa: PLC0415
+    from fsm_agent.store.opening import default_store_url  # noqa: PLC0415
     from fsm_agent.terminal_view import LiveView, stdin_is_terminal  # noqa: PLC0415
     from fsm_agent.toolbox import default_tools  # noqa: PLC0415
 
     # Settings first: a bad settings file is reported before anything else happens.
     settings = load_settings(Path.cwd(), extra_files=args.settings)
     model = _model(args.model)
-    secrets = model_credentials(model)
+    # The agent's own secrets, known before it is built (the view asks its questions): the
+    # model's credentials and the password of the store its runs may be indexed in.
+    secrets = (*model_credentials(model), *store_credentials(default_store_url()))
     view = (
         LiveView(secrets=secrets)
         if read_line is None
@@ -470,7 +473,8 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 
 
 def _cmd_runs_import(args: argparse.Namespace) -> int:
-    from fsm_agent.store.opening import open_store  # noqa: PLC0415
+    from fsm_agent.runtime.agent import store_credentials  # noqa: PLC0415
+    from fsm_agent.store.opening import default_store_url, open_store  # noqa: PLC0415
     from fsm_agent.store.recording import import_traces  # noqa: PLC0415
 
     missing = [path for path in args.paths if not path.exists()]
@@ -478,7 +482,9 @@ def _cmd_runs_import(args: argparse.Namespace) -> int:
         raise CommandLineError(f"no such trace file or folder: {missing[0]}")
     store = open_store(args.store)
     try:
-        indexed, unreadable = import_traces(store, args.paths)
+        # The store's own password is a secret of every run it keeps.
+        secrets = store_credentials(args.store or default_store_url())
+        indexed, unreadable = import_traces(store, args.paths, secrets)
     finally:
         store.close()
     skipped = f"; {unreadable} unreadable traces skipped" if unreadable else ""

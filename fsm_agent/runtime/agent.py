@@ -196,9 +196,11 @@ class Agent:
             or False for no trace. Glob, Grep and Read never touch the trace folder.
         cwd: the working directory tools act in (default: the current one).
         system: the system prompt.
-        secrets: strings that must never reach a trace or a span; the credentials of the model
-            (its API key, wherever it was found) and of the MCP servers (their credential
-            headers and environment variables) are added by themselves.
+        secrets: strings that must never reach a trace or a span; the credentials the agent is
+            configured with are added by themselves: the model's (its API key, wherever it
+            was found), the MCP servers' (their credential headers, environment variables
+            and command-line options), the store URL's password and the credentials of a
+            ``Telemetry`` endpoint.
         sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
             agent under Hypothesis without real waiting.
         wall_clock: epoch seconds (default ``time.time``), stamped on the events that
@@ -299,7 +301,13 @@ class Agent:
         policy = attrs.evolve(policy, mcp_servers=tuple(dict.fromkeys(servers)))
         self.permissions = policy.with_settings(self.settings)
         self.system = system
-        self.secrets = (*secrets, *model_credentials(model), *_server_credentials(mcp_servers))
+        self.secrets = (
+            *secrets,
+            *model_credentials(model),
+            *_server_credentials(mcp_servers),
+            *_kept(telemetry.secrets if isinstance(telemetry, Telemetry) else ()),
+            *store_credentials(self.store_target()),
+        )
         # What each request sends about the tools; schemas are generated once, not per request.
         self.tool_definitions = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
@@ -573,6 +581,16 @@ def _kept(found: Iterable[object]) -> tuple[str, ...]:
 def _server_credentials(servers: Sequence[McpServer]) -> tuple[str, ...]:
     """The credentials MCP servers are reached with, as secrets for the agent."""
     return _kept(value for server in servers for value in server.secrets)
+
+
+def store_credentials(store: RunStore | str | None) -> tuple[str, ...]:
+    """The password of the store runs are indexed in (its URL's, or the ``secrets`` a store
+    object names, as ``PostgresRunStore`` does), as secrets for the agent (DESIGN §8)."""
+    if isinstance(store, str):
+        from fsm_agent.credentials import url_passwords  # noqa: PLC0415 - loaded when used
+
+        return _kept(url_passwords(store))
+    return _kept(getattr(store, "secrets", ()))
 
 
 def model_credentials(model: object) -> tuple[str, ...]:

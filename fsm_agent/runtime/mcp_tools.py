@@ -25,7 +25,14 @@ from typing import Any, TextIO
 import attrs
 
 from fsm_agent.core.messages import ImageBlock, ResultPart, TextBlock
-from fsm_agent.credentials import HIDDEN, named_credentials, url_passwords, without_passwords
+from fsm_agent.credentials import (
+    HIDDEN,
+    argument_credentials,
+    hidden,
+    named_credentials,
+    url_passwords,
+    without_passwords,
+)
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
 
@@ -49,6 +56,12 @@ def _url_shown(url: str | None) -> str:
     return repr(url if url is None else without_passwords(url, url))
 
 
+def _args_shown(args: tuple[str, ...]) -> str:
+    """A command's arguments as ``repr`` shows them: ``***`` for each credential in them."""
+    found = argument_credentials(args)
+    return repr(tuple(hidden(arg, found) for arg in args))
+
+
 @attrs.frozen(kw_only=True)
 class McpServer:
     """How to reach one MCP server. Build it with ``McpServer.stdio`` or ``McpServer.http``.
@@ -66,7 +79,7 @@ class McpServer:
 
     name: str
     command: str | None = None
-    args: tuple[str, ...] = ()
+    args: tuple[str, ...] = attrs.field(default=(), repr=_args_shown)
     env: dict[str, str] | None = attrs.field(default=None, repr=_names_only)
     cwd: str | None = None
     url: str | None = attrs.field(default=None, repr=_url_shown)
@@ -110,11 +123,13 @@ class McpServer:
     @property
     def secrets(self) -> tuple[str, ...]:
         """The credentials this server is reached with: the values of its headers and
-        environment variables under a credential's name (``Authorization``, ``GITHUB_TOKEN``)
-        and its URL's password. The agent keeps them out of its traces and spans (DESIGN §8)."""
+        environment variables under a credential's name (``Authorization``, ``GITHUB_TOKEN``),
+        its URL's password and the credentials in its command's arguments (``--token VALUE``,
+        ``--api-key=VALUE``). The agent keeps them out of its traces and spans (DESIGN §8)."""
         pairs = [*(self.env or {}).items(), *(self.headers or {}).items()]
         passwords = url_passwords(self.url) if self.url is not None else ()
-        return tuple(dict.fromkeys([*named_credentials(pairs), *passwords]))
+        arguments = argument_credentials(self.args)
+        return tuple(dict.fromkeys([*named_credentials(pairs), *passwords, *arguments]))
 
 
 @attrs.frozen

@@ -12,11 +12,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fsm_agent.credentials import without_passwords
 from fsm_agent.errors import ConfigError
-from fsm_agent.store.sql_store import RunStore
 from fsm_agent.trace.location import default_trace_folder
+
+if TYPE_CHECKING:
+    # An agent asks which store it records to when it is built, before any run needs one.
+    from fsm_agent.store.sql_store import RunStore
 
 STORE_ENV = "FSM_AGENT_STORE"
 """The environment variable naming the run store (a URL or a SQLite file path)."""

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from fsm_agent.credentials import without_passwords
+from fsm_agent.credentials import url_passwords, without_passwords
 from fsm_agent.errors import ConfigError
 from fsm_agent.store.sql_store import Cursor, SqlRunStore, migrations
 
@@ -34,6 +34,9 @@ class PostgresRunStore(SqlRunStore):
     marker = "%s"
 
     def __init__(self, url: str) -> None:
+        self.secrets = url_passwords(url)
+        """The password of ``url``: an agent recording to this store keeps it out of its
+        traces, spans and terminal output (DESIGN §8)."""
         try:
             import psycopg  # noqa: PLC0415 - an optional extra
         except ImportError:

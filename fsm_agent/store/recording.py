@@ -16,6 +16,7 @@ from fsm_agent.store.opening import open_store
 from fsm_agent.store.sql_store import RunStore
 from fsm_agent.store.summary import RunSummary, summarize_trace
 from fsm_agent.trace.reader import trace_files
+from fsm_agent.trace.redact import Redactor
 
 LOGGER = logging.getLogger("fsm_agent.store")
 """Store failures are reported here (stdlib logging), never raised into a run."""
@@ -70,18 +71,23 @@ def _not_indexed(run_id: str, trace_path: Path, exc: Exception) -> None:
     )
 
 
-def import_traces(store: RunStore, paths: Iterable[str | os.PathLike[str]]) -> tuple[int, int]:
+def import_traces(
+    store: RunStore, paths: Iterable[str | os.PathLike[str]], secrets: Iterable[str] = ()
+) -> tuple[int, int]:
     """Index every trace under ``paths`` (files or folders); returns (indexed, unreadable).
 
-    A trace that cannot be read is logged and skipped; the others are still indexed.
+    A trace that cannot be read is logged and skipped; the others are still indexed. What the
+    store keeps of each is redacted as the trace writer redacts, ``secrets`` included (a trace
+    written by another program may hold them in clear).
     """
     unreadable = 0
+    redactor = Redactor(secrets)
 
     def summaries() -> Iterable[RunSummary]:
         nonlocal unreadable
         for path in trace_files(paths):
             try:
-                yield summarize_trace(path)
+                yield summarize_trace(path, redactor)
             except Exception as exc:  # one bad file must not stop an import
                 unreadable += 1
                 LOGGER.warning("%s: not indexed: %s", path, exc)

@@ -4,6 +4,13 @@ The trace stays the source of truth (DESIGN §9): a summary is derived from it a
 so the store can always be rebuilt by reading the traces again. Summaries are read with orjson
 record by record, without structuring events, because importing thousands of traces must be
 fast; a cut-off last line (a run that crashed mid-write) is skipped, not an error.
+
+A trace need not come from our writer (``fsm-agent runs import`` takes any folder), so what
+the store keeps of it is redacted as the writer redacts (DESIGN §8): each value taken from the
+trace (a name, a rule, the model: a few dozen per run, however long the run) goes through
+:meth:`~fsm_agent.trace.redact.Redactor.value`, which replaces API-key-shaped text, the secrets
+the caller names and, inside an object, the values of sensitive keys. For one of our own
+traces, redacted when written, that changes nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import orjson
 from fsm_agent.core.pricing import usage_cost
 from fsm_agent.errors import TraceFormatError
 from fsm_agent.trace.records import carried_step, event_alone, expand_step
+from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor
 
 # The states a tool call ends in (DESIGN §3); ``yielded`` follows every one of them.
 _CALL_ENDINGS = frozenset({"completed", "rejected", "denied", "cancelled", "errored"})
@@ -114,8 +122,11 @@ class RunSummary(StoredRun):
     permissions: tuple[PermissionSummary, ...]
 
 
-def summarize_trace(path: str | os.PathLike[str]) -> RunSummary:
-    """Read one trace file into the summary the store keeps.
+def summarize_trace(
+    path: str | os.PathLike[str], redactor: Redactor = KEY_RULES_ONLY
+) -> RunSummary:
+    """Read one trace file into the summary the store keeps, redacted by ``redactor`` (by
+    default the key rules and API-key-shaped text; pass one naming secrets to hide them too).
 
     Raises:
         TraceFormatError: the file is empty, a line other than the last is not JSON, or the
@@ -151,10 +162,14 @@ def summarize_trace(path: str | os.PathLike[str]) -> RunSummary:
             body.extend(expand_step(carried, number, source))
         else:
             body.append(record)
-    return _summary(source, records[0], body)
+    return _summary(source, records[0], body, redactor)
 
 
-def _summary(source: str, header: dict[str, Any], body: list[dict[str, Any]]) -> RunSummary:
+def _summary(
+    source: str, header: dict[str, Any], body: list[dict[str, Any]], redactor: Redactor
+) -> RunSummary:
+    # The records are read as they are (call ids join them); what is kept is redacted.
+    kept = redactor.value
     meta = header.get("meta") or {}
     transitions: Counter[str] = Counter()
     call_tools: dict[str, str] = {}
@@ -184,46 +199,57 @@ def _summary(source: str, header: dict[str, Any], body: list[dict[str, Any]]) ->
                 call_id = asked.get(event["effect_id"], "")
                 permissions.append(
                     PermissionSummary(
-                        call_id=call_id,
-                        tool=call_tools.get(call_id, ""),
-                        behavior=event.get("behavior", ""),
-                        source=event.get("source", ""),
-                        rule=event.get("rule", ""),
-                        rule_source=event.get("rule_source", ""),
+                        call_id=kept(call_id),
+                        tool=kept(call_tools.get(call_id, "")),
+                        behavior=kept(event.get("behavior", "")),
+                        source=kept(event.get("source", "")),
+                        rule=kept(event.get("rule", "")),
+                        rule_source=kept(event.get("rule_source", "")),
                     )
                 )
         elif kind == "end":
-            terminal = record.get("terminal") or ""
+            terminal = kept(record.get("terminal") or "")
             usage = record.get("usage") or {}
-    started = str(meta.get("started", ""))
+    started = str(kept(meta.get("started", "")))
     cost = meta.get("cost_usd")
     if not isinstance(cost, int | float):
         # issue 13: the price the run was given rides in the header; the end has the usage.
         cost = usage_cost(meta.get("price"), usage) if terminal else None
     return RunSummary(
-        run_id=str(meta.get("run_id") or Path(source).stem),
+        run_id=str(kept(meta.get("run_id") or Path(source).stem)),
         trace_path=str(Path(source).absolute()),
         started=started,
         ended=_ended(started, elapsed_ms),
         terminal=terminal,
-        model=str(meta.get("model") or (header.get("config") or {}).get("model", "")),
+        model=str(kept(meta.get("model") or (header.get("config") or {}).get("model", ""))),
         turns=transitions["iteration_started"],
         input_tokens=int(usage.get("input_tokens", 0)),
         output_tokens=int(usage.get("output_tokens", 0)),
         cost_usd=float(cost) if isinstance(cost, int | float) else None,
-        parent_run=_parent(meta.get("parent")),
-        transitions=dict(transitions),
+        parent_run=kept(_parent(meta.get("parent"))),
+        transitions=_redacted_names(transitions, redactor),
+        # Call ids redacted alike are one call: the table's key is the id.
         tool_calls=tuple(
-            ToolCallSummary(
-                call_id=call_id,
-                tool=tool,
-                path=">".join(call_paths.get(call_id, [])),
-                outcome=_outcome(call_paths.get(call_id, [])),
-            )
-            for call_id, tool in call_tools.items()
+            {
+                kept(call_id): ToolCallSummary(
+                    call_id=kept(call_id),
+                    tool=kept(tool),
+                    path=kept(">".join(call_paths.get(call_id, []))),
+                    outcome=_outcome(call_paths.get(call_id, [])),
+                )
+                for call_id, tool in call_tools.items()
+            }.values()
         ),
         permissions=tuple(permissions),
     )
+
+
+def _redacted_names(counts: Counter[str], redactor: Redactor) -> dict[str, int]:
+    """Transition counts by redacted name (names redacted alike are counted together)."""
+    redacted: Counter[str] = Counter()
+    for name, count in counts.items():
+        redacted[redactor.value(name)] += count
+    return dict(redacted)
 
 
 def _parent(lineage: object) -> str:

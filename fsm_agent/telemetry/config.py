@@ -42,6 +42,12 @@ _providers: dict[tuple[str, str, str], Any] = {}
 the life of the process (each flushes its spans when the process exits)."""
 
 
+def _endpoint_shown(endpoint: str | None) -> str:
+    from fsm_agent.credentials import without_passwords  # noqa: PLC0415 - loaded when used
+
+    return repr(endpoint if endpoint is None else without_passwords(endpoint, endpoint))
+
+
 @attrs.frozen(kw_only=True)
 class Telemetry:
     """Where a run's OpenTelemetry spans go (``Agent(telemetry=Telemetry(...))``).
@@ -53,13 +59,23 @@ class Telemetry:
             ``OTEL_*`` environment.
         endpoint: the OTLP/HTTP collector to export to, as its base URL
             (``http://127.0.0.1:4318``; ``/v1/traces`` is added), instead of the one the
-            environment names. Ignored when ``tracer_provider`` is given.
+            environment names. Ignored when ``tracer_provider`` is given. Its credentials
+            (a password in the user info, a query parameter such as ``?token=``) are among
+            the agent's secrets, and ``repr`` shows ``***`` in their place.
         service_name: ``service.name`` of the spans when ``OTEL_SERVICE_NAME`` is not set.
     """
 
     tracer_provider: Any = None
-    endpoint: str | None = None
+    endpoint: str | None = attrs.field(default=None, repr=_endpoint_shown)
     service_name: str = "fsm_agent"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials in ``endpoint``, which the agent keeps out of its traces and spans
+        (DESIGN §8)."""
+        from fsm_agent.credentials import url_passwords  # noqa: PLC0415 - loaded when used
+
+        return () if self.endpoint is None else url_passwords(self.endpoint)
 
 
 def enabled_by_environment(environ: Mapping[str, str] | None = None) -> bool:

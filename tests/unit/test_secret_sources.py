@@ -1,9 +1,10 @@
 """Where the agent's secrets come from, and the sinks a single run does not reach (DESIGN §8).
 
 The whole-run check of every sink is ``tests/integration/test_secret_sinks.py``; here: the
-credentials a model names for the agent to hide, a conversation's turns, a subagent's trace,
-the permission question at the terminal, what ``fsm-agent run`` prints, and a store URL's
-password in the errors about it.
+credentials a model names for the agent to hide, those of MCP servers, a store URL and a
+telemetry endpoint (each repeated by a model into a trace), a conversation's turns, a
+subagent's trace, the permission question at the terminal, what ``fsm-agent run`` prints, and
+a store URL's password in the errors about it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import io
 import json
 import logging
+import sys
 import traceback
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,8 @@ import pytest
 from rich.console import Console
 
 from fsm_agent.cli import main
-from fsm_agent.credentials import url_passwords, without_passwords
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.credentials import argument_credentials, url_passwords, without_passwords
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent, model_credentials
 from fsm_agent.runtime.hook_spec import CommandHook
@@ -32,7 +35,8 @@ from fsm_agent.runtime.settings import load_settings
 from fsm_agent.runtime.subagents import SubagentDefinition
 from fsm_agent.runtime.tool import tool
 from fsm_agent.store.background import wait_for_store_writes
-from fsm_agent.store.opening import open_store
+from fsm_agent.store.opening import STORE_ENV, open_store
+from fsm_agent.telemetry.config import Telemetry
 from fsm_agent.terminal_view import LiveView
 from fsm_agent.testing.fake_server import FakeAnthropicServer
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
@@ -43,6 +47,7 @@ SECRET = "configured-hunter2-secret"
 KEY_SHAPED = "sk-ant-api03-PLANTED0123456789abcdef"
 PLANTED = f"[{SECRET} {KEY_SHAPED}]"
 HELLO = [{"role": "user", "content": "hello"}]
+NOTES_SERVER = Path(__file__).parents[1] / "integration" / "mcp" / "notes_server.py"
 
 
 def scripted(*texts: str, tool_name: str | None = None) -> ScriptedModel:
@@ -155,6 +160,109 @@ def test_an_mcp_servers_credentials_are_secrets_and_never_shown() -> None:
     assert_clean("an MCP server's repr", shown, (*agent.secrets, "infra", "/h"))
 
 
+@pytest.mark.parametrize(
+    ("args", "credentials"),
+    [
+        (("--token", "tok-0123", "--verbose"), ("tok-0123",)),
+        (("--api-key=key-0123", "--port=8080"), ("key-0123",)),
+        (("GITHUB_TOKEN=ghp-0123",), ("ghp-0123",)),
+        (("--header", "Authorization: Bearer hdr-0123"), ("Bearer hdr-0123", "hdr-0123")),
+        (("https://bot:url-0123@mcp.example/?access_token=qs-0123",), ("url-0123", "qs-0123")),
+        (("-y", "@scope/server", "--port", "8080", "X-Team: infra"), ()),
+    ],
+)
+def test_the_credentials_in_a_commands_arguments(
+    args: tuple[str, ...], credentials: tuple[str, ...]
+) -> None:
+    assert set(argument_credentials(args)) == set(credentials)
+
+
+def test_the_credentials_in_an_mcp_servers_arguments_are_secrets_and_never_shown() -> None:
+    server = McpServer.stdio(
+        "gh",
+        "npx",
+        ["-y", "gh-mcp", "--token", "arg-token-0123", "--api-key=arg-key-0123", "--port=80"],
+    )
+    agent = Agent(model=scripted("hi"), mcp_servers=[server], trace=False, store=False)
+    assert set(agent.secrets) == {"arg-token-0123", "arg-key-0123"}
+    shown = repr(server)
+    assert "'--token', '***', '--api-key=***', '--port=80'" in shown
+    assert_clean("an MCP server's repr", shown, agent.secrets)
+
+
+def test_a_model_repeating_an_mcp_servers_argument_writes_no_secret(tmp_path: Path) -> None:
+    """A run with a real MCP server started with ``--token VALUE``: the model repeats the
+    token (and the planted strings) in its answer; the trace shows ``[REDACTED]``."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    token = "arg-token-0123456"
+    server = McpServer.stdio("notes", sys.executable, [str(NOTES_SERVER), "--token", token])
+    agent = Agent(
+        model=scripted(f"the token is {token} {PLANTED}"),
+        mcp_servers=[server],
+        cwd=tmp_path,
+        trace=tmp_path / "run.jsonl",
+        store=False,
+        secrets=[SECRET],
+    )
+    assert agent.run_sync("go").terminal == "completed"
+    written = (tmp_path / "run.jsonl").read_bytes()
+    assert b"the token is [REDACTED]" in written
+    assert_clean("the trace", written, (token, SECRET, KEY_SHAPED))
+
+
+# --- a telemetry endpoint -------------------------------------------------------------------
+
+
+def test_a_telemetry_endpoints_credentials_stay_out_of_the_trace_and_spans(
+    tmp_path: Path,
+) -> None:
+    """The password and a credential-named query parameter of ``Telemetry(endpoint=...)``
+    join the agent's secrets: a model error quoting them (the spans take it from a record no
+    trace writer redacted) and an answer repeating them show ``[REDACTED]`` in the spans and
+    the trace, and the ``Telemetry``'s repr shows ``***``."""
+    pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    password, key = "otel-password-0123", "otel-key-0123"
+    planted = f"{password} {key} {PLANTED}"
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry = Telemetry(
+        tracer_provider=provider,
+        endpoint=f"https://otel:{password}@collector.example:4318/?api_key={key}",
+    )
+    assert "otel:***@collector.example:4318/?api_key=***" in repr(telemetry)
+    steps = [
+        {"error": {"kind": "overloaded", "message": f"overloaded, body {planted}"}},
+        {"content": [{"text": f"collector {planted}"}]},
+    ]
+    agent = Agent(
+        model=ScriptedModel(parse_scenario({"steps": steps})),
+        config=LoopConfig(retry_base_ms=1, retry_cap_ms=5),
+        cwd=tmp_path,
+        trace=tmp_path / "run.jsonl",
+        store=False,
+        secrets=[SECRET],
+        telemetry=telemetry,
+    )
+    assert {password, key} <= set(agent.secrets)
+    assert agent.run_sync("go").terminal == "completed"
+    provider.shutdown()
+    spans = json.dumps(
+        [
+            [str(span.status.description), dict(span.attributes or {})]
+            for span in exporter.get_finished_spans()
+        ]
+    )
+    forbidden = (password, key, SECRET, KEY_SHAPED)
+    assert "overloaded, body [REDACTED]" in spans
+    assert_clean("the spans", spans, forbidden)
+    assert_clean("the trace", (tmp_path / "run.jsonl").read_bytes(), forbidden)
+
+
 # --- sessions and subagents -----------------------------------------------------------------
 
 
@@ -263,6 +371,7 @@ def test_fsm_agent_run_prints_no_api_key(
         ("postgresql://db.example/runs?sslmode=require&password=hunter2-pw", ("hunter2-pw",)),
         ("postgresql://bob:hunter2%20pw@db.example/runs", ("hunter2%20pw", "hunter2 pw")),
         ("postgresql://bob@db.example/runs", ()),
+        ("https://collector.example/?service=x&api_key=otel-key-0123", ("otel-key-0123",)),
         ("runs.sqlite3", ()),
     ],
 )
@@ -271,6 +380,53 @@ def test_the_passwords_of_a_store_url(url: str, passwords: tuple[str, ...]) -> N
     shown = without_passwords(url, url)
     assert_clean("the shown URL", shown, passwords)
     assert shown.count("***") == len({p for p in passwords if p in url})
+
+
+@pytest.mark.parametrize("given", ["store", "environment"])
+def test_a_store_urls_password_is_a_secret_of_the_run(
+    given: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The password of the store a run is indexed in, given as ``store=`` or in
+    ``FSM_AGENT_STORE``, joins the agent's secrets: a model repeating it writes
+    ``[REDACTED]`` in the trace (the store, down here, is only warned about)."""
+    password = "store-password-0123"
+    url = f"postgresql://bob:{password}@127.0.0.1:1/runs"
+    if given == "environment":
+        monkeypatch.setenv(STORE_ENV, url)
+    agent = Agent(
+        model=scripted(f"the store's password is {password} {PLANTED}"),
+        cwd=tmp_path,
+        trace=tmp_path / "run.jsonl",
+        store=url if given == "store" else None,
+        secrets=[SECRET],
+    )
+    assert password in agent.secrets
+    assert agent.run_sync("go").terminal == "completed"
+    assert wait_for_store_writes(timeout_s=30)
+    written = (tmp_path / "run.jsonl").read_bytes()
+    assert b"the store's password is [REDACTED]" in written
+    assert_clean("the trace", written, (password, SECRET, KEY_SHAPED))
+
+
+def test_fsm_agent_run_prints_no_store_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run` indexing into the store ``FSM_AGENT_STORE`` names hides that URL's password in
+    what it prints and in the trace, when the model repeats it."""
+    password = "store-password-0123"
+    answer = f"the store's password is {password} {KEY_SHAPED}"
+    scenario = parse_scenario({"steps": [{"content": [{"text": answer}]}]})
+    monkeypatch.chdir(tmp_path)
+    with FakeAnthropicServer(scenario) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "proxy-credential-0123456789")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        monkeypatch.setenv(STORE_ENV, f"postgresql://bob:{password}@127.0.0.1:1/runs")
+        assert main(["run", "hi", "--trace", "run.jsonl"]) == 0
+        assert wait_for_store_writes(timeout_s=30)
+    printed = capsys.readouterr()
+    assert "the store's password is [REDACTED] [REDACTED]" in printed.out
+    assert_clean("fsm-agent run", printed.out + printed.err, (password, KEY_SHAPED))
+    assert_clean("the trace", (tmp_path / "run.jsonl").read_bytes(), (password, KEY_SHAPED))
 
 
 @pytest.mark.parametrize(
