@@ -1041,6 +1041,8 @@ def _renaming(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
 
 def _deeper_than(root: Node, limit: int) -> bool:
     """Whether any node of the tree is more than ``limit`` levels below ``root`` (no recursion)."""
+    if root.descendant_count <= limit:
+        return False  # a chain of nodes is no longer than their number: most commands stop here
     stack = [(root, 0)]
     while stack:
         node, level = stack.pop()
