@@ -838,6 +838,7 @@ _WRAPPERS: dict[str, _Unwrap] = {
     "eval": _eval,
     "watch": _watch,
     "setsid": _options_then_command(_table("cfw", "ctty fork wait help version")),
+    **dict.fromkeys(("busybox", "toybox"), _options_then_command(_table(long="help list"))),
     "ionice": _options_then_command(
         _table("t", "ignore help version", short_values="cn", long_values="class classdata")
     ),

@@ -336,6 +336,8 @@ def work(tmp_path: Path) -> Path:
         "sudo rm -rf src",
         "command -p rm -rf src",
         "builtin command rm -rf src",
+        "busybox rm -rf src",
+        "toybox rm -rf src",
         "echo ok; rm -rf src",
         "echo $(rm -rf src)",
     ],
