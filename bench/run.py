@@ -976,7 +976,9 @@ def main() -> int:
     import temporal_sessions  # beside this script; needs the temporal extra only to measure
 
     temporal_sessions.report(row, quick=args.quick)
-    report_user_turns(row, repeat=1 if args.quick else 3)
+    # Three sessions even when quick: one session's five-turn window can take a pause that
+    # has nothing to do with the conversation's length (a single run read 29× at turn 300).
+    report_user_turns(row, repeat=3 if args.quick else 5)
     return 0
 
 
