@@ -29,6 +29,7 @@ PROTECTED_DIRS = frozenset({".git", ".vscode", ".idea", ".claude"})
 SHELL_STARTUP_FILES = frozenset(
     {
         ".bashrc",
+        ".bash_aliases",  # sourced by the .bashrc many distributions install
         ".bash_profile",
         ".bash_login",
         ".bash_logout",
@@ -38,6 +39,9 @@ SHELL_STARTUP_FILES = frozenset(
         ".zprofile",
         ".zlogin",
         ".zlogout",
+        ".kshrc",
+        ".cshrc",
+        ".tcshrc",
     }
 )
 """Files a shell runs when it starts or ends: writing one is a way to run code later."""

@@ -31,6 +31,8 @@ PROTECTED_WRITES = [
     "cat payload > sub/.vscode/tasks.json",
     "ln -sf payload .gitmodules",
     "ls; > .bashrc",
+    "echo 'alias ls=\"rm -rf\"' >> .bash_aliases",
+    "printf evil > .cshrc",
     "echo evil &\\\n> .profile",
     # commands the analysis stops reading early: the name in the text is enough
     "echo evil > .bashrc; echo \x01",
