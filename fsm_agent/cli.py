@@ -266,24 +266,16 @@ def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> in
     import asyncio  # noqa: PLC0415
 
     from fsm_agent.core.config import LoopConfig  # noqa: PLC0415
-    from fsm_agent.runtime.agent import Agent, model_credentials, store_credentials  # noqa: PLC0415
+    from fsm_agent.runtime.agent import Agent  # noqa: PLC0415
     from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy  # noqa: PLC0415
     from fsm_agent.runtime.settings import load_settings  # noqa: PLC0415
-    from fsm_agent.store.opening import default_store_url  # noqa: PLC0415
     from fsm_agent.terminal_view import LiveView, stdin_is_terminal  # noqa: PLC0415
     from fsm_agent.toolbox import default_tools  # noqa: PLC0415
 
     # Settings first: a bad settings file is reported before anything else happens.
     settings = load_settings(Path.cwd(), extra_files=args.settings)
     model = _model(args.model)
-    # The agent's own secrets, known before it is built (the view asks its questions): the
-    # model's credentials and the password of the store its runs may be indexed in.
-    secrets = (*model_credentials(model), *store_credentials(default_store_url()))
-    view = (
-        LiveView(secrets=secrets)
-        if read_line is None
-        else LiveView(read_line=read_line, secrets=secrets)
-    )
+    view = LiveView() if read_line is None else LiveView(read_line=read_line)
     ask: Any = None  # nobody to ask: the mode decides, and the trace says no one was asked
     if args.yes:
         ask = _always_yes
@@ -300,6 +292,9 @@ def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> in
         settings=settings,
         trace=args.trace,
     )
+    # The view answers the agent's questions, so it was made first; it hides what the agent
+    # hides (its model's, store's, MCP servers' and telemetry's credentials) from here on.
+    view.hide(agent.secrets)
 
     async def go() -> Any:
         result = None

@@ -86,6 +86,7 @@ class LiveView:
     ) -> None:
         self.console = console if console is not None else Console(highlight=False)
         self._redactor = Redactor(secrets)
+        self._secrets = tuple(secrets)
         self.quiet = quiet
         self.read_line = read_line
         self.loop_transitions: list[str] = []
@@ -96,6 +97,13 @@ class LiveView:
         self._tools: dict[str, str] = {}  # call id → tool name
         self._asking: asyncio.Lock | None = None
         self._held: list[Callable[[], None]] | None = None  # output held during a question
+
+    def hide(self, secrets: Iterable[str]) -> None:
+        """Never print ``secrets`` either: an agent's own, known only once it is built (its
+        model's, MCP servers', store's and telemetry's credentials), while the view had to
+        exist before it to answer its questions."""
+        self._secrets = (*self._secrets, *secrets)
+        self._redactor = Redactor(self._secrets)
 
     def __enter__(self) -> LiveView:
         if not self.quiet and self.console.is_terminal:

@@ -343,6 +343,21 @@ def test_a_permission_question_shows_no_secret() -> None:
     assert_clean("the question", shown, (SECRET, KEY_SHAPED))
 
 
+def test_a_view_made_before_its_agent_hides_the_agents_secrets_once_told() -> None:
+    """`fsm-agent run` makes its view before the agent (the view answers its questions) and
+    hands it the agent's secrets, every source at once, once the agent is built."""
+    console = Console(file=io.StringIO(), width=200)
+    view = LiveView(console=console, read_line=lambda _prompt: "y", secrets=[KEY_SHAPED])
+    view.hide([SECRET])
+    request = PermissionRequest(
+        tool_name="Bash",
+        input={"command": f"echo {SECRET} {KEY_SHAPED}"},
+        message=f"it sends {SECRET}",
+    )
+    assert asyncio.run(view.ask(request)).allow
+    assert_clean("the question", console.file.getvalue(), (SECRET, KEY_SHAPED))  # type: ignore[attr-defined]
+
+
 def test_fsm_agent_run_prints_no_api_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
