@@ -528,9 +528,9 @@ class _Reader:
                 expanded=expanded,
             )
         )
-        renaming = _renaming(argv, assignments)
-        if renaming is not None:
-            self.problems.append(renaming)
+        hidden = _renaming(argv, assignments) or _hidden_code(argv, assignments)
+        if hidden is not None:
+            self.problems.append(hidden)
         if not argv or 0 in expanded:
             return
         if argv[0] in _SUBSCRIPT_EVALUATORS:
@@ -770,6 +770,54 @@ def _renaming(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
         return "hash -p changes which file a name runs"
     if program == "enable" and args:
         return "enable loads or hides builtins, changing what a name runs"
+    return None
+
+
+_CODE_VARIABLES = re.compile(
+    r"(PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH"
+    r"|[A-Z_]*PAGER|[A-Z_]*EDITOR|VISUAL|BROWSER|LESSOPEN|LESSCLOSE|[A-Z_]*ASKPASS"
+    r"|GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_PROXY_COMMAND)"
+)
+"""Variables whose value is code that the shell or a program runs later: a prompt or trace
+string (``PS4='$(rm x)'`` with ``set -x``), a file a shell sources (``BASH_ENV``, ``ENV``), a
+command line (``GIT_EXTERNAL_DIFF``, ``PAGER``), or a library loaded into every program
+(``LD_PRELOAD``)."""
+_SETS_VARIABLE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[.*\])?\+?=", re.DOTALL)
+_VARIABLE_SETTERS = frozenset(
+    {"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray",
+     "printf", "getopts"}
+)  # fmt: skip
+_DECLARATIONS = frozenset({"declare", "typeset", "local", "readonly", "export"})
+_SOURCING = frozenset({"source", "."})
+
+
+def _hidden_code(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
+    """Why a part runs code the analysis cannot see, if it does (SPEC §9.3: then the parts
+    found are not all that runs, and the command asks).
+
+    ``. f`` and ``source f`` run the commands of a file (one the same command may have just
+    written), and may define functions that change what later names run; a variable of
+    ``_CODE_VARIABLES`` set by an assignment or a builtin holds code run later; a name
+    reference (``declare -n``) can set any variable under another name.
+    """
+    for assignment in assignments:
+        setting = _SETS_VARIABLE.match(assignment)
+        if setting is not None and _CODE_VARIABLES.fullmatch(setting.group(1)):
+            return f"{assignment!r} sets code that runs later"
+    if not argv:
+        return None
+    program = argv[0]
+    if program in _SOURCING:
+        return f"{program} runs the commands of a file, which are not analysed"
+    if program not in _VARIABLE_SETTERS:
+        return None
+    for word in argv[1:]:
+        setting = _SETS_VARIABLE.match(word)
+        name = setting.group(1) if setting is not None else word
+        if _CODE_VARIABLES.fullmatch(name):
+            return f"{program} {word} sets code that runs later"
+        if program in _DECLARATIONS and word.startswith("-") and "n" in word:
+            return f"{program} {word} makes a name refer to another variable"
     return None
 
 
