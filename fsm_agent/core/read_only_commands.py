@@ -176,7 +176,15 @@ _ENVIRONMENT_PRINTERS = {
     "compgen": "can list the environment",
 }
 
-_SAFE_ASSIGNMENT = re.compile(r"(LC_[A-Z]+|LANG|LANGUAGE|TZ|NO_COLOR|COLUMNS)=[^$`]*")
+_LOCALE = r"(?:[A-Za-z0-9_]+(?:\.[A-Za-z0-9_-]+)?(?:@[A-Za-z0-9_]+)?)?"
+_SAFE_ASSIGNMENT = re.compile(
+    rf"(?:(?:LC_[A-Z]+|LANG)={_LOCALE}|LANGUAGE={_LOCALE}(?::{_LOCALE})*"
+    r"|TZ=(?:[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*)?|NO_COLOR=[^$`]*|COLUMNS=[0-9]*)"
+)
+"""``VAR=value`` prefixes a read-only command may carry. A zone or locale name is a file the C
+library reads under its own folders, so only plain names pass: ``TZ=/etc/shadow``,
+``TZ=:/path``, ``TZ=../../x``, ``LC_ALL=/tmp/x`` or ``LANGUAGE=../x`` would read a file
+elsewhere (``NLSPATH``, ``GCONV_PATH``, ``LOCPATH`` are not listed at all)."""
 _PROGRAM_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/")
 
 
@@ -580,7 +588,17 @@ def _date(program: str, args: Sequence[str], places: _Places) -> str | None:
         return refusal
     if any(not operand.startswith("+") for operand in parsed.operands):
         return "date with an operand other than +FORMAT sets the clock"
+    for option in parsed.options:
+        if option.name in ("-d", "--date") and "TZ" in (option.value or ""):
+            zones = _ZONE_IN_DATE.findall(option.value or "")
+            if not zones or not all(_PLAIN_ZONE.fullmatch(zone) for zone in zones):
+                return f"date {option.name} {option.value!r} names a zone that is not a plain name"
     return None
+
+
+_PLAIN_ZONE = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*")
+_ZONE_IN_DATE = re.compile(r'TZ\s*=\s*"([^"]*)"')
+"""``date -d 'TZ="Europe/Paris" 10:00'`` reads that zone's file, as ``TZ=`` does."""
 
 
 _DATE = _rule(
