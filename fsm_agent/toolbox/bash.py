@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 
 from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
-from fsm_agent.core.shell_commands import analyse_command
+from fsm_agent.core.shell_commands import CommandPart, analyse_command
 from fsm_agent.runtime.tool import (
     SAFETY_CHECK,
     PermissionCheck,
@@ -145,9 +145,16 @@ def _protected_path_named(command: str, ctx: ToolContext) -> str | None:
     dangerous as an Edit of the same file, so it gets the same bypass-immune safety check
     (SPEC §9.3 step 1g). Every word of every part and every redirect target counts: without
     knowing each program's meaning, a protected path anywhere in a writing command asks.
+
+    A word the shell computes (``~/.bash$x``, ``.gi?/config``, ``~/.b{a,}shrc``,
+    ``"$HOME/.profile"``) may become any path when the command runs, so it counts as one that
+    may be protected; only the arguments of programs that just print are left out.
     """
     analysis = analyse_command(command)
     for part in analysis.parts:
+        computed = _computed_paths(part)
+        if computed:
+            return f"{computed[0]} (a path the shell computes)"
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):
@@ -161,6 +168,23 @@ def _protected_path_named(command: str, ctx: ToolContext) -> str | None:
         if found is not None:
             return found.group(0)
     return None
+
+
+def _computed_paths(part: CommandPart) -> list[str]:
+    """The words and redirection targets of ``part`` the shell computes and that may name a
+    file: heredoc and here-string bodies are data, and so are the words of ``echo``."""
+    targets = [
+        redirect.target
+        for redirect in part.redirects
+        if redirect.expanded and not redirect.operator.lstrip("0123456789").startswith("<<")
+    ]
+    if part.argv and part.argv[0] not in _PRINTERS:
+        targets += [part.argv[index] for index in part.expanded if index > 0]
+    return targets
+
+
+_PRINTERS = frozenset({"echo", "printf", "true", "false", ":", "test", "["})
+"""Programs that write nothing but their output: their computed words are not paths."""
 
 
 _PROTECTED_NAME = re.compile(
