@@ -229,11 +229,12 @@ def shell_verdict(
     from fsm_agent.core.shell_commands import analyse_command  # noqa: PLC0415 - lazy, see above
 
     analysis = analyse_command(command)
-    texts = [text for part in analysis.parts if part.argv for text in _guarded_texts(part)]
+    argvs = [argv for part in analysis.parts if part.argv for argv in _guarded_argvs(part)]
+    texts = list(dict.fromkeys(" ".join(argv) for argv in argvs))
     whole = command.strip()
-    # exact/prefix/wildcard deny on any part, wherever it stands
+    # exact/prefix/wildcard deny on any part, wherever it stands, its options spelled any way
     for denying in rules.content_rules(RuleBehavior.DENY, "Bash"):
-        matched = _matching_text(denying, [whole, *texts])
+        matched = _matching_text(denying, [whole, *texts]) or _matching_spelling(denying, argvs)
         if matched is not None:
             return rule_verdict("deny", "1d", denying, f"{matched!r}")
     named = _path_rule(analysis, rules, RuleBehavior.DENY, place)
@@ -243,7 +244,7 @@ def shell_verdict(
     if own.behavior == "deny":
         return own
     for asking in rules.content_rules(RuleBehavior.ASK, "Bash"):
-        matched = _matching_text(asking, [whole, *texts])
+        matched = _matching_text(asking, [whole, *texts]) or _matching_spelling(asking, argvs)
         if matched is not None:
             return rule_verdict("ask", "1f", asking, f"{matched!r}")
     named = _path_rule(analysis, rules, RuleBehavior.ASK, place)
@@ -354,23 +355,23 @@ def _shown(part: CommandPart) -> str:
     return part.text or " ".join((*part.assignments, *redirects))
 
 
-def _guarded_texts(part: CommandPart) -> tuple[str, ...]:
-    """What deny and ask rules are matched against for one part: its text; for a program named
-    by its path (``/bin/rm x``), the same command by the program's name (``rm x``); and for git,
-    the command without git's own options (``git -C . push`` is ``git push``)."""
+def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
+    """What deny and ask rules are matched against for one part: its words; for a program
+    named by its path (``/bin/rm x``), the same command by the program's name (``rm x``); and
+    for git, the command without git's own options (``git -C . push`` is ``git push``)."""
     from fsm_agent.core.read_only_commands import without_git_globals  # noqa: PLC0415 - lazy
 
     program = part.argv[0]
     name = program.rsplit("/", 1)[-1] if "/" in program.rstrip("/") else program
-    texts = [part.text, " ".join((name, *part.argv[1:]))]
+    argvs = [part.argv, (name, *part.argv[1:])]
     if name == "git":
         rest = without_git_globals(part.argv[1:])
         if rest is not None:
-            texts.append(" ".join(("git", *rest)))
+            argvs.append(("git", *rest))
         else:  # an option we do not know: any word that is not an option may be the command
             words = part.argv[1:]
-            texts += [" ".join(("git", *words[i:])) for i, w in enumerate(words) if w[:1] != "-"]
-    return tuple(dict.fromkeys(texts))
+            argvs += [("git", *words[i:]) for i, w in enumerate(words) if w[:1] != "-"]
+    return tuple(dict.fromkeys(argvs))
 
 
 def _read_only(part: CommandPart, place: CallPlace) -> bool:
@@ -396,6 +397,18 @@ def _matching_text(rule: Rule, texts: Iterable[str]) -> str | None:
     return None
 
 
+def _matching_spelling(rule: Rule, argvs: Iterable[tuple[str, ...]]) -> str | None:
+    """The first command a deny or ask rule matches once options are spelled alike
+    (``Bash(rm -rf:*)`` and ``rm -r -f x``); never used for allow rules."""
+    from fsm_agent.core.option_spellings import matches_spelled_otherwise  # noqa: PLC0415 - lazy
+
+    assert rule.content is not None
+    for argv in argvs:
+        if matches_spelled_otherwise(rule.content, argv):
+            return " ".join(argv)
+    return None
+
+
 def _plain(part: CommandPart) -> bool:
     """No ``VAR=`` prefix and no redirection that could write somewhere."""
     return not part.assignments and all(_quiet(r.operator, r.target) for r in part.redirects)
@@ -409,8 +422,16 @@ def _quiet(operator: str, target: str) -> bool:
     return ">" in operator and target in _QUIET_REDIRECTS
 
 
+_USER_CHANGING = frozenset(
+    {"sudo", "doas", "pkexec", "su", "runuser", "runuser -u", "sg", "chroot", "setpriv",
+     "unshare", "nsenter", "runcon", "systemd-run"}
+)  # fmt: skip
+"""Wrappers that run a command as another user, in another root or namespace: an allow rule
+for the command is not an allow rule for running it so."""
+
+
 def _allowing_rule(part: CommandPart, rules: RuleSet) -> Rule | None:
-    if not part.argv or not _plain(part) or "sudo" in part.wrappers or "doas" in part.wrappers:
+    if not part.argv or not _plain(part) or _USER_CHANGING.intersection(part.wrappers):
         return None
     for rule in rules.content_rules(RuleBehavior.ALLOW, "Bash"):
         assert rule.content is not None
