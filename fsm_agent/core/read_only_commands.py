@@ -908,3 +908,53 @@ _PROGRAMS: dict[str, _Judge] = {
     "git": _git,
 }
 """Every program that can be judged read-only, and how its arguments are judged."""
+
+
+# -- what a search reads -----------------------------------------------------------------------
+
+REPOSITORY = ""
+"""Stands, in ``trees_read``, for the whole git repository the command runs in."""
+
+
+def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
+    """The folders whose files ``argv`` may read without naming them, as written (``.`` for
+    the folder the shell is in, :data:`REPOSITORY` for git's whole repository).
+
+    A deny rule on ``Read(./.env)`` must see ``grep -r KEY .``, ``rg KEY`` and ``git grep KEY``
+    (SPEC §9.3: deny rules always win), which read ``.env`` without a word naming it:
+    ``grep -r`` (or ``-d recurse``) and ``rg`` read every file under their operands, git's
+    searches, diffs, logs and blobs read the repository's files and history.
+    """
+    if not argv:
+        return ()
+    program = argv[0].rsplit("/", 1)[-1]
+    args = argv[1:]
+    if program in ("grep", "egrep", "fgrep", "rg"):
+        rule = _RG if program == "rg" else _GREP
+        parsed = parse_arguments(args, rule.table)
+        if parsed.problem is not None:
+            return (".",)  # read as we cannot: as if it searched where it runs
+        names = {option.name: option.value for option in parsed.options}
+        recursive = program == "rg" or bool(
+            {"-r", "-R", "--recursive", "--dereference-recursive"} & names.keys()
+        )
+        for name in ("-d", "--directories"):
+            recursive = recursive or names.get(name) == "recurse"
+        if not recursive:
+            return ()
+        operands = parsed.operands
+        if not rule.pattern_options & names.keys():
+            operands = operands[1:]
+        return tuple(operands) or (".",)
+    if program == "git":
+        rest = without_git_globals(args)
+        if rest is None or (rest and rest[0] in _GIT_CONTENT_READERS):
+            return (REPOSITORY,)
+    return ()
+
+
+_GIT_CONTENT_READERS = frozenset(
+    {"grep", "diff", "log", "show", "blame", "cat-file", "shortlog", "archive", "format-patch",
+     "whatchanged", "annotate", "difftool", "range-diff", "stash"}
+)  # fmt: skip
+"""git subcommands that can print the content of files, in the tree or in history."""

@@ -30,10 +30,12 @@ import attrs
 from fsm_agent.core.kinds import DecisionSource
 from fsm_agent.core.permission_rules import (
     FILE_TOOLS,
+    READ_FILE_TOOLS,
     Rule,
     RuleBehavior,
     RuleSet,
     path_rule_matches,
+    path_rule_may_match_under,
     shell_rule_matches,
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
@@ -250,15 +252,22 @@ def shell_verdict(
     named = _path_rule(analysis, rules, RuleBehavior.ASK, place)
     if named is not None:
         return rule_verdict("ask", "1f", named[0], f"{named[1]!r}")
+    searched = _unnamed_read_rule(analysis, rules, place)
+    if searched is not None:
+        return rule_verdict(
+            "ask", "1f", searched[0], f"{searched[1]!r} reads files no word of it names;"
+        )
     if own.immune:  # SPEC §9.3 step 1g: a write to a protected path asks, bypass or not
         return own
     if analysis.problem is not None:
-        # A command we cannot read may hide a part a deny or ask rule names: then neither a
-        # whole-tool allow nor bypass may skip the question (SPEC §9.3 step 1f).
+        # A command we cannot read may hide a part a deny or ask rule names, or a read of a
+        # path one covers: then neither a whole-tool allow nor bypass may skip the question
+        # (SPEC §9.3 step 1f).
         guarded = any(
-            True
-            for behavior in (RuleBehavior.DENY, RuleBehavior.ASK)
-            for _ in rules.content_rules(behavior, "Bash")
+            rule.behavior in (RuleBehavior.DENY, RuleBehavior.ASK)
+            and rule.content is not None
+            and (rule.tool == "Bash" or rule.tool in FILE_TOOLS)
+            for rule in rules.rules
         )
         return Verdict(
             behavior="ask",
@@ -335,6 +344,90 @@ def _path_rule(
                         ):
                             return rule, word
     return None
+
+
+def _unnamed_read_rule(
+    analysis: CommandAnalysis, rules: RuleSet, place: CallPlace
+) -> tuple[Rule, str] | None:
+    """The first Read deny or ask rule that may cover a file the command reads without a word
+    naming it, and the part that reads it.
+
+    ``grep -r KEY .``, ``rg KEY`` and ``git grep KEY`` read every file under a folder; a
+    program given names by ``xargs`` or ``find -exec`` reads what its input names; a word the
+    shell computes (``cat .en?``, ``cat "$f"``) may name any file. Such a read asks (SPEC §9.3
+    step 1f, even in bypass mode) when a rule covering ``Read`` may match under the folder:
+    whether the file is there is not known before the command runs.
+    """
+    from fsm_agent.core.read_only_commands import REPOSITORY  # noqa: PLC0415 - lazy
+
+    family = [
+        rule
+        for rule in rules.rules
+        if rule.behavior in (RuleBehavior.DENY, RuleBehavior.ASK)
+        and rule.content is not None
+        and rule.tool in READ_FILE_TOOLS
+    ]
+    if not family:
+        return None
+    cwd, home = place.cwd.as_posix(), place.home.as_posix()
+    case_sensitive = not _ignores_case(place.cwd)
+    bases = [place.cwd]
+    bases += [place.cwd / p.argv[-1] for p in analysis.parts if p.argv[:1] == ("cd",)]
+    for part in analysis.parts:
+        for word in _unnamed_reads(part):
+            if word == REPOSITORY:
+                folders = {_repository(base).as_posix() for base in bases}
+            else:
+                folders = _named_paths(word, bases)
+            for folder in folders:
+                for rule in family:
+                    assert rule.content is not None
+                    if path_rule_may_match_under(
+                        rule.content, folder, cwd=cwd, home=home, case_sensitive=case_sensitive
+                    ):
+                        return rule, _shown(part)
+    return None
+
+
+def _unnamed_reads(part: CommandPart) -> list[str]:
+    """The folders (as written) under which ``part`` may read files no word of it names."""
+    from fsm_agent.core.read_only_commands import trees_read  # noqa: PLC0415 - lazy
+
+    folders = list(trees_read(part.argv))
+    if part.argv and part.argv[0] in _PRINTERS:
+        return folders
+    fed = any(w == "xargs" or w.startswith("find -") for w in part.wrappers)
+    if fed and part.argv:
+        folders.append("/")  # the names come from the input: anything
+    computed = [part.argv[i] for i in part.expanded if i > 0]
+    computed += [r.target for r in part.redirects if r.expanded and r.operator.endswith("<")]
+    folders += [_computed_folder(word) for word in computed]
+    return folders
+
+
+_PRINTERS = frozenset({"echo", "printf", "true", "false", ":"})
+_GLOB_START = re.compile(r"[*?\[{]")
+_DOT_GLOB = re.compile(r"(?:^|/)\.[*?\[{]")
+
+
+def _computed_folder(word: str) -> str:
+    """The folder a word the shell computes may name a file under: the literal folder before
+    its first glob (``src/*.py`` reads in ``src``); ``/`` (anything) for a variable or a
+    substitution, which may hold ``..`` or an absolute path, and for globs that match ``..``."""
+    if "$" in word or "`" in word or ".." in word or _DOT_GLOB.search(word):
+        return "/"
+    found = _GLOB_START.search(word)
+    literal = word[: found.start()] if found is not None else word
+    folder = literal[: literal.rfind("/") + 1]
+    return folder or "."
+
+
+def _repository(base: Path) -> Path:
+    """The top of the git repository holding ``base`` (``base`` itself when there is none)."""
+    for folder in (base, *base.parents):
+        if (folder / ".git").exists():
+            return folder
+    return base
 
 
 def _named_paths(word: str, bases: list[Path]) -> set[str]:
