@@ -229,6 +229,7 @@ def shell_verdict(
 ) -> Verdict:
     """Rules on every part of a Bash command (SPEC §9.3 Bash checkPermissions)."""
     from fsm_agent.core.shell_commands import analyse_command  # noqa: PLC0415 - lazy, see above
+    from fsm_agent.toolbox.bash import runs_git  # noqa: PLC0415 - lazy, as the parser is
 
     analysis = analyse_command(command)
     argvs = [argv for part in analysis.parts if part.argv for argv in _guarded_argvs(part)]
@@ -281,6 +282,7 @@ def shell_verdict(
     used: Rule | None = None
     by_mode = False
     refused: list[CommandPart] = []
+    git_refused = _git_refusal(analysis, place)
     for part in analysis.parts:
         if part.argv and part.argv[0] in TRANSPARENT_WRAPPERS and _plain(part):
             continue
@@ -289,15 +291,16 @@ def shell_verdict(
             used = used or allowing
         elif place.accept_edits and _accept_edits_allows(part, place):
             by_mode = True
-        elif not _read_only(part, place):
+        elif not _read_only(part, place) or (git_refused and runs_git(part)):
             refused.append(part)
     if refused:
         # A part with no program (`X=1`, `> f`) has no text a rule could name: "Bash()" would
         # be the whole tool. No rule allows such a part; the whole command is offered instead.
         offered = tuple(dict.fromkeys(_exact_rule(p.text) for p in refused if p.argv))
+        here = f" here ({git_refused})" if git_refused and runs_git(refused[0]) else ""
         return Verdict(
             behavior="passthrough",
-            reason=f"`{_shown(refused[0])}` is neither allowed by a rule nor read-only",
+            reason=f"`{_shown(refused[0])}` is neither allowed by a rule nor read-only{here}",
             message=own.message,
             suggested_rules=offered or (_exact_rule(whole),),
         )
@@ -465,6 +468,14 @@ def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
             words = part.argv[1:]
             argvs += [("git", *words[i:]) for i, w in enumerate(words) if w[:1] != "-"]
     return tuple(dict.fromkeys(argvs))
+
+
+def _git_refusal(analysis: CommandAnalysis, place: CallPlace) -> str | None:
+    """Why git commands cannot be read-only with the git installed here, in the repositories
+    the command runs in (``toolbox/git_reads``), or None."""
+    from fsm_agent.toolbox.bash import git_refusal  # noqa: PLC0415 - lazy, see above
+
+    return git_refusal(analysis, place.cwd)
 
 
 def _read_only(part: CommandPart, place: CallPlace) -> bool:

@@ -103,7 +103,7 @@ class Bash(Tool[BashInput]):
         analysis = analyse_command(data.command)
         verdict = _judge(analysis, cwd=cwd, readable_roots=roots)
         if verdict.read_only:
-            refusal = _git_refusal(analysis, Path(cwd))
+            refusal = git_refusal(analysis, Path(cwd))
             if refusal is None:
                 return PermissionCheck(behavior="allow", message="read-only command")
             return PermissionCheck(behavior="ask", message=f"not read-only here: {refusal}")
@@ -143,13 +143,18 @@ class Bash(Tool[BashInput]):
         return ToolOutput(content=text)
 
 
-def _git_refusal(analysis: CommandAnalysis, cwd: Path) -> str | None:
+def git_refusal(analysis: CommandAnalysis, cwd: Path) -> str | None:
     """Why the git commands of a read-only command must ask with the git installed here, in
-    the repositories they run in (``git_reads``), or None."""
-    if not any(part.argv[0].rsplit("/", 1)[-1] == "git" for part in analysis.parts):
+    the repositories they run in (``git_reads``), or None (also when it runs no git)."""
+    if not any(runs_git(part) for part in analysis.parts):
         return None
     folders = [cwd, *(cwd / p.argv[-1] for p in analysis.parts if p.argv[:1] == ("cd",))]
     return git_read_refusal(folders, _search_path(os.environ.get("PATH", os.defpath)))
+
+
+def runs_git(part: CommandPart) -> bool:
+    """Whether ``part`` runs git (by name or by path)."""
+    return bool(part.argv) and part.argv[0].rsplit("/", 1)[-1] == "git"
 
 
 def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | None:
@@ -185,15 +190,24 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
 
 def _computed_paths(part: CommandPart) -> list[str]:
     """The words and redirection targets of ``part`` the shell computes and that may name a
-    file: heredoc and here-string bodies are data, and so are the words of ``echo``."""
+    file it writes: not an input (``< $f``), nor a heredoc, nor the words of a program that
+    only prints or, on the read-only list, only reads (``cat src/*.py``)."""
     targets = [
         redirect.target
         for redirect in part.redirects
-        if redirect.expanded and not redirect.operator.lstrip("0123456789").startswith("<<")
+        if redirect.expanded and ">" in redirect.operator
     ]
-    if part.argv and part.argv[0] not in _PRINTERS:
+    if part.argv and part.argv[0] not in _PRINTERS and not _only_reads(part):
         targets += [part.argv[index] for index in part.expanded if index > 0]
     return targets
+
+
+def _only_reads(part: CommandPart) -> bool:
+    """Whether ``part`` is on the read-only list once its computed words are taken as they
+    are written (wherever they lead, such a program writes none of them)."""
+    literal = attrs.evolve(part, expanded=(), redirects=())
+    analysis = CommandAnalysis(command=part.text, parts=(literal,))
+    return _judge(analysis, cwd="/", readable_roots=("/",)).read_only
 
 
 _PRINTERS = frozenset({"echo", "printf", "true", "false", ":", "test", "["})
