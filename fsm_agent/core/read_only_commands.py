@@ -22,7 +22,8 @@ while it walks a tree (``grep -R``, ``find -L``, ``rg --follow``) are refused, a
 configuration (git's ``core.fsmonitor``, diff drivers, ripgrep's config file): ``.git/`` and
 the shell's start-up files are protected paths, so the agent cannot plant them unasked, and the
 Bash tool runs git with ``safe.bareRepository=explicit``, so a folder of plain files the agent
-wrote (``HEAD``, ``config``, ``refs/``) is not taken for a repository.
+wrote (``HEAD``, ``config``, ``refs/``) is not taken for a repository (a git too old to honour
+it makes git commands ask: ``toolbox/git_reads``).
 """
 
 from __future__ import annotations
