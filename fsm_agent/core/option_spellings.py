@@ -19,6 +19,7 @@ written.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -171,16 +172,10 @@ def matches_spelled_otherwise(content: str, argv: Sequence[str]) -> bool:
     """Whether a deny or ask rule's Bash content matches ``argv`` once both write their
     options alike (only prefix rules, trailing-`` *`` rules and exact rules; a rule with other
     wildcards, quotes or backslashes is left to the text match)."""
-    body = content.strip()
-    prefix = body.endswith(":*")
-    if prefix:
-        body = body[:-2]
-    elif body.endswith(" *"):
-        prefix, body = True, body[:-2]
-    if not body or any(char in body for char in "*\\'\"") or not argv:
+    read = _rule(content)
+    if read is None or not argv:
         return False
-    words = body.split()
-    rule = _read(words, len(_command_words(words)))
+    prefix, rule = read
     if tuple(argv[: len(rule.command)]) != rule.command:
         return False
     command = _read(argv, len(rule.command))
@@ -189,6 +184,22 @@ def matches_spelled_otherwise(content: str, argv: Sequence[str]) -> bool:
             command.operands[: len(rule.operands)] == rule.operands
         )
     return rule.options == command.options and rule.operands == command.operands
+
+
+@functools.lru_cache(maxsize=1024)
+def _rule(content: str) -> tuple[bool, _Read] | None:
+    """A rule's content read once: whether it is a prefix rule, and its words; None for a
+    rule left to the text match."""
+    body = content.strip()
+    prefix = body.endswith(":*")
+    if prefix:
+        body = body[:-2]
+    elif body.endswith(" *"):
+        prefix, body = True, body[:-2]
+    if not body or any(char in body for char in "*\\'\""):
+        return None
+    words = body.split()
+    return prefix, _read(words, len(_command_words(words)))
 
 
 def _command_words(words: Sequence[str]) -> tuple[str, ...]:
