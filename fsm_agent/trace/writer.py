@@ -199,14 +199,14 @@ class TraceWriter:
             file = Path(target).open("wb", buffering=0)  # noqa: SIM115 - closed in close()
             self._file: IO[bytes] = file
             self._owns_file = True
-            self._size = 0
             self._cuttable = True
         else:
             self._file = target
             self._owns_file = False
             name = getattr(target, "name", None)
             self._name = name if isinstance(name, str) else None
-            self._size, self._cuttable = _start_of(target)
+            # A buffer could hold part of a refused line: only a raw file is cut back.
+            self._cuttable = isinstance(target, io.RawIOBase)
         secrets = tuple(secrets)
         # Most writers have no secret string: they share the redactor of the key rules.
         self._redactor = Redactor(secrets) if secrets else KEY_RULES_ONLY
@@ -315,26 +315,33 @@ class TraceWriter:
     def _put(self, data: bytes) -> None:
         """Write and flush ``data`` (whole records); a file that refuses it ends the writing:
         :meth:`_write_failed`."""
-        file, size = self._file, len(data)
         try:
-            written = file.write(data)
-            while written is not None and written < len(data):  # a raw file writes in parts
-                data = data[written:]
-                written = file.write(data)
-            file.flush()
+            written = self._file.write(data)
+            if written != len(data):  # a raw file may take part of it
+                self._write_rest(data, written or 0)
+            self._file.flush()
         except OSError as exc:
-            raise self._write_failed(exc) from exc
-        self._size += size
+            raise self._write_failed(exc, taken=0) from exc
 
-    def _write_failed(self, exc: OSError) -> TraceWriteFailed:
-        """The error for a file that refused a record. The writer takes no further record,
-        and the file is cut back to its last whole record where nothing of the refused one
-        can linger in a buffer (a file the writer opened, or a raw file)."""
+    def _write_rest(self, data: bytes, taken: int) -> None:
+        """Write what a raw file did not take at once (``taken`` bytes of ``data``)."""
+        try:
+            while taken < len(data):
+                taken += self._file.write(memoryview(data)[taken:]) or 0
+        except OSError as exc:
+            raise self._write_failed(exc, taken=taken) from exc
+
+    def _write_failed(self, exc: OSError, *, taken: int) -> TraceWriteFailed:
+        """The error for a file that refused a record after taking ``taken`` bytes of its
+        line. The writer takes no further record, and the file is cut back to its last whole
+        record where nothing of the refused one can linger in a buffer (a file the writer
+        opened, or a raw file)."""
         cut_back = False
         if self._cuttable:
             try:
-                os.ftruncate(self._file.fileno(), self._size)
-                self._file.seek(self._size)
+                start = self._file.tell() - taken
+                os.ftruncate(self._file.fileno(), start)
+                self._file.seek(start)
                 cut_back = True
             except (OSError, ValueError):
                 pass  # the error names the file as possibly cut off
@@ -650,17 +657,6 @@ class TraceWriter:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _start_of(target: IO[bytes]) -> tuple[int, bool]:
-    """Where records start in a file the writer was handed, and whether the writer may cut
-    it back there after a failed write: only a raw file (no buffer that could hold part of
-    a refused record) whose position it can read."""
-    try:
-        start = target.tell()
-    except (OSError, ValueError, AttributeError):
-        return 0, False
-    return start, isinstance(target, io.RawIOBase)
 
 
 class _Sink:
