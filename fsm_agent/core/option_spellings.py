@@ -186,6 +186,14 @@ def matches_spelled_otherwise(content: str, argv: Sequence[str]) -> bool:
     return rule.options == command.options and rule.operands == command.operands
 
 
+def may_match_computed(content: str, argv: Sequence[str], computed: Sequence[int]) -> bool:
+    """Whether ``argv``, whose words at the indexes ``computed`` the shell computes when it
+    runs (``rm $opts x``), may become a command the rule matches: the program is the rule's,
+    and a computed word may hold any option or operand."""
+    words = content.strip().removesuffix(":*").split()
+    return bool(words and argv) and argv[0] == words[0] and any(i > 0 for i in computed)
+
+
 @functools.lru_cache(maxsize=1024)
 def _rule(content: str) -> tuple[bool, _Read] | None:
     """A rule's content read once: whether it is a prefix rule, and its words; None for a

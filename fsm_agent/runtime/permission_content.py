@@ -253,6 +253,9 @@ def shell_verdict(
     named = _path_rule(analysis, rules, RuleBehavior.ASK, place)
     if named is not None:
         return rule_verdict("ask", "1f", named[0], f"{named[1]!r}")
+    computed = _computed_rule(analysis, rules)
+    if computed is not None:
+        return rule_verdict("ask", "1f", computed[0], f"{computed[1]!r} computes words;")
     searched = _unnamed_read_rule(analysis, rules, place)
     if searched is not None:
         return rule_verdict(
@@ -346,6 +349,24 @@ def _path_rule(
                             rule.content, path, cwd=cwd, home=home, case_sensitive=case_sensitive
                         ):
                             return rule, word
+    return None
+
+
+def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str] | None:
+    """The first Bash deny or ask rule naming the program of a part whose words the shell
+    computes (``rm $opts src`` under ``Bash(rm -rf:*)``): the words may become what the rule
+    names, so the command asks (SPEC §9.3 step 1f), and the part."""
+    from fsm_agent.core.option_spellings import may_match_computed  # noqa: PLC0415 - lazy
+
+    for behavior in (RuleBehavior.DENY, RuleBehavior.ASK):
+        for rule in rules.content_rules(behavior, "Bash"):
+            assert rule.content is not None
+            for part in analysis.parts:
+                for argv in _guarded_argvs(part) if part.argv else ():
+                    shift = len(argv) - len(part.argv)  # git without its own options
+                    computed = [i + shift for i in part.expanded]
+                    if may_match_computed(rule.content, argv, computed):
+                        return rule, _shown(part)
     return None
 
 

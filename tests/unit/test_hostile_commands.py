@@ -875,3 +875,30 @@ def test_read_only_commands_run_without_lazy_fetching(
     for command in ("git status", "touch x"):
         asyncio.run(Bash().call(BashInput(command=command), ToolContext(cwd=tmp_path), print))
     assert given == [True, False]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm $o src",
+        "o=-rf; rm $o src",
+        "rm -r $f src",
+        'rm "-r$f" src',
+        "rm -r{f,} src",
+        "sudo rm $o x",
+    ],
+)
+def test_options_the_shell_computes_ask_under_a_rule_naming_options(
+    command: str, work: Path
+) -> None:
+    """``rm $o src`` may be ``rm -rf src``: under ``Bash(rm -rf:*)`` it asks, even in bypass
+    mode (found: the rule saw ``rm $o src`` and let it run)."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm -rf:*)"})
+    assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
+    assert decided.rule == "Bash(rm -rf:*)"
+
+
+def test_computed_words_of_other_programs_run_beside_a_rule_naming_options(work: Path) -> None:
+    """The control: ``ls $d`` is not the program the rule names."""
+    decided = decide("ls $d", work, mode=PermissionMode.BYPASS, deny={"Bash(rm -rf:*)"})
+    assert decided.behavior is PermissionBehavior.ALLOW
