@@ -26,7 +26,7 @@ from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.tool import Tool, ToolContext
 from fsm_agent.runtime.tool_providers import ToolProvider, check_tool_providers
-from fsm_agent.telemetry.config import Telemetry, tracer_for
+from fsm_agent.telemetry.config import Telemetry, telemetry_credentials, tracer_for
 from fsm_agent.trace.location import names_folder, prepare_trace_file
 
 if TYPE_CHECKING:
@@ -199,8 +199,9 @@ class Agent:
         secrets: strings that must never reach a trace or a span; the credentials the agent is
             configured with are added by themselves: the model's (its API key, wherever it
             was found), the MCP servers' (their credential headers, environment variables
-            and command-line options), the store URL's password and the credentials of a
-            ``Telemetry`` endpoint.
+            and command-line options), the store URL's password and, when telemetry is on,
+            the credentials spans are exported with (a ``Telemetry`` endpoint's, the
+            ``OTEL_EXPORTER_OTLP_HEADERS`` credential headers).
         sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
             agent under Hypothesis without real waiting.
         wall_clock: epoch seconds (default ``time.time``), stamped on the events that
@@ -305,7 +306,7 @@ class Agent:
             *secrets,
             *model_credentials(model),
             *_server_credentials(mcp_servers),
-            *_kept(telemetry.secrets if isinstance(telemetry, Telemetry) else ()),
+            *_kept(telemetry_credentials(telemetry)),
             *store_credentials(self.store_target()),
         )
         # What each request sends about the tools; schemas are generated once, not per request.
