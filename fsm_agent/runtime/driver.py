@@ -422,7 +422,7 @@ class _Run:
                 if store is not None and self.trace_path is not None:
                     from fsm_agent.store.background import index_later  # noqa: PLC0415 - lazy
 
-                    index_later(self.trace_path, store)
+                    index_later(self.trace_path, store, self.agent.secrets)
         self.agent.response_clock.run_ended(self.core.transcript)
         price = self.agent.price
         result = RunResult(
