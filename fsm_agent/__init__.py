@@ -145,6 +145,7 @@ _PUBLIC = {
     "TableDigestMismatch": "fsm_agent.errors",
     "TraceWriteConflict": "fsm_agent.errors",
     "TraceWriteFailed": "fsm_agent.errors",
+    "TraceFileBusy": "fsm_agent.errors",
 }
 
 __all__ = [
@@ -254,6 +255,7 @@ __all__ = [
     "ToolSpec",
     "TraceDivergence",
     "TraceError",
+    "TraceFileBusy",
     "TraceFormatError",
     "TraceTruncated",
     "TraceVersionError",
@@ -349,6 +351,7 @@ if TYPE_CHECKING:
         TableDigestMismatch,
         TraceDivergence,
         TraceError,
+        TraceFileBusy,
         TraceFormatError,
         TraceTruncated,
         TraceVersionError,
