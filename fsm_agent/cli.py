@@ -19,6 +19,7 @@ from typing import Any
 
 from fsm_agent.errors import FsmAgentError, TraceWriteFailed
 from fsm_agent.temporal import commands as temporal_commands
+from fsm_agent.terminal_text import shown
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -196,6 +197,13 @@ def _live_options(command: argparse.ArgumentParser) -> None:
         "~/.claude/settings.json, .claude/settings.json and .claude/settings.local.json "
         "(repeatable)",
     )
+    command.add_argument(
+        "--trust-folder",
+        action="store_true",
+        help="apply what this folder's .claude/settings*.json grant (allow rules, hooks, a "
+        "mode, extra folders) without asking; untrusted, they are asked about at a terminal "
+        "and otherwise left out (their deny and ask rules always apply)",
+    )
 
 
 def _conversation_options(command: argparse.ArgumentParser) -> None:
@@ -273,12 +281,19 @@ def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> in
     from fsm_agent.core.config import LoopConfig  # noqa: PLC0415
     from fsm_agent.runtime.agent import Agent  # noqa: PLC0415
     from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy  # noqa: PLC0415
-    from fsm_agent.runtime.settings import load_settings  # noqa: PLC0415
+    from fsm_agent.runtime.folder_trust import settings_for_folder  # noqa: PLC0415
     from fsm_agent.terminal_view import LiveView, stdin_is_terminal  # noqa: PLC0415
     from fsm_agent.toolbox import default_tools  # noqa: PLC0415
 
-    # Settings first: a bad settings file is reported before anything else happens.
-    settings = load_settings(Path.cwd(), extra_files=args.settings)
+    # Settings first: a bad settings file is reported before anything else happens. What the
+    # folder's own files grant needs the person's trust (a cloned repository's hooks).
+    settings = settings_for_folder(
+        Path.cwd(),
+        extra_files=args.settings,
+        trust_flag=args.trust_folder,
+        ask=_ask_folder_trust if stdin_is_terminal() else None,
+        warn=lambda text: print(shown(f"fsm-agent: {text}"), file=sys.stderr),
+    )
     model = _model(args.model)
     view = LiveView() if read_line is None else LiveView(read_line=read_line)
     ask: Any = None  # nobody to ask: the mode decides, and the trace says no one was asked
@@ -392,6 +407,27 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         verb = "will run again" if args.rerun else "is answered with an error, not re-run"
         print(f"in flight at the crash: {item.effect} — {verb}", file=sys.stderr)
     return _live(args, lambda agent: agent.continue_from(point, rerun=lambda _: args.rerun))
+
+
+def _ask_folder_trust(folder: Path, granted: Sequence[str]) -> str:
+    """Show what a folder's settings files grant, and ask whether to apply them."""
+    print(shown(f"\nThe settings files of {folder}/.claude grant:"))
+    for line in granted:  # one line each, whatever they hold
+        print("  - " + shown(line).replace("\n", "\\n"))
+    print("Their deny and ask rules apply either way.")
+    question = "Apply what they grant? [o] this time, [a] always (until they change), [n] no: "
+    while True:
+        try:
+            answer = input(question).strip().lower()
+        except EOFError:
+            return "no"
+        if answer in {"o", "once"}:
+            return "once"
+        if answer in {"a", "always"}:
+            return "always"
+        if answer in {"n", "no", ""}:
+            return "no"
+        print("  please answer o, a or n")
 
 
 def _always_yes(_request: Any) -> bool:
