@@ -144,6 +144,7 @@ _PUBLIC = {
     "TraceVersionError": "fsm_agent.errors",
     "TableDigestMismatch": "fsm_agent.errors",
     "TraceWriteConflict": "fsm_agent.errors",
+    "TraceWriteFailed": "fsm_agent.errors",
 }
 
 __all__ = [
@@ -257,6 +258,7 @@ __all__ = [
     "TraceTruncated",
     "TraceVersionError",
     "TraceWriteConflict",
+    "TraceWriteFailed",
     "TransitionCount",
     "TransitionTaken",
     "TransitionUpdate",
@@ -351,6 +353,7 @@ if TYPE_CHECKING:
         TraceTruncated,
         TraceVersionError,
         TraceWriteConflict,
+        TraceWriteFailed,
         UsageError,
     )
     from fsm_agent.runtime.agent import (

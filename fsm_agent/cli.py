@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fsm_agent.errors import FsmAgentError
+from fsm_agent.errors import FsmAgentError, TraceWriteFailed
 from fsm_agent.temporal import commands as temporal_commands
 from fsm_agent.terminal_text import shown
 
@@ -43,6 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandLineError as exc:
         print(f"fsm-agent: {shown(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
+    except TraceWriteFailed as exc:
+        print(f"fsm-agent: {exc}", file=sys.stderr)
+        if exc.cut_back and exc.path is not None:
+            print(f"  Then carry the run on: fsm-agent resume {exc.path}", file=sys.stderr)
+        return EXIT_FAILED
     except FsmAgentError as exc:
         print(f"fsm-agent: {shown(str(exc))}", file=sys.stderr)
         return EXIT_FAILED

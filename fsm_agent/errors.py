@@ -103,6 +103,35 @@ class TraceWriteConflict(TraceError):
         super().__init__(f"{path}: at byte offset {offset}: {problem}")
 
 
+class TraceWriteFailed(TraceError):
+    """The trace file refused a record (a full disk, a file-size limit, a lost device).
+
+    The run stops there: the record's step is not performed, since nothing may happen that
+    the trace lacks (DESIGN §5). The writer cuts the file back to its last whole record when
+    it can (``cut_back``), so the file reads as a run that stopped before ``seq``, and a
+    resume picks it up once the cause is gone; the writer takes no further record.
+    ``path`` names the file (``None`` for a file object with no name), ``seq`` the first
+    record not on file, and the ``OSError`` is the ``__cause__``.
+    """
+
+    def __init__(self, *, path: str | None, seq: int, cut_back: bool, problem: str) -> None:
+        self.path = path
+        self.seq = seq
+        self.cut_back = cut_back
+        self.problem = problem
+        name = path if path is not None else "the trace"
+        kept = (
+            "The file was cut back to its last whole record, so the run can be resumed from "
+            "it once the cause is gone."
+            if cut_back
+            else "Its last line may be cut off (read it with allow_truncated)."
+        )
+        super().__init__(
+            f"{name}: record seq {seq} could not be written ({problem}). The run stopped "
+            f"before performing that step. {kept}"
+        )
+
+
 class TraceDivergence(TraceError):
     """Replay produced a record that differs from the recorded one.
 

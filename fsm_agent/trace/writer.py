@@ -14,6 +14,11 @@ whole line once when ``meta`` is empty (:mod:`~fsm_agent.trace.header_parts`). A
 ``input_json_delta`` pieces are rewritten first, by the writer's scanners
 (:mod:`~fsm_agent.trace.stream_input_redaction`); the core is fed the event as it came.
 
+A file the writer opens is written unbuffered (each line is flushed anyway). When the file
+refuses a line (a full disk), nothing of that feed's step is performed: the writer cuts the
+file back to its last whole line, raises :class:`~fsm_agent.errors.TraceWriteFailed` and takes
+no further record, so the file reads as a run that stopped there and can be resumed.
+
 Records copied from another trace (:meth:`TraceWriter.write_record`, a replayed prefix) go
 through a structlog logger built locally with ``structlog.wrap_logger`` (never
 ``structlog.configure``, which is process-global) when the first is copied: our processors
@@ -32,7 +37,9 @@ around a core.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
@@ -48,7 +55,7 @@ from fsm_agent.core.events import Event, ModelStreamEvent, TurnStarted
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
-from fsm_agent.errors import UsageError
+from fsm_agent.errors import FsmAgentError, TraceWriteFailed, UsageError
 from fsm_agent.trace import records
 from fsm_agent.trace.closed_fields import sensitive_key_in
 from fsm_agent.trace.header_parts import header_parts
@@ -159,6 +166,9 @@ class TraceWriter:
 
     Raises:
         UsageError: from a ``write_*`` call whose record holds something that is not JSON.
+        TraceWriteFailed: from a ``write_*`` call the file refused (a full disk, say): the
+            file is cut back to its last whole record where it can be, and every later
+            ``write_*`` call raises it again.
     """
 
     def __init__(
@@ -181,12 +191,22 @@ class TraceWriter:
             self._started = started
         else:
             self._started = clock() if clock is not None else 0.0
+        self._failure: TraceWriteFailed | None = None
         if isinstance(target, str | os.PathLike):
-            self._file: IO[bytes] = Path(target).open("wb")  # noqa: SIM115 - closed in close()
+            # Unbuffered: every record is flushed anyway, and a failed write leaves no bytes
+            # behind in a buffer, so the file can be cut back to its last whole record.
+            self._name: str | None = os.fspath(target)
+            file = Path(target).open("wb", buffering=0)  # noqa: SIM115 - closed in close()
+            self._file: IO[bytes] = file
             self._owns_file = True
+            self._cuttable = True
         else:
             self._file = target
             self._owns_file = False
+            name = getattr(target, "name", None)
+            self._name = name if isinstance(name, str) else None
+            # A buffer could hold part of a refused line: only a raw file is cut back.
+            self._cuttable = isinstance(target, io.RawIOBase)
         secrets = tuple(secrets)
         # Most writers have no secret string: they share the redactor of the key rules.
         self._redactor = Redactor(secrets) if secrets else KEY_RULES_ONLY
@@ -258,8 +278,7 @@ class TraceWriter:
                 line = records.dumps(self._redactor.value(record))
         except (orjson.JSONEncodeError, TypeError) as exc:
             raise UsageError(f"the header cannot be written: {exc.__cause__ or exc}") from exc
-        self._file.write(line + b"\n")
-        self._file.flush()
+        self._put(line + b"\n")
 
     def _structlog_logger(self) -> Any:
         """The structlog logger that copies records (:meth:`write_record`), built on first use:
@@ -269,7 +288,7 @@ class TraceWriter:
             import structlog  # noqa: PLC0415 - lazy: most writers never copy a record
 
             self._logger = structlog.wrap_logger(
-                structlog.BytesLogger(self._file),  # type: ignore[arg-type]  # any binary file
+                structlog.BytesLogger(_Sink(self._put)),  # type: ignore[arg-type]  # write, flush
                 processors=[
                     self._stamp_seq,
                     # Redaction happens inside the serializer: the rendered bytes are scanned,
@@ -285,13 +304,70 @@ class TraceWriter:
 
     def _write(self, fields: Mapping[str, Any]) -> None:
         if self._closed:
-            raise UsageError("the trace writer is closed")
+            raise self._refusal()
         try:
             self._structlog_logger().msg(**fields)
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
         self._next_seq += records.seqs_taken(fields)
+
+    def _put(self, data: bytes) -> None:
+        """Write and flush ``data`` (whole records); a file that refuses it ends the writing:
+        :meth:`_write_failed`."""
+        try:
+            written = self._file.write(data)
+            if written != len(data):  # a raw file may take part of it
+                self._write_rest(data, written or 0)
+            self._file.flush()
+        except OSError as exc:
+            raise self._write_failed(exc, taken=0) from exc
+
+    def _write_rest(self, data: bytes, taken: int) -> None:
+        """Write what a raw file did not take at once (``taken`` bytes of ``data``)."""
+        try:
+            while taken < len(data):
+                taken += self._file.write(memoryview(data)[taken:]) or 0
+        except OSError as exc:
+            raise self._write_failed(exc, taken=taken) from exc
+
+    def _write_failed(self, exc: OSError, *, taken: int) -> TraceWriteFailed:
+        """The error for a file that refused a record after taking ``taken`` bytes of its
+        line. The writer takes no further record, and the file is cut back to its last whole
+        record where nothing of the refused one can linger in a buffer (a file the writer
+        opened, or a raw file)."""
+        cut_back = False
+        if self._cuttable:
+            try:
+                start = self._file.tell() - taken
+                os.ftruncate(self._file.fileno(), start)
+                self._file.seek(start)
+                cut_back = True
+            except (OSError, ValueError):
+                pass  # the error names the file as possibly cut off
+        if self._owns_file:  # nothing more goes to it: close() has nothing left to do
+            with contextlib.suppress(OSError):
+                self._file.close()
+        self._failure = TraceWriteFailed(
+            path=self._name,
+            seq=self._next_seq,
+            cut_back=cut_back,
+            problem=exc.strerror or str(exc),
+        )
+        self._closed = True
+        return self._failure
+
+    def _refusal(self) -> FsmAgentError:
+        """Why the writer takes no record: its file refused one, or it was closed."""
+        if self._failure is not None:
+            failure = self._failure
+            return TraceWriteFailed(
+                path=failure.path,
+                seq=failure.seq,
+                cut_back=failure.cut_back,
+                problem=failure.problem,
+            )
+        return UsageError("the trace writer is closed")
 
     def write_record(self, fields: Mapping[str, Any]) -> None:
         """Write a record dict as is (``seq`` is stamped; an event line carrying its feed's
@@ -315,19 +391,18 @@ class TraceWriter:
         traced = self._stream_inputs.event(request_id, raw)
         return event if traced is raw else {**event, "event": traced}
 
-    def _line(self, fields: MutableMapping[str, Any], *, keys_hit: bool, count: int) -> bytes:
+    def _line(self, fields: MutableMapping[str, Any], *, keys_hit: bool) -> bytes:
         """One record line for the hot path: ``seq`` stamped, serialized and redacted as the
-        logger would, without its machinery (the same bytes); the line takes ``count``
-        seqs. ``keys_hit``: as for :meth:`_render`."""
+        logger would, without its machinery (the same bytes). ``keys_hit``: as for
+        :meth:`_render`."""
         if self._closed:
-            raise UsageError("the trace writer is closed")
+            raise self._refusal()
         fields["seq"] = self._next_seq
         try:
             data = self._render(fields, keys_hit=keys_hit)
         except (orjson.JSONEncodeError, TypeError) as exc:
             cause = exc.__cause__ or exc
             raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
-        self._next_seq += count
         return data + b"\n"
 
     def prepare_event(self, event: Event) -> EventLine:
@@ -340,7 +415,7 @@ class TraceWriter:
     def _prepare(self, event: Event) -> _Prepared:
         """:meth:`prepare_event`, as a plain tuple."""
         if self._closed:
-            raise UsageError("the trace writer is closed")
+            raise self._refusal()
         fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
         # A record's keys are the writer's own but for the event's and the effects': a stream
         # event's model event is scanned whole (unless it is one of the API's own shapes), any
@@ -421,17 +496,16 @@ class TraceWriter:
     def _write_line(self, line: _Prepared, step: Step | None) -> None:
         """:meth:`write_event_line` for a line as :meth:`_prepare` gives it."""
         if self._closed:
-            raise UsageError("the trace writer is closed")
+            raise self._refusal()
         rendered, fields, parts, event = line
         if rendered is not None:
             data = self._whole_line(rendered, fields, step)
             if data is not None:
+                self._put(data)  # before the seqs are taken: a refused line names its own
                 if step is not None:
                     self._next_seq += 1 + len(step.transitions) + len(step.effects)
                 else:
                     self._next_seq += 1
-                self._file.write(data)
-                self._file.flush()
                 return
             # A key or a secret to redact, or a value to rewrite or refuse: as it always was.
             parts = self._event_parts(event, fields)
@@ -491,19 +565,18 @@ class TraceWriter:
     def _write_parts(self, alone: tuple[bytes, ...], step: Step | None) -> None:
         """:meth:`write_event_line` for the parts of a prepared line."""
         if self._closed:
-            raise UsageError("the trace writer is closed")
+            raise self._refusal()
         if step is not None and (step.transitions or step.effects):
             try:
                 data = b"".join(self._with_step(alone, step))
             except (orjson.JSONEncodeError, TypeError) as exc:
                 cause = exc.__cause__ or exc
                 raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
+            self._put(data)
             self._next_seq += 1 + len(step.transitions) + len(step.effects)
         else:
-            data = alone[0] + b"\n" if len(alone) == 1 else b"".join((*alone, b"\n"))
+            self._put(alone[0] + b"\n" if len(alone) == 1 else b"".join((*alone, b"\n")))
             self._next_seq += 1
-        self._file.write(data)
-        self._file.flush()
 
     def _with_step(self, alone: tuple[bytes, ...], step: Step) -> list[bytes | memoryview]:
         """The parts of the line (newline included) of an event carrying its step, from the
@@ -560,9 +633,8 @@ class TraceWriter:
         """Record the end of the run: the terminal reason, the usage totals, and the fault
         that ended it early, if one did (replay takes the fault as recorded)."""
         # Its keys are the writer's own (usage counters included): only strings are searched.
-        line = self._line(records.end_fields(terminal, usage, fault=fault), keys_hit=False, count=1)
-        self._file.write(line)
-        self._file.flush()
+        self._put(self._line(records.end_fields(terminal, usage, fault=fault), keys_hit=False))
+        self._next_seq += 1
         self.ended = True
 
     def close(self) -> None:
@@ -570,7 +642,8 @@ class TraceWriter:
         if self._closed:
             return
         self._closed = True
-        self._file.flush()
+        if self._failure is None:
+            self._file.flush()
         if self._owns_file:
             self._file.close()
 
@@ -584,6 +657,17 @@ class TraceWriter:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class _Sink:
+    """What the copying logger writes to (``structlog.BytesLogger`` writes, then flushes):
+    the writer's own :meth:`TraceWriter._put`."""
+
+    def __init__(self, put: Callable[[bytes], None]) -> None:
+        self.write = put
+
+    def flush(self) -> None:
+        """Nothing left to flush: :meth:`TraceWriter._put` flushed."""
 
 
 class TracingCore:
