@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,9 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fsm-agent: {shown(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except TraceWriteFailed as exc:
-        print(f"fsm-agent: {exc}", file=sys.stderr)
+        print(f"fsm-agent: {shown(str(exc))}", file=sys.stderr)
         if exc.cut_back and exc.path is not None:
-            print(f"  Then carry the run on: fsm-agent resume {exc.path}", file=sys.stderr)
+            again = shown(f"fsm-agent resume {shlex.quote(exc.path)}")
+            print(f"  Then carry the run on: {again}", file=sys.stderr)
         return EXIT_FAILED
     except FsmAgentError as exc:
         print(f"fsm-agent: {shown(str(exc))}", file=sys.stderr)
