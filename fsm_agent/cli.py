@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,15 +42,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result: int = args.handler(args)
     except CommandLineError as exc:
-        print(f"fsm-agent: {exc}", file=sys.stderr)
+        print(f"fsm-agent: {shown(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except TraceWriteFailed as exc:
-        print(f"fsm-agent: {exc}", file=sys.stderr)
+        print(f"fsm-agent: {shown(str(exc))}", file=sys.stderr)
         if exc.cut_back and exc.path is not None:
-            print(f"  Then carry the run on: fsm-agent resume {exc.path}", file=sys.stderr)
+            again = shown(f"fsm-agent resume {shlex.quote(exc.path)}")
+            print(f"  Then carry the run on: {again}", file=sys.stderr)
         return EXIT_FAILED
     except FsmAgentError as exc:
-        print(f"fsm-agent: {exc}", file=sys.stderr)
+        print(f"fsm-agent: {shown(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("fsm-agent: interrupted", file=sys.stderr)
@@ -61,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"fsm-agent: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(shown(f"fsm-agent: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_FAILED
     return result
 
@@ -405,7 +407,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     point = resume(_trace_file(args.trace_file))
     for item in point.unsafe_to_rerun:
         verb = "will run again" if args.rerun else "is answered with an error, not re-run"
-        print(f"in flight at the crash: {item.effect} — {verb}", file=sys.stderr)
+        print(shown(f"in flight at the crash: {item.effect} — {verb}"), file=sys.stderr)
     return _live(args, lambda agent: agent.continue_from(point, rerun=lambda _: args.rerun))
 
 
@@ -500,10 +502,11 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     for run in found:
         tokens = f"{run.input_tokens}/{run.output_tokens}"
         cost = "-" if run.cost_usd is None else f"${run.cost_usd:.4f}"
-        print(
+        line = (
             f"{run.run_id:<32}  {run.started or '-':<25}  {run.terminal or '(not ended)':<20}  "
             f"{run.model:<20}  {run.turns:>5}  {tokens:<15}  {cost}"
         )
+        print(shown(line))  # an imported trace's header may hold anything
     print(f"\n{len(found)} runs")
     return EXIT_OK
 
@@ -595,7 +598,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                 text = str(exc)
                 if isinstance(exc, TraceTruncated):
                     text += "\n(use --allow-truncated to check the records before the cut)"
-            first, *rest = text.splitlines()
+            first, *rest = shown(text).splitlines()
             print(f"{path!s:<{width}}  {'-':>6}  {'-':>11}  FAILED: {first}")
             for line in rest:
                 print(f"{'':<{width}}  {line}")
@@ -654,7 +657,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     label = turn_label(trace.header.meta)
     if label is not None:
         print(f"({label})")
-    print(render_timeline(trace))
+    print(shown(render_timeline(trace)))  # what the model and the tools said, as written
     if args.html is not None:
         if args.html.is_dir():
             raise CommandLineError(f"--html {args.html} is a folder; give a file name")
@@ -677,17 +680,18 @@ def _list_traces(folder: Path) -> int:
         try:
             trace = read_trace(path, allow_truncated=True)
         except TraceError as exc:
-            print(f"  {path.relative_to(folder)}  unreadable: {str(exc).splitlines()[0]}")
+            print(shown(f"  {path.relative_to(folder)}  unreadable: {str(exc).splitlines()[0]}"))
             continue
         started = trace.header.meta.get("started", "")
         ends = list(trace.of_kind("end"))
         terminal = ends[-1].data["terminal"] if ends else "(not ended)"
         turn = trace.header.meta.get("turn")
         of_session = f"  turn {turn}" if isinstance(turn, int) else ""
-        print(
+        line = (
             f"  {path.relative_to(folder)}  {started}  {len(trace.records)} records  "
             f"{terminal}{of_session}"
         )
+        print(shown(line))
     return EXIT_OK
 
 
@@ -700,7 +704,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         print("the traces agree")
         return EXIT_OK
     print(f"first difference at seq {divergence.seq} ({args.a} recorded, {args.b} replayed):")
-    print(format_divergence(divergence.to_error()))
+    print(shown(format_divergence(divergence.to_error())))
     return EXIT_FAILED
 
 

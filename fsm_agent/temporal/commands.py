@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from fsm_agent.errors import ConfigError
+from fsm_agent.terminal_text import shown
 from fsm_agent.trace.redact import KEY_RULES_ONLY
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
@@ -170,18 +171,23 @@ def run_command(args: argparse.Namespace) -> int:
             continue_after_bytes=args.continue_after_bytes,
         )
         print(f"session {handle.id} on task queue {args.task_queue!r}", flush=True)
+
         # The workers' secrets stay on the workers; API-key-shaped text is never printed, as
-        # the in-process view never prints it (DESIGN §8).
-        shown = KEY_RULES_ONLY.text
+        # the in-process view never prints it (DESIGN §8); nor a character the terminal would
+        # obey or hide (:mod:`~fsm_agent.terminal_text`).
+        def printable(text: str) -> str:
+            return shown(KEY_RULES_ONLY.text(text))
+
         async for item in watch_session(handle):
             data = item.data
             if item.kind == "transition" and data["machine"] == "loop":
                 print(f"  → {data['name']}", flush=True)
             elif item.kind == "message" and data["role"] == "assistant" and data["text"]:
-                print(shown(data["text"]), flush=True)
+                print(printable(data["text"]), flush=True)
             elif item.kind == "question":
                 call = data["call_id"]
-                print(shown(f"  ? {data['tool_name']} {json.dumps(data['input'])}"), flush=True)
+                question = f"  ? {data['tool_name']} {json.dumps(data['input'])}"
+                print(printable(question), flush=True)
                 if args.yes:
                     await answer_permission(client, handle.id, call, "allow")
                 else:
