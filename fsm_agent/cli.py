@@ -282,8 +282,8 @@ def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> in
 
     from fsm_agent.core.config import LoopConfig  # noqa: PLC0415
     from fsm_agent.runtime.agent import Agent  # noqa: PLC0415
-    from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy  # noqa: PLC0415
     from fsm_agent.runtime.folder_trust import settings_for_folder  # noqa: PLC0415
+    from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy  # noqa: PLC0415
     from fsm_agent.terminal_view import LiveView, stdin_is_terminal  # noqa: PLC0415
     from fsm_agent.toolbox import default_tools  # noqa: PLC0415
 
