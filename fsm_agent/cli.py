@@ -356,6 +356,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 "these (pass what it needs with --params)"
             )
         return temporal_commands.run_command(args)
+    if args.data_converter is not None:  # a local run keeps no history to protect
+        raise CommandLineError("--data-converter: only with --temporal")
     # Always the turn of a session, so a later ``run --continue`` can carry it on.
     return _live(args, lambda agent: _session(agent, args).stream(args.prompt))
 
