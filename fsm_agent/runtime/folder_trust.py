@@ -156,9 +156,10 @@ def settings_for_folder(
             trust.remember(cwd, digest)
         return whole
     names = ", ".join(str(path.relative_to(cwd)) for path in files)
+    how = "" if ask is not None else " Trust it at a terminal, or pass --trust-folder."
     warn(
         f"{names} of this folder grant{'s' if len(files) == 1 else ''} what was not applied, "
         f"since the folder is not trusted: {'; '.join(granted)}. Its deny and ask rules "
-        "apply. Trust it at a terminal, or pass --trust-folder."
+        f"apply.{how}"
     )
     return load_settings(cwd, extra_files=extra_files, folder_grants=False)
