@@ -98,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
         "--at", type=int, required=True, metavar="SEQ", help="the seq to replay up to"
     )
     _live_options(fork)
+    _carry_option(fork)
     fork.set_defaults(handler=_cmd_fork)
 
     resume = commands.add_parser("resume", help="rebuild a crashed run from its trace, go on")
@@ -108,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
         help="run again tool calls that may already have run (default: answer them with an "
         "error result saying so; a subagent's call picks the subagent up from its own trace)",
     )
+    _carry_option(resume)
     _live_options(resume)
     resume.set_defaults(handler=_cmd_resume)
 
@@ -161,6 +163,15 @@ def _parser() -> argparse.ArgumentParser:
     diagram.add_argument("--trace", type=Path, default=None, help="highlight this trace's path")
     diagram.set_defaults(handler=_cmd_diagram)
     return parser
+
+
+def _carry_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--keep-session-rules",
+        action="store_true",
+        help="let the allow rules the recording's 'always' answers added allow calls from here "
+        "on (default: asked at a terminal, else not carried over: their calls ask again)",
+    )
 
 
 def _live_options(command: argparse.ArgumentParser) -> None:
@@ -400,7 +411,8 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     from fsm_agent.trace.replay import fork  # noqa: PLC0415
 
     point = fork(_trace_file(args.trace_file), args.at)
-    return _live(args, lambda agent: agent.continue_from(point))
+    carry = _carries_rules(getattr(point.core, "session_permission_rules", ()), args)
+    return _live(args, lambda agent: agent.continue_from(point, carry_session_rules=carry))
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
@@ -410,7 +422,41 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     for item in point.unsafe_to_rerun:
         verb = "will run again" if args.rerun else "is answered with an error, not re-run"
         print(shown(f"in flight at the crash: {item.effect} — {verb}"), file=sys.stderr)
-    return _live(args, lambda agent: agent.continue_from(point, rerun=lambda _: args.rerun))
+    carry = _carries_rules(getattr(point.core, "session_permission_rules", ()), args)
+    return _live(
+        args,
+        lambda agent: agent.continue_from(
+            point, rerun=lambda _: args.rerun, carry_session_rules=carry
+        ),
+    )
+
+
+def _carries_rules(rules: Sequence[str], args: argparse.Namespace) -> bool:
+    """Whether the allow rules a recording's "always" answers added go on allowing calls: a
+    trace may come from someone else, and hold ``Bash(*)``."""
+    from fsm_agent.terminal_view import stdin_is_terminal  # noqa: PLC0415
+
+    if not rules:
+        return True
+    listed = shown(", ".join(rules)).replace("\n", "\\n")
+    if args.keep_session_rules:
+        keep = True
+    elif stdin_is_terminal():
+        print(f"The recording's 'always' answers added these allow rules: {listed}")
+        try:
+            answer = input("Let them allow calls from here on? [y/N]: ")
+            keep = answer.strip().lower() in {"y", "yes"}
+        except EOFError:
+            keep = False
+    else:
+        keep = False
+    if not keep:
+        print(
+            f"fsm-agent: not carried over, their calls ask again: allow rules {listed} "
+            "(--keep-session-rules carries them)",
+            file=sys.stderr,
+        )
+    return keep
 
 
 def _ask_folder_trust(folder: Path, granted: Sequence[str]) -> str:

@@ -401,6 +401,7 @@ class Agent:
         point: ForkPoint | ResumePoint,
         *,
         rerun: Callable[[InFlight], bool] | None = None,
+        carry_session_rules: bool = True,
     ) -> AsyncIterator[Update]:
         """Carry a recorded run on live from a ``fork`` or ``resume`` point, with this agent's
         model, tools, hooks and permissions (the core and its loop state come from the trace).
@@ -409,6 +410,11 @@ class Agent:
         already have run (its result was never recorded): it is answered with an error result
         saying so, unless ``rerun(in_flight)`` returns True. A half-received model response
         is re-requested through the core's retry path. The new trace repeats the prefix.
+
+        The rules "allow always" answers added in the recording
+        (``point.core.session_permission_rules``) allow calls from here on as they did there;
+        with ``carry_session_rules=False`` they do not (a trace from someone else may hold
+        ``Bash(*)``), and such a call asks again, unless a live answer adds the rule anew.
         """
         from fsm_agent.core.tables import Phase  # noqa: PLC0415 - loaded by the first run
         from fsm_agent.runtime.driver import continue_run  # noqa: PLC0415
@@ -419,7 +425,8 @@ class Agent:
                 "the trace ends before the run started, so there is no prompt to continue "
                 "from: start a new run instead"
             )
-        async for update in continue_run(self, point, rerun=rerun):
+        carried = carry_session_rules
+        async for update in continue_run(self, point, rerun=rerun, carry_session_rules=carried):
             yield update
 
     def tool(self, name: str) -> Tool[Any] | None:
