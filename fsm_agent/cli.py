@@ -107,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
         "--rerun",
         action="store_true",
         help="run again tool calls that may already have run (default: answer them with an "
-        "error result saying so; a subagent's call picks the subagent up from its own trace)",
+        "error result saying so; a subagent's call picks the subagent up from its own trace); "
+        "refused, nothing run, when such a call's recorded input was redacted",
     )
     _carry_option(resume)
     _live_options(resume)

@@ -353,7 +353,36 @@ def path_rule_matches(
     return re.fullmatch(regex, path, flags) is not None
 
 
-def _path_regex(content: str, *, cwd: str, home: str) -> str:
+def path_rule_may_match_under(
+    content: str, folder: str, *, cwd: str, home: str, case_sensitive: bool = True
+) -> bool:
+    """Whether a file-tool rule's pattern may match ``folder`` or anything inside it: whether
+    a program reading every file under ``folder`` (``grep -r``) may read a file the rule covers.
+
+    Decided by the pattern's literal folder (its anchor and the segments before the first
+    wildcard): the rule may match under ``folder`` when that folder and ``folder`` are one
+    inside the other. ``.env`` (any depth under the working folder) may match under any folder
+    inside the working folder, and under any folder holding it.
+    """
+    anchor, pattern = _anchored(content, cwd=cwd, home=home)
+    literal = [anchor.rstrip("/")]
+    for segment in pattern.rstrip("/").split("/"):
+        if not segment or any(char in segment for char in "*?[\\"):
+            break
+        literal.append(segment)
+    base = "/".join(literal) or "/"
+    if not case_sensitive:
+        base, folder = base.lower(), folder.lower()
+    return _inside(base, folder) or _inside(folder, base)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _anchored(content: str, *, cwd: str, home: str) -> tuple[str, str]:
+    """The folder a path pattern is anchored at, and the pattern from there (a bare name gets
+    ``**/`` in front: gitignore matches it at any depth)."""
     pattern = content
     if pattern.startswith("//"):
         anchor, pattern = "/", pattern[2:]
@@ -368,6 +397,11 @@ def _path_regex(content: str, *, cwd: str, home: str) -> str:
     else:
         anchor = cwd
         pattern = "**/" + pattern  # gitignore: a bare name matches at any depth
+    return anchor, pattern
+
+
+def _path_regex(content: str, *, cwd: str, home: str) -> str:
+    anchor, pattern = _anchored(content, cwd=cwd, home=home)
     pattern = pattern.rstrip("/")
     prefix = re.escape(anchor.rstrip("/"))
     if not pattern:

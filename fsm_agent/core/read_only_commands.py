@@ -22,7 +22,8 @@ while it walks a tree (``grep -R``, ``find -L``, ``rg --follow``) are refused, a
 configuration (git's ``core.fsmonitor``, diff drivers, ripgrep's config file): ``.git/`` and
 the shell's start-up files are protected paths, so the agent cannot plant them unasked, and the
 Bash tool runs git with ``safe.bareRepository=explicit``, so a folder of plain files the agent
-wrote (``HEAD``, ``config``, ``refs/``) is not taken for a repository.
+wrote (``HEAD``, ``config``, ``refs/``) is not taken for a repository (a git too old to honour
+it makes git commands ask: ``toolbox/git_reads``).
 """
 
 from __future__ import annotations
@@ -176,7 +177,15 @@ _ENVIRONMENT_PRINTERS = {
     "compgen": "can list the environment",
 }
 
-_SAFE_ASSIGNMENT = re.compile(r"(LC_[A-Z]+|LANG|LANGUAGE|TZ|NO_COLOR|COLUMNS)=[^$`]*")
+_LOCALE = r"(?:[A-Za-z0-9_]+(?:\.[A-Za-z0-9_-]+)?(?:@[A-Za-z0-9_]+)?)?"
+_SAFE_ASSIGNMENT = re.compile(
+    rf"(?:(?:LC_[A-Z]+|LANG)={_LOCALE}|LANGUAGE={_LOCALE}(?::{_LOCALE})*"
+    r"|TZ=(?:[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*)?|NO_COLOR=[^$`]*|COLUMNS=[0-9]*)"
+)
+"""``VAR=value`` prefixes a read-only command may carry. A zone or locale name is a file the C
+library reads under its own folders, so only plain names pass: ``TZ=/etc/shadow``,
+``TZ=:/path``, ``TZ=../../x``, ``LC_ALL=/tmp/x`` or ``LANGUAGE=../x`` would read a file
+elsewhere (``NLSPATH``, ``GCONV_PATH``, ``LOCPATH`` are not listed at all)."""
 _PROGRAM_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/")
 
 
@@ -580,7 +589,17 @@ def _date(program: str, args: Sequence[str], places: _Places) -> str | None:
         return refusal
     if any(not operand.startswith("+") for operand in parsed.operands):
         return "date with an operand other than +FORMAT sets the clock"
+    for option in parsed.options:
+        if option.name in ("-d", "--date") and "TZ" in (option.value or ""):
+            zones = _ZONE_IN_DATE.findall(option.value or "")
+            if not zones or not all(_PLAIN_ZONE.fullmatch(zone) for zone in zones):
+                return f"date {option.name} {option.value!r} names a zone that is not a plain name"
     return None
+
+
+_PLAIN_ZONE = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*")
+_ZONE_IN_DATE = re.compile(r'TZ\s*=\s*"([^"]*)"')
+"""``date -d 'TZ="Europe/Paris" 10:00'`` reads that zone's file, as ``TZ=`` does."""
 
 
 _DATE = _rule(
@@ -890,3 +909,53 @@ _PROGRAMS: dict[str, _Judge] = {
     "git": _git,
 }
 """Every program that can be judged read-only, and how its arguments are judged."""
+
+
+# -- what a search reads -----------------------------------------------------------------------
+
+REPOSITORY = ""
+"""Stands, in ``trees_read``, for the whole git repository the command runs in."""
+
+
+def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
+    """The folders whose files ``argv`` may read without naming them, as written (``.`` for
+    the folder the shell is in, :data:`REPOSITORY` for git's whole repository).
+
+    A deny rule on ``Read(./.env)`` must see ``grep -r KEY .``, ``rg KEY`` and ``git grep KEY``
+    (SPEC §9.3: deny rules always win), which read ``.env`` without a word naming it:
+    ``grep -r`` (or ``-d recurse``) and ``rg`` read every file under their operands, git's
+    searches, diffs, logs and blobs read the repository's files and history.
+    """
+    if not argv:
+        return ()
+    program = argv[0].rsplit("/", 1)[-1]
+    args = argv[1:]
+    if program in ("grep", "egrep", "fgrep", "rg"):
+        rule = _RG if program == "rg" else _GREP
+        parsed = parse_arguments(args, rule.table)
+        if parsed.problem is not None:
+            return (".",)  # read as we cannot: as if it searched where it runs
+        names = {option.name: option.value for option in parsed.options}
+        recursive = program == "rg" or bool(
+            {"-r", "-R", "--recursive", "--dereference-recursive"} & names.keys()
+        )
+        for name in ("-d", "--directories"):
+            recursive = recursive or names.get(name) == "recurse"
+        if not recursive:
+            return ()
+        operands = parsed.operands
+        if not rule.pattern_options & names.keys():
+            operands = operands[1:]
+        return tuple(operands) or (".",)
+    if program == "git":
+        rest = without_git_globals(args)
+        if rest is None or (rest and rest[0] in _GIT_CONTENT_READERS):
+            return (REPOSITORY,)
+    return ()
+
+
+_GIT_CONTENT_READERS = frozenset(
+    {"grep", "diff", "log", "show", "blame", "cat-file", "shortlog", "archive", "format-patch",
+     "whatchanged", "annotate", "difftool", "range-diff", "stash"}
+)  # fmt: skip
+"""git subcommands that can print the content of files, in the tree or in history."""

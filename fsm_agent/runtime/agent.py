@@ -26,7 +26,7 @@ from fsm_agent.runtime.server_tools import ServerTool
 from fsm_agent.runtime.settings import Settings, load_settings, load_settings_file
 from fsm_agent.runtime.tool import Tool, ToolContext
 from fsm_agent.runtime.tool_providers import ToolProvider, check_tool_providers
-from fsm_agent.telemetry.config import Telemetry, tracer_for
+from fsm_agent.telemetry.config import Telemetry, telemetry_credentials, tracer_for
 from fsm_agent.trace.location import names_folder, prepare_trace_file
 
 if TYPE_CHECKING:
@@ -199,8 +199,9 @@ class Agent:
         secrets: strings that must never reach a trace or a span; the credentials the agent is
             configured with are added by themselves: the model's (its API key, wherever it
             was found), the MCP servers' (their credential headers, environment variables
-            and command-line options), the store URL's password and the credentials of a
-            ``Telemetry`` endpoint.
+            and command-line options), the store URL's password and, when telemetry is on,
+            the credentials spans are exported with (a ``Telemetry`` endpoint's, the
+            ``OTEL_EXPORTER_OTLP_HEADERS`` credential headers).
         sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
             agent under Hypothesis without real waiting.
         wall_clock: epoch seconds (default ``time.time``), stamped on the events that
@@ -305,7 +306,7 @@ class Agent:
             *secrets,
             *model_credentials(model),
             *_server_credentials(mcp_servers),
-            *_kept(telemetry.secrets if isinstance(telemetry, Telemetry) else ()),
+            *_kept(telemetry_credentials(telemetry)),
             *store_credentials(self.store_target()),
         )
         # What each request sends about the tools; schemas are generated once, not per request.
@@ -415,18 +416,33 @@ class Agent:
         (``point.core.session_permission_rules``) allow calls from here on as they did there;
         with ``carry_session_rules=False`` they do not (a trace from someone else may hold
         ``Bash(*)``), and such a call asks again, unless a live answer adds the rule anew.
+
+        Raises:
+            UsageError: before anything is performed, when the trace ends before the run
+                started, or when a tool call would run with an input the trace holds
+                redacted (:mod:`~fsm_agent.runtime.redacted_inputs`).
         """
         from fsm_agent.core.tables import Phase  # noqa: PLC0415 - loaded by the first run
-        from fsm_agent.runtime.driver import continue_run  # noqa: PLC0415
+        from fsm_agent.runtime import redacted_inputs  # noqa: PLC0415
+        from fsm_agent.runtime.driver import child_trace, continue_run  # noqa: PLC0415
+        from fsm_agent.trace.replay import ForkPoint  # noqa: PLC0415
 
+        # Both checks come before the run's trace is opened: a refused continuation leaves no
+        # file behind.
         if getattr(point.core, "phase", None) == Phase.IDLE.value:
-            # Before the run's trace is opened: a refused continuation leaves no file behind.
             raise UsageError(
                 "the trace ends before the run started, so there is no prompt to continue "
                 "from: start a new run instead"
             )
+        in_flight = point.outstanding_effects if isinstance(point, ForkPoint) else point.in_flight
+        decided = _asked_once(rerun)
+        redacted = redacted_inputs.calls_with_redacted_input(
+            point, in_flight, decided, lambda item: child_trace(point, item) is not None
+        )
+        if redacted:
+            raise UsageError(redacted_inputs.refusal(redacted))
         carried = carry_session_rules
-        async for update in continue_run(self, point, rerun=rerun, carry_session_rules=carried):
+        async for update in continue_run(self, point, rerun=decided, carry_session_rules=carried):
             yield update
 
     def tool(self, name: str) -> Tool[Any] | None:
@@ -543,6 +559,22 @@ def as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
             f"the prompt must be text or a non-empty sequence of messages, not {prompt!r:.80}"
         )
     return messages
+
+
+def _asked_once(rerun: Callable[[InFlight], bool] | None) -> Callable[[InFlight], bool]:
+    """``rerun`` asked at most once per in-flight call (it may ask a person): the check
+    before a continuation and the continuation itself get the same answer."""
+    answers: dict[int, bool] = {}
+
+    def decided(item: InFlight) -> bool:
+        if rerun is None:
+            return False
+        key = id(item)  # the point's own items, alive as long as the point
+        if key not in answers:
+            answers[key] = bool(rerun(item))
+        return answers[key]
+
+    return decided
 
 
 def _check_arguments(model: object, tools: object, trace: object) -> None:

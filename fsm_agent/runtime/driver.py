@@ -154,7 +154,7 @@ async def _list_mcp_tools(connections: Sequence[McpConnection]) -> list[McpTool]
     return await list_all(connections)
 
 
-def _child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
+def child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
     """The trace of the child agent an in-flight call had started, if the recording says so
     (a resume only: a fork continues differently, so its children start afresh)."""
     effect = item.effect
@@ -429,7 +429,7 @@ class _Run:
                 if store is not None and self.trace_path is not None:
                     from fsm_agent.store.background import index_later  # noqa: PLC0415 - lazy
 
-                    index_later(self.trace_path, store)
+                    index_later(self.trace_path, store, self.agent.secrets)
         self.agent.response_clock.run_ended(self.core.transcript)
         price = self.agent.price
         result = RunResult(
@@ -468,7 +468,7 @@ class _Run:
             effect = item.effect
             if isinstance(effect, fx.CallModel) and self.core.stream_started(effect.request_id):
                 lost_stream = effect
-            elif item.maybe_side_effects and (child := _child_trace(start, item)) is not None:
+            elif item.maybe_side_effects and (child := child_trace(start, item)) is not None:
                 # Issue 14: the call had started a child agent, which has a trace of its own:
                 # the call is performed again, and picks the child up from that trace.
                 assert isinstance(effect, fx.RunToolStep)

@@ -90,13 +90,15 @@ def _url_shown(url: str | None) -> str:
     return repr(url if url is None else without_passwords(url, url))
 
 
-def _args_shown(args: tuple[str, ...]) -> str:
-    """A command's arguments as ``repr`` shows them: ``***`` for each credential in them."""
-    found = argument_credentials(args)
-    return repr(tuple(hidden(arg, found) for arg in args))
+def _command_shown(command: str | None, args: tuple[str, ...]) -> tuple[str, str]:
+    """A command and its arguments as ``repr`` shows them: ``***`` for each credential in
+    them (a known program's password options are judged from its name)."""
+    found = argument_credentials((command, *args) if command is not None else args)
+    shown = tuple(hidden(arg, found) for arg in args)
+    return repr(command if command is None else hidden(command, found)), repr(shown)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class McpServer:
     """How to reach one MCP server. Build it with ``McpServer.stdio`` or ``McpServer.http``.
 
@@ -113,11 +115,21 @@ class McpServer:
 
     name: str
     command: str | None = None
-    args: tuple[str, ...] = attrs.field(default=(), repr=_args_shown)
-    env: dict[str, str] | None = attrs.field(default=None, repr=_names_only)
+    args: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
     cwd: str | None = None
-    url: str | None = attrs.field(default=None, repr=_url_shown)
-    headers: dict[str, str] | None = attrs.field(default=None, repr=_names_only)
+    url: str | None = None
+    headers: dict[str, str] | None = None
+
+    def __repr__(self) -> str:
+        """The fields, with ``***`` for every credential (and the names only of the headers
+        and environment variables)."""
+        command, args = _command_shown(self.command, self.args)
+        return (
+            f"McpServer(name={self.name!r}, command={command}, args={args}, "
+            f"env={_names_only(self.env)}, cwd={self.cwd!r}, url={_url_shown(self.url)}, "
+            f"headers={_names_only(self.headers)})"
+        )
 
     def __attrs_post_init__(self) -> None:
         if not _API_NAME.fullmatch(self.name) or len(self.name) > SERVER_NAME_LIMIT:
@@ -158,11 +170,13 @@ class McpServer:
     def secrets(self) -> tuple[str, ...]:
         """The credentials this server is reached with: the values of its headers and
         environment variables under a credential's name (``Authorization``, ``GITHUB_TOKEN``),
-        its URL's password and the credentials in its command's arguments (``--token VALUE``,
-        ``--api-key=VALUE``). The agent keeps them out of its traces and spans (DESIGN §8)."""
+        its URL's credentials and the credentials in its command's arguments
+        (``--token VALUE``, ``--api-key=VALUE``, ``mysql -pVALUE``). The agent keeps them
+        out of its traces and spans (DESIGN §8)."""
         pairs = [*(self.env or {}).items(), *(self.headers or {}).items()]
         passwords = url_passwords(self.url) if self.url is not None else ()
-        arguments = argument_credentials(self.args)
+        command = (self.command,) if self.command is not None else ()
+        arguments = argument_credentials((*command, *self.args))
         return tuple(dict.fromkeys([*named_credentials(pairs), *passwords, *arguments]))
 
 

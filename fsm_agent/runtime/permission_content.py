@@ -30,10 +30,12 @@ import attrs
 from fsm_agent.core.kinds import DecisionSource
 from fsm_agent.core.permission_rules import (
     FILE_TOOLS,
+    READ_FILE_TOOLS,
     Rule,
     RuleBehavior,
     RuleSet,
     path_rule_matches,
+    path_rule_may_match_under,
     shell_rule_matches,
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
@@ -227,13 +229,15 @@ def shell_verdict(
 ) -> Verdict:
     """Rules on every part of a Bash command (SPEC §9.3 Bash checkPermissions)."""
     from fsm_agent.core.shell_commands import analyse_command  # noqa: PLC0415 - lazy, see above
+    from fsm_agent.toolbox.bash import runs_git  # noqa: PLC0415 - lazy, as the parser is
 
     analysis = analyse_command(command)
-    texts = [text for part in analysis.parts if part.argv for text in _guarded_texts(part)]
+    argvs = [argv for part in analysis.parts if part.argv for argv in _guarded_argvs(part)]
+    texts = list(dict.fromkeys(" ".join(argv) for argv in argvs))
     whole = command.strip()
-    # exact/prefix/wildcard deny on any part, wherever it stands
+    # exact/prefix/wildcard deny on any part, wherever it stands, its options spelled any way
     for denying in rules.content_rules(RuleBehavior.DENY, "Bash"):
-        matched = _matching_text(denying, [whole, *texts])
+        matched = _matching_text(denying, [whole, *texts]) or _matching_spelling(denying, argvs)
         if matched is not None:
             return rule_verdict("deny", "1d", denying, f"{matched!r}")
     named = _path_rule(analysis, rules, RuleBehavior.DENY, place)
@@ -243,21 +247,31 @@ def shell_verdict(
     if own.behavior == "deny":
         return own
     for asking in rules.content_rules(RuleBehavior.ASK, "Bash"):
-        matched = _matching_text(asking, [whole, *texts])
+        matched = _matching_text(asking, [whole, *texts]) or _matching_spelling(asking, argvs)
         if matched is not None:
             return rule_verdict("ask", "1f", asking, f"{matched!r}")
     named = _path_rule(analysis, rules, RuleBehavior.ASK, place)
     if named is not None:
         return rule_verdict("ask", "1f", named[0], f"{named[1]!r}")
+    computed = _computed_rule(analysis, rules)
+    if computed is not None:
+        return rule_verdict("ask", "1f", computed[0], f"{computed[1]!r} computes words;")
+    searched = _unnamed_read_rule(analysis, rules, place)
+    if searched is not None:
+        return rule_verdict(
+            "ask", "1f", searched[0], f"{searched[1]!r} reads files no word of it names;"
+        )
     if own.immune:  # SPEC §9.3 step 1g: a write to a protected path asks, bypass or not
         return own
     if analysis.problem is not None:
-        # A command we cannot read may hide a part a deny or ask rule names: then neither a
-        # whole-tool allow nor bypass may skip the question (SPEC §9.3 step 1f).
+        # A command we cannot read may hide a part a deny or ask rule names, or a read of a
+        # path one covers: then neither a whole-tool allow nor bypass may skip the question
+        # (SPEC §9.3 step 1f).
         guarded = any(
-            True
-            for behavior in (RuleBehavior.DENY, RuleBehavior.ASK)
-            for _ in rules.content_rules(behavior, "Bash")
+            rule.behavior in (RuleBehavior.DENY, RuleBehavior.ASK)
+            and rule.content is not None
+            and (rule.tool == "Bash" or rule.tool in FILE_TOOLS)
+            for rule in rules.rules
         )
         return Verdict(
             behavior="ask",
@@ -271,6 +285,7 @@ def shell_verdict(
     used: Rule | None = None
     by_mode = False
     refused: list[CommandPart] = []
+    git_refused = _git_refusal(analysis, place)
     for part in analysis.parts:
         if part.argv and part.argv[0] in TRANSPARENT_WRAPPERS and _plain(part):
             continue
@@ -279,15 +294,16 @@ def shell_verdict(
             used = used or allowing
         elif place.accept_edits and _accept_edits_allows(part, place):
             by_mode = True
-        elif not _read_only(part, place):
+        elif not _read_only(part, place) or (git_refused and runs_git(part)):
             refused.append(part)
     if refused:
         # A part with no program (`X=1`, `> f`) has no text a rule could name: "Bash()" would
         # be the whole tool. No rule allows such a part; the whole command is offered instead.
         offered = tuple(dict.fromkeys(_exact_rule(p.text) for p in refused if p.argv))
+        here = f" here ({git_refused})" if git_refused and runs_git(refused[0]) else ""
         return Verdict(
             behavior="passthrough",
-            reason=f"`{_shown(refused[0])}` is neither allowed by a rule nor read-only",
+            reason=f"`{_shown(refused[0])}` is neither allowed by a rule nor read-only{here}",
             message=own.message,
             suggested_rules=offered or (_exact_rule(whole),),
         )
@@ -336,6 +352,108 @@ def _path_rule(
     return None
 
 
+def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str] | None:
+    """The first Bash deny or ask rule naming the program of a part whose words the shell
+    computes (``rm $opts src`` under ``Bash(rm -rf:*)``): the words may become what the rule
+    names, so the command asks (SPEC §9.3 step 1f), and the part."""
+    from fsm_agent.core.option_spellings import may_match_computed  # noqa: PLC0415 - lazy
+
+    for behavior in (RuleBehavior.DENY, RuleBehavior.ASK):
+        for rule in rules.content_rules(behavior, "Bash"):
+            assert rule.content is not None
+            for part in analysis.parts:
+                for argv in _guarded_argvs(part) if part.argv else ():
+                    shift = len(argv) - len(part.argv)  # git without its own options
+                    computed = [i + shift for i in part.expanded]
+                    if may_match_computed(rule.content, argv, computed):
+                        return rule, _shown(part)
+    return None
+
+
+def _unnamed_read_rule(
+    analysis: CommandAnalysis, rules: RuleSet, place: CallPlace
+) -> tuple[Rule, str] | None:
+    """The first Read deny or ask rule that may cover a file the command reads without a word
+    naming it, and the part that reads it.
+
+    ``grep -r KEY .``, ``rg KEY`` and ``git grep KEY`` read every file under a folder; a
+    program given names by ``xargs`` or ``find -exec`` reads what its input names; a word the
+    shell computes (``cat .en?``, ``cat "$f"``) may name any file. Such a read asks (SPEC §9.3
+    step 1f, even in bypass mode) when a rule covering ``Read`` may match under the folder:
+    whether the file is there is not known before the command runs.
+    """
+    from fsm_agent.core.read_only_commands import REPOSITORY  # noqa: PLC0415 - lazy
+
+    family = [
+        rule
+        for rule in rules.rules
+        if rule.behavior in (RuleBehavior.DENY, RuleBehavior.ASK)
+        and rule.content is not None
+        and rule.tool in READ_FILE_TOOLS
+    ]
+    if not family:
+        return None
+    cwd, home = place.cwd.as_posix(), place.home.as_posix()
+    case_sensitive = not _ignores_case(place.cwd)
+    bases = [place.cwd]
+    bases += [place.cwd / p.argv[-1] for p in analysis.parts if p.argv[:1] == ("cd",)]
+    for part in analysis.parts:
+        for word in _unnamed_reads(part):
+            if word == REPOSITORY:
+                folders = {_repository(base).as_posix() for base in bases}
+            else:
+                folders = _named_paths(word, bases)
+            for folder in folders:
+                for rule in family:
+                    assert rule.content is not None
+                    if path_rule_may_match_under(
+                        rule.content, folder, cwd=cwd, home=home, case_sensitive=case_sensitive
+                    ):
+                        return rule, _shown(part)
+    return None
+
+
+def _unnamed_reads(part: CommandPart) -> list[str]:
+    """The folders (as written) under which ``part`` may read files no word of it names."""
+    from fsm_agent.core.read_only_commands import trees_read  # noqa: PLC0415 - lazy
+
+    folders = list(trees_read(part.argv))
+    if part.argv and part.argv[0] in _PRINTERS:
+        return folders
+    fed = any(w == "xargs" or w.startswith("find -") for w in part.wrappers)
+    if fed and part.argv:
+        folders.append("/")  # the names come from the input: anything
+    computed = [part.argv[i] for i in part.expanded if i > 0]
+    computed += [r.target for r in part.redirects if r.expanded and r.operator.endswith("<")]
+    folders += [_computed_folder(word) for word in computed]
+    return folders
+
+
+_PRINTERS = frozenset({"echo", "printf", "true", "false", ":"})
+_GLOB_START = re.compile(r"[*?\[{]")
+_DOT_GLOB = re.compile(r"(?:^|/)\.[*?\[{]")
+
+
+def _computed_folder(word: str) -> str:
+    """The folder a word the shell computes may name a file under: the literal folder before
+    its first glob (``src/*.py`` reads in ``src``); ``/`` (anything) for a variable or a
+    substitution, which may hold ``..`` or an absolute path, and for globs that match ``..``."""
+    if "$" in word or "`" in word or ".." in word or _DOT_GLOB.search(word):
+        return "/"
+    found = _GLOB_START.search(word)
+    literal = word[: found.start()] if found is not None else word
+    folder = literal[: literal.rfind("/") + 1]
+    return folder or "."
+
+
+def _repository(base: Path) -> Path:
+    """The top of the git repository holding ``base`` (``base`` itself when there is none)."""
+    for folder in (base, *base.parents):
+        if (folder / ".git").exists():
+            return folder
+    return base
+
+
 def _named_paths(word: str, bases: list[Path]) -> set[str]:
     """The absolute paths ``word`` may name, from each base folder, as written and resolved."""
     if not word or word == "-" or "\0" in word:
@@ -354,23 +472,31 @@ def _shown(part: CommandPart) -> str:
     return part.text or " ".join((*part.assignments, *redirects))
 
 
-def _guarded_texts(part: CommandPart) -> tuple[str, ...]:
-    """What deny and ask rules are matched against for one part: its text; for a program named
-    by its path (``/bin/rm x``), the same command by the program's name (``rm x``); and for git,
-    the command without git's own options (``git -C . push`` is ``git push``)."""
+def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
+    """What deny and ask rules are matched against for one part: its words; for a program
+    named by its path (``/bin/rm x``), the same command by the program's name (``rm x``); and
+    for git, the command without git's own options (``git -C . push`` is ``git push``)."""
     from fsm_agent.core.read_only_commands import without_git_globals  # noqa: PLC0415 - lazy
 
     program = part.argv[0]
     name = program.rsplit("/", 1)[-1] if "/" in program.rstrip("/") else program
-    texts = [part.text, " ".join((name, *part.argv[1:]))]
+    argvs = [part.argv, (name, *part.argv[1:])]
     if name == "git":
         rest = without_git_globals(part.argv[1:])
         if rest is not None:
-            texts.append(" ".join(("git", *rest)))
+            argvs.append(("git", *rest))
         else:  # an option we do not know: any word that is not an option may be the command
             words = part.argv[1:]
-            texts += [" ".join(("git", *words[i:])) for i, w in enumerate(words) if w[:1] != "-"]
-    return tuple(dict.fromkeys(texts))
+            argvs += [("git", *words[i:]) for i, w in enumerate(words) if w[:1] != "-"]
+    return tuple(dict.fromkeys(argvs))
+
+
+def _git_refusal(analysis: CommandAnalysis, place: CallPlace) -> str | None:
+    """Why git commands cannot be read-only with the git installed here, in the repositories
+    the command runs in (``toolbox/git_reads``), or None."""
+    from fsm_agent.toolbox.bash import git_refusal  # noqa: PLC0415 - lazy, see above
+
+    return git_refusal(analysis, place.cwd)
 
 
 def _read_only(part: CommandPart, place: CallPlace) -> bool:
@@ -396,6 +522,18 @@ def _matching_text(rule: Rule, texts: Iterable[str]) -> str | None:
     return None
 
 
+def _matching_spelling(rule: Rule, argvs: Iterable[tuple[str, ...]]) -> str | None:
+    """The first command a deny or ask rule matches once options are spelled alike
+    (``Bash(rm -rf:*)`` and ``rm -r -f x``); never used for allow rules."""
+    from fsm_agent.core.option_spellings import matches_spelled_otherwise  # noqa: PLC0415 - lazy
+
+    assert rule.content is not None
+    for argv in argvs:
+        if matches_spelled_otherwise(rule.content, argv):
+            return " ".join(argv)
+    return None
+
+
 def _plain(part: CommandPart) -> bool:
     """No ``VAR=`` prefix and no redirection that could write somewhere."""
     return not part.assignments and all(_quiet(r.operator, r.target) for r in part.redirects)
@@ -409,8 +547,16 @@ def _quiet(operator: str, target: str) -> bool:
     return ">" in operator and target in _QUIET_REDIRECTS
 
 
+_USER_CHANGING = frozenset(
+    {"sudo", "doas", "pkexec", "su", "runuser", "runuser -u", "sg", "chroot", "setpriv",
+     "unshare", "nsenter", "runcon", "systemd-run"}
+)  # fmt: skip
+"""Wrappers that run a command as another user, in another root or namespace: an allow rule
+for the command is not an allow rule for running it so."""
+
+
 def _allowing_rule(part: CommandPart, rules: RuleSet) -> Rule | None:
-    if not part.argv or not _plain(part) or "sudo" in part.wrappers or "doas" in part.wrappers:
+    if not part.argv or not _plain(part) or _USER_CHANGING.intersection(part.wrappers):
         return None
     for rule in rules.content_rules(RuleBehavior.ALLOW, "Bash"):
         assert rule.content is not None

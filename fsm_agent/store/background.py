@@ -20,6 +20,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
@@ -97,10 +98,13 @@ class StoreWriter:
 _WRITER = StoreWriter()
 
 
-def index_later(trace_path: str | os.PathLike[str], store: RunStore | str) -> bool:
-    """Read a finished run's trace and hand its summary to the process's store writer; never
-    waits for the store, never raises. Returns whether the run was queued."""
-    summary = summary_of_run(trace_path)
+def index_later(
+    trace_path: str | os.PathLike[str], store: RunStore | str, secrets: Iterable[str] = ()
+) -> bool:
+    """Read a finished run's trace and hand its summary (redacted with the run's ``secrets``:
+    its file's path may hold one) to the process's store writer; never waits for the store,
+    never raises. Returns whether the run was queued."""
+    summary = summary_of_run(trace_path, secrets)
     return summary is not None and _WRITER.submit(summary, store)
 
 

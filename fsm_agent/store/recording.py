@@ -16,29 +16,38 @@ from fsm_agent.store.opening import open_store
 from fsm_agent.store.sql_store import RunStore
 from fsm_agent.store.summary import RunSummary, summarize_trace
 from fsm_agent.trace.reader import trace_files
-from fsm_agent.trace.redact import Redactor
+from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor
 
 LOGGER = logging.getLogger("fsm_agent.store")
 """Store failures are reported here (stdlib logging), never raised into a run."""
 
 
-def index_run(trace_path: str | os.PathLike[str], store: RunStore | str) -> bool:
+def index_run(
+    trace_path: str | os.PathLike[str], store: RunStore | str, secrets: Iterable[str] = ()
+) -> bool:
     """Index one finished run; returns whether it was indexed.
 
     Args:
         trace_path: the run's (closed) trace file.
         store: the store to write to, or its URL (then it is opened, and closed afterwards).
+        secrets: the run's secrets: the trace holds none, but its file's path may.
     """
-    summary = summary_of_run(trace_path)
+    summary = summary_of_run(trace_path, secrets)
     return summary is not None and write_summary(summary, store)
 
 
-def summary_of_run(trace_path: str | os.PathLike[str]) -> RunSummary | None:
-    """The summary of a finished run's trace, or None (logged) when it cannot be read."""
+def summary_of_run(
+    trace_path: str | os.PathLike[str], secrets: Iterable[str] = ()
+) -> RunSummary | None:
+    """The summary of a finished run's trace, redacted with ``secrets`` as well as by the key
+    rules, or None (logged) when it cannot be read."""
+    secrets = tuple(secrets)
+    redactor = Redactor(secrets) if secrets else KEY_RULES_ONLY
     try:
-        return summarize_trace(trace_path)
+        return summarize_trace(trace_path, redactor)
     except Exception as exc:  # the run must not fail because its index did
-        _not_indexed(Path(trace_path).stem, Path(trace_path), exc)
+        shown = Path(redactor.text(os.fspath(trace_path)))
+        _not_indexed(shown.stem, shown, redactor.text(f"{type(exc).__name__}: {exc}"))
         return None
 
 
@@ -55,18 +64,17 @@ def write_summary(summary: RunSummary, store: RunStore | str) -> bool:
         else:
             store.add([summary])
     except Exception as exc:  # the run must not fail because its index did
-        _not_indexed(summary.run_id, Path(summary.trace_path), exc)
+        _not_indexed(summary.run_id, Path(summary.trace_path), f"{type(exc).__name__}: {exc}")
         return False
     return True
 
 
-def _not_indexed(run_id: str, trace_path: Path, exc: Exception) -> None:
+def _not_indexed(run_id: str, trace_path: Path, reason: str) -> None:
     LOGGER.warning(
-        "run %s was not indexed in the run store (%s: %s); its trace is complete, "
+        "run %s was not indexed in the run store (%s); its trace is complete, "
         "index it later with: fsm-agent runs import %s",
         run_id,
-        type(exc).__name__,
-        exc,
+        reason,
         trace_path.parent,
     )
 
@@ -90,7 +98,7 @@ def import_traces(
                 yield summarize_trace(path, redactor)
             except Exception as exc:  # one bad file must not stop an import
                 unreadable += 1
-                LOGGER.warning("%s: not indexed: %s", path, exc)
+                LOGGER.warning("%s: not indexed: %s", redactor.text(os.fspath(path)), exc)
 
     indexed = store.add(summaries())
     return indexed, unreadable

@@ -77,7 +77,8 @@ class StoredRun:
 
     Attributes:
         run_id: the run's id (``run_id`` in the header's meta, else the trace file's stem).
-        trace_path: the trace file, as given when the run was indexed.
+        trace_path: the trace file, as given when the run was indexed (redacted as the
+            rest of the row is: a secret in it reads ``[REDACTED]``).
         started: the UTC start time (ISO 8601) from the header's meta, or ``""``.
         ended: the start plus the last recorded elapsed time, or ``""`` when unknown.
         terminal: the terminal reason of the ``end`` record, or ``""`` if the run never ended.
@@ -217,7 +218,7 @@ def _summary(
         cost = usage_cost(meta.get("price"), usage) if terminal else None
     return RunSummary(
         run_id=str(kept(meta.get("run_id") or Path(source).stem)),
-        trace_path=str(Path(source).absolute()),
+        trace_path=kept(str(Path(source).absolute())),  # a folder may be named for a secret
         started=started,
         ended=_ended(started, elapsed_ms),
         terminal=terminal,

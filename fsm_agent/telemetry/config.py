@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 EXPORTERS_ENV: Final = "OTEL_TRACES_EXPORTER"
 ENDPOINT_ENVS: Final = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+HEADERS_ENVS: Final = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
 PROTOCOL_ENVS: Final = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
 DISABLED_ENV: Final = "OTEL_SDK_DISABLED"
 SERVICE_ENV: Final = "OTEL_SERVICE_NAME"
@@ -87,6 +88,28 @@ def enabled_by_environment(environ: Mapping[str, str] | None = None) -> bool:
     if exporters:
         return exporters != "none"
     return any(env.get(name, "").strip() for name in ENDPOINT_ENVS)
+
+
+def telemetry_credentials(
+    telemetry: Telemetry | bool | None, environ: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """The credentials spans are exported with, when telemetry is on (asked for, or by the
+    environment): those of :attr:`Telemetry.endpoint`, the credential headers of
+    ``OTEL_EXPORTER_OTLP_HEADERS`` and ``OTEL_EXPORTER_OTLP_TRACES_HEADERS``
+    (:func:`~fsm_agent.credentials.otlp_header_credentials`), and the credentials of the
+    endpoint URLs the environment names. The agent keeps them out of its traces and spans
+    (DESIGN §8)."""
+    from fsm_agent.credentials import otlp_header_credentials, url_passwords  # noqa: PLC0415
+
+    env = os.environ if environ is None else environ
+    if telemetry is False or (telemetry is None and not enabled_by_environment(env)):
+        return ()
+    found = list(telemetry.secrets) if isinstance(telemetry, Telemetry) else []
+    for name in HEADERS_ENVS:
+        found += otlp_header_credentials(env.get(name, ""))
+    for name in ENDPOINT_ENVS:
+        found += url_passwords(env.get(name, ""))
+    return tuple(dict.fromkeys(found))
 
 
 def tracer_for(

@@ -460,7 +460,7 @@ class SessionActivities:
         if ended:
             store = agent.store_target()
             if store is not None:
-                index_run(path, store)
+                index_run(path, store, agent.secrets)
         return end
 
     @activity.defn(name="fsm_agent.export_spans")

@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 
 from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
-from fsm_agent.core.shell_commands import analyse_command
+from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, analyse_command
 from fsm_agent.runtime.tool import (
     SAFETY_CHECK,
     PermissionCheck,
@@ -28,6 +28,7 @@ from fsm_agent.runtime.tool import (
     ToolContext,
     ToolOutput,
 )
+from fsm_agent.toolbox.git_reads import git_read_refusal
 from fsm_agent.toolbox.paths import (
     PROTECTED_DIRS,
     PROTECTED_FILES,
@@ -82,7 +83,7 @@ class Bash(Tool[BashInput]):
 
         Where it may read is a permission question (``check_permissions``), not a safety one.
         """
-        return _judge(data.command, cwd="/", readable_roots=("/",)).read_only
+        return _judge(analyse_command(data.command), cwd="/", readable_roots=("/",)).read_only
 
     async def validate_input(self, data: BashInput, ctx: ToolContext) -> str | None:
         """The command must not be blank and the timeout must be in range."""
@@ -99,10 +100,14 @@ class Bash(Tool[BashInput]):
         """
         cwd = os.path.realpath(ctx.cwd)
         roots = ("/",) if ctx.allow_outside else tuple(map(str, ctx.additional_directories))
-        verdict = _judge(data.command, cwd=cwd, readable_roots=roots)
+        analysis = analyse_command(data.command)
+        verdict = _judge(analysis, cwd=cwd, readable_roots=roots)
         if verdict.read_only:
-            return PermissionCheck(behavior="allow", message="read-only command")
-        touched = _protected_path_named(data.command, ctx)
+            refusal = git_refusal(analysis, Path(cwd))
+            if refusal is None:
+                return PermissionCheck(behavior="allow", message="read-only command")
+            return PermissionCheck(behavior="ask", message=f"not read-only here: {refusal}")
+        touched = _protected_path_named(analysis, ctx)
         if touched is not None:
             return PermissionCheck(
                 behavior="ask",
@@ -116,7 +121,7 @@ class Bash(Tool[BashInput]):
     ) -> ToolOutput:
         """Run the command; on timeout or cancellation kill its whole process group."""
         timeout_ms = min(data.timeout_ms or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
-        process = await _start(data.command, ctx.cwd)
+        process = await _start(data.command, ctx.cwd, read_only=self.is_read_only(data))
         output = _Output()
         try:
             async with asyncio.timeout(timeout_ms / 1000):
@@ -138,16 +143,36 @@ class Bash(Tool[BashInput]):
         return ToolOutput(content=text)
 
 
-def _protected_path_named(command: str, ctx: ToolContext) -> str | None:
+def git_refusal(analysis: CommandAnalysis, cwd: Path) -> str | None:
+    """Why the git commands of a read-only command must ask with the git installed here, in
+    the repositories they run in (``git_reads``), or None (also when it runs no git)."""
+    if not any(runs_git(part) for part in analysis.parts):
+        return None
+    folders = [cwd, *(cwd / p.argv[-1] for p in analysis.parts if p.argv[:1] == ("cd",))]
+    return git_read_refusal(folders, _search_path(os.environ.get("PATH", os.defpath)))
+
+
+def runs_git(part: CommandPart) -> bool:
+    """Whether ``part`` runs git (by name or by path)."""
+    return bool(part.argv) and part.argv[0].rsplit("/", 1)[-1] == "git"
+
+
+def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | None:
     """The first protected path a command that is not read-only names, if any.
 
     A command that may write (``echo x > .bashrc``, ``cp f .git/hooks/pre-commit``) is as
     dangerous as an Edit of the same file, so it gets the same bypass-immune safety check
     (SPEC §9.3 step 1g). Every word of every part and every redirect target counts: without
     knowing each program's meaning, a protected path anywhere in a writing command asks.
+
+    A word the shell computes (``~/.bash$x``, ``.gi?/config``, ``~/.b{a,}shrc``,
+    ``"$HOME/.profile"``) may become any path when the command runs, so it counts as one that
+    may be protected; only the arguments of programs that just print are left out.
     """
-    analysis = analyse_command(command)
     for part in analysis.parts:
+        computed = _computed_paths(part)
+        if computed:
+            return f"{computed[0]} (a path the shell computes)"
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):
@@ -157,10 +182,36 @@ def _protected_path_named(command: str, ctx: ToolContext) -> str | None:
     if analysis.problem is not None:
         # The parts may be incomplete (control characters or deep nesting stop the analysis
         # before any part is found): a protected name anywhere in the text is enough.
-        found = _PROTECTED_NAME.search(command)
+        found = _PROTECTED_NAME.search(analysis.command)
         if found is not None:
             return found.group(0)
     return None
+
+
+def _computed_paths(part: CommandPart) -> list[str]:
+    """The words and redirection targets of ``part`` the shell computes and that may name a
+    file it writes: not an input (``< $f``), nor a heredoc, nor the words of a program that
+    only prints or, on the read-only list, only reads (``cat src/*.py``)."""
+    targets = [
+        redirect.target
+        for redirect in part.redirects
+        if redirect.expanded and ">" in redirect.operator
+    ]
+    if part.argv and part.argv[0] not in _PRINTERS and not _only_reads(part):
+        targets += [part.argv[index] for index in part.expanded if index > 0]
+    return targets
+
+
+def _only_reads(part: CommandPart) -> bool:
+    """Whether ``part`` is on the read-only list once its computed words are taken as they
+    are written (wherever they lead, such a program writes none of them)."""
+    literal = attrs.evolve(part, expanded=(), redirects=())
+    analysis = CommandAnalysis(command=part.text, parts=(literal,))
+    return _judge(analysis, cwd="/", readable_roots=("/",)).read_only
+
+
+_PRINTERS = frozenset({"echo", "printf", "true", "false", ":", "test", "["})
+"""Programs that write nothing but their output: their computed words are not paths."""
 
 
 _PROTECTED_NAME = re.compile(
@@ -172,9 +223,11 @@ _PROTECTED_NAME = re.compile(
 """A protected file or folder name standing alone in a text (``.git/`` but not ``.github``)."""
 
 
-def _judge(command: str, *, cwd: str, readable_roots: tuple[str, ...]) -> ReadOnlyVerdict:
+def _judge(
+    analysis: CommandAnalysis, *, cwd: str, readable_roots: tuple[str, ...]
+) -> ReadOnlyVerdict:
     return judge_read_only(
-        analyse_command(command),
+        analysis,
         cwd=cwd,
         readable_roots=readable_roots,
         home=str(Path.home()),
@@ -209,7 +262,9 @@ class _Output:
         )
 
 
-async def _start(command: str, cwd: str | os.PathLike[str]) -> asyncio.subprocess.Process:
+async def _start(
+    command: str, cwd: str | os.PathLike[str], *, read_only: bool
+) -> asyncio.subprocess.Process:
     """Start ``bash -c command`` as the leader of a new process group.
 
     A cancellation that lands while the process is being set up must still kill the whole
@@ -223,7 +278,7 @@ async def _start(command: str, cwd: str | os.PathLike[str]) -> asyncio.subproces
             "-c",
             command,
             cwd=cwd,
-            env=_environment(),
+            env=_environment(read_only=read_only),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -242,7 +297,7 @@ _UNSET = ("CDPATH",)
 working folder, which the read-only judgement of ``cd src && cat x`` assumes it does not."""
 
 
-def _environment() -> dict[str, str]:
+def _environment(*, read_only: bool) -> dict[str, str]:
     """The command's environment: ours without ``CDPATH``, and ``PATH`` without its empty or
     relative entries, which name the working folder: a file the agent wrote there (``./ls``,
     ``./bash``) must never be what ``ls`` or the shell itself runs.
@@ -251,17 +306,27 @@ def _environment() -> dict[str, str]:
     files the agent may write (``HEAD``, ``config``, ``refs/heads/x``, and
     ``objects/info/alternates`` pointing at the real objects) otherwise make a folder one,
     whose ``config`` runs programs (``diff.external``) for a read-only ``git diff`` there.
+
+    A command run as read-only also gets ``GIT_NO_LAZY_FETCH=1``: in a partial clone, git then
+    does not fetch the objects a read needs over the network (``git_reads``); other commands,
+    which someone allowed, fetch as git normally does.
     """
     environment = {name: value for name, value in os.environ.items() if name not in _UNSET}
     if "PATH" in environment:
-        entries = environment["PATH"].split(os.pathsep)
-        environment["PATH"] = os.pathsep.join(e for e in entries if Path(e).is_absolute())
+        environment["PATH"] = _search_path(environment["PATH"])
+    if read_only:
+        environment["GIT_NO_LAZY_FETCH"] = "1"
     given = environment.get("GIT_CONFIG_COUNT", "")
     count = int(given) if given.isdigit() else 0
     environment[f"GIT_CONFIG_KEY_{count}"] = "safe.bareRepository"
     environment[f"GIT_CONFIG_VALUE_{count}"] = "explicit"
     environment["GIT_CONFIG_COUNT"] = str(count + 1)
     return environment
+
+
+def _search_path(path: str) -> str:
+    """``PATH`` without its empty or relative entries (which name the working folder)."""
+    return os.pathsep.join(e for e in path.split(os.pathsep) if Path(e).is_absolute())
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:

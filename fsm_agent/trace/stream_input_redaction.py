@@ -7,9 +7,23 @@ a non-empty string stored under a sensitive key name, at any depth, becomes
 module applies that rule to the text itself, piece by piece, as it is written:
 :class:`ToolInputScanner` reads one block's JSON incrementally and rewrites each piece so that
 the rewritten pieces, concatenated, parse to exactly what the record-level rule makes of the
-parsed input. A sensitive value's first character becomes ``[REDACTED]``, the rest of the
-value is dropped, its closing quote is kept (an empty value stays empty, as the rule leaves
-it). Everything else passes byte for byte; a piece that changes nothing is returned as is.
+parsed input. A sensitive value's characters are dropped: its first becomes ``[``, and the
+rest of ``[REDACTED]`` is written before its closing quote (an empty value stays empty, as the
+rule leaves it). Everything else passes byte for byte; a piece that changes nothing is
+returned as is.
+
+The rewritten text carries the scanner's state: read again, each rewritten piece is returned
+as it is and leaves the scanner as the original piece left it, so a writer that copies a
+trace's pieces (a run carried on from a copied prefix, :meth:`TraceWriter.write_record`) and
+then goes on with live ones writes what one writer would have written for the whole stream.
+Three marks make it so. The ``[`` written for a sensitive value's first character tells a
+value begun from an empty one. A piece that ends inside a sensitive value on a backslash (the
+next piece's first character is escaped) is written ending on a backslash too, and the next
+piece begins with the ``\\u`` escape of the marker's next character (the marker's end waits
+for the closing quote, so it has nine characters to spend; a tenth such piece in one value
+is written empty, and a copy that ends right after it loses the escape). And the text of the
+cut, ``[REDACTED]``, is itself cut wherever it stands between tokens, or as a name in broken
+text (it is never valid JSON there).
 
 Theory of operation: a key the rule redacts under is spelled in the text, as it is or in
 ``\\u`` escapes, so text that names no credential (no sensitive name in any case, no ``\\u``)
@@ -24,8 +38,8 @@ The scanner is total: any text in any state. Text that breaks the grammar cannot
 keys and values any more, so from there on it is only searched for names; from the first
 one, or at once when the text broke right after a sensitive key (an unquoted value, a missing
 colon), the rest of the block is dropped (``[REDACTED]`` marks the place). Text with no such
-name passes as it came: the core answers it with the same error as in the run, so its trace
-replays.
+name (``[REDACTED]`` counts as one) passes as it came: the core answers it with the same error
+as in the run, so its trace replays.
 
 Replay feeds the rewritten pieces to its core, which assembles the redacted input; its
 effects then equal the recorded ones, which the writer redacted by the record-level rule.
@@ -68,7 +82,8 @@ _IN_STRING: Final = 8
 _SECRET_START: Final = 9
 """Just after the opening quote of a value under a sensitive key."""
 _IN_SECRET: Final = 10
-"""Inside such a value, its first character already written as ``[REDACTED]``."""
+"""Inside such a value, its characters dropped, ``[REDACTED]`` owed before its closing
+quote."""
 _LITERAL: Final = 11
 """Inside a number, ``true``, ``false`` or ``null``."""
 _BROKEN: Final = 12
@@ -96,10 +111,12 @@ _NAMES: Final = "|".join(
         *LAST_PART_WORDS,
         *WHOLE_KEY_WORDS,
         r"\\u",
+        re.escape(REDACTED.lower()),
     ]
 )
 """What may name a credential in text: the key rule's names anywhere (``token`` in any word,
-``-`` or ``_`` where the rule reads ``_``), and a ``\\u`` escape, which could spell one."""
+``-`` or ``_`` where the rule reads ``_``), a ``\\u`` escape, which could spell one, and the
+mark of a cut (so that the rewritten text, read again, is cut where it was)."""
 _NAME: Final = re.compile(_NAMES, re.IGNORECASE)
 """The names in any case, as the key rule's ``re.IGNORECASE`` matches them (``ſ`` is an
 ``s`` and ``ı`` an ``i`` to it)."""
@@ -145,7 +162,17 @@ class ToolInputScanner:
 class _JsonReader:
     """Follows one tool input's JSON and rewrites its pieces (see the module docstring)."""
 
-    __slots__ = ("_escape", "_key", "_literal", "_secret_key", "_stack", "_state", "_tail")
+    __slots__ = (
+        "_escape",
+        "_key",
+        "_literal",
+        "_owed",
+        "_owed_escape",
+        "_secret_key",
+        "_stack",
+        "_state",
+        "_tail",
+    )
 
     def __init__(self) -> None:
         self._state = _VALUE
@@ -162,6 +189,11 @@ class _JsonReader:
         self._tail = ""
         """The end of the broken text so far (``_BROKEN``), to find a name cut between two
         pieces."""
+        self._owed = ""
+        """In a sensitive value: the characters of ``[REDACTED]`` not yet written."""
+        self._owed_escape = False
+        """The previous piece was written ending on a backslash: this one begins with the
+        ``\\u`` escape of the next owed character."""
 
     def rewrite(self, piece: str) -> str:
         """``piece`` as the trace is to hold it (``piece`` itself when nothing changes)."""
@@ -182,12 +214,22 @@ class _JsonReader:
         state = self._state
         while pos < end:
             if state in _STRINGS:
+                if self._owed_escape:  # only ever at a piece's start, in a sensitive value
+                    self._owed_escape = False
+                    out.append(f"u{ord(self._owed[0]):04x}")
+                    self._owed = self._owed[1:]
                 close = self._string_end(piece, pos)
                 if state == _IN_KEY:
                     self._key.append(piece[pos:end] if close < 0 else piece[pos:close])
                 elif state == _IN_SECRET:
                     out += (piece[kept:pos],)
                     kept = end if close < 0 else close
+                    if close >= 0:
+                        out.append(self._owed)
+                        self._owed = ""
+                    elif self._escape and self._owed:
+                        out.append("\\")  # as the original piece, the written one ends escaping
+                        self._owed_escape = True
                 if close < 0:
                     break
                 pos = close + 1
@@ -198,8 +240,11 @@ class _JsonReader:
                     pos += 1
                     state = self._after_value()
                 else:
-                    out += (piece[kept:pos], REDACTED)
+                    # The marker's first character says the value is not empty; the others
+                    # are owed until its closing quote.
+                    out += (piece[kept:pos], REDACTED[0])
                     kept = pos
+                    self._owed = REDACTED[1:]
                     state = _IN_SECRET
                 continue
             if state == _LITERAL:
@@ -208,9 +253,12 @@ class _JsonReader:
                 pos = _SPACE.match(piece, pos).end()  # type: ignore[union-attr]  # matches always
                 if pos == end:
                     break
-                state = self._token(piece[pos], state)
-                if state < _LITERAL:
-                    pos += 1
+                if piece.startswith(REDACTED, pos):  # a cut's mark, read again: cut here
+                    state = _CUT
+                else:
+                    state = self._token(piece[pos], state)
+                    if state < _LITERAL:
+                        pos += 1
             if state == _BROKEN:
                 if self._secret_key:  # an unquoted value, or a value with no colon before it
                     state = _CUT

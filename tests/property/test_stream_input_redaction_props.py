@@ -1,6 +1,7 @@
 """Redaction of streamed tool input (DESIGN §8): for any JSON object, written in any style and
 cut into any pieces, the rewritten pieces parse to what the record-level key rule makes of
-the object, and no value under a sensitive key survives in them."""
+the object, and no value under a sensitive key survives in them; read again after a copy,
+the rewritten pieces leave the scanner as the original ones did."""
 
 from __future__ import annotations
 
@@ -194,3 +195,46 @@ def test_any_text_in_any_pieces_is_rewritten_without_error(text: str, cuts: list
     except orjson.JSONDecodeError:
         return
     assert orjson.loads(joined) == KEY_RULES_ONLY.value(parsed)
+
+
+def _continued(pieces: list[str], written: list[str], copied: int) -> list[str]:
+    """What a scanner makes of the stream when it first reads the ``copied`` rewritten pieces
+    (a copied prefix: the empty ones are skipped, as the writer skips them), then the original
+    pieces from there on; the copied pieces must come back as they are."""
+    scanner = ToolInputScanner()
+    for piece in written[:copied]:
+        if piece:
+            assert scanner.rewrite(piece) == piece, "a rewritten piece read again is unchanged"
+    return [scanner.rewrite(piece) if piece else piece for piece in pieces[copied:]]
+
+
+_MARKED_TOKENS = st.sampled_from(['"token"', "token", "[REDACTED]", '"[REDACTED]"']) | _TOKENS
+_ANY_INPUT = st.builds(_written, _objects(), _STYLES) | st.lists(_MARKED_TOKENS, max_size=24).map(
+    "".join
+)
+"""A JSON object in any style, or any run of tokens, the writer's marks among them."""
+
+
+@given(
+    text=st.builds(_written, _objects(), _STYLES)
+    | st.lists(_MARKED_TOKENS, max_size=24).map("".join),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=8),
+    copied=st.integers(min_value=0, max_value=9),
+)
+def test_a_copied_prefix_leaves_the_scanner_as_the_original_pieces_did(
+    text: str, cuts: list[int], copied: int
+) -> None:
+    """For any input, JSON or not, cut anywhere, and a copy that ends after any piece: the
+    pieces after the copy are rewritten as one scanner of the whole stream rewrites them
+    (the rewritten text carries the scanner's state; up to nine escapes pending at a piece's
+    end inside one dropped value, which eight cuts cannot exceed)."""
+    pieces = _cut(text, cuts)
+    written = _rewritten_skipping(pieces)
+    copied = min(copied, len(pieces))
+    assert _continued(pieces, written, copied) == written[copied:]
+
+
+def _rewritten_skipping(pieces: list[str]) -> list[str]:
+    """The pieces as one writer writes them (an empty piece is not scanned)."""
+    scanner = ToolInputScanner()
+    return [scanner.rewrite(piece) if piece else piece for piece in pieces]

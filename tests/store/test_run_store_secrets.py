@@ -13,8 +13,11 @@ written in clear in such a trace, reach no table either.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from fsm_agent.cli import main
 from fsm_agent.core.config import LoopConfig
@@ -220,3 +223,34 @@ def test_names_and_call_ids_redacted_alike_stay_one_row_each(tmp_path: Path) -> 
     kept = summarize_trace(trace, Redactor([SECRET]))
     assert kept.transitions == {"[REDACTED]": 2}
     assert [call.call_id for call in kept.tool_calls] == ["[REDACTED]"]
+
+
+def test_a_trace_path_naming_a_secret_is_stored_redacted(
+    store_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The ``trace_path`` column is redacted as the rest of the row is: a run whose trace lives
+    in a folder named for a secret (or API-key-shaped) stores ``[REDACTED]`` there, and so
+    does an import of that folder; a trace that cannot be indexed is logged without it."""
+    folder = tmp_path / f"runs-{SECRET}-{KEY_SHAPED}"
+    model = ScriptedModel(parse_scenario({"steps": [{"content": [{"text": "done"}]}]}))
+    agent = Agent(
+        model=model, cwd=tmp_path, trace=folder / "run.jsonl", store=store_url, secrets=[SECRET]
+    )
+    assert agent.run_sync("go").terminal == "completed"
+    assert wait_for_store_writes(timeout_s=30)
+    store = open_store(store_url)
+    try:
+        assert import_traces(store, [folder], secrets=[SECRET]) == (1, 0)
+    finally:
+        store.close()
+    rows = stored_rows(store_url)
+    (run,) = rows["runs"]
+    assert "runs-[REDACTED]-[REDACTED]" in repr(run)
+    assert SECRET not in repr(rows)
+    assert KEY_SHAPED not in repr(rows)
+
+    with caplog.at_level(logging.WARNING, logger="fsm_agent.store"):
+        assert not index_run(folder / "missing.jsonl", store_url, secrets=[SECRET])
+    assert "was not indexed" in caplog.text
+    assert SECRET not in caplog.text
+    assert KEY_SHAPED not in caplog.text

@@ -6,8 +6,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fsm_agent.core.messages import ToolResultBlock, UserMessage
+from fsm_agent.errors import UsageError
 from fsm_agent.runtime.agent import Agent, MessageUpdate, RunFinished, RunResult, Update
+from fsm_agent.runtime.tool import Tool, tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.toolbox import default_tools
 from fsm_agent.trace.reader import read_trace
@@ -132,3 +136,96 @@ def test_resume_a_crashed_run(tmp_path: Path) -> None:
     result, _ = drain(agent, point)
     assert result.terminal == "completed"
     assert replay(tmp_path / "resumed.jsonl").terminal == "completed"
+
+
+LOGIN = {
+    "steps": [
+        {
+            "content": [
+                {"tool_use": {"name": "Login", "input": {"user": "ann", "password": "hunter2-pw"}}}
+            ]
+        },
+        {"content": [{"text": "logged in"}]},
+    ]
+}
+
+
+def login_tool(log: list[str]) -> Tool[Any]:
+    @tool(name="Login", description="Log in.")
+    async def login(*, user: str, password: str) -> str:
+        log.append(password)
+        return f"{user} logged in"
+
+    return login
+
+
+def killed_during_login(tmp_path: Path) -> Path:
+    """The trace of a run killed while its Login call ran: cut after the line that holds the
+    call's ``RunToolStep(call)``, as a kill -9 then leaves it."""
+    original = tmp_path / "original.jsonl"
+    agent = Agent(model=scripted(LOGIN), tools=[login_tool([])], cwd=tmp_path, trace=original)
+    assert agent.run_sync("log in").terminal == "completed"
+    lines = original.read_bytes().splitlines(keepends=True)
+    call = next(i for i, line in enumerate(lines) if b'"step":"call"' in line)
+    assert b"hunter2-pw" not in original.read_bytes()
+    killed = tmp_path / "killed.jsonl"
+    killed.write_bytes(b"".join(lines[: call + 1]))
+    return killed
+
+
+def test_rerun_refuses_a_call_whose_input_the_trace_holds_redacted(tmp_path: Path) -> None:
+    """Run again from the trace, the call would get ``[REDACTED]`` for its password: the
+    continuation is refused before anything runs, naming the call and why."""
+    killed = killed_during_login(tmp_path)
+    point = resume(killed)
+    (in_flight,) = point.unsafe_to_rerun
+    log: list[str] = []
+    asked: list[object] = []
+    agent = Agent(
+        model=scripted(LOGIN), tools=[login_tool(log)], cwd=tmp_path, trace=tmp_path / "new.jsonl"
+    )
+    with pytest.raises(UsageError) as refused:
+        drain(agent, point, rerun=lambda item: asked.append(item) or True)
+    message = str(refused.value)
+    assert "Login" in message
+    assert in_flight.effect.call_id in message  # type: ignore[attr-defined]
+    assert "redacted" in message
+    assert "nothing was run" in message
+    assert log == []
+    assert asked == [in_flight]
+    assert not (tmp_path / "new.jsonl").exists()
+
+    # Not re-run, the call is answered with an error result and the run goes on.
+    answer = scripted({"steps": [{"content": [{"text": "ok"}]}]})
+    agent = Agent(model=answer, tools=[login_tool(log)], cwd=tmp_path, trace=False)
+    result, updates = drain(agent, resume(killed))
+    assert result.terminal == "completed"
+    (refusal,) = tool_results_in(updates)
+    assert refusal.is_error
+    assert "not run again" in str(refusal.content)
+    assert log == []
+
+
+def test_rerun_runs_a_call_whose_input_holds_nothing_redacted(tmp_path: Path) -> None:
+    """The refusal is for redacted inputs only: the same call with no credential re-runs."""
+    original = tmp_path / "original.jsonl"
+    clean = {"steps": [{"content": [{"tool_use": {"name": "Touch", "input": {"key": "k"}}}]}]}
+    log: list[str] = []
+
+    @tool(name="Touch", description="Change something.")
+    async def touch(*, key: str) -> str:
+        log.append(key)
+        return "touched"
+
+    steps = {"steps": [*clean["steps"], {"content": [{"text": "done"}]}]}
+    agent = Agent(model=scripted(steps), tools=[touch], cwd=tmp_path, trace=original)
+    assert agent.run_sync("touch").terminal == "completed"
+    lines = original.read_bytes().splitlines(keepends=True)
+    call = next(i for i, line in enumerate(lines) if b'"step":"call"' in line)
+    killed = tmp_path / "killed.jsonl"
+    killed.write_bytes(b"".join(lines[: call + 1]))
+    answer = scripted({"steps": [{"content": [{"text": "ok"}]}]})
+    agent = Agent(model=answer, tools=[touch], cwd=tmp_path, trace=False)
+    result, _ = drain(agent, resume(killed), rerun=lambda _item: True)
+    assert result.terminal == "completed"
+    assert log == ["k", "k"]

@@ -231,9 +231,10 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, T
 
 @pytest.fixture(scope="module")
 def control(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every command run with permission granted (bypass mode), to show what each one does."""
+    """Every command run with permission granted (bypass mode, and yes to the questions bypass
+    still asks: a path the shell computes may be a protected one), to show what each does."""
     work = prepared(tmp_path_factory.mktemp("control") / "work")
-    run_all(work, PermissionPolicy(mode=PermissionMode.BYPASS))
+    run_all(work, PermissionPolicy(mode=PermissionMode.BYPASS, ask=lambda request: True))
     return work
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from fsm_agent.core.effects import AskPermission
 from fsm_agent.core.events import PermissionDecided
-from fsm_agent.core.kinds import PermissionBehavior
+from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
 from fsm_agent.core.permission_rules import shell_rule_matches
 from fsm_agent.core.read_only_commands import judge_read_only
 from fsm_agent.core.shell_commands import analyse_command
@@ -30,7 +30,8 @@ from fsm_agent.runtime.permissions import (
     PermissionRequest,
 )
 from fsm_agent.runtime.tool import ToolContext
-from fsm_agent.toolbox import Bash
+from fsm_agent.toolbox import Bash, git_reads
+from fsm_agent.toolbox import bash as bash_tool
 from fsm_agent.toolbox.bash import BashInput
 
 CWD = "/srv/project"
@@ -128,6 +129,31 @@ UNANALYSABLE = [
     "echo rm x | sh",
     "echo rm x | bash -s",
     "env -S 'rm x'",
+    # a file's commands, or code kept in a variable for later, run where no rule sees them
+    # (found: a deny rule on rm let them through in bypass mode)
+    "source f",
+    ". f",
+    "echo 'rm -rf src' > f; . f",
+    "PS4='$(rm -rf src)' ; set -x",
+    "PS4='$(rm -rf x)' ; set -x",
+    "PROMPT_COMMAND='rm -rf x' bash -i",
+    "PROMPT_COMMAND='rm -rf src'",
+    "BASH_ENV=f bash -c ls",
+    "ENV=f sh -c ls",
+    "export PS4='$(rm -rf src)'",
+    "declare PS4='$(rm -rf src)'",
+    "env BASH_ENV=f bash -c ls",
+    "read PS4 < f; set -x",
+    "declare -n r=PS4; r='$(rm -rf src)'",
+    "GIT_EXTERNAL_DIFF='rm -rf src' git diff",
+    "LD_PRELOAD=./x.so ls",
+    # wrappers whose way of running commands is not read (found: they ran unasked)
+    "parallel rm ::: src",
+    "sem rm -rf src",
+    "at now",
+    "gdb -ex 'shell rm -rf src'",
+    "systemd-run -p ExecStartPre='/bin/rm -rf src' true",
+    "flock --bogus /tmp/l rm -rf src",
 ]
 
 
@@ -245,6 +271,24 @@ NOT_READ_ONLY = [
     "time rm y",
     "trap 'rm y' EXIT",
     "echo a | xargs -I{} cat {}",
+    # zone and locale names are files the C library reads: a path there reads outside (found)
+    "TZ=/etc/shadow date",
+    "TZ=/some/path date",
+    "TZ=:/path date",
+    "TZ=:/etc/shadow date",
+    "TZ=../../../etc/shadow date",
+    "TZ=Europe/../../x date",
+    "LC_ALL=/tmp/x date",
+    "LC_MESSAGES=/tmp/x ls",
+    "LANG=../x ls",
+    "LANGUAGE=../../x ls",
+    "LANGUAGE=C:/tmp/x ls",
+    "date -d 'TZ=\"/etc/shadow\" now'",
+    "date --date='TZ=\"../x\" now'",
+    # kept: variables naming where the C library loads locale data and modules from
+    "NLSPATH=/x ls",
+    "GCONV_PATH=/x ls",
+    "LOCPATH=/x ls",
 ]
 
 
@@ -279,6 +323,14 @@ def test_a_hostile_command_is_not_read_only(command: str) -> None:
         "git log --format=%H",
         "git grep --no-textconv x",
         "md5sum a",
+        "TZ=Europe/Paris date",
+        "TZ=UTC date",
+        "TZ=Etc/GMT+3 date",
+        "LC_ALL=C ls",
+        "LC_ALL=C.UTF-8 ls",
+        "LANG=en_US.UTF-8 ls",
+        "LANGUAGE=de_DE:en ls",
+        "date -d 'TZ=\"Europe/Paris\" 10:00'",
     ],
 )
 def test_lookalikes_of_attacks_stay_read_only(command: str) -> None:
@@ -340,6 +392,64 @@ def work(tmp_path: Path) -> Path:
         "toybox rm -rf src",
         "echo ok; rm -rf src",
         "echo $(rm -rf src)",
+        # wrappers that were not followed (found: the deny rule did not see rm)
+        "pkexec rm -rf src",
+        "pkexec --user root rm -rf src",
+        "flock /tmp/l rm -rf src",
+        "flock -x -w 5 /tmp/l rm -rf src",
+        "flock /tmp/l -c 'rm -rf src'",
+        "chroot / rm -rf src",
+        "chroot --userspec=u:g / rm -rf src",
+        "unshare rm -rf src",
+        "unshare -r --mount rm -rf src",
+        "chrt 5 rm -rf src",
+        "chrt -f 5 rm -rf src",
+        "runuser -u user rm -rf src",
+        "runuser -u user -- rm -rf src",
+        "runuser user -c 'rm -rf src'",
+        "su -c 'rm -rf src'",
+        "su - root -c 'rm -rf src'",
+        "sg wheel 'rm -rf src'",
+        "sg wheel -c 'rm -rf src'",
+        "systemd-run rm -rf src",
+        "systemd-run --user --wait rm -rf src",
+        "script -c 'rm -rf src'",
+        "script -qc 'rm -rf src' /dev/null",
+        "script --command='rm -rf src' log",
+        "nsenter -t 1 -m rm -rf src",
+        "setpriv --reuid=1000 rm -rf src",
+        "runcon -t x rm -rf src",
+        "runcon ctx rm -rf src",
+        "numactl -N 0 rm -rf src",
+        "prlimit --nofile=10 rm -rf src",
+        "fakeroot rm -rf src",
+        "faketime '2020-01-01' rm -rf src",
+        "strace -f rm -rf src",
+        "ltrace rm -rf src",
+        "xvfb-run -a rm -rf src",
+        "eatmydata rm -rf src",
+        "nocache rm -rf src",
+        "catchsegv rm -rf src",
+        "valgrind rm -rf src",
+        "setarch x86_64 rm -rf src",
+        "linux64 rm -rf src",
+        "dbus-run-session -- rm -rf src",
+        "systemd-inhibit --why=x rm -rf src",
+        "cgexec -g cpu:x rm -rf src",
+        "unbuffer rm -rf src",
+        "flock /tmp/l rm -rf x",
+        "pkexec rm -rf x",
+        "script -c 'rm -rf x'",
+        # kept: wrappers already followed
+        "setsid -f rm -rf src",
+        "ionice -c 3 rm -rf src",
+        "taskset -c 0 rm -rf src",
+        "stdbuf -o0 rm -rf src",
+        "timeout -s KILL 5 rm -rf src",
+        "doas rm -rf src",
+        "doas -u root rm -rf src",
+        "watch rm -rf src",
+        "watch -n 1 'rm -rf src'",
     ],
 )
 def test_a_deny_rule_names_the_program_however_it_is_reached(command: str, work: Path) -> None:
@@ -527,3 +637,268 @@ def test_an_octal_escape_is_one_byte_as_bash_makes_it(work: Path) -> None:
     assert part.argv == ("rm", "-rf", "src")
     decided = decide("$'\\562\\555' -rf src", work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
     assert decided.behavior is PermissionBehavior.DENY
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "grep -r KEY .",
+        "grep -R KEY .",
+        "grep -rn KEY",
+        "grep --recursive KEY .",
+        "grep -d recurse KEY .",
+        "grep --directories=recurse KEY .",
+        "egrep -r KEY config/..",
+        "rg KEY",
+        "rg KEY .",
+        "rg -e KEY",
+        "git grep KEY",
+        "git show HEAD:.env",
+        "git log -p",
+        "git diff",
+        "git --no-pager grep KEY",
+        "find . -name '.e*' | xargs cat",
+        "find . -name '.e*' -exec cat {} +",
+        "cat .en?",
+        "cat .e*",
+        "cat ./.[e]nv",
+        'cat "$F"',
+        "cat < $F",
+        "cd config && grep -r KEY ..",
+    ],
+)
+@pytest.mark.parametrize("mode", [PermissionMode.DEFAULT, PermissionMode.BYPASS])
+def test_a_read_deny_rule_covers_a_search_through_its_folder(
+    command: str, mode: PermissionMode, work: Path
+) -> None:
+    """``Read(./.env)`` makes a recursive search, git's reads of the repository, names fed by
+    ``xargs`` and words the shell computes ask, even in bypass mode (found: ``grep -r KEY .``,
+    ``rg KEY`` and ``git grep KEY`` ran as read-only, and the rest in bypass mode)."""
+    (work / ".env").write_text("KEY=secret\n")
+    (work / "config").mkdir()
+    decided = decide(command, work, mode=mode, deny={"Read(./.env)"})
+    assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
+    assert decided.rule == "Read(./.env)"
+
+
+@pytest.mark.parametrize(
+    "command", ["grep -r KEY src", "rg KEY src", "grep KEY src/a.py", "cat src/*.py", "git status"]
+)
+def test_a_search_away_from_a_read_deny_rule_stays_allowed(command: str, work: Path) -> None:
+    """The control: a search through a folder the rule cannot reach is still read-only."""
+    (work / ".env").write_text("KEY=secret\n")
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Read(./.env)"})
+    assert decided.behavior is PermissionBehavior.ALLOW
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo x > ~/.bash$x",
+        "> ~/.bash*",
+        "> ~/.b{a,}shrc",
+        "> .gi?/config",
+        "echo x > ~/.bash$x; ls",
+        "echo x > ~/.bash*",
+        "echo x > ~/.b{a,}shrc",
+        "echo x > .gi?/config",
+        "echo x >> .git${x}/config",
+        'cp a "$HOME/.profile"',
+        "cp a $F",
+        "tee ~/.zsh''rc",
+        "touch ~/.z{sh,}rc",
+        "ln -sf /tmp/x ~/.[b]ashrc",
+    ],
+)
+def test_bypass_asks_before_a_write_to_a_path_the_shell_computes(command: str, work: Path) -> None:
+    """The protected-path check cannot resolve a variable, a glob or braces, so such a path may
+    be ``.bashrc`` or ``.git/config``: a safety question, even in bypass mode (found: the
+    check read the text literally and let ``> ~/.bash$x`` through)."""
+    requests: list[PermissionRequest] = []
+
+    def ask(request: PermissionRequest) -> PermissionAnswer:
+        requests.append(request)
+        return PermissionAnswer.deny()
+
+    decided = decide(command, work, mode=PermissionMode.BYPASS, ask=ask)
+    assert decided.behavior is PermissionBehavior.DENY
+    assert decided.source is DecisionSource.SAFETY_CHECK
+    assert [request.reason for request in requests] == ["safety_check"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo $HOME > out.txt", "printf '%s' $x > out.txt", "cat src/*.py > out.txt", "cat < $F"],
+)
+def test_bypass_still_runs_a_write_to_a_literal_path(command: str, work: Path) -> None:
+    """The control: the words of a program that only prints are not paths."""
+    assert decide(command, work, mode=PermissionMode.BYPASS).behavior is PermissionBehavior.ALLOW
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf src",
+        "rm -r -f src",
+        "rm -fr src",
+        "rm --recursive --force src",
+        "rm -R -f src",
+        "rm -f -R src",
+        "rm -Rf src",
+        "rm -rfv src",
+        "rm --recur --for src",
+        "rm src -rf",
+        "rm --interactive=never -R -f src",
+        "sudo rm -r -f src",
+        "/bin/rm -fr src",
+        "rm -r -f x",
+        "rm -fr x",
+        "rm --recursive --force x",
+        "rm -R -f",
+    ],
+)
+def test_a_deny_rule_naming_options_matches_them_spelled_otherwise(
+    command: str, work: Path
+) -> None:
+    """``Bash(rm -rf:*)`` denies ``rm -r -f``, ``rm -fr`` and ``rm --recursive --force`` too
+    (found: only the spelling in the rule was denied)."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm -rf:*)"})
+    assert decided.behavior is PermissionBehavior.DENY
+    assert decided.rule == "Bash(rm -rf:*)"
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Bash(git push --force:*)", "git push -f origin main"),
+        ("Bash(git push -f:*)", "git push --force origin main"),
+        ("Bash(git branch -D:*)", "git branch --delete --force old"),
+        ("Bash(git clean -fdx)", "git clean -x -d -f"),
+        ("Bash(chmod -R 777:*)", "chmod --recursive 777 src"),
+        ("Bash(rm -rf src)", "rm -fr src"),
+    ],
+)
+def test_an_ask_rule_naming_options_matches_them_spelled_otherwise(
+    rule: str, command: str, work: Path
+) -> None:
+    """Ask rules are matched like deny rules, in bypass mode too."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, ask_rules={rule})
+    assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
+    assert decided.rule == rule
+
+
+@pytest.mark.parametrize("command", ["rm -r src", "rm -f src", "rm -rf", "rm -fr other"])
+def test_options_spelled_alike_match_no_more_than_they_name(command: str, work: Path) -> None:
+    """The controls: ``rm -r`` has not both options of ``Bash(rm -rf build:*)``, and the
+    operand must be the same."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm -rf build:*)"})
+    assert decided.behavior is PermissionBehavior.ALLOW
+
+
+def test_an_allow_rule_is_not_widened_by_spellings(work: Path) -> None:
+    """``Bash(rm -f:*)`` allows ``rm -f x``, never ``rm -rf x`` (the spelled-alike match is for
+    deny and ask rules only)."""
+    assert decide("rm -f x", work, allow={"Bash(rm -f:*)"}).behavior is PermissionBehavior.ALLOW
+    assert decide("rm -rf x", work, allow={"Bash(rm -f:*)"}).behavior is PermissionBehavior.DENY
+
+
+@pytest.mark.parametrize(
+    ("version", "partial", "allowed"),
+    [
+        ((2, 37), False, False),  # ignores safe.bareRepository
+        (None, False, False),  # unknown
+        ((2, 38), False, True),
+        ((2, 39), True, False),  # a partial clone, and GIT_NO_LAZY_FETCH not honoured
+        ((2, 44), True, True),
+        ((3, 0), False, True),
+    ],
+)
+def test_git_reads_ask_with_a_git_that_would_not_keep_them_read_only(
+    version: tuple[int, int] | None,
+    partial: bool,
+    allowed: bool,
+    work: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before git 2.38 a repository planted in the folder runs its hooks and fsmonitor on
+    ``git status``; before 2.44 a partial clone fetches over the network on ``git log -p``
+    (found: both were allowed as read-only)."""
+    monkeypatch.setattr(git_reads, "installed_git_version", lambda search_path: version)
+    if partial:
+        (work / ".git" / "config").write_text("[extensions]\n\tpartialClone = origin\n")
+    for command in ("git status", "cd src && git log -p"):
+        behavior = decide(command, work).behavior
+        assert (behavior is PermissionBehavior.ALLOW) is allowed, command
+    assert decide("ls src", work).behavior is PermissionBehavior.ALLOW
+
+
+def test_a_partial_clone_is_found_through_a_worktree_and_a_remote(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A linked worktree's ``.git`` file leads to the repository's config, where a promisor
+    remote marks a partial clone."""
+    monkeypatch.setattr(git_reads, "installed_git_version", lambda search_path: (2, 40))
+    main_git = work / "main.git"
+    (main_git / "worktrees" / "wt").mkdir(parents=True)
+    (main_git / "config").write_text('[remote "origin"]\n\tpromisor = true\n')
+    (main_git / "worktrees" / "wt" / "commondir").write_text("../..\n")
+    tree = work / "tree"
+    tree.mkdir()
+    (tree / ".git").write_text(f"gitdir: {main_git / 'worktrees' / 'wt'}\n")
+    assert decide("git status", tree).behavior is PermissionBehavior.DENY  # nobody to ask
+
+
+def test_the_installed_git_version_is_read_once() -> None:
+    """``git --version`` runs once per search path; its answer is kept."""
+    git_reads.installed_git_version.cache_clear()
+    first = git_reads.installed_git_version(os.environ.get("PATH", ""))
+    git_reads.installed_git_version(os.environ.get("PATH", ""))
+    assert git_reads.installed_git_version.cache_info().hits >= 1
+    assert first is None or first >= (1, 0)
+
+
+def test_read_only_commands_run_without_lazy_fetching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only command runs with ``GIT_NO_LAZY_FETCH=1``; a command someone allowed runs
+    as git normally would."""
+    assert bash_tool._environment(read_only=True)["GIT_NO_LAZY_FETCH"] == "1"
+    monkeypatch.delenv("GIT_NO_LAZY_FETCH", raising=False)
+    assert "GIT_NO_LAZY_FETCH" not in bash_tool._environment(read_only=False)
+    given: list[bool] = []
+
+    def environment(*, read_only: bool) -> dict[str, str]:
+        given.append(read_only)
+        return dict(os.environ)
+
+    monkeypatch.setattr(bash_tool, "_environment", environment)
+    for command in ("git status", "touch x"):
+        asyncio.run(Bash().call(BashInput(command=command), ToolContext(cwd=tmp_path), print))
+    assert given == [True, False]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm $o src",
+        "o=-rf; rm $o src",
+        "rm -r $f src",
+        'rm "-r$f" src',
+        "rm -r{f,} src",
+        "sudo rm $o x",
+    ],
+)
+def test_options_the_shell_computes_ask_under_a_rule_naming_options(
+    command: str, work: Path
+) -> None:
+    """``rm $o src`` may be ``rm -rf src``: under ``Bash(rm -rf:*)`` it asks, even in bypass
+    mode (found: the rule saw ``rm $o src`` and let it run)."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm -rf:*)"})
+    assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
+    assert decided.rule == "Bash(rm -rf:*)"
+
+
+def test_computed_words_of_other_programs_run_beside_a_rule_naming_options(work: Path) -> None:
+    """The control: ``ls $d`` is not the program the rule names."""
+    decided = decide("ls $d", work, mode=PermissionMode.BYPASS, deny={"Bash(rm -rf:*)"})
+    assert decided.behavior is PermissionBehavior.ALLOW

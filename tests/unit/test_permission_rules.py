@@ -12,6 +12,7 @@ from fsm_agent.core.permission_rules import (
     check_rule_tools,
     parse_rule,
     path_rule_matches,
+    path_rule_may_match_under,
     shell_rule_matches,
 )
 from fsm_agent.errors import ConfigError, SettingsWarning
@@ -173,3 +174,33 @@ def test_a_server_rule_covers_every_tool_of_that_server_only() -> None:
     rules = RuleSet.of([rule("mcp__gh__*")])
     assert rules.whole_tool(DENY, "mcp__gh__create_issue") is not None
     assert rules.whole_tool(DENY, "mcp__ghost__x") is None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "folder", "may"),
+    [
+        ("./.env", "/w", True),  # the folder holds it
+        ("./.env", "/w/src", False),
+        (".env", "/w/src", True),  # any depth
+        (".env", "/elsewhere", False),
+        ("./config/**", "/w/config/sub", True),  # inside a covered folder
+        ("./config/*.key", "/w", True),
+        ("./config/*.key", "/w/other", False),
+        ("~/.ssh/**", "/", True),
+        ("~/.ssh/**", "/home/u/.ssh", True),
+        ("~/.ssh/**", "/home/u/src", False),
+        ("//etc/shadow", "/etc", True),
+        ("//etc/shadow", "/w", False),
+    ],
+)
+def test_a_path_rule_may_match_under_a_folder(pattern: str, folder: str, may: bool) -> None:
+    """Whether a search through ``folder`` may read a file the pattern covers."""
+    assert path_rule_may_match_under(pattern, folder, cwd="/w", home="/home/u") is may
+
+
+def test_a_path_rule_may_match_under_a_folder_without_case() -> None:
+    """On a file system that ignores case, ``./Config`` holds what ``./config/**`` covers."""
+    assert not path_rule_may_match_under("./config/**", "/w/Config", cwd="/w", home="/h")
+    assert path_rule_may_match_under(
+        "./config/**", "/w/Config", cwd="/w", home="/h", case_sensitive=False
+    )

@@ -24,7 +24,12 @@ from rich.console import Console
 
 from fsm_agent.cli import main
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.credentials import argument_credentials, url_passwords, without_passwords
+from fsm_agent.credentials import (
+    argument_credentials,
+    otlp_header_credentials,
+    url_passwords,
+    without_passwords,
+)
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent, model_credentials
 from fsm_agent.runtime.hook_spec import CommandHook
@@ -169,12 +174,43 @@ def test_an_mcp_servers_credentials_are_secrets_and_never_shown() -> None:
         (("--header", "Authorization: Bearer hdr-0123"), ("Bearer hdr-0123", "hdr-0123")),
         (("https://bot:url-0123@mcp.example/?access_token=qs-0123",), ("url-0123", "qs-0123")),
         (("-y", "@scope/server", "--port", "8080", "X-Team: infra"), ()),
+        # Known programs' password options (PROGRAM_PASSWORD_OPTIONS), judged after the
+        # program's name only, and only in the forms the program reads a password from.
+        (("mysql", "-uroot", "-pmy-0123", "db"), ("my-0123",)),
+        (("/usr/bin/mysqldump", "-p", "dbname"), ()),  # apart, -p prompts: dbname is the db
+        (("docker", "exec", "db", "mariadb", "db", "-pmaria-0123"), ("maria-0123",)),
+        (("sshpass", "-p", "ssh-0123", "ssh", "-p", "2222", "host"), ("ssh-0123",)),
+        (("sshpass", "-pssh-4567", "ssh", "host"), ("ssh-4567",)),
+        (("curl", "-u", "bob:curl-0123", "https://x.example"), ("curl-0123",)),
+        (("curl", "--user=bob:curl-4567", "--proxy-user", "p:px-0123"), ("curl-4567", "px-0123")),
+        (("wget", "--user=bob:wget-0123", "--password=wget-4567"), ("wget-0123", "wget-4567")),
+        (("htpasswd", "-b", ".htpasswd", "bob", "htp-0123"), ("htp-0123",)),
+        (("htpasswd", "-nbB", "bob", "htp-4567"), ("htp-4567",)),
+        (("htpasswd", "-c", ".htpasswd", "bob"), ()),
+        (("redis-cli", "-a", "redis-0123", "ping"), ("redis-0123",)),
+        (("mongosh", "-u", "bob", "-p", "mongo-0123"), ("mongo-0123",)),
+        (("ldapsearch", "-x", "-w", "ldap-0123"), ("ldap-0123",)),
+        (("sqlcmd", "-S", "db", "-P", "sql-0123"), ("sql-0123",)),
+        (("smbclient", "-U", "bob%smb-0123", "//host/share"), ("smb-0123",)),
+        (("ls", "-p", "folder"), ()),
+        (("ssh", "-p", "2222", "host"), ()),
+        (("tar", "-pcf", "out.tar", "folder"), ()),
     ],
 )
 def test_the_credentials_in_a_commands_arguments(
     args: tuple[str, ...], credentials: tuple[str, ...]
 ) -> None:
     assert set(argument_credentials(args)) == set(credentials)
+
+
+def test_a_known_programs_password_option_is_a_secret_and_never_shown() -> None:
+    """The program is the server's command: its password options are judged from it."""
+    server = McpServer.stdio("db", "mysql", ["-uroot", "-pmysql-pw-0123", "-h", "db.example"])
+    agent = Agent(model=scripted("hi"), mcp_servers=[server], trace=False, store=False)
+    assert set(agent.secrets) == {"mysql-pw-0123"}
+    shown = repr(server)
+    assert "args=('-uroot', '-p***', '-h', 'db.example')" in shown
+    assert_clean("an MCP server's repr", shown, agent.secrets)
 
 
 def test_the_credentials_in_an_mcp_servers_arguments_are_secrets_and_never_shown() -> None:
@@ -261,6 +297,66 @@ def test_a_telemetry_endpoints_credentials_stay_out_of_the_trace_and_spans(
     assert "overloaded, body [REDACTED]" in spans
     assert_clean("the spans", spans, forbidden)
     assert_clean("the trace", (tmp_path / "run.jsonl").read_bytes(), forbidden)
+
+
+@pytest.mark.parametrize(
+    ("headers", "credentials"),
+    [
+        (
+            "Authorization=Bearer%20otlp-0123",
+            ("Bearer%20otlp-0123", "Bearer otlp-0123", "otlp-0123"),
+        ),
+        ("api-key=otlp-key-0123, x-scope-orgid=tenant1", ("otlp-key-0123",)),
+        ("x-honeycomb-team=hc-0123,DD-API-KEY=dd-0123", ("hc-0123", "dd-0123")),
+        ("uptrace-dsn=https://0123456789abcdef0123@api.uptrace.dev?grpc=4317", None),
+        ("x-team=infra,=novalue,broken", ()),
+    ],
+)
+def test_the_credentials_of_the_otlp_headers(
+    headers: str, credentials: tuple[str, ...] | None
+) -> None:
+    found = otlp_header_credentials(headers)
+    if credentials is None:  # a DSN: the whole URL and its token
+        assert "0123456789abcdef0123" in found
+    else:
+        assert set(found) == set(credentials)
+
+
+@pytest.mark.parametrize(
+    "variable", ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"]
+)
+def test_the_otlp_header_credentials_stay_out_of_the_trace_and_spans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """With telemetry on, the credentials the environment gives the exporter's headers join
+    the agent's secrets: an answer repeating them shows ``[REDACTED]`` in the spans and the
+    trace. With telemetry off they are not the agent's concern."""
+    pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    token, key = "otlp-token-0123", "otlp-key/0123"
+    monkeypatch.setenv(variable, f"Authorization=Bearer%20{token},api-key=otlp-key%2F0123")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = Agent(
+        model=scripted(f"the collector takes {token} and {key}"),
+        cwd=tmp_path,
+        trace=tmp_path / "run.jsonl",
+        store=False,
+        telemetry=Telemetry(tracer_provider=provider),
+    )
+    assert {token, key} <= set(agent.secrets)
+    assert agent.run_sync("go").terminal == "completed"
+    provider.shutdown()
+    spans = json.dumps([dict(span.attributes or {}) for span in exporter.get_finished_spans()])
+    assert "[REDACTED]" in (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+    assert_clean("the spans", spans, (token, key))
+    assert_clean("the trace", (tmp_path / "run.jsonl").read_bytes(), (token, key))
+    off = Agent(model=scripted("hi"), cwd=tmp_path, trace=False, store=False, telemetry=False)
+    assert token not in off.secrets
 
 
 # --- sessions and subagents -----------------------------------------------------------------
@@ -386,6 +482,12 @@ def test_fsm_agent_run_prints_no_api_key(
         ("postgresql://db.example/runs?sslmode=require&password=hunter2-pw", ("hunter2-pw",)),
         ("postgresql://bob:hunter2%20pw@db.example/runs", ("hunter2%20pw", "hunter2 pw")),
         ("postgresql://bob@db.example/runs", ()),
+        # User info with no password is a credential when it is shaped like a token.
+        ("https://ghp_0123456789abcdefghij@github.com/o/r.git", ("ghp_0123456789abcdefghij",)),
+        ("https://x-access-token:ghs-0123@github.com/o/r.git", ("ghs-0123",)),
+        ("https://0123456789abcdef0123@sentry.example/42", ("0123456789abcdef0123",)),
+        ("https://first.last.name.here@host.example/", ()),  # letters only: a name
+        ("ssh://git@github.com/o/r.git", ()),
         ("https://collector.example/?service=x&api_key=otel-key-0123", ("otel-key-0123",)),
         ("runs.sqlite3", ()),
     ],

@@ -194,7 +194,14 @@ def test_a_tool_input_holding_a_credential_records_and_replays_clean(tmp_path: P
     path = record_run(tmp_path / "t.jsonl", scenario)
     text = path.read_text()
     assert secret not in text
-    assert '\\"[REDACTED]' in text  # where the value began, in the deltas
+    deltas = "".join(  # the input as the deltas spell it
+        line["event"]["event"]["delta"]["partial_json"]
+        for line in map(orjson.loads, text.splitlines()[1:])
+        if line.get("record") == "event"
+        and line["event"].get("type") == "ModelStreamEvent"
+        and line["event"]["event"].get("delta", {}).get("type") == "input_json_delta"
+    )
+    assert orjson.loads(deltas) == {"password": "[REDACTED]", "path": "a"}
     assert text.count("input_json_delta") > 5
     assert replay(path).terminal == "completed"
 

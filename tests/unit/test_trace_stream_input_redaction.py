@@ -59,14 +59,15 @@ def _input_text(events: list[dict[str, Any]], index: int = 0) -> str:
 
 def test_a_secret_streamed_in_pieces_never_reaches_the_file() -> None:
     """The pieces of a tool input are rewritten so that they spell the redacted input; the
-    pieces holding nothing to hide are written as they came."""
+    pieces holding nothing to hide are written as they came. The marker begins where the value
+    does and ends before its closing quote."""
     pieces = ['{"pass', 'word": "hu', 'nter2-secret", "pa', 'th": "a"}']
     data, events = _written(_tool_block(0, pieces))
     assert SECRET.encode() not in data
     assert b"hu" not in data.replace(b"hunter", b"")
     assert orjson.loads(_input_text(events)) == {"password": REDACTED, "path": "a"}
     written = [raw["delta"]["partial_json"] for raw in events[1:-1]]
-    assert written == ['{"pass', 'word": "[REDACTED]', '", "pa', 'th": "a"}']
+    assert written == ['{"pass', 'word": "[', 'REDACTED]", "pa', 'th": "a"}']
 
 
 @pytest.mark.parametrize("kind", ["tool_use", "server_tool_use", "mcp_tool_use"])
@@ -184,6 +185,55 @@ def test_a_copied_prefix_keeps_the_scan_going() -> None:
         writer.write_event(ev.ModelStreamEvent(request_id="r1", event=raw))
     assert buffer.getvalue().splitlines()[1:] == full.splitlines()[1:]
     assert SECRET.encode() not in buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        # A piece ends inside the value on a backslash: is the next quote escaped or closing?
+        ['{"password": "ab\\', '"cd", "x": "y"}'],
+        ['{"password": "a\\', '\\", "path": "p"}'],
+        ['{"password": "\\', '"\\', '"\\', '"", "x": "y"}'],
+        # The value so far is dropped: is it empty (the next quote closes it empty) or not?
+        ['{"password": "', "abc", '", "path": "p"}'],
+        # The block was cut after a sensitive key or at a name in broken text.
+        ['{"password": abc', ' def", "x": "y"}'],
+        ['{"password" "abc', '", "x": "y"}'],
+        ['{"a" 1 token xyz', " more text"],
+        ['{"x": 1} garbage', " password: hunter2", " more"],
+        # Text that looks like the writer's marks, from the model itself.
+        ['{"password": [REDACTED], "x": 1}', " more"],
+        ['{"note": "[REDACTED]", "token": "[REDACTED]"}'],
+        ['{"x": [REDACTED token', " more"],
+    ],
+)
+def test_a_copied_prefix_goes_on_as_one_writer_would_at_any_point(pieces: list[str]) -> None:
+    """Cut wherever a copy may end, a writer that copies the trace's records and goes on with
+    the live events writes the very bytes one writer writes for the whole stream: the
+    rewritten pieces carry the scanner's state (an escape pending inside a dropped value, a
+    dropped value begun, a cut)."""
+    events = _tool_block(0, pieces)
+    full, _ = _written(events)
+    lines = full.splitlines()[1:]
+    for copied in range(1, len(events)):
+        buffer = io.BytesIO()
+        writer = TraceWriter(buffer, config=CONFIG, tools=TOOLS, table_digest="d")
+        for line in lines[:copied]:
+            writer.write_record(orjson.loads(line))
+        for raw in events[copied:]:
+            writer.write_event(ev.ModelStreamEvent(request_id="r1", event=raw))
+        assert buffer.getvalue().splitlines()[1:] == lines, f"copied {copied} records"
+
+
+def test_an_escape_pending_inside_a_dropped_value_is_written_pending() -> None:
+    """The written piece ends on a backslash as the original does, and the next one begins
+    with the marker's next character as a ``\\u`` escape: the text still spells the marker."""
+    pieces = ['{"password": "ab\\', '"cd", "x": "y"}']
+    data, events = _written(_tool_block(0, pieces))
+    written = [raw["delta"]["partial_json"] for raw in events[1:-1]]
+    assert written == ['{"password": "[\\', 'u0052EDACTED]", "x": "y"}']
+    assert orjson.loads("".join(written)) == {"password": REDACTED, "x": "y"}
+    assert b"cd" not in data
 
 
 def test_a_scanner_returns_an_unchanged_piece_itself() -> None:
