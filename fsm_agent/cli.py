@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 from fsm_agent.errors import FsmAgentError, TraceWriteFailed
 from fsm_agent.temporal import commands as temporal_commands
+from fsm_agent.terminal_text import shown
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -40,15 +42,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result: int = args.handler(args)
     except CommandLineError as exc:
-        print(f"fsm-agent: {exc}", file=sys.stderr)
+        print(f"fsm-agent: {shown(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except TraceWriteFailed as exc:
-        print(f"fsm-agent: {exc}", file=sys.stderr)
+        print(f"fsm-agent: {shown(str(exc))}", file=sys.stderr)
         if exc.cut_back and exc.path is not None:
-            print(f"  Then carry the run on: fsm-agent resume {exc.path}", file=sys.stderr)
+            again = shown(f"fsm-agent resume {shlex.quote(exc.path)}")
+            print(f"  Then carry the run on: {again}", file=sys.stderr)
         return EXIT_FAILED
     except FsmAgentError as exc:
-        print(f"fsm-agent: {exc}", file=sys.stderr)
+        print(f"fsm-agent: {shown(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("fsm-agent: interrupted", file=sys.stderr)
@@ -60,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"fsm-agent: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(shown(f"fsm-agent: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_FAILED
     return result
 
@@ -95,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
         "--at", type=int, required=True, metavar="SEQ", help="the seq to replay up to"
     )
     _live_options(fork)
+    _carry_option(fork)
     fork.set_defaults(handler=_cmd_fork)
 
     resume = commands.add_parser("resume", help="rebuild a crashed run from its trace, go on")
@@ -106,6 +110,7 @@ def _parser() -> argparse.ArgumentParser:
         "error result saying so; a subagent's call picks the subagent up from its own trace); "
         "refused, nothing run, when such a call's recorded input was redacted",
     )
+    _carry_option(resume)
     _live_options(resume)
     resume.set_defaults(handler=_cmd_resume)
 
@@ -161,6 +166,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _carry_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--keep-session-rules",
+        action="store_true",
+        help="let the allow rules the recording's 'always' answers added allow calls from here "
+        "on (default: asked at a terminal, else not carried over: their calls ask again)",
+    )
+
+
 def _live_options(command: argparse.ArgumentParser) -> None:
     """The options of the commands that run an agent live (run, fork, resume)."""
     command.add_argument(
@@ -196,6 +210,13 @@ def _live_options(command: argparse.ArgumentParser) -> None:
         help="a settings file in Claude Code's format, applied on top of "
         "~/.claude/settings.json, .claude/settings.json and .claude/settings.local.json "
         "(repeatable)",
+    )
+    command.add_argument(
+        "--trust-folder",
+        action="store_true",
+        help="apply what this folder's .claude/settings*.json grant (allow rules, hooks, a "
+        "mode, extra folders) without asking; untrusted, they are asked about at a terminal "
+        "and otherwise left out (their deny and ask rules always apply)",
     )
 
 
@@ -273,13 +294,20 @@ def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> in
 
     from fsm_agent.core.config import LoopConfig  # noqa: PLC0415
     from fsm_agent.runtime.agent import Agent  # noqa: PLC0415
+    from fsm_agent.runtime.folder_trust import settings_for_folder  # noqa: PLC0415
     from fsm_agent.runtime.permissions import PermissionMode, PermissionPolicy  # noqa: PLC0415
-    from fsm_agent.runtime.settings import load_settings  # noqa: PLC0415
     from fsm_agent.terminal_view import LiveView, stdin_is_terminal  # noqa: PLC0415
     from fsm_agent.toolbox import default_tools  # noqa: PLC0415
 
-    # Settings first: a bad settings file is reported before anything else happens.
-    settings = load_settings(Path.cwd(), extra_files=args.settings)
+    # Settings first: a bad settings file is reported before anything else happens. What the
+    # folder's own files grant needs the person's trust (a cloned repository's hooks).
+    settings = settings_for_folder(
+        Path.cwd(),
+        extra_files=args.settings,
+        trust_flag=args.trust_folder,
+        ask=_ask_folder_trust if stdin_is_terminal() else None,
+        warn=lambda text: print(shown(f"fsm-agent: {text}"), file=sys.stderr),
+    )
     model = _model(args.model)
     view = LiveView() if read_line is None else LiveView(read_line=read_line)
     ask: Any = None  # nobody to ask: the mode decides, and the trace says no one was asked
@@ -340,6 +368,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 "these (pass what it needs with --params)"
             )
         return temporal_commands.run_command(args)
+    if args.data_converter is not None:  # a local run keeps no history to protect
+        raise CommandLineError("--data-converter: only with --temporal")
     # Always the turn of a session, so a later ``run --continue`` can carry it on.
     return _live(args, lambda agent: _session(agent, args).stream(args.prompt))
 
@@ -382,7 +412,8 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     from fsm_agent.trace.replay import fork  # noqa: PLC0415
 
     point = fork(_trace_file(args.trace_file), args.at)
-    return _live(args, lambda agent: agent.continue_from(point))
+    carry = _carries_rules(getattr(point.core, "session_permission_rules", ()), args)
+    return _live(args, lambda agent: agent.continue_from(point, carry_session_rules=carry))
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
@@ -391,8 +422,63 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     point = resume(_trace_file(args.trace_file))
     for item in point.unsafe_to_rerun:
         verb = "will run again" if args.rerun else "is answered with an error, not re-run"
-        print(f"in flight at the crash: {item.effect} — {verb}", file=sys.stderr)
-    return _live(args, lambda agent: agent.continue_from(point, rerun=lambda _: args.rerun))
+        print(shown(f"in flight at the crash: {item.effect} — {verb}"), file=sys.stderr)
+    carry = _carries_rules(getattr(point.core, "session_permission_rules", ()), args)
+    return _live(
+        args,
+        lambda agent: agent.continue_from(
+            point, rerun=lambda _: args.rerun, carry_session_rules=carry
+        ),
+    )
+
+
+def _carries_rules(rules: Sequence[str], args: argparse.Namespace) -> bool:
+    """Whether the allow rules a recording's "always" answers added go on allowing calls: a
+    trace may come from someone else, and hold ``Bash(*)``."""
+    from fsm_agent.terminal_view import stdin_is_terminal  # noqa: PLC0415
+
+    if not rules:
+        return True
+    listed = shown(", ".join(rules)).replace("\n", "\\n")
+    if args.keep_session_rules:
+        keep = True
+    elif stdin_is_terminal():
+        print(f"The recording's 'always' answers added these allow rules: {listed}")
+        try:
+            answer = input("Let them allow calls from here on? [y/N]: ")
+            keep = answer.strip().lower() in {"y", "yes"}
+        except EOFError:
+            keep = False
+    else:
+        keep = False
+    if not keep:
+        print(
+            f"fsm-agent: not carried over, their calls ask again: allow rules {listed} "
+            "(--keep-session-rules carries them)",
+            file=sys.stderr,
+        )
+    return keep
+
+
+def _ask_folder_trust(folder: Path, granted: Sequence[str]) -> str:
+    """Show what a folder's settings files grant, and ask whether to apply them."""
+    print(shown(f"\nThe settings files of {folder}/.claude grant:"))
+    for line in granted:  # one line each, whatever they hold
+        print("  - " + shown(line).replace("\n", "\\n"))
+    print("Their deny and ask rules apply either way.")
+    question = "Apply what they grant? [o] this time, [a] always (until they change), [n] no: "
+    while True:
+        try:
+            answer = input(question).strip().lower()
+        except EOFError:
+            return "no"
+        if answer in {"o", "once"}:
+            return "once"
+        if answer in {"a", "always"}:
+            return "always"
+        if answer in {"n", "no", ""}:
+            return "no"
+        print("  please answer o, a or n")
 
 
 def _always_yes(_request: Any) -> bool:
@@ -465,10 +551,11 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     for run in found:
         tokens = f"{run.input_tokens}/{run.output_tokens}"
         cost = "-" if run.cost_usd is None else f"${run.cost_usd:.4f}"
-        print(
+        line = (
             f"{run.run_id:<32}  {run.started or '-':<25}  {run.terminal or '(not ended)':<20}  "
             f"{run.model:<20}  {run.turns:>5}  {tokens:<15}  {cost}"
         )
+        print(shown(line))  # an imported trace's header may hold anything
     print(f"\n{len(found)} runs")
     return EXIT_OK
 
@@ -560,7 +647,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                 text = str(exc)
                 if isinstance(exc, TraceTruncated):
                     text += "\n(use --allow-truncated to check the records before the cut)"
-            first, *rest = text.splitlines()
+            first, *rest = shown(text).splitlines()
             print(f"{path!s:<{width}}  {'-':>6}  {'-':>11}  FAILED: {first}")
             for line in rest:
                 print(f"{'':<{width}}  {line}")
@@ -619,7 +706,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     label = turn_label(trace.header.meta)
     if label is not None:
         print(f"({label})")
-    print(render_timeline(trace))
+    print(shown(render_timeline(trace)))  # what the model and the tools said, as written
     if args.html is not None:
         if args.html.is_dir():
             raise CommandLineError(f"--html {args.html} is a folder; give a file name")
@@ -642,17 +729,18 @@ def _list_traces(folder: Path) -> int:
         try:
             trace = read_trace(path, allow_truncated=True)
         except TraceError as exc:
-            print(f"  {path.relative_to(folder)}  unreadable: {str(exc).splitlines()[0]}")
+            print(shown(f"  {path.relative_to(folder)}  unreadable: {str(exc).splitlines()[0]}"))
             continue
         started = trace.header.meta.get("started", "")
         ends = list(trace.of_kind("end"))
         terminal = ends[-1].data["terminal"] if ends else "(not ended)"
         turn = trace.header.meta.get("turn")
         of_session = f"  turn {turn}" if isinstance(turn, int) else ""
-        print(
+        line = (
             f"  {path.relative_to(folder)}  {started}  {len(trace.records)} records  "
             f"{terminal}{of_session}"
         )
+        print(shown(line))
     return EXIT_OK
 
 
@@ -665,7 +753,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         print("the traces agree")
         return EXIT_OK
     print(f"first difference at seq {divergence.seq} ({args.a} recorded, {args.b} replayed):")
-    print(format_divergence(divergence.to_error()))
+    print(shown(format_divergence(divergence.to_error())))
     return EXIT_FAILED
 
 

@@ -34,6 +34,11 @@ class ConfigError(DefinitionError):
     """A configuration value is out of its allowed range."""
 
 
+class McpWarning(UserWarning):
+    """A tool an MCP server lists that cannot be offered to the model (its schema is not an
+    object schema, or the server lists the name twice): it is left out, the rest are kept."""
+
+
 class SettingsWarning(UserWarning):
     """A part of a settings file that fsm_agent understands but does not act on."""
 

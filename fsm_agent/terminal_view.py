@@ -8,7 +8,14 @@ A permission question shows the tool, its input and the reason it is asked, and 
 allow once, allow always (for the rest of the session) or deny with a message for the model.
 While it waits, everything else the run would print is held back and printed after the
 answer, so nothing lands on the question's line. Texts are printed without rich markup, so
-``[y/N]`` or a file name in brackets shows as written.
+``[y/N]`` or a file name in brackets shows as written, and with every character a terminal
+would obey or hide spelled out (:mod:`~fsm_agent.terminal_text`), so a model cannot move the
+cursor, erase a line or reorder what is shown.
+
+The question shows the input a person decides on whole: each line of a value on a line of
+its own, marked as the value's (so none can pass for a line of the question), and a value
+longer than :data:`QUESTION_CHARS` by its start and end, the count of characters left out
+and a ``v`` answer that shows all of it.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from fsm_agent.core.messages import (
 )
 from fsm_agent.runtime import agent as updates
 from fsm_agent.runtime.permissions import PermissionAnswer, PermissionRequest
+from fsm_agent.terminal_text import shown
 from fsm_agent.trace.redact import Redactor
 
 SUMMARY_CHARS = 100
@@ -37,12 +45,19 @@ SUMMARY_CHARS = 100
 _ALWAYS = {"a", "always"}
 _ONCE = {"y", "yes"}
 _DENY = {"n", "no", ""}
+_VIEW = {"v", "view"}
+
+QUESTION_CHARS = 2000
+"""A permission question shows an input value of up to this many characters whole; a longer
+one by its start and end, with the count of what is not shown and a way to see it all."""
+QUESTION_HEAD = 1200
+QUESTION_TAIL = 600
 
 
 def summarize_input(tool_input: dict[str, Any], limit: int = SUMMARY_CHARS) -> str:
     """``key=value`` pairs of a tool input on one line, cut to ``limit`` characters."""
-    shown = " ".join(f"{key}={_one_line(value)!r}" for key, value in tool_input.items())
-    return _cut(shown, limit)
+    pairs = " ".join(f"{key}={_one_line(value)!r}" for key, value in tool_input.items())
+    return _cut(pairs, limit)
 
 
 def summarize_result(content: object, limit: int = SUMMARY_CHARS) -> str:
@@ -122,7 +137,7 @@ class LiveView:
         """Print one line as plain text (never markup), or hold it while a question waits."""
 
         def out() -> None:
-            self.console.print(Text(self._redactor.text(text), style=style))
+            self.console.print(Text(shown(self._redactor.text(text)), style=style))
 
         if self._held is not None:
             self._held.append(out)
@@ -211,7 +226,7 @@ class LiveView:
     def _update_status(self) -> None:
         if self._status is None or self._held is not None:
             return
-        tail = self._redactor.text(self._text)[-70:]
+        tail = shown(self._redactor.text(self._text))[-70:]
         self._status.update(Text(f"phase: {self._phase}" + (f"  │ {tail}" if tail else "")))
 
     def _end_text(self) -> None:
@@ -241,20 +256,41 @@ class LiveView:
                     self._status.start()
 
     def _question(self, request: PermissionRequest) -> PermissionAnswer:
-        def plain(text: Text) -> None:
-            text.plain = self._redactor.text(text.plain)
-            self.console.print(text)
+        def plain(text: str, style: str = "") -> None:
+            self.console.print(Text(shown(self._redactor.text(text)), style=style))
 
-        plain(Text(f"\nPermission needed: {request.tool_name}", style="bold yellow"))
-        for key, value in request.input.items():
-            plain(Text(f"  {key}: {_cut(str(value), 400)}"))
+        def show_input(*, whole: bool) -> bool:
+            """Print the input; returns whether a part was left out (``whole=False``)."""
+            abridged = False
+            for key, value in request.input.items():
+                text = value if isinstance(value, str) else str(value)
+                if not whole and len(text) > QUESTION_CHARS:
+                    hidden = len(text) - QUESTION_HEAD - QUESTION_TAIL
+                    text = (
+                        f"{text[:QUESTION_HEAD]}\n… {hidden} characters not shown here "
+                        f"(answer v to see them) …\n{text[-QUESTION_TAIL:]}"
+                    )
+                    abridged = True
+                first, *rest = text.split("\n")
+                plain(f"  {key}: {first}")
+                # Every further line is marked as the value's own, so that no line of a value
+                # can pass for a line of the question (a "why:" of its own making, say).
+                for line in rest:
+                    plain(f"    │ {line}")
+            return abridged
+
+        plain(f"\nPermission needed: {request.tool_name}", "bold yellow")
+        abridged = show_input(whole=False)
         why = request.message or request.reason or "this call needs your approval"
-        plain(Text(f"  why: {why}"))
+        plain(f"  why: {why}")
         if request.suggested_rules:
-            plain(Text(f"  always adds: {', '.join(request.suggested_rules)}"))
+            plain(f"  always adds: {', '.join(request.suggested_rules)}")
+        choices = "[y] once, [a] always, [n] no" + (
+            ", [v] view the whole input" if abridged else ""
+        )
         while True:
             try:
-                raw = self.read_line("Allow? [y] once, [a] always, [n] no: ")
+                raw = self.read_line(f"Allow? {choices}: ")
             except EOFError:
                 return PermissionAnswer(allow=False, message="no answer came (input closed)")
             answer = raw.strip().lower()
@@ -270,7 +306,10 @@ class LiveView:
                 except EOFError:
                     note = ""
                 return PermissionAnswer(allow=False, message=note)
-            plain(Text("  please answer y, a or n"))
+            if abridged and answer in _VIEW:
+                show_input(whole=True)
+                continue
+            plain(f"  please answer {'y, a, n or v' if abridged else 'y, a or n'}")
 
 
 def stdin_is_terminal() -> bool:

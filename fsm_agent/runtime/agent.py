@@ -402,6 +402,7 @@ class Agent:
         point: ForkPoint | ResumePoint,
         *,
         rerun: Callable[[InFlight], bool] | None = None,
+        carry_session_rules: bool = True,
     ) -> AsyncIterator[Update]:
         """Carry a recorded run on live from a ``fork`` or ``resume`` point, with this agent's
         model, tools, hooks and permissions (the core and its loop state come from the trace).
@@ -410,6 +411,11 @@ class Agent:
         already have run (its result was never recorded): it is answered with an error result
         saying so, unless ``rerun(in_flight)`` returns True. A half-received model response
         is re-requested through the core's retry path. The new trace repeats the prefix.
+
+        The rules "allow always" answers added in the recording
+        (``point.core.session_permission_rules``) allow calls from here on as they did there;
+        with ``carry_session_rules=False`` they do not (a trace from someone else may hold
+        ``Bash(*)``), and such a call asks again, unless a live answer adds the rule anew.
 
         Raises:
             UsageError: before anything is performed, when the trace ends before the run
@@ -435,7 +441,8 @@ class Agent:
         )
         if redacted:
             raise UsageError(redacted_inputs.refusal(redacted))
-        async for update in continue_run(self, point, rerun=decided):
+        carried = carry_session_rules
+        async for update in continue_run(self, point, rerun=decided, carry_session_rules=carried):
             yield update
 
     def tool(self, name: str) -> Tool[Any] | None:

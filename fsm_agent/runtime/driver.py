@@ -126,9 +126,10 @@ async def continue_run(
     point: ForkPoint | ResumePoint,
     *,
     rerun: Callable[[InFlight], bool] | None = None,
+    carry_session_rules: bool = True,
 ) -> AsyncIterator[Update]:
     """Carry a recorded run on live from ``point`` (see ``Agent.continue_from``)."""
-    run = _Run(agent, (), start=point, rerun=rerun)
+    run = _Run(agent, (), start=point, rerun=rerun, carry_session_rules=carry_session_rules)
     async for update in run.run():
         yield update
 
@@ -192,6 +193,7 @@ class _Run:
         *,
         start: ForkPoint | ResumePoint | None = None,
         rerun: Callable[[InFlight], bool] | None = None,
+        carry_session_rules: bool = True,
         mcp: Sequence[McpConnection] = (),
         extra_tools: Sequence[Tool[Any]] = (),
         collector: AttachmentCollector | None = None,
@@ -252,6 +254,11 @@ class _Run:
             TracingCore(self.core, self.writer) if self.writer is not None else self.core
         )
         self.fault: str | None = None
+        # The "allow always" rules of a recorded run (a fork or resume point) are honoured only
+        # when the caller carries them over; one given again by a live answer is honoured.
+        self.dropped_rules: set[str] = set()
+        if start is not None and not carry_session_rules:
+            self.dropped_rules = set(self.core.session_permission_rules)
         self.telemetry: RunTelemetry | None = None
         if agent.tracer is not None:
             from fsm_agent.telemetry.live import RunTelemetry  # noqa: PLC0415 - the SDK is optional
@@ -739,7 +746,10 @@ class _Run:
     async def _permission(self, effect: fx.AskPermission) -> None:
         tool = self.tool(effect.tool_name)
         context = self._context(effect.call_id)
-        check, facts = permission_facts(tool, effect, context, self.core.session_permission_rules)
+        rules = self.core.session_permission_rules
+        if self.dropped_rules:
+            rules = tuple(rule for rule in rules if rule not in self.dropped_rules)
+        check, facts = permission_facts(tool, effect, context, rules)
         limit = seconds(self.agent.config.permission_timeout_ms)
         try:
             async with asyncio.timeout(limit):
@@ -752,6 +762,7 @@ class _Run:
             decided = permission_timed_out(effect, limit)
         except Exception as exc:  # SPEC §9.6: an exception cancels the call and aborts the turn
             decided = permission_failed(effect, exc)
+        self.dropped_rules.difference_update(decided.added_rules)  # given again, live
         self.queue.put_nowait(decided)
 
     async def _compact(self, effect: fx.Compact) -> None:

@@ -6,8 +6,16 @@
 them to the model as ``mcp__<server>__<tool>``; the list is read again between turns (SPEC
 §1.2 S7, tool refresh), so tools a server adds or removes reach the next request.
 
-A tool whose ``readOnlyHint`` annotation is true is concurrency-safe and read-only (SPEC §5);
-every other one runs alone. The server validates the arguments against its own schema. A
+A server's tools are not ours to trust: every call of one asks permission (SPEC §9.3 step 3)
+unless a rule allows it (``mcp__<server>`` allows a whole server), whatever the server says of
+it. Its ``readOnlyHint`` only lets the call run concurrently with other safe calls (SPEC §5),
+and counts as read-only in plan mode; every other one runs alone. A tool name the API would
+refuse (``github.search``, a space, non-ASCII letters, more than 64 characters in all) is
+offered under a name made of its allowed characters and a short digest of the real one
+(:func:`mcp_tool_name`), so that one badly named tool cannot make every request fail; a tool
+listed twice, or whose input schema is not an object schema, is left out with an
+:class:`~fsm_agent.errors.McpWarning`. The server validates the arguments against its own
+schema. A
 result maps to tool_result content: text blocks as text, images as image blocks (base64),
 embedded text resources as text, anything else as its JSON; ``isError`` makes an error result.
 
@@ -17,8 +25,11 @@ embedded text resources as text, anything else as its JSON; ``isError`` makes an
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -33,8 +44,14 @@ from fsm_agent.credentials import (
     url_passwords,
     without_passwords,
 )
-from fsm_agent.errors import ConfigError
-from fsm_agent.runtime.tool import ProgressCallback, Tool, ToolContext, ToolOutput
+from fsm_agent.errors import ConfigError, McpWarning
+from fsm_agent.runtime.tool import (
+    PermissionCheck,
+    ProgressCallback,
+    Tool,
+    ToolContext,
+    ToolOutput,
+)
 
 __all__ = ["McpConnection", "McpServer", "McpTool", "mcp_tool_name"]
 
@@ -42,9 +59,26 @@ _NAME_PREFIX = "mcp"
 _SEPARATOR = "__"
 
 
+_API_NAME = re.compile(r"[A-Za-z0-9_-]+")
+"""The characters the Messages API accepts in a tool name."""
+NAME_LIMIT = 64
+"""The longest tool name offered (the API's limit, as the strictest of its versions has it)."""
+SERVER_NAME_LIMIT = 32
+"""The longest server name, so that a tool's own name always keeps some room."""
+_DIGEST = 8
+
+
 def mcp_tool_name(server: str, tool: str) -> str:
-    """The name the model calls a server's tool by: ``mcp__<server>__<tool>``."""
-    return f"{_NAME_PREFIX}{_SEPARATOR}{server}{_SEPARATOR}{tool}"
+    """The name the model calls a server's tool by: ``mcp__<server>__<tool>``, as it is when
+    the API accepts it; otherwise the tool's name with each character the API refuses made
+    ``_``, cut to fit, and ``_`` and the first hex digits of its SHA-256 appended (the same
+    name on every listing, and distinct names stay distinct)."""
+    whole = f"{_NAME_PREFIX}{_SEPARATOR}{server}{_SEPARATOR}{tool}"
+    if _API_NAME.fullmatch(tool) and len(whole) <= NAME_LIMIT:
+        return whole
+    digest = hashlib.sha256(tool.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST]
+    kept = re.sub(r"[^A-Za-z0-9_-]", "_", whole)[: NAME_LIMIT - 1 - _DIGEST]
+    return f"{kept}_{digest}"
 
 
 def _names_only(values: dict[str, str] | None) -> str:
@@ -98,10 +132,10 @@ class McpServer:
         )
 
     def __attrs_post_init__(self) -> None:
-        if not self.name or not all(c.isalnum() or c in "_-" for c in self.name):
+        if not _API_NAME.fullmatch(self.name) or len(self.name) > SERVER_NAME_LIMIT:
             raise ConfigError(
-                f"McpServer name {self.name!r}: use letters, digits, '_' and '-' only "
-                "(it becomes part of each tool's name)"
+                f"McpServer name {self.name!r}: use ASCII letters, digits, '_' and '-' only, "
+                f"at most {SERVER_NAME_LIMIT} (it becomes part of each tool's name)"
             )
         if _SEPARATOR in self.name:
             raise ConfigError(f"McpServer name {self.name!r} must not contain '__'")
@@ -183,6 +217,14 @@ class McpTool(Tool[Any]):
         """The server's ``readOnlyHint``."""
         return self.read_only
 
+    def check_permissions(self, data: Any, ctx: ToolContext) -> PermissionCheck:
+        """No opinion: a server's word is not a reason to run a call unasked, so the rules
+        and the mode decide (SPEC §9.3 step 3 asks when none allows it)."""
+        server = self.connection.server.name
+        return PermissionCheck(
+            behavior="passthrough", message=f"a tool of the MCP server {server!r}"
+        )
+
     async def call(self, data: Any, ctx: ToolContext, progress: ProgressCallback) -> ToolOutput:
         """Call the tool on its server and map the result to tool_result content."""
         return await self.connection.call(self.remote_name, data)
@@ -240,13 +282,31 @@ class McpConnection:
     async def tools(self) -> list[McpTool]:
         """The server's tools as it lists them now."""
         listed = await self._session.list_tools()
-        tools = []
+        tools: dict[str, McpTool] = {}
+        server = self.server.name
         for remote in listed.tools:
-            tool = McpTool(self, remote.name, remote.description or "", remote.input_schema)
+            schema = remote.input_schema
+            if schema and not (isinstance(schema, Mapping) and schema.get("type") == "object"):
+                warnings.warn(
+                    f"MCP server {server!r}: tool {remote.name!r} left out: its input schema "
+                    "is not a JSON object schema, which the API refuses",
+                    McpWarning,
+                    stacklevel=2,
+                )
+                continue
+            tool = McpTool(self, remote.name, remote.description or "", schema)
+            if tool.name in tools:
+                warnings.warn(
+                    f"MCP server {server!r}: tool {remote.name!r} left out: the server lists "
+                    f"{tools[tool.name].remote_name!r} under the same name {tool.name!r}",
+                    McpWarning,
+                    stacklevel=2,
+                )
+                continue
             annotations = remote.annotations
             tool.read_only = bool(annotations is not None and annotations.read_only_hint)
-            tools.append(tool)
-        return tools
+            tools[tool.name] = tool
+        return list(tools.values())
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutput:
         """Call one tool; an MCP error result becomes an error tool_result."""

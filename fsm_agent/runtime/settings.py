@@ -96,6 +96,16 @@ class Settings:
         where = str(path) if path is not None else f"<{source.value}>"
         return _from_object(data, source, Path(where), (cwd or Path.cwd()).resolve())
 
+    def restricting(self) -> Settings:
+        """Only what narrows what the agent does: deny and ask rules, and a mode that grants
+        nothing (``default``, ``plan``, ``dontAsk``); no allow rule, hook or extra folder."""
+        widening = {PermissionMode.ACCEPT_EDITS, PermissionMode.BYPASS}
+        return Settings(
+            rules=tuple(rule for rule in self.rules if rule.behavior is not RuleBehavior.ALLOW),
+            default_mode=None if self.default_mode in widening else self.default_mode,
+            files=self.files,
+        )
+
     def merged(self, other: Settings) -> Settings:
         """These settings, then ``other`` on top (its mode wins when it sets one)."""
         return Settings(
@@ -118,31 +128,47 @@ def settings_paths(cwd: Path, user_home: Path) -> list[tuple[RuleSource, Path]]:
     ]
 
 
+FOLDER_SOURCES = (RuleSource.PROJECT, RuleSource.LOCAL)
+"""The sources of the files a folder carries itself (``.claude/settings*.json``)."""
+
+
 def load_settings(
     cwd: str | os.PathLike[str],
     *,
     user_home: str | os.PathLike[str] | None = None,
     extra_files: Sequence[str | os.PathLike[str]] = (),
+    folder_grants: bool = True,
+    sources: Sequence[RuleSource] | None = None,
 ) -> Settings:
     """Read the standard settings files of ``cwd`` plus ``extra_files`` (flag settings).
 
     Standard files that do not exist are skipped; an ``extra_files`` entry that does not
-    exist is an error (it was asked for by name).
+    exist is an error (it was asked for by name). ``folder_grants=False`` takes only what
+    the folder's own files restrict (:meth:`Settings.restricting`; see
+    :mod:`~fsm_agent.runtime.folder_trust`); ``sources``: only the standard files of these
+    sources (and no ``extra_files``).
 
     Raises:
         ConfigError: a file is not JSON, or a key has the wrong type (file and JSON path named).
     """
     root = Path(cwd).resolve()
     home = Path(user_home) if user_home is not None else Path.home()
-    found = [(source, path) for source, path in settings_paths(root, home) if path.is_file()]
-    for extra in extra_files:
+    found = [
+        (source, path)
+        for source, path in settings_paths(root, home)
+        if (sources is None or source in sources) and path.is_file()
+    ]
+    for extra in extra_files if sources is None else ():
         path = Path(extra)
         if not path.is_file():
             raise ConfigError(f"settings file {path} does not exist")
         found.append((RuleSource.FLAG, path))
     settings = Settings()
     for source, path in found:
-        settings = settings.merged(_from_object(_read_json(path), source, path, root))
+        read = _from_object(_read_json(path), source, path, root)
+        if not folder_grants and source in FOLDER_SOURCES:
+            read = read.restricting()
+        settings = settings.merged(read)
     return settings
 
 

@@ -54,6 +54,7 @@ from fsm_agent.runtime.performing import (
 from fsm_agent.runtime.permissions import PermissionAnswer, PermissionRequest
 from fsm_agent.runtime.tool import ToolContext
 from fsm_agent.store.recording import index_run
+from fsm_agent.temporal.named_objects import load_named
 from fsm_agent.temporal.workflow import REQUEST_NOT_HELD
 from fsm_agent.trace import records
 from fsm_agent.trace.placing import TraceOwner, place_chunk
@@ -516,17 +517,9 @@ def load_factory(spec: str) -> AgentFactory:
         ConfigError: the spec is malformed, the module cannot be imported, or the name is
             missing or not callable.
     """
-    module_name, _, name = spec.partition(":")
-    if not module_name or not name:
-        raise ConfigError(f"--factory {spec!r}: expected module:function, e.g. mypkg.agents:make")
-    import importlib  # noqa: PLC0415 - only this path imports user code
-
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"--factory {spec!r}: cannot import {module_name!r}: {exc}") from exc
-    factory = getattr(module, name, None)
+    factory = load_named(spec, option="--factory", kind="function", example="mypkg.agents:make")
     if not callable(factory):
+        module_name, _, name = spec.partition(":")
         raise ConfigError(f"--factory {spec!r}: {module_name} has no function {name!r}")
     return factory  # type: ignore[no-any-return]
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.converter import DataConverter
 from temporalio.service import RPCError
 
 from fsm_agent.errors import ConfigError, UsageError
@@ -121,14 +122,20 @@ async def watch_session(
             ending.cancel()
 
 
-async def connect(address: str, *, namespace: str = "default") -> Client:
-    """A client of the cluster at ``address``.
+async def connect(
+    address: str, *, namespace: str = "default", data_converter: DataConverter | None = None
+) -> Client:
+    """A client of the cluster at ``address``; ``data_converter``: the one every client and
+    worker of the sessions shares (default: Temporal's), e.g. one whose payload codec
+    encrypts the history.
 
     Raises:
         ConfigError: nothing answers there (the address is named).
     """
     try:
-        return await Client.connect(address, namespace=namespace)
+        return await Client.connect(
+            address, namespace=namespace, data_converter=data_converter or DataConverter.default
+        )
     except RuntimeError as exc:  # the SDK's bridge reports a failed connection so
         raise ConfigError(f"cannot reach a Temporal cluster at {address}: {exc}") from exc
 

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from fsm_agent.errors import ConfigError
+from fsm_agent.terminal_text import shown
 from fsm_agent.trace.redact import KEY_RULES_ONLY
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
@@ -30,6 +31,14 @@ def add_cluster_options(command: argparse.ArgumentParser, *, queue: bool) -> Non
         help=f"the Temporal frontend (default: ${ADDRESS_ENV}, else {DEFAULT_ADDRESS})",
     )
     command.add_argument("--namespace", default="default", help="the Temporal namespace")
+    command.add_argument(
+        "--data-converter",
+        default=None,
+        metavar="MODULE:NAME",
+        help="the temporalio DataConverter (or a function returning one) that every worker "
+        "and client of the sessions shares, e.g. one whose payload codec encrypts the history "
+        "(default: Temporal's, which keeps it in clear)",
+    )
     if queue:
         command.add_argument(
             "--task-queue", default="fsm-agent", help="the task queue sessions run on"
@@ -100,6 +109,15 @@ def _require_temporalio() -> None:
         raise ConfigError("the Temporal SDK is not installed: pip install 'fsm_agent[temporal]'")
 
 
+def _data_converter(args: argparse.Namespace) -> Any:
+    """What ``--data-converter`` names (None: Temporal's default)."""
+    if args.data_converter is None:
+        return None
+    from fsm_agent.temporal.named_objects import load_data_converter  # noqa: PLC0415
+
+    return load_data_converter(args.data_converter)
+
+
 def worker_command(args: argparse.Namespace) -> int:
     """``fsm-agent worker``: serve sessions until interrupted."""
     _require_temporalio()
@@ -107,6 +125,7 @@ def worker_command(args: argparse.Namespace) -> int:
     from fsm_agent.temporal.worker import run_worker  # noqa: PLC0415
 
     factory = load_factory(args.factory)
+    converter = _data_converter(args)
     print(
         f"fsm-agent worker: serving task queue {args.task_queue!r} at {args.address}",
         file=sys.stderr,
@@ -114,7 +133,11 @@ def worker_command(args: argparse.Namespace) -> int:
     )
     asyncio.run(
         run_worker(
-            args.address, task_queue=args.task_queue, factory=factory, namespace=args.namespace
+            args.address,
+            task_queue=args.task_queue,
+            factory=factory,
+            namespace=args.namespace,
+            data_converter=converter,
         )
     )
     return 0
@@ -125,8 +148,10 @@ def approve_command(args: argparse.Namespace) -> int:
     _require_temporalio()
     from fsm_agent.temporal.client import answer_permission, connect  # noqa: PLC0415
 
+    converter = _data_converter(args)
+
     async def answer() -> str:
-        client = await connect(args.address, namespace=args.namespace)
+        client = await connect(args.address, namespace=args.namespace, data_converter=converter)
         return await answer_permission(
             client, args.run, args.call_id, args.decision, message=args.message
         )
@@ -157,9 +182,10 @@ def run_command(args: argparse.Namespace) -> int:
 
     # Before reaching for the cluster.
     check_history_bounds(args.continue_after_events, args.continue_after_bytes)
+    converter = _data_converter(args)
 
     async def go() -> dict[str, Any]:
-        client = await connect(args.address, namespace=args.namespace)
+        client = await connect(args.address, namespace=args.namespace, data_converter=converter)
         handle = await start_session(
             client,
             args.prompt,
@@ -170,18 +196,23 @@ def run_command(args: argparse.Namespace) -> int:
             continue_after_bytes=args.continue_after_bytes,
         )
         print(f"session {handle.id} on task queue {args.task_queue!r}", flush=True)
+
         # The workers' secrets stay on the workers; API-key-shaped text is never printed, as
-        # the in-process view never prints it (DESIGN §8).
-        shown = KEY_RULES_ONLY.text
+        # the in-process view never prints it (DESIGN §8); nor a character the terminal would
+        # obey or hide (:mod:`~fsm_agent.terminal_text`).
+        def printable(text: str) -> str:
+            return shown(KEY_RULES_ONLY.text(text))
+
         async for item in watch_session(handle):
             data = item.data
             if item.kind == "transition" and data["machine"] == "loop":
                 print(f"  → {data['name']}", flush=True)
             elif item.kind == "message" and data["role"] == "assistant" and data["text"]:
-                print(shown(data["text"]), flush=True)
+                print(printable(data["text"]), flush=True)
             elif item.kind == "question":
                 call = data["call_id"]
-                print(shown(f"  ? {data['tool_name']} {json.dumps(data['input'])}"), flush=True)
+                question = f"  ? {data['tool_name']} {json.dumps(data['input'])}"
+                print(printable(question), flush=True)
                 if args.yes:
                     await answer_permission(client, handle.id, call, "allow")
                 else:

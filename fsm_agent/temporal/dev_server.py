@@ -133,10 +133,18 @@ class WorkerProcess:
         factory: ``module:function`` building each session's agent.
         import_path: a folder to put first on the child's ``PYTHONPATH`` (where the
             factory's module lives), if it is not installed.
+        data_converter: ``module:name`` of the data converter the worker uses (``worker
+            --data-converter``).
     """
 
     def __init__(
-        self, address: str, task_queue: str, *, factory: str, import_path: Path | None = None
+        self,
+        address: str,
+        task_queue: str,
+        *,
+        factory: str,
+        import_path: Path | None = None,
+        data_converter: str | None = None,
     ) -> None:
         env = dict(os.environ)
         if import_path is not None:
@@ -145,6 +153,8 @@ class WorkerProcess:
             )
         command = [sys.executable, "-m", "fsm_agent", "worker", "--address", address]
         command += ["--task-queue", task_queue, "--factory", factory]
+        if data_converter is not None:
+            command += ["--data-converter", data_converter]
         self.process = subprocess.Popen(
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )

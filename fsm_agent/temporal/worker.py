@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from temporalio.client import Client
+from temporalio.converter import DataConverter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -66,7 +67,11 @@ async def run_worker(
     task_queue: str,
     factory: AgentFactory,
     namespace: str = "default",
+    data_converter: DataConverter | None = None,
 ) -> None:
-    """Connect to ``address`` and serve sessions until cancelled (``fsm-agent worker``)."""
-    client = await Client.connect(address, namespace=namespace)
+    """Connect to ``address`` and serve sessions until cancelled (``fsm-agent worker``);
+    ``data_converter``: as for :func:`~fsm_agent.temporal.client.connect`."""
+    client = await Client.connect(
+        address, namespace=namespace, data_converter=data_converter or DataConverter.default
+    )
     await session_worker(client, task_queue=task_queue, factory=factory).run()

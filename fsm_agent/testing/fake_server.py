@@ -12,6 +12,10 @@ are ``event: <name>\\ndata: <one-line JSON>\\n\\n`` sent in a chunked body, so a
 connection is an incomplete body to the client, while a truncated stream ends cleanly. Every
 response closes its connection. The server binds only 127.0.0.1, on a port the OS chooses.
 
+A request whose custom tools the API would refuse (a name outside ``[a-zA-Z0-9_-]{1,64}``, a
+name used twice, an input schema that is not an object schema) gets the API's 400
+``invalid_request_error`` and takes no step.
+
 Endpoints: ``POST /v1/messages`` (streamed or not; each call takes the next scenario step) and
 ``POST /v1/messages/count_tokens`` (characters / 4; takes no step). Any credentials are
 accepted (``Authorization: Bearer`` or ``x-api-key``) and redacted in ``requests``.
@@ -24,6 +28,7 @@ import contextlib
 import gzip
 import http
 import json
+import re
 import threading
 from types import TracebackType
 from typing import Any
@@ -293,6 +298,10 @@ class FakeAnthropicServer:
                 writer, 400, _error_body("invalid_request_error", "body must be a JSON object")
             )
             return False
+        refused = _tools_problem(body.get("tools"))
+        if refused is not None:
+            await _send_json(writer, 400, _error_body("invalid_request_error", refused))
+            return False
 
         steps = self.scenario.steps
         if self._steps_taken >= len(steps):
@@ -389,6 +398,32 @@ async def _send_json(
     }
     writer.write(_head(status, headers) + data)
     await writer.drain()
+
+
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def _tools_problem(tools: object) -> str | None:
+    """What the API says of a request's custom tools it refuses (a name outside its pattern,
+    a name used twice, an input schema that is not an object schema), or None."""
+    if not isinstance(tools, list):
+        return None
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict) or "input_schema" not in tool:
+            continue  # a server tool (web search...), which has a type and no schema
+        name = tool.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+            return (
+                f"tools.{index}.custom.name: String should match pattern '^{_TOOL_NAME.pattern}$'"
+            )
+        if name in seen:
+            return f"tools: Tool names must be unique. ({name!r} is used twice)"
+        seen.add(name)
+        schema = tool["input_schema"]
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            return f"tools.{index}.custom.input_schema.type: Input should be 'object'"
+    return None
 
 
 def _error_body(error_type: str, message: str, request_id: str = "req_000") -> dict[str, Any]:

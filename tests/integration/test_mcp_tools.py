@@ -7,6 +7,7 @@ tool list again between turns.
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -18,10 +19,10 @@ from typing import Any
 import pytest
 
 from fsm_agent.core.messages import ImageBlock, TextBlock, ToolResultBlock, tool_results
-from fsm_agent.errors import ConfigError
+from fsm_agent.errors import ConfigError, McpWarning
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.runtime.mcp_tools import McpServer, mcp_tool_name
-from fsm_agent.runtime.permissions import PermissionPolicy
+from fsm_agent.runtime.permissions import PermissionAnswer, PermissionPolicy, PermissionRequest
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.replay import replay
@@ -29,6 +30,7 @@ from fsm_agent.trace.replay import replay
 pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install '.[mcp]')")
 
 SERVER = Path(__file__).parent / "mcp" / "notes_server.py"
+SLOPPY = Path(__file__).parent / "mcp" / "sloppy_server.py"
 
 
 def _call(tool: str, **arguments: Any) -> dict[str, Any]:
@@ -51,6 +53,7 @@ def test_mcp_server_tools_run_and_refresh(tmp_path: Path) -> None:
     agent = Agent(
         model=model,
         mcp_servers=[McpServer.stdio("notes", sys.executable, [str(SERVER)])],
+        permissions=PermissionPolicy(allow={"mcp__notes"}),
         trace=tmp_path / "run.jsonl",
     )
     result = agent.run_sync("Use the notes server.")
@@ -113,7 +116,12 @@ def test_mcp_tools_over_streamable_http(http_server: str) -> None:
     """The same server reached over streamable HTTP serves the same tools."""
     steps = [{"content": [_call("shout", text="over http")]}, {"content": [{"text": "Done."}]}]
     model = ScriptedModel(parse_scenario({"steps": steps}))
-    agent = Agent(model=model, mcp_servers=[McpServer.http("notes", http_server)], trace=False)
+    agent = Agent(
+        model=model,
+        mcp_servers=[McpServer.http("notes", http_server)],
+        permissions=PermissionPolicy(allow={"mcp__notes"}),
+        trace=False,
+    )
     result = agent.run_sync("Shout over HTTP.")
     assert result.terminal == "completed"
     assert _results(result.messages)["toolu_001"].content == (TextBlock(text="OVER HTTP"),)
@@ -123,6 +131,10 @@ def test_server_names_are_checked() -> None:
     """A server name that cannot be part of a tool name, or no way to reach it, is refused."""
     with pytest.raises(ConfigError, match="letters"):
         McpServer.stdio("bad name", "x")
+    with pytest.raises(ConfigError, match="ASCII"):  # the API refuses other letters
+        McpServer.stdio("café", "x")
+    with pytest.raises(ConfigError, match="at most 32"):
+        McpServer.stdio("s" * 33, "x")
     with pytest.raises(ConfigError, match="command"):
         McpServer(name="notes")
 
@@ -154,3 +166,114 @@ def test_a_rule_for_an_undeclared_mcp_server_is_refused() -> None:
             permissions=PermissionPolicy(deny={"mcp__github__create_issue"}),
             trace=False,
         )
+
+
+def test_a_servers_tools_ask_whatever_the_server_says_of_them(tmp_path: Path) -> None:
+    """A server's own word (readOnlyHint included) runs nothing unasked: each call asks, a
+    denied one never reaches the server, and with no one to ask the call is refused."""
+    steps = [
+        {"content": [_call("shout", text="hi"), _call("unlock")]},
+        {"content": [{"text": "Done."}]},
+    ]
+    asked: list[PermissionRequest] = []
+
+    async def ask(request: PermissionRequest) -> PermissionAnswer:
+        asked.append(request)
+        return PermissionAnswer(allow=request.tool_name.endswith("shout"))
+
+    model = ScriptedModel(parse_scenario({"steps": steps}))
+    agent = Agent(
+        model=model,
+        mcp_servers=[McpServer.stdio("notes", sys.executable, [str(SERVER)])],
+        permissions=PermissionPolicy(ask=ask),
+        trace=False,
+    )
+    results = _results(agent.run_sync("Use the notes server.").messages)
+    assert sorted(request.tool_name for request in asked) == [
+        mcp_tool_name("notes", "shout"),
+        mcp_tool_name("notes", "unlock"),
+    ]
+    assert results["toolu_001"].content == (TextBlock(text="HI"),)
+    assert results["toolu_002"].is_error
+    # `unlock` never ran: the server did not add its secret tool.
+    assert mcp_tool_name("notes", "secret") not in [t["name"] for t in model.requests[-1].tools]
+
+    nobody = Agent(
+        model=ScriptedModel(parse_scenario({"steps": steps})),
+        mcp_servers=[McpServer.stdio("notes", sys.executable, [str(SERVER)])],
+        trace=False,
+    )
+    refused = _results(nobody.run_sync("Use the notes server.").messages)
+    assert refused["toolu_001"].is_error and refused["toolu_002"].is_error
+    assert "no one to ask" in str(refused["toolu_001"].content)
+
+
+def test_a_server_whose_tool_names_the_api_refuses_still_serves_them(serve: Any) -> None:
+    """Through the real SDK against the fake server (which refuses what the API refuses): a
+    server listing `github.search`, `has space`, `résumé`, an 80-character name and one name
+    twice has its tools offered under names the API takes, and a call reaches the tool."""
+    from fsm_agent.runtime.models import AnthropicModel
+
+    search = mcp_tool_name("sloppy", "github.search")
+    server = serve(
+        {
+            "steps": [
+                {"content": [{"tool_use": {"name": search, "input": {"q": "fsm"}}}]},
+                {"content": [{"text": "Found it."}]},
+            ]
+        }
+    )
+    agent = Agent(
+        model=AnthropicModel(name="claude-sonnet-4-6", api_key="sk-test", base_url=server.base_url),
+        mcp_servers=[McpServer.stdio("sloppy", sys.executable, [str(SLOPPY)])],
+        permissions=PermissionPolicy(allow={"mcp__sloppy"}),
+        trace=False,
+    )
+    with pytest.warns(McpWarning, match="'twice' left out"):
+        result = agent.run_sync("Search.")
+    assert result.terminal == "completed"
+    assert _results(result.messages)["toolu_001"].content == (TextBlock(text="ran github.search"),)
+    (request, _) = server.requests
+    assert request.body is not None
+    names = [tool["name"] for tool in request.body["tools"]]
+    assert search in names and len(names) == 5
+    assert all(len(name) <= 64 for name in names)
+
+
+def test_offered_names_are_what_the_api_takes_and_stay_distinct() -> None:
+    """Any tool name becomes one the API takes, the same each time, and two names stay two."""
+    odd = ["a.b", "a b", "a_b", "ü", "\u0000", "x" * 200, "x" * 201, "", "Z-9_ok"]
+    offered = [mcp_tool_name("srv", name) for name in odd]
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) for name in offered)
+    assert len(set(offered)) == len(odd)
+    assert offered == [mcp_tool_name("srv", name) for name in odd]
+    assert mcp_tool_name("srv", "Z-9_ok") == "mcp__srv__Z-9_ok"  # a good name is kept as is
+
+
+def test_a_tool_whose_schema_is_not_an_object_schema_is_left_out() -> None:
+    """A server (not written with the ``mcp`` package, which refuses it) listing a tool whose
+    input schema is not an object schema: that tool is left out with a warning, the rest kept."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from fsm_agent.runtime.mcp_tools import McpConnection
+
+    listed = SimpleNamespace(
+        tools=[
+            SimpleNamespace(name="ok", description="", input_schema={}, annotations=None),
+            SimpleNamespace(
+                name="stringly", description="", input_schema={"type": "string"}, annotations=None
+            ),
+        ]
+    )
+
+    class Session:
+        async def list_tools(self) -> Any:
+            return listed
+
+    connection = McpConnection(McpServer.stdio("odd", "true"))
+    connection._session = Session()  # type: ignore[assignment]
+    with pytest.warns(McpWarning, match="'stringly' left out: its input schema"):
+        tools = asyncio.run(connection.tools())
+    assert [tool.name for tool in tools] == ["mcp__odd__ok"]
+    assert tools[0].input_schema() == {"type": "object", "properties": {}}

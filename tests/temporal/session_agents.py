@@ -7,12 +7,15 @@ session with exactly the world it wants, and any worker builds the same agent fo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import DataConverter, PayloadCodec
 
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import HookOutcome
@@ -188,3 +191,37 @@ def scripted(
         secrets=tuple(secrets or ()),
         **options,
     )
+
+
+class SealingCodec(PayloadCodec):
+    """Stands in for an encrypting payload codec (``--data-converter session_agents:sealed``):
+    each payload is serialized and its bytes flipped, so none of its text is left readable in
+    the history, and only a client or worker with this codec reads it back."""
+
+    ENCODING = b"binary/sealed-for-tests"
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [
+            Payload(metadata={"encoding": self.ENCODING}, data=_flipped(p.SerializeToString()))
+            for p in payloads
+        ]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        opened = []
+        for payload in payloads:
+            if payload.metadata.get("encoding") != self.ENCODING:
+                opened.append(payload)
+                continue
+            inner = Payload()
+            inner.ParseFromString(_flipped(payload.data))
+            opened.append(inner)
+        return opened
+
+
+def _flipped(data: bytes) -> bytes:
+    return bytes(byte ^ 0xA5 for byte in data)
+
+
+def sealed() -> DataConverter:
+    """The default data converter with :class:`SealingCodec` (a function, as the option allows)."""
+    return dataclasses.replace(DataConverter.default, payload_codec=SealingCodec())

@@ -23,7 +23,9 @@ from temporalio.client import Client
 from fsm_agent import cli
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.temporal import answer_permission, session_worker, start_session, watch_session
+from fsm_agent.temporal.dev_server import WorkerProcess
 
+from .conftest import FACTORY, HERE
 from .session_agents import scripted
 
 SECRET = "worker-side-secret-0123456789"
@@ -104,3 +106,65 @@ def test_run_temporal_prints_no_api_key(
     assert "  ? Write " in out
     assert "the key is [REDACTED]" in out
     assert KEY not in out
+
+
+def test_a_data_converter_given_to_the_commands_seals_the_history(
+    temporal_address: str,
+    tmp_path: Path,
+    worker_processes: list[WorkerProcess],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`fsm-agent worker` and `run --temporal` given the same `--data-converter` (here one
+    whose codec seals every payload) run the session as usual, and the history on the
+    cluster holds neither the prompt nor the model's answer in clear; the trace, written on
+    the worker, holds both."""
+    work = tmp_path / "work"
+    work.mkdir()
+    answer = "an answer the history must not show"
+    params = {"steps": [{"content": [{"text": answer}]}], "cwd": str(work)}
+    option = ["--data-converter", "session_agents:sealed"]
+    monkeypatch.syspath_prepend(str(HERE))  # as the worker process has it
+    worker_processes.append(
+        WorkerProcess(
+            temporal_address,
+            "sealed",
+            factory=FACTORY,
+            import_path=HERE,
+            data_converter=option[1],
+        )
+    )
+    trace = tmp_path / "traces" / "t.jsonl"
+    argv = ["run", PROMPT, "--temporal", "--address", temporal_address, "--task-queue", "sealed"]
+    argv += ["--params", json.dumps(params), "--trace", str(trace), *option]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert answer in out  # the command read the sealed history back
+    session = out.split("session ", 1)[1].split()[0]
+
+    async def history_of_a_client_without_the_codec() -> bytes:
+        client = await Client.connect(temporal_address)
+        history = await client.get_workflow_handle(session).fetch_history()
+        return b"".join(event.SerializeToString() for event in history.events)
+
+    history = asyncio.run(history_of_a_client_without_the_codec())
+    assert b"sealed-for-tests" in history
+    assert PROMPT.encode() not in history
+    assert answer.encode() not in history
+    text = trace.read_text(encoding="utf-8")
+    assert PROMPT in text and answer in text
+
+
+def test_data_converter_option_errors_are_clear(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name that is not a data converter, or the option on a local run, is refused up front."""
+    monkeypatch.syspath_prepend(str(HERE))
+    base = ["run", "hi", "--temporal", "--address", "127.0.0.1:1"]
+    assert cli.main([*base, "--data-converter", "json:dumps"]) == 1
+    assert cli.main([*base, "--data-converter", "json:JSONDecoder"]) == 1
+    assert cli.main(["run", "hi", "--data-converter", "session_agents:sealed"]) == 2
+    err = capsys.readouterr().err
+    assert "'json:dumps': calling it failed" in err
+    assert "expected a temporalio DataConverter (or a function returning one)" in err
+    assert "--data-converter: only with --temporal" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -126,3 +127,27 @@ def test_run_against_the_fake_server_with_an_api_key(
     trace = (tmp_path / "run.jsonl").read_text(encoding="utf-8")
     assert "Hello from the server." in trace
     assert "sk-cli-secret-value" not in trace
+
+
+def test_what_a_model_said_is_printed_spelled_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model's text that would clear the screen and print over it shows as written, in the
+    live run and in `show`, `show FOLDER` and `replay`'s output."""
+    scenario = tmp_path / "hostile.json"
+    hostile = "done\x1b[2J\x1b[H\u202e all good"
+    steps = [{"content": [{"text": hostile}], "usage": {"input_tokens": 1, "output_tokens": 1}}]
+    scenario.write_text(json.dumps({"steps": steps}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "hi", "--model", f"scripted:{scenario}", "--trace", "t.jsonl"]) == 0
+    assert main(["show", "t.jsonl"]) == 0
+    assert main(["show", "."]) == 0
+    head, _, tail = (tmp_path / "t.jsonl").read_text(encoding="utf-8").rpartition("done")
+    bad = head + "gone\\u001b[8m" + tail  # the last record that holds the text differs
+    (tmp_path / "bad.jsonl").write_text(bad, encoding="utf-8")
+    assert main(["replay", "bad.jsonl"]) == 1
+    out, err = capsys.readouterr()
+    for text in (out, err):
+        assert "\x1b" not in text and "\u202e" not in text
+    assert "done\\x1b[2J\\x1b[H\\u202e all good" in out
+    assert "FAILED" in out

@@ -1,0 +1,165 @@
+"""Whether a folder's own settings files may widen what the agent does.
+
+A repository can carry ``.claude/settings.json`` and ``.claude/settings.local.json``: hooks
+that run commands as the session starts, allow rules (``Bash(*)``), a default mode, extra
+folders. Someone who clones a repository and runs ``fsm-agent run`` in it has agreed to none
+of that. So the command line applies what those files *grant* only once the person trusts
+them (:func:`settings_for_folder`): at a terminal it shows what they grant and asks; "always"
+is remembered for this folder and these exact bytes, so a change to either file (a ``git
+pull`` bringing a new hook) asks again. Without a terminal, and without ``--trust-folder``,
+what they grant is left out, with a warning. What they *restrict* (deny and ask rules, a plan
+or dontAsk mode) applies either way, trusted or not.
+
+The library itself trusts what its caller passes: ``Agent(settings=True)`` applies the files
+as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from fsm_agent.core.permission_rules import RuleBehavior
+from fsm_agent.errors import ConfigError
+from fsm_agent.runtime.settings import FOLDER_SOURCES, Settings, load_settings
+
+TRUST_FILE_NAME = "trusted-folders.json"
+"""The file, in the user's state folder, that remembers trusted folders."""
+
+Ask = Callable[[Path, Sequence[str]], str]
+"""Shows what a folder's settings grant and returns the answer: ``once``, ``always`` or
+anything else for no."""
+
+
+def what_they_grant(settings: Settings) -> list[str]:
+    """One line per thing ``settings`` grant (allow rules, hook commands, a mode that allows
+    more, extra folders); empty when they only restrict."""
+    granted = [
+        f"allow rule {rule.text}" for rule in settings.rules if rule.behavior is RuleBehavior.ALLOW
+    ]
+    for hooks in settings.hooks:
+        for event, groups in hooks.value.items():
+            granted += [f"{event} hook: {command}" for command in _commands(groups)]
+    mode = settings.default_mode
+    if mode is not None and settings.restricting().default_mode is None:
+        granted.append(f"default mode {mode.value}")
+    granted += [f"extra folder {folder}" for folder in settings.additional_directories]
+    return granted
+
+
+def _commands(groups: object) -> list[str]:
+    """The commands of a ``hooks`` event's groups (anything else shown as it is written)."""
+    if not isinstance(groups, list):
+        return [json.dumps(groups)[:200]]
+    found = []
+    for group in groups:
+        hooks = group.get("hooks") if isinstance(group, dict) else None
+        for hook in hooks if isinstance(hooks, list) else [group]:
+            command = hook.get("command") if isinstance(hook, dict) else None
+            found.append(command if isinstance(command, str) else json.dumps(hook)[:200])
+    return found
+
+
+def digest_of(files: Sequence[Path]) -> str:
+    """What trust is given to: each file's name and bytes."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+class FolderTrust:
+    """The folders (and the digests of their settings files) the user trusts.
+
+    Args:
+        path: the file that remembers them (default: :data:`TRUST_FILE_NAME` in the user's
+            state folder, as traces are kept).
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        if path is None:
+            import platformdirs  # noqa: PLC0415 - only a folder with settings files needs it
+
+            path = platformdirs.user_state_path("fsm_agent") / TRUST_FILE_NAME
+        self.path = path
+
+    def _read(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"the trusted-folders file {self.path} cannot be read: {exc}"
+            ) from exc
+        if not isinstance(data, dict) or not all(
+            isinstance(key, str) and isinstance(value, str) for key, value in data.items()
+        ):
+            raise ConfigError(f"the trusted-folders file {self.path} is not an object of strings")
+        return data
+
+    def trusts(self, folder: Path, digest: str) -> bool:
+        """Whether ``folder``'s settings files, as ``digest`` says they are now, are trusted."""
+        return self._read().get(str(folder.resolve())) == digest
+
+    def remember(self, folder: Path, digest: str) -> None:
+        """Trust ``folder``'s settings files as they are now (written whole, or not at all)."""
+        data = self._read()
+        data[str(folder.resolve())] = digest
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(dir=self.path.parent, prefix=".trusted-")
+        temporary = Path(name)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                json.dump(data, file, indent=1, sort_keys=True)
+            temporary.replace(self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
+
+
+def settings_for_folder(
+    cwd: Path,
+    *,
+    extra_files: Sequence[str | os.PathLike[str]] = (),
+    trust_flag: bool = False,
+    ask: Ask | None = None,
+    warn: Callable[[str], None],
+    trust: FolderTrust | None = None,
+) -> Settings:
+    """The settings a command applies in ``cwd``: the user's, the folder's and ``extra_files``,
+    the folder's grants only if trusted (``trust_flag``, remembered, or ``ask``'s answer);
+    otherwise ``warn`` is told what was left out.
+
+    Raises:
+        ConfigError: a settings file is malformed (whether trusted or not), or the
+            trusted-folders file cannot be read.
+    """
+    whole = load_settings(cwd, extra_files=extra_files)
+    files = [file.path for file in whole.files if file.source in FOLDER_SOURCES]
+    granted = what_they_grant(load_settings(cwd, sources=FOLDER_SOURCES)) if files else []
+    if not granted or trust_flag:
+        return whole
+    trust = trust or FolderTrust()
+    digest = digest_of(files)
+    if trust.trusts(cwd, digest):
+        return whole
+    answer = ask(cwd, granted) if ask is not None else None
+    if answer in {"once", "always"}:
+        if answer == "always":
+            trust.remember(cwd, digest)
+        return whole
+    names = ", ".join(str(path.relative_to(cwd)) for path in files)
+    how = "" if ask is not None else " Trust it at a terminal, or pass --trust-folder."
+    warn(
+        f"{names} of this folder grant{'s' if len(files) == 1 else ''} what was not applied, "
+        f"since the folder is not trusted: {'; '.join(granted)}. Its deny and ask rules "
+        f"apply.{how}"
+    )
+    return load_settings(cwd, extra_files=extra_files, folder_grants=False)
