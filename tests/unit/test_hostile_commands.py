@@ -902,3 +902,23 @@ def test_computed_words_of_other_programs_run_beside_a_rule_naming_options(work:
     """The control: ``ls $d`` is not the program the rule names."""
     decided = decide("ls $d", work, mode=PermissionMode.BYPASS, deny={"Bash(rm -rf:*)"})
     assert decided.behavior is PermissionBehavior.ALLOW
+
+
+PATH_TRICKS = [
+    "PATH=.:$PATH ls",
+    "export PATH=/tmp/evil:$PATH; ls",
+    "declare -x PATH=.; ls",
+    "PATH=build git status",
+]
+
+
+@pytest.mark.parametrize("command", PATH_TRICKS)
+def test_a_changed_path_is_not_a_way_round_a_deny_rule(command: str, work: Path) -> None:
+    """`PATH=.:$PATH ls` may run a file `./ls` that does what a deny rule forbids: the name no
+    longer says what runs, so under a Bash deny rule it asks even in bypass (found: allowed);
+    nobody to ask here, so it is refused."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.DENY
+    assert "sets what runs later" in decided.reason
+    plain = decide("PATH=.:$PATH ls", work, mode=PermissionMode.BYPASS)
+    assert plain.behavior is PermissionBehavior.ALLOW  # with no rule to dodge, bypass runs it
