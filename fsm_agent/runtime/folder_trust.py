@@ -5,8 +5,9 @@ that run commands as the session starts, allow rules (``Bash(*)``), a default mo
 folders. Someone who clones a repository and runs ``fsm-agent run`` in it has agreed to none
 of that. So the command line applies what those files *grant* only once the person trusts
 them (:func:`settings_for_folder`): at a terminal it shows what they grant and asks; "always"
-is remembered for this folder and these exact bytes, so a change to either file (a ``git
-pull`` bringing a new hook) asks again. Without a terminal, and without ``--trust-folder``,
+is remembered for this folder and these exact bytes, the files inside the folder its hook
+commands name included, so a change to any of them (a ``git pull`` bringing a new hook, or
+changing the script a hook runs) asks again. Without a terminal, and without ``--trust-folder``,
 what they grant is left out, with a warning. What they *restrict* (deny and ask rules, a plan
 or dontAsk mode) applies either way, trusted or not.
 
@@ -20,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -71,6 +73,31 @@ def digest_of(files: Sequence[Path]) -> str:
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+_PROJECT_DIR = re.compile(r"^\$(\{CLAUDE_PROJECT_DIR\}|CLAUDE_PROJECT_DIR)(?=/|$)")
+"""How a hook command names the folder (Claude Code sets ``CLAUDE_PROJECT_DIR`` for hooks)."""
+
+
+def files_hooks_run(folder: Path, settings: Settings) -> list[Path]:
+    """The files inside ``folder`` that the hook commands of ``settings`` name
+    (``./scripts/setup.sh``, ``python tools/hook.py``, ``"$CLAUDE_PROJECT_DIR"/x.sh``): trust
+    covers their bytes too, so a script a ``git pull`` changes is asked about again."""
+    from fsm_agent.core.shell_commands import analyse_command  # noqa: PLC0415 - lazy
+
+    root = folder.resolve()
+    found: dict[Path, None] = {}
+    for hooks in settings.hooks:
+        for groups in hooks.value.values():
+            for command in _commands(groups):
+                for part in analyse_command(command).parts:
+                    for word in part.argv:
+                        path = Path(_PROJECT_DIR.sub(str(root), word)).expanduser()
+                        with contextlib.suppress(OSError, ValueError):
+                            path = (root / path).resolve()
+                            if path.is_file() and path.is_relative_to(root):
+                                found[path] = None
+    return list(found)
 
 
 class FolderTrust:
@@ -143,11 +170,17 @@ def settings_for_folder(
     """
     whole = load_settings(cwd, extra_files=extra_files)
     files = [file.path for file in whole.files if file.source in FOLDER_SOURCES]
-    granted = what_they_grant(load_settings(cwd, sources=FOLDER_SOURCES)) if files else []
+    theirs = load_settings(cwd, sources=FOLDER_SOURCES)
+    granted = what_they_grant(theirs) if files else []
     if not granted or trust_flag:
         return whole
     trust = trust or FolderTrust()
-    digest = digest_of(files)
+    scripts = files_hooks_run(cwd, theirs)
+    digest = digest_of([*files, *scripts])
+    granted += [
+        f"(and the bytes of {path.relative_to(cwd.resolve())}, which a hook runs)"
+        for path in scripts
+    ]
     if trust.trusts(cwd, digest):
         return whole
     answer = ask(cwd, granted) if ask is not None else None
