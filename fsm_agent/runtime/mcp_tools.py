@@ -16,8 +16,17 @@ offered under a name made of its allowed characters and a short digest of the re
 listed twice, or whose input schema is not an object schema, is left out with an
 :class:`~fsm_agent.errors.McpWarning`. The server validates the arguments against its own
 schema. A
-result maps to tool_result content: text blocks as text, images as image blocks (base64),
-embedded text resources as text, anything else as its JSON; ``isError`` makes an error result.
+description longer than :data:`DESCRIPTION_LIMIT` is cut (it rides on every request). A result
+maps to tool_result content: text blocks as text, images as image blocks (base64), embedded
+text resources as text, anything else as its JSON; ``isError`` makes an error result; a large
+one is saved to a file with a preview, as any tool's (SPEC §7.1).
+
+A server is not ours to keep alive either: no run dies because of one. A server that does not
+start (a bad command, an exit, garbage for an answer) or does not answer within its
+``timeout_s`` is left out of the run with an :class:`~fsm_agent.errors.McpWarning` naming it;
+one that fails later (it exits, its tool list fails or hangs) has its tools left out from the
+next listing on, and each call of it still in flight or made after is an error result naming
+it. A call that never returns is bounded by ``LoopConfig.tool_timeout_ms``, as any tool's.
 
 ``mcp`` takes seconds to import: it is imported only when a connection opens.
 """
@@ -30,7 +39,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TextIO
 
 import attrs
@@ -52,8 +61,9 @@ from fsm_agent.runtime.tool import (
     ToolContext,
     ToolOutput,
 )
+from fsm_agent.terminal_text import shown
 
-__all__ = ["McpConnection", "McpServer", "McpTool", "mcp_tool_name"]
+__all__ = ["DESCRIPTION_LIMIT", "McpConnection", "McpServer", "McpTool", "mcp_tool_name"]
 
 _NAME_PREFIX = "mcp"
 _SEPARATOR = "__"
@@ -66,6 +76,12 @@ NAME_LIMIT = 64
 SERVER_NAME_LIMIT = 32
 """The longest server name, so that a tool's own name always keeps some room."""
 _DIGEST = 8
+DESCRIPTION_LIMIT = 2_048
+"""The longest tool description offered: one sent whole on every request must stay small."""
+DEFAULT_TIMEOUT_S = 30.0
+"""How long a server may take to start and to answer each listing of its tools, by default."""
+_CONNECTION_CLOSED = -32000
+"""The code of the ``MCPError`` the ``mcp`` client raises when the connection is gone."""
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
@@ -111,6 +127,9 @@ class McpServer:
         cwd: stdio: its working folder.
         url: streamable HTTP: the endpoint.
         headers: streamable HTTP: headers for every request (an ``Authorization``, say).
+        timeout_s: how long it may take to start (connect and initialize) and to answer each
+            listing of its tools, in seconds; past it the server is left out of the run. None
+            waits for ever. Tool calls are bounded by ``LoopConfig.tool_timeout_ms``.
     """
 
     name: str
@@ -120,6 +139,7 @@ class McpServer:
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] | None = None
+    timeout_s: float | None = DEFAULT_TIMEOUT_S
 
     def __repr__(self) -> str:
         """The fields, with ``***`` for every credential (and the names only of the headers
@@ -128,7 +148,7 @@ class McpServer:
         return (
             f"McpServer(name={self.name!r}, command={command}, args={args}, "
             f"env={_names_only(self.env)}, cwd={self.cwd!r}, url={_url_shown(self.url)}, "
-            f"headers={_names_only(self.headers)})"
+            f"headers={_names_only(self.headers)}, timeout_s={self.timeout_s!r})"
         )
 
     def __attrs_post_init__(self) -> None:
@@ -141,6 +161,8 @@ class McpServer:
             raise ConfigError(f"McpServer name {self.name!r} must not contain '__'")
         if (self.command is None) == (self.url is None):
             raise ConfigError(f"McpServer {self.name!r}: give a command (stdio) or a url (HTTP)")
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise ConfigError(f"McpServer {self.name!r}: timeout_s must be positive or None")
 
     @classmethod
     def stdio(
@@ -151,6 +173,7 @@ class McpServer:
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
     ) -> McpServer:
         """A server started as a subprocess and spoken to over its stdin and stdout."""
         return cls(
@@ -159,12 +182,25 @@ class McpServer:
             args=tuple(args),
             env=None if env is None else dict(env),
             cwd=None if cwd is None else os.fspath(cwd),
+            timeout_s=timeout_s,
         )
 
     @classmethod
-    def http(cls, name: str, url: str, *, headers: Mapping[str, str] | None = None) -> McpServer:
+    def http(
+        cls,
+        name: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    ) -> McpServer:
         """A server reached over streamable HTTP at ``url``."""
-        return cls(name=name, url=url, headers=None if headers is None else dict(headers))
+        return cls(
+            name=name,
+            url=url,
+            headers=None if headers is None else dict(headers),
+            timeout_s=timeout_s,
+        )
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -196,7 +232,7 @@ class McpTool(Tool[Any]):
         self.connection = connection
         self.remote_name = remote_name
         self.name = mcp_tool_name(connection.server.name, remote_name)
-        self.description = description
+        self.description = _capped(description)
         self.read_only = False
         self._schema: dict[str, Any] = dict(schema) if isinstance(schema, Mapping) else {}
         super().__init__()
@@ -230,6 +266,39 @@ class McpTool(Tool[Any]):
         return await self.connection.call(self.remote_name, data)
 
 
+def _capped(description: str) -> str:
+    """The description as offered: cut to :data:`DESCRIPTION_LIMIT` characters, saying so."""
+    if len(description) <= DESCRIPTION_LIMIT:
+        return description
+    note = f"… (cut from {len(description):,} characters)"
+    return description[: DESCRIPTION_LIMIT - len(note)] + note
+
+
+_REASON_LIMIT = 500
+"""The most of a server's own error message a warning or an error result repeats."""
+
+
+def _reason(exc: BaseException, timeout_s: float | None) -> str:
+    """What went wrong with a server, in a line: the first error inside the ``mcp`` client's
+    task groups rather than the group, and a timeout as the bound it ran past. The server's
+    words are cut and their terminal controls spelled out: a warning prints them as they are."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, TimeoutError):
+        return f"it did not answer within {timeout_s:g} s (McpServer timeout_s)"
+    said = str(exc)
+    if len(said) > _REASON_LIMIT:
+        said = said[:_REASON_LIMIT] + "…"
+    return shown(f"{type(exc).__name__}: {said}" if said else type(exc).__name__)
+
+
+async def _close_quietly(stack: contextlib.AsyncExitStack) -> None:
+    """Close one server's session and transport; a server that is gone may fail to say
+    goodbye, which is no failure of the run."""
+    with contextlib.suppress(Exception):
+        await stack.aclose()
+
+
 def _result_part(item: Any) -> ResultPart:
     kind = getattr(item, "type", None)
     if kind == "text":
@@ -251,6 +320,18 @@ class McpConnection:
         self.server = server
         self._stderr = stderr
         self._session: Any = None
+        self.failure: str | None = None
+        """Why the server can no longer be used (None while it can)."""
+
+    def _fail(self, why: str) -> None:
+        """The server is gone for this run: say so once; its tools are left out from now on."""
+        if self.failure is None:
+            self.failure = why
+            warnings.warn(
+                f"MCP server {self.server.name!r} left out of this run: {why}",
+                McpWarning,
+                stacklevel=3,
+            )
 
     async def open(self, stack: contextlib.AsyncExitStack) -> None:
         """Connect and initialize; the stack closes the session and the transport."""
@@ -280,8 +361,18 @@ class McpConnection:
         await self._session.initialize()
 
     async def tools(self) -> list[McpTool]:
-        """The server's tools as it lists them now."""
-        listed = await self._session.list_tools()
+        """The server's tools as it lists them now; none once it has failed (a listing that
+        fails or runs past ``timeout_s`` fails it, with an ``McpWarning``)."""
+        if self.failure is not None:
+            return []
+        import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
+
+        try:
+            async with asyncio.timeout(self.server.timeout_s):
+                listed = await self._session.list_tools()
+        except Exception as exc:
+            self._fail(f"listing its tools failed: {_reason(exc, self.server.timeout_s)}")
+            return []
         tools: dict[str, McpTool] = {}
         server = self.server.name
         for remote in listed.tools:
@@ -309,8 +400,21 @@ class McpConnection:
         return list(tools.values())
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutput:
-        """Call one tool; an MCP error result becomes an error tool_result."""
-        result = await self._session.call_tool(name, dict(arguments))
+        """Call one tool; an MCP error result, or a server that is gone, becomes an error
+        tool_result."""
+        server = self.server.name
+        if self.failure is not None:
+            return ToolOutput(
+                content=f"MCP server {server!r} is unavailable: {self.failure}", is_error=True
+            )
+        try:
+            result = await self._session.call_tool(name, dict(arguments))
+        except Exception as exc:
+            why = _reason(exc, None)
+            if getattr(exc, "code", _CONNECTION_CLOSED) == _CONNECTION_CLOSED:
+                # Not an answer of the server's: the connection is gone (it exited, say).
+                self._fail(f"the call of {name!r} failed: {why}")
+            return ToolOutput(content=f"MCP server {server!r}: {why}", is_error=True)
         parts = tuple(_result_part(item) for item in getattr(result, "content", None) or ())
         if not parts and getattr(result, "structured_content", None) is not None:
             parts = (TextBlock(text=json.dumps(result.structured_content, ensure_ascii=False)),)
@@ -320,22 +424,58 @@ class McpConnection:
 async def connect_all(
     servers: Sequence[McpServer], stack: contextlib.AsyncExitStack
 ) -> list[McpConnection]:
-    """Open a connection to every server, in order (all closed by ``stack``)."""
+    """Open a connection to every server, in order (all closed by ``stack``). A server that
+    does not start within its ``timeout_s`` is left out, with an ``McpWarning`` saying why."""
     names = [server.name for server in servers]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ConfigError(f"two MCP servers are called {', '.join(duplicates)}")
+    import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
+
     connections = []
     for server in servers:
         connection = McpConnection(server)
-        await connection.open(stack)
+        # Each server has its own stack, so that one failing closes only what it opened.
+        own = contextlib.AsyncExitStack()
+        try:
+            async with asyncio.timeout(server.timeout_s):
+                await connection.open(own)
+        except Exception as exc:
+            await _close_quietly(own)
+            warnings.warn(
+                f"MCP server {server.name!r} left out of this run: it did not start: "
+                f"{_reason(exc, server.timeout_s)}",
+                McpWarning,
+                stacklevel=2,
+            )
+            continue
+        stack.push_async_callback(_close_quietly, own)
         connections.append(connection)
     return connections
 
 
-async def list_all(connections: Sequence[McpConnection]) -> list[McpTool]:
-    """Every tool of every connection, as the servers list them now."""
-    tools: list[McpTool] = []
+async def list_all(
+    connections: Sequence[McpConnection], reserved: Collection[str] = ()
+) -> list[McpTool]:
+    """Every tool of every connection, as the servers list them now. A tool whose name is
+    ``reserved`` (the agent's own tools) or already a tool of an earlier server is left out
+    with an ``McpWarning``: the API refuses a request naming a tool twice."""
+    tools: dict[str, McpTool] = {}
     for connection in connections:
-        tools.extend(await connection.tools())
-    return tools
+        for tool in await connection.tools():
+            taken = tools.get(tool.name)
+            if tool.name in reserved or taken is not None:
+                owner = (
+                    "a tool of the agent's own"
+                    if taken is None
+                    else f"a tool of the MCP server {taken.connection.server.name!r}"
+                )
+                warnings.warn(
+                    f"MCP server {connection.server.name!r}: tool {tool.remote_name!r} left "
+                    f"out: its name {tool.name!r} is {owner}",
+                    McpWarning,
+                    stacklevel=2,
+                )
+                continue
+            tools[tool.name] = tool
+    return list(tools.values())
