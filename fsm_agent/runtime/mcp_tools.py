@@ -292,13 +292,6 @@ def _reason(exc: BaseException, timeout_s: float | None) -> str:
     return shown(f"{type(exc).__name__}: {said}" if said else type(exc).__name__)
 
 
-async def _close_quietly(stack: contextlib.AsyncExitStack) -> None:
-    """Close one server's session and transport; a server that is gone may fail to say
-    goodbye, which is no failure of the run."""
-    with contextlib.suppress(Exception):
-        await stack.aclose()
-
-
 def _result_part(item: Any) -> ResultPart:
     kind = getattr(item, "type", None)
     if kind == "text":
@@ -314,7 +307,8 @@ def _result_part(item: Any) -> ResultPart:
 
 
 class McpConnection:
-    """An open session with one MCP server (use inside an ``AsyncExitStack``)."""
+    """A session with one MCP server: ``start`` opens it in a task of its own, which holds
+    it until the stack given closes (``open`` opens it in the caller's task)."""
 
     def __init__(self, server: McpServer, *, stderr: TextIO | None = None) -> None:
         self.server = server
@@ -332,6 +326,58 @@ class McpConnection:
                 McpWarning,
                 stacklevel=3,
             )
+
+    async def start(self, stack: contextlib.AsyncExitStack) -> None:
+        """Connect and initialize within ``timeout_s``, in a task that holds the connection
+        until ``stack`` closes.
+
+        The ``mcp`` client's transports run in task groups, and a task group whose transport
+        fails cancels the task that entered it: were that the run's, a server that went away
+        would look like Ctrl-C. So the holder is cancelled instead, and the server is left
+        out from then on.
+
+        Raises:
+            Exception: what kept the server from starting (``TimeoutError`` past
+                ``timeout_s``; the ``mcp`` client's errors, often in an exception group).
+        """
+        import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
+
+        ready = asyncio.Event()
+        closing = asyncio.Event()
+        holder = asyncio.create_task(self._hold(ready, closing))
+        waiting = asyncio.create_task(ready.wait())
+        try:
+            await asyncio.wait(
+                {holder, waiting}, timeout=self.server.timeout_s, return_when="FIRST_COMPLETED"
+            )
+        finally:
+            waiting.cancel()
+            if not ready.is_set():
+                holder.cancel()  # it timed out, or the caller was cancelled meanwhile
+        if not ready.is_set():
+            (failed,) = await asyncio.gather(holder, return_exceptions=True)
+            if isinstance(failed, Exception):
+                raise failed
+            raise TimeoutError
+
+        async def release() -> None:
+            closing.set()
+            await asyncio.gather(holder, return_exceptions=True)  # a server may fail to part
+
+        stack.push_async_callback(release)
+
+    async def _hold(self, ready: Any, closing: Any) -> None:
+        """Open the connection, set ``ready``, and hold it until ``closing`` is set."""
+        try:
+            async with contextlib.AsyncExitStack() as own:
+                await self.open(own)
+                ready.set()
+                await closing.wait()
+        except Exception as exc:
+            if not ready.is_set():
+                raise  # start() says why
+            if not closing.is_set():
+                self._fail(f"its connection failed: {_reason(exc, None)}")
 
     async def open(self, stack: contextlib.AsyncExitStack) -> None:
         """Connect and initialize; the stack closes the session and the transport."""
@@ -430,18 +476,12 @@ async def connect_all(
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ConfigError(f"two MCP servers are called {', '.join(duplicates)}")
-    import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
-
     connections = []
     for server in servers:
         connection = McpConnection(server)
-        # Each server has its own stack, so that one failing closes only what it opened.
-        own = contextlib.AsyncExitStack()
         try:
-            async with asyncio.timeout(server.timeout_s):
-                await connection.open(own)
+            await connection.start(stack)
         except Exception as exc:
-            await _close_quietly(own)
             warnings.warn(
                 f"MCP server {server.name!r} left out of this run: it did not start: "
                 f"{_reason(exc, server.timeout_s)}",
@@ -449,7 +489,6 @@ async def connect_all(
                 stacklevel=2,
             )
             continue
-        stack.push_async_callback(_close_quietly, own)
         connections.append(connection)
     return connections
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,11 +50,17 @@ def _call(tool_name: str, server: str = "b", **arguments: Any) -> dict[str, Any]
 
 
 def _agent(
-    servers: list[McpServer], *turns: list[dict[str, Any]], trace: Path | bool = False, **kw: Any
+    servers: list[McpServer],
+    *turns: list[dict[str, Any]],
+    trace: Path | bool = False,
+    allow: frozenset[str] | set[str] = frozenset(),
+    **kw: Any,
 ) -> tuple[Agent, ScriptedModel]:
+    """An agent allowed to call the servers' tools (and ``allow``), whose model makes each
+    turn's calls in turn, then says it is done."""
     steps = [{"content": calls} for calls in turns] + [{"content": [{"text": "Done."}]}]
     model = ScriptedModel(parse_scenario({"steps": steps}))
-    policy = PermissionPolicy(allow={f"mcp__{server.name}" for server in servers})
+    policy = PermissionPolicy(allow={*(f"mcp__{server.name}" for server in servers), *allow})
     return Agent(model=model, mcp_servers=servers, permissions=policy, trace=trace, **kw), model
 
 
@@ -121,7 +129,7 @@ def test_a_server_that_fails_its_next_listing_is_left_out(mode: str, why: str) -
     ("server", "why"),
     [
         (McpServer.stdio("b", "no-such-program-anywhere", timeout_s=5), "FileNotFoundError"),
-        (_server("exit", timeout_s=STARTS), "it did not"),
+        (_server("exit", timeout_s=STARTS), "it did not start: MCPError: Connection closed"),
         (_server("hang-start", timeout_s=STARTS), "did not answer within 10 s"),
         (_server("deep", timeout_s=STARTS), "did not answer within 10 s"),  # an unreadable list
     ],
@@ -266,3 +274,45 @@ def test_tool_names_that_collide_are_left_out_not_sent_twice() -> None:
     results = _results(result.messages)
     assert "ran x" in str(results["toolu_001"].content)  # the first server's
     assert "own" in str(results["toolu_002"].content)
+
+
+def test_an_http_server_that_cannot_be_reached_is_left_out() -> None:
+    """Nothing listening at the URL: a warning naming the server, not a cancelled run (the
+    transport's failure cancels the task that entered its task group)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # free, and closed again: nothing listens there
+    agent, _ = _agent([McpServer.http("b", f"http://127.0.0.1:{port}/mcp")], [])
+    with pytest.warns(McpWarning, match="MCP server 'b' left out of this run: it did not start"):
+        result = agent.run_sync("Go.")
+    assert result.terminal == "completed"
+
+
+def test_an_http_server_that_goes_away_mid_run_is_left_out(
+    notes_over_http: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    """The server is killed between two calls: the run completes, its tools are gone."""
+    url, process = notes_over_http
+
+    @tool(name="Kill", description="Stop the server.")
+    async def kill() -> str:
+        process.kill()
+        process.wait(10)
+        return "stopped"
+
+    shout = {"tool_use": {"name": mcp_tool_name("notes", "shout"), "input": {"text": "x"}}}
+    agent, model = _agent(
+        [McpServer.http("notes", url)],
+        [shout],
+        [{"tool_use": {"name": "Kill", "input": {}}}],
+        [shout],
+        tools=[kill],
+        allow={"Kill"},
+    )
+    with pytest.warns(McpWarning, match="MCP server 'notes' left out of this run"):
+        result = agent.run_sync("Go.")
+    assert result.terminal == "completed"
+    results = _results(result.messages)
+    assert not results["toolu_001"].is_error and results["toolu_003"].is_error
+    assert [t["name"] for t in model.requests[-1].tools] == ["Kill"]
+    _answered_once(result.messages)
