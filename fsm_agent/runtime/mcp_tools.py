@@ -17,8 +17,9 @@ listed twice, or whose input schema is not an object schema, is left out with an
 :class:`~fsm_agent.errors.McpWarning`. The server validates the arguments against its own
 schema. A
 description longer than :data:`DESCRIPTION_LIMIT` is cut (it rides on every request). A result
-maps to tool_result content: text blocks as text, images as image blocks (base64), embedded
-text resources as text, anything else as its JSON; ``isError`` makes an error result; a large
+maps to tool_result content: text blocks as text, images as image blocks (base64; one the API
+would refuse, over 5 MB or not PNG, JPEG, GIF or WebP, as a note saying so), embedded text
+resources as text, anything else as its JSON; ``isError`` makes an error result; a large
 one is saved to a file with a preview, as any tool's (SPEC §7.1).
 
 A server is not ours to keep alive either: no run dies because of one. A server that does not
@@ -292,13 +293,30 @@ def _reason(exc: BaseException, timeout_s: float | None) -> str:
     return shown(f"{type(exc).__name__}: {said}" if said else type(exc).__name__)
 
 
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The media types of the images the API takes."""
+IMAGE_LIMIT = 5 * 1024 * 1024
+"""The longest base64 image data the API takes (5 MB)."""
+
+
+def _image_part(media_type: object, data: object) -> ResultPart:
+    """An image block, or a note in its place when the API would refuse it: once in the
+    transcript, such an image would make every later request fail."""
+    size = len(data) if isinstance(data, str) else 0
+    if media_type in IMAGE_TYPES and 0 < size <= IMAGE_LIMIT:
+        return ImageBlock(source={"type": "base64", "media_type": media_type, "data": data})
+    return TextBlock(
+        text=f"[an image ({shown(str(media_type))[:100]}, {size:,} characters of base64) left "
+        f"out: the API takes PNG, JPEG, GIF and WebP images of up to {IMAGE_LIMIT:,}]"
+    )
+
+
 def _result_part(item: Any) -> ResultPart:
     kind = getattr(item, "type", None)
     if kind == "text":
         return TextBlock(text=str(item.text))
     if kind == "image":
-        source = {"type": "base64", "media_type": item.mime_type, "data": item.data}
-        return ImageBlock(source=source)
+        return _image_part(item.mime_type, item.data)
     embedded = getattr(getattr(item, "resource", None), "text", None)
     if kind == "resource" and isinstance(embedded, str):
         return TextBlock(text=embedded)

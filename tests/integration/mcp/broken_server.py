@@ -2,8 +2,9 @@
 
 Built on the ``mcp`` package's low-level server, which sends what it is given. Its tools:
 ``echo`` (answers its ``text``), ``crash`` (the process exits mid-call), ``hang`` (never
-answers), ``huge`` (a text result of ``size`` characters) and ``env`` (the value of the
-environment variable ``name``). MODE changes the rest:
+answers), ``huge`` (a text result of ``size`` characters), ``env`` (the value of the
+environment variable ``name``) and ``picture`` (an image of ``type`` and ``size`` characters of
+base64). MODE changes the rest:
 
 * ``ok``: behaves;
 * ``exit``: exits before answering anything;
@@ -31,7 +32,7 @@ from mcp.server.stdio import stdio_server
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 OBJECT: dict[str, Any] = {"type": "object", "properties": {"text": {"type": "string"}}}
-TOOLS = ["echo", "crash", "hang", "huge", "env"]
+TOOLS = ["echo", "crash", "hang", "huge", "env", "picture"]
 LISTINGS = itertools.count(1)
 
 
@@ -80,6 +81,10 @@ async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.Cal
         return _text("x" * int(arguments.get("size", 50_000_000)))
     if params.name == "env":
         return _text(os.environ.get(str(arguments.get("name")), ""))
+    if params.name == "picture":
+        data = "A" * int(arguments.get("size", 8))
+        picture = types.ImageContent(type="image", data=data, mime_type=str(arguments["type"]))
+        return types.CallToolResult(content=[picture])
     if params.name == "echo":
         return _text(str(arguments.get("text", "")))
     return _text(f"ran {params.name}")
