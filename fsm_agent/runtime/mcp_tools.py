@@ -4,7 +4,8 @@
 ``McpServer.http(...)`` connects to a streamable-HTTP endpoint. An agent given
 ``Agent(mcp_servers=[...])`` connects to each when a run starts, lists its tools, and offers
 them to the model as ``mcp__<server>__<tool>``; the list is read again between turns (SPEC
-§1.2 S7, tool refresh), so tools a server adds or removes reach the next request.
+§1.2 S7, tool refresh), so tools a server adds or removes reach the next request. A list of
+several pages is read whole, up to :data:`PAGE_LIMIT` pages.
 
 A server's tools are not ours to trust: every call of one asks permission (SPEC §9.3 step 3)
 unless a rule allows it (``mcp__<server>`` allows a whole server), whatever the server says of
@@ -79,6 +80,8 @@ SERVER_NAME_LIMIT = 32
 _DIGEST = 8
 DESCRIPTION_LIMIT = 2_048
 """The longest tool description offered: one sent whole on every request must stay small."""
+PAGE_LIMIT = 100
+"""The most pages of a server's tool list read at each listing."""
 DEFAULT_TIMEOUT_S = 30.0
 """How long a server may take to start and to answer each listing of its tools, by default."""
 _CONNECTION_CLOSED = -32000
@@ -433,13 +436,13 @@ class McpConnection:
 
         try:
             async with asyncio.timeout(self.server.timeout_s):
-                listed = await self._session.list_tools()
+                listed = await self._listing()
         except Exception as exc:
             self._fail(f"listing its tools failed: {_reason(exc, self.server.timeout_s)}")
             return []
         tools: dict[str, McpTool] = {}
         server = self.server.name
-        for remote in listed.tools:
+        for remote in listed:
             schema = remote.input_schema
             if schema and not (isinstance(schema, Mapping) and schema.get("type") == "object"):
                 warnings.warn(
@@ -462,6 +465,28 @@ class McpConnection:
             tool.read_only = bool(annotations is not None and annotations.read_only_hint)
             tools[tool.name] = tool
         return list(tools.values())
+
+    async def _listing(self) -> list[Any]:
+        """The tools of every page of the server's list, :data:`PAGE_LIMIT` pages at most (a
+        server may hand out cursors for ever)."""
+        listed = await self._session.list_tools()
+        found = list(listed.tools)
+        for _ in range(PAGE_LIMIT - 1):
+            cursor = getattr(listed, "next_cursor", None)
+            if not cursor:
+                return found
+            from mcp.types import PaginatedRequestParams  # noqa: PLC0415 - lazy, as ``mcp``
+
+            listed = await self._session.list_tools(params=PaginatedRequestParams(cursor=cursor))
+            found.extend(listed.tools)
+        if getattr(listed, "next_cursor", None):
+            warnings.warn(
+                f"MCP server {self.server.name!r}: only the first {PAGE_LIMIT} pages of its "
+                "tool list are read",
+                McpWarning,
+                stacklevel=3,
+            )
+        return found
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutput:
         """Call one tool; an MCP error result, or a server that is gone, becomes an error

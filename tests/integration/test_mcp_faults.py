@@ -34,6 +34,7 @@ from fsm_agent.runtime.agent import Agent, RunResult
 from fsm_agent.runtime.mcp_tools import (
     DESCRIPTION_LIMIT,
     IMAGE_LIMIT,
+    PAGE_LIMIT,
     McpServer,
     mcp_tool_name,
 )
@@ -349,3 +350,21 @@ def test_an_http_server_that_goes_away_mid_run_is_left_out(
     assert not results["toolu_001"].is_error and results["toolu_003"].is_error
     assert [t["name"] for t in model.requests[-1].tools] == ["Kill"]
     _answered_once(result.messages)
+
+
+def test_a_paged_tool_list_is_read_whole_and_an_endless_one_is_bounded() -> None:
+    """Every page of a tool list is read; a server that always has a next page is read up to
+    ``PAGE_LIMIT`` pages, with a warning."""
+    agent, model = _agent([_server("pages")], [_call("p2")])
+    result = agent.run_sync("Go.")
+    assert [t["name"] for t in model.requests[0].tools] == [
+        "mcp__b__p0",
+        "mcp__b__p1",
+        "mcp__b__p2",
+    ]
+    assert "ran p2" in str(_results(result.messages)["toolu_001"].content)
+
+    agent, model = _agent([_server("endless")], [])
+    with pytest.warns(McpWarning, match=f"only the first {PAGE_LIMIT} pages"):
+        agent.run_sync("Go.")
+    assert len(model.requests[0].tools) == PAGE_LIMIT

@@ -15,7 +15,9 @@ base64). MODE changes the rest:
 * ``many``: lists 10,000 tools;
 * ``long-description``: ``echo``'s description is a megabyte long;
 * ``deep``: ``echo``'s input schema nests 300 objects deep (deeper than orjson writes);
-* ``named NAME...``: lists tools of these names (each answering with its own name).
+* ``named NAME...``: lists tools of these names (each answering with its own name);
+* ``pages``: lists ``p0``, ``p1`` and ``p2``, one a page;
+* ``endless``: lists one tool a page, and there is always a next page.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ def _tool(name: str) -> types.Tool:
     return types.Tool(name=name, description=description, input_schema=schema)
 
 
-async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+async def list_tools(
+    _ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
     listings = next(LISTINGS)
     if listings > 1 and MODE == "die-on-relist":
         os._exit(3)
@@ -64,6 +68,12 @@ async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
         names = [f"t{i}" for i in range(10_000)]
     elif MODE == "named":
         names = sys.argv[2:]
+    elif MODE in {"pages", "endless"}:
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        more = page < 2 or MODE == "endless"
+        return types.ListToolsResult(
+            tools=[_tool(f"p{page}")], next_cursor=str(page + 1) if more else None
+        )
     return types.ListToolsResult(tools=[_tool(name) for name in names])
 
 
