@@ -282,15 +282,16 @@ _REASON_LIMIT = 500
 """The most of a server's own error message a warning or an error result repeats."""
 
 
-def _reason(exc: BaseException, timeout_s: float | None) -> str:
+def _reason(exc: BaseException, server: McpServer, *, timeout_s: float | None = None) -> str:
     """What went wrong with a server, in a line: the first error inside the ``mcp`` client's
-    task groups rather than the group, and a timeout as the bound it ran past. The server's
-    words are cut and their terminal controls spelled out: a warning prints them as they are."""
+    task groups rather than the group, and a timeout as the bound ``timeout_s`` it ran past.
+    The words of the error are cut, the server's credentials hidden (an error may quote its
+    URL or command) and terminal controls spelled out: a warning prints them as they are."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError) and timeout_s is not None:
         return f"it did not answer within {timeout_s:g} s (McpServer timeout_s)"
-    said = str(exc)
+    said = hidden(str(exc), server.secrets)
     if len(said) > _REASON_LIMIT:
         said = said[:_REASON_LIMIT] + "…"
     return shown(f"{type(exc).__name__}: {said}" if said else type(exc).__name__)
@@ -398,7 +399,7 @@ class McpConnection:
             if not ready.is_set():
                 raise  # start() says why
             if not closing.is_set():
-                self._fail(f"its connection failed: {_reason(exc, None)}")
+                self._fail(f"its connection failed: {_reason(exc, self.server)}")
 
     async def open(self, stack: contextlib.AsyncExitStack) -> None:
         """Connect and initialize; the stack closes the session and the transport."""
@@ -438,7 +439,8 @@ class McpConnection:
             async with asyncio.timeout(self.server.timeout_s):
                 listed = await self._listing()
         except Exception as exc:
-            self._fail(f"listing its tools failed: {_reason(exc, self.server.timeout_s)}")
+            why = _reason(exc, self.server, timeout_s=self.server.timeout_s)
+            self._fail(f"listing its tools failed: {why}")
             return []
         tools: dict[str, McpTool] = {}
         server = self.server.name
@@ -499,7 +501,7 @@ class McpConnection:
         try:
             result = await self._session.call_tool(name, dict(arguments))
         except Exception as exc:
-            why = _reason(exc, None)
+            why = _reason(exc, self.server)
             if getattr(exc, "code", _CONNECTION_CLOSED) == _CONNECTION_CLOSED:
                 # Not an answer of the server's: the connection is gone (it exited, say).
                 self._fail(f"the call of {name!r} failed: {why}")
@@ -527,7 +529,7 @@ async def connect_all(
         except Exception as exc:
             warnings.warn(
                 f"MCP server {server.name!r} left out of this run: it did not start: "
-                f"{_reason(exc, server.timeout_s)}",
+                f"{_reason(exc, server, timeout_s=server.timeout_s)}",
                 McpWarning,
                 stacklevel=2,
             )

@@ -368,3 +368,19 @@ def test_a_paged_tool_list_is_read_whole_and_an_endless_one_is_bounded() -> None
     with pytest.warns(McpWarning, match=f"only the first {PAGE_LIMIT} pages"):
         agent.run_sync("Go.")
     assert len(model.requests[0].tools) == PAGE_LIMIT
+
+
+def test_what_a_warning_repeats_of_an_error_hides_credentials_and_controls() -> None:
+    """An error quoting the server's URL shows ``***`` for its credentials; its terminal
+    controls are spelled out (a warning is printed as it is) and a long one is cut."""
+    from fsm_agent.runtime.mcp_tools import _reason
+
+    server = McpServer.http("h", "https://user:hunter2pass@example.com/mcp?token=sekrit1234")
+    error = RuntimeError(
+        "GET https://user:hunter2pass@example.com/mcp?token=sekrit1234 failed \x1b]0;x\x07"
+        + "!" * 2_000
+    )
+    said = _reason(error, server)
+    assert "hunter2pass" not in said and "sekrit1234" not in said and "***" in said
+    assert "\x1b" not in said and "\\x1b]0;x\\x07" in said
+    assert len(said) < 700
