@@ -370,13 +370,18 @@ class McpConnection:
         waiting = asyncio.create_task(ready.wait())
         try:
             await asyncio.wait(
-                {holder, waiting}, timeout=self.server.timeout_s, return_when="FIRST_COMPLETED"
+                {holder, waiting},
+                timeout=self.server.timeout_s,
+                return_when=asyncio.FIRST_COMPLETED,
             )
-        finally:
+        except BaseException:  # the caller is cancelled: the server is stopped first
             waiting.cancel()
-            if not ready.is_set():
-                holder.cancel()  # it timed out, or the caller was cancelled meanwhile
+            holder.cancel()
+            await asyncio.gather(holder, waiting, return_exceptions=True)
+            raise
+        waiting.cancel()
         if not ready.is_set():
+            holder.cancel()  # a no-op when it failed, else it ran past timeout_s
             (failed,) = await asyncio.gather(holder, return_exceptions=True)
             if isinstance(failed, Exception):
                 raise failed

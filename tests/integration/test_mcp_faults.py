@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -384,3 +386,27 @@ def test_what_a_warning_repeats_of_an_error_hides_credentials_and_controls() -> 
     assert "hunter2pass" not in said and "sekrit1234" not in said and "***" in said
     assert "\x1b" not in said and "\\x1b]0;x\\x07" in said
     assert len(said) < 700
+
+
+def test_a_run_cancelled_while_a_server_starts_stops_the_server(tmp_path: Path) -> None:
+    """Ctrl-C while a server has not answered ``initialize``: the run is cancelled at once
+    (not after ``timeout_s``) and the server's process is stopped."""
+    pid_file = tmp_path / "pid"
+    agent, _ = _agent([_server("hang-start", env={"PID_FILE": str(pid_file)}, timeout_s=60)])
+
+    async def cancelled() -> float:
+        task = asyncio.create_task(agent.run("Go."))
+        for _ in range(200):
+            if pid_file.exists():
+                break
+            await asyncio.sleep(0.1)
+        task.cancel()
+        began = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic() - began
+
+    assert asyncio.run(cancelled()) < 20
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

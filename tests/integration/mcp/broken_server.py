@@ -9,7 +9,7 @@ base64). MODE changes the rest:
 * ``ok``: behaves;
 * ``exit``: exits before answering anything;
 * ``garbage``: writes lines that are not JSON-RPC to stdout, then behaves;
-* ``hang-start``: never answers ``initialize``;
+* ``hang-start``: never answers ``initialize`` (and writes its pid to ``$PID_FILE``);
 * ``die-on-relist``: exits when asked for its tools a second time;
 * ``hang-on-relist``: never answers when asked for its tools a second time;
 * ``many``: lists 10,000 tools;
@@ -26,6 +26,7 @@ import asyncio
 import itertools
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -110,6 +111,8 @@ async def main() -> None:
         print("this is not JSON-RPC", flush=True)
         print('{"jsonrpc": "2.0", "what": 1}', flush=True)
     if MODE == "hang-start":
+        if "PID_FILE" in os.environ:
+            Path(os.environ["PID_FILE"]).write_text(str(os.getpid()))
         await asyncio.Event().wait()
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
