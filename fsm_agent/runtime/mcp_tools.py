@@ -42,7 +42,7 @@ import os
 import re
 import warnings
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import attrs
 
@@ -65,7 +65,18 @@ from fsm_agent.runtime.tool import (
 )
 from fsm_agent.terminal_text import shown
 
-__all__ = ["DESCRIPTION_LIMIT", "McpConnection", "McpServer", "McpTool", "mcp_tool_name"]
+if TYPE_CHECKING:
+    import asyncio  # imported where it is used (issue 10)
+
+__all__ = [
+    "DESCRIPTION_LIMIT",
+    "IMAGE_LIMIT",
+    "PAGE_LIMIT",
+    "McpConnection",
+    "McpServer",
+    "McpTool",
+    "mcp_tool_name",
+]
 
 _NAME_PREFIX = "mcp"
 _SEPARATOR = "__"
@@ -311,7 +322,7 @@ def _image_part(media_type: object, data: object) -> ResultPart:
         return ImageBlock(source={"type": "base64", "media_type": media_type, "data": data})
     return TextBlock(
         text=f"[an image ({shown(str(media_type))[:100]}, {size:,} characters of base64) left "
-        f"out: the API takes PNG, JPEG, GIF and WebP images of up to {IMAGE_LIMIT:,}]"
+        f"out: the API takes PNG, JPEG, GIF and WebP images of up to 5 MB]"
     )
 
 
@@ -393,7 +404,7 @@ class McpConnection:
 
         stack.push_async_callback(release)
 
-    async def _hold(self, ready: Any, closing: Any) -> None:
+    async def _hold(self, ready: asyncio.Event, closing: asyncio.Event) -> None:
         """Open the connection, set ``ready``, and hold it until ``closing`` is set."""
         try:
             async with contextlib.AsyncExitStack() as own:
