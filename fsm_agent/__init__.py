@@ -146,6 +146,7 @@ _PUBLIC = {
     "TableDigestMismatch": "fsm_agent.errors",
     "TraceWriteConflict": "fsm_agent.errors",
     "TraceWriteFailed": "fsm_agent.errors",
+    "TraceFileBusy": "fsm_agent.errors",
 }
 
 __all__ = [
@@ -256,6 +257,7 @@ __all__ = [
     "ToolSpec",
     "TraceDivergence",
     "TraceError",
+    "TraceFileBusy",
     "TraceFormatError",
     "TraceTruncated",
     "TraceVersionError",
@@ -352,6 +354,7 @@ if TYPE_CHECKING:
         TableDigestMismatch,
         TraceDivergence,
         TraceError,
+        TraceFileBusy,
         TraceFormatError,
         TraceTruncated,
         TraceVersionError,

@@ -359,6 +359,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 ("--max-turns", args.max_turns is not None),
                 ("--permission-mode", args.permission_mode is not None),
                 ("--settings", bool(args.settings)),
+                ("--trust-folder", args.trust_folder),
             )
             if given
         ]

@@ -110,6 +110,18 @@ class TraceWriteConflict(TraceError):
         super().__init__(f"{path}: at byte offset {offset}: {problem}")
 
 
+class TraceFileBusy(TraceError):
+    """Another writer (another run) is writing the trace file a run was given; nothing of it
+    was touched. ``path`` names the file."""
+
+    def __init__(self, *, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path}: another run is writing this trace file; give this run a file of its own "
+            "(or a folder, where each run gets a new file)"
+        )
+
+
 class TraceWriteFailed(TraceError):
     """The trace file refused a record (a full disk, a file-size limit, a lost device).
 

@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
@@ -335,21 +335,31 @@ def _path_rule(
     ]
     if not family:
         return None
-    cwd, home = place.cwd.as_posix(), place.home.as_posix()
-    case_sensitive = not _ignores_case(place.cwd)
-    bases = [place.cwd]
-    bases += [place.cwd / p.argv[-1] for p in analysis.parts if p.argv[:1] == ("cd",)]
+    bases, matching = _where_words_point(analysis, place)
     for part in analysis.parts:
         for word in (*part.argv[1:], *(redirect.target for redirect in part.redirects)):
             for candidate in path_candidates(word):
                 for path in _named_paths(candidate, bases):
                     for rule in family:
                         assert rule.content is not None
-                        if path_rule_matches(
-                            rule.content, path, cwd=cwd, home=home, case_sensitive=case_sensitive
-                        ):
+                        if path_rule_matches(rule.content, path, **matching):
                             return rule, word
     return None
+
+
+def _where_words_point(
+    analysis: CommandAnalysis, place: CallPlace
+) -> tuple[list[Path], dict[str, Any]]:
+    """The folders a command's relative words start from (the working folder, and each folder
+    the command enters with ``cd``), and how a path rule is matched there (the path
+    matchers' ``cwd``, ``home`` and ``case_sensitive``)."""
+    bases = [place.cwd, *(place.cwd / p.argv[-1] for p in analysis.parts if p.argv[:1] == ("cd",))]
+    matching = {
+        "cwd": place.cwd.as_posix(),
+        "home": place.home.as_posix(),
+        "case_sensitive": not _ignores_case(place.cwd),
+    }
+    return bases, matching
 
 
 def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str] | None:
@@ -393,10 +403,7 @@ def _unnamed_read_rule(
     ]
     if not family:
         return None
-    cwd, home = place.cwd.as_posix(), place.home.as_posix()
-    case_sensitive = not _ignores_case(place.cwd)
-    bases = [place.cwd]
-    bases += [place.cwd / p.argv[-1] for p in analysis.parts if p.argv[:1] == ("cd",)]
+    bases, matching = _where_words_point(analysis, place)
     for part in analysis.parts:
         for word in _unnamed_reads(part):
             if word == REPOSITORY:
@@ -406,9 +413,7 @@ def _unnamed_read_rule(
             for folder in folders:
                 for rule in family:
                     assert rule.content is not None
-                    if path_rule_may_match_under(
-                        rule.content, folder, cwd=cwd, home=home, case_sensitive=case_sensitive
-                    ):
+                    if path_rule_may_match_under(rule.content, folder, **matching):
                         return rule, _shown(part)
     return None
 

@@ -42,7 +42,6 @@ import functools
 import io
 import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final, NamedTuple, Protocol
 
@@ -58,6 +57,7 @@ from fsm_agent.core.tool_spec import ToolSpec
 from fsm_agent.errors import FsmAgentError, TraceWriteFailed, UsageError
 from fsm_agent.trace import records
 from fsm_agent.trace.closed_fields import sensitive_key_in
+from fsm_agent.trace.exclusive_file import open_exclusive
 from fsm_agent.trace.header_parts import header_parts
 from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor, has_sensitive_key
@@ -144,8 +144,9 @@ class TraceWriter:
     """Writes one run's trace.
 
     Args:
-        target: a path (the file is created or truncated) or a binary file opened for
-            writing (left open by :meth:`close`; it is flushed after every record).
+        target: a path (the file is created or truncated, and locked for this writer: see
+            :mod:`~fsm_agent.trace.exclusive_file`) or a binary file opened for writing (left
+            open by :meth:`close`; it is flushed after every record).
         config: the core's loop configuration (recorded in the header).
         tools: the core's tool specs (recorded in the header).
         secrets: strings that must never reach the file (an API key, say); see
@@ -165,6 +166,8 @@ class TraceWriter:
             messages the turn added.
 
     Raises:
+        TraceFileBusy: another writer is writing the file ``target`` names (nothing of it is
+            touched).
         UsageError: from a ``write_*`` call whose record holds something that is not JSON.
         TraceWriteFailed: from a ``write_*`` call the file refused (a full disk, say): the
             file is cut back to its last whole record where it can be, and every later
@@ -196,8 +199,9 @@ class TraceWriter:
             # Unbuffered: every record is flushed anyway, and a failed write leaves no bytes
             # behind in a buffer, so the file can be cut back to its last whole record.
             self._name: str | None = os.fspath(target)
-            file = Path(target).open("wb", buffering=0)  # noqa: SIM115 - closed in close()
-            self._file: IO[bytes] = file
+            # One writer at a time: a second run given the same file is refused before it
+            # truncates what the first writes (:mod:`~fsm_agent.trace.exclusive_file`).
+            self._file: IO[bytes] = open_exclusive(target)
             self._owns_file = True
             self._cuttable = True
         else:
