@@ -924,7 +924,9 @@ def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
     A deny rule on ``Read(./.env)`` must see ``grep -r KEY .``, ``rg KEY`` and ``git grep KEY``
     (SPEC §9.3: deny rules always win), which read ``.env`` without a word naming it:
     ``grep -r`` (or ``-d recurse``) and ``rg`` read every file under their operands, git's
-    searches, diffs, logs and blobs read the repository's files and history.
+    searches, diffs, logs and blobs read the repository's files and history, ``cp -r``,
+    ``rsync -a``, ``scp -r``, ``zip -r`` and ``diff -r`` every file under theirs, and a
+    creating ``tar`` anything (``/``).
     """
     if not argv:
         return ()
@@ -951,7 +953,57 @@ def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
         rest = without_git_globals(args)
         if rest is None or (rest and rest[0] in _GIT_CONTENT_READERS):
             return (REPOSITORY,)
+    if program == "tar":
+        # Its first word may be options without a dash (``czf out.tgz .``), ``-C`` moves it,
+        # and ``-T`` reads names from a file: what a creating tar reads is anything.
+        creates = any(
+            word == "--create" or (not word.startswith("--") and "c" in word.lstrip("-"))
+            for word in [*args[:1], *(w for w in args[1:] if w.startswith("-"))]
+        )
+        return ("/",) if creates else ()
+    copier = _TREE_COPIERS.get(program)
+    if copier is not None and _any_option(args, *copier):
+        # Every word that is not an option, the destination too: a value of an option taken
+        # for a folder only makes the command ask where it might not have needed to.
+        return tuple(_operands(args)) or (".",)
     return ()
+
+
+_TREE_COPIERS: dict[str, tuple[str, frozenset[str]]] = {
+    "cp": ("rRa", frozenset({"--recursive", "--archive"})),
+    "rsync": ("ra", frozenset({"--recursive", "--archive"})),
+    "scp": ("r", frozenset()),
+    "zip": ("r", frozenset({"--recurse-paths"})),
+    "diff": ("r", frozenset({"--recursive"})),
+}
+"""Programs that read every file under a folder when told to recurse, read as (short option
+letters, long options) that tell them to: ``cp -r . backup`` copies ``.env`` where no rule
+names it, ``diff -r . other`` prints it."""
+
+
+def _any_option(args: Sequence[str], letters: str, long: frozenset[str]) -> bool:
+    """Whether ``args`` (before ``--``) hold a long option of ``long`` (``=value`` aside) or
+    a short cluster with one of ``letters``."""
+    for word in args:
+        if word == "--":
+            return False
+        if word.startswith("--"):
+            if word.partition("=")[0] in long:
+                return True
+        elif word.startswith("-") and any(letter in word[1:] for letter in letters):
+            return True
+    return False
+
+
+def _operands(args: Sequence[str]) -> list[str]:
+    """The words of ``args`` that are not options (all of them after ``--``)."""
+    operands, options_end = [], False
+    for word in args:
+        if options_end or not word.startswith("-") or word == "-":
+            operands.append(word)
+        elif word == "--":
+            options_end = True
+    return operands
 
 
 _GIT_CONTENT_READERS = frozenset(

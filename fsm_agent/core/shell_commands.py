@@ -774,14 +774,15 @@ def _renaming(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
 
 
 _CODE_VARIABLES = re.compile(
-    r"(PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH"
+    r"(PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|PATH|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH"
     r"|[A-Z_]*PAGER|[A-Z_]*EDITOR|VISUAL|BROWSER|LESSOPEN|LESSCLOSE|[A-Z_]*ASKPASS"
     r"|GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_PROXY_COMMAND)"
 )
-"""Variables whose value is code that the shell or a program runs later: a prompt or trace
+"""Variables whose value decides what the shell or a program runs later: a prompt or trace
 string (``PS4='$(rm x)'`` with ``set -x``), a file a shell sources (``BASH_ENV``, ``ENV``), a
-command line (``GIT_EXTERNAL_DIFF``, ``PAGER``), or a library loaded into every program
-(``LD_PRELOAD``)."""
+command line (``GIT_EXTERNAL_DIFF``, ``PAGER``), a library loaded into every program
+(``LD_PRELOAD``), or the folders a name is looked up in (``PATH=.:$PATH ls`` may run a file
+``./ls``, which a deny rule on ``rm`` never sees)."""
 _SETS_VARIABLE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[.*\])?\+?=", re.DOTALL)
 _VARIABLE_SETTERS = frozenset(
     {"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray",
@@ -797,13 +798,13 @@ def _hidden_code(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
 
     ``. f`` and ``source f`` run the commands of a file (one the same command may have just
     written), and may define functions that change what later names run; a variable of
-    ``_CODE_VARIABLES`` set by an assignment or a builtin holds code run later; a name
+    ``_CODE_VARIABLES`` set by an assignment or a builtin decides what runs later; a name
     reference (``declare -n``) can set any variable under another name.
     """
     for assignment in assignments:
         setting = _SETS_VARIABLE.match(assignment)
         if setting is not None and _CODE_VARIABLES.fullmatch(setting.group(1)):
-            return f"{assignment!r} sets code that runs later"
+            return f"{assignment!r} sets what runs later"
     if not argv:
         return None
     program = argv[0]
@@ -815,7 +816,7 @@ def _hidden_code(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
         setting = _SETS_VARIABLE.match(word)
         name = setting.group(1) if setting is not None else word
         if _CODE_VARIABLES.fullmatch(name):
-            return f"{program} {word} sets code that runs later"
+            return f"{program} {word} sets what runs later"
         if program in _DECLARATIONS and word.startswith("-") and "n" in word:
             return f"{program} {word} makes a name refer to another variable"
     return None
