@@ -35,8 +35,10 @@ class ConfigError(DefinitionError):
 
 
 class McpWarning(UserWarning):
-    """A tool an MCP server lists that cannot be offered to the model (its schema is not an
-    object schema, or the server lists the name twice): it is left out, the rest are kept."""
+    """An MCP server, or a tool it lists, left out of a run: a server that did not start, or
+    failed or stopped answering later; a tool that cannot be offered to the model (its schema
+    is not an object schema, or its name is taken: listed twice, one of the agent's own tools',
+    or another server's). The rest are kept and the run goes on."""
 
 
 class SettingsWarning(UserWarning):

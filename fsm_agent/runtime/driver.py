@@ -110,7 +110,7 @@ async def run_turn(
             tuple(messages),
             mcp=connections,
             extra_tools=[
-                *await _list_mcp_tools(connections),
+                *await _list_mcp_tools(agent, connections),
                 *await provided_tools(agent.tool_providers),
             ],
             collector=collector,
@@ -145,13 +145,16 @@ async def _connect_mcp(
     return await connect_all(servers, stack)
 
 
-async def _list_mcp_tools(connections: Sequence[McpConnection]) -> list[McpTool]:
-    """The tools the connected MCP servers offer (none without a connection)."""
+async def _list_mcp_tools(agent: Agent, connections: Sequence[McpConnection]) -> list[McpTool]:
+    """The tools the connected MCP servers offer (none without a connection), less those
+    whose names are the agent's own tools'."""
     if not connections:
         return []
     from fsm_agent.runtime.mcp_tools import list_all  # noqa: PLC0415 - lazy, see the imports
 
-    return await list_all(connections)
+    own = {definition["name"] for definition in agent.tool_definitions}
+    own.update(alias for tool in agent.tools for alias in tool.aliases)
+    return await list_all(connections, reserved=own)
 
 
 def child_trace(start: ForkPoint | ResumePoint, item: InFlight) -> Path | None:
@@ -334,7 +337,7 @@ class _Run:
             before = self.tool_specs()
             self._use_tools(
                 [
-                    *await _list_mcp_tools(self.mcp),
+                    *await _list_mcp_tools(self.agent, self.mcp),
                     *await provided_tools(self.agent.tool_providers),
                 ]
             )

@@ -4,7 +4,8 @@
 ``McpServer.http(...)`` connects to a streamable-HTTP endpoint. An agent given
 ``Agent(mcp_servers=[...])`` connects to each when a run starts, lists its tools, and offers
 them to the model as ``mcp__<server>__<tool>``; the list is read again between turns (SPEC
-§1.2 S7, tool refresh), so tools a server adds or removes reach the next request.
+§1.2 S7, tool refresh), so tools a server adds or removes reach the next request. A list of
+several pages is read whole, up to :data:`PAGE_LIMIT` pages.
 
 A server's tools are not ours to trust: every call of one asks permission (SPEC §9.3 step 3)
 unless a rule allows it (``mcp__<server>`` allows a whole server), whatever the server says of
@@ -16,8 +17,18 @@ offered under a name made of its allowed characters and a short digest of the re
 listed twice, or whose input schema is not an object schema, is left out with an
 :class:`~fsm_agent.errors.McpWarning`. The server validates the arguments against its own
 schema. A
-result maps to tool_result content: text blocks as text, images as image blocks (base64),
-embedded text resources as text, anything else as its JSON; ``isError`` makes an error result.
+description longer than :data:`DESCRIPTION_LIMIT` is cut (it rides on every request). A result
+maps to tool_result content: text blocks as text, images as image blocks (base64; one the API
+would refuse, over 5 MB or not PNG, JPEG, GIF or WebP, as a note saying so), embedded text
+resources as text, anything else as its JSON; ``isError`` makes an error result; a large
+one is saved to a file with a preview, as any tool's (SPEC §7.1).
+
+A server is not ours to keep alive either: no run dies because of one. A server that does not
+start (a bad command, an exit, garbage for an answer) or does not answer within its
+``timeout_s`` is left out of the run with an :class:`~fsm_agent.errors.McpWarning` naming it;
+one that fails later (it exits, its tool list fails or hangs) has its tools left out from the
+next listing on, and each call of it still in flight or made after is an error result naming
+it. A call that never returns is bounded by ``LoopConfig.tool_timeout_ms``, as any tool's.
 
 ``mcp`` takes seconds to import: it is imported only when a connection opens.
 """
@@ -30,8 +41,8 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 import attrs
 
@@ -52,8 +63,20 @@ from fsm_agent.runtime.tool import (
     ToolContext,
     ToolOutput,
 )
+from fsm_agent.terminal_text import shown
 
-__all__ = ["McpConnection", "McpServer", "McpTool", "mcp_tool_name"]
+if TYPE_CHECKING:
+    import asyncio  # imported where it is used (issue 10)
+
+__all__ = [
+    "DESCRIPTION_LIMIT",
+    "IMAGE_LIMIT",
+    "PAGE_LIMIT",
+    "McpConnection",
+    "McpServer",
+    "McpTool",
+    "mcp_tool_name",
+]
 
 _NAME_PREFIX = "mcp"
 _SEPARATOR = "__"
@@ -66,6 +89,14 @@ NAME_LIMIT = 64
 SERVER_NAME_LIMIT = 32
 """The longest server name, so that a tool's own name always keeps some room."""
 _DIGEST = 8
+DESCRIPTION_LIMIT = 2_048
+"""The longest tool description offered: one sent whole on every request must stay small."""
+PAGE_LIMIT = 100
+"""The most pages of a server's tool list read at each listing."""
+DEFAULT_TIMEOUT_S = 30.0
+"""How long a server may take to start and to answer each listing of its tools, by default."""
+_CONNECTION_CLOSED = -32000
+"""The code of the ``MCPError`` the ``mcp`` client raises when the connection is gone."""
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
@@ -111,6 +142,9 @@ class McpServer:
         cwd: stdio: its working folder.
         url: streamable HTTP: the endpoint.
         headers: streamable HTTP: headers for every request (an ``Authorization``, say).
+        timeout_s: how long it may take to start (connect and initialize) and to answer each
+            listing of its tools, in seconds; past it the server is left out of the run. None
+            waits for ever. Tool calls are bounded by ``LoopConfig.tool_timeout_ms``.
     """
 
     name: str
@@ -120,6 +154,7 @@ class McpServer:
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] | None = None
+    timeout_s: float | None = DEFAULT_TIMEOUT_S
 
     def __repr__(self) -> str:
         """The fields, with ``***`` for every credential (and the names only of the headers
@@ -128,7 +163,7 @@ class McpServer:
         return (
             f"McpServer(name={self.name!r}, command={command}, args={args}, "
             f"env={_names_only(self.env)}, cwd={self.cwd!r}, url={_url_shown(self.url)}, "
-            f"headers={_names_only(self.headers)})"
+            f"headers={_names_only(self.headers)}, timeout_s={self.timeout_s!r})"
         )
 
     def __attrs_post_init__(self) -> None:
@@ -141,6 +176,8 @@ class McpServer:
             raise ConfigError(f"McpServer name {self.name!r} must not contain '__'")
         if (self.command is None) == (self.url is None):
             raise ConfigError(f"McpServer {self.name!r}: give a command (stdio) or a url (HTTP)")
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise ConfigError(f"McpServer {self.name!r}: timeout_s must be positive or None")
 
     @classmethod
     def stdio(
@@ -151,6 +188,7 @@ class McpServer:
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
     ) -> McpServer:
         """A server started as a subprocess and spoken to over its stdin and stdout."""
         return cls(
@@ -159,12 +197,25 @@ class McpServer:
             args=tuple(args),
             env=None if env is None else dict(env),
             cwd=None if cwd is None else os.fspath(cwd),
+            timeout_s=timeout_s,
         )
 
     @classmethod
-    def http(cls, name: str, url: str, *, headers: Mapping[str, str] | None = None) -> McpServer:
+    def http(
+        cls,
+        name: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    ) -> McpServer:
         """A server reached over streamable HTTP at ``url``."""
-        return cls(name=name, url=url, headers=None if headers is None else dict(headers))
+        return cls(
+            name=name,
+            url=url,
+            headers=None if headers is None else dict(headers),
+            timeout_s=timeout_s,
+        )
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -196,7 +247,7 @@ class McpTool(Tool[Any]):
         self.connection = connection
         self.remote_name = remote_name
         self.name = mcp_tool_name(connection.server.name, remote_name)
-        self.description = description
+        self.description = _capped(description)
         self.read_only = False
         self._schema: dict[str, Any] = dict(schema) if isinstance(schema, Mapping) else {}
         super().__init__()
@@ -230,13 +281,57 @@ class McpTool(Tool[Any]):
         return await self.connection.call(self.remote_name, data)
 
 
+def _capped(description: str) -> str:
+    """The description as offered: cut to :data:`DESCRIPTION_LIMIT` characters, saying so."""
+    if len(description) <= DESCRIPTION_LIMIT:
+        return description
+    note = f"… (cut from {len(description):,} characters)"
+    return description[: DESCRIPTION_LIMIT - len(note)] + note
+
+
+_REASON_LIMIT = 500
+"""The most of a server's own error message a warning or an error result repeats."""
+
+
+def _reason(exc: BaseException, server: McpServer, *, timeout_s: float | None = None) -> str:
+    """What went wrong with a server, in a line: the first error inside the ``mcp`` client's
+    task groups rather than the group, and a timeout as the bound ``timeout_s`` it ran past.
+    The words of the error are cut, the server's credentials hidden (an error may quote its
+    URL or command) and terminal controls spelled out: a warning prints them as they are."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, TimeoutError) and timeout_s is not None:
+        return f"it did not answer within {timeout_s:g} s (McpServer timeout_s)"
+    said = hidden(str(exc), server.secrets)
+    if len(said) > _REASON_LIMIT:
+        said = said[:_REASON_LIMIT] + "…"
+    return shown(f"{type(exc).__name__}: {said}" if said else type(exc).__name__)
+
+
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The media types of the images the API takes."""
+IMAGE_LIMIT = 5 * 1024 * 1024
+"""The longest base64 image data the API takes (5 MB)."""
+
+
+def _image_part(media_type: object, data: object) -> ResultPart:
+    """An image block, or a note in its place when the API would refuse it: once in the
+    transcript, such an image would make every later request fail."""
+    size = len(data) if isinstance(data, str) else 0
+    if media_type in IMAGE_TYPES and 0 < size <= IMAGE_LIMIT:
+        return ImageBlock(source={"type": "base64", "media_type": media_type, "data": data})
+    return TextBlock(
+        text=f"[an image ({shown(str(media_type))[:100]}, {size:,} characters of base64) left "
+        f"out: the API takes PNG, JPEG, GIF and WebP images of up to 5 MB]"
+    )
+
+
 def _result_part(item: Any) -> ResultPart:
     kind = getattr(item, "type", None)
     if kind == "text":
         return TextBlock(text=str(item.text))
     if kind == "image":
-        source = {"type": "base64", "media_type": item.mime_type, "data": item.data}
-        return ImageBlock(source=source)
+        return _image_part(item.mime_type, item.data)
     embedded = getattr(getattr(item, "resource", None), "text", None)
     if kind == "resource" and isinstance(embedded, str):
         return TextBlock(text=embedded)
@@ -245,12 +340,82 @@ def _result_part(item: Any) -> ResultPart:
 
 
 class McpConnection:
-    """An open session with one MCP server (use inside an ``AsyncExitStack``)."""
+    """A session with one MCP server: ``start`` opens it in a task of its own, which holds
+    it until the stack given closes (``open`` opens it in the caller's task)."""
 
     def __init__(self, server: McpServer, *, stderr: TextIO | None = None) -> None:
         self.server = server
         self._stderr = stderr
         self._session: Any = None
+        self.failure: str | None = None
+        """Why the server can no longer be used (None while it can)."""
+
+    def _fail(self, why: str) -> None:
+        """The server is gone for this run: say so once; its tools are left out from now on."""
+        if self.failure is None:
+            self.failure = why
+            warnings.warn(
+                f"MCP server {self.server.name!r} left out of this run: {why}",
+                McpWarning,
+                stacklevel=3,
+            )
+
+    async def start(self, stack: contextlib.AsyncExitStack) -> None:
+        """Connect and initialize within ``timeout_s``, in a task that holds the connection
+        until ``stack`` closes.
+
+        The ``mcp`` client's transports run in task groups, and a task group whose transport
+        fails cancels the task that entered it: were that the run's, a server that went away
+        would look like Ctrl-C. So the holder is cancelled instead, and the server is left
+        out from then on.
+
+        Raises:
+            Exception: what kept the server from starting (``TimeoutError`` past
+                ``timeout_s``; the ``mcp`` client's errors, often in an exception group).
+        """
+        import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
+
+        ready = asyncio.Event()
+        closing = asyncio.Event()
+        holder = asyncio.create_task(self._hold(ready, closing))
+        waiting = asyncio.create_task(ready.wait())
+        try:
+            await asyncio.wait(
+                {holder, waiting},
+                timeout=self.server.timeout_s,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        except BaseException:  # the caller is cancelled: the server is stopped first
+            waiting.cancel()
+            holder.cancel()
+            await asyncio.gather(holder, waiting, return_exceptions=True)
+            raise
+        waiting.cancel()
+        if not ready.is_set():
+            holder.cancel()  # a no-op when it failed, else it ran past timeout_s
+            (failed,) = await asyncio.gather(holder, return_exceptions=True)
+            if isinstance(failed, Exception):
+                raise failed
+            raise TimeoutError
+
+        async def release() -> None:
+            closing.set()
+            await asyncio.gather(holder, return_exceptions=True)  # a server may fail to part
+
+        stack.push_async_callback(release)
+
+    async def _hold(self, ready: asyncio.Event, closing: asyncio.Event) -> None:
+        """Open the connection, set ``ready``, and hold it until ``closing`` is set."""
+        try:
+            async with contextlib.AsyncExitStack() as own:
+                await self.open(own)
+                ready.set()
+                await closing.wait()
+        except Exception as exc:
+            if not ready.is_set():
+                raise  # start() says why
+            if not closing.is_set():
+                self._fail(f"its connection failed: {_reason(exc, self.server)}")
 
     async def open(self, stack: contextlib.AsyncExitStack) -> None:
         """Connect and initialize; the stack closes the session and the transport."""
@@ -280,11 +445,22 @@ class McpConnection:
         await self._session.initialize()
 
     async def tools(self) -> list[McpTool]:
-        """The server's tools as it lists them now."""
-        listed = await self._session.list_tools()
+        """The server's tools as it lists them now; none once it has failed (a listing that
+        fails or runs past ``timeout_s`` fails it, with an ``McpWarning``)."""
+        if self.failure is not None:
+            return []
+        import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
+
+        try:
+            async with asyncio.timeout(self.server.timeout_s):
+                listed = await self._listing()
+        except Exception as exc:
+            why = _reason(exc, self.server, timeout_s=self.server.timeout_s)
+            self._fail(f"listing its tools failed: {why}")
+            return []
         tools: dict[str, McpTool] = {}
         server = self.server.name
-        for remote in listed.tools:
+        for remote in listed:
             schema = remote.input_schema
             if schema and not (isinstance(schema, Mapping) and schema.get("type") == "object"):
                 warnings.warn(
@@ -308,9 +484,44 @@ class McpConnection:
             tools[tool.name] = tool
         return list(tools.values())
 
+    async def _listing(self) -> list[Any]:
+        """The tools of every page of the server's list, :data:`PAGE_LIMIT` pages at most (a
+        server may hand out cursors for ever)."""
+        listed = await self._session.list_tools()
+        found = list(listed.tools)
+        for _ in range(PAGE_LIMIT - 1):
+            cursor = getattr(listed, "next_cursor", None)
+            if not cursor:
+                return found
+            from mcp.types import PaginatedRequestParams  # noqa: PLC0415 - lazy, as ``mcp``
+
+            listed = await self._session.list_tools(params=PaginatedRequestParams(cursor=cursor))
+            found.extend(listed.tools)
+        if getattr(listed, "next_cursor", None):
+            warnings.warn(
+                f"MCP server {self.server.name!r}: only the first {PAGE_LIMIT} pages of its "
+                "tool list are read",
+                McpWarning,
+                stacklevel=3,
+            )
+        return found
+
     async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutput:
-        """Call one tool; an MCP error result becomes an error tool_result."""
-        result = await self._session.call_tool(name, dict(arguments))
+        """Call one tool; an MCP error result, or a server that is gone, becomes an error
+        tool_result."""
+        server = self.server.name
+        if self.failure is not None:
+            return ToolOutput(
+                content=f"MCP server {server!r} is unavailable: {self.failure}", is_error=True
+            )
+        try:
+            result = await self._session.call_tool(name, dict(arguments))
+        except Exception as exc:
+            why = _reason(exc, self.server)
+            if getattr(exc, "code", _CONNECTION_CLOSED) == _CONNECTION_CLOSED:
+                # Not an answer of the server's: the connection is gone (it exited, say).
+                self._fail(f"the call of {name!r} failed: {why}")
+            return ToolOutput(content=f"MCP server {server!r}: {why}", is_error=True)
         parts = tuple(_result_part(item) for item in getattr(result, "content", None) or ())
         if not parts and getattr(result, "structured_content", None) is not None:
             parts = (TextBlock(text=json.dumps(result.structured_content, ensure_ascii=False)),)
@@ -320,7 +531,8 @@ class McpConnection:
 async def connect_all(
     servers: Sequence[McpServer], stack: contextlib.AsyncExitStack
 ) -> list[McpConnection]:
-    """Open a connection to every server, in order (all closed by ``stack``)."""
+    """Open a connection to every server, in order (all closed by ``stack``). A server that
+    does not start within its ``timeout_s`` is left out, with an ``McpWarning`` saying why."""
     names = [server.name for server in servers]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
@@ -328,14 +540,42 @@ async def connect_all(
     connections = []
     for server in servers:
         connection = McpConnection(server)
-        await connection.open(stack)
+        try:
+            await connection.start(stack)
+        except Exception as exc:
+            warnings.warn(
+                f"MCP server {server.name!r} left out of this run: it did not start: "
+                f"{_reason(exc, server, timeout_s=server.timeout_s)}",
+                McpWarning,
+                stacklevel=2,
+            )
+            continue
         connections.append(connection)
     return connections
 
 
-async def list_all(connections: Sequence[McpConnection]) -> list[McpTool]:
-    """Every tool of every connection, as the servers list them now."""
-    tools: list[McpTool] = []
+async def list_all(
+    connections: Sequence[McpConnection], reserved: Collection[str] = ()
+) -> list[McpTool]:
+    """Every tool of every connection, as the servers list them now. A tool whose name is
+    ``reserved`` (the agent's own tools) or already a tool of an earlier server is left out
+    with an ``McpWarning``: the API refuses a request naming a tool twice."""
+    tools: dict[str, McpTool] = {}
     for connection in connections:
-        tools.extend(await connection.tools())
-    return tools
+        for tool in await connection.tools():
+            taken = tools.get(tool.name)
+            if tool.name in reserved or taken is not None:
+                owner = (
+                    "a tool of the agent's own"
+                    if taken is None
+                    else f"a tool of the MCP server {taken.connection.server.name!r}"
+                )
+                warnings.warn(
+                    f"MCP server {connection.server.name!r}: tool {tool.remote_name!r} left "
+                    f"out: its name {tool.name!r} is {owner}",
+                    McpWarning,
+                    stacklevel=2,
+                )
+                continue
+            tools[tool.name] = tool
+    return list(tools.values())

@@ -8,11 +8,7 @@ tool list again between turns.
 from __future__ import annotations
 
 import re
-import socket
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,30 +82,9 @@ def test_mcp_server_tools_run_and_refresh(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def http_server() -> Iterator[str]:
-    """The notes server on streamable HTTP (127.0.0.1, a free port); yields its endpoint."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER), "http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    pytest.fail("the MCP HTTP server did not start")
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
+def http_server(notes_over_http: tuple[str, Any]) -> str:
+    """The notes server's streamable-HTTP endpoint."""
+    return notes_over_http[0]
 
 
 def test_mcp_tools_over_streamable_http(http_server: str) -> None:
