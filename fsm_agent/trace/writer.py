@@ -194,7 +194,8 @@ class TraceWriter:
             self._started = started
         else:
             self._started = clock() if clock is not None else 0.0
-        self._failure: TraceWriteFailed | None = None
+        self._refused: Callable[[], TraceWriteFailed] | None = None
+        """Makes the error a refused record raises again (its file refused one)."""
         if isinstance(target, str | os.PathLike):
             # Unbuffered: every record is flushed anyway, and a failed write leaves no bytes
             # behind in a buffer, so the file can be cut back to its last whole record.
@@ -352,25 +353,20 @@ class TraceWriter:
         if self._owns_file:  # nothing more goes to it: close() has nothing left to do
             with contextlib.suppress(OSError):
                 self._file.close()
-        self._failure = TraceWriteFailed(
+        self._refused = functools.partial(
+            TraceWriteFailed,
             path=self._name,
             seq=self._next_seq,
             cut_back=cut_back,
             problem=exc.strerror or str(exc),
         )
         self._closed = True
-        return self._failure
+        return self._refused()
 
     def _refusal(self) -> FsmAgentError:
         """Why the writer takes no record: its file refused one, or it was closed."""
-        if self._failure is not None:
-            failure = self._failure
-            return TraceWriteFailed(
-                path=failure.path,
-                seq=failure.seq,
-                cut_back=failure.cut_back,
-                problem=failure.problem,
-            )
+        if self._refused is not None:
+            return self._refused()
         return UsageError("the trace writer is closed")
 
     def write_record(self, fields: Mapping[str, Any]) -> None:
@@ -646,7 +642,7 @@ class TraceWriter:
         if self._closed:
             return
         self._closed = True
-        if self._failure is None:
+        if self._refused is None:
             self._file.flush()
         if self._owns_file:
             self._file.close()
