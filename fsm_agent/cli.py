@@ -20,7 +20,7 @@ from typing import Any
 
 from fsm_agent.errors import FsmAgentError, TraceWriteFailed
 from fsm_agent.temporal import commands as temporal_commands
-from fsm_agent.terminal_text import shown
+from fsm_agent.terminal_text import shown, shown_on_one_line
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -440,7 +440,7 @@ def _carries_rules(rules: Sequence[str], args: argparse.Namespace) -> bool:
 
     if not rules:
         return True
-    listed = shown(", ".join(rules)).replace("\n", "\\n")
+    listed = shown_on_one_line(", ".join(rules))
     if args.keep_session_rules:
         keep = True
     elif stdin_is_terminal():
@@ -465,7 +465,7 @@ def _ask_folder_trust(folder: Path, granted: Sequence[str]) -> str:
     """Show what a folder's settings files grant, and ask whether to apply them."""
     print(shown(f"\nThe settings files of {folder}/.claude grant:"))
     for line in granted:  # one line each, whatever they hold
-        print("  - " + shown(line).replace("\n", "\\n"))
+        print("  - " + shown_on_one_line(line))
     print("Their deny and ask rules apply either way.")
     question = "Apply what they grant? [o] this time, [a] always (until they change), [n] no: "
     while True:

@@ -6,8 +6,8 @@ a line or sets the window title; a carriage return or a backspace prints over wh
 before; Unicode's bidirectional controls reorder what is shown; invisible characters hide
 text. A hostile model could so show ``ls`` in a permission question whose command is
 ``rm -rf ~``. :func:`shown` spells each such character out (``\\x1b``, ``\\u202e``), so that
-what is printed is what is there. Line feeds and tabs are kept; the caller decides how a line
-feed is shown.
+what is printed is what is there. Line feeds and tabs are kept (:func:`shown_on_one_line`
+spells line feeds out as well).
 """
 
 from __future__ import annotations
@@ -39,3 +39,9 @@ def _spelled(match: re.Match[str]) -> str:
 def shown(text: str) -> str:
     """``text`` with every character a terminal would obey or hide spelled out."""
     return _HIDDEN.sub(_spelled, text)
+
+
+def shown_on_one_line(text: str) -> str:
+    """:func:`shown`, with line feeds spelled out too (``\\n``): for text that must stay on
+    the line it is printed on, so that none of it can pass for a line of its own."""
+    return shown(text).replace("\n", "\\n")

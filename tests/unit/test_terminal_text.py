@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fsm_agent.terminal_text import shown
+from fsm_agent.terminal_text import shown, shown_on_one_line
 
 KEPT = {"\t", "\n", "\u200d"}  # tab, line feed, and the zero-width joiner of emoji sequences
 
@@ -45,3 +45,7 @@ def test_text_without_such_characters_is_unchanged(text: str) -> None:
 @given(st.text())
 def test_what_is_shown_holds_none_of_them(text: str) -> None:
     assert not any(hidden_by_unicode(char) for char in shown(text))
+
+
+def test_on_one_line_a_line_feed_is_spelled_out_too() -> None:
+    assert shown_on_one_line("Bash(x)\n  why: fine\x1b[2K") == "Bash(x)\\n  why: fine\\x1b[2K"
