@@ -68,10 +68,15 @@ def _commands(groups: object) -> list[str]:
 
 
 def digest_of(files: Sequence[Path]) -> str:
-    """What trust is given to: each file's name and bytes."""
+    """What trust is given to: each file's name and bytes (read in pieces: a hook may name a
+    large file of the repository)."""
     digest = hashlib.sha256()
     for path in files:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(path.name.encode() + b"\0")
+        with path.open("rb") as file:
+            while piece := file.read(1 << 20):
+                digest.update(piece)
+        digest.update(b"\0")
     return digest.hexdigest()
 
 
