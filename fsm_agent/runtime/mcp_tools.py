@@ -96,6 +96,17 @@ PAGE_LIMIT = 100
 DEFAULT_TIMEOUT_S = 30.0
 """How long a server may take to start and to answer each listing of its tools, by default."""
 _CONNECTION_CLOSED = -32000
+
+
+def _connection_gone(exc: BaseException) -> bool:
+    """Whether a failed call means the connection is gone, rather than one bad answer: an
+    error the server coded other than "connection closed", or an answer that did not parse
+    (``ValueError``, pydantic's included), leaves the server in the run."""
+    if isinstance(exc, ValueError | TypeError):
+        return False
+    return getattr(exc, "code", _CONNECTION_CLOSED) == _CONNECTION_CLOSED
+
+
 """The code of the ``MCPError`` the ``mcp`` client raises when the connection is gone."""
 
 
@@ -349,6 +360,14 @@ class McpConnection:
         self._session: Any = None
         self.failure: str | None = None
         """Why the server can no longer be used (None while it can)."""
+        self._reported: set[str] = set()
+
+    def warn_once(self, text: str) -> None:
+        """An ``McpWarning`` about this server, once per run whatever the turns: its tools are
+        listed again every turn, and would otherwise say the same every turn."""
+        if text not in self._reported:
+            self._reported.add(text)
+            warnings.warn(text, McpWarning, stacklevel=3)
 
     def _fail(self, why: str) -> None:
         """The server is gone for this run: say so once; its tools are left out from now on."""
@@ -463,20 +482,16 @@ class McpConnection:
         for remote in listed:
             schema = remote.input_schema
             if schema and not (isinstance(schema, Mapping) and schema.get("type") == "object"):
-                warnings.warn(
+                self.warn_once(
                     f"MCP server {server!r}: tool {remote.name!r} left out: its input schema "
-                    "is not a JSON object schema, which the API refuses",
-                    McpWarning,
-                    stacklevel=2,
+                    "is not a JSON object schema, which the API refuses"
                 )
                 continue
             tool = McpTool(self, remote.name, remote.description or "", schema)
             if tool.name in tools:
-                warnings.warn(
+                self.warn_once(
                     f"MCP server {server!r}: tool {remote.name!r} left out: the server lists "
-                    f"{tools[tool.name].remote_name!r} under the same name {tool.name!r}",
-                    McpWarning,
-                    stacklevel=2,
+                    f"{tools[tool.name].remote_name!r} under the same name {tool.name!r}"
                 )
                 continue
             annotations = remote.annotations
@@ -498,11 +513,9 @@ class McpConnection:
             listed = await self._session.list_tools(params=PaginatedRequestParams(cursor=cursor))
             found.extend(listed.tools)
         if getattr(listed, "next_cursor", None):
-            warnings.warn(
+            self.warn_once(
                 f"MCP server {self.server.name!r}: only the first {PAGE_LIMIT} pages of its "
-                "tool list are read",
-                McpWarning,
-                stacklevel=3,
+                "tool list are read"
             )
         return found
 
@@ -518,7 +531,7 @@ class McpConnection:
             result = await self._session.call_tool(name, dict(arguments))
         except Exception as exc:
             why = _reason(exc, self.server)
-            if getattr(exc, "code", _CONNECTION_CLOSED) == _CONNECTION_CLOSED:
+            if _connection_gone(exc):
                 # Not an answer of the server's: the connection is gone (it exited, say).
                 self._fail(f"the call of {name!r} failed: {why}")
             return ToolOutput(content=f"MCP server {server!r}: {why}", is_error=True)
@@ -570,11 +583,9 @@ async def list_all(
                     if taken is None
                     else f"a tool of the MCP server {taken.connection.server.name!r}"
                 )
-                warnings.warn(
+                connection.warn_once(
                     f"MCP server {connection.server.name!r}: tool {tool.remote_name!r} left "
-                    f"out: its name {tool.name!r} is {owner}",
-                    McpWarning,
-                    stacklevel=2,
+                    f"out: its name {tool.name!r} is {owner}"
                 )
                 continue
             tools[tool.name] = tool

@@ -252,3 +252,55 @@ def test_a_tool_whose_schema_is_not_an_object_schema_is_left_out() -> None:
         tools = asyncio.run(connection.tools())
     assert [tool.name for tool in tools] == ["mcp__odd__ok"]
     assert tools[0].input_schema() == {"type": "object", "properties": {}}
+
+
+def test_a_tool_left_out_is_warned_about_once_however_many_turns() -> None:
+    """The list is read again every turn: the same warning is given once per run, not once
+    per turn (3,000 turns would repeat it 3,000 times)."""
+    import asyncio
+    import warnings
+    from types import SimpleNamespace
+
+    from fsm_agent.runtime.mcp_tools import McpConnection
+
+    bad = SimpleNamespace(
+        name="s", description="", input_schema={"type": "string"}, annotations=None
+    )
+
+    class Session:
+        async def list_tools(self) -> Any:
+            return SimpleNamespace(tools=[bad], next_cursor=None)
+
+    connection = McpConnection(McpServer.stdio("odd", "true"))
+    connection._session = Session()  # type: ignore[assignment]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(50):
+            asyncio.run(connection.tools())
+    assert len([w for w in caught if issubclass(w.category, McpWarning)]) == 1
+
+
+def test_one_answer_that_does_not_parse_leaves_the_server_in_the_run() -> None:
+    """A call whose answer fails validation is an error result; the next call still reaches
+    the server (only a closed connection takes it out of the run)."""
+    import asyncio
+
+    from fsm_agent.runtime.mcp_tools import McpConnection
+
+    answers: list[Any] = [ValueError("1 validation error for CallToolResult"), "fine"]
+
+    class Session:
+        async def call_tool(self, name: str, arguments: Any) -> Any:
+            answer = answers.pop(0)
+            if isinstance(answer, Exception):
+                raise answer
+            return SimpleNamespace(content=[SimpleNamespace(type="text", text=answer)])
+
+    from types import SimpleNamespace
+
+    connection = McpConnection(McpServer.stdio("odd", "true"))
+    connection._session = Session()  # type: ignore[assignment]
+    first = asyncio.run(connection.call("t", {}))
+    second = asyncio.run(connection.call("t", {}))
+    assert first.is_error and connection.failure is None
+    assert not second.is_error
