@@ -103,6 +103,15 @@ _JOINABLE = re.compile(rb"[A-Za-z0-9_./:=,+@%^~-]")
 """Word characters: a backslash-newline between two of them leaves one word either way."""
 
 
+def _backslashes_before(source: bytes, index: int) -> int:
+    """How many backslashes stand right before ``source[index]``: counted back from it, not
+    by copying the text before it, so a long command is read in linear time."""
+    count = 0
+    while count < index and source[index - count - 1] == 0x5C:
+        count += 1
+    return count
+
+
 def continuation_misread(source: bytes, index: int) -> str | None:
     """Why the backslash-newline at ``source[index]`` may be read apart by the parser, if so.
 
@@ -112,7 +121,7 @@ def continuation_misread(source: bytes, index: int) -> str | None:
     ``\\<newline>touch x`` is a command of its own to Bash and more words of ``ls`` to the
     parser).
     """
-    backslashes = len(source[:index]) - len(source[:index].rstrip(b"\\"))
+    backslashes = _backslashes_before(source, index)
     if backslashes % 2 == 1:
         return None  # the backslash is itself escaped: not a continuation
     before = source[index - 1 : index]
@@ -133,14 +142,11 @@ def comment_misread(source: bytes, index: int) -> str | None:
     Bash starts a comment at a ``#`` opening a word: at the start of a line, after an unescaped
     blank, or after ``;``, ``&`` or ``|``. Anything else before it is not worth the doubt.
     """
-    before = source[:index]
-    last = before[-1:]
-    if not before or last in (b"\n", b";", b"&", b"|"):
+    last = source[index - 1 : index] if index else b""
+    if not last or last in (b"\n", b";", b"&", b"|"):
         return None
-    if last in (b" ", b"\t"):
-        backslashes = len(before) - 1 - len(before[:-1].rstrip(b"\\"))
-        if backslashes % 2 == 0:
-            return None
+    if last in (b" ", b"\t") and _backslashes_before(source, index - 1) % 2 == 0:
+        return None
     shown = last.decode(errors="replace")
     return f"a '#' after {shown!r} may be inside a word for Bash, not a comment"
 
@@ -150,7 +156,7 @@ def escaped_blank_misread(source: bytes, index: int) -> str | None:
 
     Inside a word (``my\\ file``) both read one word; opening one, the parser drops it.
     """
-    backslashes = len(source[:index]) - len(source[:index].rstrip(b"\\"))
+    backslashes = _backslashes_before(source, index)
     if backslashes % 2 == 1:
         return None  # the backslash is itself escaped
     before = source[index - 1 : index]
