@@ -942,7 +942,8 @@ def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
             {"-r", "-R", "--recursive", "--dereference-recursive"} & names.keys()
         )
         for name in ("-d", "--directories"):
-            recursive = recursive or names.get(name) == "recurse"
+            value = names.get(name)  # grep takes any start of the word: -d rec
+            recursive = recursive or bool(value and "recurse".startswith(value))
         if not recursive:
             return ()
         operands = parsed.operands
@@ -982,13 +983,15 @@ names it, ``diff -r . other`` prints it."""
 
 
 def _any_option(args: Sequence[str], letters: str, long: frozenset[str]) -> bool:
-    """Whether ``args`` (before ``--``) hold a long option of ``long`` (``=value`` aside) or
-    a short cluster with one of ``letters``."""
+    """Whether ``args`` (before ``--``) hold a long option of ``long`` (``=value`` aside, or
+    any start of it, as GNU programs take ``--recur``) or a short cluster with one of
+    ``letters``."""
     for word in args:
         if word == "--":
             return False
         if word.startswith("--"):
-            if word.partition("=")[0] in long:
+            name = word.partition("=")[0]
+            if len(name) > 2 and any(option.startswith(name) for option in long):
                 return True
         elif word.startswith("-") and any(letter in word[1:] for letter in letters):
             return True

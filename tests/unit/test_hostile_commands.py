@@ -676,6 +676,11 @@ def test_an_octal_escape_is_one_byte_as_bash_makes_it(work: Path) -> None:
         "tar czf /tmp/all.tgz .",
         "tar -czf /tmp/all.tgz src -C .. work",
         "tar --create -f /tmp/a.tar src",
+        "cp --recur . /tmp/x",
+        "cp --arch . /tmp/x",
+        "diff --recurs . /tmp/other",
+        "grep -d rec KEY .",
+        "grep --directories=recu KEY .",
     ],
 )
 @pytest.mark.parametrize("mode", [PermissionMode.DEFAULT, PermissionMode.BYPASS])
