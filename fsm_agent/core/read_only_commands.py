@@ -952,7 +952,7 @@ def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
         return tuple(operands) or (".",)
     if program == "git":
         rest = without_git_globals(args)
-        if rest is None or (rest and rest[0] in _GIT_CONTENT_READERS):
+        if rest is None or (rest and not _git_names_only(rest)):
             return (REPOSITORY,)
     if program == "tar":
         # Its first word may be options without a dash (``czf out.tgz .``), ``-C`` moves it,
@@ -1009,8 +1009,20 @@ def _operands(args: Sequence[str]) -> list[str]:
     return operands
 
 
-_GIT_CONTENT_READERS = frozenset(
-    {"grep", "diff", "log", "show", "blame", "cat-file", "shortlog", "archive", "format-patch",
-     "whatchanged", "annotate", "difftool", "range-diff", "stash"}
+_GIT_NAMES_ONLY = frozenset(
+    {"status", "branch", "tag", "remote", "rev-parse", "ls-files", "ls-tree", "describe",
+     "merge-base", "rev-list", "count-objects", "version", "help", "symbolic-ref", "show-ref",
+     "for-each-ref", "check-ignore", "name-rev", "check-ref-format"}
 )  # fmt: skip
-"""git subcommands that can print the content of files, in the tree or in history."""
+"""git subcommands that print names, hashes and refs, never the content of a file. Every
+other one counts as reading the repository: git has many ways to print a file (``grep``,
+``show``, ``fast-export``, ``diff-tree -p``, ``reflog -p``, ``bundle``...), and a list of
+those would always miss one."""
+
+
+def _git_names_only(rest: Sequence[str]) -> bool:
+    """Whether git's subcommand and its words (``rest``) print no file's content (``status
+    -v`` prints the diff)."""
+    if rest[0] not in _GIT_NAMES_ONLY:
+        return False
+    return not (rest[0] == "status" and any(w in ("-v", "--verbose", "-vv") for w in rest))
