@@ -917,6 +917,11 @@ REPOSITORY = ""
 """Stands, in ``trees_read``, for the whole git repository the command runs in."""
 
 
+OUTPUT_ONLY = frozenset({"echo", "printf", "true", "false", ":", "test", "["})
+"""Programs that read no file's content and write nothing but their output: a word the
+shell computes is no path they read or write (``echo "$HOME"``, ``test -f "$f"``)."""
+
+
 def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
     """The folders whose files ``argv`` may read without naming them, as written (``.`` for
     the folder the shell is in, :data:`REPOSITORY` for git's whole repository).

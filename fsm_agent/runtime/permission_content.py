@@ -420,10 +420,10 @@ def _unnamed_read_rule(
 
 def _unnamed_reads(part: CommandPart) -> list[str]:
     """The folders (as written) under which ``part`` may read files no word of it names."""
-    from fsm_agent.core.read_only_commands import trees_read  # noqa: PLC0415 - lazy
+    from fsm_agent.core.read_only_commands import OUTPUT_ONLY, trees_read  # noqa: PLC0415 - lazy
 
     folders = list(trees_read(part.argv))
-    if part.argv and part.argv[0] in _PRINTERS:
+    if part.argv and part.argv[0] in OUTPUT_ONLY:
         return folders
     fed = any(w == "xargs" or w.startswith("find -") for w in part.wrappers)
     if fed and part.argv:
@@ -434,7 +434,6 @@ def _unnamed_reads(part: CommandPart) -> list[str]:
     return folders
 
 
-_PRINTERS = frozenset({"echo", "printf", "true", "false", ":"})
 _GLOB_START = re.compile(r"[*?\[{]")
 _DOT_GLOB = re.compile(r"(?:^|/)\.[*?\[{]")
 

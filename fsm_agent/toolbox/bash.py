@@ -18,7 +18,7 @@ from pathlib import Path
 
 import attrs
 
-from fsm_agent.core.read_only_commands import ReadOnlyVerdict, judge_read_only
+from fsm_agent.core.read_only_commands import OUTPUT_ONLY, ReadOnlyVerdict, judge_read_only
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, analyse_command
 from fsm_agent.runtime.tool import (
     SAFETY_CHECK,
@@ -197,7 +197,7 @@ def _computed_paths(part: CommandPart) -> list[str]:
         for redirect in part.redirects
         if redirect.expanded and ">" in redirect.operator
     ]
-    if part.argv and part.argv[0] not in _PRINTERS and not _only_reads(part):
+    if part.argv and part.argv[0] not in OUTPUT_ONLY and not _only_reads(part):
         targets += [part.argv[index] for index in part.expanded if index > 0]
     return targets
 
@@ -208,10 +208,6 @@ def _only_reads(part: CommandPart) -> bool:
     literal = attrs.evolve(part, expanded=(), redirects=())
     analysis = CommandAnalysis(command=part.text, parts=(literal,))
     return _judge(analysis, cwd="/", readable_roots=("/",)).read_only
-
-
-_PRINTERS = frozenset({"echo", "printf", "true", "false", ":", "test", "["})
-"""Programs that write nothing but their output: their computed words are not paths."""
 
 
 _PROTECTED_NAME = re.compile(
