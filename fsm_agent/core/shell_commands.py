@@ -108,8 +108,12 @@ class CommandAnalysis:
     problem: str | None = None
 
 
+@functools.lru_cache(maxsize=16)
 def analyse_command(command: str) -> CommandAnalysis:
     """Every simple command ``command`` would run, and whether that list can be trusted.
+
+    Kept for the last few commands (the result is frozen): one Bash call is analysed by its
+    own permission check, by the permission chain and by its read-only test.
 
     Never raises: whatever the parser cannot read is reported in ``problem``.
     """
