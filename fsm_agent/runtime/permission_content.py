@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import attrs
 
@@ -256,6 +256,10 @@ def shell_verdict(
     computed = _computed_rule(analysis, rules)
     if computed is not None:
         return rule_verdict("ask", "1f", computed[0], f"{computed[1]!r} computes words;")
+    unreadable = _unreadable_git_rule(analysis, rules)
+    if unreadable is not None:
+        reason = f"{unreadable[1]!r} gives git options we do not know;"
+        return rule_verdict("ask", "1f", unreadable[0], reason)
     searched = _unnamed_read_rule(analysis, rules, place)
     if searched is not None:
         return rule_verdict(
@@ -368,15 +372,29 @@ def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str
     names, so the command asks (SPEC §9.3 step 1f), and the part."""
     from fsm_agent.core.option_spellings import may_match_computed  # noqa: PLC0415 - lazy
 
+    guarded = [(part, _guarded_argvs(part)) for part in analysis.parts if part.argv]
     for behavior in (RuleBehavior.DENY, RuleBehavior.ASK):
         for rule in rules.content_rules(behavior, "Bash"):
             assert rule.content is not None
-            for part in analysis.parts:
-                for argv in _guarded_argvs(part) if part.argv else ():
+            for part, argvs in guarded:
+                for argv in argvs:
                     shift = len(argv) - len(part.argv)  # git without its own options
                     computed = [i + shift for i in part.expanded]
                     if may_match_computed(rule.content, argv, computed):
                         return rule, _shown(part)
+    return None
+
+
+def _unreadable_git_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str] | None:
+    """The first Bash deny or ask rule, when a part runs git with options we do not know in
+    such numbers that its command cannot be told (:func:`_git_unreadable`): any rule may name
+    it, so the command asks (SPEC §9.3 step 1f), and the part."""
+    part = next((part for part in analysis.parts if _git_unreadable(part)), None)
+    if part is None:
+        return None
+    for behavior in (RuleBehavior.DENY, RuleBehavior.ASK):
+        for rule in rules.content_rules(behavior, "Bash"):
+            return rule, _shown(part)
     return None
 
 
@@ -486,13 +504,49 @@ def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
     name = program.rsplit("/", 1)[-1] if "/" in program.rstrip("/") else program
     argvs = [part.argv, (name, *part.argv[1:])]
     if name == "git":
-        rest = without_git_globals(part.argv[1:])
+        words = part.argv[1:]
+        rest = without_git_globals(words)
         if rest is not None:
             argvs.append(("git", *rest))
-        else:  # an option we do not know: any word that is not an option may be the command
-            words = part.argv[1:]
-            argvs += [("git", *words[i:]) for i, w in enumerate(words) if w[:1] != "-"]
+        else:  # an option we do not know: each word that may be the command, as the command
+            argvs += [("git", *words[i:]) for i in _git_command_starts(words) or ()]
     return tuple(dict.fromkeys(argvs))
+
+
+_GIT_STARTS_LIMIT: Final = 16
+"""How many words that may be git's command a part may have before it asks instead."""
+
+
+def _git_command_starts(words: tuple[str, ...]) -> list[int] | None:
+    """Where git's command may start in ``words`` (git's arguments) when an option among them
+    is not one we know, or None past :data:`_GIT_STARTS_LIMIT` places.
+
+    Each of git's own options takes at most one word as its value, so a word that is not an
+    option is the command unless the word before it is an option (it may be its value): the
+    places end at the first word that follows a word that is not an option. A hostile line of
+    a thousand words after ``--frob`` thus has two places, not a thousand (each a copy of the
+    rest of the line, matched against every rule)."""
+    starts: list[int] = []
+    for index, word in enumerate(words):
+        if word[:1] == "-":
+            continue
+        starts.append(index)
+        if len(starts) > _GIT_STARTS_LIMIT:
+            return None
+        if index == 0 or words[index - 1][:1] != "-":
+            break
+    return starts
+
+
+def _git_unreadable(part: CommandPart) -> bool:
+    """Whether ``part`` runs git with so many options we do not know, each maybe taking the
+    next word, that where its command starts cannot be told (:func:`_git_command_starts`)."""
+    from fsm_agent.core.read_only_commands import without_git_globals  # noqa: PLC0415 - lazy
+
+    if not part.argv or part.argv[0].rsplit("/", 1)[-1] != "git":
+        return False
+    words = part.argv[1:]
+    return without_git_globals(words) is None and _git_command_starts(words) is None
 
 
 def _git_refusal(analysis: CommandAnalysis, place: CallPlace) -> str | None:

@@ -22,6 +22,7 @@ from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
 from fsm_agent.core.permission_rules import shell_rule_matches
 from fsm_agent.core.read_only_commands import judge_read_only
 from fsm_agent.core.shell_commands import analyse_command
+from fsm_agent.runtime import permission_content
 from fsm_agent.runtime.permissions import (
     CallFacts,
     PermissionAnswer,
@@ -583,6 +584,51 @@ def test_an_ask_rule_on_a_git_subcommand_sees_past_git_options(command: str, wor
     decided = decide(command, work, mode=PermissionMode.BYPASS, ask_rules={"Bash(git push:*)"})
     assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
     assert decided.rule == "Bash(git push:*)"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git --frob push origin main",
+        "git --frob value push origin main",
+        "git --frob=1 -C . --blur x push",
+        "git " + "--frob x " * 10 + "push",
+    ],
+)
+def test_a_git_option_we_do_not_know_still_shows_the_command_after_it(
+    command: str, work: Path
+) -> None:
+    """After an option the parser does not know, each word that may be git's command (the next
+    one, or the one after it when the option takes a value) is matched as the command."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, ask_rules={"Bash(git push:*)"})
+    assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
+    assert decided.rule == "Bash(git push:*)"
+
+
+def test_a_git_option_we_do_not_know_costs_two_places_not_one_per_word(work: Path) -> None:
+    """Found: ``git --frob`` and 4,000 words took two minutes under 41 deny rules, every later
+    word tried as git's command (a copy of the rest of the line each, matched against every
+    rule). Each of git's own options takes one word at most, so two places remain."""
+    (part,) = analyse_command("git --frob " + "x " * 10_000 + "push").parts
+    assert len(permission_content._guarded_argvs(part)) == 3  # as written, and two places
+    denied = decide(
+        "git --frob " + "x " * 4_000,
+        work,
+        mode=PermissionMode.BYPASS,
+        deny={f"Bash(git push{n}:*)" for n in range(40)},
+    )
+    assert denied.behavior is PermissionBehavior.ALLOW
+
+
+def test_git_with_too_many_options_we_do_not_know_asks_under_a_rule(work: Path) -> None:
+    """Past sixteen places where git's command may start, the command asks under any Bash deny
+    or ask rule (bypass mode too) rather than try each; without such a rule bypass runs it."""
+    command = "git " + "--frob x " * 20 + "push"
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(git pull:*)"})
+    assert decided.behavior is PermissionBehavior.DENY  # an ask, with nobody to ask
+    assert "git options we do not know" in decided.reason
+    allowed = decide(command, work, mode=PermissionMode.BYPASS)
+    assert allowed.behavior is PermissionBehavior.ALLOW
 
 
 @pytest.mark.parametrize(
