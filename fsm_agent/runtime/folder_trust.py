@@ -25,6 +25,7 @@ import re
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Final
 
 from fsm_agent.core.permission_rules import RuleBehavior
 from fsm_agent.errors import ConfigError
@@ -84,25 +85,75 @@ _PROJECT_DIR = re.compile(r"^\$(\{CLAUDE_PROJECT_DIR\}|CLAUDE_PROJECT_DIR)(?=/|$
 """How a hook command names the folder (Claude Code sets ``CLAUDE_PROJECT_DIR`` for hooks)."""
 
 
+_RUNNERS_FILES: Final[dict[str, tuple[str, ...]]] = {
+    **dict.fromkeys(("npm", "npx", "yarn", "pnpm", "bun", "corepack"), ("package.json",)),
+    "make": ("GNUmakefile", "makefile", "Makefile"),
+    "just": ("justfile", "Justfile", ".justfile"),
+    "task": ("Taskfile.yml", "Taskfile.yaml"),
+    "rake": ("Rakefile",),
+    "invoke": ("tasks.py",),
+    "nox": ("noxfile.py",),
+    "tox": ("tox.ini", "pyproject.toml"),
+    **dict.fromkeys(("uv", "poetry", "hatch", "pdm"), ("pyproject.toml",)),
+    "pre-commit": (".pre-commit-config.yaml",),
+    "cargo": ("Cargo.toml", "build.rs"),
+    **dict.fromkeys(("mvn", "mvnw"), ("pom.xml",)),
+    **dict.fromkeys(
+        ("gradle", "gradlew"),
+        ("build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"),
+    ),
+    "bundle": ("Gemfile",),
+    "composer": ("composer.json",),
+}
+"""Programs a hook may run that take the code they run from files of the folder without the
+command naming them (``npm run setup`` runs what ``package.json`` says), and those files, at
+the folder's top: trust covers them as it covers a script the command names."""
+
+_PYTHONS: Final = frozenset({"python", "python3"})
+_RUNNING_IN_ENVIRONMENT: Final = frozenset({"uv", "poetry", "hatch", "pdm", "pipenv"})
+"""Runners whose ``run`` subcommand runs another program (``uv run nox``)."""
+
+
 def files_hooks_run(folder: Path, settings: Settings) -> list[Path]:
-    """The files inside ``folder`` that the hook commands of ``settings`` name
-    (``./scripts/setup.sh``, ``python tools/hook.py``, ``"$CLAUDE_PROJECT_DIR"/x.sh``): trust
-    covers their bytes too, so a script a ``git pull`` changes is asked about again."""
+    """The files inside ``folder`` that the hook commands of ``settings`` run: those they name
+    (``./scripts/setup.sh``, ``python tools/hook.py``, ``"$CLAUDE_PROJECT_DIR"/x.sh``), those
+    a runner they call reads its commands from (``npm run setup``: ``package.json``; see
+    :data:`_RUNNERS_FILES`) and a module ``python -m`` runs from the folder. Trust covers their
+    bytes too, so a script a ``git pull`` changes is asked about again."""
     from fsm_agent.core.shell_commands import analyse_command  # noqa: PLC0415 - lazy
 
     root = folder.resolve()
     found: dict[Path, None] = {}
+
+    def add(name: str) -> None:
+        path = Path(_PROJECT_DIR.sub(str(root), name)).expanduser()
+        with contextlib.suppress(OSError, ValueError):
+            path = (root / path).resolve()
+            if path.is_file() and path.is_relative_to(root):
+                found[path] = None
+
     for hooks in settings.hooks:
         for groups in hooks.value.values():
             for command in _commands(groups):
                 for part in analyse_command(command).parts:
                     for word in part.argv:
-                        path = Path(_PROJECT_DIR.sub(str(root), word)).expanduser()
-                        with contextlib.suppress(OSError, ValueError):
-                            path = (root / path).resolve()
-                            if path.is_file() and path.is_relative_to(root):
-                                found[path] = None
+                        add(word)
+                    for name in _files_read_as_code(part.argv):
+                        add(name)
     return list(found)
+
+
+def _files_read_as_code(argv: tuple[str, ...]) -> list[str]:
+    """The folder's files a command takes code from without naming them (``argv`` after its
+    wrappers): a runner's files, or the module ``python -m NAME`` runs."""
+    program = Path(argv[0]).name if argv else ""
+    if program in _PYTHONS and "-m" in argv[1:-1]:
+        module = argv[argv.index("-m", 1) + 1].replace(".", "/")
+        return [f"{module}.py", f"{module}/__main__.py", f"{module}/__init__.py"]
+    files = list(_RUNNERS_FILES.get(program, ()))
+    if program in _RUNNING_IN_ENVIRONMENT and argv[1:2] == ("run",):  # uv run nox
+        files += _files_read_as_code(argv[2:])
+    return files
 
 
 class FolderTrust:

