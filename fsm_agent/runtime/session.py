@@ -13,11 +13,12 @@ model (SPEC §1.2 S7), or, if a tool that an interrupt cancels is running, they 
 
 from __future__ import annotations
 
+import collections
 import os
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -45,6 +46,10 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.agent import Agent, RunResult, Update
 
 
+RESULTS_KEPT: Final = 16
+"""How many of its latest turns' results a :class:`Session` keeps (``Session.results``)."""
+
+
 class Session:
     """A conversation with an agent: ``ask`` once per user turn, ``send`` while one runs.
 
@@ -54,7 +59,10 @@ class Session:
         id: names the conversation in each turn's trace header.
         turn: user turns started so far.
         messages: the whole transcript so far (the next turn starts from it).
-        results: the result of each turn of this object, in order.
+        results: the results of this object's last :data:`RESULTS_KEPT` turns, oldest first
+            (``results[-1]`` is the latest); each holds the transcript of its turn, so keeping
+            every one would make a conversation's memory grow as the square of its turns.
+            Earlier turns are in their traces.
     """
 
     def __init__(
@@ -68,7 +76,7 @@ class Session:
         self.id = uuid.uuid4().hex[:16]
         self.turn = 0
         self.messages: tuple[Message, ...] = ()
-        self.results: list[RunResult] = []
+        self.results: collections.deque[RunResult] = collections.deque(maxlen=RESULTS_KEPT)
         self.previous: Path | None = None
         seen_at: float | None = None
         if resume is not None:

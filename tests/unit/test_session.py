@@ -7,6 +7,7 @@ import gc
 import os
 import sys
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from fsm_agent.core.messages import (
     text_of,
 )
 from fsm_agent.errors import UsageError
+from fsm_agent.runtime import session as session_module
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.runtime.attachments import MessageQueue
 from fsm_agent.runtime.session import Session
@@ -527,3 +529,30 @@ def test_a_late_user_turn_makes_no_more_calls_than_an_early_one(tmp_path: Path, 
     per-turn work walks the history in Python (DESIGN §7)."""
     early, late = _calls_per_turn(tmp_path, (4, 40), snip=snip)
     assert late <= early
+
+
+def test_a_long_conversation_keeps_its_latest_results_only(tmp_path: Path) -> None:
+    """Each turn's result holds the transcript of its turn; a session that kept every one grew
+    as the square of its turns (found: 3,000 turns kept 3,000 transcripts). It keeps the
+    latest ``RESULTS_KEPT``; the rest are released (and in their traces)."""
+    turns = session_module.RESULTS_KEPT + 4
+    agent = Agent(
+        model=scripted(*(says(f"answer {n}") for n in range(turns))),
+        cwd=tmp_path,
+        trace=tmp_path / "traces",
+        store=False,
+    )
+    session = agent.session(changed_files=False)
+
+    async def talk() -> list[weakref.ref[Any]]:
+        kept = []
+        for n in range(turns):
+            kept.append(weakref.ref(await session.ask(f"question {n}")))
+        return kept
+
+    first, *_, last = asyncio.run(talk())
+    assert len(session.results) == session_module.RESULTS_KEPT
+    assert session.results[-1] is last()
+    assert session.results[-1].messages == session.messages
+    gc.collect()
+    assert first() is None  # released: only its trace holds it now
