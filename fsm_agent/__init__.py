@@ -147,6 +147,7 @@ _PUBLIC = {
     "TraceWriteConflict": "fsm_agent.errors",
     "TraceWriteFailed": "fsm_agent.errors",
     "TraceFileBusy": "fsm_agent.errors",
+    "NotATraceFile": "fsm_agent.errors",
 }
 
 __all__ = [
@@ -203,6 +204,7 @@ __all__ = [
     "ModelStreamClosed",
     "ModelStreamEvent",
     "ModelStreamFailed",
+    "NotATraceFile",
     "PermissionAnswer",
     "PermissionCheck",
     "PermissionDecided",
@@ -350,6 +352,7 @@ if TYPE_CHECKING:
         IllegalTransition,
         McpWarning,
         ModelProtocolError,
+        NotATraceFile,
         SettingsWarning,
         TableDigestMismatch,
         TraceDivergence,

@@ -122,6 +122,18 @@ class TraceFileBusy(TraceError):
         )
 
 
+class NotATraceFile(TraceError):
+    """A run was given a trace file that holds something else (``--trace notes.txt``); it
+    was left as it was. ``path`` names the file."""
+
+    def __init__(self, *, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path}: this file holds something that is not a trace, so it was not overwritten; "
+            "give the run another file (or a folder, where each run gets a new file)"
+        )
+
+
 class TraceWriteFailed(TraceError):
     """The trace file refused a record (a full disk, a file-size limit, a lost device).
 

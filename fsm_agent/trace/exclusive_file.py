@@ -7,15 +7,19 @@ file before it is truncated, and refuses when another writer holds it; the lock 
 file when it is closed, or when the process dies. It is advisory (``flock``): it keeps our
 writers apart, not other programs. Where there is no ``flock`` (Windows), the file is opened
 as it always was.
+
+Only a trace is emptied: a file that holds anything else (``--trace notes.txt``, a slip of
+the finger or of tab completion) is refused before a byte of it changes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import IO
+from typing import IO, Final
 
-from fsm_agent.errors import TraceFileBusy
+from fsm_agent.errors import NotATraceFile, TraceFileBusy
 
 try:
     import fcntl
@@ -28,8 +32,10 @@ def open_exclusive(path: str | os.PathLike[str]) -> IO[bytes]:
 
     Raises:
         TraceFileBusy: another writer (another run, in this process or another) holds it.
+        NotATraceFile: it holds something that is not a trace (:func:`holds_a_trace`).
     """
     if fcntl is None:  # pragma: no cover - not on POSIX
+        _refuse_unless_a_trace(path)
         return Path(path).open("wb", buffering=0)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
     try:
@@ -40,5 +46,29 @@ def open_exclusive(path: str | os.PathLike[str]) -> IO[bytes]:
     except BaseException:
         os.close(fd)
         raise
-    os.ftruncate(fd, 0)  # only now: the file was no one else's
+    try:
+        _refuse_unless_a_trace(path)
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)  # only now: the file was no one else's, and a trace
     return os.fdopen(fd, "wb", buffering=0)
+
+
+_HEADER_START: Final = b'{"config":'
+"""How every trace begins: its header, rendered with sorted keys (``config`` first)."""
+
+
+def holds_a_trace(path: str | os.PathLike[str]) -> bool:
+    """Whether the file at ``path`` is empty or begins as a trace header does (a run killed as
+    it wrote its header leaves that start too)."""
+    with Path(path).open("rb") as file:
+        start = file.read(len(_HEADER_START))
+    return start in (b"", _HEADER_START)
+
+
+def _refuse_unless_a_trace(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`NotATraceFile` when ``path`` exists as a file holding something else."""
+    with contextlib.suppress(FileNotFoundError):
+        if Path(path).is_file() and not holds_a_trace(path):
+            raise NotATraceFile(path=os.fspath(path))

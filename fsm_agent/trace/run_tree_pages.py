@@ -5,6 +5,11 @@ started a subagent whose trace is on disk (its ``SubagentStarted`` event names t
 subagent's page beside it as ``<page stem>.<call id>.html``, and so on down the tree. Each
 such call links to its subagent's page, and each subagent's page links back to the call on
 its parent's page (``#call-<call id>``).
+
+A page is written over only when it is one (it carries
+:data:`~fsm_agent.trace.timeline_page.PAGE_MARK`) or is empty: ``--html README.md`` or the
+trace's own name is refused with a :class:`~fsm_agent.errors.UsageError` and the file is left
+as it was.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from fsm_agent.errors import UsageError
 from fsm_agent.trace.reader import Trace, read_trace
-from fsm_agent.trace.timeline_page import render_html
+from fsm_agent.trace.timeline_page import PAGE_MARK, render_html
 
 
 def subagent_traces(trace: Trace) -> dict[str, Path]:
@@ -48,6 +54,7 @@ def _write(trace: Trace, target: Path, parent_href: str | None, *, seen: set[Pat
         call: path for call, path in subagent_traces(trace).items() if path.absolute() not in seen
     }
     pages = {call: f"{target.stem}.{_file_part(call)}.html" for call in children}
+    _refuse_unless_a_page(target)
     target.write_text(render_html(trace, children=pages, parent_href=parent_href), encoding="utf-8")
     written = [target]
     for call, path in children.items():
@@ -60,3 +67,18 @@ def _write(trace: Trace, target: Path, parent_href: str | None, *, seen: set[Pat
 def _file_part(call_id: str) -> str:
     """A call id as part of a file name (ids come from the model's response)."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", call_id)
+
+
+def _refuse_unless_a_page(target: Path) -> None:
+    """Raise a ``UsageError`` when ``target`` is a file that holds something other than a
+    run's page (it is not written over)."""
+    try:
+        with target.open("rb") as file:
+            head = file.read(512)
+    except (FileNotFoundError, IsADirectoryError):
+        return
+    if head and PAGE_MARK.encode() not in head:
+        raise UsageError(
+            f"{target}: this file holds something that is not a run's page, so it was not "
+            "overwritten; give --html another file name"
+        )

@@ -306,6 +306,11 @@ svg .note { font-size: 12px; fill: #555; } svg .note.taken { fill: #c92a2a; }
 """
 
 
+PAGE_MARK: Final = '<meta name="generator" content="fsm_agent">'
+"""In the head of every run's page: a file that has it is a page this library wrote, which a
+later ``--html`` may write over (:mod:`~fsm_agent.trace.run_tree_pages`)."""
+
+
 def render_html(
     trace: Trace,
     *,
@@ -332,7 +337,7 @@ def render_html(
         for group in _iterations([e for e in entries if e.seq])
     )
     return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n{PAGE_MARK}\n'
         f"<title>{heading}</title>\n<style>{_CSS}\n{_filter_css()}</style>\n</head>\n<body>\n"
         f"<h1>{heading}</h1>\n{_summary(trace, entries, parent_href)}\n{_diagram(trace)}\n"
         f"{_filters()}\n<main>\n{groups}\n</main>\n</body>\n</html>\n"

@@ -1,4 +1,5 @@
-"""One writer per trace file: a second run given the same file is refused, and loses nothing.
+"""One writer per trace file: a second run given the same file is refused, and loses nothing;
+nor does a run given a file that holds something other than a trace.
 
 Without the lock, the second writer truncated the file while the first went on writing at its
 own offset, so neither trace survived.
@@ -17,7 +18,7 @@ import pytest
 
 from fsm_agent.cli import main
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.errors import TraceFileBusy
+from fsm_agent.errors import NotATraceFile, TraceFileBusy
 from fsm_agent.trace.writer import TraceWriter
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,3 +86,42 @@ def test_the_command_line_says_which_file_is_taken(
     assert status == 1
     assert "t.jsonl: another run is writing this trace file" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [b"my notes\n", b"{}\n", b'{"record":"header"}\n', b"\x00\x01", b" "],
+)
+def test_a_file_that_is_not_a_trace_is_not_overwritten(tmp_path: Path, kept: bytes) -> None:
+    """Found: ``fsm-agent run --trace notes.txt`` emptied notes.txt and wrote a trace there."""
+    path = tmp_path / "notes.txt"
+    path.write_bytes(kept)
+    with pytest.raises(NotATraceFile, match="not overwritten"):
+        TraceWriter(path, config=LoopConfig(model="m"))
+    assert path.read_bytes() == kept
+    TraceWriter(tmp_path / "new.jsonl", config=LoopConfig(model="m")).close()  # a new file
+
+
+def test_a_trace_or_an_empty_file_is_written_over(tmp_path: Path) -> None:
+    """A trace (a finished one, or one whose run was killed as it wrote its header) and an
+    empty file (a run killed as it made it) are a run's to write again."""
+    path = tmp_path / "t.jsonl"
+    TraceWriter(path, config=LoopConfig(model="first")).close()
+    whole = path.read_bytes()
+    for before in (whole, whole[:20], b""):
+        path.write_bytes(before)
+        TraceWriter(path, config=LoopConfig(model="second")).close()
+        assert b'"model":"second"' in path.read_bytes()
+
+
+def test_the_command_line_refuses_a_file_that_is_not_a_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text("# my project\n", encoding="utf-8")
+    status = main(["run", "hi", "--model", f"scripted:{SCENARIO}", "--trace", "README.md"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "README.md: this file holds something that is not a trace" in err
+    assert "Traceback" not in err
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == "# my project\n"

@@ -65,6 +65,27 @@ def test_show_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "stop_hook_blocking" in html
 
 
+def test_html_writes_over_its_own_page_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found: ``show t.jsonl --html t.jsonl`` (or ``--html README.md``) wrote the page over the
+    file. A page is written over, an empty file too; anything else is refused and kept."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_bytes((ROOT / "traces" / "stop_hook_blocking.jsonl").read_bytes())
+    notes = tmp_path / "README.md"
+    notes.write_text("# notes\n", encoding="utf-8")
+    for target in (trace, notes):
+        kept = target.read_bytes()
+        assert main(["show", str(trace), "--html", str(target)]) != 0
+        assert "not a run's page, so it was not overwritten" in capsys.readouterr().err
+        assert target.read_bytes() == kept
+    page = tmp_path / "t.html"
+    page.write_text("", encoding="utf-8")
+    for _ in range(2):  # empty, then its own page: written over both times
+        assert main(["show", str(trace), "--html", str(page)]) == 0
+    assert "stop_hook_blocking" in page.read_text(encoding="utf-8")
+
+
 def test_diff_finds_the_first_difference(capsys: pytest.CaptureFixture[str]) -> None:
     """`diff` agrees on a trace and itself, and reports a seq for two different runs."""
     a = str(ROOT / "traces" / "model_error.jsonl")
