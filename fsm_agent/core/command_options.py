@@ -159,3 +159,21 @@ def _read_cluster(
             index += 1
         options.append(Option(name=f"-{letter}", written=f"-{letter}", value=value))
     return None, index
+
+
+def option_table(short: str = "", long: str = "", *, short_values: str = "", long_values: str = "",
+                 long_optional: str = "", short_optional: str = "") -> OptionTable:  # fmt: skip
+    """A table from option letters and long names separated by spaces (values: taking a
+    value; optional: taking one only inline), stopping at the first operand: the shape of a
+    program whose first operand starts what it runs or reads (``env``, ``tar``, ``git``)."""
+    shorts = (
+        dict.fromkeys(short, Arity.NONE)
+        | dict.fromkeys(short_values, Arity.REQUIRED)
+        | dict.fromkeys(short_optional, Arity.OPTIONAL)
+    )
+    longs = (
+        dict.fromkeys(long.split(), Arity.NONE)
+        | dict.fromkeys(long_values.split(), Arity.REQUIRED)
+        | dict.fromkeys(long_optional.split(), Arity.OPTIONAL)
+    )
+    return OptionTable(short=shorts, long=longs, stops_at_operand=True)

@@ -256,6 +256,10 @@ def shell_verdict(
     computed = _computed_rule(analysis, rules)
     if computed is not None:
         return rule_verdict("ask", "1f", computed[0], f"{computed[1]!r} computes words;")
+    unread = _unread_code_rule(analysis, rules)
+    if unread is not None:
+        rule, shown, why = unread
+        return rule_verdict("ask", "1f", rule, f"{shown!r} ({why}), so the")
     searched = _unnamed_read_rule(analysis, rules, place)
     if searched is not None:
         return rule_verdict(
@@ -380,6 +384,27 @@ def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str
     return None
 
 
+def _unread_code_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str, str] | None:
+    """The first Bash deny or ask rule, when a part runs code given in the command that no
+    rule can read (``python3 -c``, ``awk 'BEGIN{system(...)}'``, ``sed 'e ...'``: see
+    ``core/inline_code``), with the part and why: the command asks (SPEC §9.3 step 1f, even in
+    bypass mode), since the rule cannot tell whether that code does what it forbids. Without
+    such a rule there is nothing to dodge."""
+    guarding = [
+        *rules.content_rules(RuleBehavior.DENY, "Bash"),
+        *rules.content_rules(RuleBehavior.ASK, "Bash"),
+    ]
+    if not guarding:
+        return None
+    from fsm_agent.core.inline_code import unread_code  # noqa: PLC0415 - lazy, see above
+
+    for part in analysis.parts:
+        why = unread_code(part)
+        if why is not None:
+            return guarding[0], _shown(part), why
+    return None
+
+
 def _unnamed_read_rule(
     analysis: CommandAnalysis, rules: RuleSet, place: CallPlace
 ) -> tuple[Rule, str] | None:
@@ -480,7 +505,7 @@ def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
     """What deny and ask rules are matched against for one part: its words; for a program
     named by its path (``/bin/rm x``), the same command by the program's name (``rm x``); and
     for git, the command without git's own options (``git -C . push`` is ``git push``)."""
-    from fsm_agent.core.read_only_commands import without_git_globals  # noqa: PLC0415 - lazy
+    from fsm_agent.core.git_commands import without_git_globals  # noqa: PLC0415 - lazy
 
     program = part.argv[0]
     name = program.rsplit("/", 1)[-1] if "/" in program.rstrip("/") else program
