@@ -191,7 +191,7 @@ def _setting(
         return
     why = _key_unread(key)
     if why is not None:
-        unread.append(f"git -c {_normal_key(key)} {why}, which no rule reads")
+        unread.append(f"git -c {_normal_key(key)} {why}")
     elif _matches(key, ("alias.*",)):
         # `!` runs the rest in the shell; otherwise the value is more of git's own words.
         scripts.append((value[1:] if value.startswith("!") else f"git {value}", index, label))

@@ -41,7 +41,7 @@ import attrs
 from fsm_agent.core.git_commands import git_runs
 from fsm_agent.core.shell_commands import CommandPart
 
-FROM_INPUT = "it reads code from its input, which no rule reads"
+FROM_INPUT = "it reads code from its input"
 
 
 def unread_code(part: CommandPart) -> str | None:
@@ -63,8 +63,11 @@ _Judge = Callable[[Sequence[str], bool], "str | None"]
 
 def _input_from_file(part: CommandPart) -> bool:
     """Whether the part's input is a file (``< f``), not a heredoc, a here-string or a pipe."""
-    inputs = [r for r in part.redirects if r.operator.lstrip("0123456789") in ("<", "<<", "<<<")]
+    inputs = [r for r in part.redirects if r.operator.lstrip("0") in _STDIN_REDIRECTS]
     return bool(inputs) and inputs[-1].operator.lstrip("0") == "<" and not inputs[-1].expanded
+
+
+_STDIN_REDIRECTS = frozenset({"<", "<<", "<<-", "<<<", "<&"})
 
 
 # -- interpreters ------------------------------------------------------------------------------
@@ -132,14 +135,14 @@ def _interpreter_refusal(spec: _Interpreter, args: Sequence[str]) -> str | None:
         if word.startswith("--"):
             name, has_value, value = word[2:].partition("=")
             if name in spec.long_inline:
-                return f"--{name} gives it code, which no rule reads"
+                return f"--{name} gives it code"
             if name in spec.long_stops:
                 return None
             if name in spec.long_values and not has_value:
                 value = args[index] if index < len(args) else ""
                 index += 1
             if value.startswith("data:"):
-                return f"--{name} {value[:20]} gives it code, which no rule reads"
+                return f"--{name} {value[:20]} gives it code"
             if not (has_value or name in spec.long_values or name in spec.long_flags):
                 return _anywhere(spec, args[index - 1 :])
         elif word.startswith("-"):
@@ -162,7 +165,7 @@ def _cluster(spec: _Interpreter, args: Sequence[str], index: int) -> int | str:
         position += 1
         rest = word[position:]
         if letter in spec.inline:
-            return f"-{letter} gives it code, which no rule reads"
+            return f"-{letter} gives it code"
         if letter in spec.stops:
             return ""
         if letter in spec.values or letter in spec.modules:
@@ -173,7 +176,7 @@ def _cluster(spec: _Interpreter, args: Sequence[str], index: int) -> int | str:
             if (letter in spec.modules and not _MODULE.fullmatch(value)) or value.startswith(
                 "data:"
             ):
-                return f"-{letter}{value} gives it code, which no rule reads"
+                return f"-{letter}{value} gives it code"
             return index
         if letter in spec.attached:
             return index
@@ -194,9 +197,9 @@ def _anywhere(spec: _Interpreter, words: Sequence[str]) -> str | None:
             return None
         name = word[2:].partition("=")[0] if word.startswith("--") else ""
         if name in spec.long_inline or word == "-":
-            return f"{word} may give it code, which no rule reads"
+            return f"{word} may give it code"
         if not name and word.startswith("-") and set(word[1:]) & set(spec.inline + spec.modules):
-            return f"{word} may give it code, which no rule reads"
+            return f"{word} may give it code"
     return None
 
 
@@ -283,7 +286,7 @@ def _deno(args: Sequence[str], stdin_file: bool) -> str | None:
     words = [word for word in args if not word.startswith("-")]
     if not args or (words[:1] == ["repl"]):
         return None if stdin_file else FROM_INPUT
-    return "deno eval gives it code, which no rule reads" if words[:1] == ["eval"] else None
+    return "deno eval gives it code" if words[:1] == ["eval"] else None
 
 
 def _powershell(args: Sequence[str], stdin_file: bool) -> str | None:
@@ -300,7 +303,7 @@ def _powershell(args: Sequence[str], stdin_file: bool) -> str | None:
         if "file".startswith(name) and name.startswith("f"):
             return None
         if name.startswith("c") or (name.startswith("e") and not name.startswith("ex")):
-            return f"{word} gives it commands, which no rule reads"
+            return f"{word} gives it commands"
     return None
 
 
@@ -308,7 +311,7 @@ def _emacs(args: Sequence[str], stdin_file: bool) -> str | None:
     """``emacs --eval EXPR`` (``-eval``, ``--execute``): Lisp given in the command."""
     for word in args:
         if word.lstrip("-").partition("=")[0] in ("eval", "execute"):
-            return f"{word} gives it code, which no rule reads"
+            return f"{word} gives it code"
     return None
 
 
@@ -348,7 +351,7 @@ def _awk(args: Sequence[str], stdin_file: bool) -> str | None:
     if not files and not programs:
         programs = list(operands[:1])
     if any(_AWK_RUNS.search(program) for program in programs):
-        return "its program may run a command (system, a pipe or @), which no rule reads"
+        return "its program may run a command (system, a pipe or @)"
     return None
 
 
@@ -456,7 +459,7 @@ def _sed_runs(script: str) -> str | None:
         command = script[position]
         position += 1
         if command == "e":
-            return "its script runs a command (e), which no rule reads"
+            return "its script runs a command (e)"
         if command in _SED_SIMPLE:
             continue
         if command in _SED_TO_LINE_END:
@@ -472,7 +475,7 @@ def _sed_runs(script: str) -> str | None:
                 flags = re.match(r"[gpiImMe0-9]*", script[position:])
                 letters = flags.group() if flags else ""
                 if "e" in letters:
-                    return "its script runs a command (s///e), which no rule reads"
+                    return "its script runs a command (s///e)"
                 position += len(letters)
                 if script[position : position + 1] == "w":
                     position = _line_end(script, position)
@@ -532,9 +535,9 @@ def _vim(args: Sequence[str], stdin_file: bool) -> str | None:
         if word == "--":
             return None
         if word.startswith("+") and not _PLAIN_START.fullmatch(word):
-            return f"{word} gives it commands, which no rule reads"
+            return f"{word} gives it commands"
         if word.startswith("-c") or word in ("--cmd", "--remote-send", "--remote-expr"):
-            return f"{word} gives it commands, which no rule reads"
+            return f"{word} gives it commands"
         if word in ("-e", "-E", "-es", "-Es") and not stdin_file:
             return FROM_INPUT
     return None
@@ -551,7 +554,7 @@ def _less(args: Sequence[str], stdin_file: bool) -> str | None:
         if word == "--":
             return None
         if word.startswith("+") and not _PLAIN_START.fullmatch(word):
-            return f"{word} gives it commands, which no rule reads"
+            return f"{word} gives it commands"
         if word == "-k" or word.startswith(("--lesskey", "-k")):
             return f"{word} loads key bindings, which may run commands"
     return None
@@ -561,9 +564,9 @@ def _sqlite(args: Sequence[str], stdin_file: bool) -> str | None:
     """``sqlite3 DB 'SQL'`` (or ``-cmd``) gives it commands (``.shell``, ``.system``); without
     SQL it reads them from the input."""
     if any(word.lstrip("-") == "cmd" for word in args):
-        return "-cmd gives it commands, which no rule reads"
+        return "-cmd gives it commands"
     if len([word for word in args if not word.startswith("-")]) > 1:
-        return "its SQL and dot-commands (.shell, .system) are not read by any rule"
+        return "it is given SQL and dot-commands (.shell, .system)"
     return None if stdin_file else FROM_INPUT
 
 
@@ -614,7 +617,7 @@ def _psql(args: Sequence[str], stdin_file: bool) -> str | None:
     options, _ = _letters_and_longs(args, "cdfFhLoPpRTUv")
     given = _gives(options, "cv", ("command", "set", "variable"))
     if given is not None:
-        return f"-{given} gives it commands, which no rule reads"
+        return f"-{given} gives it commands"
     files = [
         value
         for name, value in options
@@ -633,7 +636,7 @@ def _mysql(args: Sequence[str], stdin_file: bool) -> str | None:
     options, _ = _letters_and_longs(args, "DehPSuO")
     given = _gives(options, "e", ("execute", "init-command", "pager"))
     if given is not None:
-        return f"-{given} gives it commands, which no rule reads"
+        return f"-{given} gives it commands"
     if stdin_file or _gives(options, "V?", ("version", "help")):
         return None
     return FROM_INPUT
@@ -648,7 +651,7 @@ def _m4(args: Sequence[str], stdin_file: bool) -> str | None:
     options, operands = _letters_and_longs(args, "DUIlLoFRtdH")
     for name, value in options:
         if (name == "D" or name.startswith("def")) and not _M4_DEFINITION.fullmatch(value):
-            return f"-D{value} gives it code, which no rule reads"
+            return f"-D{value} gives it code"
     if "-" in operands or not (operands or stdin_file):
         return FROM_INPUT
     return None
@@ -660,10 +663,18 @@ def _crontab(args: Sequence[str], stdin_file: bool) -> str | None:
     options, _ = _letters_and_longs(args, "u")
     if any(name in ("l", "r", "V", "T", "help", "version") for name, _ in options):
         return None
-    return "it installs a table of commands to run later, which no rule reads"
+    return "it installs a table of commands to run later"
+
+
+def _git(args: Sequence[str], stdin_file: bool) -> str | None:
+    """git where following what it runs is not sound (``git_commands``)."""
+    return git_runs(args).unread
 
 
 _PYTHON_NAME = re.compile(r"(?:python|pypy)[0-9.]*|lua(?:jit|[0-9.]*)")
+"""Interpreters known by a family of names (``python3.12``, ``pypy3``, ``lua5.4``)."""
+_PYTHON_JUDGE = _judge_interpreter(_PYTHON)
+_LUA_JUDGE = _judge_interpreter(_LUA)
 
 _JUDGES: dict[str, _Judge] = {
     "perl": _judge_interpreter(_PERL),
@@ -690,20 +701,13 @@ _JUDGES: dict[str, _Judge] = {
     **dict.fromkeys(("mysql", "mariadb"), _mysql),
     "m4": _m4,
     "crontab": _crontab,
+    "git": _git,
 }
 """Programs that may be given code in the command, by name, and how that is told."""
 
 
 def _judge_of(program: str) -> _Judge | None:
     judge = _JUDGES.get(program)
-    if judge is not None:
-        return judge
-    if program == "git":
-        return _git
-    if _PYTHON_NAME.fullmatch(program):
-        return _judge_interpreter(_LUA if program.startswith("lua") else _PYTHON)
-    return None
-
-
-def _git(args: Sequence[str], stdin_file: bool) -> str | None:
-    return git_runs(args).unread
+    if judge is None and _PYTHON_NAME.fullmatch(program):
+        return _LUA_JUDGE if program.startswith("lua") else _PYTHON_JUDGE
+    return judge

@@ -259,7 +259,7 @@ def shell_verdict(
     unread = _unread_code_rule(analysis, rules)
     if unread is not None:
         rule, shown, why = unread
-        return rule_verdict("ask", "1f", rule, f"{shown!r} ({why}), so the")
+        return rule_verdict("ask", "1f", rule, f"{shown!r} runs code no rule reads ({why}), so the")
     searched = _unnamed_read_rule(analysis, rules, place)
     if searched is not None:
         return rule_verdict(
