@@ -7,12 +7,14 @@ targets and unquoted heredoc bodies. Words are given as the program would receiv
 and backslashes removed), so ``\\rm``, ``'r'm`` and ``"rm"`` all read ``rm``.
 
 Wrappers are seen through (SPEC §9.3: compound commands are split and each part checked; how each
-wrapper says what it runs is in ``shell_wrappers``):
-``env``, ``sudo``, ``timeout 5``, ``xargs``, ``bash -c '...'``, ``eval``, ``trap '...' EXIT``,
-``find -exec`` and the like are each a part, and so is the command they run, which carries the
-wrapper's name in ``wrappers``. A bare assignment (``PATH=.``) or a ``for`` loop variable is a
-part with no argv and the assignment in ``assignments``; a redirection with no command
-(``> f``) is a part with no argv and no assignment.
+wrapper says what it runs is in ``shell_wrappers``): ``env``, ``sudo``, ``timeout 5``, ``xargs``,
+``bash -c '...'``, ``eval``, ``trap '...' EXIT``, ``find -exec`` and the like are each a part, and
+so is the command they run, which carries the wrapper's name in ``wrappers``. So is a shell
+command another program is given to run in its arguments (``git -c core.pager=CMD``,
+``git rebase --exec CMD``, ``tar --to-command=CMD``, ``ssh -o ProxyCommand=CMD``): its label
+names where it came from (``git -c core.pager``). A bare assignment (``PATH=.``) or a ``for``
+loop variable is a part with no argv and the assignment in ``assignments``; a redirection with
+no command (``> f``) is a part with no argv and no assignment.
 
 Anything that cannot be fully analysed sets ``problem`` (a parse error, text tree-sitter and Bash
 read differently, a program name the shell computes or takes from input, a wrapper option we do

@@ -8,10 +8,14 @@ answer is a :class:`Verdict`, which the chain turns into a decision following SP
   (inside wrappers, substitutions, pipes; a program named by its path, ``/bin/rm``, by its
   name too, and git without its own options, ``git -C . push``, as ``git push``) denies; an
   ask rule matching any part asks, even in bypass mode; a command the parser cannot fully read
-  asks. The command is allowed only when every part is allowed by a
-  rule, is read-only, or (in ``acceptEdits``) is a plain file operation on paths inside the
-  working folder. A part with ``VAR=`` prefixes, a redirection that writes, or a wrapper that
-  changes who runs it (``sudo``) is never allowed by a rule.
+  asks. The shell commands other programs are given (``git -c core.pager=...``,
+  ``tar --to-command``) are parts too. Code given in the command in another language
+  (``python3 -c``, ``awk 'BEGIN{system(...)}'``, ``sed 'e ...'``: ``core/inline_code``) asks
+  under any Bash deny or ask rule, even in bypass mode: the rule cannot read it. Script files
+  are not read: a rule sees command text, not files' code. The command is allowed only when
+  every part is allowed by a rule, is read-only, or (in ``acceptEdits``) is a plain file
+  operation on paths inside the working folder. A part with ``VAR=`` prefixes, a redirection
+  that writes, or a wrapper that changes who runs it (``sudo``) is never allowed by a rule.
 * **File tools**: rules match the resolved path; the tool's own opinion (protected paths ask
   with a safety check; reads outside the working folder ask) comes after deny and ask rules
   and before allow rules, as in Claude Code's file-system checks.
