@@ -17,7 +17,7 @@ itself would see, so the rules are getopt's:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
@@ -94,6 +94,13 @@ def resolve_long(name: str, table: OptionTable) -> tuple[str | None, str]:
         listed = ", ".join(f"--{m}" for m in matches)
         return None, f"--{name} is ambiguous ({listed})"
     return None, f"--{name} is not an option we know"
+
+
+def abbreviates_any(name: str, names: Iterable[str]) -> bool:
+    """Whether ``--name`` is one of ``names`` or a start of one, as getopt_long takes it when
+    the start is unambiguous. Counting an ambiguous start too (which the program refuses)
+    only makes a check catch more: for options whose value is a command line."""
+    return bool(name) and any(known.startswith(name) for known in names)
 
 
 def parse_arguments(args: Sequence[str], table: OptionTable) -> ParsedArguments:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from fsm_agent.core.command_options import option_table, parse_arguments
+from fsm_agent.core.command_options import abbreviates_any, option_table, parse_arguments
 
 GIT_GLOBALS = option_table(
     "Pp",
@@ -131,6 +131,7 @@ def git_runs(args: Sequence[str]) -> GitRuns:
     else:
         # An option we do not know: every `-c` pair counts, and any word may be the subcommand.
         settings = [(args[i + 1], "-c") for i in range(len(args) - 1) if args[i] == "-c"]
+        settings += [(w[13:], "--config-env") for w in args if w.startswith("--config-env=")]
         starts = [i for i, word in enumerate(args) if not word.startswith("-")]
     scripts: list[_Script] = []
     commands: list[tuple[int, str]] = []
@@ -228,20 +229,14 @@ def _subcommand(
         value: tuple[str, int] | None = None
         if word.startswith("--"):
             option, has_value, inline = word[2:].partition("=")
-            if _abbreviates(option, (*longs.split(), *_EVERY_SUBCOMMAND)):
+            if abbreviates_any(option, (*longs.split(), *_EVERY_SUBCOMMAND)):
                 value = (inline, index) if has_value else _next(args, index)
-            elif has_value and _abbreviates(option, attached_longs.split()):
+            elif has_value and abbreviates_any(option, attached_longs.split()):
                 value = (inline, index)
         elif word.startswith("-") and len(word) > 1:
             value = _letter_value(args, index, letters, attached_letters)
         if value is not None and value[0]:
             scripts.append((value[0], (value[1],), f"{label} {word.partition('=')[0]}"))
-
-
-def _abbreviates(option: str, names: Sequence[str]) -> bool:
-    """Whether ``--option`` is one of ``names`` or a start of one (git takes a start that
-    names one option; an ambiguous start is refused by git, so counting it only asks more)."""
-    return bool(option) and any(name.startswith(option) for name in names)
 
 
 def _next(args: Sequence[str], index: int) -> tuple[str, int] | None:

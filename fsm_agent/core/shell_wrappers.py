@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from fsm_agent.core.command_options import OptionTable, parse_arguments
+from fsm_agent.core.command_options import OptionTable, abbreviates_any, parse_arguments
 from fsm_agent.core.command_options import option_table as _table
 from fsm_agent.core.git_commands import git_runs
 
@@ -453,6 +453,9 @@ class _CommandOptions:
         old_style: a first word without a dash is a cluster whose letters take their values
             from the words after it, in order (``tar xIf CMD a.tar``).
         prefixes: long options whose value runs only after a prefix (``exec=``).
+        optional: long names whose value is optional, so given only inline
+            (``man --html=CMD``); alone they take no word.
+        optional_letters: likewise, letters (``man -HCMD``).
     """
 
     long: tuple[str, ...] = ()
@@ -461,6 +464,8 @@ class _CommandOptions:
     ssh_options: str = ""
     old_style: bool = False
     prefixes: tuple[tuple[str, str], ...] = ()
+    optional: tuple[str, ...] = ()
+    optional_letters: str = ""
 
 
 _SSH_COMMAND_KEYS = frozenset({"proxycommand", "localcommand", "knownhostscommand"})
@@ -515,7 +520,7 @@ def _cluster_values(
         if letter not in (spec.letters + spec.values + spec.ssh_options):
             continue
         rest = word[position + 1 :]
-        if rest:
+        if rest or letter in spec.optional_letters:
             value, at = rest, index - 1
         elif index < len(args):
             value, at = args[index], index
@@ -533,18 +538,16 @@ def _long_value(
 ) -> int:
     """Read the long option ``args[index - 1]``; returns the index of the next word to read."""
     name, has_value, value = args[index - 1][2:].partition("=")
-    prefixed = [(long, prefix) for long, prefix in spec.prefixes if name and long.startswith(name)]
-    if not name or not (prefixed or any(long.startswith(name) for long in spec.long)):
+    prefixed = [prefix for long, prefix in spec.prefixes if abbreviates_any(name, (long,))]
+    if not (prefixed or abbreviates_any(name, spec.long)):
         return index
     at = index - 1
-    if not has_value and index < len(args):
+    if not has_value and index < len(args) and not abbreviates_any(name, spec.optional):
         value, at = args[index], index
         index += 1
-    for _, prefix in prefixed:
-        if value.startswith(prefix):
-            shown = f"{label} --{name}"
-            found.append(Unwrapped(script=value[len(prefix) :], script_indexes=(at,), label=shown))
-        return index
+    if prefixed:
+        prefix = prefixed[0]
+        value = value[len(prefix) :] if value.startswith(prefix) else ""
     if value:
         found.append(Unwrapped(script=value, script_indexes=(at,), label=f"{label} --{name}"))
     return index
@@ -644,7 +647,14 @@ COMMAND_OPTIONS: dict[str, _Unwrap] = {
     "scp": _command_options(_SCP, "scp"),
     "sftp": _command_options(_SFTP, "sftp"),
     "man": _command_options(
-        _CommandOptions(long=("pager", "html"), letters="PH", values="CELmMSeprR"), "man"
+        _CommandOptions(
+            long=("pager", "html"),
+            letters="PH",
+            values="CELmMSeprR",
+            optional=("html",),
+            optional_letters="H",
+        ),
+        "man",
     ),
     "zip": _zip,
     "fish": _fish,

@@ -986,6 +986,8 @@ COMMANDS_IN_ARGUMENTS = [
     # the same, spelled otherwise
     "git -c Core.Pager='rm -rf src' log",
     "git --no-pager -c core.pager='rm -rf src' log",
+    "git --an-option-we-do-not-know -c core.pager='rm -rf src' log",
+    "git --an-option-we-do-not-know log --pager='rm -rf src'",
     "git -C . -c sequence.editor='rm -rf src' rebase -i HEAD~2",
     "git -c pager.log='rm -rf src' log",
     "git -c credential.helper='!rm -rf src' fetch",
@@ -1074,6 +1076,7 @@ CODE_NO_RULE_READS = [
     "git --config-env=core.pager=PAGER_CMD log",
     "git -c include.path=/tmp/x.cfg log",
     "git clone 'ext::sh -c rm% -rf% src' x",
+    "git --an-option-we-do-not-know --config-env=core.editor=E commit",
     "sudo python3 -c 'x'",
     "bash -c \"python3 -c 'x'\"",
 ]
@@ -1213,6 +1216,9 @@ def test_settings_that_carry_commands_are_not_a_way_round_a_deny_rule(
         ("tar -I 'zstd -19' -cf a.tar.zst src", [("zstd -19", ("tar -I",))]),
         ("git log --oneline", []),
         ("tar -xf a.tar", []),
+        ("man --html ls", []),
+        ("man --html=firefox ls", [("firefox", ("man --html",))]),
+        ("tar --checkpoint-action=dot -xf a.tar", []),
     ],
 )  # fmt: skip
 def test_what_a_program_is_given_to_run_is_a_part(
