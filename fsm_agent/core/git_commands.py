@@ -11,8 +11,8 @@ analysis follows each one as it follows ``sh -c`` and a deny rule sees what runs
 Where following is not sound it says so instead (:attr:`GitRuns.unread`): the value names a
 folder of hooks or a program file (``core.hooksPath``, ``core.fsmonitor``), a configuration file
 to load (``include.path``), comes from the environment (``--config-env``), or is an ``ext::``
-address, whose command git builds itself. A Bash deny or ask rule then asks: it cannot read
-that code (``inline_code``).
+address (given, or made by ``url.ext::....insteadOf``), whose command git builds itself. A
+Bash deny or ask rule then asks: it cannot read that code (``inline_code``).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ _Script = tuple[str, tuple[int, ...], str]
 _SHELL_KEYS = (
     "core.pager", "core.editor", "core.sshcommand", "core.askpass", "core.gitproxy",
     "core.alternaterefscommand", "sequence.editor", "diff.external", "diff.*.command",
-    "diff.*.textconv", "merge.*.driver", "filter.*.clean", "filter.*.smudge", "filter.*.process",
+    "*.textconv", "merge.*.driver", "filter.*.clean", "filter.*.smudge", "filter.*.process",
     "pager.*", "gpg.program", "gpg.*.program", "sendemail.tocmd", "sendemail.cccmd",
     "sendemail.headercmd", "sendemail.sendmailcmd", "sendemail.smtpserver", "browser.*.cmd",
     "browser.*.path", "man.*.cmd", "man.*.path", "difftool.*.cmd", "mergetool.*.cmd",
@@ -148,7 +148,7 @@ def git_runs(args: Sequence[str]) -> GitRuns:
     for start in starts:
         if start < len(args):
             _subcommand(args, start, scripts, commands)
-    if any(word.startswith("ext::") for word in args):
+    if any("ext::" in word for word in args):  # an address, or -c url.ext::....insteadOf
         unread.append("an ext:: address runs a command git builds from it")
     return GitRuns(
         scripts=tuple(dict.fromkeys(scripts)),

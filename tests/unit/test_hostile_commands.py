@@ -1080,6 +1080,8 @@ CODE_NO_RULE_READS = [
     "git --config-env=core.pager=PAGER_CMD log",
     "git -c include.path=/tmp/x.cfg log",
     "git clone 'ext::sh -c rm% -rf% src' x",
+    "git -c protocol.ext.allow=always -c 'url.ext::sh -c rm% -rf% src%.insteadOf=https://x/' "
+    "clone https://x/r",
     "git --an-option-we-do-not-know --config-env=core.editor=E commit",
     "sudo python3 -c 'x'",
     "bash -c \"python3 -c 'x'\"",
