@@ -88,8 +88,6 @@ class _Interpreter:
         modules: letters whose value must be a plain module name (``perl -MFoo=bar``).
         long_inline, long_values, long_flags, long_stops: long options, likewise.
         needs_script: without a script operand it reads code from its input.
-        subcommands: for a program driven by subcommands (``deno``), those that run code given
-            inline or from the input.
     """
 
     inline: str = ""
@@ -111,6 +109,7 @@ def _names(text: str) -> frozenset[str]:
 
 
 _MODULE = re.compile(r"-?[A-Za-z_][\w:]*(?:=[\w:,.-]*)?")
+"""A plain module for ``perl -M``: more (``-MPOSIX;system(...)``, ``=x}``) is code perl runs."""
 
 
 def _judge_interpreter(spec: _Interpreter) -> _Judge:
@@ -124,6 +123,7 @@ def _judge_interpreter(spec: _Interpreter) -> _Judge:
 
 
 def _interpreter_refusal(spec: _Interpreter, args: Sequence[str]) -> str | None:
+    """Why the interpreter's arguments give it code, reading options up to its script file."""
     index = 0
     while index < len(args):
         word = args[index]
