@@ -8,10 +8,14 @@ answer is a :class:`Verdict`, which the chain turns into a decision following SP
   (inside wrappers, substitutions, pipes; a program named by its path, ``/bin/rm``, by its
   name too, and git without its own options, ``git -C . push``, as ``git push``) denies; an
   ask rule matching any part asks, even in bypass mode; a command the parser cannot fully read
-  asks. The command is allowed only when every part is allowed by a
-  rule, is read-only, or (in ``acceptEdits``) is a plain file operation on paths inside the
-  working folder. A part with ``VAR=`` prefixes, a redirection that writes, or a wrapper that
-  changes who runs it (``sudo``) is never allowed by a rule.
+  asks. The shell commands other programs are given (``git -c core.pager=...``,
+  ``tar --to-command``) are parts too. Code given in the command in another language
+  (``python3 -c``, ``awk 'BEGIN{system(...)}'``, ``sed 'e ...'``: ``core/inline_code``) asks
+  under any Bash deny or ask rule, even in bypass mode: the rule cannot read it. Script files
+  are not read: a rule sees command text, not files' code. The command is allowed only when
+  every part is allowed by a rule, is read-only, or (in ``acceptEdits``) is a plain file
+  operation on paths inside the working folder. A part with ``VAR=`` prefixes, a redirection
+  that writes, or a wrapper that changes who runs it (``sudo``) is never allowed by a rule.
 * **File tools**: rules match the resolved path; the tool's own opinion (protected paths ask
   with a safety check; reads outside the working folder ask) comes after deny and ask rules
   and before allow rules, as in Claude Code's file-system checks.
@@ -23,7 +27,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
@@ -256,10 +260,10 @@ def shell_verdict(
     computed = _computed_rule(analysis, rules)
     if computed is not None:
         return rule_verdict("ask", "1f", computed[0], f"{computed[1]!r} computes words;")
-    unreadable = _unreadable_git_rule(analysis, rules)
-    if unreadable is not None:
-        reason = f"{unreadable[1]!r} gives git options we do not know;"
-        return rule_verdict("ask", "1f", unreadable[0], reason)
+    unread = _unread_code_rule(analysis, rules)
+    if unread is not None:
+        rule, shown, why = unread
+        return rule_verdict("ask", "1f", rule, f"{shown!r} runs code no rule reads ({why}), so the")
     searched = _unnamed_read_rule(analysis, rules, place)
     if searched is not None:
         return rule_verdict(
@@ -385,16 +389,24 @@ def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str
     return None
 
 
-def _unreadable_git_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str] | None:
-    """The first Bash deny or ask rule, when a part runs git with options we do not know in
-    such numbers that its command cannot be told (:func:`_git_unreadable`): any rule may name
-    it, so the command asks (SPEC §9.3 step 1f), and the part."""
-    part = next((part for part in analysis.parts if _git_unreadable(part)), None)
-    if part is None:
+def _unread_code_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str, str] | None:
+    """The first Bash deny or ask rule, when a part runs code given in the command that no
+    rule can read (``python3 -c``, ``awk 'BEGIN{system(...)}'``, ``sed 'e ...'``: see
+    ``core/inline_code``), with the part and why: the command asks (SPEC §9.3 step 1f, even in
+    bypass mode), since the rule cannot tell whether that code does what it forbids. Without
+    such a rule there is nothing to dodge."""
+    guarding = [
+        *rules.content_rules(RuleBehavior.DENY, "Bash"),
+        *rules.content_rules(RuleBehavior.ASK, "Bash"),
+    ]
+    if not guarding:
         return None
-    for behavior in (RuleBehavior.DENY, RuleBehavior.ASK):
-        for rule in rules.content_rules(behavior, "Bash"):
-            return rule, _shown(part)
+    from fsm_agent.core.inline_code import unread_code  # noqa: PLC0415 - lazy, see above
+
+    for part in analysis.parts:
+        why = unread_code(part)
+        if why is not None:
+            return guarding[0], _shown(part), why
     return None
 
 
@@ -498,55 +510,19 @@ def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
     """What deny and ask rules are matched against for one part: its words; for a program
     named by its path (``/bin/rm x``), the same command by the program's name (``rm x``); and
     for git, the command without git's own options (``git -C . push`` is ``git push``)."""
-    from fsm_agent.core.read_only_commands import without_git_globals  # noqa: PLC0415 - lazy
+    from fsm_agent.core import git_commands  # noqa: PLC0415 - lazy
 
     program = part.argv[0]
     name = program.rsplit("/", 1)[-1] if "/" in program.rstrip("/") else program
     argvs = [part.argv, (name, *part.argv[1:])]
     if name == "git":
         words = part.argv[1:]
-        rest = without_git_globals(words)
+        rest = git_commands.without_git_globals(words)
         if rest is not None:
             argvs.append(("git", *rest))
         else:  # an option we do not know: each word that may be the command, as the command
-            argvs += [("git", *words[i:]) for i in _git_command_starts(words) or ()]
+            argvs += [("git", *words[i:]) for i in git_commands.command_starts(words) or ()]
     return tuple(dict.fromkeys(argvs))
-
-
-_GIT_STARTS_LIMIT: Final = 16
-"""How many words that may be git's command a part may have before it asks instead."""
-
-
-def _git_command_starts(words: tuple[str, ...]) -> list[int] | None:
-    """Where git's command may start in ``words`` (git's arguments) when an option among them
-    is not one we know, or None past :data:`_GIT_STARTS_LIMIT` places.
-
-    Each of git's own options takes at most one word as its value, so a word that is not an
-    option is the command unless the word before it is an option (it may be its value): the
-    places end at the first word that follows a word that is not an option. A hostile line of
-    a thousand words after ``--frob`` thus has two places, not a thousand (each a copy of the
-    rest of the line, matched against every rule)."""
-    starts: list[int] = []
-    for index, word in enumerate(words):
-        if word[:1] == "-":
-            continue
-        starts.append(index)
-        if len(starts) > _GIT_STARTS_LIMIT:
-            return None
-        if index == 0 or words[index - 1][:1] != "-":
-            break
-    return starts
-
-
-def _git_unreadable(part: CommandPart) -> bool:
-    """Whether ``part`` runs git with so many options we do not know, each maybe taking the
-    next word, that where its command starts cannot be told (:func:`_git_command_starts`)."""
-    from fsm_agent.core.read_only_commands import without_git_globals  # noqa: PLC0415 - lazy
-
-    if not part.argv or part.argv[0].rsplit("/", 1)[-1] != "git":
-        return False
-    words = part.argv[1:]
-    return without_git_globals(words) is None and _git_command_starts(words) is None
 
 
 def _git_refusal(analysis: CommandAnalysis, place: CallPlace) -> str | None:
