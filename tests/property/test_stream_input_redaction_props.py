@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import orjson
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from fsm_agent.trace.redact import KEY_RULES_ONLY, has_sensitive_key, is_sensitive_key
@@ -180,6 +180,7 @@ _TOKENS = st.sampled_from(
     text=st.lists(_TOKENS, max_size=24).map("".join),
     cuts=st.lists(st.integers(min_value=0, max_value=80), max_size=8),
 )
+@example(text='"password":"hunter2"', cuts=[])  # a key and value with no braces
 def test_any_text_in_any_pieces_is_rewritten_without_error(text: str, cuts: list[int]) -> None:
     """The scanner is total: any text, cut anywhere, is rewritten without an exception; what
     it makes of valid JSON is what the key rule makes of it, and a string that follows a
