@@ -703,7 +703,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
         return _list_traces(args.path)
     from fsm_agent.trace.conversation import turn_label  # noqa: PLC0415
 
-    trace = read_trace(_trace_file(args.path), allow_truncated=True)
+    # Redacted: the trace may come from another program, with credentials in clear.
+    trace = read_trace(_trace_file(args.path), allow_truncated=True).redacted()
     label = turn_label(trace.header.meta)
     if label is not None:
         print(f"({label})")
