@@ -62,6 +62,9 @@ _SENSITIVE_KEY: Final = re.compile(
     re.IGNORECASE,
 )
 _KEY_SHAPED: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
+_KEY_PREFIX: Final = "sk-ant-"
+_KEY_BEGUN: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]{0,7}$")
+"""The end of a text where an API key may have begun, too short yet to be one."""
 _CONTAINERS: Final = frozenset({dict, list, tuple})
 """A set, not a tuple: ``type(x) in`` a tuple compares ``x``'s type with each member in turn,
 at the cost of a failed rich comparison per member; a set hashes it once."""
@@ -163,6 +166,22 @@ class Redactor:
         if "sk-ant-" in value:
             value = _KEY_SHAPED.sub(REDACTED, value)
         return value
+
+    def text_so_far(self, text: str) -> str:
+        """``text``, still arriving (a model's streamed line), as it may be shown now: redacted,
+        and cut before a tail that may begin a secret string or an API key whose rest has not
+        arrived yet (shown, it would give their start away)."""
+        text = self.text(text)
+        keep = len(text)
+        for secret in (*self._secrets, _KEY_PREFIX):
+            for size in range(min(len(secret) - 1, len(text)), 0, -1):
+                if text.endswith(secret[:size]):
+                    keep = min(keep, len(text) - size)
+                    break
+        begun = _KEY_BEGUN.search(text)
+        if begun is not None:
+            keep = min(keep, begun.start())
+        return text[:keep]
 
     def value(self, value: Any) -> Any:
         """A redacted copy of a JSON-like value (the same object when nothing changed)."""
