@@ -55,7 +55,8 @@ def format_divergence(error: TraceDivergence) -> str:
     on_line = f" (line {error.line})" if error.line is not None else ""
     lines = [f"{error.source or 'trace'}: replay diverged at seq {error.seq}{on_line}"]
     if error.expected is not None and error.actual is not None:
-        lines.append(f"  first difference: {first_difference(error.expected, error.actual)}")
+        where = first_difference(error.expected, error.actual)
+        lines.append(f"  first difference: {KEY_RULES_ONLY.text(str(where))}")  # keys too
     lines.append(f"  recorded: {_json(error.expected)}")
     lines.append(f"  replayed: {_json(error.actual)}")
     if error.context:

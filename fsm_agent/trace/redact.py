@@ -201,15 +201,28 @@ class Redactor:
 
     def _mapping(self, mapping: dict[Any, Any]) -> dict[Any, Any]:
         out: dict[Any, Any] | None = None
+        renamed = False
         for key, item in mapping.items():
-            if isinstance(key, str) and isinstance(item, str) and is_sensitive_key(key):
-                new: Any = REDACTED if item else item
+            if isinstance(key, str):
+                if isinstance(item, str) and is_sensitive_key(key):
+                    new: Any = REDACTED if item else item
+                else:
+                    new = self.value(item)
+                renamed = renamed or self.text(key) != key
             else:
                 new = self.value(item)
             if new is not item:
                 if out is None:
                     out = dict(mapping)
                 out[key] = new
+        if renamed:
+            # A key that is, or holds, a secret string (a model may write one as a name) is
+            # redacted as a string is; of two keys redacted alike, the last one's value stays.
+            text = self.text
+            out = {
+                (text(key) if isinstance(key, str) else key): item
+                for key, item in (mapping if out is None else out).items()
+            }
         return mapping if out is None else out
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from fsm_agent.cli import main
 from fsm_agent.errors import TraceDivergence
+from fsm_agent.trace.divergence import format_divergence
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.redact import REDACTED
 
@@ -77,6 +78,16 @@ def test_a_divergence_message_is_redacted_and_its_records_kept() -> None:
     _clean("the message", str(error))
     assert error.expected == expected
     assert error.actual == actual
+
+
+def test_a_secret_written_as_a_key_is_hidden_in_the_report_and_its_path() -> None:
+    """A key that is an API key is redacted in the records shown and in the path of the
+    first difference, which names it."""
+    expected = {"record": "event", "seq": 3, "event": {KEY_SHAPED: 1}}
+    actual = {"record": "event", "seq": 3, "event": {KEY_SHAPED: 2}}
+    report = format_divergence(TraceDivergence(seq=3, expected=expected, actual=actual))
+    _clean("the report", report)
+    assert f"first difference: $.event.{REDACTED}" in report
 
 
 def test_a_trace_with_nothing_to_hide_is_shown_as_read() -> None:
