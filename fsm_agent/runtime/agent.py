@@ -306,6 +306,7 @@ class Agent:
             *secrets,
             *model_credentials(model),
             *_server_credentials(mcp_servers),
+            *_kept(self.hooks.secrets),
             *_kept(telemetry_credentials(telemetry)),
             *store_credentials(self.store_target()),
         )
