@@ -522,6 +522,29 @@ def test_fsm_agent_run_prints_no_api_key(
     assert_clean("the trace", (tmp_path / "run.jsonl").read_bytes(), (key,))
 
 
+def test_a_crash_of_fsm_agent_run_prints_its_traceback_without_a_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fault nobody expected is printed as its traceback (a bug report needs it), exit
+    status 1, with the API key, an environment variable's token and API-key-shaped text
+    hidden in its words."""
+    key = "proxy-credential-0123456789"
+    token = "ghp-env-token-0123"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+
+    def crash(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError(f"boom {key} {token} {KEY_SHAPED}")
+
+    monkeypatch.setattr(Agent, "session", crash)
+    assert main(["run", "hi", "--trace", "run.jsonl"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert err.rstrip().endswith("RuntimeError: boom [REDACTED] [REDACTED] [REDACTED]")
+    assert_clean("the traceback", err, (key, token, KEY_SHAPED))
+
+
 # --- a store URL's password -----------------------------------------------------------------
 
 
