@@ -8,7 +8,8 @@ Two rules, applied to every record before it is rendered:
   container under a sensitive key (a JSON schema's ``"password": {"type": "string"}``), which
   is walked instead, so a secret string inside it is still caught;
 * a **secret string** (given to the writer, plus anything shaped like an Anthropic API key)
-  is replaced wherever it occurs inside any string value.
+  is replaced wherever it occurs inside any string value, or inside a key (a model may name a
+  field by one; of two keys redacted alike, the last one's value stays).
 
 The writer checks first: secret strings are searched for in the bytes it rendered anyway
 (:meth:`Redactor.holds_secret`), key names on the record (:func:`has_sensitive_key`, each
