@@ -430,7 +430,7 @@ class _Watched:
 
 class McpConnection:
     """A session with one MCP server: ``start`` opens it in a task of its own, which holds
-    it until the stack given closes (``open`` opens it in the caller's task)."""
+    it until ``close`` (``open`` opens it in the caller's task)."""
 
     def __init__(self, server: McpServer, *, stderr: TextIO | None = None) -> None:
         self.server = server
@@ -441,8 +441,8 @@ class McpConnection:
         self.ended = False
         """Whether the connection itself is gone: the server's messages ended (it exited, its
         stream closed), the connection is being closed, or an HTTP server no longer knows
-        the session. Only this, or a failed start or listing, takes a server out of the run:
-        an error it answers a call with is that call's."""
+        the session. Only this, a failed start or a listing that hangs takes a server out of
+        the run: an error it answers with is that call's, or that listing's."""
         self._reported: set[str] = set()
         self._listed: list[McpTool] = []
         self._holder: asyncio.Task[None] | None = None
@@ -568,7 +568,8 @@ class McpConnection:
 
     async def tools(self) -> list[McpTool]:
         """The server's tools as it lists them now; none once it has failed (a listing that
-        fails or runs past ``timeout_s`` fails it, with an ``McpWarning``)."""
+        runs past ``timeout_s``, or fails because the connection is gone, fails it, with an
+        ``McpWarning``); those it listed last when it answers the listing with an error."""
         if self.failure is not None:
             return []
         import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
