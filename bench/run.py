@@ -986,16 +986,20 @@ USER_TURN_MARKS = (10, 100, 300)
 _USER_TURN_WINDOW = 5  # user turns averaged at each mark
 
 
-def user_turn_seconds(repeat: int, *, snip: bool = False) -> dict[int, float]:
+def user_turn_seconds(
+    repeat: int, *, snip: bool = False
+) -> tuple[dict[int, float], dict[int, int]]:
     """Time per user turn of a traced ``Session`` around user turn 10, 100 and 300 (each turn
-    a prompt and a text answer; the median of ``repeat`` sessions); with ``snip`` on, the
-    requests carry the messages' id tags (SPEC §7.2)."""
+    a prompt and a text answer; the median of ``repeat`` sessions), and the bytes of the trace
+    file of the turn at each mark; with ``snip`` on, the requests carry the messages' id tags
+    (SPEC §7.2)."""
     from fsm_agent.core.config import LoopConfig
     from fsm_agent.runtime.agent import Agent
     from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 
     words = "word " * 40
     samples: dict[int, list[float]] = {mark: [] for mark in USER_TURN_MARKS}
+    trace_bytes: dict[int, int] = {}
     for _ in range(repeat):
         steps = [
             {"content": [{"text": f"answer {n}: {words}"}]} for n in range(USER_TURN_MARKS[-1])
@@ -1012,23 +1016,31 @@ def user_turn_seconds(repeat: int, *, snip: bool = False) -> dict[int, float]:
             session = agent.session(changed_files=False)
             stamps = [time.process_time()]
 
-            async def talk(session: Any = session, stamps: list[float] = stamps) -> None:
+            paths: list[Path | None] = []
+
+            async def talk(
+                session: Any = session, stamps: list[float] = stamps, paths: list[Any] = paths
+            ) -> None:
                 for n in range(USER_TURN_MARKS[-1]):
-                    await session.ask(f"question {n}: {words}")
+                    paths.append((await session.ask(f"question {n}: {words}")).trace_path)
                     stamps.append(time.process_time())
 
             asyncio.run(talk())
+            for mark in USER_TURN_MARKS:
+                path = paths[mark - 1]
+                trace_bytes[mark] = path.stat().st_size if path is not None else 0
         for mark in USER_TURN_MARKS:
             seconds = stamps[mark] - stamps[mark - _USER_TURN_WINDOW]
             samples[mark].append(seconds / _USER_TURN_WINDOW)
-    return {mark: statistics.median(values) for mark, values in samples.items()}
+    medians = {mark: statistics.median(values) for mark, values in samples.items()}
+    return medians, trace_bytes
 
 
 def report_user_turns(row: Callable[[str, str, str], None], *, repeat: int) -> None:
     """Print the per-user-turn figures: a turn's cost should not grow with the conversation,
     with snip's id tags in the requests or without."""
     for snip in (False, True):
-        per_turn = user_turn_seconds(repeat, snip=snip)
+        per_turn, trace_bytes = user_turn_seconds(repeat, snip=snip)
         first = per_turn[USER_TURN_MARKS[0]]
         for mark, seconds in per_turn.items():
             ratio = seconds / first
@@ -1037,6 +1049,17 @@ def report_user_turns(row: Callable[[str, str, str], None], *, repeat: int) -> N
                 note += " (goal ≤ 1.5×" + (")" if ratio <= 1.5 else ", not reached)")
             name = "Session with snip" if snip else "Session"
             row(f"{name}, per user turn at turn {mark}", f"{seconds * 1e3:8.2f} ms", note)
+        if not snip:
+            # Each turn's trace carries the transcript it starts from, so that it replays
+            # alone: a conversation's traces grow as the square of its turns until compaction
+            # bounds the transcript (diagnostic, no goal).
+            for mark, size in trace_bytes.items():
+                ratio = size / max(trace_bytes[USER_TURN_MARKS[0]], 1)
+                row(
+                    f"Session, trace file of user turn {mark}",
+                    f"{size / 1024:8.1f} KiB",
+                    f"{ratio:.1f}× turn {USER_TURN_MARKS[0]}'s (each file carries its transcript)",
+                )
 
 
 if __name__ == "__main__":
