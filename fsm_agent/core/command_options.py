@@ -17,7 +17,7 @@ itself would see, so the rules are getopt's:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
@@ -96,6 +96,13 @@ def resolve_long(name: str, table: OptionTable) -> tuple[str | None, str]:
     return None, f"--{name} is not an option we know"
 
 
+def abbreviates_any(name: str, names: Iterable[str]) -> bool:
+    """Whether ``--name`` is one of ``names`` or a start of one, as getopt_long takes it when
+    the start is unambiguous. Counting an ambiguous start too (which the program refuses)
+    only makes a check catch more: for options whose value is a command line."""
+    return bool(name) and any(known.startswith(name) for known in names)
+
+
 def parse_arguments(args: Sequence[str], table: OptionTable) -> ParsedArguments:
     """Split ``args`` (the words after the program name) by ``table``."""
     options: list[Option] = []
@@ -159,3 +166,21 @@ def _read_cluster(
             index += 1
         options.append(Option(name=f"-{letter}", written=f"-{letter}", value=value))
     return None, index
+
+
+def option_table(short: str = "", long: str = "", *, short_values: str = "", long_values: str = "",
+                 long_optional: str = "", short_optional: str = "") -> OptionTable:  # fmt: skip
+    """A table from option letters and long names separated by spaces (values: taking a
+    value; optional: taking one only inline), stopping at the first operand: the shape of a
+    program whose first operand starts what it runs or reads (``env``, ``tar``, ``git``)."""
+    shorts = (
+        dict.fromkeys(short, Arity.NONE)
+        | dict.fromkeys(short_values, Arity.REQUIRED)
+        | dict.fromkeys(short_optional, Arity.OPTIONAL)
+    )
+    longs = (
+        dict.fromkeys(long.split(), Arity.NONE)
+        | dict.fromkeys(long_values.split(), Arity.REQUIRED)
+        | dict.fromkeys(long_optional.split(), Arity.OPTIONAL)
+    )
+    return OptionTable(short=shorts, long=longs, stops_at_operand=True)

@@ -40,6 +40,7 @@ from fsm_agent.core.command_options import (
     ParsedArguments,
     parse_arguments,
 )
+from fsm_agent.core.git_commands import GIT_GLOBALS, READ_ONLY_GIT_GLOBALS, without_git_globals
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, Redirect
 
 
@@ -727,22 +728,7 @@ _FIND_PREDICATES: Mapping[str, bool] = dict.fromkeys(_FIND_TAKING_VALUES.split()
 
 # -- git ---------------------------------------------------------------------------------------
 
-_GIT_GLOBAL = _rule(
-    "-P --no-pager --no-optional-locks --literal-pathspecs --no-replace-objects "
-    "--glob-pathspecs --noglob-pathspecs --icase-pathspecs --version --help",
-    "-c= -C= --exec-path=? --git-dir= --work-tree= --namespace= --config-env= -p --paginate "
-    "--bare --super-prefix= --list-cmds= --attr-source=",
-)
-_GIT_GLOBAL_TABLE = attrs.evolve(_GIT_GLOBAL.table, stops_at_operand=True)
-
-
-def without_git_globals(args: Sequence[str]) -> tuple[str, ...] | None:
-    """git's arguments from its subcommand on, its own options (``-C dir``, ``-c k=v``,
-    ``--no-pager``) left out; None when one of them is not an option we know."""
-    parsed = parse_arguments(args, _GIT_GLOBAL_TABLE)
-    if parsed.problem is not None:
-        return None
-    return tuple(args[parsed.rest_index :])
+_GIT_GLOBAL = _Rule(table=GIT_GLOBALS, allowed=READ_ONLY_GIT_GLOBALS, path_options=frozenset())
 
 
 _DIFF_OPTIONS = (
@@ -867,7 +853,7 @@ _GIT_LISTING = {"branch": ("-l", "--list"), "tag": ("-l", "--list")}
 
 def _git(program: str, args: Sequence[str], places: _Places) -> str | None:
     """``git [read-only globals] <read-only subcommand> [its read-only options]``."""
-    parsed = parse_arguments(args, _GIT_GLOBAL_TABLE)
+    parsed = parse_arguments(args, GIT_GLOBALS)
     refusal = _rule_refusal(program, _GIT_GLOBAL, attrs.evolve(parsed, operands=()), places)
     if refusal is not None:
         return refusal

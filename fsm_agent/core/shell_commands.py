@@ -7,12 +7,14 @@ targets and unquoted heredoc bodies. Words are given as the program would receiv
 and backslashes removed), so ``\\rm``, ``'r'm`` and ``"rm"`` all read ``rm``.
 
 Wrappers are seen through (SPEC §9.3: compound commands are split and each part checked; how each
-wrapper says what it runs is in ``shell_wrappers``):
-``env``, ``sudo``, ``timeout 5``, ``xargs``, ``bash -c '...'``, ``eval``, ``trap '...' EXIT``,
-``find -exec`` and the like are each a part, and so is the command they run, which carries the
-wrapper's name in ``wrappers``. A bare assignment (``PATH=.``) or a ``for`` loop variable is a
-part with no argv and the assignment in ``assignments``; a redirection with no command
-(``> f``) is a part with no argv and no assignment.
+wrapper says what it runs is in ``shell_wrappers``): ``env``, ``sudo``, ``timeout 5``, ``xargs``,
+``bash -c '...'``, ``eval``, ``trap '...' EXIT``, ``find -exec`` and the like are each a part, and
+so is the command they run, which carries the wrapper's name in ``wrappers``. So is a shell
+command another program is given to run in its arguments (``git -c core.pager=CMD``,
+``git rebase --exec CMD``, ``tar --to-command=CMD``, ``ssh -o ProxyCommand=CMD``): its label
+names where it came from (``git -c core.pager``). A bare assignment (``PATH=.``) or a ``for``
+loop variable is a part with no argv and the assignment in ``assignments``; a redirection with
+no command (``> f``) is a part with no argv and no assignment.
 
 Anything that cannot be fully analysed sets ``problem`` (a parse error, text tree-sitter and Bash
 read differently, a program name the shell computes or takes from input, a wrapper option we do
@@ -37,7 +39,7 @@ from fsm_agent.core.shell_misreadings import (
     heredoc_ends_as_parsed,
     joins_word_characters,
 )
-from fsm_agent.core.shell_wrappers import SHELLS, WRAPPERS
+from fsm_agent.core.shell_wrappers import SHELLS, WRAPPERS, Unwrapped
 
 if TYPE_CHECKING:
     from tree_sitter import Language, Node
@@ -561,6 +563,29 @@ class _Reader:
         if isinstance(outcome, str):
             self.problems.append(f"{program}: {outcome}")
             return
+        for each in outcome if isinstance(outcome, tuple) else (outcome,):
+            self._follow(
+                each,
+                program=program,
+                argv=argv,
+                expanded=expanded,
+                redirects=redirects,
+                wrappers=wrappers,
+                depth=depth,
+            )
+
+    def _follow(
+        self,
+        outcome: Unwrapped,
+        *,
+        program: str,
+        argv: tuple[str, ...],
+        expanded: tuple[int, ...],
+        redirects: tuple[Redirect, ...],
+        wrappers: tuple[str, ...],
+        depth: int,
+    ) -> None:
+        """Add what a wrapper (``argv``) runs, as ``outcome`` says."""
         label = outcome.label or (f"{program} -c" if program in SHELLS else program)
         if outcome.script is not None:
             if any(i + 1 in expanded for i in outcome.script_indexes):
@@ -780,13 +805,18 @@ def _renaming(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
 _CODE_VARIABLES = re.compile(
     r"(PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|PATH|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH"
     r"|[A-Z_]*PAGER|[A-Z_]*EDITOR|VISUAL|BROWSER|LESSOPEN|LESSCLOSE|[A-Z_]*ASKPASS"
-    r"|GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_PROXY_COMMAND)"
+    r"|GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_PROXY_COMMAND|GIT_EXEC_PATH"
+    r"|GIT_CONFIG(?:_PARAMETERS|_COUNT|_KEY_\d+|_VALUE_\d+|_GLOBAL|_SYSTEM)?"
+    r"|TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG|MANOPT|ZIPOPT|LESS|LESSKEY(?:IN|_CONTENT)?"
+    r"|PERL5OPT|RUBYOPT|NODE_OPTIONS|VIMINIT|EXINIT|GVIMINIT)"
 )
 """Variables whose value decides what the shell or a program runs later: a prompt or trace
 string (``PS4='$(rm x)'`` with ``set -x``), a file a shell sources (``BASH_ENV``, ``ENV``), a
 command line (``GIT_EXTERNAL_DIFF``, ``PAGER``), a library loaded into every program
-(``LD_PRELOAD``), or the folders a name is looked up in (``PATH=.:$PATH ls`` may run a file
-``./ls``, which a deny rule on ``rm`` never sees)."""
+(``LD_PRELOAD``), the folders a name is looked up in (``PATH=.:$PATH ls`` may run a file
+``./ls``, which a deny rule on ``rm`` never sees), or options and settings that name a command
+or carry code (``GIT_CONFIG_VALUE_0``, ``TAR_OPTIONS=--to-command=...``, ``RSYNC_RSH``,
+``PERL5OPT=-M...``, ``NODE_OPTIONS=--import data:...``, ``VIMINIT``)."""
 _SETS_VARIABLE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[.*\])?\+?=", re.DOTALL)
 _VARIABLE_SETTERS = frozenset(
     {"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray",

@@ -7,6 +7,11 @@ arguments and says what runs: a slice of them (``Unwrapped.start:end``), a scrip
 command line of its own (``Unwrapped.script``), nothing (``None``), or a problem (a ``str``:
 an option we do not know, a command built from input), which makes the command ask.
 
+A program that runs a shell command given as an option's value is followed the same way, each
+such command a script of its own (a tuple of them; an empty tuple when it runs none): git
+(``-c core.pager=...``, ``rebase --exec``...: ``git_commands``), ``tar --to-command`` and
+``-I``, ``rsync -e``, ``ssh -o ProxyCommand=...``, ``man -P``, ``zip -TT``.
+
 A wrapper is followed only where its grammar is known; a program that runs commands in a way
 we do not read (``parallel``, ``systemd-run`` with a unit file...) is a problem, never a
 program that runs nothing.
@@ -19,7 +24,9 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from fsm_agent.core.command_options import Arity, OptionTable, parse_arguments
+from fsm_agent.core.command_options import OptionTable, abbreviates_any, parse_arguments
+from fsm_agent.core.command_options import option_table as _table
+from fsm_agent.core.git_commands import git_runs
 
 
 @attrs.frozen(kw_only=True)
@@ -35,8 +42,11 @@ class Unwrapped:
     default: tuple[str, ...] = ()  # run when no command is given (xargs runs echo)
 
 
-_Unwrap = Callable[[Sequence[str]], "Unwrapped | str | None"]
-"""A wrapper's reader: given its arguments, what it runs (None: nothing; str: a problem)."""
+_Unwrap = Callable[[Sequence[str]], "Unwrapped | tuple[Unwrapped, ...] | str | None"]
+"""A wrapper's reader: given its arguments, what it runs (None: no command given; ``()``: a
+program that runs none; str: a problem)."""
+_UnwrapOne = Callable[[Sequence[str]], "Unwrapped | str | None"]
+_UnwrapMany = Callable[[Sequence[str]], "tuple[Unwrapped, ...]"]
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -48,7 +58,7 @@ def _options_then_command(
     refused: frozenset[str] = frozenset(),
     lone_dash_is_option: bool = False,
     default: tuple[str, ...] = (),
-) -> _Unwrap:
+) -> _UnwrapOne:
     """A wrapper read as ``wrapper [options] [NAME=value...] [N operands] command...``."""
 
     def unwrap(args: Sequence[str]) -> Unwrapped | str | None:
@@ -71,22 +81,6 @@ def _options_then_command(
         return Unwrapped(start=index, assignments=tuple(assignments), default=default)
 
     return unwrap
-
-
-def _table(short: str = "", long: str = "", *, short_values: str = "", long_values: str = "",
-           long_optional: str = "", short_optional: str = "") -> OptionTable:  # fmt: skip
-    """A wrapper's option table: option letters, and long names separated by spaces."""
-    shorts = (
-        dict.fromkeys(short, Arity.NONE)
-        | dict.fromkeys(short_values, Arity.REQUIRED)
-        | dict.fromkeys(short_optional, Arity.OPTIONAL)
-    )
-    longs = (
-        dict.fromkeys(long.split(), Arity.NONE)
-        | dict.fromkeys(long_values.split(), Arity.REQUIRED)
-        | dict.fromkeys(long_optional.split(), Arity.OPTIONAL)
-    )
-    return OptionTable(short=shorts, long=longs, stops_at_operand=True)
 
 
 def _shell(args: Sequence[str]) -> Unwrapped | str | None:
@@ -202,7 +196,8 @@ def _built_from_input(argv: Sequence[str], placeholder: str) -> bool:
         return False
     if placeholder in argv[0]:
         return True
-    runs_others = argv[0].rsplit("/", 1)[-1] in WRAPPERS
+    unwrap = WRAPPERS.get(argv[0].rsplit("/", 1)[-1])
+    runs_others = unwrap is not None and unwrap(argv[1:]) != ()  # `git add {}` runs nothing else
     return runs_others and any(placeholder in word for word in argv[1:])
 
 
@@ -431,6 +426,242 @@ def _trap(args: Sequence[str]) -> Unwrapped | str | None:
 _TRAP_OPTIONS = _table("lpP")
 
 
+# -- programs that run a shell command given as an option's value ------------------------------
+
+
+def _git(args: Sequence[str]) -> tuple[Unwrapped, ...]:
+    """git's ``-c KEY=COMMAND``, ``rebase --exec``, ``bisect run``... (``git_commands``)."""
+    runs = git_runs(args)
+    scripts = tuple(
+        Unwrapped(script=script, script_indexes=indexes, label=label)
+        for script, indexes, label in runs.scripts
+    )
+    return scripts + tuple(Unwrapped(start=start, label=label) for start, label in runs.commands)
+
+
+@attrs.frozen(kw_only=True)
+class _CommandOptions:
+    """A program's options whose value is a command line it runs.
+
+    Attributes:
+        long: long names (a start of one counts too: getopt takes it, and an ambiguous start
+            is refused by the program, so counting it only asks more).
+        letters: option letters whose value is a command line.
+        values: the program's other letters that take a value (the rest of the cluster or
+            the next word), so a cluster is read as the program reads it.
+        ssh_options: letters whose value is an ssh option (``-o ProxyCommand=...``).
+        old_style: a first word without a dash is a cluster whose letters take their values
+            from the words after it, in order (``tar xIf CMD a.tar``).
+        prefixes: long options whose value runs only after a prefix (``exec=``).
+        optional: long names whose value is optional, so given only inline
+            (``man --html=CMD``); alone they take no word.
+        optional_letters: likewise, letters (``man -HCMD``).
+    """
+
+    long: tuple[str, ...] = ()
+    letters: str = ""
+    values: str = ""
+    ssh_options: str = ""
+    old_style: bool = False
+    prefixes: tuple[tuple[str, str], ...] = ()
+    optional: tuple[str, ...] = ()
+    optional_letters: str = ""
+
+
+_SSH_COMMAND_KEYS = frozenset({"proxycommand", "localcommand", "knownhostscommand"})
+"""ssh options whose value is a command line ssh runs here (``RemoteCommand`` runs there)."""
+_SSH_OPTION = re.compile(r"\s*([A-Za-z]+)\s*(?:=\s*|\s+)(.*)", re.DOTALL)
+
+
+def _command_options(spec: _CommandOptions, label: str) -> _UnwrapMany:
+    """The reader of a program that runs the command lines its options name."""
+
+    def unwrap(args: Sequence[str]) -> tuple[Unwrapped, ...]:
+        found: list[Unwrapped] = []
+        index = 0
+        if spec.old_style and args and not args[0].startswith("-"):
+            index = _old_style(args, spec, label, found)
+        while index < len(args):
+            word = args[index]
+            index += 1
+            if word == "--":
+                break
+            if word.startswith("--"):
+                index = _long_value(args, index, spec, label, found)
+            elif word.startswith("-") and len(word) > 1:
+                index = _cluster_values(args, index, spec, label, found)
+        return tuple(found)
+
+    return unwrap
+
+
+def _take(
+    found: list[Unwrapped], value: str, *, at: int, letter: str, label: str, spec: _CommandOptions
+) -> None:
+    """Add what the value of one option (in the argument at ``at``) runs."""
+    if letter in spec.ssh_options:
+        read = _SSH_OPTION.match(value)
+        if read is None or read.group(1).lower() not in _SSH_COMMAND_KEYS:
+            return
+        value = read.group(2)
+        if value.strip().lower() == "none":
+            return
+    if value:
+        found.append(Unwrapped(script=value, script_indexes=(at,), label=f"{label} -{letter}"))
+
+
+def _cluster_values(
+    args: Sequence[str], index: int, spec: _CommandOptions, label: str, found: list[Unwrapped]
+) -> int:
+    """Read the cluster ``args[index - 1]``; returns the index of the next word to read."""
+    word = args[index - 1]
+    for position in range(1, len(word)):
+        letter = word[position]
+        if letter not in (spec.letters + spec.values + spec.ssh_options):
+            continue
+        rest = word[position + 1 :]
+        if rest or letter in spec.optional_letters:
+            value, at = rest, index - 1
+        elif index < len(args):
+            value, at = args[index], index
+            index += 1
+        else:
+            return index
+        if letter in spec.letters or letter in spec.ssh_options:
+            _take(found, value, at=at, letter=letter, label=label, spec=spec)
+        return index
+    return index
+
+
+def _long_value(
+    args: Sequence[str], index: int, spec: _CommandOptions, label: str, found: list[Unwrapped]
+) -> int:
+    """Read the long option ``args[index - 1]``; returns the index of the next word to read."""
+    name, has_value, value = args[index - 1][2:].partition("=")
+    prefixed = [prefix for long, prefix in spec.prefixes if abbreviates_any(name, (long,))]
+    if not (prefixed or abbreviates_any(name, spec.long)):
+        return index
+    at = index - 1
+    if not has_value and index < len(args) and not abbreviates_any(name, spec.optional):
+        value, at = args[index], index
+        index += 1
+    if prefixed:
+        prefix = prefixed[0]
+        value = value[len(prefix) :] if value.startswith(prefix) else ""
+    if value:
+        found.append(Unwrapped(script=value, script_indexes=(at,), label=f"{label} --{name}"))
+    return index
+
+
+def _old_style(
+    args: Sequence[str], spec: _CommandOptions, label: str, found: list[Unwrapped]
+) -> int:
+    """``tar xIf CMD a.tar``: each letter taking a value takes the next word; returns the index
+    of the first word after those values."""
+    index = 1
+    for letter in args[0]:
+        if letter in spec.letters or letter in spec.values:
+            if index >= len(args):
+                break
+            if letter in spec.letters:
+                _take(found, args[index], at=index, letter=letter, label=label, spec=spec)
+            index += 1
+    return index
+
+
+def _zip(args: Sequence[str]) -> tuple[Unwrapped, ...]:
+    """``zip -T -TT CMD`` (``--unzip-command CMD``): CMD tests the archive."""
+    found = list(_zip_long(args))
+    for index, word in enumerate(args):
+        if word == "--":
+            break
+        if word.startswith("-") and not word.startswith("--") and "TT" in word:
+            value = word.split("TT", 1)[1].removeprefix("=")
+            at = index
+            if not value and index + 1 < len(args):
+                value, at = args[index + 1], index + 1
+            if value:
+                found.append(Unwrapped(script=value, script_indexes=(at,), label="zip -TT"))
+    return tuple(found)
+
+
+_zip_long = _command_options(_CommandOptions(long=("unzip-command",)), "zip")
+
+
+def _fish(args: Sequence[str]) -> Unwrapped | tuple[Unwrapped, ...] | str | None:
+    """``fish -c SCRIPT`` and ``-C SCRIPT`` (``--init-command``): each a command line."""
+    parsed = parse_arguments(args, _FISH_OPTIONS)
+    if parsed.problem is not None:
+        return parsed.problem
+    scripts = [
+        o.value or ""
+        for o in parsed.options
+        if o.name in ("-c", "--command", "-C", "--init-command")
+    ]
+    if not scripts:
+        if parsed.rest_index >= len(args):
+            return "a shell reading commands from its input is not analysed"
+        return ()  # runs a script file
+    return tuple(
+        Unwrapped(script=script, script_indexes=_indexes_holding(args, script), label="fish -c")
+        for script in scripts
+    )
+
+
+_FISH_OPTIONS = _table(
+    "ilnNPvh",
+    "interactive login no-execute no-config private print-rusage-self print-debug-categories "
+    "version help",
+    short_values="cCpdfo",
+    long_values="command init-command profile profile-startup debug debug-output features",
+)
+
+_SSH_VALUES = "BbcDEeFIiJLlmOoPpQRSWw"
+_SSH = _CommandOptions(ssh_options="o", values=_SSH_VALUES)
+_SCP = _CommandOptions(ssh_options="o", letters="S", values="cDFiJloPSX")
+_SFTP = _CommandOptions(ssh_options="o", letters="S", values="BbcDFiJloPRSs")
+
+COMMAND_OPTIONS: dict[str, _Unwrap] = {
+    "git": _git,
+    "tar": _command_options(
+        _CommandOptions(
+            long=(
+                "to-command",
+                "use-compress-program",
+                "rsh-command",
+                "rmt-command",
+                "info-script",
+                "new-volume-script",
+            ),
+            letters="IF",
+            values="bCfgHKLNTVX",
+            old_style=True,
+            prefixes=(("checkpoint-action", "exec="),),
+        ),
+        "tar",
+    ),
+    "rsync": _command_options(
+        _CommandOptions(long=("rsh", "rsync-path"), letters="e", values="BfMT"), "rsync"
+    ),
+    "ssh": _command_options(_SSH, "ssh"),
+    "scp": _command_options(_SCP, "scp"),
+    "sftp": _command_options(_SFTP, "sftp"),
+    "man": _command_options(
+        _CommandOptions(
+            long=("pager", "html"),
+            letters="PH",
+            values="CELmMSeprR",
+            optional=("html",),
+            optional_letters="H",
+        ),
+        "man",
+    ),
+    "zip": _zip,
+    "fish": _fish,
+}
+"""Programs that run a shell command given as an option's value, by name."""
+
+
 SHELLS = ("bash", "sh", "zsh", "dash", "ksh")
 """Shells whose ``-c`` script is read as a command line."""
 
@@ -500,6 +731,8 @@ WRAPPERS: dict[str, _Unwrap] = {
     ),
     "find": _find,
     **dict.fromkeys(SHELLS, _shell),
+    **COMMAND_OPTIONS,
+    "chronic": _options_then_command(_table("ev")),
     # run the command as another user, or in another root or namespace
     "pkexec": _options_then_command(
         _table(long="disable-internal-agent keep-cwd help version", long_values="user")

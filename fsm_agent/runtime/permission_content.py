@@ -8,10 +8,14 @@ answer is a :class:`Verdict`, which the chain turns into a decision following SP
   (inside wrappers, substitutions, pipes; a program named by its path, ``/bin/rm``, by its
   name too, and git without its own options, ``git -C . push``, as ``git push``) denies; an
   ask rule matching any part asks, even in bypass mode; a command the parser cannot fully read
-  asks. The command is allowed only when every part is allowed by a
-  rule, is read-only, or (in ``acceptEdits``) is a plain file operation on paths inside the
-  working folder. A part with ``VAR=`` prefixes, a redirection that writes, or a wrapper that
-  changes who runs it (``sudo``) is never allowed by a rule.
+  asks. The shell commands other programs are given (``git -c core.pager=...``,
+  ``tar --to-command``) are parts too. Code given in the command in another language
+  (``python3 -c``, ``awk 'BEGIN{system(...)}'``, ``sed 'e ...'``: ``core/inline_code``) asks
+  under any Bash deny or ask rule, even in bypass mode: the rule cannot read it. Script files
+  are not read: a rule sees command text, not files' code. The command is allowed only when
+  every part is allowed by a rule, is read-only, or (in ``acceptEdits``) is a plain file
+  operation on paths inside the working folder. A part with ``VAR=`` prefixes, a redirection
+  that writes, or a wrapper that changes who runs it (``sudo``) is never allowed by a rule.
 * **File tools**: rules match the resolved path; the tool's own opinion (protected paths ask
   with a safety check; reads outside the working folder ask) comes after deny and ask rules
   and before allow rules, as in Claude Code's file-system checks.
@@ -256,6 +260,10 @@ def shell_verdict(
     computed = _computed_rule(analysis, rules)
     if computed is not None:
         return rule_verdict("ask", "1f", computed[0], f"{computed[1]!r} computes words;")
+    unread = _unread_code_rule(analysis, rules)
+    if unread is not None:
+        rule, shown, why = unread
+        return rule_verdict("ask", "1f", rule, f"{shown!r} runs code no rule reads ({why}), so the")
     searched = _unnamed_read_rule(analysis, rules, place)
     if searched is not None:
         return rule_verdict(
@@ -380,6 +388,27 @@ def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str
     return None
 
 
+def _unread_code_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str, str] | None:
+    """The first Bash deny or ask rule, when a part runs code given in the command that no
+    rule can read (``python3 -c``, ``awk 'BEGIN{system(...)}'``, ``sed 'e ...'``: see
+    ``core/inline_code``), with the part and why: the command asks (SPEC §9.3 step 1f, even in
+    bypass mode), since the rule cannot tell whether that code does what it forbids. Without
+    such a rule there is nothing to dodge."""
+    guarding = [
+        *rules.content_rules(RuleBehavior.DENY, "Bash"),
+        *rules.content_rules(RuleBehavior.ASK, "Bash"),
+    ]
+    if not guarding:
+        return None
+    from fsm_agent.core.inline_code import unread_code  # noqa: PLC0415 - lazy, see above
+
+    for part in analysis.parts:
+        why = unread_code(part)
+        if why is not None:
+            return guarding[0], _shown(part), why
+    return None
+
+
 def _unnamed_read_rule(
     analysis: CommandAnalysis, rules: RuleSet, place: CallPlace
 ) -> tuple[Rule, str] | None:
@@ -480,7 +509,7 @@ def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
     """What deny and ask rules are matched against for one part: its words; for a program
     named by its path (``/bin/rm x``), the same command by the program's name (``rm x``); and
     for git, the command without git's own options (``git -C . push`` is ``git push``)."""
-    from fsm_agent.core.read_only_commands import without_git_globals  # noqa: PLC0415 - lazy
+    from fsm_agent.core.git_commands import without_git_globals  # noqa: PLC0415 - lazy
 
     program = part.argv[0]
     name = program.rsplit("/", 1)[-1] if "/" in program.rstrip("/") else program

@@ -723,7 +723,7 @@ def test_a_read_deny_rule_covers_a_search_through_its_folder(
 def test_a_search_away_from_a_read_deny_rule_stays_allowed(command: str, work: Path) -> None:
     """The control: a search through a folder the rule cannot reach is still read-only."""
     (work / ".env").write_text("KEY=secret\n")
-    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Read(./.env)"})
+    decided = decide(command, work, mode=PermissionMode.BYPASS)
     assert decided.behavior is PermissionBehavior.ALLOW
 
 
@@ -958,3 +958,285 @@ def test_a_changed_path_is_not_a_way_round_a_deny_rule(command: str, work: Path)
     assert "sets what runs later" in decided.reason
     plain = decide("PATH=.:$PATH ls", work, mode=PermissionMode.BYPASS)
     assert plain.behavior is PermissionBehavior.ALLOW  # with no rule to dodge, bypass runs it
+
+
+# Shell commands spelled inside other programs' arguments (found: under `Bash(rm:*)` each ran in
+# bypass mode). They are followed like `sh -c`: the deny rule sees the `rm` they run.
+COMMANDS_IN_ARGUMENTS = [
+    "git -c core.pager='rm -rf src' log",
+    "git -c alias.x='!rm -rf src' x",
+    "git -c core.sshCommand='rm -rf src' fetch",
+    "git -c diff.external='rm -rf src' diff",
+    "git -c core.editor='rm -rf src' commit",
+    "git log --pager='rm'",
+    "git difftool -x 'rm -rf src'",
+    "git rebase --exec 'rm -rf src' HEAD~1",
+    "git bisect run rm -rf src",
+    "git submodule foreach 'rm -rf src'",
+    "git filter-branch --tree-filter 'rm -rf src'",
+    "tar --to-command='rm -rf src' -xf a.tar",
+    "tar -I 'rm -rf src' -xf a.tar",
+    "tar --use-compress-program='rm -rf src' -xf a.tar",
+    "rsync -e 'rm -rf src' a b:c",
+    "ssh -o ProxyCommand='rm -rf src' host",
+    "man -P 'rm -rf src' ls",
+    "zip -T -TT 'rm -rf src' a.zip a",
+    "chronic rm -rf src",
+    "fish -c 'rm -rf src'",
+    # the same, spelled otherwise
+    "git -c Core.Pager='rm -rf src' log",
+    "git --no-pager -c core.pager='rm -rf src' log",
+    "git --an-option-we-do-not-know -c core.pager='rm -rf src' log",
+    "git --an-option-we-do-not-know log --pager='rm -rf src'",
+    "git -C . -c sequence.editor='rm -rf src' rebase -i HEAD~2",
+    "git -c pager.log='rm -rf src' log",
+    "git -c credential.helper='!rm -rf src' fetch",
+    "git -c filter.x.smudge='rm -rf src' checkout .",
+    "git -c diff.x.textconv='rm -rf src' diff",
+    "git -c alias.x='-c core.pager=\"rm -rf src\" log' x",
+    "git rebase -x 'rm -rf src' HEAD~1",
+    "git rebase --exe='rm -rf src' HEAD~1",
+    "git submodule --quiet foreach --recursive rm -rf src",
+    "git clone --upload-pack='rm -rf src' . copy",
+    "git push --receive-pack='rm -rf src' origin",
+    "git grep -O'rm -rf src' x",
+    "tar xIf 'rm -rf src' a.tar",
+    "tar --checkpoint-action=exec='rm -rf src' -xf a.tar",
+    "tar -F 'rm -rf src' -xf a.tar",
+    "tar --to-comm='rm -rf src' -xf a.tar",
+    "rsync -avze 'rm -rf src' a b:c",
+    "rsync --rsync-path='rm -rf src' a b:c",
+    "ssh -oProxyCommand='rm -rf src' host",
+    "ssh -4o 'ProxyCommand rm -rf src' host",
+    "ssh -o LocalCommand='rm -rf src' -o PermitLocalCommand=yes host",
+    "scp -o ProxyCommand='rm -rf src' a b:c",
+    "man --pager='rm -rf src' ls",
+    "zip -T --unzip-command 'rm -rf src' a.zip a",
+    "fish -C 'rm -rf src'",
+    "chronic -ev rm -rf src",
+]
+
+# Code given in the command in another language, which no Bash rule reads (found: allowed in
+# bypass mode under `Bash(rm:*)`): it asks, bypass-immune, under any Bash deny or ask rule.
+CODE_NO_RULE_READS = [
+    "git -c core.hooksPath=evil commit -m x",
+    "awk 'BEGIN{system(\"rm -rf src\")}'",
+    "awk 'BEGIN{print | \"rm -rf src\"}'",
+    "sed -n '1e rm -rf src' a",
+    "sed 's/x/rm -rf src/e' a",
+    "vim -c '!rm -rf src' a",
+    "ex -c '!rm -rf src'",
+    "ed -s a <<< '!rm -rf src'",
+    "less +'!rm -rf src' a",
+    "sqlite3 db '.shell rm -rf src'",
+    "psql -c '\\! rm -rf src'",
+    "mysql -e 'system rm -rf src'",
+    "m4 <<< 'syscmd(rm -rf src)'",
+    "crontab <<< '* * * * * rm -rf src'",
+    "perl -e 'system(\"rm -rf src\")'",
+    "python3 -c \"import os; os.system('rm -rf src')\"",
+    "node -e \"require('child_process').execSync('rm -rf src')\"",
+    # the other interpreters, and the same spelled otherwise
+    "ruby -e 'system(\"rm -rf src\")'",
+    "php -r 'system(\"rm -rf src\");'",
+    "lua -e 'os.execute(\"rm -rf src\")'",
+    "Rscript -e 'system(\"rm -rf src\")'",
+    "deno eval 'Deno.removeSync(\"src\", {recursive: true})'",
+    "bun -e 'x'",
+    "osascript -e 'do shell script \"rm -rf src\"'",
+    "pwsh -c 'Remove-Item -Recurse src'",
+    "pwsh -NoProfile -Command 'x'",
+    "python3 -Ic 'x'",
+    "python3.12 -c 'x'",
+    "python3 -W ignore -c 'x'",
+    "python3 - <<< 'x'",
+    "python3 <<'EOF'\nimport shutil; shutil.rmtree('src')\nEOF",
+    "echo 'x' | python3",
+    "perl -le 'x'",
+    "perl -MPOSIX -e 'x'",
+    "perl '-MPOSIX;system(1)' x.pl",
+    "node --eval 'x'",
+    "node -p 'x'",
+    "node --import 'data:text/javascript,x' app.js",
+    "awk -e 'BEGIN{system(\"x\")}' f",
+    'gawk \'BEGIN{f="system"; @f("x")}\'',
+    "awk -f /dev/stdin f <<< 'BEGIN{system(\"x\")}'",
+    "sed -e p -e '1e rm -rf src' a",
+    "sed 's/x/y/ge' a",
+    "sed -n '/x/e rm -rf src' a",
+    "sed -f - a <<< '1e rm -rf src'",
+    "sed -n '/x/{e rm -rf src\n}' a",
+    "sed -n 'p;s/a/b/ep' a",
+    "sed '1!G;h;$!d;1 e rm -rf src' a",
+    "sed -n p a -e '1e rm -rf src'",
+    "vim +'!rm -rf src' a",
+    "vim --cmd '!rm -rf src' a",
+    "nvim -es a <<< '!rm -rf src'",
+    "ed a",
+    "sqlite3 db",
+    "psql",
+    "m4 -D'x=syscmd(rm -rf src)' f.m4",
+    "crontab tab.txt",
+    "git --config-env=core.pager=PAGER_CMD log",
+    "git -c include.path=/tmp/x.cfg log",
+    "git clone 'ext::sh -c rm% -rf% src' x",
+    "git -c protocol.ext.allow=always -c 'url.ext::sh -c rm% -rf% src%.insteadOf=https://x/' "
+    "clone https://x/r",
+    "git --an-option-we-do-not-know --config-env=core.editor=E commit",
+    "sudo python3 -c 'x'",
+    "bash -c \"python3 -c 'x'\"",
+]
+
+# Ordinary uses of the same programs, and script files: bypass runs them beside the rule.
+RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
+    "git log",
+    "git -c color.ui=always log",
+    "git -c pager.log=false log",
+    "git -c core.fsmonitor=false status",
+    "git rebase -i HEAD~3",
+    "git submodule update --init",
+    "find . -name '*.orig' -exec git rm {} \\;",
+    "tar -xf a.tar",
+    "tar czf out.tgz src",
+    "tar -I zstd -xf a.tar.zst",
+    "rsync -az a b:c",
+    "ssh -o ConnectTimeout=5 host ls",
+    "ssh -o ProxyCommand=none host",
+    "man ls",
+    "zip -r a.zip src",
+    "awk '{print $1}' f",
+    "awk -F: '$3 > 100 {print $1}' /etc/passwd",
+    "awk -f prog.awk f",
+    "gawk --sandbox 'BEGIN{system(\"x\")}'",
+    "sed -n 1p a",
+    "sed -i 's/a/b/g' f",
+    "sed '1i hello' f",
+    "sed --sandbox 's/x/y/e' a",
+    "sed -f script.sed a",
+    "sed -n '/start/,/end/{p}' a",
+    "sed '$!N;s/\\n/ /' a",
+    "sed 's|a|b|w out.txt' a",
+    "sed 'y/abc/xyz/;0~3d' a",
+    "sed -E 's/(e|x)+/e/ge' -e 'x' a --sandbox",
+    "python3 x.py",
+    "python3 x.py -c y",
+    "python3 -m pytest -c x",
+    "perl -pie 's/a/b/' f",
+    "perl -MPOSIX x.pl",
+    "node --inspect x.js",
+    "vim +42 f",
+    "less +G f",
+    "sqlite3 db < schema.sql",
+    "psql -f x.sql",
+    "crontab -l",
+    "m4 macros.m4",
+    "bash x.sh",
+    "./x.sh",
+    "make",
+    "npm test",
+    "pytest",
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS_IN_ARGUMENTS)
+def test_a_shell_command_given_as_an_argument_meets_deny_rules(command: str, work: Path) -> None:
+    """In bypass mode, `Bash(rm:*)` denies the `rm` a program is given to run."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.DENY
+    assert decided.rule == "Bash(rm:*)"
+    assert decided.step == "1d"
+
+
+@pytest.mark.parametrize("rule", ["deny", "ask_rules"])
+@pytest.mark.parametrize("command", CODE_NO_RULE_READS)
+def test_code_no_rule_reads_asks_under_a_bash_rule_in_bypass(
+    command: str, rule: str, work: Path
+) -> None:
+    """Under a Bash deny or ask rule, code given inline asks even in bypass mode, saying why."""
+    questions: list[PermissionRequest] = []
+
+    def ask(request: PermissionRequest) -> PermissionAnswer:
+        questions.append(request)
+        return PermissionAnswer.deny("no")
+
+    policy = {rule: {"Bash(rm:*)"}}
+    decided = decide(command, work, mode=PermissionMode.BYPASS, ask=ask, **policy)
+    assert decided.behavior is PermissionBehavior.DENY
+    assert decided.source is DecisionSource.USER
+    assert [q.tool_name for q in questions] == ["Bash"]
+    message = questions[0].message
+    assert "no rule reads" in message or "cannot be fully analysed" in message
+
+
+@pytest.mark.parametrize("command", CODE_NO_RULE_READS)
+def test_without_a_bash_rule_bypass_runs_code_given_inline(command: str, work: Path) -> None:
+    """Nothing to dodge: bypass mode runs it as before."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS)
+    assert decided.behavior is PermissionBehavior.ALLOW
+
+
+@pytest.mark.parametrize("command", COMMANDS_IN_ARGUMENTS + CODE_NO_RULE_READS)
+def test_default_mode_still_asks_for_commands_in_arguments(command: str, work: Path) -> None:
+    """The default-mode verdict is unchanged: a question (nobody to ask here)."""
+    decided = decide(command, work)
+    assert decided.behavior is PermissionBehavior.DENY
+    assert decided.step == "no_one_to_ask"
+
+
+@pytest.mark.parametrize("command", RUN_IN_BYPASS_BESIDE_A_DENY_RULE)
+def test_ordinary_uses_of_those_programs_run_in_bypass_beside_a_deny_rule(
+    command: str, work: Path
+) -> None:
+    """A deny rule reads command text, not files' code: script files and programs given no
+    code still run in bypass mode."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.ALLOW, decided.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "TAR_OPTIONS='--to-command=rm -rf src' tar -xf a.tar",
+        "RSYNC_RSH='rm -rf src' rsync a b:c",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0='rm -rf src' git log",
+        "export GIT_CONFIG_PARAMETERS=\"'core.pager'='rm -rf src'\"; git log",
+        "PERL5OPT='-MPOSIX;system(1)' perl x.pl",
+        "NODE_OPTIONS='--import data:text/javascript,x' node app.js",
+        "VIMINIT='!rm -rf src' vim f",
+        "MANOPT='-P rm' man ls",
+    ],
+)
+def test_settings_that_carry_commands_are_not_a_way_round_a_deny_rule(
+    command: str, work: Path
+) -> None:
+    """A variable that hands a program a command or code decides what runs later: under a
+    Bash deny rule it asks even in bypass mode (nobody to ask here)."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.DENY
+    assert "sets what runs later" in decided.reason
+
+
+@pytest.mark.parametrize(
+    ("command", "followed"),
+    [
+        ("git -c core.pager='less -R' log", [("less -R", ("git -c core.pager",))]),
+        ("git -c alias.st=status st", [("git status", ("git -c alias.st",))]),
+        ("git -c credential.helper=store fetch",
+         [("git credential-store", ("git -c credential.helper",))]),
+        ("git bisect run make test", [("make test", ("git bisect run",))]),
+        ("tar -I 'zstd -19' -cf a.tar.zst src", [("zstd -19", ("tar -I",))]),
+        ("git log --oneline", []),
+        ("tar -xf a.tar", []),
+        ("man --html ls", []),
+        ("man --html=firefox ls", [("firefox", ("man --html",))]),
+        ("tar --checkpoint-action=dot -xf a.tar", []),
+    ],
+)  # fmt: skip
+def test_what_a_program_is_given_to_run_is_a_part(
+    command: str, followed: list[tuple[str, tuple[str, ...]]]
+) -> None:
+    """The command lines a program's options name are parts, labelled with where they came
+    from, so every rule and the read-only list judge them."""
+    analysis = analyse_command(command)
+    assert analysis.problem is None
+    assert [(part.text, part.wrappers) for part in analysis.parts[1:]] == followed

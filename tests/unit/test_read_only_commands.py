@@ -116,7 +116,9 @@ def test_read_only_commands_are_allowed(command: str) -> None:
         ("git diff --output=x", "git diff --output is not a read-only option"),
         ("git diff --outp=x", "git diff: --outp is ambiguous"),
         ("git log --output x", "git log --output is not a read-only option"),
-        ("git -c core.pager=sh log", "git -c is not a read-only option"),
+        ("git -c color.ui=always log", "git -c is not a read-only option"),
+        # the pager is followed: a shell reading git's output as commands
+        ("git -c core.pager=sh log", "a shell reading commands from its input"),
         ("git --exec-path=/tmp log", "git --exec-path is not a read-only option"),
         ("git -C /tmp status", "git -C is not a read-only option"),
         ("git diff --ext-diff", "git diff --ext-diff is not a read-only option"),

@@ -1,0 +1,275 @@
+"""git's own options, and the command lines git runs because its words say so (SPEC §9.3).
+
+git runs shell commands named in the command itself: configuration given with ``-c KEY=VALUE``
+whose value is a command line (``core.pager``, ``core.editor``, ``core.sshCommand``,
+``diff.external``, ``pager.<cmd>``, ``alias.<name>=!...``, ``credential.helper``, filters and
+text conversions, ...), options of some subcommands (``rebase --exec``, ``difftool -x``,
+``filter-branch --tree-filter``, ``fetch --upload-pack``, ``push --receive-pack``...), and the
+commands of ``bisect run`` and ``submodule foreach``. :func:`git_runs` lists them, so the shell
+analysis follows each one as it follows ``sh -c`` and a deny rule sees what runs.
+
+Where following is not sound it says so instead (:attr:`GitRuns.unread`): the value names a
+folder of hooks or a program file (``core.hooksPath``, ``core.fsmonitor``), a configuration file
+to load (``include.path``), comes from the environment (``--config-env``), or is an ``ext::``
+address (given, or made by ``url.ext::....insteadOf``), whose command git builds itself. A
+Bash deny or ask rule then asks: it cannot read that code (``inline_code``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+
+import attrs
+
+from fsm_agent.core.command_options import abbreviates_any, option_table, parse_arguments
+
+GIT_GLOBALS = option_table(
+    "Pp",
+    "no-pager no-optional-locks literal-pathspecs no-replace-objects glob-pathspecs "
+    "noglob-pathspecs icase-pathspecs version help paginate bare",
+    short_values="cC",
+    long_values="git-dir work-tree namespace config-env super-prefix list-cmds attr-source",
+    long_optional="exec-path",
+)
+"""git's own options, those written before its subcommand."""
+
+READ_ONLY_GIT_GLOBALS = frozenset(
+    {"-P", "--no-pager", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects",
+     "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--version", "--help"}
+)  # fmt: skip
+"""Those of git's own options a read-only git command may carry (``-c`` and ``-C`` may not)."""
+
+
+def without_git_globals(args: Sequence[str]) -> tuple[str, ...] | None:
+    """git's arguments from its subcommand on, its own options (``-C dir``, ``-c k=v``,
+    ``--no-pager``) left out; None when one of them is not an option we know."""
+    parsed = parse_arguments(args, GIT_GLOBALS)
+    if parsed.problem is not None:
+        return None
+    return tuple(args[parsed.rest_index :])
+
+
+@attrs.frozen(kw_only=True)
+class GitRuns:
+    """What a git command runs beyond git, read from its words.
+
+    Attributes:
+        scripts: command lines, each with the indexes (in git's arguments) of the words holding
+            it and a label naming where it came from (``git -c core.pager``).
+        commands: commands given as words (``bisect run CMD ARGS...``): the index of the first
+            word and a label.
+        unread: why git runs code no rule can read here, or None.
+    """
+
+    scripts: tuple[tuple[str, tuple[int, ...], str], ...] = ()
+    commands: tuple[tuple[int, str], ...] = ()
+    unread: str | None = None
+
+
+_Script = tuple[str, tuple[int, ...], str]
+
+_SHELL_KEYS = (
+    "core.pager", "core.editor", "core.sshcommand", "core.askpass", "core.gitproxy",
+    "core.alternaterefscommand", "sequence.editor", "diff.external", "diff.*.command",
+    "*.textconv", "merge.*.driver", "filter.*.clean", "filter.*.smudge", "filter.*.process",
+    "pager.*", "gpg.program", "gpg.*.program", "sendemail.tocmd", "sendemail.cccmd",
+    "sendemail.headercmd", "sendemail.sendmailcmd", "sendemail.smtpserver", "browser.*.cmd",
+    "browser.*.path", "man.*.cmd", "man.*.path", "difftool.*.cmd", "mergetool.*.cmd",
+    "remote.*.uploadpack", "remote.*.receivepack", "uploadpack.packobjectshook",
+    "hook.*.command",
+)  # fmt: skip
+"""Configuration keys (lower case, ``*`` for a subsection) whose value is a command line or a
+program git runs."""
+
+_UNREAD_KEYS = {
+    "core.hookspath": "names a folder of hooks",
+    "core.fsmonitor": "names a hook program",
+    "include.path": "loads a configuration file",
+    "includeif.*.path": "loads a configuration file",
+}
+"""Keys whose value leads to code elsewhere: a folder, a program file, a configuration file."""
+
+_BOOLEANS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0", ""})
+_BOOLEAN_KEYS = ("pager.*", "core.fsmonitor")
+"""Keys that also take a boolean (``pager.log=false``, ``core.fsmonitor=true``): nothing runs."""
+
+_SUBCOMMAND_OPTIONS: dict[str, tuple[str, str]] = {
+    "rebase": ("exec", "x"),
+    "difftool": ("extcmd", "x"),
+    "filter-branch": (
+        "setup env-filter tree-filter index-filter parent-filter msg-filter commit-filter "
+        "tag-name-filter",
+        "",
+    ),
+    "fetch": ("upload-pack", ""),
+    "pull": ("upload-pack", ""),
+    "clone": ("upload-pack", "u"),
+    "ls-remote": ("upload-pack", ""),
+    "archive": ("exec", ""),
+    "push": ("receive-pack exec", ""),
+    "send-email": ("smtp-server sendmail-cmd to-cmd cc-cmd header-cmd", ""),
+}
+"""Subcommand options whose value is a command line: long names, and option letters."""
+
+_EVERY_SUBCOMMAND = ("pager",)
+"""Long options read as a command line after any subcommand."""
+
+_ATTACHED_ONLY = {"grep": ("open-files-in-pager", "O")}
+"""Options whose command line is given only inline (``-Oless``, ``--open-files-in-pager=x``);
+written alone they run the pager the configuration names."""
+
+
+def git_runs(args: Sequence[str]) -> GitRuns:
+    """The command lines and commands git's arguments ``args`` make it run."""
+    parsed = parse_arguments(args, GIT_GLOBALS)
+    if parsed.problem is None:
+        settings = [
+            (o.value or "", o.name) for o in parsed.options if o.name in ("-c", "--config-env")
+        ]
+        starts = [parsed.rest_index]
+    else:
+        # An option we do not know: every `-c` pair counts, and any word may be the subcommand.
+        settings = [(args[i + 1], "-c") for i in range(len(args) - 1) if args[i] == "-c"]
+        settings += [(w[13:], "--config-env") for w in args if w.startswith("--config-env=")]
+        starts = [i for i, word in enumerate(args) if not word.startswith("-")]
+    scripts: list[_Script] = []
+    commands: list[tuple[int, str]] = []
+    unread: list[str] = []
+    for setting, option in settings:
+        index = _holding(args, setting)
+        key, has_value, value = setting.partition("=")
+        if option == "--config-env":
+            if _key_runs(key) or _key_unread(key):
+                unread.append(f"git --config-env={key} takes a command from the environment")
+            continue
+        if has_value:
+            _setting(key, value, index, scripts, unread)
+    for start in starts:
+        if start < len(args):
+            _subcommand(args, start, scripts, commands)
+    if any("ext::" in word for word in args):  # an address, or -c url.ext::....insteadOf
+        unread.append("an ext:: address runs a command git builds from it")
+    return GitRuns(
+        scripts=tuple(dict.fromkeys(scripts)),
+        commands=tuple(dict.fromkeys(commands)),
+        unread=unread[0] if unread else None,
+    )
+
+
+def _holding(args: Sequence[str], text: str) -> tuple[int, ...]:
+    """The index of the first argument holding an option's value ``text``."""
+    return next(((index,) for index, word in enumerate(args) if text in word), ())
+
+
+def _normal_key(key: str) -> str:
+    """A key as git compares it: section and name without case, the subsection as written."""
+    section, _, rest = key.partition(".")
+    middle, _, name = rest.rpartition(".")
+    return ".".join(part for part in (section.lower(), middle, name.lower()) if part)
+
+
+def _matches(key: str, patterns: Sequence[str]) -> bool:
+    normal = _normal_key(key)
+    return any(fnmatch.fnmatchcase(normal, pattern) for pattern in patterns)
+
+
+def _key_runs(key: str) -> bool:
+    return _matches(key, (*_SHELL_KEYS, "alias.*", "credential.helper", "credential.*.helper"))
+
+
+def _key_unread(key: str) -> str | None:
+    return next((why for pattern, why in _UNREAD_KEYS.items() if _matches(key, (pattern,))), None)
+
+
+def _setting(
+    key: str, value: str, index: tuple[int, ...], scripts: list[_Script], unread: list[str]
+) -> None:
+    """What ``-c KEY=VALUE`` runs, added to ``scripts`` (or why it cannot be read, to
+    ``unread``)."""
+    label = f"git -c {_normal_key(key)}"
+    if _matches(key, _BOOLEAN_KEYS) and value.lower() in _BOOLEANS:
+        return
+    why = _key_unread(key)
+    if why is not None:
+        unread.append(f"git -c {_normal_key(key)} {why}")
+    elif _matches(key, ("alias.*",)):
+        # `!` runs the rest in the shell; otherwise the value is more of git's own words.
+        scripts.append((value[1:] if value.startswith("!") else f"git {value}", index, label))
+    elif _matches(key, ("credential.helper", "credential.*.helper")):
+        if value.startswith("!"):
+            scripts.append((value[1:], index, label))
+        elif value:
+            helper = value if value.startswith("/") else f"git credential-{value}"
+            scripts.append((helper, index, label))
+    elif _matches(key, _SHELL_KEYS):
+        scripts.append((value, index, label))
+
+
+def _subcommand(
+    args: Sequence[str],
+    start: int,
+    scripts: list[_Script],
+    commands: list[tuple[int, str]],
+) -> None:
+    """What the subcommand at ``args[start]`` runs through its options and words."""
+    name = args[start]
+    rest = range(start + 1, len(args))
+    if name == "bisect" and start + 2 < len(args) and args[start + 1] == "run":
+        commands.append((start + 2, "git bisect run"))
+    if name == "submodule":
+        _foreach(args, start + 1, scripts)
+    longs, letters = _SUBCOMMAND_OPTIONS.get(name, ("", ""))
+    attached_longs, attached_letters = _ATTACHED_ONLY.get(name, ("", ""))
+    label = f"git {name}"
+    for index in rest:
+        word = args[index]
+        if word == "--":
+            return
+        value: tuple[str, int] | None = None
+        if word.startswith("--"):
+            option, has_value, inline = word[2:].partition("=")
+            if abbreviates_any(option, (*longs.split(), *_EVERY_SUBCOMMAND)):
+                value = (inline, index) if has_value else _next(args, index)
+            elif has_value and abbreviates_any(option, attached_longs.split()):
+                value = (inline, index)
+        elif word.startswith("-") and len(word) > 1:
+            value = _letter_value(args, index, letters, attached_letters)
+        if value is not None and value[0]:
+            scripts.append((value[0], (value[1],), f"{label} {word.partition('=')[0]}"))
+
+
+def _next(args: Sequence[str], index: int) -> tuple[str, int] | None:
+    return (args[index + 1], index + 1) if index + 1 < len(args) else None
+
+
+def _letter_value(
+    args: Sequence[str], index: int, letters: str, attached: str
+) -> tuple[str, int] | None:
+    """The value of the first of ``letters`` in the cluster ``args[index]`` (the rest of the
+    cluster, or the next word), or of one of ``attached`` (the rest of the cluster only)."""
+    word = args[index]
+    for position in range(1, len(word)):
+        letter = word[position]
+        if letter in letters:
+            rest = word[position + 1 :]
+            return (rest, index) if rest else _next(args, index)
+        if letter in attached:
+            return (word[position + 1 :], index)
+    return None
+
+
+def _foreach(args: Sequence[str], start: int, scripts: list[_Script]) -> None:
+    """``git submodule [--quiet] foreach [--recursive] COMMAND...``: the words, joined, are run
+    by the shell in each submodule."""
+    index = start
+    while index < len(args) and args[index] in ("-q", "--quiet"):
+        index += 1
+    if index >= len(args) or args[index] != "foreach":
+        return
+    index += 1
+    while index < len(args) and args[index] in ("--recursive", "-q", "--quiet", "--"):
+        index += 1
+    if index < len(args):
+        indexes = tuple(range(index, len(args)))
+        scripts.append((" ".join(args[index:]), indexes, "git submodule foreach"))
