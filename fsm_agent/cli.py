@@ -39,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "handler"):
         parser.print_help()
         return EXIT_USAGE
+    args.hidden = []  # a live run's agent adds its secrets: never printed, not even by a crash
     try:
         result: int = args.handler(args)
     except CommandLineError as exc:
@@ -65,7 +66,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(shown(f"fsm-agent: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_FAILED
+    except Exception as exc:  # a fault nobody expected: reported, redacted
+        print(_crash_report(exc, args.hidden), file=sys.stderr)
+        return EXIT_FAILED
     return result
+
+
+def _crash_report(exc: Exception, hidden: Sequence[str]) -> str:
+    """The traceback of a fault nobody expected (a bug: it is what a report needs), as Python
+    would print it, but with no secret (DESIGN §8): an error's words may quote one. Hidden are
+    API-key-shaped text, the run's agent's secrets when it was built, and the values of the
+    environment variables under a credential's name (``ANTHROPIC_API_KEY``, ``GITHUB_TOKEN``:
+    the ones a crash before the agent was built may quote)."""
+    import traceback  # noqa: PLC0415 - only for a crash
+
+    from fsm_agent.credentials import named_credentials  # noqa: PLC0415
+    from fsm_agent.trace.redact import Redactor  # noqa: PLC0415
+
+    found = [*hidden, *named_credentials(os.environ.items())]
+    redactor = Redactor(secret for secret in found if len(secret) >= 4)  # as an agent keeps
+    return shown(redactor.text("".join(traceback.format_exception(exc))).rstrip("\n"))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -329,6 +349,7 @@ def _live(args: argparse.Namespace, stream: Any, *, read_line: Any = None) -> in
     # The view answers the agent's questions, so it was made first; it hides what the agent
     # hides (its model's, store's, MCP servers' and telemetry's credentials) from here on.
     view.hide(agent.secrets)
+    args.hidden += agent.secrets
 
     async def go() -> Any:
         result = None
@@ -703,7 +724,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
         return _list_traces(args.path)
     from fsm_agent.trace.conversation import turn_label  # noqa: PLC0415
 
-    trace = read_trace(_trace_file(args.path), allow_truncated=True)
+    # Redacted: the trace may come from another program, with credentials in clear.
+    trace = read_trace(_trace_file(args.path), allow_truncated=True).redacted()
     label = turn_label(trace.header.meta)
     if label is not None:
         print(f"({label})")

@@ -26,6 +26,7 @@ Four shapes:
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 from urllib.parse import unquote
@@ -126,6 +127,18 @@ def argument_credentials(args: Sequence[str]) -> list[str]:
         found += url_passwords(arg)
     found += program_passwords(args)
     return list(dict.fromkeys(found))
+
+
+def command_credentials(command: str) -> list[str]:
+    """The credentials in a shell command line (a command hook's): its words as the shell
+    splits them (at blanks, when its quotes do not close), judged as a command's arguments
+    (:func:`argument_credentials`: ``--token VALUE``, ``GITHUB_TOKEN=VALUE``,
+    ``curl -H "Authorization: Bearer TOKEN"``, ``mysql -pVALUE``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return argument_credentials(words)
 
 
 _ATTACHED: Final = "attached"

@@ -176,7 +176,12 @@ class TraceDivergence(TraceError):
         self.line = line
         where = f"{source}: " if source else ""
         on_line = f" (line {line})" if line is not None else ""
+        from fsm_agent.trace.redact import KEY_RULES_ONLY  # noqa: PLC0415 - only when raised
+
+        # The records as shown are redacted by the key rules: the trace may not be one this
+        # library wrote (the attributes keep them as they are).
         super().__init__(
-            f"{where}replay diverged at seq {seq}{on_line}:\n  expected: {expected}\n"
-            f"  actual:   {actual}"
+            f"{where}replay diverged at seq {seq}{on_line}:\n"
+            f"  expected: {KEY_RULES_ONLY.value(expected)}\n"
+            f"  actual:   {KEY_RULES_ONLY.value(actual)}"
         )

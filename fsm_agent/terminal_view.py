@@ -60,13 +60,16 @@ def summarize_input(tool_input: dict[str, Any], limit: int = SUMMARY_CHARS) -> s
     return _cut(pairs, limit)
 
 
+def result_text(content: object) -> str:
+    """A tool result's text: the string, or its blocks' texts joined."""
+    if isinstance(content, str):
+        return content
+    return " ".join(str(getattr(block, "text", "")) for block in content or ())  # type: ignore[attr-defined]
+
+
 def summarize_result(content: object, limit: int = SUMMARY_CHARS) -> str:
     """The first line of a tool result, cut to ``limit``, with the line count when longer."""
-    if isinstance(content, str):
-        text = content
-    else:
-        text = " ".join(str(getattr(block, "text", "")) for block in content or ())  # type: ignore[attr-defined]
-    lines = text.splitlines() or [""]
+    lines = result_text(content).splitlines() or [""]
     more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
     return _cut(lines[0], limit) + more
 
@@ -169,7 +172,9 @@ class LiveView:
             )
         elif isinstance(update, updates.ToolProgress):
             name = self._tools.get(update.call_id, update.call_id)
-            self._print(f"   … {name}: {_cut(update.text, SUMMARY_CHARS)}", "dim")
+            self._print(
+                f"   … {name}: {_cut(self._redactor.text(update.text), SUMMARY_CHARS)}", "dim"
+            )
         return None
 
     def _transition(self, update: updates.TransitionUpdate) -> None:
@@ -214,19 +219,23 @@ class LiveView:
                 if isinstance(block, ToolUseBlock):
                     self._end_text()
                     self._tools[block.id] = block.name
-                    self._print(f"   ▶ {block.name} {summarize_input(block.input)}", "bold")
+                    # Redacted before it is cut or quoted: a secret cut in two, or with a
+                    # quote escaped, would no longer be found whole.
+                    summary = summarize_input(self._redactor.value(block.input))
+                    self._print(f"   ▶ {block.name} {summary}", "bold")
         elif isinstance(message, UserMessage):
             for block in message.content:
                 if isinstance(block, ToolResultBlock):
                     self._end_text()
                     name = self._tools.get(block.tool_use_id, "tool")
                     mark, style = ("✗", "red") if block.is_error else ("◀", "green")
-                    self._print(f"   {mark} {name}: {summarize_result(block.content)}", style)
+                    text = self._redactor.text(result_text(block.content))
+                    self._print(f"   {mark} {name}: {summarize_result(text)}", style)
 
     def _update_status(self) -> None:
         if self._status is None or self._held is not None:
             return
-        tail = shown(self._redactor.text(self._text))[-70:]
+        tail = shown(self._redactor.text_so_far(self._text))[-70:]
         self._status.update(Text(f"phase: {self._phase}" + (f"  │ {tail}" if tail else "")))
 
     def _end_text(self) -> None:
@@ -262,7 +271,9 @@ class LiveView:
         def show_input(*, whole: bool) -> bool:
             """Print the input; returns whether a part was left out (``whole=False``)."""
             abridged = False
-            for key, value in request.input.items():
+            # Redacted whole, as the trace holds it (a value under a credential's name too),
+            # before a long value is cut: a secret cut in two would no longer be found.
+            for key, value in self._redactor.value(request.input).items():
                 text = value if isinstance(value, str) else str(value)
                 if not whole and len(text) > QUESTION_CHARS:
                     hidden = len(text) - QUESTION_HEAD - QUESTION_TAIL

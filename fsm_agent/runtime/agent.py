@@ -65,7 +65,9 @@ class RunResult:
     """
 
     terminal: str
-    messages: tuple[Message, ...]
+    messages: tuple[Message, ...] = attrs.field(repr=lambda messages: f"<{len(messages)} messages>")
+    """Shown by ``repr`` as a count: they hold the conversation as it was, secrets a model or
+    a tool repeated included, and a result is the thing a caller prints or logs (DESIGN §8)."""
     usage: Usage
     trace_path: Path | None = None
     turns: int = 0
@@ -306,6 +308,7 @@ class Agent:
             *secrets,
             *model_credentials(model),
             *_server_credentials(mcp_servers),
+            *_kept(self.hooks.secrets),
             *_kept(telemetry_credentials(telemetry)),
             *store_credentials(self.store_target()),
         )

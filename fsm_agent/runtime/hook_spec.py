@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from fsm_agent.core.kinds import HookEvent
+from fsm_agent.credentials import command_credentials
 from fsm_agent.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -109,6 +110,13 @@ class CommandHook:
 
     command: str
     timeout: float | None = None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials written in the command (``--token VALUE``, ``API_KEY=VALUE``, a
+        header's token, ``mysql -pVALUE``): an error about the hook quotes the command, so
+        the agent keeps them out of its traces and spans as its own (DESIGN §8)."""
+        return tuple(command_credentials(self.command))
 
     def __attrs_post_init__(self) -> None:
         if not self.command.strip():

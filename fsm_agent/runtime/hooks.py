@@ -99,6 +99,20 @@ class Hooks:
         found = matchers_from_settings(hooks, source=source)
         return cls(**{_FIELDS[event]: groups for event, groups in found.items()})
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials written in the command hooks' commands (``CommandHook.secrets``)."""
+        found = (
+            secret
+            for name in _FIELDS.values()
+            for entry in getattr(self, name)
+            if isinstance(entry, HookMatcher)
+            for hook in entry.hooks
+            if isinstance(hook, CommandHook)
+            for secret in hook.secrets
+        )
+        return tuple(dict.fromkeys(found))
+
     def merged(self, other: Hooks) -> Hooks:
         """These hooks and ``other``'s, event by event (``other``'s run alongside)."""
         return Hooks(

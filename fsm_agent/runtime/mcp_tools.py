@@ -69,6 +69,7 @@ from fsm_agent.runtime.tool import (
     ToolOutput,
 )
 from fsm_agent.terminal_text import shown
+from fsm_agent.trace.redact import KEY_RULES_ONLY
 
 if TYPE_CHECKING:
     import asyncio  # imported where it is used (issue 10)
@@ -304,13 +305,14 @@ _REASON_LIMIT = 500
 def _reason(exc: BaseException, server: McpServer, *, timeout_s: float | None = None) -> str:
     """What went wrong with a server, in a line: the first error inside the ``mcp`` client's
     task groups rather than the group, and a timeout as the bound ``timeout_s`` it ran past.
-    The words of the error are cut, the server's credentials hidden (an error may quote its
-    URL or command) and terminal controls spelled out: a warning prints them as they are."""
+    The words of the error are cut, the server's credentials and API-key-shaped text hidden
+    (an error may quote its URL, its command or what it answered) and terminal controls spelled
+    out: a warning prints them as they are."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, TimeoutError) and timeout_s is not None:
         return f"it did not answer within {timeout_s:g} s (McpServer timeout_s)"
-    said = hidden(str(exc), server.secrets)
+    said = KEY_RULES_ONLY.text(hidden(str(exc), server.secrets))
     if len(said) > _REASON_LIMIT:
         said = said[:_REASON_LIMIT] + "…"
     return shown(f"{type(exc).__name__}: {said}" if said else type(exc).__name__)

@@ -1,8 +1,8 @@
 """How a divergence is reported, the same way by the CLI and the pytest plugin.
 
-Records are shown as the JSON lines of the trace (keys sorted), and the report names the
-first field that differs as a JSON path (``$.effect.max_output_tokens``), so a long record
-need not be compared by eye.
+Records are shown as the JSON lines of the trace (keys sorted, redacted as the trace writer
+redacts, whoever wrote the trace), and the report names the first field that differs as a
+JSON path (``$.effect.max_output_tokens``), so a long record need not be compared by eye.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from fsm_agent.errors import TraceDivergence
+from fsm_agent.trace.redact import KEY_RULES_ONLY
 
 
 def first_difference(expected: Any, actual: Any, path: str = "$") -> str | None:
@@ -42,9 +43,11 @@ def first_difference(expected: Any, actual: Any, path: str = "$") -> str | None:
 
 
 def _json(record: dict[str, Any] | None) -> str:
+    """A record as shown: redacted by the key rules (DESIGN §8), for the trace may not be
+    one this library wrote, or the replayed side may hold what the writer would redact."""
     if record is None:
         return "(nothing: the trace ends here)"
-    return orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode()
+    return orjson.dumps(KEY_RULES_ONLY.value(record), option=orjson.OPT_SORT_KEYS).decode()
 
 
 def format_divergence(error: TraceDivergence) -> str:
@@ -52,7 +55,8 @@ def format_divergence(error: TraceDivergence) -> str:
     on_line = f" (line {error.line})" if error.line is not None else ""
     lines = [f"{error.source or 'trace'}: replay diverged at seq {error.seq}{on_line}"]
     if error.expected is not None and error.actual is not None:
-        lines.append(f"  first difference: {first_difference(error.expected, error.actual)}")
+        where = first_difference(error.expected, error.actual)
+        lines.append(f"  first difference: {KEY_RULES_ONLY.text(str(where))}")  # keys too
     lines.append(f"  recorded: {_json(error.expected)}")
     lines.append(f"  replayed: {_json(error.actual)}")
     if error.context:

@@ -31,6 +31,7 @@ from fsm_agent.core.events import Event
 from fsm_agent.errors import TraceFormatError, TraceTruncated, TraceVersionError
 from fsm_agent.trace import records
 from fsm_agent.trace.records import SCHEMA_VERSION, TraceHeader, TraceRecord
+from fsm_agent.trace.redact import KEY_RULES_ONLY
 
 Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
 TraceSource = str | os.PathLike[str]
@@ -315,6 +316,23 @@ class Trace:
     def of_kind(self, kind: str) -> tuple[TraceRecord, ...]:
         """The records of one kind (``event``, ``transition``, ``effect`` or ``end``)."""
         return tuple(r for r in self.records if r.kind == kind)
+
+    def redacted(self) -> Trace:
+        """The trace as it may be shown (DESIGN §8): in its records' data and its header's
+        meta, a string under a sensitive key name and API-key-shaped text are replaced, as the
+        trace writer replaces them. A trace this library wrote is so already; one another
+        program wrote, or one edited by hand, may hold them in clear. The records' structured
+        events are left as read (replay's business, not a view's)."""
+        rules = KEY_RULES_ONLY
+        records = tuple(
+            record
+            if (data := rules.value(record.data)) is record.data
+            else attrs.evolve(record, data=data)
+            for record in self.records
+        )
+        meta = rules.value(self.header.meta)
+        header = self.header if meta is self.header.meta else attrs.evolve(self.header, meta=meta)
+        return attrs.evolve(self, header=header, records=records)
 
 
 def iter_records(

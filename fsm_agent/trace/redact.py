@@ -8,7 +8,8 @@ Two rules, applied to every record before it is rendered:
   container under a sensitive key (a JSON schema's ``"password": {"type": "string"}``), which
   is walked instead, so a secret string inside it is still caught;
 * a **secret string** (given to the writer, plus anything shaped like an Anthropic API key)
-  is replaced wherever it occurs inside any string value.
+  is replaced wherever it occurs inside any string value, or inside a key (a model may name a
+  field by one; of two keys redacted alike, the last one's value stays).
 
 The writer checks first: secret strings are searched for in the bytes it rendered anyway
 (:meth:`Redactor.holds_secret`), key names on the record (:func:`has_sensitive_key`, each
@@ -62,6 +63,9 @@ _SENSITIVE_KEY: Final = re.compile(
     re.IGNORECASE,
 )
 _KEY_SHAPED: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
+_KEY_PREFIX: Final = "sk-ant-"
+_KEY_BEGUN: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]{0,7}$")
+"""The end of a text where an API key may have begun, too short yet to be one."""
 _CONTAINERS: Final = frozenset({dict, list, tuple})
 """A set, not a tuple: ``type(x) in`` a tuple compares ``x``'s type with each member in turn,
 at the cost of a failed rich comparison per member; a set hashes it once."""
@@ -164,6 +168,22 @@ class Redactor:
             value = _KEY_SHAPED.sub(REDACTED, value)
         return value
 
+    def text_so_far(self, text: str) -> str:
+        """``text``, still arriving (a model's streamed line), as it may be shown now: redacted,
+        and cut before a tail that may begin a secret string or an API key whose rest has not
+        arrived yet (shown, it would give their start away)."""
+        text = self.text(text)
+        keep = len(text)
+        for secret in (*self._secrets, _KEY_PREFIX):
+            for size in range(min(len(secret) - 1, len(text)), 0, -1):
+                if text.endswith(secret[:size]):
+                    keep = min(keep, len(text) - size)
+                    break
+        begun = _KEY_BEGUN.search(text)
+        if begun is not None:
+            keep = min(keep, begun.start())
+        return text[:keep]
+
     def value(self, value: Any) -> Any:
         """A redacted copy of a JSON-like value (the same object when nothing changed)."""
         if isinstance(value, str):
@@ -182,15 +202,28 @@ class Redactor:
 
     def _mapping(self, mapping: dict[Any, Any]) -> dict[Any, Any]:
         out: dict[Any, Any] | None = None
+        renamed = False
         for key, item in mapping.items():
-            if isinstance(key, str) and isinstance(item, str) and is_sensitive_key(key):
-                new: Any = REDACTED if item else item
+            if isinstance(key, str):
+                if isinstance(item, str) and is_sensitive_key(key):
+                    new: Any = REDACTED if item else item
+                else:
+                    new = self.value(item)
+                renamed = renamed or self.text(key) != key
             else:
                 new = self.value(item)
             if new is not item:
                 if out is None:
                     out = dict(mapping)
                 out[key] = new
+        if renamed:
+            # A key that is, or holds, a secret string (a model may write one as a name) is
+            # redacted as a string is; of two keys redacted alike, the last one's value stays.
+            text = self.text
+            out = {
+                (text(key) if isinstance(key, str) else key): item
+                for key, item in (mapping if out is None else out).items()
+            }
         return mapping if out is None else out
 
 

@@ -28,7 +28,8 @@ def subagent_traces(trace: Trace) -> dict[str, Path]:
 
 
 def write_run_pages(trace: Trace, target: Path, *, parent_href: str | None = None) -> list[Path]:
-    """Write the page of ``trace`` to ``target`` and its subagents' pages beside it.
+    """Write the page of ``trace`` to ``target`` and its subagents' pages beside it, each
+    trace redacted (:meth:`Trace.redacted`).
 
     Args:
         trace: the run's trace.
@@ -38,7 +39,7 @@ def write_run_pages(trace: Trace, target: Path, *, parent_href: str | None = Non
     Returns:
         The files written, the run's page first.
     """
-    return _write(trace, target, parent_href, seen=set())
+    return _write(trace.redacted(), target, parent_href, seen=set())
 
 
 def _write(trace: Trace, target: Path, parent_href: str | None, *, seen: set[Path]) -> list[Path]:
@@ -51,7 +52,7 @@ def _write(trace: Trace, target: Path, parent_href: str | None, *, seen: set[Pat
     target.write_text(render_html(trace, children=pages, parent_href=parent_href), encoding="utf-8")
     written = [target]
     for call, path in children.items():
-        child = read_trace(path, allow_truncated=True)
+        child = read_trace(path, allow_truncated=True).redacted()
         back = f"{target.name}#call-{call}"
         written += _write(child, target.parent / pages[call], back, seen=seen)
     return written

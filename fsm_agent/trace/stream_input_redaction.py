@@ -37,7 +37,10 @@ A piece inside an ordinary string with no quote and no backslash costs two searc
 The scanner is total: any text in any state. Text that breaks the grammar cannot be read for
 keys and values any more, so from there on it is only searched for names; from the first
 one, or at once when the text broke right after a sensitive key (an unquoted value, a missing
-colon), the rest of the block is dropped (``[REDACTED]`` marks the place). Text with no such
+colon) or right after a string that names one or was a sensitive value (a key and value with
+no braces, ``"password": "x"``, a string meant as a key inside a container, a value that goes
+on, ``"password": "a" "b"``), the rest of the block is dropped (``[REDACTED]`` marks the
+place). Text with no such
 name (``[REDACTED]`` counts as one) passes as it came: the core answers it with the same error
 as in the run, so its trace replays.
 
@@ -172,6 +175,7 @@ class _JsonReader:
         "_stack",
         "_state",
         "_tail",
+        "_value",
     )
 
     def __init__(self) -> None:
@@ -184,6 +188,9 @@ class _JsonReader:
         """The text of the key being read, as written (escapes undecoded)."""
         self._secret_key = False
         """The key just read is a sensitive key name: the value to come is under it."""
+        self._value: list[str] = []
+        """The text of the string value being read or read last, as written (a sensitive
+        value's is :data:`REDACTED`); empty once a literal or a container follows it."""
         self._literal = ""
         """The beginning of the literal being read."""
         self._tail = ""
@@ -204,6 +211,7 @@ class _JsonReader:
             and '"' not in piece
             and "\\" not in piece
         ):
+            self._value.append(piece)
             return piece
         return self._scan(piece)
 
@@ -221,6 +229,8 @@ class _JsonReader:
                 close = self._string_end(piece, pos)
                 if state == _IN_KEY:
                     self._key.append(piece[pos:end] if close < 0 else piece[pos:close])
+                elif state == _IN_STRING:
+                    self._value.append(piece[pos:end] if close < 0 else piece[pos:close])
                 elif state == _IN_SECRET:
                     out += (piece[kept:pos],)
                     kept = end if close < 0 else close
@@ -328,7 +338,9 @@ class _JsonReader:
         if state in (_VALUE, _VALUE_OR_CLOSE):
             if char == '"':
                 secret_key, self._secret_key = self._secret_key, False
+                self._value = [REDACTED] if secret_key else []
                 return _SECRET_START if secret_key else _IN_STRING
+            self._value = []  # a literal or a container
             opened = _OPENS.get(char)
             if opened is not None:
                 self._secret_key = False  # a container under a sensitive key is walked
@@ -351,11 +363,17 @@ class _JsonReader:
                 return _KEY if self._stack[-1] == _OBJECT else _VALUE
             if _CLOSES.get(char) == self._stack[-1]:
                 return self._closed()
-        return _BROKEN  # after the input's value, or a character the grammar has no place for
+        # After the input's value, or a character the grammar has no place for. A string just
+        # before may have been meant as a key (``"password": "x"`` with no braces,
+        # ``["password": "x"]``) or a value may go on (``"password": "a" "b"``): one that names
+        # a credential, or was one, counts as a sensitive key, judged as broken text is.
+        self._secret_key = bool(self._value) and _first_name("".join(self._value)) >= 0
+        return _BROKEN
 
     def _closed(self) -> int:
         """Close the innermost container."""
         self._stack.pop()
+        self._value = []
         return self._after_value()
 
     def _literal_on(self, piece: str, pos: int) -> tuple[int, int]:

@@ -392,6 +392,15 @@ def test_what_a_warning_repeats_of_an_error_hides_credentials_and_controls() -> 
     assert len(said) < 700
 
 
+def test_what_a_warning_repeats_of_a_servers_answer_hides_an_api_key() -> None:
+    """A server's error text holding an API key (its answer to ``initialize``, say): the
+    warning that repeats it shows ``[REDACTED]``."""
+    from fsm_agent.runtime.mcp_tools import _reason
+
+    said = _reason(RuntimeError(f"bad key {API_KEY} given"), _server("ok"))
+    assert API_KEY[:20] not in said and "bad key [REDACTED] given" in said
+
+
 def test_a_run_cancelled_while_a_server_starts_stops_the_server(tmp_path: Path) -> None:
     """Ctrl-C while a server has not answered ``initialize``: the run is cancelled at once
     (not after ``timeout_s``) and the server's process is stopped."""

@@ -242,3 +242,11 @@ def test_saved_results_are_owner_only(planted_run: Sinks) -> None:
     assert SECRET in saved.read_text(encoding="utf-8")  # kept in clear, as documented
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+
+
+def test_the_run_results_repr_holds_no_secret(planted_run: Sinks) -> None:
+    """A result is what a caller prints or logs: its repr counts the messages, which hold the
+    conversation as it was (secrets included), instead of quoting them."""
+    shown = repr(planted_run.result)
+    assert f"messages=<{len(planted_run.result.messages)} messages>" in shown
+    assert_clean("the result's repr", shown)

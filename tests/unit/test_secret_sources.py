@@ -33,6 +33,7 @@ from fsm_agent.credentials import (
 from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.agent import Agent, model_credentials
 from fsm_agent.runtime.hook_spec import CommandHook
+from fsm_agent.runtime.hooks import Hooks
 from fsm_agent.runtime.mcp_tools import McpServer
 from fsm_agent.runtime.models import AnthropicModel, ModelRequest
 from fsm_agent.runtime.permissions import PermissionPolicy, PermissionRequest
@@ -243,6 +244,55 @@ def test_a_model_repeating_an_mcp_servers_argument_writes_no_secret(tmp_path: Pa
     assert agent.run_sync("go").terminal == "completed"
     written = (tmp_path / "run.jsonl").read_bytes()
     assert b"the token is [REDACTED]" in written
+    assert_clean("the trace", written, (token, SECRET, KEY_SHAPED))
+
+
+# --- a command hook's command and its stderr ------------------------------------------------
+
+
+def test_the_credentials_in_a_command_hooks_command_are_secrets() -> None:
+    """A settings file's hook command written with a token (``--token VALUE``, a variable, a
+    header): an error about the hook quotes the command, so they are the agent's secrets."""
+    command = (
+        "GITHUB_TOKEN=hook-env-0123 notify --token hook-arg-0123 "
+        "&& curl -H 'Authorization: Bearer hook-bearer-0123' https://example.invalid"
+    )
+    settings = {"PreToolUse": [{"hooks": [{"type": "command", "command": command}]}]}
+    hooks = Hooks.from_settings(settings, source="settings.json")
+    agent = Agent(model=scripted("hi"), hooks=hooks, trace=False, store=False)
+    for value in ("hook-env-0123", "hook-arg-0123", "hook-bearer-0123"):
+        assert value in agent.secrets
+    assert "notify" not in agent.secrets
+    assert CommandHook(command="echo 'unclosed --token tok-0123").secrets == ("tok-0123",)
+
+
+def test_a_failing_command_hook_writes_no_secret(tmp_path: Path) -> None:
+    """A hook written with a token that fails, printing the planted strings on stderr (a
+    blocking error, then a failure): the trace holds neither the token nor what it printed."""
+    token = "hook-token-0123456"
+    said = f"echo {PLANTED} >&2"
+    settings = {
+        "PreToolUse": [
+            {"hooks": [{"type": "command", "command": f"{said}; exit 2 # --token {token}"}]}
+        ],
+        "PostToolUseFailure": [
+            {"hooks": [{"type": "command", "command": f"{said}; exit 1 # --token {token}"}]}
+        ],
+        "Stop": [{"hooks": [{"type": "command", "command": f"{said}; exit 1 # --token {token}"}]}],
+    }
+    agent = Agent(
+        model=scripted("done", tool_name="echo"),
+        tools=[echo],
+        hooks=Hooks.from_settings(settings, source="settings.json"),
+        permissions=PermissionPolicy(allow={"echo"}),
+        cwd=tmp_path,
+        trace=tmp_path / "run.jsonl",
+        store=False,
+        secrets=[SECRET],
+    )
+    assert agent.run_sync("go").terminal == "completed"
+    written = (tmp_path / "run.jsonl").read_bytes()
+    assert b"exit 2 # --token [REDACTED]" in written  # the blocking error quotes the command
     assert_clean("the trace", written, (token, SECRET, KEY_SHAPED))
 
 
@@ -470,6 +520,29 @@ def test_fsm_agent_run_prints_no_api_key(
     assert "your key is [REDACTED]" in printed.out
     assert_clean("fsm-agent run", printed.out + printed.err, (key,))
     assert_clean("the trace", (tmp_path / "run.jsonl").read_bytes(), (key,))
+
+
+def test_a_crash_of_fsm_agent_run_prints_its_traceback_without_a_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fault nobody expected is printed as its traceback (a bug report needs it), exit
+    status 1, with the API key, an environment variable's token and API-key-shaped text
+    hidden in its words."""
+    key = "proxy-credential-0123456789"
+    token = "ghp-env-token-0123"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+
+    def crash(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError(f"boom {key} {token} {KEY_SHAPED}")
+
+    monkeypatch.setattr(Agent, "session", crash)
+    assert main(["run", "hi", "--trace", "run.jsonl"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert err.rstrip().endswith("RuntimeError: boom [REDACTED] [REDACTED] [REDACTED]")
+    assert_clean("the traceback", err, (key, token, KEY_SHAPED))
 
 
 # --- a store URL's password -----------------------------------------------------------------

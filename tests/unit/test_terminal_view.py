@@ -29,6 +29,7 @@ from fsm_agent.runtime.permissions import PermissionAnswer, PermissionPolicy, Pe
 from fsm_agent.terminal_view import LiveView, summarize_result
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.toolbox import Bash
+from fsm_agent.trace.redact import Redactor
 
 
 def view_with(answers: list[str]) -> tuple[LiveView, io.StringIO, list[str]]:
@@ -217,3 +218,59 @@ def test_streamed_text_and_tool_names_are_printed_spelled_out() -> None:
     assert "\x1b" not in text and "\x07" not in text
     assert "done\\x1b[2J\\x1b]0;owned\\x07" in text
     assert "▶ Read\\x1b[8m" in text
+
+
+# --- secrets: hidden before anything is cut, quoted or shown half-arrived -------------------
+
+SECRET = "configured-hunter2-secret"
+KEY_SHAPED = "sk-ant-api03-PLANTED0123456789abcdef"
+
+
+def secret_view(answers: list[str]) -> tuple[LiveView, io.StringIO]:
+    view, out, _ = view_with(answers)
+    view.hide([SECRET, "it's a \\secret"])
+    return view, out
+
+
+def test_a_summary_cut_or_quoted_never_shows_part_of_a_secret() -> None:
+    """A secret that the cut to the summary's length would split, or that ``repr`` would
+    escape (a quote, a backslash), is hidden whole; so is a value under a credential's name."""
+    view, out = secret_view([])
+    padding = "x" * 80  # the cut falls inside the secret
+    use = ToolUseBlock(
+        id="t1",
+        name="Echo",
+        input={"text": padding + SECRET, "note": "it's a \\secret", "password": "hunter2-plain"},
+    )
+    view.show(MessageUpdate(message=AssistantMessage(uuid="a", message_id="m", content=(use,))))
+    result = ToolResultBlock(tool_use_id="t1", content=padding + "x" * 10 + SECRET)
+    view.show(MessageUpdate(message=UserMessage(uuid="u", content=(result,))))
+    text = out.getvalue()
+    for part in (SECRET[:8], "it's a", "\\\\secret", "hunter2"):
+        assert part not in text, part
+
+
+def test_the_question_hides_a_secret_a_long_value_is_cut_in() -> None:
+    """A long value is shown by its start and end: a secret across the cut is hidden whole,
+    as is a value under a credential's name."""
+    command = "y" * 1190 + SECRET + "y" * 5000 + KEY_SHAPED
+    view, out = secret_view(["n", ""])
+    request = PermissionRequest(
+        tool_name="Bash", input={"command": command, "api_key": "hunter2-plain"}
+    )
+    asyncio.run(view.ask(request))
+    text = out.getvalue()
+    for part in (SECRET[:5], SECRET[-5:], KEY_SHAPED[:12], "hunter2"):
+        assert part not in text, part
+    assert "api_key: [REDACTED]" in text
+
+
+def test_the_status_line_never_shows_the_start_of_a_secret_still_arriving() -> None:
+    """Streamed text is shown on the status line as it arrives: a tail that may begin a
+    secret or an API key waits for the rest (then it is hidden whole)."""
+    so_far = Redactor([SECRET]).text_so_far  # what the status line is made of
+    assert so_far(f"my key is {SECRET[:9]}") == "my key is "
+    assert so_far("and sk-ant-ap") == "and "
+    assert so_far("and sk-a") == "and "
+    assert so_far(f"my key is {SECRET} ok") == "my key is [REDACTED] ok"
+    assert so_far("nothing to hide") == "nothing to hide"

@@ -16,6 +16,8 @@ from fsm_agent.trace.stream_input_redaction import ToolInputScanner
 from fsm_agent.trace.writer import TraceWriter
 
 SECRET = "hunter2-secret"
+PLAIN = "hunter2-plain"
+"""A secret that names no credential itself: only the text around it can set the search off."""
 
 
 def _tool_block(index: int, pieces: list[str], kind: str = "tool_use") -> list[dict[str, Any]]:
@@ -141,6 +143,13 @@ HOSTILE = {
     "bad escape in a key": [f'{{"pass\\qword": "{SECRET}"}}'],
     "escaped name in broken text": [f"{{'pass\\u0077ord': '{SECRET}'}}"],
     "bare word after a key": ['{"password": nul', "l2", SECRET, "}"],
+    "bare key and value": [f'"password":"{PLAIN}"'],
+    "bare key and value in pieces": ['"pass', 'word"', ' : "', PLAIN, '"'],
+    "string as a key in an object": [f'{{"a": "password": "{PLAIN}"}}'],
+    "string as a key in an array": [f'["password": "{PLAIN}"]'],
+    "array of objects": [f'[{{"a": 1}}, {{"token": "{PLAIN}"}}]'],
+    "value that goes on": [f'{{"password": "abc" "{PLAIN}"}}'],
+    "value that goes on after an escape": ['{"password": "a\\', f'" "{PLAIN}"}}'],
 }
 
 
@@ -149,8 +158,25 @@ def test_hostile_input_is_written_without_its_secret(pieces: list[str]) -> None:
     """Text that is not JSON, or JSON nested 10,000 deep, or cut anywhere, never makes the
     writer raise, and the secret is in no line."""
     data, _ = _written(_tool_block(0, pieces))
-    assert SECRET.encode() not in data
-    assert SECRET[4:].encode() not in data
+    for secret in (SECRET, PLAIN):
+        assert secret.encode() not in data
+        assert secret[4:].encode() not in data
+
+
+def test_a_bare_key_and_value_is_cut_after_the_key() -> None:
+    """A key and its value with no braces (not a JSON object): the string that names a
+    credential was meant as a key, so the block is cut where the text breaks, at the colon."""
+    for pieces in (['"password":"hunter2"'], ['"password"', ':"hun', 'ter2"']):
+        _, events = _written(_tool_block(0, pieces))
+        assert _input_text(events) == f'"password"{REDACTED}'
+
+
+def test_a_string_naming_no_credential_before_a_break_passes() -> None:
+    """Only a string that names a credential is taken for a key when the text breaks after
+    it: the rest of a block that named one elsewhere is kept."""
+    pieces = ['{"token": "t", "a": "b": "c"}']
+    _, events = _written(_tool_block(0, pieces))
+    assert _input_text(events) == '{"token": "[REDACTED]", "a": "b": "c"}'
 
 
 def test_broken_text_naming_no_credential_passes_as_it_came() -> None:
@@ -205,6 +231,9 @@ def test_a_copied_prefix_keeps_the_scan_going() -> None:
         ['{"password": [REDACTED], "x": 1}', " more"],
         ['{"note": "[REDACTED]", "token": "[REDACTED]"}'],
         ['{"x": [REDACTED token', " more"],
+        # A string meant as a key, or a sensitive value that goes on, before the break.
+        ['"password"', ': "hunter2"', " more"],
+        ['{"password": "ab', '" "cd"', "}"],
     ],
 )
 def test_a_copied_prefix_goes_on_as_one_writer_would_at_any_point(pieces: list[str]) -> None:

@@ -338,6 +338,24 @@ def test_a_sensitive_key_deep_in_a_list_is_redacted() -> None:
     assert REDACTED.encode() in buffer.getvalue()
 
 
+def test_a_secret_written_as_a_key_is_redacted() -> None:
+    """A model may write a secret as a name (a tool input keyed by an API key or by the
+    configured secret): the key is redacted as a string value is, wherever it sits."""
+    buffer = io.BytesIO()
+    writer = make_writer(buffer, secrets=("configured-key-1234",))
+    payload = {
+        "type": "x",
+        "input": {API_KEY: 1, "my configured-key-1234": {"inner": 2}, "plain": 3},
+    }
+    writer.write_event(ev.ModelStreamEvent(request_id="r1", event=payload))
+    data = buffer.getvalue()
+    assert API_KEY.encode() not in data
+    assert b"configured-key-1234" not in data
+    [record] = [r.data for r in read_trace(io.BytesIO(data)).records]
+    written = record["event"]["event"]["input"]
+    assert written == {REDACTED: 1, f"my {REDACTED}": {"inner": 2}, "plain": 3}
+
+
 def test_a_continuing_writer_goes_on_where_the_first_stopped() -> None:
     """A writer given next_seq and started writes no header, numbers on, and times from the
     first writer's start: the two outputs joined are the bytes one writer would write."""
