@@ -5,7 +5,8 @@
 ``Agent(mcp_servers=[...])`` connects to each when a run starts, lists its tools, and offers
 them to the model as ``mcp__<server>__<tool>``; the list is read again between turns (SPEC
 §1.2 S7, tool refresh), so tools a server adds or removes reach the next request. A list of
-several pages is read whole, up to :data:`PAGE_LIMIT` pages.
+several pages is read whole, up to :data:`PAGE_LIMIT` pages. The servers are started, and
+listed, all at once; their tools come in the configured order whichever answers first.
 
 A server's tools are not ours to trust: every call of one asks permission (SPEC §9.3 step 3)
 unless a rule allows it (``mcp__<server>`` allows a whole server), whatever the server says of
@@ -14,21 +15,25 @@ and counts as read-only in plan mode; every other one runs alone. A tool name th
 refuse (``github.search``, a space, non-ASCII letters, more than 64 characters in all) is
 offered under a name made of its allowed characters and a short digest of the real one
 (:func:`mcp_tool_name`), so that one badly named tool cannot make every request fail; a tool
-listed twice, or whose input schema is not an object schema, is left out with an
-:class:`~fsm_agent.errors.McpWarning`. The server validates the arguments against its own
-schema. A
-description longer than :data:`DESCRIPTION_LIMIT` is cut (it rides on every request). A result
-maps to tool_result content: text blocks as text, images as image blocks (base64; one the API
-would refuse, over 5 MB or not PNG, JPEG, GIF or WebP, as a note saying so), embedded text
-resources as text, anything else as its JSON; ``isError`` makes an error result; a large
-one is saved to a file with a preview, as any tool's (SPEC §7.1).
+listed twice, or whose input schema is not an object schema or is longer than
+:data:`SCHEMA_LIMIT`, is left out with an :class:`~fsm_agent.errors.McpWarning`. The server
+validates the arguments against its own schema. A description longer than
+:data:`DESCRIPTION_LIMIT` is cut (it rides on every request). A result maps to tool_result
+content: text blocks as text, images as image blocks (base64; one the API would refuse, over
+5 MB or not PNG, JPEG, GIF or WebP, as a note saying so), embedded text resources as text,
+anything else as its JSON, at most :data:`IMAGES_PER_RESULT` images and :data:`CONTENT_LIMIT`
+blocks; ``isError`` makes an error result; a large one is saved to a file with a preview, as
+any tool's (SPEC §7.1).
 
 A server is not ours to keep alive either: no run dies because of one. A server that does not
 start (a bad command, an exit, garbage for an answer) or does not answer within its
 ``timeout_s`` is left out of the run with an :class:`~fsm_agent.errors.McpWarning` naming it;
-one that fails later (it exits, its tool list fails or hangs) has its tools left out from the
-next listing on, and each call of it still in flight or made after is an error result naming
-it. A call that never returns is bounded by ``LoopConfig.tool_timeout_ms``, as any tool's.
+one whose connection is gone later (it exits, an HTTP server no longer knows the session) or
+whose listing hangs has its tools left out from the next listing on, and each call of it still
+in flight or made after is an error result naming it. An error the server answers with (a
+JSON-RPC error, an HTTP error status for one request) is the error of that call, or keeps the
+tools last listed, and the server stays. A call that never returns is bounded by
+``LoopConfig.tool_timeout_ms``, as any tool's.
 
 ``mcp`` takes seconds to import: it is imported only when a connection opens.
 """
@@ -41,7 +46,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 import attrs
@@ -70,9 +75,12 @@ if TYPE_CHECKING:
     import asyncio  # imported where it is used (issue 10)
 
 __all__ = [
+    "CONTENT_LIMIT",
     "DESCRIPTION_LIMIT",
+    "IMAGES_PER_RESULT",
     "IMAGE_LIMIT",
     "PAGE_LIMIT",
+    "SCHEMA_LIMIT",
     "McpConnection",
     "McpServer",
     "McpTool",
@@ -92,23 +100,12 @@ SERVER_NAME_LIMIT = 32
 _DIGEST = 8
 DESCRIPTION_LIMIT = 2_048
 """The longest tool description offered: one sent whole on every request must stay small."""
+SCHEMA_LIMIT = 100_000
+"""The longest input schema offered, in characters of JSON: it too rides on every request."""
 PAGE_LIMIT = 100
 """The most pages of a server's tool list read at each listing."""
 DEFAULT_TIMEOUT_S = 30.0
 """How long a server may take to start and to answer each listing of its tools, by default."""
-_CONNECTION_CLOSED = -32000
-
-
-def _connection_gone(exc: BaseException) -> bool:
-    """Whether a failed call means the connection is gone, rather than one bad answer: an
-    error the server coded other than "connection closed", or an answer that did not parse
-    (``ValueError``, pydantic's included), leaves the server in the run."""
-    if isinstance(exc, ValueError | TypeError):
-        return False
-    return getattr(exc, "code", _CONNECTION_CLOSED) == _CONNECTION_CLOSED
-
-
-"""The code of the ``MCPError`` the ``mcp`` client raises when the connection is gone."""
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
@@ -339,6 +336,41 @@ def _image_part(media_type: object, data: object) -> ResultPart:
     )
 
 
+CONTENT_LIMIT = 100
+"""The most content blocks one result becomes: the text of the items past them is joined."""
+IMAGES_PER_RESULT = 20
+"""The most images of one result passed on: the API takes a bounded number of images in a
+request, and a transcript past it would make every later request fail."""
+
+
+def _result_parts(items: Sequence[Any]) -> tuple[ResultPart, ...]:
+    """A result's content items as tool_result content, bounded whatever the server sends:
+    images past :data:`IMAGES_PER_RESULT` are left out with a note saying how many, and past
+    :data:`CONTENT_LIMIT` blocks the text of the rest is joined into one block (then saved to
+    a file with a preview when long, as any tool's)."""
+    parts: list[ResultPart] = []
+    images = 0
+    for item in items:
+        part = _result_part(item)
+        if isinstance(part, ImageBlock):
+            images += 1
+            if images > IMAGES_PER_RESULT:
+                continue
+        parts.append(part)
+    if images > IMAGES_PER_RESULT:
+        parts.append(
+            TextBlock(
+                text=f"[{images - IMAGES_PER_RESULT:,} more images left out: a result passes on "
+                f"{IMAGES_PER_RESULT} at most]"
+            )
+        )
+    if len(parts) <= CONTENT_LIMIT:
+        return tuple(parts)
+    kept, rest = parts[: CONTENT_LIMIT - 1], parts[CONTENT_LIMIT - 1 :]
+    joined = TextBlock(text="\n".join(p.text for p in rest if isinstance(p, TextBlock)))
+    return (*kept, joined, *(p for p in rest if not isinstance(p, TextBlock)))
+
+
 def _result_part(item: Any) -> ResultPart:
     kind = getattr(item, "type", None)
     if kind == "text":
@@ -352,9 +384,55 @@ def _result_part(item: Any) -> ResultPart:
     return TextBlock(text=json.dumps(dump, ensure_ascii=False))
 
 
+_SESSION_HEADER = "mcp-session-id"
+"""The header a streamable-HTTP request names its session in."""
+
+
+class _Watched:
+    """The stream a session reads a server's messages from, calling ``on_end`` once it ends
+    (or fails): before the session wakes the calls still waiting, so each of them can tell a
+    connection that is gone from an error the server answered with."""
+
+    def __init__(self, stream: Any, on_end: Callable[[], None]) -> None:
+        self._stream = stream
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:
+        """The sending task's context, for the session (when the stream keeps one)."""
+        return getattr(self._stream, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._stream.receive()
+        except Exception:  # the end of the stream, or a broken one; a cancellation is not
+            self._on_end()
+            raise
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def __aiter__(self) -> _Watched:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio  # noqa: PLC0415 - the mcp client's own, loaded with it
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Watched:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 class McpConnection:
     """A session with one MCP server: ``start`` opens it in a task of its own, which holds
-    it until the stack given closes (``open`` opens it in the caller's task)."""
+    it until ``close`` (``open`` opens it in the caller's task)."""
 
     def __init__(self, server: McpServer, *, stderr: TextIO | None = None) -> None:
         self.server = server
@@ -362,7 +440,15 @@ class McpConnection:
         self._session: Any = None
         self.failure: str | None = None
         """Why the server can no longer be used (None while it can)."""
+        self.ended = False
+        """Whether the connection itself is gone: the server's messages ended (it exited, its
+        stream closed), the connection is being closed, or an HTTP server no longer knows
+        the session. Only this, a failed start or a listing that hangs takes a server out of
+        the run: an error it answers with is that call's, or that listing's."""
         self._reported: set[str] = set()
+        self._listed: list[McpTool] = []
+        self._holder: asyncio.Task[None] | None = None
+        self._closing: asyncio.Event | None = None
 
     def warn_once(self, text: str) -> None:
         """An ``McpWarning`` about this server, once per run whatever the turns: its tools are
@@ -381,9 +467,9 @@ class McpConnection:
                 stacklevel=3,
             )
 
-    async def start(self, stack: contextlib.AsyncExitStack) -> None:
+    async def start(self) -> None:
         """Connect and initialize within ``timeout_s``, in a task that holds the connection
-        until ``stack`` closes.
+        until :meth:`close`.
 
         The ``mcp`` client's transports run in task groups, and a task group whose transport
         fails cancels the task that entered it: were that the run's, a server that went away
@@ -397,8 +483,8 @@ class McpConnection:
         import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
 
         ready = asyncio.Event()
-        closing = asyncio.Event()
-        holder = asyncio.create_task(self._hold(ready, closing))
+        self._closing = closing = asyncio.Event()
+        self._holder = holder = asyncio.create_task(self._hold(ready, closing))
         waiting = asyncio.create_task(ready.wait())
         try:
             await asyncio.wait(
@@ -419,11 +505,14 @@ class McpConnection:
                 raise failed
             raise TimeoutError
 
-        async def release() -> None:
-            closing.set()
-            await asyncio.gather(holder, return_exceptions=True)  # a server may fail to part
+    async def close(self) -> None:
+        """Close the connection :meth:`start` opened (nothing when it did not)."""
+        if self._holder is None or self._closing is None:
+            return
+        import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
 
-        stack.push_async_callback(release)
+        self._closing.set()
+        await asyncio.gather(self._holder, return_exceptions=True)  # a server may fail to part
 
     async def _hold(self, ready: asyncio.Event, closing: asyncio.Event) -> None:
         """Open the connection, set ``ready``, and hold it until ``closing`` is set."""
@@ -439,7 +528,8 @@ class McpConnection:
                 self._fail(f"its connection failed: {_reason(exc, self.server)}")
 
     async def open(self, stack: contextlib.AsyncExitStack) -> None:
-        """Connect and initialize; the stack closes the session and the transport."""
+        """Connect and initialize; the stack closes the session and the transport (and marks
+        the connection :attr:`ended` first, before any call still waiting learns of it)."""
         import mcp  # noqa: PLC0415 - lazy on purpose: the import costs seconds
 
         server = self.server
@@ -451,23 +541,37 @@ class McpConnection:
             streams = await stack.enter_async_context(mcp.stdio_client(parameters, errlog))
         else:
             from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415
+            from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: PLC0415
 
             assert server.url is not None
-            client = None
-            if server.headers:
-                import httpx2  # noqa: PLC0415
-
-                client = await stack.enter_async_context(httpx2.AsyncClient(headers=server.headers))
+            # The client the transport would make (its timeouts), with the headers, watching
+            # for the answer that says the session is gone.
+            client = create_mcp_http_client(headers=server.headers)
+            client.event_hooks = {"response": [self._answered]}
+            await stack.enter_async_context(client)
             streams = await stack.enter_async_context(
                 streamable_http_client(server.url, http_client=client)
             )
-        read, write = streams[0], streams[1]
-        self._session = await stack.enter_async_context(mcp.ClientSession(read, write))
+        read = _Watched(streams[0], self._end)
+        self._session = await stack.enter_async_context(mcp.ClientSession(read, streams[1]))
+        stack.callback(self._end)  # runs before the session's exit wakes the waiting calls
         await self._session.initialize()
+
+    def _end(self) -> None:
+        self.ended = True
+
+    async def _answered(self, response: Any) -> None:
+        """An HTTP answer: a 404 to a request naming the session says the server no longer
+        knows it (it restarted, say), and no later request can reach it (the MCP spec's
+        streamable HTTP transport, session management). Any other status fails one request
+        only."""
+        if response.status_code == 404 and _SESSION_HEADER in response.request.headers:
+            self.ended = True
 
     async def tools(self) -> list[McpTool]:
         """The server's tools as it lists them now; none once it has failed (a listing that
-        fails or runs past ``timeout_s`` fails it, with an ``McpWarning``)."""
+        runs past ``timeout_s``, or fails because the connection is gone, fails it, with an
+        ``McpWarning``); those it listed last when it answers the listing with an error."""
         if self.failure is not None:
             return []
         import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
@@ -477,8 +581,15 @@ class McpConnection:
                 listed = await self._listing()
         except Exception as exc:
             why = _reason(exc, self.server, timeout_s=self.server.timeout_s)
-            self._fail(f"listing its tools failed: {why}")
-            return []
+            if self.ended or isinstance(exc, TimeoutError):
+                self._fail(f"listing its tools failed: {why}")
+                return []
+            # An error it answered with: the server is there, its tools as last listed stay.
+            self.warn_once(
+                f"MCP server {self.server.name!r}: listing its tools failed ({why}); its tools "
+                "as last listed are offered"
+            )
+            return self._listed
         tools: dict[str, McpTool] = {}
         server = self.server.name
         for remote in listed:
@@ -487,6 +598,14 @@ class McpConnection:
                 self.warn_once(
                     f"MCP server {server!r}: tool {remote.name!r} left out: its input schema "
                     "is not a JSON object schema, which the API refuses"
+                )
+                continue
+            size = len(json.dumps(schema, ensure_ascii=False)) if schema else 0
+            if size > SCHEMA_LIMIT:
+                self.warn_once(
+                    f"MCP server {server!r}: tool {remote.name!r} left out: its input schema "
+                    f"is {size:,} characters of JSON, over {SCHEMA_LIMIT:,} (it would ride on "
+                    "every request)"
                 )
                 continue
             tool = McpTool(self, remote.name, remote.description or "", schema)
@@ -499,7 +618,8 @@ class McpConnection:
             annotations = remote.annotations
             tool.read_only = bool(annotations is not None and annotations.read_only_hint)
             tools[tool.name] = tool
-        return list(tools.values())
+        self._listed = list(tools.values())
+        return self._listed
 
     async def _listing(self) -> list[Any]:
         """The tools of every page of the server's list, :data:`PAGE_LIMIT` pages at most (a
@@ -533,11 +653,11 @@ class McpConnection:
             result = await self._session.call_tool(name, dict(arguments))
         except Exception as exc:
             why = _reason(exc, self.server)
-            if _connection_gone(exc):
+            if self.ended:
                 # Not an answer of the server's: the connection is gone (it exited, say).
                 self._fail(f"the call of {name!r} failed: {why}")
             return ToolOutput(content=f"MCP server {server!r}: {why}", is_error=True)
-        parts = tuple(_result_part(item) for item in getattr(result, "content", None) or ())
+        parts = _result_parts(getattr(result, "content", None) or ())
         if not parts and getattr(result, "structured_content", None) is not None:
             parts = (TextBlock(text=json.dumps(result.structured_content, ensure_ascii=False)),)
         return ToolOutput(content=parts or "", is_error=bool(getattr(result, "is_error", False)))
@@ -546,38 +666,65 @@ class McpConnection:
 async def connect_all(
     servers: Sequence[McpServer], stack: contextlib.AsyncExitStack
 ) -> list[McpConnection]:
-    """Open a connection to every server, in order (all closed by ``stack``). A server that
-    does not start within its ``timeout_s`` is left out, with an ``McpWarning`` saying why."""
+    """Open a connection to every server, all at once (all closed by ``stack``), so that
+    servers that hang cost one ``timeout_s``, not one each. A server that does not start
+    within its ``timeout_s`` is left out, with an ``McpWarning`` saying why; the warnings
+    come, and the connections are listed, in the servers' order."""
+    import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
+
     names = [server.name for server in servers]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ConfigError(f"two MCP servers are called {', '.join(duplicates)}")
-    connections = []
-    for server in servers:
-        connection = McpConnection(server)
-        try:
-            await connection.start(stack)
-        except Exception as exc:
-            warnings.warn(
-                f"MCP server {server.name!r} left out of this run: it did not start: "
-                f"{_reason(exc, server, timeout_s=server.timeout_s)}",
-                McpWarning,
-                stacklevel=2,
-            )
+    connections = [McpConnection(server) for server in servers]
+
+    async def close_all() -> None:
+        await asyncio.gather(*(connection.close() for connection in connections))
+
+    stack.push_async_callback(close_all)  # first: a cancelled start leaves nothing open
+    async with asyncio.TaskGroup() as group:
+        starting = [group.create_task(_started(connection)) for connection in connections]
+    started = []
+    for connection, task in zip(connections, starting, strict=True):
+        failed = task.result()
+        if failed is None:
+            started.append(connection)
             continue
-        connections.append(connection)
-    return connections
+        server = connection.server
+        warnings.warn(
+            f"MCP server {server.name!r} left out of this run: it did not start: "
+            f"{_reason(failed, server, timeout_s=server.timeout_s)}",
+            McpWarning,
+            stacklevel=2,
+        )
+    return started
+
+
+async def _started(connection: McpConnection) -> Exception | None:
+    """Start one connection: None, or what kept it from starting (not raised, lest the task
+    group stop the other servers' starts)."""
+    try:
+        await connection.start()
+    except Exception as exc:
+        return exc
+    return None
 
 
 async def list_all(
     connections: Sequence[McpConnection], reserved: Collection[str] = ()
 ) -> list[McpTool]:
-    """Every tool of every connection, as the servers list them now. A tool whose name is
-    ``reserved`` (the agent's own tools) or already a tool of an earlier server is left out
-    with an ``McpWarning``: the API refuses a request naming a tool twice."""
+    """Every tool of every connection, as the servers list them now: all listed at once (a
+    server that hangs costs one ``timeout_s``), the tools in the connections' order whatever
+    the order the answers came in (the requests, and the prompt cache, see the same list). A
+    tool whose name is ``reserved`` (the agent's own tools) or already a tool of an earlier
+    server is left out with an ``McpWarning``: the API refuses a request naming a tool twice."""
+    import asyncio  # noqa: PLC0415 - issue 10: building an agent loads no run machinery
+
+    async with asyncio.TaskGroup() as group:
+        listings = [group.create_task(connection.tools()) for connection in connections]
     tools: dict[str, McpTool] = {}
-    for connection in connections:
-        for tool in await connection.tools():
+    for connection, listing in zip(connections, listings, strict=True):
+        for tool in listing.result():
             taken = tools.get(tool.name)
             if tool.name in reserved or taken is not None:
                 owner = (

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,12 @@ from fsm_agent.core.messages import (
 from fsm_agent.errors import McpWarning
 from fsm_agent.runtime.agent import Agent, RunResult
 from fsm_agent.runtime.mcp_tools import (
+    CONTENT_LIMIT,
     DESCRIPTION_LIMIT,
     IMAGE_LIMIT,
+    IMAGES_PER_RESULT,
     PAGE_LIMIT,
+    SCHEMA_LIMIT,
     McpServer,
     mcp_tool_name,
 )
@@ -419,3 +423,183 @@ def test_a_run_cancelled_while_a_server_starts_stops_the_server(tmp_path: Path) 
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def _offered(model: ScriptedModel, request: int = -1) -> list[str]:
+    return [t["name"] for t in model.requests[request].tools]
+
+
+def test_servers_that_hang_cost_one_timeout_together_and_tools_keep_their_order() -> None:
+    """Four servers that never answer ``initialize`` are started alongside the others, not
+    one after another: the run waits about one ``timeout_s``, not four. The tools come in the
+    configured order whatever the order the servers answered in (``slow`` lists its tools
+    two seconds after ``fast``), and the warnings too."""
+    hung = [_server("hang-start", name=f"h{i}", timeout_s=4) for i in range(4)]
+    slow = _server("named", "first", name="slow", env={"LIST_DELAY": "2"})
+    fast = _server("named", "second", name="fast")
+    agent, model = _agent([slow, *hung, fast], [_call("second", "fast")])
+    began = time.monotonic()
+    with pytest.warns(McpWarning) as warned:
+        result = agent.run_sync("Go.")
+    waited = time.monotonic() - began
+    assert result.terminal == "completed"
+    # One after another, the four would take 16 s at least (34 s as measured).
+    assert waited < 15, f"{waited:.1f} s: the hung servers were waited for one after another"
+    said = [str(w.message) for w in warned if "did not start" in str(w.message)]
+    assert [text.split("'")[1] for text in said] == ["h0", "h1", "h2", "h3"]
+    assert _offered(model, 0) == ["mcp__slow__first", "mcp__fast__second"]
+    assert "ran second" in str(_results(result.messages)["toolu_001"].content)
+
+
+def test_listings_that_hang_cost_one_timeout_together() -> None:
+    """Three servers that never answer their second listing: listed all at once, the run
+    waits one ``timeout_s`` for them, not three, and goes on without them."""
+    servers = [_server("hang-on-relist", name=f"r{i}", timeout_s=STARTS) for i in range(3)]
+    agent, model = _agent(servers, [_call("echo", "r0", text="one")])
+    began = time.monotonic()
+    with pytest.warns(McpWarning, match="listing its tools failed"):
+        result = agent.run_sync("Go.")
+    waited = time.monotonic() - began
+    assert result.terminal == "completed"
+    # One after another, the three would take 30 s at least (40 s as measured).
+    assert waited < 28, f"{waited:.1f} s: the listings were waited for one after another"
+    assert not _results(result.messages)["toolu_001"].is_error
+    assert _offered(model) == []
+
+
+def _refuse(code: int, server: str = "b") -> dict[str, Any]:
+    return _call("refuse", server, code=code)
+
+
+def test_an_error_answer_is_that_calls_error_and_the_server_stays() -> None:
+    """A server that answers a call with a JSON-RPC error (-32000, the code the ``mcp``
+    client also gives a closed connection, an internal error, an application's own code)
+    gives an error result for that call; it stays in the run, its tools offered and
+    called, without a warning."""
+    agent, model = _agent(
+        [_server("ok")],
+        [_refuse(-32000), _refuse(-32603), _refuse(42)],
+        [_call("echo", text="still here")],
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", McpWarning)
+        result = agent.run_sync("Go.")
+    assert result.terminal == "completed"
+    results = _results(result.messages)
+    for call_id in ("toolu_001", "toolu_002", "toolu_003"):
+        assert results[call_id].is_error
+        assert "refused on purpose" in str(results[call_id].content)
+    assert _only_text(results["toolu_004"]) == "still here"
+    assert mcp_tool_name("b", "echo") in _offered(model)
+
+
+def test_a_listing_answered_with_an_error_keeps_the_tools_last_listed() -> None:
+    """A server whose next listing is answered with an error is still there: a warning says
+    so, its tools as listed before are offered, and its calls still run."""
+    agent, model = _agent(
+        [_server("refuse-relist")],
+        [_call("echo", text="one")],
+        [_call("echo", text="two")],
+    )
+    with pytest.warns(McpWarning, match="listing its tools failed.*as last listed"):
+        result = agent.run_sync("Go.")
+    assert result.terminal == "completed"
+    assert _only_text(_results(result.messages)["toolu_002"]) == "two"
+    assert _offered(model) == _offered(model, 0)
+    assert mcp_tool_name("b", "echo") in _offered(model)
+
+
+def test_http_errors_fail_one_call_and_a_forgotten_session_ends_the_server(
+    notes_over_http: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    """Over streamable HTTP, a 500, a 400 or a 429 answering one request, or a JSON-RPC
+    error, is that call's error result, and the server serves on; once it no longer knows
+    the session (a 404 to a request naming it), it is left out."""
+    url, _ = notes_over_http
+
+    def call(tool_name: str, **arguments: Any) -> dict[str, Any]:
+        return _call(tool_name, "notes", **arguments)
+
+    agent, model = _agent(
+        [McpServer.http("notes", url)],
+        [call("status", code=500), call("status", code=400), call("status", code=429)],
+        [call("refuse", code=-32000), call("shout", text="alive")],
+        [call("forget")],
+        [call("shout", text="gone")],
+    )
+    with pytest.warns(McpWarning) as warned:
+        result = agent.run_sync("Go.")
+    assert result.terminal == "completed"
+    results = _results(result.messages)
+    for call_id in ("toolu_001", "toolu_002", "toolu_003", "toolu_004"):
+        assert results[call_id].is_error
+    assert "refused on purpose" in str(results["toolu_004"].content)
+    assert _only_text(results["toolu_005"]) == "ALIVE"
+    assert not results["toolu_006"].is_error
+    assert results["toolu_007"].is_error
+    left_out = [str(w.message) for w in warned if "left out of this run" in str(w.message)]
+    assert len(left_out) == 1 and "'notes'" in left_out[0]
+    assert mcp_tool_name("notes", "shout") in _offered(model, 2)
+    assert _offered(model) == []
+    _answered_once(result.messages)
+
+
+def test_a_result_of_many_items_is_bounded(tmp_path: Path) -> None:
+    """10,000 text items become ``CONTENT_LIMIT`` blocks (the text of the rest joined);
+    10,000 images become ``IMAGES_PER_RESULT`` and a note; a 50 MB text is saved to a file,
+    the model gets a preview, and the run goes on."""
+    agent, _ = _agent(
+        [_server("ok")],
+        [
+            _call("items", kind="text", count=10_000),
+            _call("items", kind="image", count=10_000),
+            _call("huge", size=50_000_000),
+        ],
+        [_call("echo", text="after")],
+        trace=tmp_path / "run.jsonl",
+    )
+    result = agent.run_sync("Go.")
+    assert result.terminal == "completed"
+    results = _results(result.messages)
+    texts = results["toolu_001"].content
+    assert len(texts) == CONTENT_LIMIT
+    joined = "\n".join(part.text for part in texts if isinstance(part, TextBlock))
+    assert joined.count("i") == 10_000
+    images = results["toolu_002"].content
+    assert sum(isinstance(part, ImageBlock) for part in images) == IMAGES_PER_RESULT
+    assert f"[{10_000 - IMAGES_PER_RESULT:,} more images left out" in str(images)
+    huge = _only_text(results["toolu_003"])
+    assert "<persisted-output>" in huge and len(huge) < 5_000
+    assert (tmp_path / "run.tool-results" / "toolu_003.txt").stat().st_size == 50_000_000
+    assert _only_text(results["toolu_004"]) == "after"
+
+
+def test_requests_and_notifications_the_client_did_not_announce_are_refused_or_ignored() -> None:
+    """A server that asks the client for a completion, a form or its roots mid-call gets an
+    error for each (the client announced none of them) and its call still answers; tools
+    said to have changed, a log line and progress for nothing are taken in stride."""
+    agent, model = _agent([_server("ok")], [_call("ask")], [_call("echo", text="after")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", McpWarning)
+        result = agent.run_sync("Go.")
+    assert result.terminal == "completed"
+    results = _results(result.messages)
+    said = _only_text(results["toolu_001"]).splitlines()
+    assert said == [
+        "sampling/createMessage: refused (Sampling not supported)",
+        "elicitation/create: refused (Elicitation not supported)",
+        "roots/list: refused (List roots not supported)",
+    ]
+    assert _only_text(results["toolu_002"]) == "after"
+    assert mcp_tool_name("b", "ask") in _offered(model)
+
+
+def test_a_tool_whose_input_schema_is_huge_is_left_out() -> None:
+    """An input schema of two megabytes (it would ride on every request) leaves its tool
+    out with a warning; the server's other tools are offered."""
+    agent, model = _agent([_server("big-schema")], [_call("ask")])
+    with pytest.warns(McpWarning, match=f"'echo' left out: its input schema .* {SCHEMA_LIMIT:,}"):
+        agent.run_sync("Go.")
+    offered = _offered(model, 0)
+    assert mcp_tool_name("b", "echo") not in offered
+    assert mcp_tool_name("b", "huge") in offered

@@ -3,8 +3,11 @@
 Built on the ``mcp`` package's low-level server, which sends what it is given. Its tools:
 ``echo`` (answers its ``text``), ``crash`` (the process exits mid-call), ``hang`` (never
 answers), ``huge`` (a text result of ``size`` characters), ``env`` (the value of the
-environment variable ``name``) and ``picture`` (an image of ``type`` and ``size`` characters of
-base64). MODE changes the rest:
+environment variable ``name``), ``picture`` (an image of ``type`` and ``size`` characters of
+base64), ``refuse`` (answers with a JSON-RPC error of ``code``), ``items`` (a result of
+``count`` content items of ``kind`` text or image) and ``ask`` (sends the client requests and
+notifications it did not announce it takes, and answers with what became of each). With
+``$LIST_DELAY`` set, each listing waits that many seconds first. MODE changes the rest:
 
 * ``ok``: behaves;
 * ``exit``: exits before answering anything;
@@ -12,6 +15,8 @@ base64). MODE changes the rest:
 * ``hang-start``: never answers ``initialize`` (and writes its pid to ``$PID_FILE``);
 * ``die-on-relist``: exits when asked for its tools a second time;
 * ``hang-on-relist``: never answers when asked for its tools a second time;
+* ``refuse-relist``: answers a JSON-RPC error when asked for its tools a second time;
+* ``big-schema``: ``echo``'s input schema is two megabytes of properties;
 * ``many``: lists 10,000 tools;
 * ``long-description``: ``echo``'s description is a megabyte long;
 * ``deep``: ``echo``'s input schema nests 300 objects deep (deeper than orjson writes);
@@ -32,10 +37,11 @@ from typing import Any
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 OBJECT: dict[str, Any] = {"type": "object", "properties": {"text": {"type": "string"}}}
-TOOLS = ["echo", "crash", "hang", "huge", "env", "picture"]
+TOOLS = ["echo", "crash", "hang", "huge", "env", "picture", "refuse", "items", "ask"]
 LISTINGS = itertools.count(1)
 
 
@@ -53,6 +59,9 @@ def _tool(name: str) -> types.Tool:
         description = "d" * 1_000_000
     if name == "echo" and MODE == "deep":
         schema = _deep(100)
+    if name == "echo" and MODE == "big-schema":
+        many = {f"p{i}": {"type": "string", "description": "x" * 100} for i in range(20_000)}
+        schema = {"type": "object", "properties": many}
     return types.Tool(name=name, description=description, input_schema=schema)
 
 
@@ -60,10 +69,13 @@ async def list_tools(
     _ctx: Any, params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     listings = next(LISTINGS)
+    await asyncio.sleep(float(os.environ.get("LIST_DELAY", "0")))
     if listings > 1 and MODE == "die-on-relist":
         os._exit(3)
     if listings > 1 and MODE == "hang-on-relist":
         await asyncio.Event().wait()
+    if listings > 1 and MODE == "refuse-relist":
+        raise MCPError(code=-32000, message="listing refused on purpose")
     names = TOOLS
     if MODE == "many":
         names = [f"t{i}" for i in range(10_000)]
@@ -82,7 +94,49 @@ def _text(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 
-async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def _ask(ctx: Any) -> str:
+    """Ask the client for a completion, a form and its roots, and tell it (unasked) that the
+    tools changed, a log line and progress: what became of each request, a line each."""
+    said = []
+    message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text="?"))
+    requests: list[tuple[Any, Any]] = [
+        (
+            types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams(messages=[message], max_tokens=5)
+            ),
+            types.CreateMessageResult,
+        ),
+        (
+            types.ElicitRequest(
+                params=types.ElicitRequestFormParams(
+                    message="name?", requested_schema={"type": "object", "properties": {}}
+                )
+            ),
+            types.ElicitResult,
+        ),
+        (types.ListRootsRequest(), types.ListRootsResult),
+    ]
+    for request, result_type in requests:
+        try:
+            await ctx.session.send_request(request, result_type)
+            said.append(f"{request.method}: answered")
+        except MCPError as exc:
+            said.append(f"{request.method}: refused ({exc.message})")
+    notifications: list[Any] = [
+        types.ToolListChangedNotification(),
+        types.LoggingMessageNotification(
+            params=types.LoggingMessageNotificationParams(level="error", data="\x1b[2J log")
+        ),
+        types.ProgressNotification(
+            params=types.ProgressNotificationParams(progress_token="nobody's", progress=1)
+        ),
+    ]
+    for notification in notifications:
+        await ctx.session.send_notification(notification)
+    return "\n".join(said)
+
+
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     arguments = params.arguments or {}
     if params.name == "crash":
         os._exit(4)
@@ -98,6 +152,15 @@ async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.Cal
         return types.CallToolResult(content=[picture])
     if params.name == "echo":
         return _text(str(arguments.get("text", "")))
+    if params.name == "refuse":
+        raise MCPError(code=int(arguments.get("code", -32000)), message="refused on purpose")
+    if params.name == "items":
+        item: types.TextContent | types.ImageContent = types.TextContent(type="text", text="i")
+        if arguments.get("kind") == "image":
+            item = types.ImageContent(type="image", data="AAAA", mime_type="image/png")
+        return types.CallToolResult(content=[item] * int(arguments.get("count", 10_000)))
+    if params.name == "ask":
+        return _text(await _ask(ctx))
     return _text(f"ran {params.name}")
 
 
