@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
+from fsm_agent.core.command_options import abbreviates_any
 from fsm_agent.core.git_commands import git_runs
 from fsm_agent.core.shell_commands import CommandPart
 
@@ -604,9 +605,7 @@ def _letters_and_longs(args: Sequence[str], values: str) -> tuple[list[tuple[str
 def _gives(options: Sequence[tuple[str, str]], letters: str, longs: Sequence[str]) -> str | None:
     """The first option among ``letters`` or (any start of) ``longs``."""
     for name, _ in options:
-        if (len(name) == 1 and name in letters) or (
-            len(name) > 1 and any(long.startswith(name) for long in longs)
-        ):
+        if (len(name) == 1 and name in letters) or (len(name) > 1 and abbreviates_any(name, longs)):
             return name
     return None
 

