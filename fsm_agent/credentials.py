@@ -134,8 +134,13 @@ def command_credentials(command: str) -> list[str]:
     splits them (at blanks, when its quotes do not close), judged as a command's arguments
     (:func:`argument_credentials`: ``--token VALUE``, ``GITHUB_TOKEN=VALUE``,
     ``curl -H "Authorization: Bearer TOKEN"``, ``mysql -pVALUE``)."""
+    # The shell's operators are words of their own (``--token=abc&&x``, ``KEY=abc;``), so a
+    # value is recorded as the shell passes it, not with the operator after it.
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""  # a comment is quoted with the command all the same
     try:
-        words = shlex.split(command)
+        words = list(lexer)
     except ValueError:
         words = command.split()
     return argument_credentials(words)

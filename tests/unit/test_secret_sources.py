@@ -266,6 +266,22 @@ def test_the_credentials_in_a_command_hooks_command_are_secrets() -> None:
     assert CommandHook(command="echo 'unclosed --token tok-0123").secrets == ("tok-0123",)
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "API_KEY=tok-0123456; notify",
+        "notify --token=tok-0123456&&next",
+        "notify --token tok-0123456|tee log",
+        "mysql -ptok-0123456</dev/null",
+        "notify --token tok-0123456; echo 'bad token tok-0123456' >&2; exit 2",
+    ],
+)
+def test_a_hook_credential_is_recorded_without_the_operator_after_it(command: str) -> None:
+    """Found: split as by ``shlex.split``, ``--token=abc&&x`` gave the secret ``abc&&x``, so the
+    token itself reached the trace in clear wherever the operator did not follow it."""
+    assert CommandHook(command=command).secrets == ("tok-0123456",)
+
+
 def test_a_failing_command_hook_writes_no_secret(tmp_path: Path) -> None:
     """A hook written with a token that fails, printing the planted strings on stderr (a
     blocking error, then a failure): the trace holds neither the token nor what it printed."""
