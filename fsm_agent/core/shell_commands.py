@@ -563,12 +563,14 @@ class _Reader:
         if isinstance(outcome, str):
             self.problems.append(f"{program}: {outcome}")
             return
+        computed = frozenset(expanded)  # asked once per script: a set, not the tuple
         for each in outcome if isinstance(outcome, tuple) else (outcome,):
             self._follow(
                 each,
                 program=program,
                 argv=argv,
                 expanded=expanded,
+                computed=computed,
                 redirects=redirects,
                 wrappers=wrappers,
                 depth=depth,
@@ -581,14 +583,16 @@ class _Reader:
         program: str,
         argv: tuple[str, ...],
         expanded: tuple[int, ...],
+        computed: frozenset[int],
         redirects: tuple[Redirect, ...],
         wrappers: tuple[str, ...],
         depth: int,
     ) -> None:
-        """Add what a wrapper (``argv``) runs, as ``outcome`` says."""
+        """Add what a wrapper (``argv``) runs, as ``outcome`` says (``computed``: ``expanded``
+        as a set)."""
         label = outcome.label or (f"{program} -c" if program in SHELLS else program)
         if outcome.script is not None:
-            if any(i + 1 in expanded for i in outcome.script_indexes):
+            if any(i + 1 in computed for i in outcome.script_indexes):
                 self.problems.append(f"{label} runs a command the shell computes")
                 return
             self.read_script(
@@ -601,7 +605,7 @@ class _Reader:
         if inner and inner[0] in _RESERVED_WORDS:
             # `time ! rm x`: Bash's `time` takes a pipeline, which `!` starts.
             self.problems.append(f"{label} runs the reserved word {inner[0]!r}")
-        if 0 < start < len(argv) and start in expanded:
+        if 0 < start < len(argv) and start in computed:
             self.problems.append(f"{label} runs a program the shell computes: {argv[start]!r}")
         self._add(
             argv=inner,

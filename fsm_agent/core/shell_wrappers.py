@@ -207,6 +207,18 @@ def _indexes_holding(args: Sequence[str], text: str) -> tuple[int, ...]:
     return tuple(index for index, arg in enumerate(args) if text in arg)
 
 
+def _spelled_at(args: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """For each way an argument spells an option's value (``x``, ``-cx``, ``--command=x``:
+    the word, what follows its letter, what follows ``=``), the arguments that spell it, found
+    in one pass: a line of a thousand ``-c`` scripts is not searched once per script."""
+    found: dict[str, list[int]] = {}
+    for index, arg in enumerate(args):
+        spellings = {arg, arg[2:] if arg[:1] == "-" else arg, arg.partition("=")[2]}
+        for spelling in spellings:
+            found.setdefault(spelling, []).append(index)
+    return {spelling: tuple(indexes) for spelling, indexes in found.items()}
+
+
 def _not_followed(why: str) -> _Unwrap:
     """A program that runs commands in a way we do not read: always a problem (it asks)."""
 
@@ -602,8 +614,14 @@ def _fish(args: Sequence[str]) -> Unwrapped | tuple[Unwrapped, ...] | str | None
         if parsed.rest_index >= len(args):
             return "a shell reading commands from its input is not analysed"
         return ()  # runs a script file
+    holders = _spelled_at(args)
+    scripts = list(dict.fromkeys(scripts))  # one script given twice runs the same commands
     return tuple(
-        Unwrapped(script=script, script_indexes=_indexes_holding(args, script), label="fish -c")
+        Unwrapped(
+            script=script,
+            script_indexes=holders.get(script) or _indexes_holding(args, script),
+            label="fish -c",
+        )
         for script in scripts
     )
 
