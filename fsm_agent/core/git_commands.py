@@ -78,7 +78,10 @@ _SHELL_KEYS = (
     "sendemail.headercmd", "sendemail.sendmailcmd", "sendemail.smtpserver", "browser.*.cmd",
     "browser.*.path", "man.*.cmd", "man.*.path", "difftool.*.cmd", "mergetool.*.cmd",
     "remote.*.uploadpack", "remote.*.receivepack", "uploadpack.packobjectshook",
-    "hook.*.command",
+    "hook.*.command", "interactive.difffilter", "trailer.*.cmd", "trailer.*.command",
+    "gpg.ssh.defaultkeycommand", "sendemail.*.tocmd", "sendemail.*.cccmd",
+    "sendemail.*.headercmd", "sendemail.*.sendmailcmd", "sendemail.*.smtpserver", "imap.tunnel",
+    "instaweb.httpd", "difftool.*.path", "mergetool.*.path",
 )  # fmt: skip
 """Configuration keys (lower case, ``*`` for a subsection) whose value is a command line or a
 program git runs."""
@@ -104,6 +107,9 @@ _SUBCOMMAND_OPTIONS: dict[str, tuple[str, str]] = {
         "",
     ),
     "fetch": ("upload-pack", ""),
+    "fetch-pack": ("upload-pack exec", ""),
+    "send-pack": ("receive-pack exec", ""),
+    "daemon": ("access-hook", ""),
     "pull": ("upload-pack", ""),
     "clone": ("upload-pack", "u"),
     "ls-remote": ("upload-pack", ""),
@@ -153,8 +159,19 @@ def git_runs(args: Sequence[str]) -> GitRuns:
             continue
         if has_value:
             _setting(key, value, index, scripts, unread)
+    aliases = {
+        _normal_key(key).partition(".")[2]
+        for key, _, _ in (setting.partition("=") for setting, _ in settings)
+        if _matches(key, ("alias.*",))
+    }
     for start in starts or ():
         if start < len(args):
+            if args[start].lower() in aliases and start + 1 < len(args):
+                # git puts the words after an alias's name after its value: the whole is
+                # a command line we only have in pieces.
+                unread.append("a git alias given more words runs them as part of it")
+            if args[start] == "clone":
+                _clone_settings(args, start, first, scripts, unread)
             _subcommand(args, start, scripts, commands)
     if any("ext::" in word for word in args):  # an address, or -c url.ext::....insteadOf
         unread.append("an ext:: address runs a command git builds from it")
@@ -234,6 +251,9 @@ def _setting(
     elif _matches(key, ("alias.*",)):
         # `!` runs the rest in the shell; otherwise the value is more of git's own words.
         scripts.append((value[1:] if value.startswith("!") else f"git {value}", index, label))
+    elif _matches(key, ("submodule.*.update",)):  # `!command`, or a way to update
+        if value.startswith("!"):
+            scripts.append((value[1:], index, label))
     elif _matches(key, ("credential.helper", "credential.*.helper")):
         if value.startswith("!"):
             scripts.append((value[1:], index, label))
@@ -242,6 +262,32 @@ def _setting(
             scripts.append((helper, index, label))
     elif _matches(key, _SHELL_KEYS):
         scripts.append((value, index, label))
+
+
+def _clone_settings(
+    args: Sequence[str],
+    start: int,
+    first: dict[str, int],
+    scripts: list[_Script],
+    unread: list[str],
+) -> None:
+    """``git clone -c KEY=VALUE`` / ``--config KEY=VALUE``: settings of the new repository,
+    which the clone itself already uses (``core.sshCommand``), read as ``git -c`` ones."""
+    index = start + 1
+    while index < len(args):
+        word, index = args[index], index + 1
+        if word == "--":
+            return
+        setting: str | None = None
+        if word in ("-c", "--config") and index < len(args):
+            setting, index = args[index], index + 1
+        elif word.startswith("--config="):
+            setting = word.partition("=")[2]
+        elif word.startswith("-c") and len(word) > 2:
+            setting = word[2:]
+        if setting is not None and "=" in setting:
+            key, _, value = setting.partition("=")
+            _setting(key, value, _holding(args, setting, first), scripts, unread)
 
 
 def _subcommand(

@@ -1306,3 +1306,46 @@ def test_what_a_program_is_given_to_run_is_a_part(
     analysis = analyse_command(command)
     assert analysis.problem is None
     assert [(part.text, part.wrappers) for part in analysis.parts[1:]] == followed
+
+
+# Found in review: a git alias given more words, keys and options that run commands which the
+# tables missed, and `clone -c`.
+GIT_RUNS_MORE = [
+    "git -c 'alias.x=!env' x rm -rf src",
+    "git -c 'alias.x=!eval' x 'rm -rf src'",
+    "git -c alias.r=rebase r --exec='rm -rf src' HEAD~1",
+    "git -c 'alias.r=rebase --exec' r 'rm -rf src' HEAD~1",
+    "git -c alias.x=bisect x run rm -rf src",
+    "git -c 'interactive.diffFilter=rm -rf src' add -p",
+    "git -c 'trailer.x.cmd=rm -rf src' interpret-trailers --trailer x=1 /dev/null",
+    "git -c 'gpg.ssh.defaultKeyCommand=rm -rf src' commit -S -m x",
+    "git -c 'imap.tunnel=rm -rf src' imap-send",
+    "git -c 'submodule.x.update=!rm -rf src' submodule update",
+    "git -c difftool.vimdiff.path=/bin/rm difftool",
+    "git clone -c core.sshCommand='rm -rf src' ssh://h/r d",
+    "git clone --config=core.sshCommand='rm -rf src' ssh://h/r d",
+    "git fetch-pack --upload-pack='rm -rf src' h:r",
+    "git send-pack --receive-pack='rm -rf src' h:r",
+    "git daemon --access-hook=/bin/rm .",
+]
+
+
+@pytest.mark.parametrize("command", GIT_RUNS_MORE)
+def test_what_git_runs_from_more_keys_aliases_and_clone_meets_a_deny_rule(
+    command: str, work: Path
+) -> None:
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.DENY
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -c color.ui=always log",
+        "git clone -c color.ui=always https://example.invalid/r d",
+        "git -c submodule.x.update=rebase submodule update",
+    ],
+)
+def test_settings_that_run_nothing_still_run_in_bypass_mode(command: str, work: Path) -> None:
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.ALLOW
