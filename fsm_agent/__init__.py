@@ -147,6 +147,7 @@ _PUBLIC = {
     "TraceWriteConflict": "fsm_agent.errors",
     "TraceWriteFailed": "fsm_agent.errors",
     "TraceFileBusy": "fsm_agent.errors",
+    "TraceFileRefused": "fsm_agent.errors",
     "NotATraceFile": "fsm_agent.errors",
 }
 
@@ -260,6 +261,7 @@ __all__ = [
     "TraceDivergence",
     "TraceError",
     "TraceFileBusy",
+    "TraceFileRefused",
     "TraceFormatError",
     "TraceTruncated",
     "TraceVersionError",
@@ -358,6 +360,7 @@ if TYPE_CHECKING:
         TraceDivergence,
         TraceError,
         TraceFileBusy,
+        TraceFileRefused,
         TraceFormatError,
         TraceTruncated,
         TraceVersionError,

@@ -110,28 +110,32 @@ class TraceWriteConflict(TraceError):
         super().__init__(f"{path}: at byte offset {offset}: {problem}")
 
 
-class TraceFileBusy(TraceError):
-    """Another writer (another run) is writing the trace file a run was given; nothing of it
-    was touched. ``path`` names the file."""
+class TraceFileRefused(TraceError):
+    """A trace file a run was given and may not write; nothing of it was touched. ``path``
+    names the file; ``why`` (the subclass's) says what holds it."""
+
+    why = ""
 
     def __init__(self, *, path: str) -> None:
         self.path = path
         super().__init__(
-            f"{path}: another run is writing this trace file; give this run a file of its own "
+            f"{path}: {self.why}; give this run a file of its own "
             "(or a folder, where each run gets a new file)"
         )
 
 
-class NotATraceFile(TraceError):
+class TraceFileBusy(TraceFileRefused):
+    """Another writer (another run) is writing the trace file a run was given; nothing of it
+    was touched. ``path`` names the file."""
+
+    why = "another run is writing this trace file"
+
+
+class NotATraceFile(TraceFileRefused):
     """A run was given a trace file that holds something else (``--trace notes.txt``); it
     was left as it was. ``path`` names the file."""
 
-    def __init__(self, *, path: str) -> None:
-        self.path = path
-        super().__init__(
-            f"{path}: this file holds something that is not a trace, so it was not overwritten; "
-            "give the run another file (or a folder, where each run gets a new file)"
-        )
+    why = "this file holds something that is not a trace, so it was not overwritten"
 
 
 class TraceWriteFailed(TraceError):
