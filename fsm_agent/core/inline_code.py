@@ -336,6 +336,17 @@ _AWK_FILES = frozenset({"f", "E", "file", "exec"})
 _AWK_SOURCES = frozenset({"e", "source"})
 
 
+def awk_operands_start(args: Sequence[str]) -> int | None:
+    """Where awk's operands start in its arguments (its program, or its first file when
+    ``-f``/``-e`` give the program), or None when there are none or an option is not one we
+    read: awk reads no option after it, so later words are input files or ``var=value``
+    assignments, which run nothing."""
+    read = _read_options(_AWK, args, permute=False)
+    if read is None or not read[1]:
+        return None
+    return len(args) - len(read[1])
+
+
 def _awk(args: Sequence[str], stdin_file: bool) -> str | None:
     """awk runs a command only as its program says (``system``, a pipe); ``-f`` is a file;
     gawk's ``--sandbox`` turns all of them off."""
@@ -703,6 +714,11 @@ _JUDGES: dict[str, _Judge] = {
     "git": _git,
 }
 """Programs that may be given code in the command, by name, and how that is told."""
+
+
+def has_judge(program: str) -> bool:
+    """Whether ``program`` (a name, not a path) may be given code in the command."""
+    return _judge_of(program) is not None
 
 
 def _judge_of(program: str) -> _Judge | None:

@@ -401,10 +401,11 @@ def _unread_code_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, 
     ]
     if not guarding:
         return None
+    from fsm_agent.core.fed_words import fed_words_run  # noqa: PLC0415 - lazy, see above
     from fsm_agent.core.inline_code import unread_code  # noqa: PLC0415 - lazy, see above
 
     for part in analysis.parts:
-        why = unread_code(part)
+        why = unread_code(part) or fed_words_run(part)
         if why is not None:
             return guarding[0], _shown(part), why
     return None

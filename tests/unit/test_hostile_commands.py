@@ -1082,6 +1082,43 @@ COMMANDS_IN_ARGUMENTS = [
     "chronic -ev rm -rf src",
 ]
 
+# Words xargs appends from its input, or that find -exec puts in place of {}, given to a program
+# whose words decide what it runs (found: its reader saw only the literal words and said it ran
+# nothing else, so each ran in bypass mode under `Bash(rm:*)`; `xargs env`, `xargs bash`,
+# `xargs python3` and the like asked already, and are pinned beside them).
+FED_WORDS_THAT_MAY_RUN = [
+    "echo \"'--to-command=rm -rf src'\" | xargs tar -xf x.tar",
+    "echo \"-c alias.x='!rm -rf src' x\" | xargs git",
+    "echo 'ProxyCommand=rm host' | xargs ssh -o",
+    "xargs man",
+    "xargs fish",
+    "xargs fish -n",
+    "echo \"-c 'import os'\" | xargs python3 -u",
+    "xargs python3",
+    "echo \"'BEGIN{system(\\\"rm -rf src\\\")}'\" | xargs awk",
+    "xargs awk -f prog.awk",
+    "echo \"-e '1e rm -rf src'\" | xargs sed -i s/a/b/",
+    "xargs sed",
+    "xargs rsync -a",
+    "xargs zip a.zip",
+    "xargs env",
+    "xargs sudo",
+    "xargs sudo -u root tar -xf x.tar",
+    "xargs timeout 5 git",
+    "xargs watch -g echo",
+    "xargs bash",
+    "xargs find .",
+    "xargs xargs tar -xf x.tar",
+    "xargs -I{} git {} log",
+    "xargs -I{} tar -xf x.tar {}",
+    "xargs -0 -n 1 tar -xf x.tar",
+    "find . -name '*' -exec tar -xf x.tar {} +",
+    "find . -exec git {} \\;",
+    "find . -exec git -C {} log \\;",
+    "find . -exec sed -n p {} +",
+    "find . -exec python3 {} \\;",
+]
+
 # Code given in the command in another language, which no Bash rule reads (found: allowed in
 # bypass mode under `Bash(rm:*)`): it asks, bypass-immune, under any Bash deny or ask rule.
 CODE_NO_RULE_READS = [
@@ -1151,6 +1188,7 @@ CODE_NO_RULE_READS = [
     "git --an-option-we-do-not-know --config-env=core.editor=E commit",
     "sudo python3 -c 'x'",
     "bash -c \"python3 -c 'x'\"",
+    *FED_WORDS_THAT_MAY_RUN,
 ]
 
 # Ordinary uses of the same programs, and script files: bypass runs them beside the rule.
@@ -1162,6 +1200,21 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
     "git rebase -i HEAD~3",
     "git submodule update --init",
     "find . -name '*.orig' -exec git rm {} \\;",
+    # words xargs or find fill in where they cannot change what runs
+    "find . -name '*.py' -exec grep -n x {} +",
+    "xargs grep x",
+    "xargs wc -l",
+    "xargs git add",
+    "xargs cat",
+    "xargs -0 git -C sub add --",
+    "xargs -I{} git add {}",
+    "xargs git -c color.ui=always log --oneline",
+    "xargs sudo grep x",
+    "xargs xargs cat",
+    "xargs awk '{print $1}'",
+    "xargs awk -f prog.awk data.txt",
+    "xargs bash -c 'echo \"$@\"' _",
+    "xargs",
     "tar -xf a.tar",
     "tar czf out.tgz src",
     "tar -I zstd -xf a.tar.zst",
