@@ -382,6 +382,8 @@ _SED_ADDRESS = re.compile(
     r"(?:\s*,\s*(?:\d+|\$|[+~]\d+|/(?:\\.|[^/\\\n])*/[IM]*))?)?\s*!*\s*",
     re.DOTALL,
 )
+_SED_FLAGS = re.compile(r"[gpiImMe0-9]*")
+_SED_LABEL_END = re.compile(r"[;\n]")
 _SED_SIMPLE = frozenset("{}=dDgGhHnNpPxzF")
 _SED_TO_LINE_END = frozenset("aicrRwW#")
 _SED_TO_SEMICOLON = frozenset(":btTqQlLv")
@@ -484,7 +486,7 @@ def _sed_runs(script: str) -> str | None:
                 return f"its script {script[position - 1 : position + 20]!r} is not read"
             position = read
             if command == "s":
-                flags = re.match(r"[gpiImMe0-9]*", script[position:])
+                flags = _SED_FLAGS.match(script, position)  # from where it stands: no copy
                 letters = flags.group() if flags else ""
                 if "e" in letters:
                     return "its script runs a command (s///e)"
@@ -512,11 +514,10 @@ def _line_end(script: str, position: int) -> int:
 
 
 def _label_end(script: str, position: int) -> int:
-    end = len(script)
-    for stop in ";\n":
-        found = script.find(stop, position)
-        end = min(end, found) if found >= 0 else end
-    return end
+    """Past the label of ``b``/``:``/``q``...: to the next ``;`` or line end (found at once: a
+    search for each would run to the end of a script that has none of the other)."""
+    found = _SED_LABEL_END.search(script, position)
+    return found.start() if found else len(script)
 
 
 def _sed_delimited(script: str, position: int, parts: int) -> int | None:

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.core import git_commands
+from fsm_agent.core import git_commands, inline_code
 from fsm_agent.core.effects import AskPermission
 from fsm_agent.core.events import PermissionDecided
 from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
 from fsm_agent.core.permission_rules import shell_rule_matches
 from fsm_agent.core.read_only_commands import judge_read_only
-from fsm_agent.core.shell_commands import analyse_command
+from fsm_agent.core.shell_commands import CommandPart, analyse_command
 from fsm_agent.runtime import permission_content
 from fsm_agent.runtime.permissions import (
     CallFacts,
@@ -1285,6 +1285,36 @@ def test_code_no_rule_reads_asks_under_a_bash_rule_in_bypass(
     assert [q.tool_name for q in questions] == ["Bash"]
     message = questions[0].message
     assert "no rule reads" in message or "cannot be fully analysed" in message
+
+
+class _CountedText(str):
+    """A script that counts the characters its reader reads, one by one or in slices and
+    searches: the work the reader does on it, whatever the machine's speed."""
+
+    read = 0
+
+    def __getitem__(self, key: Any) -> str:
+        item = str.__getitem__(self, key)
+        _CountedText.read += len(item)
+        return item
+
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:
+        _CountedText.read += len(self) - (start or 0)
+        return str.find(self, sub, start, end)
+
+
+@pytest.mark.parametrize("unit", ["s/a/b/;", "s|a|b|w f\n", "b x;", ":x\n", "y/a/b/;", "1~2p;"])
+def test_the_sed_reader_reads_a_script_once(unit: str) -> None:
+    """Eight times the script is at most nine times the work (found: each `s` command and each
+    label copied or searched the rest of the script, 1.4 MB of `s/a/b/;` took seconds)."""
+    work = []
+    for copies in (500, 4000):
+        _CountedText.read = 0
+        script = _CountedText(unit * copies + "1e rm -rf src")
+        part = CommandPart(argv=("sed", script, "f"), text="sed")
+        assert inline_code.unread_code(part) == "sed: its script runs a command (e)"
+        work.append(_CountedText.read)
+    assert work[1] <= 9 * work[0]
 
 
 @pytest.mark.parametrize("command", CODE_NO_RULE_READS)
