@@ -33,12 +33,21 @@ from a file (``sqlite3 db < schema.sql``) is such a file.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 
 import attrs
 
-from fsm_agent.core.command_options import abbreviates_any
+from fsm_agent.core.command_options import (
+    Arity,
+    Option,
+    OptionTable,
+    ParsedArguments,
+    abbreviates_any,
+    loose_table,
+    parse_arguments,
+)
 from fsm_agent.core.git_commands import git_runs
 from fsm_agent.core.shell_commands import CommandPart
 
@@ -421,41 +430,25 @@ def _read_options(
 ) -> tuple[list[tuple[str, str]], list[str]] | None:
     """The options (letter or long name, value) and operands of ``args`` as ``spec`` says;
     None for an option we do not know. ``permute``: options may follow operands (GNU)."""
-    given: list[tuple[str, str]] = []
-    operands: list[str] = []
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--" or (operands and not permute):
-            operands.extend(args[index - (word != "--") :])
-            break
-        if word.startswith("--"):
-            name, has_value, value = word[2:].partition("=")
-            if name in spec.long_values and not has_value:
-                value = args[index] if index < len(args) else ""
-                index += 1
-            elif not (name in spec.long_values or name in spec.long_flags):
-                return None
-            given.append((name, value))
-        elif word.startswith("-") and word != "-":
-            for position in range(1, len(word)):
-                letter, rest = word[position], word[position + 1 :]
-                if letter in spec.values:
-                    if not rest:
-                        rest = args[index] if index < len(args) else ""
-                        index += 1
-                    given.append((letter, rest))
-                    break
-                if letter in spec.attached:
-                    given.append((letter, rest))
-                    break
-                if letter not in spec.flags:
-                    return None
-                given.append((letter, ""))
-        else:
-            operands.append(word)
-    return given, operands
+    parsed = parse_arguments(args, _option_table(spec, permute=permute))
+    if parsed.problem is not None:
+        return None
+    given = [(option.name.lstrip("-"), option.value or "") for option in parsed.options]
+    return given, list(parsed.operands)
+
+
+@functools.cache
+def _option_table(spec: _Interpreter, *, permute: bool) -> OptionTable:
+    """``spec`` as the shared option reader's table: a long flag may be given a value inline
+    (``--in-place=.bak``, ``--lint=fatal``)."""
+    return OptionTable(
+        short=dict.fromkeys(spec.flags, Arity.NONE)
+        | dict.fromkeys(spec.attached, Arity.OPTIONAL)
+        | dict.fromkeys(spec.values, Arity.REQUIRED),
+        long=dict.fromkeys(spec.long_flags, Arity.OPTIONAL)
+        | dict.fromkeys(spec.long_values, Arity.REQUIRED),
+        stops_at_operand=not permute,
+    )
 
 
 def _sed_runs(script: str) -> str | None:
@@ -583,41 +576,25 @@ def _sqlite(args: Sequence[str], stdin_file: bool) -> str | None:
     return None if stdin_file else FROM_INPUT
 
 
-def _letters_and_longs(args: Sequence[str], values: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """Options of a getopt program read loosely: (letter or long name, value) pairs, with
-    values only for ``values`` letters and inline long ones; and the operands."""
-    options: list[tuple[str, str]] = []
-    operands: list[str] = []
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--":
-            operands.extend(args[index:])
-            break
-        if word.startswith("--"):
-            name, _, value = word[2:].partition("=")
-            options.append((name, value))
-        elif word.startswith("-") and word != "-":
-            for position in range(1, len(word)):
-                letter = word[position]
-                if letter in values:
-                    value = word[position + 1 :]
-                    if not value and index < len(args):
-                        value = args[index]
-                        index += 1
-                    options.append((letter, value))
-                    break
-                options.append((letter, ""))
-        else:
-            operands.append(word)
-    return options, operands
+def _loose_options(args: Sequence[str], values: str) -> ParsedArguments:
+    """A getopt program's options read loosely (``command_options.loose_table``): only the
+    letters in ``values`` take a value."""
+    return parse_arguments(args, _loose_table(values))
 
 
-def _gives(options: Sequence[tuple[str, str]], letters: str, longs: Sequence[str]) -> str | None:
-    """The first option among ``letters`` or (any start of) ``longs``."""
-    for name, _ in options:
-        if (len(name) == 1 and name in letters) or (len(name) > 1 and abbreviates_any(name, longs)):
+@functools.cache
+def _loose_table(values: str) -> OptionTable:
+    return loose_table(values)
+
+
+def _gives(options: Sequence[Option], letters: str, longs: Sequence[str]) -> str | None:
+    """The first option among ``letters`` or (any start of) ``longs``, as written."""
+    for option in options:
+        name = option.name
+        if name[2:] and name[1] == "-":
+            if abbreviates_any(name[2:], longs):
+                return name
+        elif name[1:] in letters:
             return name
     return None
 
@@ -625,15 +602,11 @@ def _gives(options: Sequence[tuple[str, str]], letters: str, longs: Sequence[str
 def _psql(args: Sequence[str], stdin_file: bool) -> str | None:
     """``psql -c CMD`` (``\\!`` runs the shell), ``-v`` (prompts may run commands); without
     ``-f FILE`` (or ``-l``) it reads its commands from the input."""
-    options, _ = _letters_and_longs(args, "cdfFhLoPpRTUv")
+    options = _loose_options(args, "cdfFhLoPpRTUv").options
     given = _gives(options, "cv", ("command", "set", "variable"))
     if given is not None:
-        return f"-{given} gives it commands"
-    files = [
-        value
-        for name, value in options
-        if name == "f" or (len(name) > 1 and "file".startswith(name))
-    ]
+        return f"{given} gives it commands"
+    files = [option.value or "" for option in options if _gives((option,), "f", ("file",))]
     if any(value in ("-", "/dev/stdin") for value in files):
         return FROM_INPUT
     if files or _gives(options, "lV?", ("list", "version", "help")) or stdin_file:
@@ -644,10 +617,10 @@ def _psql(args: Sequence[str], stdin_file: bool) -> str | None:
 def _mysql(args: Sequence[str], stdin_file: bool) -> str | None:
     """``mysql -e CMD`` (``system`` runs the shell), ``--init-command``, ``--pager``; without
     them it reads its commands from the input."""
-    options, _ = _letters_and_longs(args, "DehPSuO")
+    options = _loose_options(args, "DehPSuO").options
     given = _gives(options, "e", ("execute", "init-command", "pager"))
     if given is not None:
-        return f"-{given} gives it commands"
+        return f"{given} gives it commands"
     if stdin_file or _gives(options, "V?", ("version", "help")):
         return None
     return FROM_INPUT
@@ -659,10 +632,12 @@ _M4_DEFINITION = re.compile(r"[A-Za-z_]\w*(?:=[\w.,:/+-]*)?")
 def _m4(args: Sequence[str], stdin_file: bool) -> str | None:
     """m4 runs the shell from its input (``syscmd``); input files are script files, and a
     definition given in the command is code if it is more than a plain value."""
-    options, operands = _letters_and_longs(args, "DUIlLoFRtdH")
-    for name, value in options:
-        if (name == "D" or name.startswith("def")) and not _M4_DEFINITION.fullmatch(value):
+    parsed = _loose_options(args, "DUIlLoFRtdH")
+    for option in parsed.options:
+        value = option.value or ""
+        if _gives((option,), "D", ("define",)) and not _M4_DEFINITION.fullmatch(value):
             return f"-D{value} gives it code"
+    operands = parsed.operands
     if "-" in operands or not (operands or stdin_file):
         return FROM_INPUT
     return None
@@ -671,8 +646,8 @@ def _m4(args: Sequence[str], stdin_file: bool) -> str | None:
 def _crontab(args: Sequence[str], stdin_file: bool) -> str | None:
     """``crontab FILE`` or ``crontab -`` installs commands to run later; ``-l`` lists, ``-r``
     removes."""
-    options, _ = _letters_and_longs(args, "u")
-    if any(name in ("l", "r", "V", "T", "help", "version") for name, _ in options):
+    listed = ("-l", "-r", "-V", "-T", "--help", "--version")
+    if any(option.name in listed for option in _loose_options(args, "u").options):
         return None
     return "it installs a table of commands to run later"
 

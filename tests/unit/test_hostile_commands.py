@@ -1095,7 +1095,7 @@ FED_WORDS_THAT_MAY_RUN = [
     "xargs fish -n",
     "echo \"-c 'import os'\" | xargs python3 -u",
     "xargs python3",
-    "echo \"'BEGIN{system(\\\"rm -rf src\\\")}'\" | xargs awk",
+    'echo "\'BEGIN{system(\\"rm -rf src\\")}\'" | xargs awk',
     "xargs awk -f prog.awk",
     "echo \"-e '1e rm -rf src'\" | xargs sed -i s/a/b/",
     "xargs sed",
