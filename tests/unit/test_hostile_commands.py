@@ -1287,6 +1287,21 @@ def test_code_no_rule_reads_asks_under_a_bash_rule_in_bypass(
     assert "no rule reads" in message or "cannot be fully analysed" in message
 
 
+@pytest.mark.parametrize("subcommand", sorted(git_commands.QUIET_SUBCOMMANDS))
+def test_a_quiet_git_subcommand_runs_nothing_its_options_could_name(subcommand: str) -> None:
+    """Words xargs gives ``git SUBCOMMAND`` may follow it only when no option of it names a
+    command: every long option and letter that does for another subcommand runs nothing here
+    (``--pager``, which git reads after none, aside)."""
+    longs = {
+        name for names, _ in git_commands._SUBCOMMAND_OPTIONS.values() for name in names.split()
+    }
+    letters = {letter for _, found in git_commands._SUBCOMMAND_OPTIONS.values() for letter in found}
+    words = [f"--{name}=rm" for name in sorted(longs)] + [f"-{letter}rm" for letter in letters]
+    runs = git_commands.git_runs([subcommand, *words, "-Orm", "run", "rm", "foreach", "rm"])
+    assert (runs.scripts, runs.commands, runs.unread) == ((), (), None)
+    assert subcommand not in ("bisect", "submodule", "clone")
+
+
 class _CountedText(str):
     """A script that counts the characters its reader reads, one by one or in slices and
     searches: the work the reader does on it, whatever the machine's speed."""
