@@ -45,17 +45,22 @@ _AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
 
 
 def fed_words_run(part: CommandPart) -> str | None:
-    """Why the words ``part`` is given when it runs may make it run a command, or None."""
-    if not part.fed or not part.argv:
+    """Why the words ``part`` is given when it runs, or that the shell computes, may make it
+    run a command, or None."""
+    computed = [index for index in part.expanded if index > 0]
+    if not (part.fed or computed) or not part.argv:
         return None
     program = part.argv[0].rsplit("/", 1)[-1]
     if program not in WRAPPERS and not has_judge(program):
         return None
+    first = min((*part.fed, *computed))
     harmless_after = _harmless_after(program, part.argv[1:])
-    if harmless_after is not None and min(part.fed) - 1 > harmless_after:  # argv to args
+    if harmless_after is not None and first - 1 > harmless_after:  # from argv to its arguments
         return None
-    source = part.wrappers[-1] if part.wrappers else "a wrapper"
-    return f"the words {source} gives {program} may make it run a command"
+    if first in part.fed:
+        source = part.wrappers[-1] if part.wrappers else "a wrapper"
+        return f"the words {source} gives {program} may make it run a command"
+    return f"the words the shell computes for {program} may make it run a command"
 
 
 def _harmless_after(program: str, args: Sequence[str]) -> int | None:

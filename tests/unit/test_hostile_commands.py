@@ -1119,6 +1119,14 @@ FED_WORDS_THAT_MAY_RUN = [
     "find . -exec python3 {} \\;",
 ]
 
+# The same words computed by the shell: a variable set beside, or a glob matching a file the
+# model named so (found: each ran in bypass mode under `Bash(rm:*)`, as the part was read-only).
+COMPUTED_WORDS_THAT_MAY_RUN = [
+    "f='--expression=1e rm -rf src'; sed -n p $f",
+    "sed -n p *",
+    "d='. -exec rm -rf src ;'; find $d -name x",
+]
+
 # Code given in the command in another language, which no Bash rule reads (found: allowed in
 # bypass mode under `Bash(rm:*)`): it asks, bypass-immune, under any Bash deny or ask rule.
 CODE_NO_RULE_READS = [
@@ -1189,6 +1197,7 @@ CODE_NO_RULE_READS = [
     "sudo python3 -c 'x'",
     "bash -c \"python3 -c 'x'\"",
     *FED_WORDS_THAT_MAY_RUN,
+    *COMPUTED_WORDS_THAT_MAY_RUN,
 ]
 
 # Ordinary uses of the same programs, and script files: bypass runs them beside the rule.
@@ -1215,6 +1224,10 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
     "xargs awk -f prog.awk data.txt",
     "xargs bash -c 'echo \"$@\"' _",
     "xargs",
+    "git log $f",
+    "git diff $base -- src",
+    "grep -n x *.py",
+    "cat $f",
     "tar -xf a.tar",
     "tar czf out.tgz src",
     "tar -I zstd -xf a.tar.zst",
