@@ -387,10 +387,13 @@ _SED = _Interpreter(
     ),
 )
 _SED_ADDRESS = re.compile(
-    r"\s*(?:(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n])*/|\\(.)(?:\\.|(?!\1).)*\1)[IM]*"
+    r"\s*(?:(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n])*/|\\(.)(?:\\.|(?!\1)[^\\])*\1)[IM]*"
     r"(?:\s*,\s*(?:\d+|\$|[+~]\d+|/(?:\\.|[^/\\\n])*/[IM]*))?)?\s*!*\s*",
     re.DOTALL,
 )
+"""A sed address (``1``, ``$``, ``/re/``, ``\\%re%``, ``1~2``, ``a,b``, ``!``). A backslash in a
+regex is only ever the start of an escape: were it also a character of its own, a run of them
+with no closing delimiter could be split both ways, and the match would try every split."""
 _SED_FLAGS = re.compile(r"[gpiImMe0-9]*")
 _SED_LABEL_END = re.compile(r"[;\n]")
 _SED_SIMPLE = frozenset("{}=dDgGhHnNpPxzF")

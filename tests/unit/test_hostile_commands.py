@@ -1345,6 +1345,23 @@ def test_the_sed_reader_reads_a_script_once(unit: str) -> None:
     assert work[1] <= 9 * work[0]
 
 
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("\\%" + "\\" * 5_000 + "x", "is not read"),
+        ("\\%a\\%b%e rm -rf src", "runs a command (e)"),
+        ("\\,a\\\\,e rm -rf src", "runs a command (e)"),
+    ],
+)
+def test_backslashes_in_a_sed_address_are_read_once(address: str, why: str) -> None:
+    """Found: `\\%` and a run of backslashes with no closing `%`: the address pattern took
+    each backslash both as an escape and as a character, and tried every split (32 of them
+    took a second, each more doubled it). An escaped delimiter does not end the address."""
+    found = inline_code.unread_code(CommandPart(argv=("sed", address, "f"), text="sed"))
+    assert found is not None
+    assert why in found
+
+
 @pytest.mark.parametrize("command", CODE_NO_RULE_READS)
 def test_without_a_bash_rule_bypass_runs_code_given_inline(command: str, work: Path) -> None:
     """Nothing to dodge: bypass mode runs it as before."""
