@@ -1,8 +1,11 @@
-"""Words a command gets when it runs, from ``xargs``'s input or from the names ``find`` finds.
+"""Words a command gets when it runs: from ``xargs``'s input, the names ``find`` finds, or the
+shell.
 
 ``xargs CMD ARGS`` adds the words it reads after ``ARGS``; ``xargs -I R CMD ARGS`` and
 ``find -exec CMD ARGS {} ;`` put them where ``R`` or ``{}`` stand (``CommandPart.fed`` says
-where). No rule sees them before the command runs. For most programs that does not matter:
+where); the shell computes variables, substitutions and globs (``CommandPart.expanded``: a
+variable set beside, ``f=--expression=...; sed -n p $f``, or a glob matching a file named
+``-e...``). No rule sees them before the command runs. For most programs that does not matter:
 ``xargs grep x`` searches more files. For a program whose words decide what it runs it does:
 fed ``--to-command=rm -rf src``, ``xargs tar -xf a.tar`` runs rm; fed ``-c CODE``,
 ``xargs python3`` runs that code; fed ``-e '1e rm -rf src'``, ``xargs sed -i s/a/b/`` runs rm
@@ -17,7 +20,7 @@ the words land where they cannot change what it runs:
 * a wrapper given its command before them (``xargs sudo rm``, ``xargs env X=1 cat``): they are
   that command's words, and its own part is judged (``xargs sudo tar`` asks at tar);
 * a shell given its ``-c`` script or its script file before them: they are the script's
-  arguments;
+  arguments (a word it computes from them is judged where it stands in the script);
 * awk given an operand before them (its program, or a file after ``-f``): awk reads no option
   after its first operand, so they are input files or ``var=value`` assignments;
 * git given, before them, a subcommand none of whose options names a command
