@@ -684,6 +684,7 @@ COMMAND_OPTIONS: dict[str, _Unwrap] = {
     "fish": _fish,
 }
 """Programs that run a shell command given as an option's value, by name."""
+COMMAND_OPTIONS["gtar"] = COMMAND_OPTIONS["tar"]  # GNU tar, by the name BSD systems give it
 
 
 SHELLS = ("bash", "sh", "zsh", "dash", "ksh")

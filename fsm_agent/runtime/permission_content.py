@@ -459,9 +459,8 @@ def _unnamed_reads(part: CommandPart) -> list[str]:
     folders = list(trees_read(part.argv))
     if part.argv and part.argv[0] in OUTPUT_ONLY:
         return folders
-    fed = any(w == "xargs" or w.startswith("find -") for w in part.wrappers)
-    if fed and part.argv:
-        folders.append("/")  # the names come from the input: anything
+    if part.fed and part.argv:
+        folders.append("/")  # names xargs reads or find finds: anything
     computed = [part.argv[i] for i in part.expanded if i > 0]
     computed += [r.target for r in part.redirects if r.expanded and r.operator.endswith("<")]
     folders += [_computed_folder(word) for word in computed]

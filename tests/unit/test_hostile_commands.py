@@ -1070,6 +1070,7 @@ COMMANDS_IN_ARGUMENTS = [
     "tar --checkpoint-action=exec='rm -rf src' -xf a.tar",
     "tar -F 'rm -rf src' -xf a.tar",
     "tar --to-comm='rm -rf src' -xf a.tar",
+    "gtar --to-command='rm -rf src' -xf a.tar",
     "rsync -avze 'rm -rf src' a b:c",
     "rsync --rsync-path='rm -rf src' a b:c",
     "ssh -oProxyCommand='rm -rf src' host",
