@@ -23,13 +23,15 @@ the words land where they cannot change what it runs:
   arguments (a word it computes from them is judged where it stands in the script);
 * awk given an operand before them (its program, or a file after ``-f``): awk reads no option
   after its first operand, so they are input files or ``var=value`` assignments;
+* an interpreter given its script file before them (``xargs python3 x.py``): they are the
+  script's arguments (``inline_code.script_file_at``);
 * git given, before them, a subcommand none of whose options names a command
   (``git_commands.QUIET_SUBCOMMANDS``: ``xargs git add``, ``find -exec git rm {} ;``): words after
   the subcommand are not git's own options (``-c``), and git ignores an alias of that name.
 
 Everything else asks: programs that read options after their operands (``sed``, ``tar``,
-``rsync``, ``ssh``, ``man``, ``zip``), interpreters (a fed ``-c`` comes before any script
-operand they are given in the input), editors, database shells, ``find`` (fed words go on with
+``rsync``, ``ssh``, ``man``, ``zip``), interpreters given no script file (a fed ``-c`` comes
+before any the input names), editors, database shells, ``find`` (fed words go on with
 its expression: ``-delete``, ``-exec``), and wrappers whose command comes from the input
 (already a problem of the analysis).
 """
@@ -40,7 +42,7 @@ from collections.abc import Sequence
 
 from fsm_agent.core.command_options import parse_arguments
 from fsm_agent.core.git_commands import QUIET_SUBCOMMANDS, without_git_globals
-from fsm_agent.core.inline_code import awk_operands_start, has_judge
+from fsm_agent.core.inline_code import awk_operands_start, has_judge, script_file_at
 from fsm_agent.core.shell_commands import CommandPart
 from fsm_agent.core.shell_wrappers import SHELL_OPTIONS, SHELLS, WRAPPERS, Unwrapped
 
@@ -83,6 +85,9 @@ def _harmless_after(program: str, args: Sequence[str]) -> int | None:
         return parsed.rest_index
     if program in _AWKS:
         return awk_operands_start(args)
+    script = script_file_at(program, args)
+    if script is not None:
+        return script
     outcome = WRAPPERS[program](args) if program in WRAPPERS else None
     if isinstance(outcome, Unwrapped) and outcome.script is None and outcome.end is None:
         return outcome.start if outcome.start < len(args) else None

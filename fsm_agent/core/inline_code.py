@@ -124,7 +124,7 @@ _MODULE = re.compile(r"-?[A-Za-z_][\w:]*(?:=[\w:,.-]*)?")
 
 def _judge_interpreter(spec: _Interpreter) -> _Judge:
     def judge(args: Sequence[str], stdin_file: bool) -> str | None:
-        why = _interpreter_refusal(spec, args)
+        why, _ = _read_interpreter(spec, args)
         if why == FROM_INPUT and stdin_file:
             return None  # `python3 < script.py`: a script file
         return why
@@ -132,37 +132,53 @@ def _judge_interpreter(spec: _Interpreter) -> _Judge:
     return judge
 
 
-def _interpreter_refusal(spec: _Interpreter, args: Sequence[str]) -> str | None:
-    """Why the interpreter's arguments give it code, reading options up to its script file."""
+def _read_interpreter(spec: _Interpreter, args: Sequence[str]) -> tuple[str | None, int | None]:
+    """Why the interpreter's arguments give it code, reading options up to its script file,
+    and where that file stands (None when it is not given, or where is not known)."""
     index = 0
     while index < len(args):
         word = args[index]
         index += 1
         if word == "--":
-            return None if index < len(args) or not spec.needs_script else FROM_INPUT
+            if index < len(args):
+                return None, index
+            return (FROM_INPUT if spec.needs_script else None), None
         if word == "-":
-            return FROM_INPUT
+            return FROM_INPUT, None
         if word.startswith("--"):
             name, has_value, value = word[2:].partition("=")
             if name in spec.long_inline:
-                return f"--{name} gives it code"
+                return f"--{name} gives it code", None
             if name in spec.long_stops:
-                return None
+                return None, None
             if name in spec.long_values and not has_value:
                 value = args[index] if index < len(args) else ""
                 index += 1
             if value.startswith("data:"):
-                return f"--{name} {value[:20]} gives it code"
+                return f"--{name} {value[:20]} gives it code", None
             if not (has_value or name in spec.long_values or name in spec.long_flags):
-                return _anywhere(spec, args[index - 1 :])
+                return _anywhere(spec, args[index - 1 :]), None
         elif word.startswith("-"):
             read = _cluster(spec, args, index)
             if isinstance(read, str):
-                return None if read == "" else read
+                return (read or None), None
             index = read
         else:
-            return None  # the script file, and its arguments
-    return FROM_INPUT if spec.needs_script else None
+            return None, index - 1  # the script file, and its arguments
+    return (FROM_INPUT if spec.needs_script else None), None
+
+
+def script_file_at(program: str, args: Sequence[str]) -> int | None:
+    """Where the script file stands in the arguments of an interpreter that leaves every word
+    after it to the script (``python3 x.py -c y``), or None: not such an interpreter, no
+    script file, or code given otherwise."""
+    spec = _SCRIPT_FIRST.get(program)
+    if spec is None and _PYTHON_NAME.fullmatch(program):
+        spec = _LUA if program.startswith("lua") else _PYTHON
+    if spec is None:
+        return None
+    why, at = _read_interpreter(spec, args)
+    return at if why is None else None
 
 
 def _cluster(spec: _Interpreter, args: Sequence[str], index: int) -> int | str:
@@ -665,16 +681,22 @@ _PYTHON_NAME = re.compile(r"(?:python|pypy)[0-9.]*|lua(?:jit|[0-9.]*)")
 _PYTHON_JUDGE = _judge_interpreter(_PYTHON)
 _LUA_JUDGE = _judge_interpreter(_LUA)
 
+_SCRIPT_FIRST: dict[str, _Interpreter] = {
+    "perl": _PERL,
+    "ruby": _RUBY,
+    **dict.fromkeys(("node", "nodejs"), _NODE),
+    "php": _PHP,
+    "Rscript": _R_SCRIPT,
+    "osascript": _OSASCRIPT,
+    "expect": _EXPECT,
+    "julia": _JULIA,
+}
+"""Interpreters that read no option of their own after their script file, by name (``dc``
+reads options after its files; ``R`` takes no script file there)."""
+
 _JUDGES: dict[str, _Judge] = {
-    "perl": _judge_interpreter(_PERL),
-    "ruby": _judge_interpreter(_RUBY),
-    **dict.fromkeys(("node", "nodejs"), _judge_interpreter(_NODE)),
-    "php": _judge_interpreter(_PHP),
-    "Rscript": _judge_interpreter(_R_SCRIPT),
+    **{name: _judge_interpreter(spec) for name, spec in _SCRIPT_FIRST.items()},
     "R": _judge_interpreter(_R),
-    "osascript": _judge_interpreter(_OSASCRIPT),
-    "expect": _judge_interpreter(_EXPECT),
-    "julia": _judge_interpreter(_JULIA),
     "dc": _judge_interpreter(_DC),
     "bun": _bun,
     "deno": _deno,
