@@ -195,7 +195,11 @@ def option_table(short: str = "", long: str = "", *, short_values: str = "", lon
     return OptionTable(short=shorts, long=longs, stops_at_operand=True)
 
 
-def loose_table(short_values: str = "") -> OptionTable:
+def loose_table(short_values: str = "", short_optional: str = "") -> OptionTable:
     """A loose table (options anywhere, any option accepted) knowing only which letters take a
-    value: enough to find a program's few options that matter among all the others."""
-    return OptionTable(short=dict.fromkeys(short_values, Arity.REQUIRED), loose=True)
+    value (or one only inline): enough to find a program's few options that matter among all
+    the others."""
+    shorts = dict.fromkeys(short_values, Arity.REQUIRED) | dict.fromkeys(
+        short_optional, Arity.OPTIONAL
+    )
+    return OptionTable(short=shorts, loose=True)

@@ -595,15 +595,15 @@ def _sqlite(args: Sequence[str], stdin_file: bool) -> str | None:
     return None if stdin_file else FROM_INPUT
 
 
-def _loose_options(args: Sequence[str], values: str) -> ParsedArguments:
+def _loose_options(args: Sequence[str], values: str, optional: str = "") -> ParsedArguments:
     """A getopt program's options read loosely (``command_options.loose_table``): only the
-    letters in ``values`` take a value."""
-    return parse_arguments(args, _loose_table(values))
+    letters in ``values`` take a value, those in ``optional`` one given inline."""
+    return parse_arguments(args, _loose_table(values, optional))
 
 
 @functools.cache
-def _loose_table(values: str) -> OptionTable:
-    return loose_table(values)
+def _loose_table(values: str, optional: str) -> OptionTable:
+    return loose_table(values, optional)
 
 
 def _gives(options: Sequence[Option], letters: str, longs: Sequence[str]) -> str | None:
@@ -651,7 +651,7 @@ _M4_DEFINITION = re.compile(r"[A-Za-z_]\w*(?:=[\w.,:/+-]*)?")
 def _m4(args: Sequence[str], stdin_file: bool) -> str | None:
     """m4 runs the shell from its input (``syscmd``); input files are script files, and a
     definition given in the command is code if it is more than a plain value."""
-    parsed = _loose_options(args, "DUIlLoFRtdH")
+    parsed = _loose_options(args, "DUIlLoFRtH", optional="d")  # -d[FLAGS]
     for option in parsed.options:
         value = option.value or ""
         if _gives((option,), "D", ("define",)) and not _M4_DEFINITION.fullmatch(value):

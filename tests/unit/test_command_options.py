@@ -131,3 +131,10 @@ def test_a_loose_table_reads_a_missing_value_as_none() -> None:
     parsed = parse_arguments(["x", "-c"], loose_table("c"))
     assert parsed.problem is None
     assert [(option.name, option.value) for option in parsed.options] == [("-c", None)]
+
+
+def test_a_loose_table_takes_an_optional_value_only_inline() -> None:
+    """``m4 -d -Dx=y``: ``-d`` takes no word after it, so ``-D`` is read."""
+    parsed = parse_arguments(["-d", "-Dx=y", "-dq"], loose_table("D", "d"))
+    written = [(option.name, option.value) for option in parsed.options]
+    assert written == [("-d", None), ("-D", "x=y"), ("-d", "q")]

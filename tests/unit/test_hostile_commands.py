@@ -1191,6 +1191,7 @@ CODE_NO_RULE_READS = [
     "sqlite3 db",
     "psql",
     "m4 -D'x=syscmd(rm -rf src)' f.m4",
+    "m4 -d -D'x=syscmd(rm -rf src)' f.m4",  # found: -d took the next word, m4 takes none
     "crontab tab.txt",
     "git --config-env=core.pager=PAGER_CMD log",
     "git -c include.path=/tmp/x.cfg log",
