@@ -17,7 +17,8 @@ and bypass runs it.
   ``dc -e``, ``emacs --eval``), or reading its code from its input (``python3``, ``python3 -``,
   a heredoc or here-string fed to it: the input may come from a pipe the part does not see);
 * ``awk`` programs that call ``system``, use a pipe (``print | "cmd"``, ``"cmd" | getline``)
-  or ``@`` (gawk's indirect calls, ``@load``); other awk programs run no command;
+  or ``@`` (gawk's indirect calls, ``@load``), unless ``gawk --sandbox``; other awk programs run
+  no command;
 * ``sed`` scripts with GNU's ``e`` command or ``s///e`` flag, or that we cannot read through;
 * editors and pagers given commands: ``vim -c``/``+cmd``/``--cmd``/``-e``, ``ex``, ``ed`` (its
   commands come from its input), ``less +cmd`` and key files;
@@ -372,14 +373,24 @@ def awk_operands_start(args: Sequence[str]) -> int | None:
     return len(args) - len(read[1])
 
 
+def _gawk(args: Sequence[str], stdin_file: bool) -> str | None:
+    """gawk, whose ``--sandbox`` (``-S``) turns off all that runs commands."""
+    return _awk_runs(args, sandbox_counts=True)
+
+
 def _awk(args: Sequence[str], stdin_file: bool) -> str | None:
-    """awk runs a command only as its program says (``system``, a pipe); ``-f`` is a file;
-    gawk's ``--sandbox`` turns all of them off."""
+    """An awk that may not be gawk: ``--sandbox`` is not trusted (the one-true-awk warns about
+    an option it does not know and runs the program anyway)."""
+    return _awk_runs(args, sandbox_counts=False)
+
+
+def _awk_runs(args: Sequence[str], *, sandbox_counts: bool) -> str | None:
+    """awk runs a command only as its program says (``system``, a pipe); ``-f`` is a file."""
     read = _read_options(_AWK, args, permute=False)
     if read is None:
         return "an option we do not read may give it code"
     given, operands = read
-    if any(name in ("S", "sandbox") for name, _ in given):
+    if sandbox_counts and any(name in ("S", "sandbox") for name, _ in given):
         return None
     files = [value for name, value in given if name in _AWK_FILES]
     if any(_is_input(value) for value in files):
@@ -702,7 +713,8 @@ _JUDGES: dict[str, _Judge] = {
     "deno": _deno,
     **dict.fromkeys(("pwsh", "powershell"), _powershell),
     "emacs": _emacs,
-    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _awk),
+    "gawk": _gawk,
+    **dict.fromkeys(("awk", "mawk", "nawk"), _awk),
     **dict.fromkeys(("sed", "gsed"), _sed),
     **dict.fromkeys(("vi", "vim", "nvim", "view", "vimdiff", "gvim", "rvim", "evim"), _vim),
     **dict.fromkeys(("ex", "ed", "red"), _ex),

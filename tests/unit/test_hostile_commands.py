@@ -1176,6 +1176,8 @@ CODE_NO_RULE_READS = [
     "awk -e 'BEGIN{system(\"x\")}' f",
     'gawk \'BEGIN{f="system"; @f("x")}\'',
     "awk -f /dev/stdin f <<< 'BEGIN{system(\"x\")}'",
+    # found: the one-true-awk ignores an option it does not know, --sandbox too
+    "awk --sandbox 'BEGIN{system(\"rm -rf src\")}'",
     "sed -e p -e '1e rm -rf src' a",
     "sed 's/x/y/ge' a",
     "sed -n '/x/e rm -rf src' a",
