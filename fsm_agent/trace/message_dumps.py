@@ -152,8 +152,7 @@ class TranscriptJson:
         base = self._base(known, file)
         added = self._items(history[known:], redactor)
         if added is None:
-            self._messages, self._parts, self._file = (), [], None
-            self._digest = hashlib.sha256(b"[")
+            self.forget()
             return None
         run = b",".join(added)
         if added:
@@ -172,6 +171,12 @@ class TranscriptJson:
         parts[1::2] = self._parts
         parts[-1] = b"]"
         return TranscriptParts(parts, None)
+
+    def forget(self) -> None:
+        """Forget the transcript written last (its trace may lack it: the file refused a
+        line), so that the next turn writes its whole."""
+        self._messages, self._parts, self._file, self._links = (), [], None, 0
+        self._digest = hashlib.sha256(b"[")
 
     def _base(self, known: int, file: str | None) -> dict[str, Any] | None:
         """The ``transcript_from`` of a record written to ``file`` whose transcript begins

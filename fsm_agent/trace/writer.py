@@ -353,6 +353,8 @@ class TraceWriter:
         if self._owns_file:  # nothing more goes to it: close() has nothing left to do
             with contextlib.suppress(OSError):
                 self._file.close()
+        # The file may lack the transcript this turn started from: no later turn begins in it.
+        self._transcript.forget()
         self._refused = functools.partial(
             TraceWriteFailed,
             path=self._name,
