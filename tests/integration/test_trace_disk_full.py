@@ -199,9 +199,9 @@ def test_a_turn_after_a_refused_one_writes_its_whole_transcript(tmp_path: Path) 
         writer.write_event(TurnStarted(messages=first))
     second = (*first, UserMessage(uuid="2:prompt.1", content=(TextBlock(text="more"),)))
     refused = TraceWriter(tmp_path / "two.jsonl", config=LoopConfig(), transcript=kept)
-    with file_size_limit((tmp_path / "two.jsonl").stat().st_size + 100):
-        with pytest.raises(TraceWriteFailed):
-            refused.write_event(TurnStarted(messages=second))
+    limit = (tmp_path / "two.jsonl").stat().st_size + 100
+    with file_size_limit(limit), pytest.raises(TraceWriteFailed):
+        refused.write_event(TurnStarted(messages=second))
     third = (*second, UserMessage(uuid="3:prompt.1", content=(TextBlock(text="again"),)))
     with TraceWriter(tmp_path / "three.jsonl", config=LoopConfig(), transcript=kept) as writer:
         writer.write_event(TurnStarted(messages=third))
