@@ -163,6 +163,8 @@ def _count(messages: int) -> str:
 
 def _first_record(file: Path, *, top: str) -> tuple[dict[str, Any], int]:
     """The record after ``file``'s header, upgraded, and its line number."""
+    if file.exists() and not file.is_file():  # a pipe would never end; a folder is no trace
+        raise TranscriptBaseError(path=top, base=file.name, problem="is not a regular file")
     try:
         with file.open("rb") as handle:
             lines = iter_lines(handle)

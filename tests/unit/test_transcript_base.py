@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.trace.conversation import conversation_turns
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.records import TRANSCRIPT_FROM
-from fsm_agent.trace.replay import replay
+from fsm_agent.trace.replay import fork, replay
 
 SECRET = "hunter-two-secret"
 
@@ -232,3 +233,23 @@ def test_resume_from_a_linked_turn_goes_on(linked: list[Path], tmp_path: Path) -
     assert path is not None
     assert TRANSCRIPT_FROM not in turn_record(path)
     assert len(started(path)) == 13
+
+
+def test_a_fork_of_a_linked_turn_reads_alone(linked: list[Path], tmp_path: Path) -> None:
+    """The prefix a fork copies holds the whole transcript: the new trace needs no other."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    point = fork(linked[3], 1)
+    point.writer_for(elsewhere / "fork.jsonl").close()
+    assert TRANSCRIPT_FROM not in turn_record(elsewhere / "fork.jsonl")
+    assert started(elsewhere / "fork.jsonl") == started(linked[3])
+    assert len(started(linked[3])) == 7
+
+
+def test_a_base_that_is_a_pipe_is_refused_not_waited_for(linked: list[Path]) -> None:
+    """A folder handed over with a named pipe where a turn's base should be: reading the later
+    turn fails at once (opening the pipe would wait for a writer forever)."""
+    linked[1].unlink()
+    os.mkfifo(linked[1])
+    with pytest.raises(TranscriptBaseError, match="is not a regular file"):
+        read_trace(linked[2])
