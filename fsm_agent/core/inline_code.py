@@ -161,8 +161,10 @@ def _read_interpreter(spec: _Interpreter, args: Sequence[str]) -> tuple[str | No
                 return _anywhere(spec, args[index - 1 :]), None
         elif word.startswith("-"):
             read = _cluster(spec, args, index)
+            if isinstance(read, _Stopped):
+                return None, read.at
             if isinstance(read, str):
-                return (read or None), None
+                return read, None
             index = read
         else:
             return None, index - 1  # the script file, and its arguments
@@ -170,9 +172,9 @@ def _read_interpreter(spec: _Interpreter, args: Sequence[str]) -> tuple[str | No
 
 
 def script_file_at(program: str, args: Sequence[str]) -> int | None:
-    """Where the script file stands in the arguments of an interpreter that leaves every word
-    after it to the script (``python3 x.py -c y``), or None: not such an interpreter, no
-    script file, or code given otherwise."""
+    """Where the script file (or module: ``python3 -m mod``) stands in the arguments of an
+    interpreter that leaves every word after it to the script (``python3 x.py -c y``), or
+    None: not such an interpreter, no script file, or code given otherwise."""
     spec = _SCRIPT_FIRST.get(program)
     if spec is None and _PYTHON_NAME.fullmatch(program):
         spec = _LUA if program.startswith("lua") else _PYTHON
@@ -182,9 +184,17 @@ def script_file_at(program: str, args: Sequence[str]) -> int | None:
     return at if why is None else None
 
 
-def _cluster(spec: _Interpreter, args: Sequence[str], index: int) -> int | str:
-    """Read the cluster ``args[index - 1]``: the next index, a reason (inline code), or ""
-    (the rest is not the interpreter's)."""
+@attrs.frozen
+class _Stopped:
+    """Past a cluster the rest is not the interpreter's: from the script file or module named
+    at ``at`` (``python3 -m mod``), or from where we do not know (None)."""
+
+    at: int | None
+
+
+def _cluster(spec: _Interpreter, args: Sequence[str], index: int) -> int | str | _Stopped:
+    """Read the cluster ``args[index - 1]``: the next index, a reason (inline code), or where
+    the rest stops being the interpreter's."""
     word = args[index - 1]
     position = 1
     while position < len(word):
@@ -194,7 +204,7 @@ def _cluster(spec: _Interpreter, args: Sequence[str], index: int) -> int | str:
         if letter in spec.inline:
             return f"-{letter} gives it code"
         if letter in spec.stops:
-            return ""
+            return _Stopped(at=index - 1 if rest else (index if index < len(args) else None))
         if letter in spec.values or letter in spec.modules:
             value = rest
             if not rest:
@@ -212,7 +222,8 @@ def _cluster(spec: _Interpreter, args: Sequence[str], index: int) -> int | str:
             digits = re.match(r"x[0-9A-Fa-f]*" if hexadecimal else r"[0-7]*", rest)
             position += len(digits.group()) if digits else 0
         elif letter not in spec.flags:
-            return _anywhere(spec, args[index - 1 :]) or ""
+            why = _anywhere(spec, args[index - 1 :])
+            return _Stopped(at=None) if why is None else why
     return index
 
 
