@@ -855,6 +855,9 @@ WRAPPERS: dict[str, _Unwrap] = {
     "setarch": _setarch,
     **dict.fromkeys(("linux32", "linux64"), _arch_options),
     "cgexec": _options_then_command(_table("h", "sticky", short_values="g")),
+    # run the command with an agent holding keys, or a password typed for it
+    "ssh-agent": _options_then_command(_table("cDdks", short_values="aEOPt")),
+    "sshpass": _options_then_command(_table("ehvV", short_values="fdpP")),
     "unbuffer": _options_then_command(_table("p")),
     **dict.fromkeys(
         (
@@ -878,6 +881,11 @@ WRAPPERS: dict[str, _Unwrap] = {
     ),
     **dict.fromkeys(("at", "batch"), _not_followed("runs commands read from its input later")),
     "gdb": _not_followed("runs the programs and commands its options name"),
+    **dict.fromkeys(
+        ("tmux", "screen"),
+        _not_followed("runs commands in the windows it opens, and types keys into them"),
+    ),
+    "hyperfine": _not_followed("runs each of its arguments as a command line"),
     "bwrap": _not_followed("its options are not analysed"),
 }
 """Programs that run another command, by name (a path such as ``/usr/bin/env`` counts too)."""

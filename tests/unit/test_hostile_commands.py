@@ -115,6 +115,11 @@ UNANALYSABLE = [
     "echo rm | xargs -I% % -rf src",
     "find . -name '*.sh' -exec {} \\;",
     "find . -exec sh -c 'cat {}' \\;",
+    # programs that run commands in ways we do not read (found: ran beside a deny rule)
+    "tmux new-session -d 'rm -rf src'",
+    "tmux send-keys 'rm -rf src' Enter",
+    "screen -dm rm -rf src",
+    "hyperfine 'rm -rf src'",
     # nesting past what is walked (found: RecursionError instead of an answer)
     "echo " + "$(" * 300 + "ls" + ")" * 300,
     "(" * 2000 + "ls" + ")" * 2000,
@@ -1080,6 +1085,10 @@ COMMANDS_IN_ARGUMENTS = [
     "man --pager='rm -rf src' ls",
     "zip -T --unzip-command 'rm -rf src' a.zip a",
     "fish -C 'rm -rf src'",
+    # found: programs that run a command we did not follow
+    "ssh-agent rm -rf src",
+    "ssh-agent -s -t 60 rm -rf src",
+    "sshpass -p secret rm -rf src",
     "chronic -ev rm -rf src",
 ]
 
