@@ -23,7 +23,8 @@ and bypass runs it.
 * editors and pagers given commands: ``vim -c``/``+cmd``/``--cmd``/``-e``, ``ex``, ``ed`` (its
   commands come from its input), ``less +cmd`` and key files;
 * database shells given commands or reading them from their input (``sqlite3 db 'SQL'``,
-  ``psql -c``, ``mysql -e``), ``m4`` (``syscmd``), and ``crontab`` installing a table;
+  ``psql -c``, ``mysql -e``), ``m4`` (``syscmd``), ``crontab`` installing a table, and
+  ``make`` given makefile code (``--eval``, ``X:=$(shell ...)``, ``-f -``);
 * git where following is not sound (``git_commands``: ``core.hooksPath``...).
 
 Script files stay allowed (``python3 x.py``, ``bash x.sh``, ``sed -f x.sed``, ``make``,
@@ -693,6 +694,27 @@ def _crontab(args: Sequence[str], stdin_file: bool) -> str | None:
     return "it installs a table of commands to run later"
 
 
+_MAKE_FUNCTION = re.compile(r"\$[({]")
+
+
+def _make(args: Sequence[str], stdin_file: bool) -> str | None:
+    """GNU make given makefile code: ``--eval``/``-E`` (``$(shell ...)`` runs the shell), a
+    variable set to a function call (``X:=$(shell ...)`` runs at once), or ``-f -`` (its
+    makefile from the input). A plain value (``CC=clang``) stays allowed: the makefile, a
+    file, decides what runs with it."""
+    parsed = _loose_options(args, "CfIoWE", optional="jlO")
+    given = _gives(parsed.options, "E", ("eval",))
+    if given is not None:
+        return f"{given} gives it code"
+    for word in parsed.operands:
+        if "=" in word and _MAKE_FUNCTION.search(word):
+            return f"{word[:40]!r} gives it code"
+    files = [o.value or "" for o in parsed.options if _gives((o,), "f", ("file", "makefile"))]
+    if any(_is_input(value) for value in files) and not stdin_file:
+        return FROM_INPUT
+    return None
+
+
 def _git(args: Sequence[str], stdin_file: bool) -> str | None:
     """git where following what it runs is not sound (``git_commands``)."""
     return git_runs(args).unread
@@ -735,6 +757,7 @@ _JUDGES: dict[str, _Judge] = {
     **dict.fromkeys(("mysql", "mariadb"), _mysql),
     "m4": _m4,
     "crontab": _crontab,
+    **dict.fromkeys(("make", "gmake"), _make),
     "git": _git,
 }
 """Programs that may be given code in the command, by name, and how that is told."""

@@ -1203,6 +1203,11 @@ CODE_NO_RULE_READS = [
     "psql",
     "m4 -D'x=syscmd(rm -rf src)' f.m4",
     "m4 -d -D'x=syscmd(rm -rf src)' f.m4",  # found: -d took the next word, m4 takes none
+    # found: makefile code given in the command
+    "make --eval='$(shell rm -rf src)'",
+    "make -E '$(shell rm -rf src)' all",
+    "make 'X:=$(shell rm -rf src)'",
+    "make -f - <<< 'all:; rm -rf src'",
     "crontab tab.txt",
     "git --config-env=core.pager=PAGER_CMD log",
     "git -c include.path=/tmp/x.cfg log",
@@ -1287,6 +1292,8 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
     "bash x.sh",
     "./x.sh",
     "make",
+    "make -j4 -C build install CC=clang PREFIX=/usr/local",
+    "make -f build.mk test",
     "npm test",
     "pytest",
 ]
