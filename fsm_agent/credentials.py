@@ -74,14 +74,17 @@ def environment_credentials(environ: Mapping[str, str]) -> tuple[str, ...]:
     """The credentials in an environment (``os.environ``), which a tool that prints it
     (``env``, ``printenv``) would otherwise put in a trace: the values of the variables under
     a credential's name (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``PGPASSWORD``: the
-    names :func:`~fsm_agent.trace.redact.is_sensitive_key` judges, each value whole and after
-    a scheme such as ``Bearer`` its token alone) and the credentials of a URL in any variable
-    (``DATABASE_URL=postgres://user:PASSWORD@host/db``). Left out are values shorter than
-    :data:`ENVIRONMENT_SECRET_MIN` characters and a value that is the path of an existing file
-    or folder (``GOOGLE_APPLICATION_CREDENTIALS=/path/key.json``, ``PASSWORD_STORE_DIR``
-    name where a secret is kept, and every mention of the path would be blanked)."""
-    found = named_credentials(environ.items())
-    for value in environ.values():
+    names :func:`~fsm_agent.trace.redact.is_sensitive_key` judges; each value whole, the
+    token of ``Bearer TOKEN`` alone, and each line of a value of several lines alone) and
+    the credentials of a URL in any variable (``DATABASE_URL=postgres://user:PASSWORD@host/db``).
+    Left out are values shorter than :data:`ENVIRONMENT_SECRET_MIN` characters and a value
+    that is the path of an existing file or folder (``GOOGLE_APPLICATION_CREDENTIALS=/path``,
+    ``PASSWORD_STORE_DIR`` name where a secret is kept, and every mention of the path would
+    be blanked)."""
+    found: list[str] = []
+    for name, value in environ.items():
+        if is_sensitive_key(name.strip()):
+            found += _environment_value(value)
         if "://" in value:
             found += url_passwords(value)
     kept = (
@@ -90,6 +93,16 @@ def environment_credentials(environ: Mapping[str, str]) -> tuple[str, ...]:
         if len(value) >= ENVIRONMENT_SECRET_MIN and not _existing_path(value)
     )
     return tuple(dict.fromkeys(kept))
+
+
+def _environment_value(value: str) -> list[str]:
+    """A credential variable's value whole, the token of ``Bearer TOKEN`` alone, and each
+    line of a value of several (a PEM key: a tool may print one of its lines) alone. Other
+    words are not taken alone: a value holding JSON would make secrets of its keys."""
+    words = value.split()
+    found = [value.strip(), *words[1:2]] if len(words) == 2 else [value.strip()]
+    lines = value.strip().splitlines()
+    return found + [line.strip() for line in lines] if len(lines) > 1 else found
 
 
 def _existing_path(value: str) -> bool:

@@ -46,6 +46,16 @@ def test_the_credentials_of_an_environment() -> None:
     assert environment_credentials({"PASSWORD_FILE": "/no/such/file/anywhere-0123"}) == (
         "/no/such/file/anywhere-0123",
     )
+    pem = "-----BEGIN KEY-----\nAAAAbbbbCCCCdddd0123\nEEEEffff4567\n-----END KEY-----\n"
+    assert set(environment_credentials({"SSH_PRIVATE_KEY": pem})) == {
+        pem.strip(),
+        "-----BEGIN KEY-----",
+        "AAAAbbbbCCCCdddd0123",
+        "EEEEffff4567",
+        "-----END KEY-----",
+    }
+    service = '{"type": "service_account", "private_key_id": "abcdef0123456789"}'
+    assert environment_credentials({"GOOGLE_CREDENTIALS_JSON": service}) == (service,)
 
 
 def _scripted() -> ScriptedModel:
