@@ -987,12 +987,13 @@ _USER_TURN_WINDOW = 5  # user turns averaged at each mark
 
 
 def user_turn_seconds(
-    repeat: int, *, snip: bool = False
+    repeat: int, *, snip: bool = False, full_every: int | None = None
 ) -> tuple[dict[int, float], dict[int, int]]:
     """Time per user turn of a traced ``Session`` around user turn 10, 100 and 300 (each turn
-    a prompt and a text answer; the median of ``repeat`` sessions), and the bytes of the trace
-    file of the turn at each mark; with ``snip`` on, the requests carry the messages' id tags
-    (SPEC §7.2)."""
+    a prompt and a text answer; the median of ``repeat`` sessions), and the bytes of the
+    conversation's trace files up to the turn at each mark; with ``snip`` on, the requests
+    carry the messages' id tags (SPEC §7.2); ``full_every``: the session's
+    ``full_transcript_every`` (None: its default)."""
     from fsm_agent.core.config import LoopConfig
     from fsm_agent.runtime.agent import Agent
     from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
@@ -1013,7 +1014,7 @@ def user_turn_seconds(
                 store=False,
                 config=LoopConfig(snip=snip),
             )
-            session = agent.session(changed_files=False)
+            session = agent.session(changed_files=False, full_transcript_every=full_every)
             stamps = [time.process_time()]
 
             paths: list[Path | None] = []
@@ -1026,9 +1027,9 @@ def user_turn_seconds(
                     stamps.append(time.process_time())
 
             asyncio.run(talk())
+            sizes = [path.stat().st_size if path is not None else 0 for path in paths]
             for mark in USER_TURN_MARKS:
-                path = paths[mark - 1]
-                trace_bytes[mark] = path.stat().st_size if path is not None else 0
+                trace_bytes[mark] = sum(sizes[:mark])
         for mark in USER_TURN_MARKS:
             seconds = stamps[mark] - stamps[mark - _USER_TURN_WINDOW]
             samples[mark].append(seconds / _USER_TURN_WINDOW)
@@ -1050,15 +1051,17 @@ def report_user_turns(row: Callable[[str, str, str], None], *, repeat: int) -> N
             name = "Session with snip" if snip else "Session"
             row(f"{name}, per user turn at turn {mark}", f"{seconds * 1e3:8.2f} ms", note)
         if not snip:
-            # Each turn's trace carries the transcript it starts from, so that it replays
-            # alone: a conversation's traces grow as the square of its turns until compaction
-            # bounds the transcript (diagnostic, no goal).
+            # A turn's trace that held its whole transcript would make a conversation's traces
+            # grow as the square of its turns; between whole ones, a turn begins in the trace
+            # before it (diagnostic, no goal).
+            _, whole_bytes = user_turn_seconds(1, full_every=1)
             for mark, size in trace_bytes.items():
-                ratio = size / max(trace_bytes[USER_TURN_MARKS[0]], 1)
+                whole = whole_bytes[mark]
                 row(
-                    f"Session, trace file of user turn {mark}",
+                    f"Session, traces of user turns 1–{mark}",
                     f"{size / 1024:8.1f} KiB",
-                    f"{ratio:.1f}× turn {USER_TURN_MARKS[0]}'s (each file carries its transcript)",
+                    f"{size / max(whole, 1):.2f}× each turn's transcript whole "
+                    f"({whole / 1024:.1f} KiB)",
                 )
 
 

@@ -148,6 +148,7 @@ _PUBLIC = {
     "TraceWriteFailed": "fsm_agent.errors",
     "TraceFileBusy": "fsm_agent.errors",
     "TraceFileRefused": "fsm_agent.errors",
+    "TranscriptBaseError": "fsm_agent.errors",
     "NotATraceFile": "fsm_agent.errors",
 }
 
@@ -267,6 +268,7 @@ __all__ = [
     "TraceVersionError",
     "TraceWriteConflict",
     "TraceWriteFailed",
+    "TranscriptBaseError",
     "TransitionCount",
     "TransitionTaken",
     "TransitionUpdate",
@@ -366,6 +368,7 @@ if TYPE_CHECKING:
         TraceVersionError,
         TraceWriteConflict,
         TraceWriteFailed,
+        TranscriptBaseError,
         UsageError,
     )
     from fsm_agent.runtime.agent import (

@@ -255,6 +255,15 @@ def _conversation_options(command: argparse.ArgumentParser) -> None:
         metavar="RUN",
         help="carry on the conversation of this trace file or indexed run id",
     )
+    command.add_argument(
+        "--full-transcript-every",
+        type=int,
+        default=None,
+        metavar="N",
+        help="write the whole transcript into a turn's trace once in N turns (default 32); "
+        "the turns between begin in the trace of the turn before, in the same folder "
+        "(1: every turn's trace reads alone)",
+    )
 
 
 def _runs_parser(commands: Any) -> None:
@@ -414,10 +423,11 @@ def _session(agent: Any, args: argparse.Namespace) -> Any:
     from fsm_agent.trace.conversation import latest_turn  # noqa: PLC0415
     from fsm_agent.trace.location import default_trace_folder, names_folder  # noqa: PLC0415
 
+    every = args.full_transcript_every
     if args.resume is not None:
-        return agent.session(resume=_trace_file(Path(args.resume)))
+        return agent.session(resume=_trace_file(Path(args.resume)), full_transcript_every=every)
     if not args.continue_latest:
-        return agent.session()
+        return agent.session(full_transcript_every=every)
     if args.trace is None:
         folder = default_trace_folder()
     elif names_folder(args.trace):
@@ -427,7 +437,7 @@ def _session(agent: Any, args: argparse.Namespace) -> Any:
     latest = latest_turn(folder)
     if latest is None:
         raise CommandLineError(f"--continue: no earlier conversation in {folder}")
-    return agent.session(resume=latest)
+    return agent.session(resume=latest, full_transcript_every=every)
 
 
 def _cmd_fork(args: argparse.Namespace) -> int:

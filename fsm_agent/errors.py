@@ -110,6 +110,28 @@ class TraceWriteConflict(TraceError):
         super().__init__(f"{path}: at byte offset {offset}: {problem}")
 
 
+class TranscriptBaseError(TraceError):
+    """A turn's trace starts from the transcript another trace of its conversation holds
+    (``transcript_from``, written to keep a long conversation's traces from growing as the
+    square of its turns), and that trace cannot give it: it is missing, unreadable, or holds
+    other messages than the ones the turn was written after.
+
+    ``path`` names the trace being read, ``base`` the trace it starts from, ``problem`` what
+    went wrong.
+    """
+
+    def __init__(self, *, path: str | None, base: str, problem: str) -> None:
+        self.path = path
+        self.base = base
+        self.problem = problem
+        where = path if path is not None else "this trace"
+        super().__init__(
+            f"{where}: its transcript begins in {base}, which {problem}; keep a "
+            "conversation's traces together in one folder (Agent.session("
+            "full_transcript_every=1) writes every turn's transcript whole)"
+        )
+
+
 class TraceFileRefused(TraceError):
     """A trace file a run was given and may not write; nothing of it was touched. ``path``
     names the file; ``why`` (the subclass's) says what holds it."""

@@ -399,6 +399,7 @@ class Agent:
         *,
         resume: str | os.PathLike[str] | None = None,
         changed_files: bool = True,
+        full_transcript_every: int | None = None,
     ) -> Session:
         """A conversation over many user turns (see :class:`Session`).
 
@@ -407,10 +408,24 @@ class Agent:
                 start of this conversation, and the next turn's trace links to it).
             changed_files: report files read earlier that changed on disk since (on by
                 default in a session).
+            full_transcript_every: a turn's trace holds the whole transcript the turn starts
+                from once in this many turns; the turns between hold what they add to the
+                transcript of the trace before them, found beside them in the same folder
+                (a conversation's traces then grow with its length, not its square). 1: each
+                turn's trace reads alone. None: :data:`~fsm_agent.runtime.session.
+                FULL_TRANSCRIPT_EVERY`.
+
+        Raises:
+            UsageError: ``full_transcript_every`` is not a whole number of at least 1.
         """
         from fsm_agent.runtime.session import Session  # noqa: PLC0415 - it imports this module
 
-        return Session(self, resume=resume, changed_files=changed_files)
+        return Session(
+            self,
+            resume=resume,
+            changed_files=changed_files,
+            full_transcript_every=full_transcript_every,
+        )
 
     async def continue_from(
         self,

@@ -2,8 +2,8 @@
 conversation grows (DESIGN §7: "nothing does O(history) work per turn").
 
 Each part is a cache: what it gives equals a fresh computation over the whole transcript, so
-every turn's trace still replays on its own (the replaying core and writer start cold and
-write the same bytes).
+every turn's trace still replays (the replaying core and writer start cold and write the same
+bytes).
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
 """Sessions: one conversation over many user turns.
 
 Each user turn is one run of the loop with a trace file of its own; the transcript of a turn
-is where the next one starts (its ``TurnStarted`` event carries it, so each turn's trace
-replays on its own), and each turn's header names its session, its number and the trace of
-the turn before (``meta``: ``session``, ``turn``, ``previous``), so the turns of a
-conversation can be found and replayed in order (:mod:`fsm_agent.trace.conversation`).
+is where the next one starts (its ``TurnStarted`` event carries it), and each turn's header
+names its session, its number and the trace of the turn before (``meta``: ``session``,
+``turn``, ``previous``), so the turns of a conversation can be found and replayed in order
+(:mod:`fsm_agent.trace.conversation`). Once in :data:`FULL_TRANSCRIPT_EVERY` turns the
+``TurnStarted`` record holds the whole transcript; the turns between hold what they add to the
+transcript of the trace before them, which readers find in the same folder
+(:mod:`fsm_agent.trace.transcript_base`), so a long conversation's traces do not grow as the
+square of its turns.
 
 Messages sent while a turn runs wait in a queue: the next attachment phase hands them to the
 model (SPEC §1.2 S7), or, if a tool that an interrupt cancels is running, they interrupt it
@@ -39,6 +43,7 @@ from fsm_agent.runtime.attachments import (
 )
 from fsm_agent.runtime.conversation_memo import ConversationMemo
 from fsm_agent.runtime.file_changes import ChangedFiles
+from fsm_agent.trace.message_dumps import TranscriptJson
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -48,6 +53,12 @@ if TYPE_CHECKING:
 
 RESULTS_KEPT: Final = 16
 """How many of its latest turns' results a :class:`Session` keeps (``Session.results``)."""
+
+FULL_TRANSCRIPT_EVERY: Final = 32
+"""How often, in turns, a :class:`Session`'s trace holds its whole transcript by default; the
+turns between begin with the transcript of the trace before them
+(:mod:`~fsm_agent.trace.transcript_base`). 32 turns of a conversation read at most 31 other
+files; its traces weigh about a sixteenth of whole transcripts written every turn."""
 
 
 class Session:
@@ -71,7 +82,13 @@ class Session:
         *,
         resume: str | os.PathLike[str] | None = None,
         changed_files: bool = True,
+        full_transcript_every: int | None = None,
     ) -> None:
+        every = FULL_TRANSCRIPT_EVERY if full_transcript_every is None else full_transcript_every
+        if type(every) is not int or every < 1:
+            raise UsageError(
+                f"full_transcript_every must be a whole number of turns, 1 or more: {every!r}"
+            )
         self.agent = agent
         self.id = uuid.uuid4().hex[:16]
         self.turn = 0
@@ -93,7 +110,9 @@ class Session:
         # what each turn hands on to the next (DESIGN §7): the API form of the conversation,
         # its serialized transcript, and the last carry-over (the next turn's transcript
         # begins with it)
-        self._memo = ConversationMemo(RequestHistory(tag_ids=agent.config.snip))
+        self._memo = ConversationMemo(
+            RequestHistory(tag_ids=agent.config.snip), TranscriptJson(full_every=every)
+        )
         self._carried: tuple[Message, ...] = ()
 
     async def __aenter__(self) -> Session:

@@ -1,7 +1,8 @@
 """The turns of a conversation, found from their trace files.
 
-Each user turn of a session is traced to a file of its own (it replays on its own: its
-``TurnStarted`` event carries the transcript it started from). The header's ``meta`` ties the
+Each user turn of a session is traced to a file of its own (its ``TurnStarted`` event carries
+the transcript it started from, whole or after the transcript of the turn before it:
+:mod:`~fsm_agent.trace.transcript_base`). The header's ``meta`` ties the
 turns together: ``session`` (the conversation's id), ``turn`` (1, 2, ...) and ``previous``
 (the file name of the turn before, in the same folder). Replay ignores ``meta``; these
 functions read it to walk a conversation.

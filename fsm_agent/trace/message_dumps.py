@@ -10,7 +10,10 @@ conversation. Two caches keep that work to what the turn added:
   conversation alive in a long-lived process, and an id is never taken for another object's;
 * :class:`TranscriptJson`, which a session keeps over its turns: the bytes of the last
   transcript written, redacted as written. The next turn's transcript begins with the very
-  same messages, so only what comes after them is serialized and scanned for secrets.
+  same messages, so only what comes after them is serialized and scanned for secrets. It also
+  decides whether the turn's record holds that transcript whole or begins with the one the
+  last turn's trace holds (``full_every``; :mod:`~fsm_agent.trace.transcript_base`), and keeps
+  the digest that reference carries, updated with each turn's added bytes only.
 
 Splicing gives exactly the bytes of the generic path (a test holds it to that): orjson writes
 a list as its items' bytes, comma-separated between brackets, with no whitespace; each
@@ -23,9 +26,11 @@ writer down the generic path.
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from pathlib import Path
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -35,7 +40,7 @@ from fsm_agent.trace.records import JSON_OPTIONS, refuse_unknown
 from fsm_agent.trace.redact import Redactor
 from fsm_agent.trace.render_fns import render_message
 
-__all__ = ["TranscriptJson", "message_json"]
+__all__ = ["TranscriptJson", "TranscriptParts", "message_json"]
 
 _DEPTH: Final = 3
 """Containers around a message in a ``TurnStarted`` record: the record, its event, the list."""
@@ -74,21 +79,48 @@ def message_json(message: Message) -> tuple[bytes | None, bool]:
     return entry[1], entry[2]
 
 
+class TranscriptParts(NamedTuple):
+    """What a ``TurnStarted`` record holds of its transcript (:meth:`TranscriptJson.parts`).
+
+    Attributes:
+        array: the bytes of its ``messages`` array, in parts to be joined.
+        base: None when the array is the whole transcript; otherwise the record's
+            ``transcript_from`` (:mod:`~fsm_agent.trace.transcript_base`): the array holds
+            only the messages after those of the trace it names.
+    """
+
+    array: list[bytes]
+    base: dict[str, Any] | None
+
+
 class TranscriptJson:
     """The JSON array of the transcript each turn of a conversation starts from, as written.
 
     One object serves the turns of one conversation in order; it keeps the bytes of the last
     transcript it gave and the messages they are of (strongly: a session keeps both anyway).
 
+    Args:
+        full_every: a turn's trace holds its whole transcript once in this many turns; the
+            turns between begin with the transcript of the trace written before them (one
+            in the same folder: :mod:`~fsm_agent.trace.transcript_base`) and hold only what
+            follows it. 1: every turn's whole (each trace reads alone).
+
     Example:
         >>> TranscriptJson().array((), Redactor())
         [b'[]']
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, full_every: int = 1) -> None:
+        self.full_every = full_every
         self._messages: tuple[Message, ...] = ()
         self._parts: list[bytes] = []  # the items of the array, each turn's run of them joined
         self._secrets: tuple[str, ...] = ()
+        self._digest = hashlib.sha256(b"[")
+        """The digest of ``[``, then ``_parts`` joined by commas (``]`` is added to a copy)."""
+        self._file: Path | None = None
+        """The trace the last transcript was written to (resolved), if it has one."""
+        self._links = 0
+        """How many traces in a row have begun with another's transcript."""
         self.messages_serialized = 0
         """Messages looked at so far, each time counted (linear in a growing conversation)."""
 
@@ -96,6 +128,16 @@ class TranscriptJson:
         """The bytes of ``messages`` as the ``messages`` array of a ``TurnStarted`` record,
         redacted by ``redactor``, in parts to be joined; None when a message cannot be
         written as it is (the writer then serializes the whole record)."""
+        parts = self.parts(messages, redactor, file=None)
+        return None if parts is None else parts.array
+
+    def parts(
+        self, messages: Sequence[Message], redactor: Redactor, *, file: str | None
+    ) -> TranscriptParts | None:
+        """What the ``TurnStarted`` record written to ``file`` (None: a file without a name)
+        holds of ``messages``: the whole array, or what follows the transcript written last
+        with a reference to its trace. None when a message cannot be written as it is (the
+        writer then serializes the whole record, and the next turn writes its whole)."""
         history = tuple(messages)
         known = len(self._messages)
         if (
@@ -106,21 +148,56 @@ class TranscriptJson:
         ):
             known = 0
             self._parts = []
+            self._digest = hashlib.sha256(b"[")
+        base = self._base(known, file)
         added = self._items(history[known:], redactor)
         if added is None:
-            self._messages, self._parts = (), []
+            self.forget()
             return None
+        run = b",".join(added)
         if added:
-            self._parts.append(b",".join(added))
+            self._digest.update(b"," + run if self._parts else run)
+            self._parts.append(run)
         self._messages, self._secrets = history, redactor.secrets
+        self._file = None if file is None else Path(file).resolve()
+        self._links = 0 if base is None else self._links + 1
+        if base is not None:
+            return TranscriptParts([b"[", run, b"]"] if added else [b"[]"], base)
         if not self._parts:
-            return [b"[]"]
+            return TranscriptParts([b"[]"], None)
         # "[", each run of items with a comma between runs, "]"
         parts = [b","] * (2 * len(self._parts) + 1)
         parts[0] = b"["
         parts[1::2] = self._parts
         parts[-1] = b"]"
-        return parts
+        return TranscriptParts(parts, None)
+
+    def forget(self) -> None:
+        """Forget the transcript written last (its trace may lack it: the file refused a
+        line), so that the next turn writes its whole."""
+        self._messages, self._parts, self._file, self._links = (), [], None, 0
+        self._digest = hashlib.sha256(b"[")
+
+    def _base(self, known: int, file: str | None) -> dict[str, Any] | None:
+        """The ``transcript_from`` of a record written to ``file`` whose transcript begins
+        with the ``known`` messages written last, or None when it is written whole: the
+        first turn, every ``full_every``-th, a transcript that does not go on from the last
+        (a compaction, an edit), a file without a name, or one in another folder than the
+        last (a reader looks for it beside the file) or the same file (it is written over)."""
+        if not known or file is None or self._file is None:
+            return None
+        if self._links + 1 >= self.full_every:
+            return None
+        here = Path(file).resolve()
+        if here == self._file or here.parent != self._file.parent:
+            return None
+        digest = self._digest.copy()
+        digest.update(b"]")
+        return {
+            "messages": known,
+            "sha256": digest.hexdigest(),
+            "trace": self._file.name,
+        }
 
     def _items(self, messages: Sequence[Message], redactor: Redactor) -> list[bytes] | None:
         """Each message's bytes, redacted; None when one cannot be written as it is."""

@@ -183,6 +183,14 @@ def _header_from_line(
     return records.parse_header(data, number, source), chain
 
 
+def resolve_transcript(data: dict[str, Any], *, line: int, source: str | None) -> dict[str, Any]:
+    """A turn's record that begins with another trace's transcript, read whole
+    (:func:`fsm_agent.trace.transcript_base.resolve`; loaded when a trace needs it)."""
+    from fsm_agent.trace.transcript_base import resolve  # noqa: PLC0415 - it imports this module
+
+    return resolve(data, line=line, source=source)
+
+
 def _source_name(source: TraceSource | IO[bytes]) -> str | None:
     if isinstance(source, str | os.PathLike):
         return os.fspath(source)
@@ -259,6 +267,8 @@ class TraceReader:
                 return
             if upgrades and isinstance(data, dict):
                 data = apply_upgrades(upgrades, data, number, source)
+            if type(data) is dict and records.TRANSCRIPT_FROM in data:
+                data = resolve_transcript(data, line=number, source=source)
             kind = records.record_kind(data, number, source)
             event: Event | None
             if kind == "event":

@@ -86,6 +86,10 @@ deltas do not carry it (they are most of a trace, and their timing is that of th
 JSON_OPTIONS: Final = orjson.OPT_SORT_KEYS
 """orjson options of every trace line; replay serializes with the same ones to compare bytes."""
 
+TRANSCRIPT_FROM: Final = "transcript_from"
+"""The field of a ``TurnStarted`` event's record whose transcript begins with the one another
+trace of its conversation holds (:mod:`~fsm_agent.trace.transcript_base`)."""
+
 EVENT_TAGS: Final = frozenset(cls.__name__ for cls in EVENT_TYPES)
 """The ``type`` tags an ``event`` record's event may carry."""
 _EFFECT_TAGS: Final = frozenset(cls.__name__ for cls in EFFECT_TYPES)

@@ -86,6 +86,7 @@ from fsm_agent.trace.reader import (
     header_from_line,
     parse_line,
     read_trace,
+    resolve_transcript,
 )
 from fsm_agent.trace.records import TraceHeader
 from fsm_agent.trace.redact import KEY_RULES_ONLY
@@ -609,6 +610,8 @@ class _Replayer:
             data = parse_line(line.content, line.number, line.complete, self.source)
             if self.upgrades and isinstance(data, dict):
                 data = apply_upgrades(self.upgrades, data, line.number, self.source)
+            if type(data) is dict and records.TRANSCRIPT_FROM in data:
+                data = resolve_transcript(data, line=line.number, source=self.source)
             line.data = data
         return line.data
 
@@ -626,6 +629,8 @@ class _Replayer:
                 line.data = orjson.loads(line.content)
             except orjson.JSONDecodeError:
                 return None
+            if type(line.data) is dict and records.TRANSCRIPT_FROM in line.data:
+                line.data = resolve_transcript(line.data, line=line.number, source=self.source)
         quick = _quick_event(line.data, self.seq)
         if quick is None:
             return None
@@ -708,6 +713,7 @@ class _Replayer:
         core = self.core
         feed, feed_stream = core.feed, core.feed_stream  # type: ignore[attr-defined]
         loads = orjson.loads
+        linked = records.TRANSCRIPT_FROM
         recent = self.recent if self.context else None
         pending = self.pending
         for item in lines.complete:
@@ -720,6 +726,8 @@ class _Replayer:
                     data = None
                 else:
                     if type(data) is dict:
+                        if linked in data:
+                            data = resolve_transcript(data, line=number, source=self.source)
                         quick = _event_to_feed(data, self.seq)
             if quick is None:
                 if data is not None and self.end_matches(content, data):

@@ -353,6 +353,8 @@ class TraceWriter:
         if self._owns_file:  # nothing more goes to it: close() has nothing left to do
             with contextlib.suppress(OSError):
                 self._file.close()
+        # The file may lack the transcript this turn started from: no later turn begins in it.
+        self._transcript.forget()
         self._refused = functools.partial(
             TraceWriteFailed,
             path=self._name,
@@ -476,11 +478,14 @@ class TraceWriter:
         """The parts of the line of the transcript a turn starts from: the same bytes as the
         generic path, with only the messages added since the conversation's last turn
         serialized and scanned (``fields``: the record with no messages)."""
-        array = self._transcript.array(event.messages, self._redactor)
-        if array is not None:
+        transcript = self._transcript.parts(event.messages, self._redactor, file=self._name)
+        if transcript is not None:
+            if transcript.base is not None:  # the record's own key (sorted after "event")
+                fields[records.TRANSCRIPT_FROM] = transcript.base
             head, gap, tail = self._render(fields, keys_hit=keys_hit).partition(_MESSAGES_GAP)
             if gap and _MESSAGES_GAP not in tail:
-                return (head, b'"messages":', *array, tail)
+                return (head, b'"messages":', *transcript.array, tail)
+            fields.pop(records.TRANSCRIPT_FROM, None)
         # The generic path (no single place for them): the record serialized whole.
         messages = [dump_message(message) for message in event.messages]
         fields["event"]["messages"] = messages

@@ -28,6 +28,7 @@ from fsm_agent.errors import TraceWriteFailed
 from fsm_agent.runtime.agent import RunFinished, RunResult
 from fsm_agent.runtime.tool import tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+from fsm_agent.trace.message_dumps import TranscriptJson
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.replay import replay, resume
 from fsm_agent.trace.writer import TraceWriter
@@ -187,3 +188,24 @@ def test_a_handed_file_is_cut_back_only_when_no_buffer_can_hold_the_refused_line
         with pytest.raises(TraceWriteFailed):  # every later record is refused the same way
             writer.write_end(None, Usage())
         writer.close()
+
+
+def test_a_turn_after_a_refused_one_writes_its_whole_transcript(tmp_path: Path) -> None:
+    """A conversation's turn whose trace refused its first event (the disk filled) holds no
+    transcript a later turn may begin in: the next turn writes its own whole."""
+    kept = TranscriptJson(full_every=8)
+    first = (UserMessage(uuid="1:prompt.1", content=(TextBlock(text="question " * 50),)),)
+    with TraceWriter(tmp_path / "one.jsonl", config=LoopConfig(), transcript=kept) as writer:
+        writer.write_event(TurnStarted(messages=first))
+    second = (*first, UserMessage(uuid="2:prompt.1", content=(TextBlock(text="more"),)))
+    refused = TraceWriter(tmp_path / "two.jsonl", config=LoopConfig(), transcript=kept)
+    limit = (tmp_path / "two.jsonl").stat().st_size + 100
+    with file_size_limit(limit), pytest.raises(TraceWriteFailed):
+        refused.write_event(TurnStarted(messages=second))
+    third = (*second, UserMessage(uuid="3:prompt.1", content=(TextBlock(text="again"),)))
+    with TraceWriter(tmp_path / "three.jsonl", config=LoopConfig(), transcript=kept) as writer:
+        writer.write_event(TurnStarted(messages=third))
+    line = (tmp_path / "three.jsonl").read_bytes().splitlines()[1]
+    assert b"transcript_from" not in line
+    started = read_trace(tmp_path / "three.jsonl").of_kind("event")[0].data["event"]
+    assert len(started["messages"]) == 3

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import tempfile
+from pathlib import Path
 
 import attrs
 from hypothesis import given
@@ -16,6 +18,7 @@ from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.testing.transcripts import loop_transcripts, transcripts
 from fsm_agent.trace import records
 from fsm_agent.trace.message_dumps import TranscriptJson
+from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.writer import TraceWriter
 
 SECRET = "hunter-two-secret"
@@ -80,7 +83,7 @@ def _turns(draw: st.DrawFn) -> list[tuple[Message, ...]]:
     return turns
 
 
-def _writer(target: io.BytesIO, transcript: TranscriptJson | None = None) -> TraceWriter:
+def _writer(target: io.BytesIO | Path, transcript: TranscriptJson | None = None) -> TraceWriter:
     return TraceWriter(
         target,
         config=LoopConfig(),
@@ -116,3 +119,30 @@ def test_kept_transcript_bytes_equal_the_generic_record(
         line for line in generic.getvalue().splitlines() if b'"event"' in line
     ]
     assert SECRET.encode() not in cached.getvalue()
+
+
+@given(_turns(), st.integers(1, 4), _STEPS)
+def test_a_turn_that_begins_in_another_trace_reads_as_the_whole_record(
+    turns: list[tuple[Message, ...]], full_every: int, step: Step | None
+) -> None:
+    """A generated conversation's turns written with a transcript kept over them, whole only
+    every ``full_every`` turns (the others begin in the trace before), read back record for
+    record as the same turns written whole, and no secret reaches a file."""
+    kept = TranscriptJson(full_every=full_every)
+    with tempfile.TemporaryDirectory() as folder:
+        linked, whole = Path(folder, "linked"), Path(folder, "whole")
+        linked.mkdir()
+        whole.mkdir()
+        for number, messages in enumerate(turns):
+            event = ev.TurnStarted(messages=messages, wall_time=1.5)
+            for path, transcript in ((linked, kept), (whole, None)):
+                with _writer(path / f"turn-{number}.jsonl", transcript) as writer:
+                    writer.write_event(event, step)
+        for number in range(len(turns)):
+            name = f"turn-{number}.jsonl"
+            assert _records(linked / name) == _records(whole / name)
+            assert SECRET.encode() not in (linked / name).read_bytes()
+
+
+def _records(path: Path) -> list[dict[str, object]]:
+    return [record.data for record in read_trace(path).records]

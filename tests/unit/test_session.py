@@ -417,7 +417,9 @@ def test_a_session_sends_what_a_fresh_normalization_sends(
     assert [_conversation_requests(tmp_path, 6, snip=snip) for snip in (False, True)] == kept
 
 
-def _turn_started_lines(tmp_path: Path, turns: int) -> tuple[list[bytes], int]:
+def _turn_started_lines(
+    tmp_path: Path, turns: int, *, full_every: int | None = None
+) -> tuple[list[bytes], int]:
     """The TurnStarted line of every turn of a session of ``turns`` turns (each with a tool
     call, a secret in one prompt), and the messages serialized for them in all."""
     serialized = 0
@@ -439,7 +441,7 @@ def _turn_started_lines(tmp_path: Path, turns: int) -> tuple[list[bytes], int]:
         secrets=["hunter-two-secret"],
         clock=lambda: 0.0,
     )
-    session = agent.session(changed_files=False)
+    session = agent.session(changed_files=False, full_transcript_every=full_every)
 
     async def talk() -> Path:
         path = None
@@ -470,14 +472,18 @@ def test_a_session_turn_serializes_only_what_it_added(tmp_path: Path) -> None:
 def test_a_session_writes_what_a_cold_writer_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Keeping the serialized transcript over turns changes no byte of any turn's trace, and
-    the secret never reaches one."""
+    """Keeping the serialized transcript over turns changes no byte of any turn's trace that
+    holds its whole transcript, and the secret never reaches one."""
     (tmp_path / "kept").mkdir()
     (tmp_path / "cold").mkdir()
-    kept, _ = _turn_started_lines(tmp_path / "kept", 5)
-    array = TranscriptJson.array
-    monkeypatch.setattr(TranscriptJson, "array", lambda self, *args: array(TranscriptJson(), *args))
-    cold, _ = _turn_started_lines(tmp_path / "cold", 5)
+    kept, _ = _turn_started_lines(tmp_path / "kept", 5, full_every=1)
+    parts = TranscriptJson.parts
+    monkeypatch.setattr(
+        TranscriptJson,
+        "parts",
+        lambda self, *args, **kwargs: parts(TranscriptJson(), *args, **kwargs),
+    )
+    cold, _ = _turn_started_lines(tmp_path / "cold", 5, full_every=1)
     assert kept == cold
     assert all(b"hunter-two-secret" not in line for line in kept)
 
