@@ -12,6 +12,10 @@ itself would see, so the rules are getopt's:
   cluster, or the next word when the cluster ends there;
 * options may follow operands (GNU permutes), unless the table says the program stops at its
   first operand (``env``, ``xargs``, ``sudo``: what follows belongs to the command they run).
+
+A loose table (:func:`loose_table`) reads a program whose options we do not all list, looking
+for a few of them: an option it does not know is taken as written, a letter taking no value,
+a long option only an inline one (``--name=value``), and a missing value is no error.
 """
 
 from __future__ import annotations
@@ -38,11 +42,13 @@ class OptionTable:
         short: option letters and their arity (``{"n": Arity.REQUIRED}`` for ``-n NUM``).
         long: long option names without the dashes, and their arity.
         stops_at_operand: options end at the first operand (getopt's ``+`` mode).
+        loose: options not in the table are read as written instead of refused (see above).
     """
 
     short: Mapping[str, Arity] = attrs.field(factory=dict)
     long: Mapping[str, Arity] = attrs.field(factory=dict)
     stops_at_operand: bool = False
+    loose: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -119,16 +125,19 @@ def parse_arguments(args: Sequence[str], table: OptionTable) -> ParsedArguments:
         if word.startswith("--"):
             name, has_value, value = word[2:].partition("=")
             canonical, why = resolve_long(name, table)
-            if canonical is None:
+            if canonical is None and table.loose:
+                canonical, arity = name, Arity.OPTIONAL
+            elif canonical is None:
                 return ParsedArguments(problem=why)
-            arity = table.long[canonical]
+            else:
+                arity = table.long[canonical]
             if has_value and arity is Arity.NONE:
                 return ParsedArguments(problem=f"--{canonical} takes no value")
-            if not has_value and arity is Arity.REQUIRED:
-                if index >= len(args):
-                    return ParsedArguments(problem=f"--{canonical} needs a value")
+            if not has_value and arity is Arity.REQUIRED and index < len(args):
                 value, has_value = args[index], "="
                 index += 1
+            elif not has_value and arity is Arity.REQUIRED and not table.loose:
+                return ParsedArguments(problem=f"--{canonical} needs a value")
             options.append(
                 Option(name=f"--{canonical}", written=word, value=value if has_value else None)
             )
@@ -153,17 +162,17 @@ def _read_cluster(
     while position < len(word):
         letter = word[position]
         position += 1
-        arity = table.short.get(letter)
+        arity = table.short.get(letter, Arity.NONE if table.loose else None)
         if arity is None:
             return f"-{letter} is not an option we know", index
         value: str | None = None
         if arity is not Arity.NONE and position < len(word):
             value, position = word[position:], len(word)
-        elif arity is Arity.REQUIRED:
-            if index >= len(args):
-                return f"-{letter} needs a value", index
+        elif arity is Arity.REQUIRED and index < len(args):
             value = args[index]
             index += 1
+        elif arity is Arity.REQUIRED and not table.loose:
+            return f"-{letter} needs a value", index
         options.append(Option(name=f"-{letter}", written=f"-{letter}", value=value))
     return None, index
 
@@ -184,3 +193,13 @@ def option_table(short: str = "", long: str = "", *, short_values: str = "", lon
         | dict.fromkeys(long_optional.split(), Arity.OPTIONAL)
     )
     return OptionTable(short=shorts, long=longs, stops_at_operand=True)
+
+
+def loose_table(short_values: str = "", short_optional: str = "") -> OptionTable:
+    """A loose table (options anywhere, any option accepted) knowing only which letters take a
+    value (or one only inline): enough to find a program's few options that matter among all
+    the others."""
+    shorts = dict.fromkeys(short_values, Arity.REQUIRED) | dict.fromkeys(
+        short_optional, Arity.OPTIONAL
+    )
+    return OptionTable(short=shorts, loose=True)

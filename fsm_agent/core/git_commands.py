@@ -119,6 +119,16 @@ _SUBCOMMAND_OPTIONS: dict[str, tuple[str, str]] = {
 }
 """Subcommand options whose value is a command line: long names, and option letters."""
 
+QUIET_SUBCOMMANDS = frozenset(
+    {"add", "rm", "mv", "restore", "status", "log", "show", "diff", "blame", "annotate",
+     "shortlog", "ls-files", "ls-tree", "cat-file", "rev-parse", "rev-list", "describe",
+     "check-ignore", "check-attr", "hash-object", "checkout", "switch", "reset", "stage"}
+)  # fmt: skip
+"""Builtin subcommands none of whose options names a command line (none of them is in the
+tables below, nor ``bisect``, ``submodule`` or ``clone``): more words after one of them cannot
+make git run one (they cannot be git's own options, ``-c``, either), and git ignores an alias
+that has one of their names. Words ``xargs`` or ``find -exec`` fill in may follow them."""
+
 _EVERY_SUBCOMMAND = ("pager",)
 """Long options read as a command line after any subcommand."""
 

@@ -17,7 +17,8 @@ and bypass runs it.
   ``dc -e``, ``emacs --eval``), or reading its code from its input (``python3``, ``python3 -``,
   a heredoc or here-string fed to it: the input may come from a pipe the part does not see);
 * ``awk`` programs that call ``system``, use a pipe (``print | "cmd"``, ``"cmd" | getline``)
-  or ``@`` (gawk's indirect calls, ``@load``); other awk programs run no command;
+  or ``@`` (gawk's indirect calls, ``@load``), unless ``gawk --sandbox``; other awk programs run
+  no command;
 * ``sed`` scripts with GNU's ``e`` command or ``s///e`` flag, or that we cannot read through;
 * editors and pagers given commands: ``vim -c``/``+cmd``/``--cmd``/``-e``, ``ex``, ``ed`` (its
   commands come from its input), ``less +cmd`` and key files;
@@ -33,12 +34,21 @@ from a file (``sqlite3 db < schema.sql``) is such a file.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 
 import attrs
 
-from fsm_agent.core.command_options import abbreviates_any
+from fsm_agent.core.command_options import (
+    Arity,
+    Option,
+    OptionTable,
+    ParsedArguments,
+    abbreviates_any,
+    loose_table,
+    parse_arguments,
+)
 from fsm_agent.core.git_commands import git_runs
 from fsm_agent.core.shell_commands import CommandPart
 
@@ -115,7 +125,7 @@ _MODULE = re.compile(r"-?[A-Za-z_][\w:]*(?:=[\w:,.-]*)?")
 
 def _judge_interpreter(spec: _Interpreter) -> _Judge:
     def judge(args: Sequence[str], stdin_file: bool) -> str | None:
-        why = _interpreter_refusal(spec, args)
+        why, _ = _read_interpreter(spec, args)
         if why == FROM_INPUT and stdin_file:
             return None  # `python3 < script.py`: a script file
         return why
@@ -123,37 +133,53 @@ def _judge_interpreter(spec: _Interpreter) -> _Judge:
     return judge
 
 
-def _interpreter_refusal(spec: _Interpreter, args: Sequence[str]) -> str | None:
-    """Why the interpreter's arguments give it code, reading options up to its script file."""
+def _read_interpreter(spec: _Interpreter, args: Sequence[str]) -> tuple[str | None, int | None]:
+    """Why the interpreter's arguments give it code, reading options up to its script file,
+    and where that file stands (None when it is not given, or where is not known)."""
     index = 0
     while index < len(args):
         word = args[index]
         index += 1
         if word == "--":
-            return None if index < len(args) or not spec.needs_script else FROM_INPUT
+            if index < len(args):
+                return None, index
+            return (FROM_INPUT if spec.needs_script else None), None
         if word == "-":
-            return FROM_INPUT
+            return FROM_INPUT, None
         if word.startswith("--"):
             name, has_value, value = word[2:].partition("=")
             if name in spec.long_inline:
-                return f"--{name} gives it code"
+                return f"--{name} gives it code", None
             if name in spec.long_stops:
-                return None
+                return None, None
             if name in spec.long_values and not has_value:
                 value = args[index] if index < len(args) else ""
                 index += 1
             if value.startswith("data:"):
-                return f"--{name} {value[:20]} gives it code"
+                return f"--{name} {value[:20]} gives it code", None
             if not (has_value or name in spec.long_values or name in spec.long_flags):
-                return _anywhere(spec, args[index - 1 :])
+                return _anywhere(spec, args[index - 1 :]), None
         elif word.startswith("-"):
             read = _cluster(spec, args, index)
             if isinstance(read, str):
-                return None if read == "" else read
+                return (read or None), None
             index = read
         else:
-            return None  # the script file, and its arguments
-    return FROM_INPUT if spec.needs_script else None
+            return None, index - 1  # the script file, and its arguments
+    return (FROM_INPUT if spec.needs_script else None), None
+
+
+def script_file_at(program: str, args: Sequence[str]) -> int | None:
+    """Where the script file stands in the arguments of an interpreter that leaves every word
+    after it to the script (``python3 x.py -c y``), or None: not such an interpreter, no
+    script file, or code given otherwise."""
+    spec = _SCRIPT_FIRST.get(program)
+    if spec is None and _PYTHON_NAME.fullmatch(program):
+        spec = _LUA if program.startswith("lua") else _PYTHON
+    if spec is None:
+        return None
+    why, at = _read_interpreter(spec, args)
+    return at if why is None else None
 
 
 def _cluster(spec: _Interpreter, args: Sequence[str], index: int) -> int | str:
@@ -336,14 +362,35 @@ _AWK_FILES = frozenset({"f", "E", "file", "exec"})
 _AWK_SOURCES = frozenset({"e", "source"})
 
 
+def awk_operands_start(args: Sequence[str]) -> int | None:
+    """Where awk's operands start in its arguments (its program, or its first file when
+    ``-f``/``-e`` give the program), or None when there are none or an option is not one we
+    read: awk reads no option after it, so later words are input files or ``var=value``
+    assignments, which run nothing."""
+    read = _read_options(_AWK, args, permute=False)
+    if read is None or not read[1]:
+        return None
+    return len(args) - len(read[1])
+
+
+def _gawk(args: Sequence[str], stdin_file: bool) -> str | None:
+    """gawk, whose ``--sandbox`` (``-S``) turns off all that runs commands."""
+    return _awk_runs(args, sandbox_counts=True)
+
+
 def _awk(args: Sequence[str], stdin_file: bool) -> str | None:
-    """awk runs a command only as its program says (``system``, a pipe); ``-f`` is a file;
-    gawk's ``--sandbox`` turns all of them off."""
+    """An awk that may not be gawk: ``--sandbox`` is not trusted (the one-true-awk warns about
+    an option it does not know and runs the program anyway)."""
+    return _awk_runs(args, sandbox_counts=False)
+
+
+def _awk_runs(args: Sequence[str], *, sandbox_counts: bool) -> str | None:
+    """awk runs a command only as its program says (``system``, a pipe); ``-f`` is a file."""
     read = _read_options(_AWK, args, permute=False)
     if read is None:
         return "an option we do not read may give it code"
     given, operands = read
-    if any(name in ("S", "sandbox") for name, _ in given):
+    if sandbox_counts and any(name in ("S", "sandbox") for name, _ in given):
         return None
     files = [value for name, value in given if name in _AWK_FILES]
     if any(_is_input(value) for value in files):
@@ -367,10 +414,15 @@ _SED = _Interpreter(
     ),
 )
 _SED_ADDRESS = re.compile(
-    r"\s*(?:(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n])*/|\\(.)(?:\\.|(?!\1).)*\1)[IM]*"
+    r"\s*(?:(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n])*/|\\(.)(?:\\.|(?!\1)[^\\])*\1)[IM]*"
     r"(?:\s*,\s*(?:\d+|\$|[+~]\d+|/(?:\\.|[^/\\\n])*/[IM]*))?)?\s*!*\s*",
     re.DOTALL,
 )
+"""A sed address (``1``, ``$``, ``/re/``, ``\\%re%``, ``1~2``, ``a,b``, ``!``). A backslash in a
+regex is only ever the start of an escape: were it also a character of its own, a run of them
+with no closing delimiter could be split both ways, and the match would try every split."""
+_SED_FLAGS = re.compile(r"[gpiImMe0-9]*")
+_SED_LABEL_END = re.compile(r"[;\n]")
 _SED_SIMPLE = frozenset("{}=dDgGhHnNpPxzF")
 _SED_TO_LINE_END = frozenset("aicrRwW#")
 _SED_TO_SEMICOLON = frozenset(":btTqQlLv")
@@ -408,41 +460,25 @@ def _read_options(
 ) -> tuple[list[tuple[str, str]], list[str]] | None:
     """The options (letter or long name, value) and operands of ``args`` as ``spec`` says;
     None for an option we do not know. ``permute``: options may follow operands (GNU)."""
-    given: list[tuple[str, str]] = []
-    operands: list[str] = []
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--" or (operands and not permute):
-            operands.extend(args[index - (word != "--") :])
-            break
-        if word.startswith("--"):
-            name, has_value, value = word[2:].partition("=")
-            if name in spec.long_values and not has_value:
-                value = args[index] if index < len(args) else ""
-                index += 1
-            elif not (name in spec.long_values or name in spec.long_flags):
-                return None
-            given.append((name, value))
-        elif word.startswith("-") and word != "-":
-            for position in range(1, len(word)):
-                letter, rest = word[position], word[position + 1 :]
-                if letter in spec.values:
-                    if not rest:
-                        rest = args[index] if index < len(args) else ""
-                        index += 1
-                    given.append((letter, rest))
-                    break
-                if letter in spec.attached:
-                    given.append((letter, rest))
-                    break
-                if letter not in spec.flags:
-                    return None
-                given.append((letter, ""))
-        else:
-            operands.append(word)
-    return given, operands
+    parsed = parse_arguments(args, _option_table(spec, permute=permute))
+    if parsed.problem is not None:
+        return None
+    given = [(option.name.lstrip("-"), option.value or "") for option in parsed.options]
+    return given, list(parsed.operands)
+
+
+@functools.cache
+def _option_table(spec: _Interpreter, *, permute: bool) -> OptionTable:
+    """``spec`` as the shared option reader's table: a long flag may be given a value inline
+    (``--in-place=.bak``, ``--lint=fatal``)."""
+    return OptionTable(
+        short=dict.fromkeys(spec.flags, Arity.NONE)
+        | dict.fromkeys(spec.attached, Arity.OPTIONAL)
+        | dict.fromkeys(spec.values, Arity.REQUIRED),
+        long=dict.fromkeys(spec.long_flags, Arity.OPTIONAL)
+        | dict.fromkeys(spec.long_values, Arity.REQUIRED),
+        stops_at_operand=not permute,
+    )
 
 
 def _sed_runs(script: str) -> str | None:
@@ -473,7 +509,7 @@ def _sed_runs(script: str) -> str | None:
                 return f"its script {script[position - 1 : position + 20]!r} is not read"
             position = read
             if command == "s":
-                flags = re.match(r"[gpiImMe0-9]*", script[position:])
+                flags = _SED_FLAGS.match(script, position)  # from where it stands: no copy
                 letters = flags.group() if flags else ""
                 if "e" in letters:
                     return "its script runs a command (s///e)"
@@ -501,11 +537,10 @@ def _line_end(script: str, position: int) -> int:
 
 
 def _label_end(script: str, position: int) -> int:
-    end = len(script)
-    for stop in ";\n":
-        found = script.find(stop, position)
-        end = min(end, found) if found >= 0 else end
-    return end
+    """Past the label of ``b``/``:``/``q``...: to the next ``;`` or line end (found at once: a
+    search for each would run to the end of a script that has none of the other)."""
+    found = _SED_LABEL_END.search(script, position)
+    return found.start() if found else len(script)
 
 
 def _sed_delimited(script: str, position: int, parts: int) -> int | None:
@@ -571,41 +606,25 @@ def _sqlite(args: Sequence[str], stdin_file: bool) -> str | None:
     return None if stdin_file else FROM_INPUT
 
 
-def _letters_and_longs(args: Sequence[str], values: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """Options of a getopt program read loosely: (letter or long name, value) pairs, with
-    values only for ``values`` letters and inline long ones; and the operands."""
-    options: list[tuple[str, str]] = []
-    operands: list[str] = []
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--":
-            operands.extend(args[index:])
-            break
-        if word.startswith("--"):
-            name, _, value = word[2:].partition("=")
-            options.append((name, value))
-        elif word.startswith("-") and word != "-":
-            for position in range(1, len(word)):
-                letter = word[position]
-                if letter in values:
-                    value = word[position + 1 :]
-                    if not value and index < len(args):
-                        value = args[index]
-                        index += 1
-                    options.append((letter, value))
-                    break
-                options.append((letter, ""))
-        else:
-            operands.append(word)
-    return options, operands
+def _loose_options(args: Sequence[str], values: str, optional: str = "") -> ParsedArguments:
+    """A getopt program's options read loosely (``command_options.loose_table``): only the
+    letters in ``values`` take a value, those in ``optional`` one given inline."""
+    return parse_arguments(args, _loose_table(values, optional))
 
 
-def _gives(options: Sequence[tuple[str, str]], letters: str, longs: Sequence[str]) -> str | None:
-    """The first option among ``letters`` or (any start of) ``longs``."""
-    for name, _ in options:
-        if (len(name) == 1 and name in letters) or (len(name) > 1 and abbreviates_any(name, longs)):
+@functools.cache
+def _loose_table(values: str, optional: str) -> OptionTable:
+    return loose_table(values, optional)
+
+
+def _gives(options: Sequence[Option], letters: str, longs: Sequence[str]) -> str | None:
+    """The first option among ``letters`` or (any start of) ``longs``, as written."""
+    for option in options:
+        name = option.name
+        if name[2:] and name[1] == "-":
+            if abbreviates_any(name[2:], longs):
+                return name
+        elif name[1:] in letters:
             return name
     return None
 
@@ -613,15 +632,11 @@ def _gives(options: Sequence[tuple[str, str]], letters: str, longs: Sequence[str
 def _psql(args: Sequence[str], stdin_file: bool) -> str | None:
     """``psql -c CMD`` (``\\!`` runs the shell), ``-v`` (prompts may run commands); without
     ``-f FILE`` (or ``-l``) it reads its commands from the input."""
-    options, _ = _letters_and_longs(args, "cdfFhLoPpRTUv")
+    options = _loose_options(args, "cdfFhLoPpRTUv").options
     given = _gives(options, "cv", ("command", "set", "variable"))
     if given is not None:
-        return f"-{given} gives it commands"
-    files = [
-        value
-        for name, value in options
-        if name == "f" or (len(name) > 1 and "file".startswith(name))
-    ]
+        return f"{given} gives it commands"
+    files = [option.value or "" for option in options if _gives((option,), "f", ("file",))]
     if any(value in ("-", "/dev/stdin") for value in files):
         return FROM_INPUT
     if files or _gives(options, "lV?", ("list", "version", "help")) or stdin_file:
@@ -632,10 +647,10 @@ def _psql(args: Sequence[str], stdin_file: bool) -> str | None:
 def _mysql(args: Sequence[str], stdin_file: bool) -> str | None:
     """``mysql -e CMD`` (``system`` runs the shell), ``--init-command``, ``--pager``; without
     them it reads its commands from the input."""
-    options, _ = _letters_and_longs(args, "DehPSuO")
+    options = _loose_options(args, "DehPSuO").options
     given = _gives(options, "e", ("execute", "init-command", "pager"))
     if given is not None:
-        return f"-{given} gives it commands"
+        return f"{given} gives it commands"
     if stdin_file or _gives(options, "V?", ("version", "help")):
         return None
     return FROM_INPUT
@@ -647,10 +662,12 @@ _M4_DEFINITION = re.compile(r"[A-Za-z_]\w*(?:=[\w.,:/+-]*)?")
 def _m4(args: Sequence[str], stdin_file: bool) -> str | None:
     """m4 runs the shell from its input (``syscmd``); input files are script files, and a
     definition given in the command is code if it is more than a plain value."""
-    options, operands = _letters_and_longs(args, "DUIlLoFRtdH")
-    for name, value in options:
-        if (name == "D" or name.startswith("def")) and not _M4_DEFINITION.fullmatch(value):
+    parsed = _loose_options(args, "DUIlLoFRtH", optional="d")  # -d[FLAGS]
+    for option in parsed.options:
+        value = option.value or ""
+        if _gives((option,), "D", ("define",)) and not _M4_DEFINITION.fullmatch(value):
             return f"-D{value} gives it code"
+    operands = parsed.operands
     if "-" in operands or not (operands or stdin_file):
         return FROM_INPUT
     return None
@@ -659,8 +676,8 @@ def _m4(args: Sequence[str], stdin_file: bool) -> str | None:
 def _crontab(args: Sequence[str], stdin_file: bool) -> str | None:
     """``crontab FILE`` or ``crontab -`` installs commands to run later; ``-l`` lists, ``-r``
     removes."""
-    options, _ = _letters_and_longs(args, "u")
-    if any(name in ("l", "r", "V", "T", "help", "version") for name, _ in options):
+    listed = ("-l", "-r", "-V", "-T", "--help", "--version")
+    if any(option.name in listed for option in _loose_options(args, "u").options):
         return None
     return "it installs a table of commands to run later"
 
@@ -675,22 +692,29 @@ _PYTHON_NAME = re.compile(r"(?:python|pypy)[0-9.]*|lua(?:jit|[0-9.]*)")
 _PYTHON_JUDGE = _judge_interpreter(_PYTHON)
 _LUA_JUDGE = _judge_interpreter(_LUA)
 
+_SCRIPT_FIRST: dict[str, _Interpreter] = {
+    "perl": _PERL,
+    "ruby": _RUBY,
+    **dict.fromkeys(("node", "nodejs"), _NODE),
+    "php": _PHP,
+    "Rscript": _R_SCRIPT,
+    "osascript": _OSASCRIPT,
+    "expect": _EXPECT,
+    "julia": _JULIA,
+}
+"""Interpreters that read no option of their own after their script file, by name (``dc``
+reads options after its files; ``R`` takes no script file there)."""
+
 _JUDGES: dict[str, _Judge] = {
-    "perl": _judge_interpreter(_PERL),
-    "ruby": _judge_interpreter(_RUBY),
-    **dict.fromkeys(("node", "nodejs"), _judge_interpreter(_NODE)),
-    "php": _judge_interpreter(_PHP),
-    "Rscript": _judge_interpreter(_R_SCRIPT),
+    **{name: _judge_interpreter(spec) for name, spec in _SCRIPT_FIRST.items()},
     "R": _judge_interpreter(_R),
-    "osascript": _judge_interpreter(_OSASCRIPT),
-    "expect": _judge_interpreter(_EXPECT),
-    "julia": _judge_interpreter(_JULIA),
     "dc": _judge_interpreter(_DC),
     "bun": _bun,
     "deno": _deno,
     **dict.fromkeys(("pwsh", "powershell"), _powershell),
     "emacs": _emacs,
-    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _awk),
+    "gawk": _gawk,
+    **dict.fromkeys(("awk", "mawk", "nawk"), _awk),
     **dict.fromkeys(("sed", "gsed"), _sed),
     **dict.fromkeys(("vi", "vim", "nvim", "view", "vimdiff", "gvim", "rvim", "evim"), _vim),
     **dict.fromkeys(("ex", "ed", "red"), _ex),
@@ -703,6 +727,11 @@ _JUDGES: dict[str, _Judge] = {
     "git": _git,
 }
 """Programs that may be given code in the command, by name, and how that is told."""
+
+
+def has_judge(program: str) -> bool:
+    """Whether ``program`` (a name, not a path) may be given code in the command."""
+    return _judge_of(program) is not None
 
 
 def _judge_of(program: str) -> _Judge | None:

@@ -85,6 +85,9 @@ class CommandPart:
             ``"xargs"``, ...).
         expanded: the indexes in ``argv`` of the words the shell computes when it runs:
             variables, substitutions, arithmetic, globs, brace expansion.
+        fed: the indexes in ``argv`` of the words a wrapper fills in from what it reads when
+            it runs (``xargs -I R`` its input, ``find -exec`` the names it finds), and
+            ``len(argv)`` when it adds such words after the last (``xargs`` without ``-I``).
     """
 
     argv: tuple[str, ...]
@@ -93,6 +96,7 @@ class CommandPart:
     redirects: tuple[Redirect, ...] = ()
     wrappers: tuple[str, ...] = ()
     expanded: tuple[int, ...] = ()
+    fed: tuple[int, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -523,6 +527,7 @@ class _Reader:
         redirects: tuple[Redirect, ...],
         wrappers: tuple[str, ...],
         depth: int,
+        fed: tuple[int, ...] = (),
     ) -> None:
         self.parts.append(
             CommandPart(
@@ -532,6 +537,7 @@ class _Reader:
                 redirects=redirects,
                 wrappers=wrappers,
                 expanded=expanded,
+                fed=fed,
             )
         )
         hidden = _renaming(argv, assignments) or _hidden_code(argv, assignments)
@@ -571,6 +577,7 @@ class _Reader:
                 argv=argv,
                 expanded=expanded,
                 computed=computed,
+                fed=fed,
                 redirects=redirects,
                 wrappers=wrappers,
                 depth=depth,
@@ -584,12 +591,13 @@ class _Reader:
         argv: tuple[str, ...],
         expanded: tuple[int, ...],
         computed: frozenset[int],
+        fed: tuple[int, ...],
         redirects: tuple[Redirect, ...],
         wrappers: tuple[str, ...],
         depth: int,
     ) -> None:
         """Add what a wrapper (``argv``) runs, as ``outcome`` says (``computed``: ``expanded``
-        as a set)."""
+        as a set; ``fed``: the wrapper's own words filled in from what something reads)."""
         label = outcome.label or (f"{program} -c" if program in SHELLS else program)
         if outcome.script is not None:
             if any(i + 1 in computed for i in outcome.script_indexes):
@@ -614,7 +622,28 @@ class _Reader:
             redirects=redirects,
             wrappers=(*wrappers, label),
             depth=depth + 1,
+            fed=_fed_words(outcome, inner, fed, start=start, end=end, outer=len(argv)),
         )
+
+
+def _fed_words(
+    outcome: Unwrapped,
+    inner: tuple[str, ...],
+    fed: tuple[int, ...],
+    *,
+    start: int,
+    end: int,
+    outer: int,
+) -> tuple[int, ...]:
+    """Which words of the command a wrapper runs (``inner``: its wrapper's words ``start:end``
+    of ``outer``) are filled in when it runs: by the wrapper (``xargs``, ``find -exec``), or
+    already in the wrapper's own words (``fed``: ``xargs sudo tar`` gives tar its input)."""
+    found = {index - start for index in fed if start <= index < end}
+    if outcome.appends_input or (outcome.end is None and outer in fed):
+        found.add(len(inner))
+    if outcome.placeholder:
+        found.update(i for i, word in enumerate(inner) if outcome.placeholder in word)
+    return tuple(sorted(found))
 
 
 # -- words -------------------------------------------------------------------------------------

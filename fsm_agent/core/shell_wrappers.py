@@ -40,6 +40,8 @@ class Unwrapped:
     script_indexes: tuple[int, ...] = ()  # which of its arguments the script text came from
     label: str = ""
     default: tuple[str, ...] = ()  # run when no command is given (xargs runs echo)
+    appends_input: bool = False  # words it reads follow the command's own (xargs without -I)
+    placeholder: str = ""  # what it replaces by the words it reads (find's {}, xargs -I R)
 
 
 _Unwrap = Callable[[Sequence[str]], "Unwrapped | tuple[Unwrapped, ...] | str | None"]
@@ -87,7 +89,7 @@ def _shell(args: Sequence[str]) -> Unwrapped | str | None:
     """``bash -c 'script'``: the script is read as a command line of its own."""
     if any(arg.startswith("+") for arg in args):
         return "options given with + are not analysed"
-    parsed = parse_arguments(args, _SHELL_OPTIONS)
+    parsed = parse_arguments(args, SHELL_OPTIONS)
     if parsed.problem is not None:
         return parsed.problem
     index = parsed.rest_index
@@ -100,13 +102,15 @@ def _shell(args: Sequence[str]) -> Unwrapped | str | None:
     return Unwrapped(script=args[index], script_indexes=(index,), label="")
 
 
-_SHELL_OPTIONS = _table(
+SHELL_OPTIONS = _table(
     "abcefhiklmnprstuvxBCEHPT",
     "login norc noprofile posix restricted verbose debugger dump-strings dump-po-strings "
     "help version noediting pretty-print",
     short_values="oO",
     long_values="rcfile init-file",
 )
+"""A shell's options (``bash``, ``sh``...): its first operand is the ``-c`` script, or the
+script file; the words after it are the script's arguments."""
 
 
 def _eval(args: Sequence[str]) -> Unwrapped | str | None:
@@ -155,7 +159,7 @@ def _find(args: Sequence[str]) -> Unwrapped | str | None:
         return f"{args[index]} without a command"
     if _built_from_input(args[index + 1 : end], "{}"):
         return f"{args[index]} runs a command built from the names it finds"
-    return Unwrapped(start=index + 1, end=end, label=f"find {args[index]}")
+    return Unwrapped(start=index + 1, end=end, label=f"find {args[index]}", placeholder="{}")
 
 
 _XARGS_OPTIONS = _table(
@@ -187,7 +191,9 @@ def _xargs(args: Sequence[str]) -> Unwrapped | str | None:
     inner = args[outcome.start :]
     if any(_built_from_input(inner, text) for text in replaced):
         return "runs a command built from its input"
-    return outcome
+    if replaced:
+        return attrs.evolve(outcome, placeholder=replaced[-1])  # the last -I counts
+    return attrs.evolve(outcome, appends_input=True)
 
 
 def _built_from_input(argv: Sequence[str], placeholder: str) -> bool:
@@ -678,6 +684,7 @@ COMMAND_OPTIONS: dict[str, _Unwrap] = {
     "fish": _fish,
 }
 """Programs that run a shell command given as an option's value, by name."""
+COMMAND_OPTIONS["gtar"] = COMMAND_OPTIONS["tar"]  # GNU tar, by the name BSD systems give it
 
 
 SHELLS = ("bash", "sh", "zsh", "dash", "ksh")

@@ -11,7 +11,9 @@ answer is a :class:`Verdict`, which the chain turns into a decision following SP
   asks. The shell commands other programs are given (``git -c core.pager=...``,
   ``tar --to-command``) are parts too. Code given in the command in another language
   (``python3 -c``, ``awk 'BEGIN{system(...)}'``, ``sed 'e ...'``: ``core/inline_code``) asks
-  under any Bash deny or ask rule, even in bypass mode: the rule cannot read it. Script files
+  under any Bash deny or ask rule, even in bypass mode: the rule cannot read it; so do words
+  ``xargs`` or ``find -exec`` give a program whose words decide what it runs
+  (``xargs tar -xf a.tar``: ``core/fed_words``). Script files
   are not read: a rule sees command text, not files' code. The command is allowed only when
   every part is allowed by a rule, is read-only, or (in ``acceptEdits``) is a plain file
   operation on paths inside the working folder. A part with ``VAR=`` prefixes, a redirection
@@ -392,19 +394,21 @@ def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str
 def _unread_code_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str, str] | None:
     """The first Bash deny or ask rule, when a part runs code given in the command that no
     rule can read (``python3 -c``, ``awk 'BEGIN{system(...)}'``, ``sed 'e ...'``: see
-    ``core/inline_code``), with the part and why: the command asks (SPEC §9.3 step 1f, even in
-    bypass mode), since the rule cannot tell whether that code does what it forbids. Without
-    such a rule there is nothing to dodge."""
+    ``core/inline_code``), or is given words by ``xargs`` or ``find -exec`` that may make it run
+    a command (``core/fed_words``), with the part and why: the command asks (SPEC §9.3 step 1f,
+    even in bypass mode), since the rule cannot tell whether that code does what it forbids.
+    Without such a rule there is nothing to dodge."""
     guarding = [
         *rules.content_rules(RuleBehavior.DENY, "Bash"),
         *rules.content_rules(RuleBehavior.ASK, "Bash"),
     ]
     if not guarding:
         return None
+    from fsm_agent.core.fed_words import fed_words_run  # noqa: PLC0415 - lazy, see above
     from fsm_agent.core.inline_code import unread_code  # noqa: PLC0415 - lazy, see above
 
     for part in analysis.parts:
-        why = unread_code(part)
+        why = unread_code(part) or fed_words_run(part)
         if why is not None:
             return guarding[0], _shown(part), why
     return None
@@ -455,9 +459,8 @@ def _unnamed_reads(part: CommandPart) -> list[str]:
     folders = list(trees_read(part.argv))
     if part.argv and part.argv[0] in OUTPUT_ONLY:
         return folders
-    fed = any(w == "xargs" or w.startswith("find -") for w in part.wrappers)
-    if fed and part.argv:
-        folders.append("/")  # the names come from the input: anything
+    if part.fed and part.argv:
+        folders.append("/")  # names xargs reads or find finds: anything
     computed = [part.argv[i] for i in part.expanded if i > 0]
     computed += [r.target for r in part.redirects if r.expanded and r.operator.endswith("<")]
     folders += [_computed_folder(word) for word in computed]

@@ -6,6 +6,7 @@ from fsm_agent.core.command_options import (
     Arity,
     Option,
     OptionTable,
+    loose_table,
     parse_arguments,
     resolve_long,
 )
@@ -113,3 +114,27 @@ def test_a_table_that_stops_at_its_first_operand_leaves_the_rest() -> None:
 def test_a_lone_dash_is_an_operand() -> None:
     """``-`` means standard input, not an option."""
     assert parse_arguments(["-"], SORT).operands == ("-",)
+
+
+def test_a_loose_table_takes_options_it_does_not_know_as_written() -> None:
+    """Unknown letters take no value, unknown long options only an inline one; the letters it
+    knows take theirs; operands may stand anywhere."""
+    parsed = parse_arguments(["-xc", "SQL", "db", "--frob", "--set=a", "-v1"], loose_table("cv"))
+    assert parsed.problem is None
+    written = [(option.name, option.value) for option in parsed.options]
+    assert written == [("-x", None), ("-c", "SQL"), ("--frob", None), ("--set", "a"), ("-v", "1")]
+    assert parsed.operands == ("db",)
+
+
+def test_a_loose_table_reads_a_missing_value_as_none() -> None:
+    """``psql -c`` at the end: the option is there, without a value, and no problem."""
+    parsed = parse_arguments(["x", "-c"], loose_table("c"))
+    assert parsed.problem is None
+    assert [(option.name, option.value) for option in parsed.options] == [("-c", None)]
+
+
+def test_a_loose_table_takes_an_optional_value_only_inline() -> None:
+    """``m4 -d -Dx=y``: ``-d`` takes no word after it, so ``-D`` is read."""
+    parsed = parse_arguments(["-d", "-Dx=y", "-dq"], loose_table("D", "d"))
+    written = [(option.name, option.value) for option in parsed.options]
+    assert written == [("-d", None), ("-D", "x=y"), ("-d", "q")]

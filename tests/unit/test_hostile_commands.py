@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.core import git_commands
+from fsm_agent.core import git_commands, inline_code
 from fsm_agent.core.effects import AskPermission
 from fsm_agent.core.events import PermissionDecided
 from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
 from fsm_agent.core.permission_rules import shell_rule_matches
 from fsm_agent.core.read_only_commands import judge_read_only
-from fsm_agent.core.shell_commands import analyse_command
+from fsm_agent.core.shell_commands import CommandPart, analyse_command
 from fsm_agent.runtime import permission_content
 from fsm_agent.runtime.permissions import (
     CallFacts,
@@ -1070,6 +1070,7 @@ COMMANDS_IN_ARGUMENTS = [
     "tar --checkpoint-action=exec='rm -rf src' -xf a.tar",
     "tar -F 'rm -rf src' -xf a.tar",
     "tar --to-comm='rm -rf src' -xf a.tar",
+    "gtar --to-command='rm -rf src' -xf a.tar",
     "rsync -avze 'rm -rf src' a b:c",
     "rsync --rsync-path='rm -rf src' a b:c",
     "ssh -oProxyCommand='rm -rf src' host",
@@ -1080,6 +1081,54 @@ COMMANDS_IN_ARGUMENTS = [
     "zip -T --unzip-command 'rm -rf src' a.zip a",
     "fish -C 'rm -rf src'",
     "chronic -ev rm -rf src",
+]
+
+# Words xargs appends from its input, or that find -exec puts in place of {}, given to a program
+# whose words decide what it runs (found: its reader saw only the literal words and said it ran
+# nothing else, so each ran in bypass mode under `Bash(rm:*)`; `xargs env`, `xargs bash`,
+# `xargs python3` and the like asked already, and are pinned beside them).
+FED_WORDS_THAT_MAY_RUN = [
+    "echo \"'--to-command=rm -rf src'\" | xargs tar -xf x.tar",
+    "echo \"-c alias.x='!rm -rf src' x\" | xargs git",
+    "echo 'ProxyCommand=rm host' | xargs ssh -o",
+    "xargs man",
+    "xargs fish",
+    "xargs fish -n",
+    "echo \"-c 'import os'\" | xargs python3 -u",
+    "xargs python3",
+    "xargs perl -n",
+    "xargs dc x.dc",
+    "xargs python3 -m pytest",
+    'echo "\'BEGIN{system(\\"rm -rf src\\")}\'" | xargs awk',
+    "xargs awk -f prog.awk",
+    "echo \"-e '1e rm -rf src'\" | xargs sed -i s/a/b/",
+    "xargs sed",
+    "xargs rsync -a",
+    "xargs zip a.zip",
+    "xargs env",
+    "xargs sudo",
+    "xargs sudo -u root tar -xf x.tar",
+    "xargs timeout 5 git",
+    "xargs watch -g echo",
+    "xargs bash",
+    "xargs find .",
+    "xargs xargs tar -xf x.tar",
+    "xargs -I{} git {} log",
+    "xargs -I{} tar -xf x.tar {}",
+    "xargs -0 -n 1 tar -xf x.tar",
+    "find . -name '*' -exec tar -xf x.tar {} +",
+    "find . -exec git {} \\;",
+    "find . -exec git -C {} log \\;",
+    "find . -exec sed -n p {} +",
+    "find . -exec python3 {} \\;",
+]
+
+# The same words computed by the shell: a variable set beside, or a glob matching a file the
+# model named so (found: each ran in bypass mode under `Bash(rm:*)`, as the part was read-only).
+COMPUTED_WORDS_THAT_MAY_RUN = [
+    "f='--expression=1e rm -rf src'; sed -n p $f",
+    "sed -n p *",
+    "d='. -exec rm -rf src ;'; find $d -name x",
 ]
 
 # Code given in the command in another language, which no Bash rule reads (found: allowed in
@@ -1127,6 +1176,8 @@ CODE_NO_RULE_READS = [
     "awk -e 'BEGIN{system(\"x\")}' f",
     'gawk \'BEGIN{f="system"; @f("x")}\'',
     "awk -f /dev/stdin f <<< 'BEGIN{system(\"x\")}'",
+    # found: the one-true-awk ignores an option it does not know, --sandbox too
+    "awk --sandbox 'BEGIN{system(\"rm -rf src\")}'",
     "sed -e p -e '1e rm -rf src' a",
     "sed 's/x/y/ge' a",
     "sed -n '/x/e rm -rf src' a",
@@ -1142,6 +1193,7 @@ CODE_NO_RULE_READS = [
     "sqlite3 db",
     "psql",
     "m4 -D'x=syscmd(rm -rf src)' f.m4",
+    "m4 -d -D'x=syscmd(rm -rf src)' f.m4",  # found: -d took the next word, m4 takes none
     "crontab tab.txt",
     "git --config-env=core.pager=PAGER_CMD log",
     "git -c include.path=/tmp/x.cfg log",
@@ -1151,6 +1203,8 @@ CODE_NO_RULE_READS = [
     "git --an-option-we-do-not-know --config-env=core.editor=E commit",
     "sudo python3 -c 'x'",
     "bash -c \"python3 -c 'x'\"",
+    *FED_WORDS_THAT_MAY_RUN,
+    *COMPUTED_WORDS_THAT_MAY_RUN,
 ]
 
 # Ordinary uses of the same programs, and script files: bypass runs them beside the rule.
@@ -1162,6 +1216,28 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
     "git rebase -i HEAD~3",
     "git submodule update --init",
     "find . -name '*.orig' -exec git rm {} \\;",
+    # words xargs or find fill in where they cannot change what runs
+    "find . -name '*.py' -exec grep -n x {} +",
+    "xargs grep x",
+    "xargs wc -l",
+    "xargs git add",
+    "xargs cat",
+    "xargs -0 git -C sub add --",
+    "xargs -I{} git add {}",
+    "xargs git -c color.ui=always log --oneline",
+    "xargs sudo grep x",
+    "xargs xargs cat",
+    "xargs awk '{print $1}'",
+    "xargs awk -f prog.awk data.txt",
+    "xargs bash -c 'echo \"$@\"' _",
+    "xargs",
+    "xargs python3 check.py",
+    "find . -name '*.py' -exec python3 -W error check.py {} +",
+    "xargs node app.js --",
+    "git log $f",
+    "git diff $base -- src",
+    "grep -n x *.py",
+    "cat $f",
     "tar -xf a.tar",
     "tar czf out.tgz src",
     "tar -I zstd -xf a.tar.zst",
@@ -1232,6 +1308,68 @@ def test_code_no_rule_reads_asks_under_a_bash_rule_in_bypass(
     assert [q.tool_name for q in questions] == ["Bash"]
     message = questions[0].message
     assert "no rule reads" in message or "cannot be fully analysed" in message
+
+
+@pytest.mark.parametrize("subcommand", sorted(git_commands.QUIET_SUBCOMMANDS))
+def test_a_quiet_git_subcommand_runs_nothing_its_options_could_name(subcommand: str) -> None:
+    """Words xargs gives ``git SUBCOMMAND`` may follow it only when no option of it names a
+    command: every long option and letter that does for another subcommand runs nothing here
+    (``--pager``, which git reads after none, aside)."""
+    longs = {
+        name for names, _ in git_commands._SUBCOMMAND_OPTIONS.values() for name in names.split()
+    }
+    letters = {letter for _, found in git_commands._SUBCOMMAND_OPTIONS.values() for letter in found}
+    words = [f"--{name}=rm" for name in sorted(longs)] + [f"-{letter}rm" for letter in letters]
+    runs = git_commands.git_runs([subcommand, *words, "-Orm", "run", "rm", "foreach", "rm"])
+    assert (runs.scripts, runs.commands, runs.unread) == ((), (), None)
+    assert subcommand not in ("bisect", "submodule", "clone")
+
+
+class _CountedText(str):
+    """A script that counts the characters its reader reads, one by one or in slices and
+    searches: the work the reader does on it, whatever the machine's speed."""
+
+    read = 0
+
+    def __getitem__(self, key: Any) -> str:
+        item = str.__getitem__(self, key)
+        _CountedText.read += len(item)
+        return item
+
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:
+        _CountedText.read += len(self) - (start or 0)
+        return str.find(self, sub, start, end)
+
+
+@pytest.mark.parametrize("unit", ["s/a/b/;", "s|a|b|w f\n", "b x;", ":x\n", "y/a/b/;", "1~2p;"])
+def test_the_sed_reader_reads_a_script_once(unit: str) -> None:
+    """Eight times the script is at most nine times the work (found: each `s` command and each
+    label copied or searched the rest of the script, 1.4 MB of `s/a/b/;` took seconds)."""
+    work = []
+    for copies in (500, 4000):
+        _CountedText.read = 0
+        script = _CountedText(unit * copies + "1e rm -rf src")
+        part = CommandPart(argv=("sed", script, "f"), text="sed")
+        assert inline_code.unread_code(part) == "sed: its script runs a command (e)"
+        work.append(_CountedText.read)
+    assert work[1] <= 9 * work[0]
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("\\%" + "\\" * 5_000 + "x", "is not read"),
+        ("\\%a\\%b%e rm -rf src", "runs a command (e)"),
+        ("\\,a\\\\,e rm -rf src", "runs a command (e)"),
+    ],
+)
+def test_backslashes_in_a_sed_address_are_read_once(address: str, why: str) -> None:
+    """Found: `\\%` and a run of backslashes with no closing `%`: the address pattern took
+    each backslash both as an escape and as a character, and tried every split (32 of them
+    took a second, each more doubled it). An escaped delimiter does not end the address."""
+    found = inline_code.unread_code(CommandPart(argv=("sed", address, "f"), text="sed"))
+    assert found is not None
+    assert why in found
 
 
 @pytest.mark.parametrize("command", CODE_NO_RULE_READS)

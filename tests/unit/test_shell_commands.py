@@ -264,6 +264,27 @@ def test_xargs_without_a_command_runs_echo() -> None:
 
 
 @pytest.mark.parametrize(
+    ("command", "fed"),
+    [
+        ("xargs tar -xf a.tar", {"tar -xf a.tar": (3,), "xargs tar -xf a.tar": ()}),
+        ("xargs", {"echo": (1,)}),
+        ("xargs -I% cp % %.bak", {"cp % %.bak": (1, 2)}),
+        ("find . -exec grep -n x {} +", {"grep -n x {}": (3,)}),
+        ("find . -exec mv {} {}.old \\;", {"mv {} {}.old": (1, 2)}),
+        ("xargs sudo -u u tar -x", {"sudo -u u tar -x": (5,), "tar -x": (2,)}),
+        ("xargs sh -c 'tar -x'", {"sh -c tar -x": (3,), "tar -x": ()}),
+        ("find . -exec git rm {} +", {"git rm {}": (2,)}),
+        ("tar -xf a.tar", {"tar -xf a.tar": ()}),
+    ],
+)
+def test_words_a_wrapper_fills_in_are_marked(command: str, fed: dict[str, tuple[int, ...]]) -> None:
+    """``fed``: the words xargs or find fill in, ``len(argv)`` for those xargs appends; a
+    wrapper in between passes them on to its command (``xargs sudo tar``)."""
+    parts = {part.text: part.fed for part in analyse_command(command).parts}
+    assert {text: parts[text] for text in fed} == fed
+
+
+@pytest.mark.parametrize(
     ("command", "writers"),
     [
         ("a && b > f", ["b"]),

@@ -1,0 +1,94 @@
+"""Words a command gets when it runs: from ``xargs``'s input, the names ``find`` finds, or the
+shell.
+
+``xargs CMD ARGS`` adds the words it reads after ``ARGS``; ``xargs -I R CMD ARGS`` and
+``find -exec CMD ARGS {} ;`` put them where ``R`` or ``{}`` stand (``CommandPart.fed`` says
+where); the shell computes variables, substitutions and globs (``CommandPart.expanded``: a
+variable set beside, ``f=--expression=...; sed -n p $f``, or a glob matching a file named
+``-e...``). No rule sees them before the command runs. For most programs that does not matter:
+``xargs grep x`` searches more files. For a program whose words decide what it runs it does:
+fed ``--to-command=rm -rf src``, ``xargs tar -xf a.tar`` runs rm; fed ``-c CODE``,
+``xargs python3`` runs that code; fed ``-e '1e rm -rf src'``, ``xargs sed -i s/a/b/`` runs rm
+(GNU sed reads options after its operands).
+
+:func:`fed_words_run` says when such words may make a part run a command no rule reads: the part
+then asks under any Bash deny or ask rule, even in bypass mode (SPEC §9.3 step 1f, as code given
+inline does: ``runtime/permission_content``). Every program with a wrapper reader
+(``shell_wrappers``) or an inline code judge (``inline_code``) counts, unless its reader proves
+the words land where they cannot change what it runs:
+
+* a wrapper given its command before them (``xargs sudo rm``, ``xargs env X=1 cat``): they are
+  that command's words, and its own part is judged (``xargs sudo tar`` asks at tar);
+* a shell given its ``-c`` script or its script file before them: they are the script's
+  arguments (a word it computes from them is judged where it stands in the script);
+* awk given an operand before them (its program, or a file after ``-f``): awk reads no option
+  after its first operand, so they are input files or ``var=value`` assignments;
+* an interpreter given its script file before them (``xargs python3 x.py``): they are the
+  script's arguments (``inline_code.script_file_at``);
+* git given, before them, a subcommand none of whose options names a command
+  (``git_commands.QUIET_SUBCOMMANDS``: ``xargs git add``, ``find -exec git rm {} ;``): words after
+  the subcommand are not git's own options (``-c``), and git ignores an alias of that name.
+
+Everything else asks: programs that read options after their operands (``sed``, ``tar``,
+``rsync``, ``ssh``, ``man``, ``zip``), interpreters given no script file (a fed ``-c`` comes
+before any the input names), editors, database shells, ``find`` (fed words go on with
+its expression: ``-delete``, ``-exec``), and wrappers whose command comes from the input
+(already a problem of the analysis).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fsm_agent.core.command_options import parse_arguments
+from fsm_agent.core.git_commands import QUIET_SUBCOMMANDS, without_git_globals
+from fsm_agent.core.inline_code import awk_operands_start, has_judge, script_file_at
+from fsm_agent.core.shell_commands import CommandPart
+from fsm_agent.core.shell_wrappers import SHELL_OPTIONS, SHELLS, WRAPPERS, Unwrapped
+
+_AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
+
+
+def fed_words_run(part: CommandPart) -> str | None:
+    """Why the words ``part`` is given when it runs, or that the shell computes, may make it
+    run a command, or None."""
+    computed = [index for index in part.expanded if index > 0]
+    if not (part.fed or computed) or not part.argv:
+        return None
+    program = part.argv[0].rsplit("/", 1)[-1]
+    if program not in WRAPPERS and not has_judge(program):
+        return None
+    first = min((*part.fed, *computed))
+    harmless_after = _harmless_after(program, part.argv[1:])
+    if harmless_after is not None and first - 1 > harmless_after:  # from argv to its arguments
+        return None
+    if first in part.fed:
+        source = part.wrappers[-1] if part.wrappers else "a wrapper"
+        return f"the words {source} gives {program} may make it run a command"
+    return f"the words the shell computes for {program} may make it run a command"
+
+
+def _harmless_after(program: str, args: Sequence[str]) -> int | None:
+    """The index in ``args`` (the words after the program) after which words, whatever they
+    are, cannot change what the program runs, as its reader proves; None when it does not."""
+    if program == "git":
+        rest = without_git_globals(args)
+        if not rest or rest[0] not in QUIET_SUBCOMMANDS:
+            return None
+        return len(args) - len(rest)
+    if program in SHELLS:
+        if any(arg.startswith("+") for arg in args):
+            return None
+        parsed = parse_arguments(args, SHELL_OPTIONS)
+        if parsed.problem is not None or parsed.rest_index >= len(args):
+            return None
+        return parsed.rest_index
+    if program in _AWKS:
+        return awk_operands_start(args)
+    script = script_file_at(program, args)
+    if script is not None:
+        return script
+    outcome = WRAPPERS[program](args) if program in WRAPPERS else None
+    if isinstance(outcome, Unwrapped) and outcome.script is None and outcome.end is None:
+        return outcome.start if outcome.start < len(args) else None
+    return None
