@@ -1203,6 +1203,21 @@ CODE_NO_RULE_READS = [
     "git --an-option-we-do-not-know --config-env=core.editor=E commit",
     "sudo python3 -c 'x'",
     "bash -c \"python3 -c 'x'\"",
+    # found: an option naming the script file was read as the end of the options, but these
+    # interpreters read options after it (getopt goes on past an option's value; GNU dc and R
+    # read options after their operands too)
+    "expect -f x.exp -c 'exec rm -rf src'",
+    "expect -b x.exp -c 'exec rm -rf src'",
+    "expect -D 1 -c 'exec rm -rf src'",
+    "php -f x.php -r 'system(\"rm -rf src\");'",
+    "php -F x.php -B 'system(\"rm -rf src\");'",
+    "dc -f x.dc -e '!rm -rf src'",
+    "dc --file=x.dc --expression='!rm -rf src'",
+    "dc x.dc -e '!rm -rf src'",
+    "R -f x.R -e 'system(\"rm -rf src\")'",
+    "R --file=x.R -e 'system(\"rm -rf src\")'",
+    "xargs expect -b x.exp",
+    "xargs php -f x.php",
     *FED_WORDS_THAT_MAY_RUN,
     *COMPUTED_WORDS_THAT_MAY_RUN,
 ]
@@ -1234,6 +1249,11 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
     "xargs python3 check.py",
     "find . -name '*.py' -exec python3 -W error check.py {} +",
     "xargs node app.js --",
+    "expect -f x.exp",
+    "xargs expect -D 1 x.exp",
+    "php -f x.php",
+    "dc -f x.dc",
+    "R -f x.R --vanilla",
     "git log $f",
     "git diff $base -- src",
     "grep -n x *.py",
