@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -475,6 +475,29 @@ def _sed(args: Sequence[str], stdin_file: bool) -> str | None:
         if why is not None:
             return why
     return None
+
+
+def sed_input_files(args: Sequence[str], words: Iterable[int]) -> set[int]:
+    """Which of ``words`` (indexes in ``args`` of words that are no option) are sed's input
+    files: its script is given before the word (an operand, ``-e`` or ``-f``), and the word is
+    no option's value. Read once from left to right, between one such word and the next
+    (getopt keeps no state across an operand but ``--``, which read afresh only says no more
+    often); an option we do not read, which may take the next words, ends the search."""
+    files: set[int] = set()
+    start, script_given = 0, False
+    for index in sorted(words):
+        read = _read_options(_SED, args[start:index], permute=True)
+        if read is None:
+            break  # an option we do not read, or `-e`/`-l` whose value is this word
+        given, operands = read
+        script_given = script_given or bool(operands) or any(n in _SED_SCRIPTS for n, _ in given)
+        if script_given:
+            files.add(index)
+        script_given, start = True, index + 1  # this word is the script when none was given
+    return files
+
+
+_SED_SCRIPTS = frozenset({"e", "expression", "f", "file"})
 
 
 def _is_input(path: str) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.core import git_commands, inline_code
+from fsm_agent.core import fed_words, git_commands, inline_code
 from fsm_agent.core.effects import AskPermission
 from fsm_agent.core.events import PermissionDecided
 from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
@@ -1116,11 +1116,25 @@ FED_WORDS_THAT_MAY_RUN = [
     "xargs -I{} git {} log",
     "xargs -I{} tar -xf x.tar {}",
     "xargs -0 -n 1 tar -xf x.tar",
-    "find . -name '*' -exec tar -xf x.tar {} +",
     "find . -exec git {} \\;",
     "find . -exec git -C {} log \\;",
-    "find . -exec sed -n p {} +",
     "find . -exec python3 {} \\;",
+    # the path find fills in is no option, but these places still decide what runs
+    "find . -execdir sed -n p {} +",  # BSD find gives the bare name: `-e...`
+    "find . -okdir tar -xf x.tar {} \\;",
+    "find -files0-from list -exec sed -n p {} +",  # start points from a file may begin with -
+    "find -f x -exec sed -n p {} +",  # BSD's -f names a start point that may begin with -
+    "find . -exec sed {} \\;",  # the name is sed's script
+    "find . -exec sed -n {} \\;",
+    "find . -exec sed -e {} \\;",
+    "find . -exec sed -l {} p \\;",
+    "find . -exec tar -I {} -xf x.tar \\;",  # the name is the program tar runs
+    "find . -exec tar --to-command {} -xf x.tar \\;",
+    "find . -exec tar xfI x.tar {} \\;",  # old-style keys take their values in order
+    "find . -exec tar -xf x.tar --to-command={} \\;",
+    "find . -exec sed -n p x{} \\;",
+    "find . -exec xargs -I{} sed -n p {} \\;",
+    "find . -exec sed -n p {} \\; -exec tar -xf x.tar {} +",
 ]
 
 # The same words computed by the shell: a variable set beside, or a glob matching a file the
@@ -1129,6 +1143,16 @@ COMPUTED_WORDS_THAT_MAY_RUN = [
     "f='--expression=1e rm -rf src'; sed -n p $f",
     "sed -n p *",
     "d='. -exec rm -rf src ;'; find $d -name x",
+    # a glob or brace word that may give an option, or a variable that may split into some
+    "sed -n p *.txt",
+    "sed -n p [-]*",
+    "sed -n p {-e,x}",
+    "sed -n p ?*",
+    "sed -n p @(-e*)",
+    "sed -n p src/$f",
+    'sed -n p "$f"',
+    "sed -n p src/`x`",
+    "sed -n p src/*.py $f",
 ]
 
 # Code given in the command in another language, which no Bash rule reads (found: allowed in
@@ -1249,6 +1273,19 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
     "xargs python3 check.py",
     "find . -name '*.py' -exec python3 -W error check.py {} +",
     "xargs node app.js --",
+    # the path find puts in place of a whole {} begins with a start point, never with -; the
+    # same for a glob beginning with a plain character: an input file of sed, a member of tar
+    "find . -exec sed -n p {} +",
+    "find . -name '*.py' -exec sed -n 1,5p {} \\;",
+    "find src . -exec sed -i s/a/b/ {} +",
+    "find -L . -ok sed -n p {} \\;",
+    "find . -exec sed -e p {} \\;",
+    "find . -exec tar -tf {} \\;",
+    "find . -exec tar -xf x.tar {} +",
+    "find . -name '*' -exec tar -xf x.tar {} +",
+    "sed -n 1,5p src/*.py",
+    "sed -n p ./*.md src/{a,b}.py",
+    "sed -n p x{,-e}",
     "expect -f x.exp",
     "xargs expect -D 1 x.exp",
     "php -f x.php",
@@ -1307,6 +1344,30 @@ def test_a_shell_command_given_as_an_argument_meets_deny_rules(command: str, wor
     assert decided.behavior is PermissionBehavior.DENY
     assert decided.rule == "Bash(rm:*)"
     assert decided.step == "1d"
+
+
+@pytest.mark.parametrize(
+    ("command", "runs"),
+    [
+        ("tar -tf x.tar src/*", False),
+        ("tar -C out -xf x.tar src/* ./*.txt", False),
+        ("tar -tf x.tar *", True),
+        ("tar -tf x.tar $f", True),
+        ("tar tf x.tar src/*", True),  # old-style keys: no word is read as tar reads it
+        ("tar -tf x.tar -I src/*", True),  # the glob names the program tar runs
+        ("tar -tf x.tar --to-command src/*", True),
+        ("sed -n src/*.py f", True),  # the glob is the script
+        ("sed -n p src/*.py -l src/*", True),  # a value of an option we stop at
+        ("sed -n -l 5 p src/*", False),
+        ("sed -n p -- src/*", False),
+    ],
+)
+def test_which_computed_words_may_run_something(command: str, runs: bool) -> None:
+    """A glob beginning with a plain character gives no option: for sed after its script,
+    and tar after its options, it is an operand that runs nothing (other checks of these
+    commands, such as protected paths, are not this one's)."""
+    why = [fed_words.fed_words_run(part) for part in analyse_command(command).parts]
+    assert (why != [None]) is runs, why
 
 
 @pytest.mark.parametrize("rule", ["deny", "ask_rules"])
