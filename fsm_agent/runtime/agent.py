@@ -563,11 +563,16 @@ def as_messages(prompt: str | Sequence[Message]) -> tuple[Message, ...]:
         UsageError: the prompt is empty, or is neither text nor a sequence of messages.
     """
     from fsm_agent.core.messages import Message, TextBlock, UserMessage  # noqa: PLC0415 - loaded when used, not by building an agent
+    from fsm_agent.trace.json_limits import escape_surrogates  # noqa: PLC0415
 
     if isinstance(prompt, str):
         if not prompt.strip():
             raise UsageError("the prompt is empty")
-        return (UserMessage(uuid="prompt", content=(TextBlock(text=prompt),)),)
+        # Bytes that were not UTF-8 (pasted, piped) arrive as lone surrogates, which no
+        # request can carry: written as escapes, as the trace holds them (a replay reads
+        # what the run saw).
+        text = escape_surrogates(prompt)
+        return (UserMessage(uuid="prompt", content=(TextBlock(text=text),)),)
     try:
         messages = tuple(prompt)
     except TypeError:  # not iterable (None, a number)

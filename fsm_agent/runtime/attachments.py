@@ -31,6 +31,7 @@ import attrs
 from fsm_agent.core import texts
 from fsm_agent.core.kinds import AttachmentKind
 from fsm_agent.errors import ConfigError, UsageError
+from fsm_agent.trace.json_limits import escape_surrogates
 
 if TYPE_CHECKING:
     import asyncio
@@ -145,6 +146,7 @@ class MessageQueue:
         """Queue ``text`` (an empty message is a ``UsageError``)."""
         if not text.strip():
             raise UsageError("the queued message is empty")
+        text = escape_surrogates(text)  # bytes that were not UTF-8, as a prompt's (as_messages)
         with self._lock:
             self._texts.append(text)
             wake = self.wake

@@ -179,6 +179,16 @@ def checked_stream_event(raw: object) -> dict[str, Any]:
     return raw
 
 
+def _encodable(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A request's arguments with every lone surrogate in its messages, system prompt and
+    tools written as a ``\\uXXXX`` escape (:func:`~fsm_agent.trace.json_limits.fit_for_json`)."""
+    fitted = dict(arguments)
+    for key in ("messages", "system", "tools"):
+        if isinstance(fitted.get(key), str | list):
+            fitted[key] = fit_for_json(fitted[key])
+    return fitted
+
+
 # --- classification ------------------------------------------------------------------------
 
 _PROMPT_TOO_LONG = re.compile(r"prompt is too long", re.IGNORECASE)
@@ -570,10 +580,16 @@ class AnthropicModel:
 
         try:
             client = self._get_client()
-            opened = client.messages.with_streaming_response.create(
-                **self._create_arguments(request)
-            )
-            response = await opened.__aenter__()
+            arguments = self._create_arguments(request)
+            try:
+                opened = client.messages.with_streaming_response.create(**arguments)
+                response = await opened.__aenter__()
+            except UnicodeEncodeError:
+                # Text that was not UTF-8 (bytes pasted into a prompt, a hook's output) holds
+                # lone surrogates, which no request body can carry; the body was never sent.
+                # It goes with each written as a ``\uXXXX`` escape, as the trace writes it.
+                opened = client.messages.with_streaming_response.create(**_encodable(arguments))
+                response = await opened.__aenter__()
         except Exception as exc:
             raise classify_failure(exc) from exc
         try:
@@ -608,14 +624,18 @@ class AnthropicModel:
         """
         import anthropic  # noqa: PLC0415 - lazy on purpose: the import costs ~2 s
 
+        arguments: dict[str, Any] = {
+            "model": model or self.name,
+            "messages": messages,
+            "system": system or anthropic.omit,
+            "tools": tools or anthropic.omit,
+        }
         try:
             client = self._get_client()
-            counted = await client.messages.count_tokens(
-                model=model or self.name,
-                messages=cast("Any", messages),
-                system=system or anthropic.omit,
-                tools=cast("Any", tools) if tools else anthropic.omit,
-            )
+            try:
+                counted = await client.messages.count_tokens(**arguments)
+            except UnicodeEncodeError:  # as in stream: lone surrogates, escaped
+                counted = await client.messages.count_tokens(**_encodable(arguments))
         except Exception as exc:
             raise classify_failure(exc) from exc
         return int(counted.input_tokens)

@@ -43,6 +43,7 @@ from fsm_agent.runtime.attachments import (
 )
 from fsm_agent.runtime.conversation_memo import ConversationMemo
 from fsm_agent.runtime.file_changes import ChangedFiles
+from fsm_agent.trace.json_limits import escape_surrogates
 from fsm_agent.trace.message_dumps import TranscriptJson
 
 if TYPE_CHECKING:
@@ -187,7 +188,10 @@ class Session:
             self._memo.request_history.carry_over(self.messages, carried, kept=len(self._carried))
             self._carried = carried
             prompts = tuple(
-                UserMessage(uuid=f"{self.turn}:prompt.{n}", content=(TextBlock(text=text),))
+                UserMessage(
+                    uuid=f"{self.turn}:prompt.{n}",
+                    content=(TextBlock(text=escape_surrogates(text)),),  # as as_messages does
+                )
                 for n, text in enumerate(words, 1)
             )
             request = AttachmentRequest(

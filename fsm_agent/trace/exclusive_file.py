@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import IO, Final
 
+import orjson
+
 from fsm_agent.errors import NotATraceFile, TraceFileBusy
 
 try:
@@ -58,13 +60,38 @@ def open_exclusive(path: str | os.PathLike[str]) -> IO[bytes]:
 _HEADER_START: Final = b'{"config":'
 """How every trace begins: its header, rendered with sorted keys (``config`` first)."""
 
+_FIRST_LINE_READ: Final = 1 << 20
+"""How much of a file is read to find its first line (a header with many tools' schemas can
+be long; past this, its start decides)."""
+
 
 def holds_a_trace(path: str | os.PathLike[str]) -> bool:
-    """Whether the file at ``path`` is empty or begins as a trace header does (a run killed as
-    it wrote its header leaves that start too)."""
+    """Whether the file at ``path`` is empty or begins with a trace header: a first line that
+    is a header record, or the start of one cut off (a run killed as it wrote its header
+    leaves that, with no newline). A JSON document that merely begins as a header does
+    (``{"config": ...}``, a settings file) is not a trace: a header is always written with
+    its newline, and says it is one (``"record": "header"``)."""
     with Path(path).open("rb") as file:
-        start = file.read(len(_HEADER_START))
-    return start in (b"", _HEADER_START)
+        start = file.read(_FIRST_LINE_READ)
+        longer = file.read(1) != b""
+    if not start:
+        return True
+    if not start.startswith(_HEADER_START):
+        return False
+    line, newline, _ = start.partition(b"\n")
+    if not newline:
+        if longer:  # a first line past what is read: only its start can tell
+            return True
+        try:
+            orjson.loads(start)
+        except orjson.JSONDecodeError:
+            return True  # cut off: a header whose run was killed as it wrote it
+        return False  # whole, and no newline: a document, not a header's line
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return type(data) is dict and data.get("record", data.get("kind")) == "header"
 
 
 def _refuse_unless_a_trace(path: str | os.PathLike[str]) -> None:

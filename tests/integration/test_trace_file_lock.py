@@ -90,7 +90,18 @@ def test_the_command_line_says_which_file_is_taken(
 
 @pytest.mark.parametrize(
     "kept",
-    [b"my notes\n", b"{}\n", b'{"record":"header"}\n', b"\x00\x01", b" "],
+    [
+        b"my notes\n",
+        b"{}\n",
+        b'{"record":"header"}\n',
+        b"\x00\x01",
+        b" ",
+        # JSON that begins as a header does: a minified settings file, a JSON lines file
+        b'{"config":{"theme":"dark"}}',
+        b'{"config":{"theme":"dark"}}\n',
+        b'{"config":1,"record":"settings"}\n{"config":2}\n',
+        b'{"config":{"theme":"dark"},\n"more":1}',
+    ],
 )
 def test_a_file_that_is_not_a_trace_is_not_overwritten(tmp_path: Path, kept: bytes) -> None:
     """Found: ``fsm-agent run --trace notes.txt`` emptied notes.txt and wrote a trace there."""
@@ -108,7 +119,8 @@ def test_a_trace_or_an_empty_file_is_written_over(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     TraceWriter(path, config=LoopConfig(model="first")).close()
     whole = path.read_bytes()
-    for before in (whole, whole[:20], b""):
+    first_line = whole[: whole.index(b"\n") + 1]
+    for before in (whole, whole[:20], whole[: len(first_line) // 2], first_line, b""):
         path.write_bytes(before)
         TraceWriter(path, config=LoopConfig(model="second")).close()
         assert b'"model":"second"' in path.read_bytes()
