@@ -32,8 +32,9 @@ the words land where they cannot change what it runs:
 Programs that read options after their operands (``sed``, ``tar``, ``rsync``, ``ssh``, ``man``,
 ``zip``) ask for words that may be options. A word that cannot be one is an operand, which
 runs nothing for ``sed`` once its script is given before it (an input file:
-``inline_code.sed_input_files``) nor for ``tar`` (a member or the archive; options come first, so
-no old-style ``tar xf``, and it is no option's value but ``-f``'s). Two kinds of word cannot be
+``inline_code.sed_input_files``) nor for ``tar`` after its options (a member; options come
+first, so no old-style ``tar xf``; no option's value, but the archive ``-f`` names when it is
+a path ``find`` found). Two kinds of word cannot be
 options: the path ``find -exec``/``-ok`` puts in place of a whole ``{}`` (it begins with a
 start point written in the command: ``CommandPart.found_paths``), and a glob or brace
 expansion whose text begins with a plain character and holds no ``$`` or backquote (each word
@@ -78,7 +79,10 @@ def fed_words_run(part: CommandPart) -> str | None:
     fed, paths = frozenset(part.fed), frozenset(part.found_paths)  # looked up once a word
     words = {*fed, *computed}
     plain = _plain_operands(
-        program, args, [i - 1 for i in words if _no_option(part.argv, i, fed=fed, paths=paths)]
+        program,
+        args,
+        [i - 1 for i in words if _no_option(part.argv, i, fed=fed, paths=paths)],
+        paths={i - 1 for i in paths},
     )
     words.difference_update(i + 1 for i in plain)  # from its arguments to argv
     if not words:
@@ -110,22 +114,30 @@ def _no_option(
     return word[:1] in _PLAIN_START and "$" not in word and "`" not in word
 
 
-def _plain_operands(program: str, args: Sequence[str], words: Sequence[int]) -> set[int]:
-    """Which of ``words`` (indexes in ``args`` of words that are no option) are operands that
-    cannot make ``program`` run a command."""
+def _plain_operands(
+    program: str, args: Sequence[str], words: Sequence[int], *, paths: set[int]
+) -> set[int]:
+    """Which of ``words`` (indexes in ``args`` of words that are no option; ``paths``: those
+    that are paths ``find`` finds) are operands that cannot make ``program`` run a command."""
     if program in ("sed", "gsed"):
         return sed_input_files(args, words)
     if program in ("tar", "gtar") and args[0].startswith("-"):  # no old-style `tar xf`
-        return {index for index in words if index > 0 and _tar_operand(args[index - 1])}
+        return {
+            index
+            for index in words
+            if index > 0 and _tar_operand(args[index - 1], found=index in paths)
+        }
     return set()
 
 
-def _tar_operand(before: str) -> bool:
-    """Whether a word after ``before`` that is no option is an operand of tar or the archive
-    ``-f`` names, not the value of an option that may name a command (``-I``, ``-F``)."""
+def _tar_operand(before: str, *, found: bool) -> bool:
+    """Whether a word after ``before`` that is no option is a member tar reads or writes, or
+    the archive ``-f`` names when the word is a path ``find`` found (``./x``: GNU tar reaches a
+    name with a colon before any slash, ``host:file``, through a remote shell); not the value
+    of an option that may name a command (``-I``, ``-F``)."""
     if before[:1] != "-":
         return True  # an operand before it, or the value of an option: this one is neither
-    return before[1:2] != "-" and before.endswith("f")
+    return found and before[1:2] != "-" and before.endswith("f")
 
 
 def _harmless_after(program: str, args: Sequence[str]) -> int | None:

@@ -155,7 +155,9 @@ def _find(args: Sequence[str]) -> Unwrapped | str | None:
     if len(runners) > 1:
         return "more than one command run by find is not analysed"
     index = runners[0]
-    end = next((i for i in range(index + 1, len(args)) if args[i] in (";", "+")), len(args))
+    end = next((i for i in range(index + 1, len(args)) if _ends_command(args, i)), len(args))
+    if "+" in args[index + 1 : end]:
+        return f"{args[index]} is given a + that does not follow {{}}, read as find reads it"
     if end == index + 1:
         return f"{args[index]} without a command"
     if _built_from_input(args[index + 1 : end], "{}"):
@@ -167,6 +169,13 @@ def _find(args: Sequence[str]) -> Unwrapped | str | None:
         placeholder="{}",
         fills_paths=_fills_paths(args[:index], args[index]),
     )
+
+
+def _ends_command(args: Sequence[str], index: int) -> bool:
+    """Whether ``args[index]`` ends the command of ``-exec``: ``;``, or ``+`` right after a whole
+    ``{}`` (any other ``+`` is one of the command's words for GNU find, and older versions and
+    other finds did not all agree: ``-exec sed -n p + -e CMD {} ;`` gives sed ``-e``)."""
+    return args[index] == ";" or (args[index] == "+" and args[index - 1] == "{}")
 
 
 def _fills_paths(before: Sequence[str], runner: str) -> bool:

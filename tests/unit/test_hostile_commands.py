@@ -115,6 +115,10 @@ UNANALYSABLE = [
     "echo rm | xargs -I% % -rf src",
     "find . -name '*.sh' -exec {} \\;",
     "find . -exec sh -c 'cat {}' \\;",
+    # a + that does not follow {} does not end find's command (found: the words after it were
+    # read as find's own, and the command ran in bypass mode under `Bash(rm:*)`)
+    "find . -exec sed -n p + -e '1e rm -rf src' {} \\;",
+    "find . -exec tar -xf x.tar + --to-command='rm -rf src' \\;",
     # nesting past what is walked (found: RecursionError instead of an answer)
     "echo " + "$(" * 300 + "ls" + ")" * 300,
     "(" * 2000 + "ls" + ")" * 2000,
@@ -1356,6 +1360,7 @@ def test_a_shell_command_given_as_an_argument_meets_deny_rules(command: str, wor
         ("tar tf x.tar src/*", True),  # old-style keys: no word is read as tar reads it
         ("tar -tf x.tar -I src/*", True),  # the glob names the program tar runs
         ("tar -tf x.tar --to-command src/*", True),
+        ("tar -tf h* x", True),  # a file h:x would name a remote archive, reached by rsh
         ("sed -n src/*.py f", True),  # the glob is the script
         ("sed -n p src/*.py -l src/*", True),  # a value of an option we stop at
         ("sed -n -l 5 p src/*", False),
