@@ -30,17 +30,19 @@ the words land where they cannot change what it runs:
   the subcommand are not git's own options (``-c``), and git ignores an alias of that name.
 
 Programs that read options after their operands (``sed``, ``tar``, ``rsync``, ``ssh``, ``man``,
-``zip``) ask for words that may be options. A word that cannot be one is an operand, which
-runs nothing for ``sed`` once its script is given before it (an input file:
-``inline_code.sed_input_files``) nor for ``tar`` after its options (a member; options come
+``zip``) ask for words that may be options. Two kinds of word cannot be options: the path
+``find -exec``/``-ok`` puts in place of a whole ``{}`` (it begins with a start point written in
+the command: ``CommandPart.found_paths``), and a glob or brace expansion whose text begins
+with a plain character and holds no ``$`` or backquote (each word it gives begins with that
+character, and it splits into no other words). Such a word is an operand, which runs nothing
+for ``sed`` once its script is given before it (an input file:
+``inline_code.sed_input_files``), nor for ``tar`` after its options (a member; options come
 first, so no old-style ``tar xf``; no option's value, but the archive ``-f`` names when it is
-a path ``find`` found). Two kinds of word cannot be
-options: the path ``find -exec``/``-ok`` puts in place of a whole ``{}`` (it begins with a
-start point written in the command: ``CommandPart.found_paths``), and a glob or brace
-expansion whose text begins with a plain character and holds no ``$`` or backquote (each word
-it gives begins with that character, and it splits into no other words): so
-``find . -exec sed -n 1,5p {} ;`` and ``sed -n p src/*.py`` run, while ``sed -n p *`` and
-``sed -n p "$f"`` ask (a name or a value may begin with ``-``).
+a path ``find`` found). Nor does it, given to ``find`` itself, wherever it stands: a start
+point, a test's value, or a word of the command ``-exec`` runs (judged on that command's own
+part), never a test, an action or the ``;`` that ends a command. So
+``find . -exec sed -n 1,5p {} ;``, ``sed -n p src/*.py`` and ``find src/* -name x`` run, while
+``sed -n p *`` and ``sed -n p "$f"`` ask (a name or a value may begin with ``-``).
 
 Everything else asks: interpreters given no script file (a fed ``-c`` comes before any the
 input names), editors, database shells, ``find`` (fed words go on with its expression:
@@ -121,6 +123,8 @@ def _plain_operands(
     that are paths ``find`` finds) are operands that cannot make ``program`` run a command."""
     if program in ("sed", "gsed"):
         return sed_input_files(args, words)
+    if program == "find":
+        return set(words)  # a start point, a test's value, or a word of the command -exec runs
     if program in ("tar", "gtar") and args[0].startswith("-"):  # no old-style `tar xf`
         return {
             index
