@@ -127,8 +127,9 @@ class TranscriptBaseError(TraceError):
         where = path if path is not None else "this trace"
         super().__init__(
             f"{where}: its transcript begins in {base}, which {problem}; keep a "
-            "conversation's traces together in one folder (Agent.session("
-            "full_transcript_every=1) writes every turn's transcript whole)"
+            "conversation's traces together in one folder (a session given "
+            "full_transcript_every=1, or --full-transcript-every 1, writes every turn's "
+            "transcript whole)"
         )
 
 

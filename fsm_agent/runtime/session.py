@@ -221,11 +221,23 @@ class Session:
         return {"session": self.id, "turn": self.turn, "previous": previous}
 
     def _load(self, path: Path) -> None:
-        """Start from the transcript of a recorded turn (``resume``)."""
-        from fsm_agent.trace.reader import read_trace  # noqa: PLC0415 - loaded when used
+        """Start from the transcript of a recorded turn (``resume``).
+
+        A turn whose run was killed before its first record (its file holds only a header)
+        holds no transcript: the conversation goes on from the turn before it, which does,
+        not from nothing."""
+        from fsm_agent.trace.conversation import previous_turn  # noqa: PLC0415 - loaded when used
+        from fsm_agent.trace.reader import read_trace  # noqa: PLC0415
         from fsm_agent.trace.replay import resume  # noqa: PLC0415
 
         trace = read_trace(path, allow_truncated=True)
+        seen = {path.resolve()}
+        while not trace.records:
+            earlier = previous_turn(path, trace.header.meta)
+            if earlier is None or earlier.resolve() in seen:
+                break
+            seen.add(earlier.resolve())
+            path, trace = earlier, read_trace(earlier, allow_truncated=True)
         point = resume(trace)
         messages = getattr(point.core, "transcript", ())
         meta = trace.header.meta

@@ -11,6 +11,7 @@ functions read it to walk a conversation.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +34,21 @@ def conversation_turns(path: str | os.PathLike[str]) -> list[Path]:
     turns = [Path(path)]
     seen = {turns[0].resolve()}
     while True:
-        previous = header_meta(turns[0]).get("previous")
-        if not isinstance(previous, str) or not previous:
-            return turns
-        earlier = turns[0].parent / Path(previous).name
-        if not earlier.is_file() or earlier.resolve() in seen:
+        earlier = previous_turn(turns[0], header_meta(turns[0]))
+        if earlier is None or earlier.resolve() in seen:
             return turns
         seen.add(earlier.resolve())
         turns.insert(0, earlier)
+
+
+def previous_turn(path: Path, meta: Mapping[str, Any]) -> Path | None:
+    """The trace of the turn before the one at ``path`` (whose header holds ``meta``), when
+    it names one and the folder holds it."""
+    previous = meta.get("previous")
+    if not isinstance(previous, str) or not previous:
+        return None
+    earlier = path.parent / Path(previous).name
+    return earlier if earlier.is_file() else None
 
 
 def latest_turn(folder: str | os.PathLike[str]) -> Path | None:

@@ -183,13 +183,16 @@ class TranscriptJson:
         with the ``known`` messages written last, or None when it is written whole: the
         first turn, every ``full_every``-th, a transcript that does not go on from the last
         (a compaction, an edit), a file without a name, or one in another folder than the
-        last (a reader looks for it beside the file) or the same file (it is written over)."""
+        last (a reader looks for it beside the file) or the same file (it is written over),
+        or when the last is gone."""
         if not known or file is None or self._file is None:
             return None
         if self._links + 1 >= self.full_every:
             return None
         here = Path(file).resolve()
         if here == self._file or here.parent != self._file.parent:
+            return None
+        if not self._file.is_file():  # deleted since (a folder emptied between turns)
             return None
         digest = self._digest.copy()
         digest.update(b"]")

@@ -11,6 +11,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from fsm_agent.core import request_history
@@ -229,6 +230,35 @@ def test_resume_carries_a_recorded_conversation_on(tmp_path: Path) -> None:
     assert meta["turn"] == 2
     assert meta["previous"] == first.trace_path.name
     assert meta["session"] == read_trace(first.trace_path).header.meta["session"]
+
+
+def test_resume_from_a_turn_killed_before_it_began_goes_on_from_the_turn_before(
+    tmp_path: Path,
+) -> None:
+    """Found: a turn killed as it started leaves a file with only its header; ``run
+    --continue`` picked it (the latest) and the conversation went on from nothing, its
+    history forgotten. It goes on from the turn before, numbered and linked as the lost one
+    would have been."""
+    folder = f"{tmp_path}/traces/"
+    agent = Agent(model=scripted(says("one"), says("two")), cwd=tmp_path, trace=folder)
+    session = agent.session(changed_files=False)
+    asyncio.run(session.ask("remember banana"))
+    second = asyncio.run(session.ask("and cherry"))
+    assert second.trace_path is not None
+    lost = tmp_path / "traces" / "killed.jsonl"
+    header = second.trace_path.read_bytes().splitlines()[0]
+    record = orjson.loads(header)
+    record["meta"] = {**record["meta"], "turn": 3, "previous": second.trace_path.name}
+    lost.write_bytes(orjson.dumps(record, option=orjson.OPT_SORT_KEYS) + b"\n")
+    later = Agent(model=scripted(says("three")), cwd=tmp_path, trace=folder)
+    resumed = later.session(resume=lost, changed_files=False)
+    assert resumed.messages == second.messages
+    third = asyncio.run(resumed.ask("which fruits?"))
+    texts = [text_of(m) for m in third.messages if text_of(m)]
+    assert texts[:2] == ["remember banana", "one"]
+    assert third.trace_path is not None
+    meta = read_trace(third.trace_path).header.meta
+    assert (meta["turn"], meta["previous"]) == (3, second.trace_path.name)
 
 
 def test_a_message_sent_from_another_thread_lands_in_the_running_turn(tmp_path: Path) -> None:

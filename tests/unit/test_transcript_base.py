@@ -253,3 +253,29 @@ def test_a_base_that_is_a_pipe_is_refused_not_waited_for(linked: list[Path]) -> 
     os.mkfifo(linked[1])
     with pytest.raises(TranscriptBaseError, match="is not a regular file"):
         read_trace(linked[2])
+
+
+def test_a_turn_after_its_base_was_deleted_writes_its_whole_transcript(tmp_path: Path) -> None:
+    """A trace folder emptied between turns (to free space, say): the next turn does not
+    begin in a trace that is gone."""
+    steps = [{"content": [{"text": f"answer {n}"}]} for n in range(3)]
+    agent = Agent(
+        model=ScriptedModel(parse_scenario({"steps": steps})),
+        cwd=tmp_path,
+        trace=f"{tmp_path}/t/",
+        store=False,
+    )
+    session = agent.session(changed_files=False, full_transcript_every=8)
+
+    async def ask(text: str) -> Path:
+        path = (await session.ask(text)).trace_path
+        assert path is not None
+        return path
+
+    first = asyncio.run(ask("one"))
+    first.unlink()
+    second = asyncio.run(ask("two"))
+    assert TRANSCRIPT_FROM not in turn_record(second)
+    assert len(started(second)) == 3
+    third = asyncio.run(ask("three"))
+    assert turn_record(third)[TRANSCRIPT_FROM]["trace"] == second.name
