@@ -674,7 +674,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         except TraceError as exc:
             failures += 1
             if isinstance(exc, TraceDivergence):
-                text = format_divergence(exc)
+                text = format_divergence(_as_shown(exc, path))
             else:
                 text = str(exc)
                 if isinstance(exc, TraceTruncated):
@@ -708,6 +708,20 @@ def _with_earlier_turns(given: list[Path], files: list[Path]) -> list[Path]:
                 turns = conversation_turns(path)
         wanted.update(dict.fromkeys(turns))
     return list(wanted)
+
+
+def _as_shown(error: Any, path: Path) -> Any:
+    """A divergence replaying ``path`` with the recorded records as ``show`` shows them (as
+    it was when the file cannot be read whole: a broken line past the divergence)."""
+    from fsm_agent.errors import TraceError  # noqa: PLC0415
+    from fsm_agent.trace.divergence import recorded_as_shown  # noqa: PLC0415
+    from fsm_agent.trace.reader import read_trace  # noqa: PLC0415
+
+    try:
+        trace = read_trace(path, allow_truncated=True).redacted()
+    except TraceError:
+        return error
+    return recorded_as_shown(error, {record.seq: record.data for record in trace.records})
 
 
 def _replay_one(path: Path, *, allow_truncated: bool) -> tuple[int, int, str]:
@@ -779,14 +793,16 @@ def _list_traces(folder: Path) -> int:
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     from fsm_agent.trace.divergence import format_divergence  # noqa: PLC0415
-    from fsm_agent.trace.replay import diff_traces  # noqa: PLC0415
+    from fsm_agent.trace.reader import read_trace  # noqa: PLC0415
+    from fsm_agent.trace.replay import diff_traces, shown_divergence  # noqa: PLC0415
 
-    divergence = diff_traces(_trace_file(args.a), _trace_file(args.b))
+    first, second = read_trace(_trace_file(args.a)), read_trace(_trace_file(args.b))
+    divergence = diff_traces(first, second)
     if divergence is None:
         print("the traces agree")
         return EXIT_OK
     print(f"first difference at seq {divergence.seq} ({args.a} recorded, {args.b} replayed):")
-    print(shown(format_divergence(divergence.to_error())))
+    print(shown(format_divergence(shown_divergence(divergence, first, second).to_error())))
     return EXIT_FAILED
 
 

@@ -21,6 +21,9 @@ Four shapes:
   ``curl -u user:VALUE``, ``htpasswd -b FILE USER VALUE``, ...). Only the programs listed,
   and only after the program's name in the command: ``-p`` means a port, a path or a prompt
   to others, and even ``mysql -p VALUE`` names a database, not a password.
+
+An environment's credentials (:func:`environment_credentials`) are the first two shapes in
+its variables, with a bound on what is long enough to be a secret.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Final
 from urllib.parse import unquote
 
@@ -51,8 +55,65 @@ def named_credentials(pairs: Iterable[tuple[str, str]]) -> list[str]:
     found: list[str] = []
     for name, value in pairs:
         if is_sensitive_key(name.strip()):
-            found += [value.strip(), *value.split()[1:]]
+            found += value_and_token(value)
     return [value for value in found if value]
+
+
+def value_and_token(value: str) -> list[str]:
+    """A credential's value whole and, after a scheme such as ``Bearer``, its token alone."""
+    return [value.strip(), *value.split()[1:]]
+
+
+ENVIRONMENT_SECRET_MIN: Final = 8
+"""The fewest characters an environment variable's value needs to be taken as a secret: a
+credential's name also covers switches and settings (``HF_HUB_DISABLE_IMPLICIT_TOKEN=1``,
+``..._PASSWORD_AUTH=off``), which redacted would blank every ``1`` or ``off`` of a trace."""
+
+
+def environment_credentials(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The credentials in an environment (``os.environ``), which a tool that prints it
+    (``env``, ``printenv``) would otherwise put in a trace: the values of the variables under
+    a credential's name (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``PGPASSWORD``: the
+    names :func:`~fsm_agent.trace.redact.is_sensitive_key` judges; each value whole, the
+    token of ``Bearer TOKEN`` alone, and each line of a value of several lines alone) and
+    the credentials of a URL in any variable (``DATABASE_URL=postgres://user:PASSWORD@host/db``).
+    Left out are values shorter than :data:`ENVIRONMENT_SECRET_MIN` characters and a value
+    that is the path of an existing file or folder (``GOOGLE_APPLICATION_CREDENTIALS=/path``,
+    ``PASSWORD_STORE_DIR`` name where a secret is kept, and every mention of the path would
+    be blanked)."""
+    found: list[str] = []
+    for name, value in environ.items():
+        if is_sensitive_key(name.strip()):
+            found += _environment_value(value)
+        if "://" in value:
+            found += url_passwords(value)
+    kept = (
+        value
+        for value in found
+        if len(value) >= ENVIRONMENT_SECRET_MIN and not _existing_path(value)
+    )
+    return tuple(dict.fromkeys(kept))
+
+
+def _environment_value(value: str) -> list[str]:
+    """A credential variable's value whole, the token of ``Bearer TOKEN`` alone, and each
+    line of a value of several (a PEM key: a tool may print one of its lines) alone. Other
+    words are not taken alone: a value holding JSON would make secrets of its keys."""
+    words = value.split()
+    found = [value.strip(), *words[1:2]] if len(words) == 2 else [value.strip()]
+    lines = value.strip().splitlines()
+    return found + [line.strip() for line in lines] if len(lines) > 1 else found
+
+
+def _existing_path(value: str) -> bool:
+    """Whether ``value`` is the absolute path of a file or folder that exists (``~`` for the
+    home folder)."""
+    if not value.startswith(("/", "~")):
+        return False
+    try:
+        return Path(value).expanduser().exists()
+    except (OSError, ValueError, RuntimeError):  # too long, a NUL, no home folder
+        return False
 
 
 def url_passwords(url: str) -> tuple[str, ...]:
@@ -73,6 +134,21 @@ def url_passwords(url: str) -> tuple[str, ...]:
         name, equals, value = pair.partition("=")
         if equals and is_sensitive_key(unquote(name).strip()):
             found.append(value)
+    return _spellings(found)
+
+
+def url_private_parts(url: str) -> tuple[str, ...]:
+    """What of ``url`` an error about it should never repeat, credential's name or not: its
+    user info (the user and the password) and the value of every query parameter
+    (``?key=...``, ``?sig=...``), as written and percent-decoded, longest first."""
+    _, sep, rest = url.partition("://")
+    if not sep:
+        return ()
+    location, _, query = rest.partition("?")
+    location = location.partition("#")[0].partition("/")[0]
+    credentials, at, _ = location.rpartition("@")
+    found = [*credentials.split(":", 1)] if at else []
+    found += [pair.partition("=")[2] for pair in query.partition("#")[0].split("&")]
     return _spellings(found)
 
 

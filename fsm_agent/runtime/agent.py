@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from fsm_agent.core.config import LoopConfig
+from fsm_agent.credentials import environment_credentials
 from fsm_agent.errors import ConfigError, UsageError
 from fsm_agent.runtime.attachments import AttachmentProvider, check_providers
 from fsm_agent.runtime.hooks import Hooks
@@ -204,6 +205,13 @@ class Agent:
             and command-line options), the store URL's password and, when telemetry is on,
             the credentials spans are exported with (a ``Telemetry`` endpoint's, the
             ``OTEL_EXPORTER_OTLP_HEADERS`` credential headers).
+        environment_secrets: take the credentials in this process's environment as secrets
+            too (on by default): the values of the variables under a credential's name
+            (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``) and the credentials of a URL in any
+            variable, 8 characters or longer and not the path of an existing file or folder
+            (see :func:`fsm_agent.credentials.environment_credentials`). The agent's tools run
+            with that environment: a command that prints it (``env``) would otherwise put
+            them in the trace. Read when the agent is built.
         sleep: waits out retry backoff (default ``asyncio.sleep``); pass a no-op to drive an
             agent under Hypothesis without real waiting.
         wall_clock: epoch seconds (default ``time.time``), stamped on the events that
@@ -251,6 +259,7 @@ class Agent:
         cwd: str | os.PathLike[str] | None = None,
         system: str = "",
         secrets: Sequence[str] = (),
+        environment_secrets: bool = True,
         sleep: Sleep = _asyncio_sleep,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
@@ -304,14 +313,17 @@ class Agent:
         policy = attrs.evolve(policy, mcp_servers=tuple(dict.fromkeys(servers)))
         self.permissions = policy.with_settings(self.settings)
         self.system = system
-        self.secrets = (
+        self.environment_secrets = environment_secrets
+        every_secret = (
             *secrets,
             *model_credentials(model),
             *_server_credentials(mcp_servers),
             *_kept(self.hooks.secrets),
             *_kept(telemetry_credentials(telemetry)),
             *store_credentials(self.store_target()),
+            *(environment_credentials(os.environ) if environment_secrets else ()),
         )
+        self.secrets = tuple(dict.fromkeys(every_secret))
         # What each request sends about the tools; schemas are generated once, not per request.
         self.tool_definitions = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}

@@ -58,9 +58,12 @@ from fsm_agent.credentials import (
     hidden,
     named_credentials,
     url_passwords,
+    url_private_parts,
+    value_and_token,
     without_passwords,
 )
 from fsm_agent.errors import ConfigError, McpWarning
+from fsm_agent.runtime.mcp_answers import error_for_unreadable
 from fsm_agent.runtime.tool import (
     PermissionCheck,
     ProgressCallback,
@@ -136,6 +139,10 @@ def _command_shown(command: str | None, args: tuple[str, ...]) -> tuple[str, str
     found = argument_credentials((command, *args) if command is not None else args)
     shown = tuple(hidden(arg, found) for arg in args)
     return repr(command if command is None else hidden(command, found)), repr(shown)
+
+
+_QUOTED_MIN = 4
+"""The fewest characters of a configured value a warning hides."""
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -239,6 +246,21 @@ class McpServer:
         arguments = argument_credentials((*command, *self.args))
         return tuple(dict.fromkeys([*named_credentials(pairs), *passwords, *arguments]))
 
+    @property
+    def quoted_values(self) -> tuple[str, ...]:
+        """What a warning or an error about this server shows as ``***`` (DESIGN §8): its
+        :attr:`secrets`, and, under any name, the values of its environment variables and
+        headers (each whole and, after a scheme such as ``Bearer``, its token alone), its
+        URL's user info and query values: a server that fails may quote its configuration,
+        and a token may hide under a name no rule knows (``X-Goog-Key``, ``?key=``). Values
+        shorter than 4 characters are left (``1``, ``on``: hiding them would garble the rest
+        of the message)."""
+        values = [*(self.env or {}).values(), *(self.headers or {}).values()]
+        url = url_private_parts(self.url) if self.url is not None else ()
+        found = [*self.secrets, *(part for value in values for part in value_and_token(value))]
+        found += url
+        return tuple(dict.fromkeys(value for value in found if len(value) >= _QUOTED_MIN))
+
 
 @attrs.frozen
 class _Arguments:
@@ -312,7 +334,7 @@ def _reason(exc: BaseException, server: McpServer, *, timeout_s: float | None = 
         exc = exc.exceptions[0]
     if isinstance(exc, TimeoutError) and timeout_s is not None:
         return f"it did not answer within {timeout_s:g} s (McpServer timeout_s)"
-    said = KEY_RULES_ONLY.text(hidden(str(exc), server.secrets))
+    said = KEY_RULES_ONLY.text(hidden(str(exc), server.quoted_values))
     if len(said) > _REASON_LIMIT:
         said = said[:_REASON_LIMIT] + "…"
     return shown(f"{type(exc).__name__}: {said}" if said else type(exc).__name__)
@@ -391,7 +413,9 @@ _SESSION_HEADER = "mcp-session-id"
 class _Watched:
     """The stream a session reads a server's messages from, calling ``on_end`` once it ends
     (or fails): before the session wakes the calls still waiting, so each of them can tell a
-    connection that is gone from an error the server answered with."""
+    connection that is gone from an error the server answered with. An answer the client
+    cannot read is handed on as the error of the request it names
+    (:mod:`~fsm_agent.runtime.mcp_answers`)."""
 
     def __init__(self, stream: Any, on_end: Callable[[], None]) -> None:
         self._stream = stream
@@ -404,10 +428,13 @@ class _Watched:
 
     async def receive(self) -> Any:
         try:
-            return await self._stream.receive()
+            item = await self._stream.receive()
         except Exception:  # the end of the stream, or a broken one; a cancellation is not
             self._on_end()
             raise
+        if isinstance(item, Exception):  # a message the client could not read
+            return error_for_unreadable(item) or item
+        return item
 
     async def aclose(self) -> None:
         await self._stream.aclose()

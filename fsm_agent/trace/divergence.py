@@ -7,6 +7,7 @@ JSON path (``$.effect.max_output_tokens``), so a long record need not be compare
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -48,6 +49,28 @@ def _json(record: dict[str, Any] | None) -> str:
     if record is None:
         return "(nothing: the trace ends here)"
     return orjson.dumps(KEY_RULES_ONLY.value(record), option=orjson.OPT_SORT_KEYS).decode()
+
+
+def recorded_as_shown(
+    error: TraceDivergence, shown: Mapping[int, dict[str, Any]]
+) -> TraceDivergence:
+    """``error`` with its recorded records (``expected`` and the context) replaced by the
+    records of the same ``seq`` in ``shown``, the trace as a view shows it (``Trace.redacted``:
+    a tool input streamed in pieces is judged with the pieces before it, which a record shown
+    alone lacks). The replayed record is the library's own, redacted already."""
+
+    def as_shown(record: dict[str, Any]) -> dict[str, Any]:
+        seq = record.get("seq")
+        return shown.get(seq, record) if type(seq) is int else record
+
+    return TraceDivergence(
+        seq=error.seq,
+        expected=None if error.expected is None else as_shown(error.expected),
+        actual=error.actual,
+        context=tuple(as_shown(record) for record in error.context),
+        source=error.source,
+        line=error.line,
+    )
 
 
 def format_divergence(error: TraceDivergence) -> str:

@@ -32,6 +32,7 @@ from fsm_agent.errors import TraceFormatError, TraceTruncated, TraceVersionError
 from fsm_agent.trace import records
 from fsm_agent.trace.records import SCHEMA_VERSION, TraceHeader, TraceRecord
 from fsm_agent.trace.redact import KEY_RULES_ONLY
+from fsm_agent.trace.stream_input_redaction import StreamInputRedaction
 
 Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
 TraceSource = str | os.PathLike[str]
@@ -329,20 +330,40 @@ class Trace:
 
     def redacted(self) -> Trace:
         """The trace as it may be shown (DESIGN §8): in its records' data and its header's
-        meta, a string under a sensitive key name and API-key-shaped text are replaced, as the
-        trace writer replaces them. A trace this library wrote is so already; one another
-        program wrote, or one edited by hand, may hold them in clear. The records' structured
-        events are left as read (replay's business, not a view's)."""
-        rules = KEY_RULES_ONLY
+        meta, a value under a sensitive key name and API-key-shaped text are replaced, and a
+        tool input streamed as ``input_json_delta`` pieces is rewritten piece by piece, as the
+        trace writer does both. A trace this library wrote is so already; one another program
+        wrote, one edited by hand, or one an earlier version wrote under narrower rules may
+        hold them in clear. The records' structured events are left as read (replay's
+        business, not a view's)."""
+        rules, streamed = KEY_RULES_ONLY, StreamInputRedaction()
         records = tuple(
             record
-            if (data := rules.value(record.data)) is record.data
+            if (data := _streamed_input(rules.value(record.data), streamed)) is record.data
             else attrs.evolve(record, data=data)
             for record in self.records
         )
         meta = rules.value(self.header.meta)
         header = self.header if meta is self.header.meta else attrs.evolve(self.header, meta=meta)
         return attrs.evolve(self, header=header, records=records)
+
+
+_STREAM_EVENT = "ModelStreamEvent"
+
+
+def _streamed_input(data: dict[str, Any], streamed: StreamInputRedaction) -> dict[str, Any]:
+    """A record's data with the tool-input text of a model stream event it holds rewritten by
+    ``streamed`` (the scanners of the trace read so far); ``data`` itself when unchanged."""
+    event = data.get("event")
+    if type(event) is not dict or event.get("type") != _STREAM_EVENT:
+        return data
+    raw, request_id = event.get("event"), event.get("request_id")
+    if type(raw) is not dict or type(request_id) is not str:
+        return data
+    rewritten = streamed.event(request_id, raw)
+    if rewritten is raw:
+        return data
+    return {**data, "event": {**event, "event": rewritten}}
 
 
 def iter_records(

@@ -3,10 +3,15 @@
 Two rules, applied to every record before it is rendered:
 
 * a **sensitive key** (``api_key``, ``x-api-key``, ``authorization``, ``secret``, ``password``,
-  ``token``, ``access_token``, ...) has its string value replaced. Usage counters such as
-  ``input_tokens`` or ``max_output_tokens`` end in ``tokens`` and are left alone; so is a
-  container under a sensitive key (a JSON schema's ``"password": {"type": "string"}``), which
-  is walked instead, so a secret string inside it is still caught;
+  ``token``, ``access_token``, ...) has its value replaced, whatever its type: a string or a
+  number becomes :data:`REDACTED`, and so does every string and number inside an array or
+  object stored there, at any depth (``{"api_keys": ["[REDACTED]", "[REDACTED]"]}``). Such a
+  container keeps its shape (its keys, its length) and ``true``, ``false``, ``null`` and the
+  empty string stay, for they hold no secret: a tool input streamed as text is redacted as
+  its pieces arrive, and the text written so far must say where the reading is (see
+  :mod:`fsm_agent.trace.stream_input_redaction`), which a container dropped whole could not.
+  Usage counters such as ``input_tokens`` or ``max_output_tokens`` end in ``tokens`` and are
+  not sensitive keys;
 * a **secret string** (given to the writer, plus anything shaped like an Anthropic API key)
   is replaced wherever it occurs inside any string value, or inside a key (a model may name a
   field by one; of two keys redacted alike, the last one's value stays).
@@ -41,15 +46,18 @@ CREDENTIAL_WORDS: Final = (
     "passwd",
     "cookie",
     "credential",
+    "private_?key",
+    "passphrase",
+    "passcode",
 )
 """Patterns that mark a key name holding a credential wherever they occur in it (in any case,
 ``-`` read as ``_``). With :data:`LAST_PART_WORDS` and :data:`WHOLE_KEY_WORDS`, every name the
 key rule knows; the rule that looks for them in text
 (:mod:`fsm_agent.trace.stream_input_redaction`) is built from the same tuples, so the two
 cannot drift apart."""
-LAST_PART_WORDS: Final = ("token",)
+LAST_PART_WORDS: Final = ("token", "pin")
 """Names that mark a credential as a whole key or as its last ``_`` part: ``token``,
-``access_token``, ``x_auth_token``; never ``input_tokens``."""
+``access_token``, ``x_auth_token``, ``card_pin``; never ``input_tokens`` or ``pinned``."""
 WHOLE_KEY_WORDS: Final = ("bearer",)
 """Names that mark a credential only as the whole key."""
 _SENSITIVE_KEY: Final = re.compile(
@@ -203,10 +211,11 @@ class Redactor:
     def _mapping(self, mapping: dict[Any, Any]) -> dict[Any, Any]:
         out: dict[Any, Any] | None = None
         renamed = False
+        safe = _SAFE_KEYS
         for key, item in mapping.items():
             if isinstance(key, str):
-                if isinstance(item, str) and is_sensitive_key(key):
-                    new: Any = REDACTED if item else item
+                if key not in safe and is_sensitive_key(key):
+                    new: Any = self._credential(item)
                 else:
                     new = self.value(item)
                 renamed = renamed or self.text(key) != key
@@ -225,6 +234,32 @@ class Redactor:
                 for key, item in (mapping if out is None else out).items()
             }
         return mapping if out is None else out
+
+    def _credential(self, value: Any) -> Any:
+        """A value stored under a sensitive key, redacted (the same object when nothing
+        changed): a non-empty string and a number become :data:`REDACTED`, a container keeps
+        its shape with every value in it redacted alike (its keys as any key is), and
+        ``true``, ``false``, ``null`` and ``""`` stay."""
+        if isinstance(value, str):
+            return REDACTED if value else value
+        if value is None or isinstance(value, bool):
+            return value
+        if isinstance(value, dict):
+            text = self.text
+            out = {
+                (text(key) if isinstance(key, str) else key): self._credential(item)
+                for key, item in value.items()
+            }
+            same = len(out) == len(value) and all(
+                new_key is key and new is item
+                for (new_key, new), (key, item) in zip(out.items(), value.items(), strict=True)
+            )
+            return value if same else out
+        if isinstance(value, list | tuple):
+            items = [self._credential(item) for item in value]
+            same = all(new is item for new, item in zip(items, value, strict=True))
+            return value if same else items
+        return REDACTED  # a number (or anything else a record may hold there)
 
 
 KEY_RULES_ONLY: Final = Redactor()

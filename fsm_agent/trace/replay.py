@@ -1386,6 +1386,26 @@ def diff_traces(
     return None
 
 
+def shown_divergence(
+    divergence: Divergence, first: Trace, second: Trace, *, context: int = 3
+) -> Divergence:
+    """``divergence``, found by :func:`diff_traces` between ``first`` and ``second`` (with the
+    same ``context``), with its records taken from the two traces as a view shows them
+    (:meth:`Trace.redacted`): a tool input streamed in pieces is judged with the pieces before
+    it, which a record shown alone lacks."""
+    if divergence.seq == 0:
+        return divergence  # the headers, without their meta: configuration
+    ours, theirs = first.redacted().records, second.redacted().records
+    index = divergence.seq - 1
+    low, high = max(index - context, 0), index + context + 1
+    return attrs.evolve(
+        divergence,
+        expected=_untimed(ours[index].data) if index < len(ours) else None,
+        actual=_untimed(theirs[index].data) if index < len(theirs) else None,
+        context=tuple(r.data for r in ours[low:high]),
+    )
+
+
 def _untimed(data: dict[str, Any]) -> dict[str, Any]:
     if records.ELAPSED not in data:
         return data

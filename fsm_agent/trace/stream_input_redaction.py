@@ -2,15 +2,19 @@
 
 A model's tool input reaches the trace as ``input_json_delta`` pieces of JSON text; only
 their concatenation is the input object. The record-level rule (:mod:`fsm_agent.trace.redact`:
-a non-empty string stored under a sensitive key name, at any depth, becomes
-:data:`~fsm_agent.trace.redact.REDACTED`) never sees an object there, only strings. This
-module applies that rule to the text itself, piece by piece, as it is written:
-:class:`ToolInputScanner` reads one block's JSON incrementally and rewrites each piece so that
-the rewritten pieces, concatenated, parse to exactly what the record-level rule makes of the
-parsed input. A sensitive value's characters are dropped: its first becomes ``[``, and the
-rest of ``[REDACTED]`` is written before its closing quote (an empty value stays empty, as the
-rule leaves it). Everything else passes byte for byte; a piece that changes nothing is
-returned as is.
+a value stored under a sensitive key name, at any depth, is redacted whatever its type: a
+non-empty string or a number becomes :data:`~fsm_agent.trace.redact.REDACTED`, and so does
+every string and number inside an array or object stored there) never sees an object there,
+only strings. This module applies that rule to the text itself, piece by piece, as it is
+written: :class:`ToolInputScanner` reads one block's JSON incrementally and rewrites each
+piece so that the rewritten pieces, concatenated, parse to exactly what the record-level rule
+makes of the parsed input. A sensitive string's characters are dropped: its first becomes
+``[``, and the rest of ``[REDACTED]`` is written before its closing quote (an empty value
+stays empty, as the rule leaves it). A sensitive number is written as ``"[REDACTED]"`` where
+it begins, and its characters are dropped. An array or object under a sensitive key keeps its
+brackets, keys, commas, ``true``, ``false`` and ``null``: inside it, every string and number
+is sensitive, down to where it closes. Everything else passes byte for byte; a piece that
+changes nothing is returned as is.
 
 The rewritten text carries the scanner's state: read again, each rewritten piece is returned
 as it is and leaves the scanner as the original piece left it, so a writer that copies a
@@ -23,7 +27,11 @@ piece begins with the ``\\u`` escape of the marker's next character (the marker'
 for the closing quote, so it has nine characters to spend; a tenth such piece in one value
 is written empty, and a copy that ends right after it loses the escape). And the text of the
 cut, ``[REDACTED]``, is itself cut wherever it stands between tokens, or as a name in broken
-text (it is never valid JSON there).
+text (it is never valid JSON there). A number is dropped with no mark of its own: the
+characters a number is made of are dropped wherever they follow a string that is
+``[REDACTED]`` (never valid JSON there), so a copy that ends inside a number, whose written
+text ends with the marker, goes on dropping the rest of it. And a container's sensitivity
+needs no mark: its key is written as it came.
 
 Theory of operation: a key the rule redacts under is spelled in the text, as it is or in
 ``\\u`` escapes, so text that names no credential (no sensitive name in any case, no ``\\u``)
@@ -41,7 +49,8 @@ colon) or right after a string that names one or was a sensitive value (a key an
 no braces, ``"password": "x"``, a string meant as a key inside a container, a value that goes
 on, ``"password": "a" "b"``), the rest of the block is dropped (``[REDACTED]`` marks the
 place). Text with no such
-name (``[REDACTED]`` counts as one) passes as it came: the core answers it with the same error
+name (``[REDACTED]`` counts as one) passes as it came; inside a container under a sensitive
+key, any break cuts the rest: the core answers it with the same error
 as in the run, so its trace replays.
 
 Replay feeds the rewritten pieces to its core, which assembles the redacted input; its
@@ -93,6 +102,8 @@ _BROKEN: Final = 12
 """The text broke the grammar, with no sensitive key before it: searched for names only."""
 _CUT: Final = 13
 """The rest of the block is dropped."""
+_SECRET_NUMBER: Final = 14
+"""A number under a sensitive key begins here (passed on at once: never a state kept)."""
 
 _STRINGS: Final = frozenset({_IN_KEY, _IN_STRING, _IN_SECRET})
 _OBJECT: Final = 0
@@ -103,6 +114,9 @@ _CLOSES: Final = {"}": _OBJECT, "]": _ARRAY}
 _STRING_STOP: Final = re.compile(r'["\\]')
 _SPACE: Final = re.compile(r"[ \t\n\r]*")
 _LITERAL_RUN: Final = re.compile(r'[^ \t\n\r,:\[\]{}"]*')
+_NUMBER_RUN: Final = re.compile(r"[0-9+\-.eE]*")
+"""The characters a number is made of."""
+_NUMBER_START: Final = frozenset("-0123456789")
 _VIABLE_LITERAL: Final = re.compile(
     r"-|-?[0-9][0-9+\-.eE]*|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?"
 )
@@ -171,6 +185,7 @@ class _JsonReader:
         "_literal",
         "_owed",
         "_owed_escape",
+        "_region",
         "_secret_key",
         "_stack",
         "_state",
@@ -188,6 +203,9 @@ class _JsonReader:
         """The text of the key being read, as written (escapes undecoded)."""
         self._secret_key = False
         """The key just read is a sensitive key name: the value to come is under it."""
+        self._region = 0
+        """Inside an array or object under a sensitive key: the depth of that container in
+        ``_stack`` (counted from 1), else 0. Every value in it is sensitive."""
         self._value: list[str] = []
         """The text of the string value being read or read last, as written (a sensitive
         value's is :data:`REDACTED`); empty once a literal or a container follows it."""
@@ -257,6 +275,12 @@ class _JsonReader:
                     self._owed = REDACTED[1:]
                     state = _IN_SECRET
                 continue
+            if state == _SECRET_NUMBER:
+                # Its marker at once, as a string; its characters are dropped from here on.
+                out += (piece[kept:pos], f'"{REDACTED}"')
+                kept = pos
+                state = self._after_value()
+                continue
             if state == _LITERAL:
                 state, pos = self._literal_on(piece, pos)
             elif state < _IN_KEY:  # between tokens
@@ -265,12 +289,18 @@ class _JsonReader:
                     break
                 if piece.startswith(REDACTED, pos):  # a cut's mark, read again: cut here
                     state = _CUT
+                elif (run := self._number_dropped(piece, pos, state)) > pos:
+                    out.append(piece[kept:pos])
+                    kept = pos = run
+                    continue
                 else:
                     state = self._token(piece[pos], state)
                     if state < _LITERAL:
                         pos += 1
             if state == _BROKEN:
-                if self._secret_key:  # an unquoted value, or a value with no colon before it
+                # An unquoted value, or a value with no colon before it; or any break inside
+                # a container under a sensitive key.
+                if self._secret_key or self._region:
                     state = _CUT
                 else:
                     found = self._name_in(piece, pos)
@@ -287,6 +317,15 @@ class _JsonReader:
             return piece
         out.append(piece[kept:])
         return "".join(out)
+
+    def _number_dropped(self, piece: str, pos: int, state: int) -> int:
+        """Where the characters of a sensitive number that go on at ``pos`` end (``pos`` when
+        none do): a number's characters right after a string that is ``[REDACTED]`` (the
+        marker a sensitive number was written as; in text that follows a redacted string
+        they are no JSON) are dropped."""
+        if state != _AFTER_VALUE or self._value != [REDACTED]:
+            return pos
+        return _NUMBER_RUN.match(piece, pos).end()  # type: ignore[union-attr]  # matches always
 
     def _name_in(self, piece: str, pos: int) -> int:
         """Where in ``piece``, from ``pos``, broken text first names a credential; -1 when it
@@ -336,18 +375,26 @@ class _JsonReader:
         """The state after ``char`` (not whitespace) outside any string in ``state``;
         ``_LITERAL`` leaves ``char`` to be read as a literal's first character."""
         if state in (_VALUE, _VALUE_OR_CLOSE):
+            secret = self._secret_key or self._region > 0
             if char == '"':
-                secret_key, self._secret_key = self._secret_key, False
-                self._value = [REDACTED] if secret_key else []
-                return _SECRET_START if secret_key else _IN_STRING
-            self._value = []  # a literal or a container
+                self._secret_key = False
+                self._value = [REDACTED] if secret else []
+                return _SECRET_START if secret else _IN_STRING
             opened = _OPENS.get(char)
             if opened is not None:
-                self._secret_key = False  # a container under a sensitive key is walked
+                self._value = []
                 self._stack.append(opened[0])
+                if self._secret_key and not self._region:  # every value in it is sensitive
+                    self._region = len(self._stack)
+                self._secret_key = False
                 return opened[1]
             if char == "]" and state == _VALUE_OR_CLOSE:
                 return self._closed()
+            if secret and char in _NUMBER_START:
+                self._secret_key = False
+                self._value = [REDACTED]
+                return _SECRET_NUMBER
+            self._value = []
             self._literal = ""  # a literal is judged, under a sensitive key, as it ends
             return _LITERAL
         if state in (_KEY_OR_CLOSE, _KEY):
@@ -373,6 +420,8 @@ class _JsonReader:
     def _closed(self) -> int:
         """Close the innermost container."""
         self._stack.pop()
+        if len(self._stack) < self._region:
+            self._region = 0
         self._value = []
         return self._after_value()
 

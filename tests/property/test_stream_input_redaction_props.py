@@ -1,7 +1,8 @@
 """Redaction of streamed tool input (DESIGN §8): for any JSON object, written in any style and
 cut into any pieces, the rewritten pieces parse to what the record-level key rule makes of
-the object, and no value under a sensitive key survives in them; read again after a copy,
-the rewritten pieces leave the scanner as the original ones did."""
+the object, and no value under a sensitive key survives in them, whatever its type (a
+string, a number, or any string or number inside an array or object stored there); read
+again after a copy, the rewritten pieces leave the scanner as the original ones did."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import orjson
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from fsm_agent.trace.redact import KEY_RULES_ONLY, has_sensitive_key, is_sensitive_key
+from fsm_agent.trace.redact import KEY_RULES_ONLY, REDACTED, has_sensitive_key, is_sensitive_key
 from fsm_agent.trace.stream_input_redaction import ToolInputScanner
 
 _MARK = "§"
@@ -32,6 +33,9 @@ _KEYS = (
             "Authorization",
             "ſecret",
             "token",
+            "pin",
+            "Private-Key",
+            "pinned",
             "input_tokens",
             "path",
             "type",
@@ -130,7 +134,9 @@ def test_rewritten_pieces_parse_to_the_redacted_input(
     pieces = _cut(text, cuts)
     out = _rewritten(pieces)
     joined = "".join(out)
-    assert orjson.loads(joined) == KEY_RULES_ONLY.value(orjson.loads(text))
+    redacted = orjson.loads(joined)
+    assert redacted == KEY_RULES_ONLY.value(orjson.loads(text))
+    _assert_nothing_under_a_credential(redacted, under=False)
     assert _MARK not in joined
     assert "\\u00a7" not in joined.lower()
     for secret in _secrets_of(value):
@@ -139,6 +145,35 @@ def test_rewritten_pieces_parse_to_the_redacted_input(
                 assert json.dumps(secret, ensure_ascii=ascii_only)[1:-1] not in joined
     if not has_sensitive_key(value):
         assert out == pieces
+
+
+def _assert_nothing_under_a_credential(value: Any, *, under: bool) -> None:
+    """No string or number stored under a sensitive key, at any depth, survives: each is
+    ``[REDACTED]``, and only ``true``, ``false``, ``null`` and ``""`` are left there."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _assert_nothing_under_a_credential(item, under=under or is_sensitive_key(key))
+    elif isinstance(value, list):
+        for item in value:
+            _assert_nothing_under_a_credential(item, under=under)
+    elif under:
+        assert value is None or isinstance(value, bool) or value in (REDACTED, ""), value
+
+
+@given(value=_objects(), style=_STYLES)
+def test_the_scanner_agrees_with_the_key_rule_split_at_every_point(
+    value: dict[str, Any], style: dict[str, Any]
+) -> None:
+    """For any JSON object, the streamed text split in two at every point, and cut into
+    pieces of one character: the rewritten pieces parse to what the record-level key rule
+    makes of the object."""
+    text = _written(value, style)
+    assume("sk-ant-" not in text)
+    expected = KEY_RULES_ONLY.value(orjson.loads(text))
+    for cut in range(len(text) + 1):
+        joined = "".join(_rewritten([text[:cut], text[cut:]]))
+        assert orjson.loads(joined) == expected, f"cut at {cut}"
+    assert orjson.loads("".join(_rewritten(list(text)))) == expected
 
 
 def _secrets_of(value: Any) -> list[str]:

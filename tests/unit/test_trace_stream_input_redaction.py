@@ -108,17 +108,50 @@ def test_pieces_of_other_blocks_are_untouched(kind: str, field: str) -> None:
 
 
 def test_values_the_key_rule_leaves_are_left() -> None:
-    """An empty string, a number, null, and what is in a container under a sensitive key are
-    kept, as the record-level rule keeps them (a nested sensitive key is still caught)."""
-    text = '{"password": "", "token": 5, "secret": null, "api_key": {"user": "u", "token": "t1"}}'
+    """An empty string, null, true and false are kept under a sensitive key, as the
+    record-level rule keeps them: they hold no secret."""
+    text = '{"password": "", "secret": null, "has_token": true, "passwd": false, "x": 5}'
     pieces = [text[i : i + 3] for i in range(0, len(text), 3)]
-    _, events = _written(_tool_block(0, pieces))
+    data, events = _written(_tool_block(0, pieces))
+    assert orjson.loads(_input_text(events)) == orjson.loads(text)
+    assert b"[REDACTED]" not in data
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 7])
+def test_numbers_arrays_and_objects_under_a_sensitive_key_are_redacted(size: int) -> None:
+    """A number under a sensitive key, and every string and number inside an array or object
+    stored there, at any depth, never reach the file: the container keeps its shape."""
+    text = (
+        '{"pin": 987654, "token": -12.5e3, "api_keys": ["sk-one-9876", "sk-two-5432"], '
+        '"credentials": {"user": "bob-4321", "pins": [1357, {"deep": "hunter2-x"}], '
+        '"ok": true, "none": null}, "note": "kept", "count": 7}'
+    )
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    data, events = _written(_tool_block(0, pieces))
+    for secret in (b"987654", b"12.5", b"sk-one", b"sk-two", b"bob-4321", b"1357", b"hunter2"):
+        assert secret not in data, secret
     assert orjson.loads(_input_text(events)) == {
-        "password": "",
-        "token": 5,
-        "secret": None,
-        "api_key": {"user": "u", "token": REDACTED},
+        "pin": REDACTED,
+        "token": REDACTED,
+        "api_keys": [REDACTED, REDACTED],
+        "credentials": {
+            "user": REDACTED,
+            "pins": [REDACTED, {"deep": REDACTED}],
+            "ok": True,
+            "none": None,
+        },
+        "note": "kept",
+        "count": 7,
     }
+
+
+def test_a_break_inside_a_container_under_a_sensitive_key_cuts_the_rest() -> None:
+    """Text that breaks the grammar inside such a container cannot be read for values any
+    more: the rest of the block is dropped, whatever it names."""
+    pieces = ['{"credentials": {"user": bob', "-4321 plain-9876}}"]
+    data, _ = _written(_tool_block(0, pieces))
+    assert b"bob" not in data
+    assert b"plain-9876" not in data
 
 
 def test_a_key_spelled_in_escapes_and_cut_inside_them_is_judged() -> None:

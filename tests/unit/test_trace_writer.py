@@ -139,21 +139,56 @@ def test_an_api_key_never_reaches_the_file(tmp_path: Path) -> None:
 
 
 def test_sensitive_keys_are_redacted_but_token_counters_are_not() -> None:
-    """Credential-named keys lose their string value; usage counters and schemas stay."""
+    """Credential-named keys lose their value; usage counters stay."""
     record = {
         "headers": {"Authorization": "Bearer abc", "x-api-key": "k-123", "accept": "json"},
         "api_key": "k-456",
         "password": "hunter2",
         "token": "t-789",
         "usage": {"input_tokens": 12, "output_tokens": 3, "max_output_tokens": 9},
-        "schema": {"properties": {"password": {"type": "string"}}},
     }
     out = Redactor().value(record)
     assert out["headers"] == {"Authorization": REDACTED, "x-api-key": REDACTED, "accept": "json"}
     assert out["api_key"] == out["password"] == out["token"] == REDACTED
     assert out["usage"] == record["usage"]
-    assert out["schema"] == record["schema"]
     assert record["api_key"] == "k-456"  # the input is not changed in place
+
+
+def test_a_value_under_a_sensitive_key_is_redacted_whatever_its_type() -> None:
+    """A number, and every string and number inside an array or object under a sensitive key,
+    at any depth, become ``[REDACTED]``; the container keeps its shape, and true, false, null
+    and the empty string stay. A schema naming a ``password`` property is no exception: the
+    rule does not tell a schema from a value."""
+    record = {
+        "pin": 123456,
+        "card_pin": 0,
+        "password": 12.5,
+        "api_keys": ["sk-one-0123", "sk-two-0123", 7],
+        "credentials": {"user": "bob", "nested": {"pass": "hunter2", "ok": True, "n": None}},
+        "secret": "",
+        "has_token": False,
+        "private_key": ["-----BEGIN KEY-----"],
+        "schema": {"properties": {"password": {"type": "string", "minLength": 8}}},
+        "pinned": 3,
+        "count": 5,
+    }
+    out = Redactor().value(record)
+    assert out == {
+        "pin": REDACTED,
+        "card_pin": REDACTED,
+        "password": REDACTED,
+        "api_keys": [REDACTED, REDACTED, REDACTED],
+        "credentials": {"user": REDACTED, "nested": {"pass": REDACTED, "ok": True, "n": None}},
+        "secret": "",
+        "has_token": False,
+        "private_key": [REDACTED],
+        "schema": {"properties": {"password": {"type": REDACTED, "minLength": REDACTED}}},
+        "pinned": 3,
+        "count": 5,
+    }
+    assert Redactor().value(out) == out  # redacted again, the same
+    unchanged = {"password": {"ok": True, "none": None, "empty": ""}}
+    assert Redactor().value(unchanged) is unchanged
 
 
 def test_sensitive_key_names() -> None:

@@ -4,9 +4,12 @@ Built on the ``mcp`` package's low-level server, which sends what it is given. I
 ``echo`` (answers its ``text``), ``crash`` (the process exits mid-call), ``hang`` (never
 answers), ``huge`` (a text result of ``size`` characters), ``env`` (the value of the
 environment variable ``name``), ``picture`` (an image of ``type`` and ``size`` characters of
-base64), ``refuse`` (answers with a JSON-RPC error of ``code``), ``items`` (a result of
-``count`` content items of ``kind`` text or image) and ``ask`` (sends the client requests and
-notifications it did not announce it takes, and answers with what became of each). With
+base64), ``refuse`` (answers with a JSON-RPC error of ``code``, its message quoting the
+environment variable ``quote`` when given), ``items`` (a result of ``count`` content items of
+``kind`` text or image), ``ask`` (sends the client requests and notifications it did not
+announce it takes, and answers with what became of each) and ``garble`` (answers with a line
+the client cannot read: ``shape`` ``result`` is JSON whose result is not an object,
+``truncated`` JSON cut short, ``text`` no JSON at all; then never answers properly). With
 ``$LIST_DELAY`` set, each listing waits that many seconds first. MODE changes the rest:
 
 * ``ok``: behaves;
@@ -41,8 +44,10 @@ from mcp.shared.exceptions import MCPError
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 OBJECT: dict[str, Any] = {"type": "object", "properties": {"text": {"type": "string"}}}
-TOOLS = ["echo", "crash", "hang", "huge", "env", "picture", "refuse", "items", "ask"]
+TOOLS = ["echo", "crash", "hang", "huge", "env", "picture", "refuse", "items", "ask", "garble"]
 LISTINGS = itertools.count(1)
+WIRE = os.dup(1)
+"""Standard output as the client reads it (the server's own writer moves fd 1 aside)."""
 
 
 def _deep(levels: int) -> dict[str, Any]:
@@ -153,7 +158,12 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     if params.name == "echo":
         return _text(str(arguments.get("text", "")))
     if params.name == "refuse":
-        raise MCPError(code=int(arguments.get("code", -32000)), message="refused on purpose")
+        quoted = os.environ.get(str(arguments.get("quote")), "")
+        message = f"refused on purpose {quoted}".strip()
+        raise MCPError(code=int(arguments.get("code", -32000)), message=message)
+    if params.name == "garble":
+        _garbled(ctx.request_id, str(arguments.get("shape", "result")))
+        await asyncio.Event().wait()
     if params.name == "items":
         item: types.TextContent | types.ImageContent = types.TextContent(type="text", text="i")
         if arguments.get("kind") == "image":
@@ -162,6 +172,16 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     if params.name == "ask":
         return _text(await _ask(ctx))
     return _text(f"ran {params.name}")
+
+
+def _garbled(request_id: Any, shape: str) -> None:
+    """Write an answer to ``request_id`` the client cannot read, past the server's own writer."""
+    lines = {
+        "result": f'{{"jsonrpc": "2.0", "id": {request_id!r}, "result": 5}}',
+        "truncated": f'{{"jsonrpc": "2.0", "id": {request_id!r}, "result": {{"content": [',
+        "text": "this answer is no JSON",
+    }
+    os.write(WIRE, (lines[shape].replace("'", '"') + "\n").encode())
 
 
 server = Server("broken", on_list_tools=list_tools, on_call_tool=call_tool)
