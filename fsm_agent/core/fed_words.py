@@ -29,11 +29,25 @@ the words land where they cannot change what it runs:
   (``git_commands.QUIET_SUBCOMMANDS``: ``xargs git add``, ``find -exec git rm {} ;``): words after
   the subcommand are not git's own options (``-c``), and git ignores an alias of that name.
 
-Everything else asks: programs that read options after their operands (``sed``, ``tar``,
-``rsync``, ``ssh``, ``man``, ``zip``), interpreters given no script file (a fed ``-c`` comes
-before any the input names), editors, database shells, ``find`` (fed words go on with
-its expression: ``-delete``, ``-exec``), and wrappers whose command comes from the input
-(already a problem of the analysis).
+Programs that read options after their operands (``sed``, ``tar``, ``rsync``, ``ssh``, ``man``,
+``zip``) ask for words that may be options. Two kinds of word cannot be options: the path
+``find -exec``/``-ok`` puts in place of a whole ``{}`` (it begins with a start point written in
+the command: ``CommandPart.found_paths``), and a glob or brace expansion whose text begins
+with a plain character and holds no ``$`` or backquote (each word it gives begins with that
+character, and it splits into no other words). Such a word is an operand, which runs nothing
+for ``sed`` once its script is given before it (an input file:
+``inline_code.sed_input_files``), nor for ``tar`` after its options (a member; options come
+first, so no old-style ``tar xf``; no option's value, but the archive ``-f`` names when it is
+a path ``find`` found). Nor does it, given to ``find`` itself, wherever it stands: a start
+point, a test's value, or a word of the command ``-exec`` runs (judged on that command's own
+part), never a test, an action or the ``;`` that ends a command. So
+``find . -exec sed -n 1,5p {} ;``, ``sed -n p src/*.py`` and ``find src/* -name x`` run, while
+``sed -n p *`` and ``sed -n p "$f"`` ask (a name or a value may begin with ``-``).
+
+Everything else asks: interpreters given no script file (a fed ``-c`` comes before any the
+input names), editors, database shells, ``find`` (fed words go on with its expression:
+``-delete``, ``-exec``), and wrappers whose command comes from the input (already a problem of
+the analysis).
 """
 
 from __future__ import annotations
@@ -42,7 +56,12 @@ from collections.abc import Sequence
 
 from fsm_agent.core.command_options import parse_arguments
 from fsm_agent.core.git_commands import QUIET_SUBCOMMANDS, without_git_globals
-from fsm_agent.core.inline_code import awk_operands_start, has_judge, script_file_at
+from fsm_agent.core.inline_code import (
+    awk_operands_start,
+    has_judge,
+    script_file_at,
+    sed_input_files,
+)
 from fsm_agent.core.shell_commands import CommandPart
 from fsm_agent.core.shell_wrappers import SHELL_OPTIONS, SHELLS, WRAPPERS, Unwrapped
 
@@ -58,14 +77,71 @@ def fed_words_run(part: CommandPart) -> str | None:
     program = part.argv[0].rsplit("/", 1)[-1]
     if program not in WRAPPERS and not has_judge(program):
         return None
-    first = min((*part.fed, *computed))
-    harmless_after = _harmless_after(program, part.argv[1:])
+    args = part.argv[1:]
+    fed, paths = frozenset(part.fed), frozenset(part.found_paths)  # looked up once a word
+    words = {*fed, *computed}
+    plain = _plain_operands(
+        program,
+        args,
+        [i - 1 for i in words if _no_option(part.argv, i, fed=fed, paths=paths)],
+        paths={i - 1 for i in paths},
+    )
+    words.difference_update(i + 1 for i in plain)  # from its arguments to argv
+    if not words:
+        return None
+    first = min(words)
+    harmless_after = _harmless_after(program, args)
     if harmless_after is not None and first - 1 > harmless_after:  # from argv to its arguments
         return None
-    if first in part.fed:
+    if first in fed:
         source = part.wrappers[-1] if part.wrappers else "a wrapper"
         return f"the words {source} gives {program} may make it run a command"
     return f"the words the shell computes for {program} may make it run a command"
+
+
+_PLAIN_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./")
+
+
+def _no_option(
+    argv: Sequence[str], index: int, *, fed: frozenset[int], paths: frozenset[int]
+) -> bool:
+    """Whether the word at ``argv[index]``, filled in (``fed``, of which ``paths`` are paths
+    ``find`` finds) or computed when the part runs, gives only words that are no option (see
+    the module's text)."""
+    if index in paths:
+        return True
+    if index in fed or index >= len(argv):
+        return False
+    word = argv[index]
+    return word[:1] in _PLAIN_START and "$" not in word and "`" not in word
+
+
+def _plain_operands(
+    program: str, args: Sequence[str], words: Sequence[int], *, paths: set[int]
+) -> set[int]:
+    """Which of ``words`` (indexes in ``args`` of words that are no option; ``paths``: those
+    that are paths ``find`` finds) are operands that cannot make ``program`` run a command."""
+    if program in ("sed", "gsed"):
+        return sed_input_files(args, words)
+    if program == "find":
+        return set(words)  # a start point, a test's value, or a word of the command -exec runs
+    if program in ("tar", "gtar") and args[0].startswith("-"):  # no old-style `tar xf`
+        return {
+            index
+            for index in words
+            if index > 0 and _tar_operand(args[index - 1], found=index in paths)
+        }
+    return set()
+
+
+def _tar_operand(before: str, *, found: bool) -> bool:
+    """Whether a word after ``before`` that is no option is a member tar reads or writes, or
+    the archive ``-f`` names when the word is a path ``find`` found (``./x``: GNU tar reaches a
+    name with a colon before any slash, ``host:file``, through a remote shell); not the value
+    of an option that may name a command (``-I``, ``-F``)."""
+    if before[:1] != "-":
+        return True  # an operand before it, or the value of an option: this one is neither
+    return found and before[1:2] != "-" and before.endswith("f")
 
 
 def _harmless_after(program: str, args: Sequence[str]) -> int | None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -97,9 +97,14 @@ class _Interpreter:
         digits: letters taking the octal digits after them (``perl -l0``, ``-0777``).
         flags: letters taking nothing.
         stops: letters after which the rest is not the interpreter's (``python3 -m mod``).
+        script_values: letters whose value is the script file, after which the interpreter
+            still reads options (``expect -f x.exp -c CMD``, ``php -f x.php -r CODE``).
         modules: letters whose value must be a plain module name (``perl -MFoo=bar``).
-        long_inline, long_values, long_flags, long_stops: long options, likewise.
+        long_inline, long_values, long_flags, long_stops, long_script_values: long options,
+            likewise.
         needs_script: without a script operand it reads code from its input.
+        options_after_operands: it reads options after its operands too (GNU getopt's
+            permutation: ``dc x.dc -e CODE``).
     """
 
     inline: str = ""
@@ -108,12 +113,15 @@ class _Interpreter:
     digits: str = ""
     flags: str = ""
     stops: str = ""
+    script_values: str = ""
     modules: str = ""
     long_inline: frozenset[str] = frozenset()
     long_values: frozenset[str] = frozenset()
     long_flags: frozenset[str] = frozenset()
     long_stops: frozenset[str] = frozenset()
+    long_script_values: frozenset[str] = frozenset()
     needs_script: bool = True
+    options_after_operands: bool = False
 
 
 def _names(text: str) -> frozenset[str]:
@@ -153,6 +161,8 @@ def _read_interpreter(spec: _Interpreter, args: Sequence[str]) -> tuple[str | No
                 return f"--{name} gives it code", None
             if name in spec.long_stops:
                 return None, None
+            if name in spec.long_script_values:  # the script; options go on after it
+                return _anywhere(spec, args[index + (not has_value) :]), None
             if name in spec.long_values and not has_value:
                 value = args[index] if index < len(args) else ""
                 index += 1
@@ -167,6 +177,8 @@ def _read_interpreter(spec: _Interpreter, args: Sequence[str]) -> tuple[str | No
             if isinstance(read, str):
                 return read, None
             index = read
+        elif spec.options_after_operands:
+            return _anywhere(spec, args[index:]), None
         else:
             return None, index - 1  # the script file, and its arguments
     return (FROM_INPUT if spec.needs_script else None), None
@@ -206,6 +218,9 @@ def _cluster(spec: _Interpreter, args: Sequence[str], index: int) -> int | str |
             return f"-{letter} gives it code"
         if letter in spec.stops:
             return _Stopped(at=index - 1 if rest else (index if index < len(args) else None))
+        if letter in spec.script_values:  # the script; options go on after it
+            why = _anywhere(spec, args[index + (not rest) :])
+            return _Stopped(at=None) if why is None else why
         if letter in spec.values or letter in spec.modules:
             value = rest
             if not rest:
@@ -288,7 +303,7 @@ _NODE = _Interpreter(
 _PHP = _Interpreter(
     inline="rBREa",
     values="cdztS",
-    stops="fF",
+    script_values="fF",
     flags="CeHhilmnqsvw",
     long_values=_names("rf rc re rz ri"),
     long_flags=_names("ini"),
@@ -301,9 +316,15 @@ _R_SCRIPT = _Interpreter(
         "no-echo quiet silent slave interactive help version"
     ),
 )
-_R = attrs.evolve(_R_SCRIPT, values="dg", stops="f", long_stops=_names("file"))
+_R = attrs.evolve(
+    _R_SCRIPT,
+    values="dg",
+    script_values="f",
+    long_script_values=_names("file"),
+    options_after_operands=True,
+)
 _OSASCRIPT = _Interpreter(inline="e", values="ls", flags="i")
-_EXPECT = _Interpreter(inline="c", stops="f", flags="dDibnNv")
+_EXPECT = _Interpreter(inline="c", values="D", script_values="fb", flags="dinNv")
 _JULIA = _Interpreter(
     inline="eE",
     values="pJLCOgtm",
@@ -311,7 +332,14 @@ _JULIA = _Interpreter(
     long_inline=_names("eval print"),
     long_flags=_names("help version quiet interactive banner"),
 )
-_DC = _Interpreter(inline="e", stops="f", flags="hV", long_inline=_names("expression"))
+_DC = _Interpreter(
+    inline="e",
+    script_values="f",
+    flags="hV",
+    long_inline=_names("expression"),
+    long_script_values=_names("file"),
+    options_after_operands=True,
+)
 _BUN = _Interpreter(inline="ep", long_inline=_names("eval print"), needs_script=False)
 
 
@@ -460,6 +488,29 @@ def _sed(args: Sequence[str], stdin_file: bool) -> str | None:
         if why is not None:
             return why
     return None
+
+
+def sed_input_files(args: Sequence[str], words: Iterable[int]) -> set[int]:
+    """Which of ``words`` (indexes in ``args`` of words that are no option) are sed's input
+    files: its script is given before the word (an operand, ``-e`` or ``-f``), and the word is
+    no option's value. Read once from left to right, between one such word and the next
+    (getopt keeps no state across an operand but ``--``, which read afresh only says no more
+    often); an option we do not read, which may take the next words, ends the search."""
+    files: set[int] = set()
+    start, script_given = 0, False
+    for index in sorted(words):
+        read = _read_options(_SED, args[start:index], permute=True)
+        if read is None:
+            break  # an option we do not read, or `-e`/`-l` whose value is this word
+        given, operands = read
+        script_given = script_given or bool(operands) or any(n in _SED_SCRIPTS for n, _ in given)
+        if script_given:
+            files.add(index)
+        script_given, start = True, index + 1  # this word is the script when none was given
+    return files
+
+
+_SED_SCRIPTS = frozenset({"e", "expression", "f", "file"})
 
 
 def _is_input(path: str) -> bool:

@@ -88,6 +88,9 @@ class CommandPart:
         fed: the indexes in ``argv`` of the words a wrapper fills in from what it reads when
             it runs (``xargs -I R`` its input, ``find -exec`` the names it finds), and
             ``len(argv)`` when it adds such words after the last (``xargs`` without ``-I``).
+        found_paths: the indexes in ``fed`` of the words ``find -exec``/``-ok`` fills in with
+            the path of a name it finds (a whole ``{}``): each begins with a start point written
+            in the command, which cannot begin with ``-``, so none is an option.
     """
 
     argv: tuple[str, ...]
@@ -97,6 +100,7 @@ class CommandPart:
     wrappers: tuple[str, ...] = ()
     expanded: tuple[int, ...] = ()
     fed: tuple[int, ...] = ()
+    found_paths: tuple[int, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -528,6 +532,7 @@ class _Reader:
         wrappers: tuple[str, ...],
         depth: int,
         fed: tuple[int, ...] = (),
+        found_paths: tuple[int, ...] = (),
     ) -> None:
         self.parts.append(
             CommandPart(
@@ -538,6 +543,7 @@ class _Reader:
                 wrappers=wrappers,
                 expanded=expanded,
                 fed=fed,
+                found_paths=found_paths,
             )
         )
         hidden = _renaming(argv, assignments) or _hidden_code(argv, assignments)
@@ -578,6 +584,7 @@ class _Reader:
                 expanded=expanded,
                 computed=computed,
                 fed=fed,
+                found_paths=found_paths,
                 redirects=redirects,
                 wrappers=wrappers,
                 depth=depth,
@@ -592,12 +599,14 @@ class _Reader:
         expanded: tuple[int, ...],
         computed: frozenset[int],
         fed: tuple[int, ...],
+        found_paths: tuple[int, ...],
         redirects: tuple[Redirect, ...],
         wrappers: tuple[str, ...],
         depth: int,
     ) -> None:
         """Add what a wrapper (``argv``) runs, as ``outcome`` says (``computed``: ``expanded``
-        as a set; ``fed``: the wrapper's own words filled in from what something reads)."""
+        as a set; ``fed``: the wrapper's own words filled in from what something reads, of which
+        ``found_paths`` are paths ``find`` finds)."""
         label = outcome.label or (f"{program} -c" if program in SHELLS else program)
         if outcome.script is not None:
             if any(i + 1 in computed for i in outcome.script_indexes):
@@ -623,6 +632,7 @@ class _Reader:
             wrappers=(*wrappers, label),
             depth=depth + 1,
             fed=_fed_words(outcome, inner, fed, start=start, end=end, outer=len(argv)),
+            found_paths=_found_paths(outcome, inner, found_paths, start=start, end=end),
         )
 
 
@@ -644,6 +654,27 @@ def _fed_words(
     if outcome.placeholder:
         found.update(i for i, word in enumerate(inner) if outcome.placeholder in word)
     return tuple(sorted(found))
+
+
+def _found_paths(
+    outcome: Unwrapped,
+    inner: tuple[str, ...],
+    found_paths: tuple[int, ...],
+    *,
+    start: int,
+    end: int,
+) -> tuple[int, ...]:
+    """Which words of the command a wrapper runs are paths ``find`` finds (see
+    ``CommandPart.found_paths``): a whole ``{}`` it fills in, or one its wrapper's own words
+    had, unless this wrapper puts its input there (``find . -exec xargs -I{} sed p {} ;``)."""
+    paths = {index - start for index in found_paths if start <= index < end}
+    if outcome.placeholder:
+        filled = {i for i, word in enumerate(inner) if outcome.placeholder in word}
+        if outcome.fills_paths:
+            paths.update(i for i in filled if inner[i] == "{}")
+        else:
+            paths.difference_update(filled)
+    return tuple(sorted(paths))
 
 
 # -- words -------------------------------------------------------------------------------------

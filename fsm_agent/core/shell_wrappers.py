@@ -42,6 +42,7 @@ class Unwrapped:
     default: tuple[str, ...] = ()  # run when no command is given (xargs runs echo)
     appends_input: bool = False  # words it reads follow the command's own (xargs without -I)
     placeholder: str = ""  # what it replaces by the words it reads (find's {}, xargs -I R)
+    fills_paths: bool = False  # a whole placeholder becomes a path it finds (find -exec)
 
 
 _Unwrap = Callable[[Sequence[str]], "Unwrapped | tuple[Unwrapped, ...] | str | None"]
@@ -154,12 +155,35 @@ def _find(args: Sequence[str]) -> Unwrapped | str | None:
     if len(runners) > 1:
         return "more than one command run by find is not analysed"
     index = runners[0]
-    end = next((i for i in range(index + 1, len(args)) if args[i] in (";", "+")), len(args))
+    end = next((i for i in range(index + 1, len(args)) if _ends_command(args, i)), len(args))
+    if "+" in args[index + 1 : end]:
+        return f"{args[index]} is given a + that does not follow {{}}, read as find reads it"
     if end == index + 1:
         return f"{args[index]} without a command"
     if _built_from_input(args[index + 1 : end], "{}"):
         return f"{args[index]} runs a command built from the names it finds"
-    return Unwrapped(start=index + 1, end=end, label=f"find {args[index]}", placeholder="{}")
+    return Unwrapped(
+        start=index + 1,
+        end=end,
+        label=f"find {args[index]}",
+        placeholder="{}",
+        fills_paths=_fills_paths(args[:index], args[index]),
+    )
+
+
+def _ends_command(args: Sequence[str], index: int) -> bool:
+    """Whether ``args[index]`` ends the command of ``-exec``: ``;``, or ``+`` right after a whole
+    ``{}`` (any other ``+`` is one of the command's words for GNU find, and older versions and
+    other finds did not all agree: ``-exec sed -n p + -e CMD {} ;`` gives sed ``-e``)."""
+    return args[index] == ";" or (args[index] == "+" and args[index - 1] == "{}")
+
+
+def _fills_paths(before: Sequence[str], runner: str) -> bool:
+    """Whether ``find``'s ``{}`` becomes the path of a name it finds, beginning with a start
+    point written in the command (GNU find reads none that begins with ``-``). Not so for
+    ``-execdir``/``-okdir`` (BSD find gives the bare name), start points read from a file
+    (``-files0-from``) or BSD's ``-f PATH``, which may begin with ``-``."""
+    return runner in ("-exec", "-ok") and not any(w in ("-f", "-files0-from") for w in before)
 
 
 _XARGS_OPTIONS = _table(

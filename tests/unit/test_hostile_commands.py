@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.core import git_commands, inline_code
+from fsm_agent.core import fed_words, git_commands, inline_code
 from fsm_agent.core.effects import AskPermission
 from fsm_agent.core.events import PermissionDecided
 from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
@@ -120,6 +120,10 @@ UNANALYSABLE = [
     "tmux send-keys 'rm -rf src' Enter",
     "screen -dm rm -rf src",
     "hyperfine 'rm -rf src'",
+    # a + that does not follow {} does not end find's command (found: the words after it were
+    # read as find's own, and the command ran in bypass mode under `Bash(rm:*)`)
+    "find . -exec sed -n p + -e '1e rm -rf src' {} \\;",
+    "find . -exec tar -xf x.tar + --to-command='rm -rf src' \\;",
     # nesting past what is walked (found: RecursionError instead of an answer)
     "echo " + "$(" * 300 + "ls" + ")" * 300,
     "(" * 2000 + "ls" + ")" * 2000,
@@ -1125,11 +1129,25 @@ FED_WORDS_THAT_MAY_RUN = [
     "xargs -I{} git {} log",
     "xargs -I{} tar -xf x.tar {}",
     "xargs -0 -n 1 tar -xf x.tar",
-    "find . -name '*' -exec tar -xf x.tar {} +",
     "find . -exec git {} \\;",
     "find . -exec git -C {} log \\;",
-    "find . -exec sed -n p {} +",
     "find . -exec python3 {} \\;",
+    # the path find fills in is no option, but these places still decide what runs
+    "find . -execdir sed -n p {} +",  # BSD find gives the bare name: `-e...`
+    "find . -okdir tar -xf x.tar {} \\;",
+    "find -files0-from list -exec sed -n p {} +",  # start points from a file may begin with -
+    "find -f x -exec sed -n p {} +",  # BSD's -f names a start point that may begin with -
+    "find . -exec sed {} \\;",  # the name is sed's script
+    "find . -exec sed -n {} \\;",
+    "find . -exec sed -e {} \\;",
+    "find . -exec sed -l {} p \\;",
+    "find . -exec tar -I {} -xf x.tar \\;",  # the name is the program tar runs
+    "find . -exec tar --to-command {} -xf x.tar \\;",
+    "find . -exec tar xfI x.tar {} \\;",  # old-style keys take their values in order
+    "find . -exec tar -xf x.tar --to-command={} \\;",
+    "find . -exec sed -n p x{} \\;",
+    "find . -exec xargs -I{} sed -n p {} \\;",
+    "find . -exec sed -n p {} \\; -exec tar -xf x.tar {} +",
 ]
 
 # The same words computed by the shell: a variable set beside, or a glob matching a file the
@@ -1138,6 +1156,16 @@ COMPUTED_WORDS_THAT_MAY_RUN = [
     "f='--expression=1e rm -rf src'; sed -n p $f",
     "sed -n p *",
     "d='. -exec rm -rf src ;'; find $d -name x",
+    # a glob or brace word that may give an option, or a variable that may split into some
+    "sed -n p *.txt",
+    "sed -n p [-]*",
+    "sed -n p {-e,x}",
+    "sed -n p ?*",
+    "sed -n p @(-e*)",
+    "sed -n p src/$f",
+    'sed -n p "$f"',
+    "sed -n p src/`x`",
+    "sed -n p src/*.py $f",
 ]
 
 # Code given in the command in another language, which no Bash rule reads (found: allowed in
@@ -1217,6 +1245,21 @@ CODE_NO_RULE_READS = [
     "git --an-option-we-do-not-know --config-env=core.editor=E commit",
     "sudo python3 -c 'x'",
     "bash -c \"python3 -c 'x'\"",
+    # found: an option naming the script file was read as the end of the options, but these
+    # interpreters read options after it (getopt goes on past an option's value; GNU dc and R
+    # read options after their operands too)
+    "expect -f x.exp -c 'exec rm -rf src'",
+    "expect -b x.exp -c 'exec rm -rf src'",
+    "expect -D 1 -c 'exec rm -rf src'",
+    "php -f x.php -r 'system(\"rm -rf src\");'",
+    "php -F x.php -B 'system(\"rm -rf src\");'",
+    "dc -f x.dc -e '!rm -rf src'",
+    "dc --file=x.dc --expression='!rm -rf src'",
+    "dc x.dc -e '!rm -rf src'",
+    "R -f x.R -e 'system(\"rm -rf src\")'",
+    "R --file=x.R -e 'system(\"rm -rf src\")'",
+    "xargs expect -b x.exp",
+    "xargs php -f x.php",
     *FED_WORDS_THAT_MAY_RUN,
     *COMPUTED_WORDS_THAT_MAY_RUN,
 ]
@@ -1250,7 +1293,24 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
     "xargs node app.js --",
     "find . -name '*.py' -exec python3 -m py_compile {} +",
     "xargs python3 -Bm black -q",
-    "xargs php -f x.php",
+    # the path find puts in place of a whole {} begins with a start point, never with -; the
+    # same for a glob beginning with a plain character: an input file of sed, a member of tar
+    "find . -exec sed -n p {} +",
+    "find . -name '*.py' -exec sed -n 1,5p {} \\;",
+    "find src . -exec sed -i s/a/b/ {} +",
+    "find -L . -ok sed -n p {} \\;",
+    "find . -exec sed -e p {} \\;",
+    "find . -exec tar -tf {} \\;",
+    "find . -exec tar -xf x.tar {} +",
+    "find . -name '*' -exec tar -xf x.tar {} +",
+    "sed -n 1,5p src/*.py",
+    "sed -n p ./*.md src/{a,b}.py",
+    "sed -n p x{,-e}",
+    "expect -f x.exp",
+    "xargs expect -D 1 x.exp",
+    "php -f x.php",
+    "dc -f x.dc",
+    "R -f x.R --vanilla",
     "git log $f",
     "git diff $base -- src",
     "grep -n x *.py",
@@ -1306,6 +1366,36 @@ def test_a_shell_command_given_as_an_argument_meets_deny_rules(command: str, wor
     assert decided.behavior is PermissionBehavior.DENY
     assert decided.rule == "Bash(rm:*)"
     assert decided.step == "1d"
+
+
+@pytest.mark.parametrize(
+    ("command", "runs"),
+    [
+        ("tar -tf x.tar src/*", False),
+        ("tar -C out -xf x.tar src/* ./*.txt", False),
+        ("tar -tf x.tar *", True),
+        ("tar -tf x.tar $f", True),
+        ("tar tf x.tar src/*", True),  # old-style keys: no word is read as tar reads it
+        ("tar -tf x.tar -I src/*", True),  # the glob names the program tar runs
+        ("tar -tf x.tar --to-command src/*", True),
+        ("tar -tf h* x", True),  # a file h:x would name a remote archive, reached by rsh
+        ("sed -n src/*.py f", True),  # the glob is the script
+        ("sed -n p src/*.py -l src/*", True),  # a value of an option we stop at
+        ("sed -n -l 5 p src/*", False),
+        ("sed -n p -- src/*", False),
+        ("find src/* ./* -newer x* -name '*.py'", False),  # start points and a test's value
+        ("find . -exec sed -n p src/* {} +", False),
+        ("find * -name x", True),  # a name `-exec...` would be read as find's expression
+        ("find src/$d -name x", True),
+        ("find . -exec sed -n src/* {} +", True),  # the glob is sed's script
+    ],
+)
+def test_which_computed_words_may_run_something(command: str, runs: bool) -> None:
+    """A glob beginning with a plain character gives no option: for sed after its script,
+    and tar after its options, it is an operand that runs nothing (other checks of these
+    commands, such as protected paths, are not this one's)."""
+    why = [fed_words.fed_words_run(part) for part in analyse_command(command).parts]
+    assert any(each is not None for each in why) is runs, why
 
 
 @pytest.mark.parametrize("rule", ["deny", "ask_rules"])
