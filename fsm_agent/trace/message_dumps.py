@@ -149,7 +149,8 @@ class TranscriptJson:
             known = 0
             self._parts = []
             self._digest = hashlib.sha256(b"[")
-        base = self._base(known, file)
+        here = None if file is None else Path(file).resolve()
+        base = self._base(known, here)
         added = self._items(history[known:], redactor)
         if added is None:
             self.forget()
@@ -159,7 +160,7 @@ class TranscriptJson:
             self._digest.update(b"," + run if self._parts else run)
             self._parts.append(run)
         self._messages, self._secrets = history, redactor.secrets
-        self._file = None if file is None else Path(file).resolve()
+        self._file = here
         self._links = 0 if base is None else self._links + 1
         if base is not None:
             return TranscriptParts([b"[", run, b"]"] if added else [b"[]"], base)
@@ -178,18 +179,17 @@ class TranscriptJson:
         self._messages, self._parts, self._file, self._links = (), [], None, 0
         self._digest = hashlib.sha256(b"[")
 
-    def _base(self, known: int, file: str | None) -> dict[str, Any] | None:
-        """The ``transcript_from`` of a record written to ``file`` whose transcript begins
-        with the ``known`` messages written last, or None when it is written whole: the
-        first turn, every ``full_every``-th, a transcript that does not go on from the last
-        (a compaction, an edit), a file without a name, or one in another folder than the
-        last (a reader looks for it beside the file) or the same file (it is written over),
-        or when the last is gone."""
-        if not known or file is None or self._file is None:
+    def _base(self, known: int, here: Path | None) -> dict[str, Any] | None:
+        """The ``transcript_from`` of a record written to ``here`` (resolved) whose
+        transcript begins with the ``known`` messages written last, or None when it is
+        written whole: the first turn, every ``full_every``-th, a transcript that does not go
+        on from the last (a compaction, an edit), a file without a name, or one in another
+        folder than the last (a reader looks for it beside the file) or the same file (it is
+        written over), or when the last is gone."""
+        if not known or here is None or self._file is None:
             return None
         if self._links + 1 >= self.full_every:
             return None
-        here = Path(file).resolve()
         if here == self._file or here.parent != self._file.parent:
             return None
         if not self._file.is_file():  # deleted since (a folder emptied between turns)

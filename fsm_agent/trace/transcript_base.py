@@ -123,9 +123,16 @@ def _transcript_in(base: Path, *, count: int, top: str) -> list[Any]:
     current: Path | None = base
     while current is not None:
         key = os.path.realpath(current)
-        if key in seen or len(chain) >= LINKS_FOLLOWED:
+        if key in seen:
             raise TranscriptBaseError(
                 path=top, base=current.name, problem="leads back to itself through the traces"
+            )
+        if len(chain) >= LINKS_FOLLOWED:
+            raise TranscriptBaseError(
+                path=top,
+                base=current.name,
+                problem=f"is more than {LINKS_FOLLOWED:,} traces back (a session writes "
+                "the whole transcript far sooner)",
             )
         seen.add(key)
         record, line = _first_record(current, top=top)
