@@ -80,6 +80,15 @@ async def echo(text: str) -> str:
 # --- the model's credentials ----------------------------------------------------------------
 
 
+def completed_trace(tmp_path: Path, **options: Any) -> bytes:
+    """The trace of a run of ``Agent(**options)`` (with :data:`SECRET` given) that completes."""
+    agent = Agent(
+        cwd=tmp_path, trace=tmp_path / "run.jsonl", store=False, secrets=[SECRET], **options
+    )
+    assert agent.run_sync("go").terminal == "completed"
+    return (tmp_path / "run.jsonl").read_bytes()
+
+
 def test_an_anthropic_model_names_the_key_it_was_given_and_never_shows_it() -> None:
     model = AnthropicModel(name="m", api_key="proxy-credential-0123")
     assert model.secrets == ("proxy-credential-0123",)
@@ -233,16 +242,9 @@ def test_a_model_repeating_an_mcp_servers_argument_writes_no_secret(tmp_path: Pa
     pytest.importorskip("mcp", reason="the mcp extra is not installed")
     token = "arg-token-0123456"
     server = McpServer.stdio("notes", sys.executable, [str(NOTES_SERVER), "--token", token])
-    agent = Agent(
-        model=scripted(f"the token is {token} {PLANTED}"),
-        mcp_servers=[server],
-        cwd=tmp_path,
-        trace=tmp_path / "run.jsonl",
-        store=False,
-        secrets=[SECRET],
+    written = completed_trace(
+        tmp_path, model=scripted(f"the token is {token} {PLANTED}"), mcp_servers=[server]
     )
-    assert agent.run_sync("go").terminal == "completed"
-    written = (tmp_path / "run.jsonl").read_bytes()
     assert b"the token is [REDACTED]" in written
     assert_clean("the trace", written, (token, SECRET, KEY_SHAPED))
 
@@ -296,18 +298,13 @@ def test_a_failing_command_hook_writes_no_secret(tmp_path: Path) -> None:
         ],
         "Stop": [{"hooks": [{"type": "command", "command": f"{said}; exit 1 # --token {token}"}]}],
     }
-    agent = Agent(
+    written = completed_trace(
+        tmp_path,
         model=scripted("done", tool_name="echo"),
         tools=[echo],
         hooks=Hooks.from_settings(settings, source="settings.json"),
         permissions=PermissionPolicy(allow={"echo"}),
-        cwd=tmp_path,
-        trace=tmp_path / "run.jsonl",
-        store=False,
-        secrets=[SECRET],
     )
-    assert agent.run_sync("go").terminal == "completed"
-    written = (tmp_path / "run.jsonl").read_bytes()
     assert b"exit 2 # --token [REDACTED]" in written  # the blocking error quotes the command
     assert_clean("the trace", written, (token, SECRET, KEY_SHAPED))
 
