@@ -3,9 +3,10 @@
 Two rules, applied to every record before it is rendered:
 
 * a **sensitive key** (``api_key``, ``x-api-key``, ``authorization``, ``secret``, ``password``,
-  ``token``, ``access_token``, ...) has its value replaced, whatever its type: a string or a
-  number becomes :data:`REDACTED`, and so does every string and number inside an array or
-  object stored there, at any depth (``{"api_keys": ["[REDACTED]", "[REDACTED]"]}``). Such a
+  ``token``, ``access_token``, ...) has its value replaced, whatever its type: a string
+  becomes its mask (:func:`mask`), a number :data:`REDACTED`, and so does every string and
+  number inside an array or object stored there, at any depth
+  (``{"api_keys": ["[REDACTED]", "[REDACTED]"]}``). Such a
   container keeps its shape (its keys, its length) and ``true``, ``false``, ``null`` and the
   empty string stay, for they hold no secret: a tool input streamed as text is redacted as
   its pieces arrive, and the text written so far must say where the reading is (see
@@ -13,16 +14,26 @@ Two rules, applied to every record before it is rendered:
   Usage counters such as ``input_tokens`` or ``max_output_tokens`` end in ``tokens`` and are
   not sensitive keys;
 * a **secret string** (given to the writer, plus anything shaped like an Anthropic API key)
-  is replaced wherever it occurs inside any string value, or inside a key (a model may name a
-  field by one; of two keys redacted alike, the last one's value stays).
+  is replaced by its mask wherever it occurs inside any string value, or inside a key (a model
+  may name a field by one; of two keys redacted alike, the last one's value stays).
+
+**A mask keeps the length** (in code points, what ``len`` counts): text of ``n`` characters
+becomes :data:`REDACTED` followed by ``*`` up to ``n`` characters, or :data:`REDACTED` alone
+when ``n`` is below its 10. The core decides on lengths (the tool-result budget, token
+estimates that trigger compaction, snips and limits, DESIGN §5): replay feeds it the redacted
+events, so a run whose secrets all have 10 characters or more replays as it ran, while a
+shorter one reads longer in the trace than it was. A mask gives the length away, nothing
+else. Redaction is idempotent (a mask, redacted again, stays): a trace copied into a fork's
+or resume's is redacted again. A secret a mask itself spells (only ``*``, or a piece of
+``[REDACTED]`` with stars after it) is not looked for: every mask would hold it.
 
 The writer checks first: secret strings are searched for in the bytes it rendered anyway
 (:meth:`Redactor.holds_secret`), key names on the record (:func:`has_sensitive_key`, each
 distinct name judged once per process), skipping the fields of an event or effect that cannot
 hold a key from outside (:mod:`fsm_agent.trace.closed_fields`). Only a flagged record is
 walked by :meth:`Redactor.value`, which copies only the containers it changes. Replay feeds
-the redacted events, so a replayed core sees ``[REDACTED]`` exactly where the recording
-core's trace shows it.
+the redacted events, so a replayed core sees a mask exactly where the recording core's trace
+shows it.
 
 A tool input streamed as JSON text (``input_json_delta``) holds no object to walk: the key
 rule is applied to its text by :mod:`fsm_agent.trace.stream_input_redaction`.
@@ -37,6 +48,9 @@ from typing import Any, Final
 import orjson
 
 REDACTED: Final = "[REDACTED]"
+"""What a redacted value reads, padded to its length by :func:`mask`."""
+MASK_FILL: Final = "*"
+"""The character a mask is padded with after :data:`REDACTED`."""
 
 CREDENTIAL_WORDS: Final = (
     "api_?key",
@@ -82,6 +96,21 @@ _SAFE_KEYS_LIMIT: Final = 4096
 """Key names remembered (records repeat a few dozen; tool inputs add more)."""
 _SAFE_KEYS: Final[set[Any]] = set()
 """Dict keys judged not sensitive, each judged once per process (non-strings included)."""
+
+
+def mask(length: int) -> str:
+    """What redacted text of ``length`` code points reads: :data:`REDACTED`, padded with
+    :data:`MASK_FILL` to ``length`` when that is longer (see the module docstring)."""
+    return REDACTED + MASK_FILL * (length - len(REDACTED)) if length > len(REDACTED) else REDACTED
+
+
+def _masked(match: re.Match[str]) -> str:
+    return mask(match.end() - match.start())
+
+
+def _spelled_by_masks(secret: str) -> bool:
+    """Whether every long enough mask holds ``secret`` (``****``, ``ACTED]**``)."""
+    return secret in REDACTED + MASK_FILL * len(secret)
 
 
 def is_sensitive_key(key: str) -> bool:
@@ -131,8 +160,9 @@ class Redactor:
 
     Args:
         secrets: strings that must never be written (an API key, a token). Empty strings
-            are ignored; strings shorter than 4 characters are refused (they would redact
-            half the trace and still leak by elimination).
+            are ignored, and so is a string every mask spells (``****``); strings shorter
+            than 4 characters are refused (they would redact half the trace and still leak
+            by elimination).
 
     Raises:
         ValueError: for a secret shorter than 4 characters.
@@ -145,11 +175,13 @@ class Redactor:
                 continue
             if len(secret) < _MIN_SECRET:
                 raise ValueError(f"a secret to redact must have at least {_MIN_SECRET} characters")
-            kept.append(secret)
+            if not _spelled_by_masks(secret):
+                kept.append(secret)
         # Longest first, so a secret containing another is replaced whole.
         self._secrets: tuple[str, ...] = tuple(sorted(set(kept), key=len, reverse=True))
         # As they appear inside a JSON string (quotes and backslashes escaped).
         self._secret_bytes = tuple(orjson.dumps(secret)[1:-1] for secret in self._secrets)
+        self._masks = tuple(mask(len(secret)) for secret in self._secrets)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -168,12 +200,12 @@ class Redactor:
         )
 
     def text(self, value: str) -> str:
-        """``value`` with every secret string (and API-key-shaped text) replaced."""
-        for secret in self._secrets:
+        """``value`` with every secret string (and API-key-shaped text) replaced by its mask."""
+        for secret, masked in zip(self._secrets, self._masks, strict=True):
             if secret in value:
-                value = value.replace(secret, REDACTED)
+                value = value.replace(secret, masked)
         if "sk-ant-" in value:
-            value = _KEY_SHAPED.sub(REDACTED, value)
+            value = _KEY_SHAPED.sub(_masked, value)
         return value
 
     def text_so_far(self, text: str) -> str:
@@ -237,11 +269,15 @@ class Redactor:
 
     def _credential(self, value: Any) -> Any:
         """A value stored under a sensitive key, redacted (the same object when nothing
-        changed): a non-empty string and a number become :data:`REDACTED`, a container keeps
-        its shape with every value in it redacted alike (its keys as any key is), and
-        ``true``, ``false``, ``null`` and ``""`` stay."""
+        changed): a non-empty string becomes its mask, a number :data:`REDACTED`, a container
+        keeps its shape with every value in it redacted alike (its keys as any key is), and
+        ``true``, ``false``, ``null`` and ``""`` stay. A mask is its own mask: the same
+        object comes back."""
         if isinstance(value, str):
-            return REDACTED if value else value
+            if not value:
+                return value
+            masked = mask(len(value))
+            return value if masked == value else masked
         if value is None or isinstance(value, bool):
             return value
         if isinstance(value, dict):

@@ -72,6 +72,7 @@ from fsm_agent.trace.redact import (
     WHOLE_KEY_WORDS,
     is_sensitive_key,
 )
+from fsm_agent.trace.streamed_mask import StreamedMask
 
 # What the scanner expects next (outside strings) or where it is (inside one).
 _VALUE: Final = 0
@@ -105,7 +106,7 @@ _CUT: Final = 13
 _SECRET_NUMBER: Final = 14
 """A number under a sensitive key begins here (passed on at once: never a state kept)."""
 
-_STRINGS: Final = frozenset({_IN_KEY, _IN_STRING, _IN_SECRET})
+_STRINGS: Final = frozenset({_IN_KEY, _IN_STRING})
 _OBJECT: Final = 0
 _ARRAY: Final = 1
 _OPENS: Final = {"{": (_OBJECT, _KEY_OR_CLOSE), "[": (_ARRAY, _VALUE_OR_CLOSE)}
@@ -183,8 +184,7 @@ class _JsonReader:
         "_escape",
         "_key",
         "_literal",
-        "_owed",
-        "_owed_escape",
+        "_mask",
         "_region",
         "_secret_key",
         "_stack",
@@ -214,11 +214,8 @@ class _JsonReader:
         self._tail = ""
         """The end of the broken text so far (``_BROKEN``), to find a name cut between two
         pieces."""
-        self._owed = ""
-        """In a sensitive value: the characters of ``[REDACTED]`` not yet written."""
-        self._owed_escape = False
-        """The previous piece was written ending on a backslash: this one begins with the
-        ``\\u`` escape of the next owed character."""
+        self._mask: StreamedMask | None = None
+        """In a sensitive string value: its mask, written as the value is read."""
 
     def rewrite(self, piece: str) -> str:
         """``piece`` as the trace is to hold it (``piece`` itself when nothing changes)."""
@@ -239,25 +236,24 @@ class _JsonReader:
         pos, end = 0, len(piece)
         state = self._state
         while pos < end:
+            if state == _IN_SECRET:
+                assert self._mask is not None  # made as the value began
+                out.append(piece[kept:pos])
+                close = self._mask.read(piece, pos, out)
+                if close < 0:
+                    kept = end
+                    break
+                self._mask.close(out)
+                self._mask = None
+                kept, pos = close, close + 1
+                state = self._after_value()
+                continue
             if state in _STRINGS:
-                if self._owed_escape:  # only ever at a piece's start, in a sensitive value
-                    self._owed_escape = False
-                    out.append(f"u{ord(self._owed[0]):04x}")
-                    self._owed = self._owed[1:]
                 close = self._string_end(piece, pos)
                 if state == _IN_KEY:
                     self._key.append(piece[pos:end] if close < 0 else piece[pos:close])
-                elif state == _IN_STRING:
+                else:
                     self._value.append(piece[pos:end] if close < 0 else piece[pos:close])
-                elif state == _IN_SECRET:
-                    out += (piece[kept:pos],)
-                    kept = end if close < 0 else close
-                    if close >= 0:
-                        out.append(self._owed)
-                        self._owed = ""
-                    elif self._escape and self._owed:
-                        out.append("\\")  # as the original piece, the written one ends escaping
-                        self._owed_escape = True
                 if close < 0:
                     break
                 pos = close + 1
@@ -267,12 +263,8 @@ class _JsonReader:
                 if piece[pos] == '"':  # an empty value stays empty
                     pos += 1
                     state = self._after_value()
-                else:
-                    # The marker's first character says the value is not empty; the others
-                    # are owed until its closing quote.
-                    out += (piece[kept:pos], REDACTED[0])
-                    kept = pos
-                    self._owed = REDACTED[1:]
+                else:  # not empty: its mask is written as it is read
+                    self._mask = StreamedMask()
                     state = _IN_SECRET
                 continue
             if state == _SECRET_NUMBER:
