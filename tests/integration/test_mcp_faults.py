@@ -48,6 +48,7 @@ from fsm_agent.runtime.permissions import PermissionPolicy
 from fsm_agent.runtime.tool import tool
 from fsm_agent.terminal_view import LiveView
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
+from fsm_agent.trace.redact import mask
 from fsm_agent.trace.replay import replay
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install '.[mcp]')")
@@ -409,11 +410,11 @@ def test_what_a_warning_repeats_of_an_error_hides_credentials_and_controls() -> 
 
 def test_what_a_warning_repeats_of_a_servers_answer_hides_an_api_key() -> None:
     """A server's error text holding an API key (its answer to ``initialize``, say): the
-    warning that repeats it shows ``[REDACTED]``."""
+    warning that repeats it shows its mask (``[REDACTED]`` padded to its length)."""
     from fsm_agent.runtime.mcp_tools import _reason
 
     said = _reason(RuntimeError(f"bad key {API_KEY} given"), _server("ok"))
-    assert API_KEY[:20] not in said and "bad key [REDACTED] given" in said
+    assert API_KEY[:20] not in said and f"bad key {mask(len(API_KEY))} given" in said
 
 
 def test_a_run_cancelled_while_a_server_starts_stops_the_server(tmp_path: Path) -> None:

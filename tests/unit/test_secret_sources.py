@@ -48,6 +48,7 @@ from fsm_agent.testing.fake_server import FakeAnthropicServer
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.toolbox.task import Task
 from fsm_agent.trace.conversation import conversation_turns
+from fsm_agent.trace.redact import mask
 
 SECRET = "configured-hunter2-secret"
 KEY_SHAPED = "sk-ant-api03-PLANTED0123456789abcdef"
@@ -554,7 +555,8 @@ def test_a_crash_of_fsm_agent_run_prints_its_traceback_without_a_secret(
     assert main(["run", "hi", "--trace", "run.jsonl"]) == 1
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err
-    assert err.rstrip().endswith("RuntimeError: boom [REDACTED] [REDACTED] [REDACTED]")
+    masks = " ".join(mask(len(secret)) for secret in (key, token, KEY_SHAPED))
+    assert err.rstrip().endswith(f"RuntimeError: boom {masks}")
     assert_clean("the traceback", err, (key, token, KEY_SHAPED))
 
 
@@ -627,7 +629,8 @@ def test_fsm_agent_run_prints_no_store_password(
         assert main(["run", "hi", "--trace", "run.jsonl"]) == 0
         assert wait_for_store_writes(timeout_s=30)
     printed = capsys.readouterr()
-    assert "the store's password is [REDACTED] [REDACTED]" in printed.out
+    masks = f"{mask(len(password))} {mask(len(KEY_SHAPED))}"
+    assert f"the store's password is {masks}" in " ".join(printed.out.split())  # lines wrap
     assert_clean("fsm-agent run", printed.out + printed.err, (password, KEY_SHAPED))
     assert_clean("the trace", (tmp_path / "run.jsonl").read_bytes(), (password, KEY_SHAPED))
 

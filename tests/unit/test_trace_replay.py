@@ -32,6 +32,7 @@ from fsm_agent.errors import (
 )
 from fsm_agent.trace import replay as replay_module
 from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.redact import mask
 from fsm_agent.trace.records import as_lines
 from fsm_agent.trace.replay import diff_traces, fork, replay, resume
 from fsm_agent.trace.writer import TracingCore
@@ -201,7 +202,7 @@ def test_a_tool_input_holding_a_credential_records_and_replays_clean(tmp_path: P
         and line["event"].get("type") == "ModelStreamEvent"
         and line["event"]["event"].get("delta", {}).get("type") == "input_json_delta"
     )
-    assert orjson.loads(deltas) == {"password": "[REDACTED]", "path": "a"}
+    assert orjson.loads(deltas) == {"password": mask(len(secret)), "path": "a"}
     assert text.count("input_json_delta") > 5
     assert replay(path).terminal == "completed"
 

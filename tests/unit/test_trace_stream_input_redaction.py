@@ -4,6 +4,7 @@ reaches the file through ``input_json_delta`` text, whatever the model streams."
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 import orjson
@@ -11,7 +12,7 @@ import pytest
 from test_trace_support import CONFIG, TOOLS
 
 from fsm_agent.core import events as ev
-from fsm_agent.trace.redact import REDACTED
+from fsm_agent.trace.redact import REDACTED, mask
 from fsm_agent.trace.stream_input_redaction import ToolInputScanner
 from fsm_agent.trace.writer import TraceWriter
 
@@ -61,15 +62,16 @@ def _input_text(events: list[dict[str, Any]], index: int = 0) -> str:
 
 def test_a_secret_streamed_in_pieces_never_reaches_the_file() -> None:
     """The pieces of a tool input are rewritten so that they spell the redacted input; the
-    pieces holding nothing to hide are written as they came. The marker begins where the value
-    does and ends before its closing quote."""
+    pieces holding nothing to hide are written as they came. The mask is written as the value
+    is read, a character for each of the value's: it keeps the value's length."""
     pieces = ['{"pass', 'word": "hu', 'nter2-secret", "pa', 'th": "a"}']
     data, events = _written(_tool_block(0, pieces))
     assert SECRET.encode() not in data
     assert b"hu" not in data.replace(b"hunter", b"")
-    assert orjson.loads(_input_text(events)) == {"password": REDACTED, "path": "a"}
+    assert orjson.loads(_input_text(events)) == {"password": mask(len(SECRET)), "path": "a"}
+    assert mask(len(SECRET)) == "[REDACTED]****"
     written = [raw["delta"]["partial_json"] for raw in events[1:-1]]
-    assert written == ['{"pass', 'word": "[', 'REDACTED]", "pa', 'th": "a"}']
+    assert written == ['{"pass', 'word": "[R', 'EDACTED]****", "pa', 'th": "a"}']
 
 
 @pytest.mark.parametrize("kind", ["tool_use", "server_tool_use", "mcp_tool_use"])
@@ -77,7 +79,7 @@ def test_every_kind_of_tool_block_is_scanned(kind: str) -> None:
     """Server and MCP tool calls stream their input the same way."""
     data, events = _written(_tool_block(0, ['{"api_key": "', SECRET, '"}'], kind))
     assert SECRET.encode() not in data
-    assert orjson.loads(_input_text(events)) == {"api_key": REDACTED}
+    assert orjson.loads(_input_text(events)) == {"api_key": mask(len(SECRET))}
 
 
 def test_a_new_block_or_request_starts_a_fresh_scan() -> None:
@@ -133,9 +135,9 @@ def test_numbers_arrays_and_objects_under_a_sensitive_key_are_redacted(size: int
     assert orjson.loads(_input_text(events)) == {
         "pin": REDACTED,
         "token": REDACTED,
-        "api_keys": [REDACTED, REDACTED],
+        "api_keys": [mask(len("sk-one-9876")), mask(len("sk-two-5432"))],
         "credentials": {
-            "user": REDACTED,
+            "user": REDACTED,  # shorter than the mask
             "pins": [REDACTED, {"deep": REDACTED}],
             "ok": True,
             "none": None,
@@ -160,7 +162,7 @@ def test_a_key_spelled_in_escapes_and_cut_inside_them_is_judged() -> None:
     pieces = ['{"pass\\', "u00", '77ord": "', SECRET[:4], SECRET[4:], '"}']
     data, events = _written(_tool_block(0, pieces))
     assert SECRET[4:].encode() not in data
-    assert orjson.loads(_input_text(events)) == {"password": REDACTED}
+    assert orjson.loads(_input_text(events)) == {"password": mask(len(SECRET))}
 
 
 HOSTILE = {
@@ -227,7 +229,10 @@ def test_a_secret_string_on_a_rewritten_piece_is_redacted_too() -> None:
     data, events = _written(_tool_block(0, [piece]), secrets=("topsecret-value",))
     assert SECRET.encode() not in data
     assert b"topsecret-value" not in data
-    assert orjson.loads(_input_text(events)) == {"password": REDACTED, "note": REDACTED}
+    assert orjson.loads(_input_text(events)) == {
+        "password": mask(len(SECRET)),
+        "note": mask(len("topsecret-value")),
+    }
 
 
 def test_a_copied_prefix_keeps_the_scan_going() -> None:
@@ -267,6 +272,11 @@ def test_a_copied_prefix_keeps_the_scan_going() -> None:
         # A string meant as a key, or a sensitive value that goes on, before the break.
         ['"password"', ': "hunter2"', " more"],
         ['{"password": "ab', '" "cd"', "}"],
+        # A piece ends inside a \u escape of a long value, or inside a surrogate pair.
+        ['{"password": "0123456789\\u00', "e9\\u0", '0e8abc", "x": "y"}'],
+        ['{"password": "0123456789\\ud8', "3d\\ude00", 'abc", "x": "y"}'],
+        ['{"password": "0123456789\\ud83d', "\\ude", '00abc", "x": "y"}'],
+        ['{"password": "0123456789\\ud83d\\u', 'de00abc", "x": "y"}'],
     ],
 )
 def test_a_copied_prefix_goes_on_as_one_writer_would_at_any_point(pieces: list[str]) -> None:
@@ -288,12 +298,12 @@ def test_a_copied_prefix_goes_on_as_one_writer_would_at_any_point(pieces: list[s
 
 
 def test_an_escape_pending_inside_a_dropped_value_is_written_pending() -> None:
-    """The written piece ends on a backslash as the original does, and the next one begins
-    with the marker's next character as a ``\\u`` escape: the text still spells the marker."""
+    """The written piece ends on a backslash as the original does, and the next one completes
+    it as the ``\\u`` escape of the mask's next character: the text still spells the mask."""
     pieces = ['{"password": "ab\\', '"cd", "x": "y"}']
     data, events = _written(_tool_block(0, pieces))
     written = [raw["delta"]["partial_json"] for raw in events[1:-1]]
-    assert written == ['{"password": "[\\', 'u0052EDACTED]", "x": "y"}']
+    assert written == ['{"password": "[R\\', 'u0045DACTED]", "x": "y"}']
     assert orjson.loads("".join(written)) == {"password": REDACTED, "x": "y"}
     assert b"cd" not in data
 
@@ -330,4 +340,24 @@ def test_every_name_of_the_key_rule_is_looked_for_in_text(key: str) -> None:
     text = orjson.dumps({key: value, "path": "a"}).decode()
     data, traced = _written(_tool_block(0, [text[:5], text[5:]]))
     assert value.encode() not in data
-    assert orjson.loads(_input_text(traced)) == {key: REDACTED, "path": "a"}
+    assert orjson.loads(_input_text(traced)) == {key: mask(len(value)), "path": "a"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["hunter2", "0123456789", "0123456789abcdef", "é\n\"\\/\t😀x" * 3, "😀" * 12, "\x00\x1f" * 6],
+)
+def test_a_dropped_value_keeps_its_length_cut_anywhere(value: str) -> None:
+    """The mask has as many code points as the value decodes to, escapes and surrogate pairs
+    counted as Python counts them, however the pieces cut the text (at every point, and into
+    pieces of one character); a value shorter than the mask reads ``[REDACTED]``."""
+    for ascii_only in (True, False):
+        text = json.dumps({"password": value, "x": "y"}, ensure_ascii=ascii_only)
+        expected = {"password": mask(len(value)), "x": "y"}
+        for cut in range(len(text) + 1):
+            scanner = ToolInputScanner()
+            joined = scanner.rewrite(text[:cut]) + scanner.rewrite(text[cut:])
+            assert json.loads(joined) == expected, f"cut at {cut}"
+        scanner = ToolInputScanner()
+        assert json.loads("".join(scanner.rewrite(char) for char in text)) == expected
+        assert REDACTED in mask(len(value)) and len(mask(len(value))) == max(len(value), 10)

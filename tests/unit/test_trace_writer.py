@@ -20,7 +20,7 @@ from fsm_agent.errors import IllegalTransition, UsageError
 from fsm_agent.testing.world import prompt
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.records import SCHEMA_VERSION
-from fsm_agent.trace.redact import REDACTED, Redactor, is_sensitive_key
+from fsm_agent.trace.redact import REDACTED, Redactor, is_sensitive_key, mask
 from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 API_KEY = "sk-ant-api03-abcdefghijklmnop"
@@ -128,11 +128,13 @@ def test_an_event_the_core_refuses_is_written_alone_and_the_error_propagates() -
 
 
 def test_an_api_key_never_reaches_the_file(tmp_path: Path) -> None:
-    """A configured secret is redacted wherever it appears, and so is anything key-shaped."""
+    """A configured secret is redacted wherever it appears, and so is anything key-shaped: by
+    masks as long as they were."""
     path = record_run(tmp_path / "t.jsonl", text=f"my key is {API_KEY}, really", secrets=(API_KEY,))
     content = path.read_text()
     assert API_KEY not in content
-    assert "my key is [REDACTED], really" in content
+    assert f"my key is {mask(len(API_KEY))}, really" in content
+    assert mask(len(API_KEY)) == "[REDACTED]" + "*" * (len(API_KEY) - 10)
     other = "sk-ant-zzzzzzzzzzzzzzzzzzzzz"
     path = record_run(tmp_path / "u.jsonl", text=f"leaked {other}")
     assert other not in path.read_text()
@@ -156,7 +158,8 @@ def test_sensitive_keys_are_redacted_but_token_counters_are_not() -> None:
 
 def test_a_value_under_a_sensitive_key_is_redacted_whatever_its_type() -> None:
     """A number, and every string and number inside an array or object under a sensitive key,
-    at any depth, become ``[REDACTED]``; the container keeps its shape, and true, false, null
+    at any depth, become ``[REDACTED]`` (a string as long as it was, padded with ``*``, when
+    it has more than 10 characters); the container keeps its shape, and true, false, null
     and the empty string stay. A schema naming a ``password`` property is no exception: the
     rule does not tell a schema from a value."""
     record = {
@@ -177,11 +180,11 @@ def test_a_value_under_a_sensitive_key_is_redacted_whatever_its_type() -> None:
         "pin": REDACTED,
         "card_pin": REDACTED,
         "password": REDACTED,
-        "api_keys": [REDACTED, REDACTED, REDACTED],
+        "api_keys": [mask(len("sk-one-0123")), mask(len("sk-two-0123")), REDACTED],
         "credentials": {"user": REDACTED, "nested": {"pass": REDACTED, "ok": True, "n": None}},
         "secret": "",
         "has_token": False,
-        "private_key": [REDACTED],
+        "private_key": [REDACTED + "*" * 9],
         "schema": {"properties": {"password": {"type": REDACTED, "minLength": REDACTED}}},
         "pinned": 3,
         "count": 5,
@@ -359,7 +362,7 @@ def test_a_secret_in_a_tool_call_id_is_redacted_in_its_transition_line() -> None
     content = buffer.getvalue()
     assert b"call-secret-1234" not in content
     records = [r.data for r in read_trace(io.BytesIO(content)).records][1:]
-    assert [r["call_id"] for r in records] == [None, "toolu_[REDACTED]"]
+    assert [r["call_id"] for r in records] == [None, "toolu_" + mask(len("call-secret-1234"))]
     assert [r["seq"] for r in records] == [2, 3]
 
 
@@ -388,7 +391,11 @@ def test_a_secret_written_as_a_key_is_redacted() -> None:
     assert b"configured-key-1234" not in data
     [record] = [r.data for r in read_trace(io.BytesIO(data)).records]
     written = record["event"]["event"]["input"]
-    assert written == {REDACTED: 1, f"my {REDACTED}": {"inner": 2}, "plain": 3}
+    assert written == {
+        mask(len(API_KEY)): 1,
+        f"my {mask(len('configured-key-1234'))}": {"inner": 2},
+        "plain": 3,
+    }
 
 
 def test_a_continuing_writer_goes_on_where_the_first_stopped() -> None:
