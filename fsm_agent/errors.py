@@ -194,7 +194,10 @@ class TraceDivergence(TraceError):
     """Replay produced a record that differs from the recorded one.
 
     ``seq`` names the first record that differs, ``line`` the line of the trace holding it
-    (a ``step`` line holds several records), when known.
+    (a ``step`` line holds several records), when known. ``redacted_before`` names the
+    records up to it that hold redacted text which may be longer than what it replaced (a
+    secret shorter than its mask, DESIGN §8): the core may have measured other lengths there
+    than the run's, and the message says so.
     """
 
     def __init__(
@@ -206,6 +209,7 @@ class TraceDivergence(TraceError):
         context: Sequence[dict[str, Any]] = (),
         source: str | None = None,
         line: int | None = None,
+        redacted_before: Sequence[int] = (),
     ) -> None:
         self.seq = seq
         self.expected = expected
@@ -213,6 +217,7 @@ class TraceDivergence(TraceError):
         self.context = tuple(context)
         self.source = source
         self.line = line
+        self.redacted_before = tuple(redacted_before)
         where = f"{source}: " if source else ""
         on_line = f" (line {line})" if line is not None else ""
         from fsm_agent.trace.redact import KEY_RULES_ONLY  # noqa: PLC0415 - only when raised
@@ -223,4 +228,20 @@ class TraceDivergence(TraceError):
             f"{where}replay diverged at seq {seq}{on_line}:\n"
             f"  expected: {KEY_RULES_ONLY.value(expected)}\n"
             f"  actual:   {KEY_RULES_ONLY.value(actual)}"
+            + (f"\n  {redaction_note(self.redacted_before)}" if self.redacted_before else "")
         )
+
+
+def redaction_note(seqs: Sequence[int]) -> str:
+    """The sentence a divergence report adds when records before it hold short masks."""
+    shown = ", ".join(str(seq) for seq in seqs[:_NOTED_SEQS])
+    more = ", ..." if len(seqs) > _NOTED_SEQS else ""
+    return (
+        f"Records before it hold redacted text (seq {shown}{more}): a secret shorter than "
+        "10 characters reads longer in the trace than it was, so the replayed core may have "
+        "measured other lengths than the run's."
+    )
+
+
+_NOTED_SEQS = 8
+"""How many seqs :func:`redaction_note` names."""

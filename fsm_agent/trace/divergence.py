@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from fsm_agent.errors import TraceDivergence
+from fsm_agent.errors import TraceDivergence, redaction_note
 from fsm_agent.trace.redact import KEY_RULES_ONLY
 
 
@@ -70,6 +70,7 @@ def recorded_as_shown(
         context=tuple(as_shown(record) for record in error.context),
         source=error.source,
         line=error.line,
+        redacted_before=error.redacted_before,
     )
 
 
@@ -87,4 +88,6 @@ def format_divergence(error: TraceDivergence) -> str:
         for record in error.context:
             marker = ">" if record.get("seq") == error.seq else " "
             lines.append(f"   {marker} {_json(record)}")
+    if error.redacted_before:
+        lines.append(f"  {redaction_note(error.redacted_before)}")
     return "\n".join(lines)

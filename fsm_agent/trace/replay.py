@@ -77,7 +77,7 @@ from fsm_agent.errors import (
     TraceTruncated,
     UsageError,
 )
-from fsm_agent.trace import records
+from fsm_agent.trace import records, short_masks
 from fsm_agent.trace.reader import (
     Trace,
     TraceSource,
@@ -1182,6 +1182,14 @@ def _run(
         )
         try:
             replayer.run(lines, stop_after=stop_after, tolerate_tail=tolerate_tail)
+        except TraceDivergence as exc:
+            # Say so when a mask shorter than what it replaced came before (DESIGN §8).
+            if isinstance(source, Trace):
+                written = short_masks.record_lines(source.records)
+            else:
+                assert file is not None  # a file source is open
+                written = short_masks.file_lines(file)
+            raise short_masks.noted(exc, written) from exc.__cause__
         except records.UNEXPECTED_ERRORS as exc:
             # Hostile input reaching past our checks: still a format error, at the line
             # replay had reached (the core's own failures are divergences, not these).
