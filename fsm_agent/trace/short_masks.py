@@ -17,7 +17,8 @@ from typing import IO, Final
 
 import orjson
 
-from fsm_agent.errors import TraceDivergence
+from fsm_agent.errors import TraceDivergence, TraceFormatError
+from fsm_agent.trace import records
 from fsm_agent.trace.records import TraceRecord
 
 _SHORT_MASK: Final = re.compile(rb"\[REDACTED\](?!\*)")
@@ -31,14 +32,8 @@ def noted(error: TraceDivergence, lines: Iterable[tuple[int, bytes]]) -> TraceDi
     for number, content in lines:
         if error.line is not None and number > error.line:
             break
-        if number == 1 or _SHORT_MASK.search(content) is None:
-            continue
-        try:
-            seq = orjson.loads(content).get("seq")
-        except (orjson.JSONDecodeError, AttributeError):
-            continue
-        if type(seq) is int and seq < error.seq:
-            seqs.append(seq)
+        if number > 1 and _SHORT_MASK.search(content) is not None:
+            seqs += (seq for seq in _masked_records(content, number) if seq < error.seq)
     if not seqs:
         return error
     return TraceDivergence(
@@ -50,6 +45,30 @@ def noted(error: TraceDivergence, lines: Iterable[tuple[int, bytes]]) -> TraceDi
         line=error.line,
         redacted_before=seqs,
     )
+
+
+def _masked_records(content: bytes, number: int) -> list[int]:
+    """The seqs of the records a line holding a short mask stands for that hold one (an
+    event line carries the transitions and effects made of its event); none for a line that
+    cannot be read, which replay reported already if it came before the divergence."""
+    try:
+        data = orjson.loads(content)
+        if type(data) is not dict:
+            return []
+        if data.get("record") == "step":
+            found = records.expand_step(data, number, None)
+        else:
+            carried = records.carried_step(data)
+            found = [records.event_alone(data)]
+            if carried is not None:
+                found += records.expand_step(carried, number, None)
+    except (orjson.JSONDecodeError, TraceFormatError):
+        return []
+    return [
+        record["seq"]
+        for record in found
+        if type(record.get("seq")) is int and _SHORT_MASK.search(orjson.dumps(record))
+    ]
 
 
 def file_lines(file: IO[bytes]) -> Iterable[tuple[int, bytes]]:
