@@ -1,18 +1,20 @@
 """Tool calls a continuation must not run: their input is known only as the trace holds it.
 
 A fork or resume rebuilds its core from the trace (DESIGN §5), whose records are redacted
-(DESIGN §8): a credential in a tool call's input reads ``[REDACTED]`` there, and so does it in
-the rebuilt core's call. Run again from the trace, such a call would run with
-``[REDACTED]`` where its argument was, so carrying the run on refuses instead, before
-anything is performed: the caller learns which calls and why, and nothing has run.
+(DESIGN §8): a credential in a tool call's input reads as its mask there (``[REDACTED]``,
+padded with ``*`` to the credential's length), and so does it in the rebuilt core's call. Run
+again from the trace, such a call would run with the mask where its argument was, so
+carrying the run on refuses instead, before anything is performed: the caller learns which
+calls and why, and nothing has run.
 
 A call counts when the continuation would run its tool: it has not been called yet (queued,
 validating, in its pre-hooks or permission check), or its call was in flight and is run again
 (``rerun``). A call that is answered with the "not run again" error is not run, nor are the
 calls of a half-received response, which the core retries, cancelling them. Any
-``[REDACTED]`` in a string of the input counts, a value under a credential's key name or a
-configured secret replaced inside a longer string alike; an input that held that text from the
-start is refused as well (the trace cannot tell the two apart).
+``[REDACTED]`` in a string of the input counts (every mask begins with it, padded or not), a
+value under a credential's key name or a configured secret replaced inside a longer string
+alike; an input that held that text from the start is refused as well (the trace cannot tell
+the two apart).
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ def refusal(calls: tuple[ToolCall, ...]) -> str:
 
 
 def _holds_redacted(value: object) -> bool:
-    """Whether a string anywhere in a JSON-like value holds :data:`REDACTED`."""
+    """Whether a string anywhere in a JSON-like value holds :data:`REDACTED` (the start of
+    every mask, :func:`~fsm_agent.trace.redact.mask`), a key included."""
     pending = [value]
     while pending:
         current = pending.pop()

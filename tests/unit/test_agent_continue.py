@@ -15,6 +15,7 @@ from fsm_agent.runtime.tool import Tool, tool
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.toolbox import default_tools
 from fsm_agent.trace.reader import read_trace
+from fsm_agent.trace.redact import mask
 from fsm_agent.trace.replay import fork, replay, resume
 
 READ_THEN_ANSWER = {
@@ -138,16 +139,13 @@ def test_resume_a_crashed_run(tmp_path: Path) -> None:
     assert replay(tmp_path / "resumed.jsonl").terminal == "completed"
 
 
-LOGIN = {
-    "steps": [
-        {
-            "content": [
-                {"tool_use": {"name": "Login", "input": {"user": "ann", "password": "hunter2-pw"}}}
-            ]
-        },
-        {"content": [{"text": "logged in"}]},
-    ]
-}
+def login_steps(password: str) -> dict[str, Any]:
+    """A model that logs in with ``password``, then says so."""
+    call = {"tool_use": {"name": "Login", "input": {"user": "ann", "password": password}}}
+    return {"steps": [{"content": [call]}, {"content": [{"text": "logged in"}]}]}
+
+
+LOGIN = login_steps("hunter2-pw")
 
 
 def login_tool(log: list[str]) -> Tool[Any]:
@@ -159,15 +157,16 @@ def login_tool(log: list[str]) -> Tool[Any]:
     return login
 
 
-def killed_during_login(tmp_path: Path) -> Path:
+def killed_during_login(tmp_path: Path, password: str = "hunter2-pw") -> Path:
     """The trace of a run killed while its Login call ran: cut after the line that holds the
     call's ``RunToolStep(call)``, as a kill -9 then leaves it."""
     original = tmp_path / "original.jsonl"
-    agent = Agent(model=scripted(LOGIN), tools=[login_tool([])], cwd=tmp_path, trace=original)
+    steps = login_steps(password)
+    agent = Agent(model=scripted(steps), tools=[login_tool([])], cwd=tmp_path, trace=original)
     assert agent.run_sync("log in").terminal == "completed"
     lines = original.read_bytes().splitlines(keepends=True)
     call = next(i for i, line in enumerate(lines) if b'"step":"call"' in line)
-    assert b"hunter2-pw" not in original.read_bytes()
+    assert password.encode() not in original.read_bytes()
     killed = tmp_path / "killed.jsonl"
     killed.write_bytes(b"".join(lines[: call + 1]))
     return killed
@@ -203,6 +202,23 @@ def test_rerun_refuses_a_call_whose_input_the_trace_holds_redacted(tmp_path: Pat
     (refusal,) = tool_results_in(updates)
     assert refusal.is_error
     assert "not run again" in str(refusal.content)
+    assert log == []
+
+
+def test_rerun_refuses_a_call_whose_input_holds_a_mask_padded_to_its_length(
+    tmp_path: Path,
+) -> None:
+    """A long password reads ``[REDACTED]`` padded with ``*`` to its length in the trace: that
+    is redacted text all the same, and the call is not run with it."""
+    password = "hunter2-a-much-longer-password"
+    killed = killed_during_login(tmp_path, password)
+    assert f'"password":"{mask(len(password))}"'.encode() in killed.read_bytes()
+    log: list[str] = []
+    agent = Agent(
+        model=scripted(login_steps(password)), tools=[login_tool(log)], cwd=tmp_path, trace=False
+    )
+    with pytest.raises(UsageError, match="redacted"):
+        drain(agent, resume(killed), rerun=lambda _item: True)
     assert log == []
 
 
