@@ -32,8 +32,8 @@ from fsm_agent.errors import (
 )
 from fsm_agent.trace import replay as replay_module
 from fsm_agent.trace.reader import read_trace
-from fsm_agent.trace.redact import mask
 from fsm_agent.trace.records import as_lines
+from fsm_agent.trace.redact import mask
 from fsm_agent.trace.replay import diff_traces, fork, replay, resume
 from fsm_agent.trace.writer import TracingCore
 
