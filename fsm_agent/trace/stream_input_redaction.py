@@ -8,9 +8,10 @@ every string and number inside an array or object stored there) never sees an ob
 only strings. This module applies that rule to the text itself, piece by piece, as it is
 written: :class:`ToolInputScanner` reads one block's JSON incrementally and rewrites each
 piece so that the rewritten pieces, concatenated, parse to exactly what the record-level rule
-makes of the parsed input. A sensitive string's characters are dropped: its first becomes
-``[``, and the rest of ``[REDACTED]`` is written before its closing quote (an empty value
-stays empty, as the rule leaves it). A sensitive number is written as ``"[REDACTED]"`` where
+makes of the parsed input. A sensitive string's characters are replaced by its mask as they
+are read, one for each code point (:mod:`fsm_agent.trace.streamed_mask`), and what the mask
+still lacks of ``[REDACTED]`` is written before its closing quote (an empty value stays
+empty, as the rule leaves it). A sensitive number is written as ``"[REDACTED]"`` where
 it begins, and its characters are dropped. An array or object under a sensitive key keeps its
 brackets, keys, commas, ``true``, ``false`` and ``null``: inside it, every string and number
 is sensitive, down to where it closes. Everything else passes byte for byte; a piece that
@@ -20,12 +21,11 @@ The rewritten text carries the scanner's state: read again, each rewritten piece
 as it is and leaves the scanner as the original piece left it, so a writer that copies a
 trace's pieces (a run carried on from a copied prefix, :meth:`TraceWriter.write_record`) and
 then goes on with live ones writes what one writer would have written for the whole stream.
-Three marks make it so. The ``[`` written for a sensitive value's first character tells a
-value begun from an empty one. A piece that ends inside a sensitive value on a backslash (the
-next piece's first character is escaped) is written ending on a backslash too, and the next
-piece begins with the ``\\u`` escape of the marker's next character (the marker's end waits
-for the closing quote, so it has nine characters to spend; a tenth such piece in one value
-is written empty, and a copy that ends right after it loses the escape). And the text of the
+Three marks make it so. The mask written for a sensitive value's characters has one for
+each, so read again it is counted as the value was (and a value begun is told from an empty
+one). A piece that ends inside an escape of a sensitive value is written ending inside one
+too, completed by the next piece (see :mod:`fsm_agent.trace.streamed_mask` for the one case
+it cannot be). And the text of the
 cut, ``[REDACTED]``, is itself cut wherever it stands between tokens, or as a name in broken
 text (it is never valid JSON there). A number is dropped with no mark of its own: the
 characters a number is made of are dropped wherever they follow a string that is
@@ -95,8 +95,7 @@ _IN_STRING: Final = 8
 _SECRET_START: Final = 9
 """Just after the opening quote of a value under a sensitive key."""
 _IN_SECRET: Final = 10
-"""Inside such a value, its characters dropped, ``[REDACTED]`` owed before its closing
-quote."""
+"""Inside such a value, its characters replaced by its mask as they are read."""
 _LITERAL: Final = 11
 """Inside a number, ``true``, ``false`` or ``null``."""
 _BROKEN: Final = 12

@@ -16,13 +16,14 @@ character waits for what follows it, which joins it when it is a low escape. A p
 ends inside an escape is written ending inside one too (a backslash, then ``u`` and the hex
 digits the original has so far, taken from the ``\\u00XX`` escape of the mask's next
 character); the next piece completes it. A written escape is one character, so an escape is
-written across a piece's end only when it is sure to add one: when the character before it
-was not a high escape written already (nor an escape written across a piece's end with one of
-its digits, which, read again, may have been one), or its digits show it is no low escape.
-Otherwise it waits, unwritten, for the next piece; a copy that ends right there goes on
-counting it as plain text. Lone surrogate escapes (which the core refuses as input anyway)
-count one each, except right after an escape written across a piece's end, which it may pair
-with.
+written across a piece's end only when it adds one for sure. It adds none when it is a low
+escape pairing with a character written already: a high escape written across a piece's end
+(it could not wait), or any escape written across a piece's end with one of its hex digits
+(read again, its digits are the mask's, and it may have been a high one). Right after such
+an escape, an escape whose digits do not yet show that it is no low one waits, unwritten, for
+the next piece; a copy that ends right there reads what follows as plain text. Lone surrogate
+escapes (which the core refuses as input anyway) count one each, except a low one right
+after such an escape.
 """
 
 from __future__ import annotations
