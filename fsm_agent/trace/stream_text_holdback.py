@@ -23,16 +23,22 @@ hold, redacted.
 
 What this module owns is the text arithmetic: which delta carries text (:func:`text_key`),
 what a piece becomes with the held characters in front (:meth:`StreamTextHoldback.piece`) and
-how many of its last characters to hold. The writer owns when lines are written.
+how many of its last characters to hold. The writer owns when its lines are written; lines
+written by a writer that knew no secrets (a Temporal workflow's, whose secrets stay on the
+worker that writes its lines to the file) are moved the same way by :func:`held_back_lines`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-__all__ = ["StreamTextHoldback", "text_key"]
+import orjson
+
+from fsm_agent.trace import records
+
+__all__ = ["StreamTextHoldback", "held_back_lines", "text_key"]
 
 _TEXT_KEYS: Final = {
     "text_delta": "text",
@@ -129,3 +135,68 @@ class StreamTextHoldback:
             if running is not None and len(text) - running.start() <= _KEY_HOLD_LIMIT:
                 cut = max(cut, len(text) - running.start())
         return cut
+
+
+def held_back_lines(lines: Iterable[bytes], secrets: Iterable[str]) -> Iterator[bytes]:
+    """Trace lines written by a writer that did not know ``secrets`` (a Temporal workflow's:
+    its secrets stay on the worker), with the streamed pieces moved as a writer knowing them
+    would have moved them, ready to be redacted line by line.
+
+    Lines are passed on as they are but for a delta's whose text ends with characters that
+    may begin a secret: it is passed on with the next line, without those characters when
+    that line is the block's next piece (which then begins with them). A line held when
+    ``lines`` end is passed on as it is: a writer hands over whole responses, whose blocks
+    end within the lines it hands over.
+    """
+    holdback = StreamTextHoldback(secrets)
+    held: tuple[dict[str, Any], BlockKey, str, int] | None = None
+    for line in lines:
+        record = _delta_record(line)
+        if held is not None:
+            record_then, key, field, cut = held
+            held = None
+            if record is not None and _block_of(record) == key:
+                delta = record_then["event"]["event"]["delta"]
+                text = delta[field]
+                holdback.hold(key, text[-cut:])
+                delta[field] = text[:-cut]
+            yield records.dumps(record_then) + b"\n"
+        if record is None:
+            yield line
+            continue
+        key = _block_of(record)
+        delta = record["event"]["event"]["delta"]
+        field = _TEXT_KEYS[key[2]]
+        piece = delta[field]
+        text, cut = holdback.piece(key, piece)
+        if cut:
+            delta[field] = text
+            held = (record, key, field, cut)
+        elif text != piece:
+            delta[field] = text
+            yield records.dumps(record) + b"\n"
+        else:
+            yield line
+    if held is not None:
+        yield records.dumps(held[0]) + b"\n"
+
+
+def _delta_record(line: bytes) -> dict[str, Any] | None:
+    """The record of an event line that adds text to a block; None for any other line."""
+    if b'"content_block_delta"' not in line:
+        return None
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    event = record.get("event") if type(record) is dict else None
+    if type(event) is not dict or type(event.get("request_id")) is not str:
+        return None
+    return record if text_key(event.get("event")) is not None else None
+
+
+def _block_of(record: dict[str, Any]) -> BlockKey:
+    """The block a delta record (:func:`_delta_record`) adds to."""
+    event = record["event"]
+    index, kind, _field = text_key(event["event"])  # type: ignore[misc]  # a delta record's
+    return event["request_id"], index, kind
