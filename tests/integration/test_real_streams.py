@@ -154,7 +154,7 @@ def _split_span(body: str) -> tuple[str, int] | None:
     for _name, data in sse_frames(body):
         raw = json.loads(data) if data.startswith("{") else None
         shape = text_key(raw)
-        if shape is None:
+        if raw is None or shape is None:
             continue
         piece = raw["delta"][shape[2]]
         before = last.get(shape[0])
@@ -197,7 +197,7 @@ def test_a_secret_split_by_real_deltas_is_not_written(
     assert result.trace_path is not None
     content = result.trace_path.read_bytes()
     assert json.dumps(secret)[1:-1].encode() not in content
-    pieces = []
+    pieces: list[str] = []
     for line in content.splitlines()[1:]:
         raw = json.loads(line).get("event", {}).get("event")
         if isinstance(raw, dict) and raw.get("type") == "content_block_delta":
