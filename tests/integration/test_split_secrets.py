@@ -22,6 +22,7 @@ from fsm_agent.runtime.agent import Agent, RunResult
 from fsm_agent.runtime.models import AnthropicModel
 from fsm_agent.runtime.tool import tool
 from fsm_agent.testing.fake_server import FakeAnthropicServer
+from fsm_agent.trace.redact import mask
 from fsm_agent.trace.replay import replay
 
 ServeFn = Callable[[Any], FakeAnthropicServer]
@@ -84,7 +85,7 @@ def test_a_secret_streamed_in_pieces_is_never_written(
     assert result.terminal == "completed"
     assert result.trace_path is not None
     joined = _joined_pieces(result.trace_path)
-    assert "the token is [REDACTED], the key [REDACTED]" in joined
+    assert f"the token is {mask(len(SECRET))}, the key {mask(len(KEY))}" in joined
     content = result.trace_path.read_bytes()
     for secret in (SECRET, KEY):
         assert secret.encode() not in content

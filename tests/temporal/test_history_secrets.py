@@ -24,6 +24,7 @@ from fsm_agent import cli
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.temporal import answer_permission, session_worker, start_session, watch_session
 from fsm_agent.temporal.dev_server import WorkerProcess
+from fsm_agent.trace.redact import mask
 from fsm_agent.trace.replay import replay
 
 from .conftest import FACTORY, HERE
@@ -105,7 +106,7 @@ def test_a_secret_streamed_in_pieces_is_written_redacted(
         if raw.get("type") == "content_block_delta":
             pieces.append(raw["delta"]["text"])
     joined = "".join(pieces)
-    assert joined == "the secret [REDACTED] and the key [REDACTED]"
+    assert joined == f"the secret {mask(len(SECRET))} and the key {mask(len(KEY))}"
     assert SECRET.encode() not in trace.read_bytes()
     assert replay(trace).terminal == "completed"
 

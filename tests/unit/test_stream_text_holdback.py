@@ -13,6 +13,7 @@ from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import ModelStreamEvent, ToolProgressReported
 from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step
+from fsm_agent.trace.redact import mask
 from fsm_agent.trace.stream_text_holdback import StreamTextHoldback, text_key
 from fsm_agent.trace.writer import TraceWriter
 
@@ -47,7 +48,7 @@ def test_the_end_that_may_begin_a_secret_goes_on_in_the_next_piece() -> None:
     for piece in ("use hun", "ter2-conf", "igured now"):
         writer.write_event(_text(piece), Step())
     writer.close()
-    assert _pieces(buffer) == ["use ", "", "[REDACTED] now"]
+    assert _pieces(buffer) == ["use ", "", f"{mask(len(SECRET))} now"]
     assert [line["seq"] for line in _lines(buffer)] == [1, 2, 3]
 
 
@@ -107,7 +108,7 @@ def test_a_key_is_held_while_it_runs_and_written_redacted_when_it_ends() -> None
     for start in range(0, len(text), 5):
         writer.write_event(_text(text[start : start + 5]), Step())
     writer.close()
-    assert "".join(_pieces(buffer)) == "key: [REDACTED] done"
+    assert "".join(_pieces(buffer)) == f"key: {mask(len(key))} done"
 
 
 def test_a_run_of_key_characters_longer_than_a_key_is_not_held_without_end() -> None:
