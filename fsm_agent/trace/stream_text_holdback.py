@@ -143,17 +143,21 @@ def held_back_lines(lines: Iterable[bytes], secrets: Iterable[str]) -> Iterator[
     would have moved them, ready to be redacted line by line.
 
     Lines are passed on as they are but for a delta's whose text ends with characters that
-    may begin a secret: it is passed on with the next line, without those characters when
-    that line is the block's next piece (which then begins with them). A line held when
-    ``lines`` end is passed on as it is: a writer hands over whole responses, whose blocks
-    end within the lines it hands over.
+    may begin a secret: it is passed on with the next line that is not a ``ping`` of its
+    request, without those characters when that line is the block's next piece (which then
+    begins with them). A line held when ``lines`` end is passed on as it is: a writer hands
+    over whole responses, whose blocks end within the lines it hands over.
     """
     holdback = StreamTextHoldback(secrets)
     held: tuple[dict[str, Any], BlockKey, str, int] | None = None
+    after: list[bytes] = []  # pings that came after the held line
     for line in lines:
         record = _delta_record(line)
         if held is not None:
             record_then, key, field, cut = held
+            if record is None and _is_ping(line, key[0]):
+                after.append(line)
+                continue
             held = None
             if record is not None and _block_of(record) == key:
                 delta = record_then["event"]["event"]["delta"]
@@ -161,6 +165,8 @@ def held_back_lines(lines: Iterable[bytes], secrets: Iterable[str]) -> Iterator[
                 holdback.hold(key, text[-cut:])
                 delta[field] = text[:-cut]
             yield records.dumps(record_then) + b"\n"
+            yield from after
+            after.clear()
         if record is None:
             yield line
             continue
@@ -179,6 +185,23 @@ def held_back_lines(lines: Iterable[bytes], secrets: Iterable[str]) -> Iterator[
             yield line
     if held is not None:
         yield records.dumps(held[0]) + b"\n"
+        yield from after
+
+
+def _is_ping(line: bytes, request_id: str) -> bool:
+    """Whether ``line`` is the event line of a ``ping`` of request ``request_id``."""
+    if b'"ping"' not in line:
+        return False
+    try:
+        event = orjson.loads(line).get("event")
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+    return (
+        type(event) is dict
+        and event.get("request_id") == request_id
+        and type(event.get("event")) is dict
+        and event["event"].get("type") == "ping"
+    )
 
 
 def _delta_record(line: bytes) -> dict[str, Any] | None:

@@ -152,11 +152,24 @@ class _Cut(NamedTuple):
 
 
 class _Held(NamedTuple):
-    """A delta's line not written yet, with its step."""
+    """A delta's line not written yet, with its step, and the lines of the events that came
+    after it and pass over it (a ``ping`` between two pieces), not written yet either."""
 
     line: _Prepared
     step: Step
     cut: _Cut
+    after: list[tuple[_Prepared, Step]]
+
+
+def _passes_over(event: Event, held: ModelStreamEvent) -> bool:
+    """Whether ``event`` leaves a held delta's block going on: a ``ping`` of its request (the
+    API sends one to keep a quiet stream open, also between two pieces of a block)."""
+    return (
+        type(event) is ModelStreamEvent
+        and event.request_id == held.request_id
+        and type(event.event) is dict
+        and event.event.get("type") == "ping"
+    )
 
 
 class TraceWriter:
@@ -444,7 +457,8 @@ class TraceWriter:
         """:meth:`prepare_event`, as a plain tuple."""
         if self._closed:
             raise self._refusal()
-        if self._held is not None:
+        held = self._held
+        if held is not None and not _passes_over(event, held.cut.event):
             self._release(event)
         self._cut = None
         fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
@@ -511,7 +525,7 @@ class TraceWriter:
         held, self._held = self._held, None
         if held is None:
             return
-        line, step, (event, shape, cut) = held
+        line, step, (event, shape, cut), after = held
         fields = line[1]
         if (
             type(following) is ModelStreamEvent
@@ -527,9 +541,10 @@ class TraceWriter:
                 fields, ModelStreamEvent(request_id=event.request_id, event=shorter)
             )
         later = self._next_seq
-        self._next_seq = fields["seq"]  # a refused line names its own seq
         try:
-            self._emit(line, step)
+            for each, its_step in ((line, step), *after):
+                self._next_seq = each[1]["seq"]  # a refused line names its own seq
+                self._emit(each, its_step)
         finally:
             self._next_seq = later
 
@@ -585,13 +600,20 @@ class TraceWriter:
         """:meth:`write_event_line` for a line as :meth:`_prepare` gives it."""
         if self._closed:
             raise self._refusal()
+        held = self._held
+        if held is not None:  # this event passes over a held delta
+            if step is not None and not step.transitions and not step.effects:
+                held.after.append((line, step))
+                self._next_seq += 1
+                return
+            self._release(None)
         cut = self._cut
         if cut is not None:
             self._cut = None
             # A delta does nothing in the core but add its text: its line waits for the next
             # event, which says whether its end goes on in the next piece.
             if step is not None and not step.effects:
-                self._held = _Held(line, step, cut)
+                self._held = _Held(line, step, cut, [])
                 self._next_seq += 1 + len(step.transitions)
                 return
         self._emit(line, step)  # before the seqs are taken: a refused line names its own

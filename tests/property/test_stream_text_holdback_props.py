@@ -24,6 +24,7 @@ SECRETS = ("hunter2-secret", "hunter2-secret-and-more", "zz9-plural-z-alpha")
 """The second begins with the first: the first is held until the text says which it is."""
 KEY = "sk-ant-api03-Zq8x_y-0123456789abcdef"
 _KINDS = {"text_delta": "text", "thinking_delta": "thinking"}
+_PING = {"type": "ping"}
 
 
 @st.composite
@@ -78,6 +79,8 @@ def _written(data: st.DataObject, writer: TraceWriter, redacted: Callable[[str],
             writer.write_event(
                 ModelStreamEvent(request_id="r1", event=_delta(index, kind, piece)), Step()
             )
+            if data.draw(st.integers(0, 5)) == 0:  # the API keeps a quiet stream open
+                writer.write_event(ModelStreamEvent(request_id="r1", event=_PING), Step())
         if data.draw(st.booleans()):  # a block left open where the run ends
             stop = {"type": "content_block_stop", "index": index}
             writer.write_event(ModelStreamEvent(request_id="r1", event=stop), Step())

@@ -72,6 +72,26 @@ def test_a_piece_is_written_whole_when_its_block_does_not_go_on(following: Any) 
     assert [line["seq"] for line in _lines(buffer)] == [1, 2]
 
 
+def test_a_ping_between_two_pieces_leaves_the_held_end_going_on() -> None:
+    """The API sends a ping between two pieces of a block (seen in recorded streams): the
+    ping's line waits with the held one, and the lines keep their order and seqs."""
+    buffer = io.BytesIO()
+    writer = _writer(buffer)
+    ping = ModelStreamEvent(request_id="r1", event={"type": "ping"})
+    for event in (_text("use hun"), ping, ping, _text("ter2-configured now")):
+        writer.write_event(event, Step())
+    writer.close()
+    lines = _lines(buffer)
+    assert [line["event"]["event"]["type"] for line in lines] == [
+        "content_block_delta",
+        "ping",
+        "ping",
+        "content_block_delta",
+    ]
+    assert [line["seq"] for line in lines] == [1, 2, 3, 4]
+    assert _pieces(buffer) == ["use ", "[REDACTED] now"]
+
+
 def test_the_end_record_and_close_write_a_held_piece_first() -> None:
     buffer = io.BytesIO()
     writer = _writer(buffer)
