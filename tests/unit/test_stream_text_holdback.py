@@ -89,7 +89,7 @@ def test_a_ping_between_two_pieces_leaves_the_held_end_going_on() -> None:
         "content_block_delta",
     ]
     assert [line["seq"] for line in lines] == [1, 2, 3, 4]
-    assert _pieces(buffer) == ["use ", "[REDACTED] now"]
+    assert _pieces(buffer) == ["use ", f"{mask(len(SECRET))} now"]
 
 
 def test_the_end_record_and_close_write_a_held_piece_first() -> None:
