@@ -39,7 +39,8 @@ from fsm_agent.core.shell_misreadings import (
     heredoc_ends_as_parsed,
     joins_word_characters,
 )
-from fsm_agent.core.shell_wrappers import SHELLS, WRAPPERS, Unwrapped
+from fsm_agent.core.shell_wrappers import ENVIRONMENT_READERS, SHELLS, WRAPPERS
+from fsm_agent.core.wrapper_reading import Unwrapped
 
 if TYPE_CHECKING:
     from tree_sitter import Language, Node
@@ -136,6 +137,11 @@ def analyse_command(command: str) -> CommandAnalysis:
         reader.problems.insert(0, "the command nests too deeply to be analysed")
     except Exception as error:  # a hostile command must get a question, not a crash
         reader.problems.insert(0, f"the analysis failed ({type(error).__name__}: {error})")
+    if reader.exports and reader.environment_readers:
+        # What `export`/`set -a` give the environment reaches every later program: values
+        # such a program runs as command lines, where no reader of its own sees them.
+        program = reader.environment_readers[0]
+        reader.problems.append(f"{program} reads the variables the command exports as commands")
     problem = reader.problems[0] if reader.problems else None
     if problem is None and len(reader.parts) > MAX_PARTS:
         problem = f"the command has {len(reader.parts)} parts, more than {MAX_PARTS}"
@@ -199,6 +205,8 @@ class _Reader:
         self.parts: list[CommandPart] = []
         self.problems: list[str] = []
         self.sources: list[bytes] = []  # the text of each script being walked, innermost last
+        self.exports = False  # a part exports variables (`export X=1`, `set -a`)
+        self.environment_readers: list[str] = []  # programs run that read it as commands
 
     def read_script(
         self,
@@ -563,6 +571,22 @@ class _Reader:
             self.problems.append(f"commands nested deeper than {MAX_NESTING} wrappers")
             return
         program = argv[0].rsplit("/", 1)[-1]
+        self.exports = self.exports or _exports(argv)
+        reads_environment = ENVIRONMENT_READERS.get(program)
+        if reads_environment is not None:
+            self.environment_readers.append(program)
+            if assignments:
+                self._follow_all(
+                    program,
+                    reads_environment(assignments),
+                    argv=argv,
+                    expanded=expanded,
+                    fed=fed,
+                    found_paths=found_paths,
+                    redirects=redirects,
+                    wrappers=wrappers,
+                    depth=depth,
+                )
         unwrap = WRAPPERS.get(program)
         if unwrap is None:
             return
@@ -572,6 +596,32 @@ class _Reader:
                 # `echo rm x | xargs env`: the command comes from the input.
                 self.problems.append(f"xargs gives {program} the command to run")
             return
+        self._follow_all(
+            program,
+            outcome,
+            argv=argv,
+            expanded=expanded,
+            fed=fed,
+            found_paths=found_paths,
+            redirects=redirects,
+            wrappers=wrappers,
+            depth=depth,
+        )
+
+    def _follow_all(
+        self,
+        program: str,
+        outcome: Unwrapped | tuple[Unwrapped, ...] | str,
+        *,
+        argv: tuple[str, ...],
+        expanded: tuple[int, ...],
+        fed: tuple[int, ...],
+        found_paths: tuple[int, ...],
+        redirects: tuple[Redirect, ...],
+        wrappers: tuple[str, ...],
+        depth: int,
+    ) -> None:
+        """Add what a reader says ``program`` (``argv``) runs, or its problem."""
         if isinstance(outcome, str):
             self.problems.append(f"{program}: {outcome}")
             return
@@ -918,6 +968,21 @@ def _hidden_code(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
         if program in _DECLARATIONS and word.startswith("-") and "n" in word:
             return f"{program} {word} makes a name refer to another variable"
     return None
+
+
+def _exports(argv: Sequence[str]) -> bool:
+    """Whether a part puts variables in the environment of the programs run after it:
+    ``export``, ``declare -x`` (``typeset``, ``local``, ``readonly``), ``set -a`` or
+    ``set -o allexport``."""
+    program, args = argv[0], argv[1:]
+    if program == "export":
+        return bool(args)
+    options = [word for word in args if word.startswith("-") and not word.startswith("--")]
+    if program in _DECLARATIONS:
+        return any("x" in word for word in options)
+    if program == "set":
+        return any("a" in word for word in options) or "allexport" in args
+    return False
 
 
 def _deeper_than(root: Node, limit: int) -> bool:

@@ -24,8 +24,10 @@ from collections.abc import Sequence
 
 import attrs
 
+from fsm_agent.core.build_variables import cmake_runs, make_environment, make_runs
 from fsm_agent.core.command_options import abbreviates_any, parse_arguments
 from fsm_agent.core.command_options import option_table as _table
+from fsm_agent.core.command_runners import RUNNERS
 from fsm_agent.core.git_commands import git_runs
 from fsm_agent.core.wrapper_reading import (
     Unwrap,
@@ -655,9 +657,16 @@ COMMAND_OPTIONS: dict[str, Unwrap] = {
     ),
     "zip": _zip,
     "fish": _fish,
+    **dict.fromkeys(("make", "gmake"), make_runs),
+    "cmake": cmake_runs,
 }
 """Programs that run a shell command given as an option's value, by name."""
 COMMAND_OPTIONS["gtar"] = COMMAND_OPTIONS["tar"]  # GNU tar, by the name BSD systems give it
+COMMAND_OPTIONS["bsdtar"] = COMMAND_OPTIONS["tar"]  # libarchive's: fewer such options, none other
+
+ENVIRONMENT_READERS = dict.fromkeys(("make", "gmake"), make_environment)
+"""Programs that read the variables of their environment as command lines (``CC=x make``),
+by name: given the assignments a command puts before them, what those run."""
 
 
 SHELLS = ("bash", "sh", "zsh", "dash", "ksh")
@@ -859,6 +868,7 @@ WRAPPERS: dict[str, Unwrap] = {
         _not_followed("runs commands in the windows it opens, and types keys into them"),
     ),
     "hyperfine": _not_followed("runs each of its arguments as a command line"),
+    **RUNNERS,
     "bwrap": _not_followed("its options are not analysed"),
 }
 """Programs that run another command, by name (a path such as ``/usr/bin/env`` counts too)."""
