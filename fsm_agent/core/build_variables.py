@@ -7,7 +7,9 @@ operand ``NAME=value``, ``NAME:=``, ``NAME!=`` whose value runs at once, or a va
 takes from the environment the command gives it: ``CC=x make``, ``env CC=x make``) is read as
 a command line of its own (SPEC §9.3: a deny rule must see what a program runs), labelled
 ``make CC=``. ``make CC=clang PREFIX=/usr`` gives the parts ``clang`` and ``/usr``, which run
-beside ``Bash(rm:*)``.
+beside ``Bash(rm:*)``. A value that is one program name is a part whose words are in the
+makefile (``CommandPart.continued``): ``make PYTHON=python3`` runs ``python3`` with the
+recipe's words, not code from its input.
 
 A value is read so only when it stands the same wherever a recipe puts it: one holding a quote
 or a backslash may close the quotes a recipe put around it (``MSG="'; rm -rf src; '"`` in
@@ -24,6 +26,7 @@ ARGS`` gives ARGS to the build tool: both are followed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from fsm_agent.core.command_options import abbreviates_any
@@ -39,6 +42,8 @@ _MAKE_VALUE_LONGS = (
 _MAKE_OWN_OPTIONS = frozenset({"MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS"})
 _UNREAD_CHARACTERS = frozenset("$'\"\\")
 """Characters that make a value stand otherwise in some place a recipe may put it."""
+_PROGRAM_NAME = re.compile(r"[\w./+@%:,-]+")
+"""A value that is one word naming a program (``python3``, ``/usr/bin/clang``)."""
 
 
 def make_runs(args: Sequence[str]) -> tuple[Unwrapped, ...] | str:
@@ -148,4 +153,9 @@ def _value(definition: str, *, label: str, at: tuple[int, ...]) -> Unwrapped | s
         return f"{name}=... is expanded or quoted where the build puts it, which is not analysed"
     if not value.strip():
         return None
-    return Unwrapped(script=value, script_indexes=at, label=f"{label} {name}=")
+    return Unwrapped(
+        script=value,
+        script_indexes=at,
+        label=f"{label} {name}=",
+        continued=_PROGRAM_NAME.fullmatch(value) is not None,
+    )

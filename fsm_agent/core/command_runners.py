@@ -218,9 +218,10 @@ _NIX_RUNNERS = frozenset({"develop", "shell"})
 
 
 def _nix(args: Sequence[str]) -> Unwrapped | str | None:
-    """``nix develop ... -c COMMAND...`` and ``nix shell ... -c COMMAND...``; ``nix run`` runs
-    a program the command does not name; without ``-c`` those start a shell reading its
-    input. Other subcommands (``nix build``) run nothing we follow."""
+    """``nix develop ... -c COMMAND...`` and ``nix shell ... -c COMMAND...`` (without ``-c``
+    they start a shell reading its input); ``nix run`` runs the program of a flake: one the
+    project holds (``.#test``) is a file, as a makefile is, any other is a program the command
+    does not name. Other subcommands (``nix build``) run nothing we follow."""
     subcommand: str | None = None
     index = 0
     while index < len(args):
@@ -234,16 +235,25 @@ def _nix(args: Sequence[str]) -> Unwrapped | str | None:
             index += 2
         elif word in _NIX_ONE_VALUE:
             index += 1
-        elif word.startswith("-") and word not in _NIX_FLAGS:
-            if subcommand in _NIX_RUNNERS or (subcommand is None and _NIX_RUNNERS & set(args)):
+        elif word == "--" or (word.startswith("-") and word not in _NIX_FLAGS):
+            if subcommand in _NIX_STARTS or (subcommand is None and _NIX_STARTS & set(args)):
                 return f"nix {word} is not an option we know"
-        elif not word.startswith("-") and subcommand is None:
+        elif word.startswith("-"):
+            continue
+        elif subcommand is None:
             subcommand = word
-            if word == "run":
-                return "nix run runs a program the command does not name"
-            if word not in _NIX_RUNNERS:
+            if word not in _NIX_STARTS:
                 return None
+        elif subcommand == "run":
+            return None if word.startswith(_LOCAL_FLAKES) else _NIX_RUN
+    if subcommand == "run":
+        return None  # the flake of the folder it runs in
     return _FROM_INPUT if subcommand in _NIX_RUNNERS else None
+
+
+_NIX_STARTS = _NIX_RUNNERS | {"run"}
+_LOCAL_FLAKES = (".", "/", "path:")
+_NIX_RUN = "nix run runs a program the command does not name"
 
 
 def _nix_shell(args: Sequence[str]) -> tuple[Unwrapped, ...] | str:

@@ -92,6 +92,9 @@ class CommandPart:
         found_paths: the indexes in ``fed`` of the words ``find -exec``/``-ok`` fills in with
             the path of a name it finds (a whole ``{}``): each begins with a start point written
             in the command, which cannot begin with ``-``, so none is an option.
+        continued: a program name alone, whose words come from a file when it runs: the value
+            of a build variable (``make PYTHON=python3``: the makefile's recipe goes on after
+            it). It reads no code from its input, and wraps no command we could see.
     """
 
     argv: tuple[str, ...]
@@ -102,6 +105,7 @@ class CommandPart:
     expanded: tuple[int, ...] = ()
     fed: tuple[int, ...] = ()
     found_paths: tuple[int, ...] = ()
+    continued: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -541,6 +545,7 @@ class _Reader:
         depth: int,
         fed: tuple[int, ...] = (),
         found_paths: tuple[int, ...] = (),
+        continued: bool = False,
     ) -> None:
         self.parts.append(
             CommandPart(
@@ -552,12 +557,13 @@ class _Reader:
                 expanded=expanded,
                 fed=fed,
                 found_paths=found_paths,
+                continued=continued,
             )
         )
         hidden = _renaming(argv, assignments) or _hidden_code(argv, assignments)
         if hidden is not None:
             self.problems.append(hidden)
-        if not argv or 0 in expanded:
+        if not argv or 0 in expanded or continued:
             return
         if argv[0] in _SUBSCRIPT_EVALUATORS:
             for word in argv[1:]:
@@ -661,6 +667,12 @@ class _Reader:
         if outcome.script is not None:
             if any(i + 1 in computed for i in outcome.script_indexes):
                 self.problems.append(f"{label} runs a command the shell computes")
+                return
+            if outcome.continued:
+                self._add(
+                    argv=(outcome.script,), expanded=(), assignments=(), redirects=redirects,
+                    wrappers=(*wrappers, label), depth=depth + 1, continued=True,
+                )  # fmt: skip
                 return
             self.read_script(
                 outcome.script, wrappers=(*wrappers, label), redirects=redirects, depth=depth + 1

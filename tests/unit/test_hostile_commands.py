@@ -1689,21 +1689,24 @@ RUNNERS_THAT_ASK = [
     "nix develop --an-option-we-do-not-know -c -c rm -rf src",
     "watchexec rm -rf src",
     "entr /_",
-    "npx -c \"$CMD\"",
-    "X='rm -rf src'; make CC=$X",
     'make "MSG=\\"; rm -rf src; \\""',
     "make \"MSG='; rm -rf src; '\"",
-    "make 'CC=$$(rm -rf src)'",
     "make 'A=r' 'CC=$Am -rf src'",
     "make MAKEFLAGS='CC=rm'",
     "CC='rm -rf src' make",
     "MAKEFLAGS='CC=rm\\ -rf\\ src' make",
     "GNUMAKEFLAGS='CC=rm' make",
+    "set -a; CC=rm; make",
+    "cmake -DX='$(rm -rf src)' .",
+    "nix run nixpkgs#bash -- -c 'rm -rf src'",
+    "nix run --profile ./p nixpkgs#bash -- -c 'rm -rf src'",
+    # kept: already asked
+    'npx -c "$CMD"',
+    "X='rm -rf src'; make CC=$X",
+    "make 'CC=$$(rm -rf src)'",
     "export CC=rm; make",
     "CC=rm; export CC; make",
-    "set -a; CC=rm; make",
     "declare -x CC=rm; make -e",
-    "cmake -DX='$(rm -rf src)' .",
 ]
 
 
@@ -1750,6 +1753,9 @@ RUNNERS_IN_ORDINARY_USE = [
     "make install PREFIX=/usr/local DESTDIR=out",
     "make V=1 CFLAGS=-O2",
     "make CFLAGS='-O2 -g -Wall'",
+    "make test PYTHON=python3",
+    "make SHELL=/bin/bash",
+    "cmake -DPython3_EXECUTABLE=/usr/bin/python3 -B build",
     "CC=clang make",
     "env CC=gcc make -j2",
     "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release",
@@ -1776,6 +1782,8 @@ RUNNERS_IN_ORDINARY_USE = [
     "nix-shell --run 'make test'",
     "nix-shell -p hello --run hello",
     "nix develop -c make",
+    "nix run .#test",
+    "nix run . -- --help",
     "nix build .#x",
     "nix flake check",
     "xterm -e htop",
@@ -1799,3 +1807,40 @@ def test_ordinary_uses_of_runners_run_in_bypass_beside_a_deny_rule(
 ) -> None:
     decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
     assert decided.behavior is PermissionBehavior.ALLOW, decided.reason
+
+
+@pytest.mark.parametrize(
+    ("command", "followed"),
+    [
+        ("make CC=clang CFLAGS='-O2 -g' all",
+         [("clang", ("make CC=",)), ("-O2 -g", ("make CFLAGS=",))]),
+        ("CC=clang make", [("clang", ("make CC=",))]),
+        ("npx -y prettier --check .", [("prettier --check .", ("npx",))]),
+        ("npx -c 'tsc --noEmit'", [("tsc --noEmit", ("npx -c",))]),
+        ("uv run pytest -q", [("pytest -q", ("uv run",))]),
+        ("nix-shell --run 'make test'", [("make test", ("nix-shell --run",))]),
+        ("nix develop -c make", [("make", ("nix develop -c",))]),
+        ("cmake -E chdir build ctest", [("ctest", ("cmake -E chdir",))]),
+        ("ls | entr -s 'make test'", [("make test", ("entr -s",))]),
+        ("xterm -e htop", [("htop", ("xterm",))]),
+        ("make test", []),
+        ("uv sync", []),
+    ],
+)  # fmt: skip
+def test_what_a_runner_or_a_build_variable_runs_is_a_part(
+    command: str, followed: list[tuple[str, tuple[str, ...]]]
+) -> None:
+    analysis = analyse_command(command)
+    assert analysis.problem is None
+    runner = next(i for i, part in enumerate(analysis.parts) if not part.wrappers and part.argv
+                  and part.argv[0] not in ("ls",))  # fmt: skip
+    assert [(part.text, part.wrappers) for part in analysis.parts[runner + 1 :]] == followed
+
+
+def test_a_build_variable_naming_a_program_reads_no_code_from_its_input() -> None:
+    """`make PYTHON=python3`: the recipe gives python3 its words, from the makefile; the same
+    program alone in a command line would read code from its input."""
+    value = analyse_command("make PYTHON=python3").parts[-1]
+    assert (value.argv, value.continued) == (("python3",), True)
+    assert inline_code.unread_code(value) is None
+    assert inline_code.unread_code(analyse_command("python3").parts[0]) is not None
