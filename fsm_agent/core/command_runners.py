@@ -20,9 +20,16 @@ import attrs
 
 from fsm_agent.core.command_options import OptionTable, parse_arguments
 from fsm_agent.core.command_options import option_table as _table
-from fsm_agent.core.wrapper_reading import Unwrap, UnwrapOne, Unwrapped, options_then_command
+from fsm_agent.core.wrapper_reading import (
+    Unwrap,
+    UnwrapOne,
+    Unwrapped,
+    not_followed,
+    options_then_command,
+)
 
 _FROM_INPUT = "a shell reading commands from its input is not analysed"
+_DASHES = "its options are not analysed, and no -- says where its command starts"
 
 
 def _shifted(
@@ -30,16 +37,19 @@ def _shifted(
 ) -> Unwrapped | tuple[Unwrapped, ...] | str | None:
     """A reader's outcome for ``args[by:]``, as indexes in ``args``."""
     if isinstance(outcome, Unwrapped):
-        return attrs.evolve(
-            outcome,
-            start=outcome.start + by,
-            end=None if outcome.end is None else outcome.end + by,
-            script_indexes=tuple(index + by for index in outcome.script_indexes),
-        )
+        return _shifted_one(outcome, by)
     if isinstance(outcome, tuple):
-        return tuple(attrs.evolve(one, script_indexes=tuple(i + by for i in one.script_indexes),
-                                  start=one.start + by) for one in outcome)  # fmt: skip
+        return tuple(_shifted_one(one, by) for one in outcome)
     return outcome
+
+
+def _shifted_one(outcome: Unwrapped, by: int) -> Unwrapped:
+    return attrs.evolve(
+        outcome,
+        start=outcome.start + by,
+        end=None if outcome.end is None else outcome.end + by,
+        script_indexes=tuple(index + by for index in outcome.script_indexes),
+    )
 
 
 def _subcommands(globals_table: OptionTable, readers: Mapping[str, Unwrap]) -> Unwrap:
@@ -150,9 +160,11 @@ def _plain(label: str) -> UnwrapOne:
 
 
 _POETRY_GLOBALS = _table(
-    "qvn", "quiet verbose no-ansi no-interaction no-plugins no-cache", short_values="CP",
+    "qvn",
+    "quiet verbose no-ansi no-interaction no-plugins no-cache",
+    short_values="CP",
     long_values="directory project",
-)  # fmt: skip
+)
 _CONDA_RUN = _then_command(
     "v",
     "no-capture-output live-stream verbose",
@@ -338,6 +350,151 @@ def _watchexec(args: Sequence[str]) -> Unwrapped | str | None:
     return Unwrapped(script=" ".join(args[start:]), script_indexes=indexes, label="watchexec")
 
 
+def _after_dashes(label: str, *, without: str | None = None) -> Unwrap:
+    """``PROGRAM [options] -- COMMAND...`` (``op run``, ``dotenvx run``, ``nsjail``): the
+    options are not read, so without ``--`` the command asks (``without``), or runs nothing
+    (None)."""
+
+    def unwrap(args: Sequence[str]) -> Unwrapped | str | None:
+        if "--" not in args:
+            return without if args else None
+        start = list(args).index("--") + 1
+        return Unwrapped(start=start, label=label) if start < len(args) else None
+
+    return unwrap
+
+
+def _every_value(options: tuple[str, ...], label: str) -> Unwrap:
+    """A program whose options ``options`` each give a command line to run (``nodemon --exec
+    CMD``, ``repo forall -c CMD``, ``cargo watch -s CMD``): every word after one counts,
+    whatever an option before it takes (``--exec=CMD`` too). Without one it runs none."""
+
+    def unwrap(args: Sequence[str]) -> tuple[Unwrapped, ...]:
+        found: list[Unwrapped] = []
+        for index, word in enumerate(args):
+            name, inline, value = word.partition("=")
+            if word in options and index + 1 < len(args):
+                found.append(
+                    Unwrapped(
+                        script=args[index + 1], script_indexes=(index + 1,), label=f"{label} {word}"
+                    )
+                )
+            elif inline and name in options and name.startswith("--") and value:
+                found.append(
+                    Unwrapped(script=value, script_indexes=(index,), label=f"{label} {name}")
+                )
+        return tuple(found)
+
+    return unwrap
+
+
+def _every_operand(
+    table_letters: str, values: str, longs: str, long_values: str, label: str
+) -> Unwrap:
+    """``concurrently [options] 'CMD' 'CMD'...``: each operand a command line."""
+    table = attrs.evolve(
+        _table(table_letters, longs, short_values=values, long_values=long_values),
+        stops_at_operand=False,
+    )
+
+    def unwrap(args: Sequence[str]) -> tuple[Unwrapped, ...] | str:
+        parsed = parse_arguments(args, table)
+        if parsed.problem is not None:
+            return parsed.problem
+        return tuple(
+            Unwrapped(script=operand, script_indexes=at, label=label)
+            for operand in dict.fromkeys(parsed.operands)
+            for at in [tuple(i for i, arg in enumerate(args) if arg == operand)]
+        )
+
+    return unwrap
+
+
+def _joined(table: OptionTable, label: str) -> Unwrap:
+    """``[options] COMMAND WORDS...`` joined and run by a shell (``pueue add``)."""
+
+    def unwrap(args: Sequence[str]) -> Unwrapped | str | None:
+        parsed = parse_arguments(args, table)
+        if parsed.problem is not None:
+            return parsed.problem
+        start = parsed.rest_index
+        if start >= len(args):
+            return None
+        indexes = tuple(range(start, len(args)))
+        return Unwrapped(script=" ".join(args[start:]), script_indexes=indexes, label=label)
+
+    return unwrap
+
+
+def _fd(args: Sequence[str]) -> Unwrapped | str | None:
+    """``fd [options] [PATTERN] [PATH...] -x COMMAND... [;]`` (``-X``, ``--exec``,
+    ``--exec-batch``): the command runs for each file found, ``{}`` (``{/}``, ``{.}``...)
+    standing for its name."""
+    runners = [i for i, arg in enumerate(args) if arg in ("-x", "--exec", "-X", "--exec-batch")]
+    if not runners:
+        return None
+    if len(runners) > 1:
+        return "more than one command run by fd is not analysed"
+    start = runners[0] + 1
+    end = next((i for i in range(start, len(args)) if args[i] == ";"), len(args))
+    if start >= end:
+        return f"{args[runners[0]]} without a command"
+    if "{" in args[start]:
+        return f"{args[runners[0]]} runs a program named by what it finds"
+    return Unwrapped(start=start, end=end, label=f"fd {args[runners[0]]}", placeholder="{")
+
+
+_PERF_RUNNERS = frozenset(
+    {"record", "stat", "trace", "c2c", "mem", "kmem", "lock", "sched", "kvm", "ftrace"}
+)
+
+
+def _perf(args: Sequence[str]) -> Unwrapped | str | None:
+    """``perf record|stat|trace [options] [--] COMMAND...``: its many options are not read, so
+    the command is followed after ``--`` and asks without it; ``perf report`` runs none."""
+    if not args or args[0] not in _PERF_RUNNERS:
+        return None
+    return _after_dashes(
+        f"perf {args[0]}", without=f"perf {args[0]} without -- before its command"
+    )(args)  # type: ignore[return-value]
+
+
+def _doppler_run(args: Sequence[str]) -> Unwrapped | tuple[Unwrapped, ...] | str | None:
+    """``doppler run [options] -- COMMAND...`` or ``doppler run --command 'CMD'``."""
+    scripts = _every_value(("--command",), "doppler run")(args)
+    if scripts:
+        return scripts
+    return _after_dashes("doppler run", without=_DASHES)(args)
+
+
+def _aws_vault_exec(args: Sequence[str]) -> Unwrapped | str | None:
+    """``aws-vault exec [options] PROFILE [-- COMMAND...]``; without a command it starts the
+    user's shell, reading its input."""
+    if "--" in args:
+        return _after_dashes("aws-vault exec")(args)  # type: ignore[return-value]
+    return _FROM_INPUT if len(args) == 1 else _DASHES
+
+
+_PYTHON_DOTENV = frozenset({"run", "list", "get", "set", "unset"})
+_DOTENV_OPTIONS = _table("p", short_values="efvcq", long_values="file quote export")
+
+
+def _dotenv(args: Sequence[str]) -> Unwrapped | str | None:
+    """``dotenv [options] [--] COMMAND...`` (dotenv-cli) or ``dotenv [options] run COMMAND...``
+    (python-dotenv; its other subcommands run nothing)."""
+    if "--" in args:
+        return _after_dashes("dotenv")(args)  # type: ignore[return-value]
+    parsed = parse_arguments(args, _DOTENV_OPTIONS)
+    if parsed.problem is not None:
+        return parsed.problem
+    start = parsed.rest_index
+    if start < len(args) and args[start] in _PYTHON_DOTENV:
+        if args[start] != "run":
+            return None
+        start += 1
+    return Unwrapped(start=start, label="dotenv") if start < len(args) else None
+
+
 RUNNERS: dict[str, Unwrap] = {
     "npx": _NPX,
     "npm": _subcommands(_table("qsdy", "quiet silent yes"), {"exec": _NPX, "x": _NPX}),
@@ -357,7 +514,7 @@ RUNNERS: dict[str, Unwrap] = {
     ),
     "pipx": _subcommands(_table("qv", "quiet verbose"), {"run": _PIPX_RUN}),
     "poetry": _subcommands(_POETRY_GLOBALS, {"run": _plain("poetry run")}),
-    "pipenv": _subcommands(_table(), {"run": _plain("yarn exec")}),
+    "pipenv": _subcommands(_table(), {"run": _plain("pipenv run")}),
     "hatch": _subcommands(_table("qv", "quiet verbose"), {"run": _plain("hatch run")}),
     "conda": _subcommands(_table(), {"run": _CONDA_RUN}),
     "pixi": _subcommands(_table("qv", "quiet verbose"), {"run": _PIXI_RUN}),
@@ -374,5 +531,68 @@ RUNNERS: dict[str, Unwrap] = {
     "gnome-terminal": _gnome_terminal,
     "entr": _entr,
     "watchexec": _watchexec,
+    "nodemon": _every_value(("-x", "--exec"), "nodemon"),
+    "cargo": _subcommands(_table(), {"watch": _every_value(("-s", "--shell"), "cargo watch")}),
+    "repo": _subcommands(_table(), {"forall": _every_value(("-c", "--command"), "repo forall")}),
+    # run a command with the secrets or variables of an environment
+    "dotenvx": _subcommands(_table(), {"run": _after_dashes("dotenvx run", without=_DASHES)}),
+    "op": _subcommands(_table(), {"run": _after_dashes("op run", without=_DASHES)}),
+    "doppler": _subcommands(_table(), {"run": _doppler_run}),
+    "aws-vault": _subcommands(_table(), {"exec": _aws_vault_exec}),
+    "dotenv": _dotenv,
+    "env-cmd": options_then_command(
+        _table(
+            "rx",
+            "silent use-shell expand-envs recursive verbose",
+            short_values="fe",
+            long_values="file environments",
+        ),
+        label="env-cmd",
+    ),
+    "cross-env": options_then_command(_table(), label="cross-env"),
+    # run commands side by side, queued, or for every package of a workspace
+    "concurrently": _every_operand(
+        "krtigh",
+        "ncpsl",
+        "kill-others kill-others-on-fail raw timings group hide-commands no-color",
+        "names prefix-colors prefix success restart-tries max-processes "
+        "restart-after handle-input default-input-target",
+        "concurrently",
+    ),
+    "pueue": _subcommands(
+        _table(),
+        {
+            "add": _joined(
+                _table(
+                    "iepsx",
+                    "immediate escape print-task-id stashed follow",
+                    short_values="dgawl",
+                    long_values="delay group after working-directory label priority",
+                ),
+                "pueue add",
+            )
+        },
+    ),
+    **dict.fromkeys(
+        ("tsp", "ts"),
+        options_then_command(_table("nfgmEBdlKCVhrisT", short_values="LDNwtpocSUku"), label="tsp"),
+    ),
+    "lerna": _subcommands(_table(), {"exec": _after_dashes("lerna exec", without=_DASHES)}),
+    # run the command under a profiler, a debugger or a helper
+    "perf": _perf,
+    "lldb": not_followed("runs the programs and commands its options name"),
+    "heaptrack": options_then_command(_table(long="help version"), label="heaptrack"),
+    "nsjail": _after_dashes("nsjail", without=_DASHES),
+    "caffeinate": options_then_command(_table("disum", short_values="tw"), label="caffeinate"),
+    "winpty": options_then_command(_table(long="help version"), label="winpty"),
+    "mpirun": options_then_command(
+        _table(
+            long="oversubscribe allow-run-as-root",
+            short_values="nNcHx",
+            long_values="np host hostfile bind-to map-by rank-by",
+        ),
+        label="mpirun",
+    ),
+    "fd": _fd,
 }
 """Programs that run a command they are given for development, by name."""

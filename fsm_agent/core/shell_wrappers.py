@@ -10,7 +10,12 @@ an option we do not know, a command built from input), which makes the command a
 A program that runs a shell command given as an option's value is followed the same way, each
 such command a script of its own (a tuple of them; an empty tuple when it runs none): git
 (``-c core.pager=...``, ``rebase --exec``...: ``git_commands``), ``tar --to-command`` and
-``-I``, ``rsync -e``, ``ssh -o ProxyCommand=...``, ``man -P``, ``zip -TT``.
+``-I``, ``rsync -e``, ``ssh -o ProxyCommand=...``, ``man -P``, ``zip -TT``, ``rg --pre``,
+``sort --compress-program``; and the values ``make`` and ``cmake`` put into the commands of a
+build (``build_variables``).
+
+Programs run for development (``npx``, ``uv run``, ``nix develop -c``, ``xterm -e``,
+``entr``...) have their readers in ``command_runners``.
 
 A wrapper is followed only where its grammar is known; a program that runs commands in a way
 we do not read (``parallel``, ``systemd-run`` with a unit file...) is a problem, never a
@@ -33,6 +38,7 @@ from fsm_agent.core.wrapper_reading import (
     Unwrap,
     UnwrapMany,
     Unwrapped,
+    not_followed,
     options_then_command,
 )
 
@@ -198,15 +204,6 @@ def _spelled_at(args: Sequence[str]) -> dict[str, tuple[int, ...]]:
         for spelling in spellings:
             found.setdefault(spelling, []).append(index)
     return {spelling: tuple(indexes) for spelling, indexes in found.items()}
-
-
-def _not_followed(why: str) -> Unwrap:
-    """A program that runs commands in a way we do not read: always a problem (it asks)."""
-
-    def unwrap(args: Sequence[str]) -> Unwrapped | str | None:
-        return why
-
-    return unwrap
 
 
 def _flock(args: Sequence[str]) -> Unwrapped | str | None:
@@ -657,6 +654,8 @@ COMMAND_OPTIONS: dict[str, Unwrap] = {
     ),
     "zip": _zip,
     "fish": _fish,
+    "rg": _command_options(_CommandOptions(long=("pre",), values="efgtTABCmdjMrE"), "rg"),
+    "sort": _command_options(_CommandOptions(long=("compress-program",), values="ktSTo"), "sort"),
     **dict.fromkeys(("make", "gmake"), make_runs),
     "cmake": cmake_runs,
 }
@@ -859,16 +858,16 @@ WRAPPERS: dict[str, Unwrap] = {
     # run commands in ways we do not read: they ask
     **dict.fromkeys(
         ("parallel", "sem"),
-        _not_followed("runs command lines it builds from its arguments and input"),
+        not_followed("runs command lines it builds from its arguments and input"),
     ),
-    **dict.fromkeys(("at", "batch"), _not_followed("runs commands read from its input later")),
-    "gdb": _not_followed("runs the programs and commands its options name"),
+    **dict.fromkeys(("at", "batch"), not_followed("runs commands read from its input later")),
+    "gdb": not_followed("runs the programs and commands its options name"),
     **dict.fromkeys(
         ("tmux", "screen"),
-        _not_followed("runs commands in the windows it opens, and types keys into them"),
+        not_followed("runs commands in the windows it opens, and types keys into them"),
     ),
-    "hyperfine": _not_followed("runs each of its arguments as a command line"),
+    "hyperfine": not_followed("runs each of its arguments as a command line"),
     **RUNNERS,
-    "bwrap": _not_followed("its options are not analysed"),
+    "bwrap": not_followed("its options are not analysed"),
 }
 """Programs that run another command, by name (a path such as ``/usr/bin/env`` counts too)."""

@@ -73,3 +73,12 @@ def options_then_command(
         return Unwrapped(start=index, assignments=tuple(assignments), default=default, label=label)
 
     return unwrap
+
+
+def not_followed(why: str) -> Unwrap:
+    """A program that runs commands in a way we do not read: always a problem (it asks)."""
+
+    def unwrap(args: Sequence[str]) -> Unwrapped | str | None:
+        return why
+
+    return unwrap
