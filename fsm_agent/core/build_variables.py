@@ -18,6 +18,9 @@ another word set): such a value is a problem, and the command asks (under a Bash
 rule, even in bypass mode). So are values make reads as its own options (``MAKEFLAGS``) or
 special variables (``.SHELLFLAGS``).
 
+An autoconf ``configure`` script takes the same operands and variables (``./configure
+CC=...`` runs CC to test it), and so does ``cmake`` its environment's (``CC=x cmake .``).
+
 ``cmake -DNAME=value`` caches a value that the build files it writes put into their commands
 (``CMAKE_C_COMPILER``, ``CMAKE_C_FLAGS``, launchers): read the same way. ``cmake -E CMD...``
 runs its own version of a command (``cmake -E rm -rf src``), and ``cmake --build DIR --
@@ -27,7 +30,7 @@ ARGS`` gives ARGS to the build tool: both are followed.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fsm_agent.core.command_options import abbreviates_any
 from fsm_agent.core.wrapper_reading import Unwrapped
@@ -51,17 +54,29 @@ def make_runs(args: Sequence[str]) -> tuple[Unwrapped, ...] | str:
     return _values(args, _make_operands(args), label="make", offset=0)
 
 
-def make_environment(assignments: Sequence[str]) -> tuple[Unwrapped, ...] | str:
-    """The values of the variables a command gives make's environment (``CC=x make``), each
-    a command line; they are no arguments, so they point at none (``script_indexes``)."""
-    found: list[Unwrapped] = []
-    for assignment in assignments:
-        outcome = _value(assignment, label="make", at=())
-        if isinstance(outcome, str):
-            return outcome
-        if outcome is not None:
-            found.append(outcome)
-    return tuple(found)
+def configure_runs(args: Sequence[str]) -> tuple[Unwrapped, ...] | str:
+    """The values of an autoconf ``configure`` script's ``NAME=value`` operands (``CC=...``),
+    each a command line: it runs the compiler it is given to test it."""
+    operands = [index for index, word in enumerate(args) if not word.startswith("-")]
+    return _values(args, operands, label="configure", offset=0)
+
+
+def environment_values(label: str) -> Callable[[Sequence[str]], tuple[Unwrapped, ...] | str]:
+    """The reader of the variables a command gives a build tool's environment (``CC=x make``,
+    ``CC=x cmake .``): each value a command line; they are no arguments, so they point at
+    none (``script_indexes``)."""
+
+    def read(assignments: Sequence[str]) -> tuple[Unwrapped, ...] | str:
+        found: list[Unwrapped] = []
+        for assignment in assignments:
+            outcome = _value(assignment, label=label, at=())
+            if isinstance(outcome, str):
+                return outcome
+            if outcome is not None:
+                found.append(outcome)
+        return tuple(found)
+
+    return read
 
 
 def cmake_runs(args: Sequence[str]) -> Unwrapped | tuple[Unwrapped, ...] | str | None:

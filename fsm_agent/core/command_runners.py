@@ -303,11 +303,11 @@ def _gnome_terminal(args: Sequence[str]) -> Unwrapped | str | None:
     """``gnome-terminal [options] -- COMMAND...`` (``-x``), or ``-e 'COMMAND LINE'``."""
     for index, word in enumerate(args):
         if word in ("--", "-x", "--execute"):
-            return (
-                Unwrapped(start=index + 1, label="gnome-terminal")
-                if index + 1 < len(args)
-                else None
-            )
+            if index + 1 >= len(args):
+                return None
+            if args[index + 1].startswith("-"):
+                return f"{word} {args[index + 1]} is not analysed"
+            return Unwrapped(start=index + 1, label="gnome-terminal")
         if word in ("-e", "--command") and index + 1 < len(args):
             return Unwrapped(
                 script=args[index + 1], script_indexes=(index + 1,), label="gnome-terminal -e"

@@ -29,7 +29,12 @@ from collections.abc import Sequence
 
 import attrs
 
-from fsm_agent.core.build_variables import cmake_runs, make_environment, make_runs
+from fsm_agent.core.build_variables import (
+    cmake_runs,
+    configure_runs,
+    environment_values,
+    make_runs,
+)
 from fsm_agent.core.command_options import abbreviates_any, parse_arguments
 from fsm_agent.core.command_options import option_table as _table
 from fsm_agent.core.command_runners import RUNNERS
@@ -658,12 +663,15 @@ COMMAND_OPTIONS: dict[str, Unwrap] = {
     "sort": _command_options(_CommandOptions(long=("compress-program",), values="ktSTo"), "sort"),
     **dict.fromkeys(("make", "gmake"), make_runs),
     "cmake": cmake_runs,
+    "configure": configure_runs,
 }
 """Programs that run a shell command given as an option's value, by name."""
 COMMAND_OPTIONS["gtar"] = COMMAND_OPTIONS["tar"]  # GNU tar, by the name BSD systems give it
 COMMAND_OPTIONS["bsdtar"] = COMMAND_OPTIONS["tar"]  # libarchive's: fewer such options, none other
 
-ENVIRONMENT_READERS = dict.fromkeys(("make", "gmake"), make_environment)
+ENVIRONMENT_READERS = {
+    name: environment_values(name) for name in ("make", "gmake", "cmake", "configure")
+}
 """Programs that read the variables of their environment as command lines (``CC=x make``),
 by name: given the assignments a command puts before them, what those run."""
 
