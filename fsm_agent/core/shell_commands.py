@@ -92,9 +92,10 @@ class CommandPart:
         found_paths: the indexes in ``fed`` of the words ``find -exec``/``-ok`` fills in with
             the path of a name it finds (a whole ``{}``): each begins with a start point written
             in the command, which cannot begin with ``-``, so none is an option.
-        continued: a program name alone, whose words come from a file when it runs: the value
-            of a build variable (``make PYTHON=python3``: the makefile's recipe goes on after
-            it). It reads no code from its input, and wraps no command we could see.
+        continued: a program alone, whose words are given elsewhere when it runs: the value of
+            a build variable (``make PYTHON=python3``: the makefile's recipe goes on after it),
+            the program ``rg --pre`` runs with a file's name. It reads no code from its input,
+            and wraps no command we could see.
     """
 
     argv: tuple[str, ...]

@@ -580,6 +580,18 @@ def _zip(args: Sequence[str]) -> tuple[Unwrapped, ...]:
     return tuple(found)
 
 
+def _runs_program(spec: _CommandOptions, label: str) -> UnwrapMany:
+    """The reader of a program whose options name a program it runs, no shell between, with
+    words of its own (``rg --pre PROG`` runs ``PROG FILE``, ``sort --compress-program PROG``
+    runs ``PROG -d``): each such value is that program alone (``Unwrapped.continued``)."""
+    read = _command_options(spec, label)
+
+    def unwrap(args: Sequence[str]) -> tuple[Unwrapped, ...]:
+        return tuple(attrs.evolve(each, continued=True) for each in read(args))
+
+    return unwrap
+
+
 _zip_long = _command_options(_CommandOptions(long=("unzip-command",)), "zip")
 
 
@@ -659,8 +671,8 @@ COMMAND_OPTIONS: dict[str, Unwrap] = {
     ),
     "zip": _zip,
     "fish": _fish,
-    "rg": _command_options(_CommandOptions(long=("pre",), values="efgtTABCmdjMrE"), "rg"),
-    "sort": _command_options(_CommandOptions(long=("compress-program",), values="ktSTo"), "sort"),
+    "rg": _runs_program(_CommandOptions(long=("pre",), values="efgtTABCmdjMrE"), "rg"),
+    "sort": _runs_program(_CommandOptions(long=("compress-program",), values="ktSTo"), "sort"),
     **dict.fromkeys(("make", "gmake"), make_runs),
     "cmake": cmake_runs,
     "configure": configure_runs,

@@ -29,7 +29,7 @@ class Unwrapped:
     appends_input: bool = False  # words it reads follow the command's own (xargs without -I)
     placeholder: str = ""  # what it replaces by the words it reads (find's {}, xargs -I R)
     fills_paths: bool = False  # a whole placeholder becomes a path it finds (find -exec)
-    continued: bool = False  # the script is one program name, its words in a file (make CC=x)
+    continued: bool = False  # the script is one program, its words given elsewhere (make CC=x)
 
 
 Unwrap = Callable[[Sequence[str]], "Unwrapped | tuple[Unwrapped, ...] | str | None"]
