@@ -79,14 +79,22 @@ def _then_command(
     long_values: str = "",
     label: str,
     script_options: tuple[str, ...] = (),
+    shell_mode: tuple[str, ...] = (),
 ) -> Unwrap:
     """``[options] COMMAND ARGS...``; an option of ``script_options`` gives instead a command
-    line to run (``npx -c 'CMD'``)."""
+    line to run (``npx -c 'CMD'``), one of ``shell_mode`` has the words joined and run by a
+    shell (``pnpm exec -c 'a; b'``)."""
     table = _table(short, long, short_values=short_values, long_values=long_values)
     command = options_then_command(table, label=label)
 
     def unwrap(args: Sequence[str]) -> Unwrapped | tuple[Unwrapped, ...] | str | None:
         parsed = parse_arguments(args, table)
+        if parsed.problem is None and any(o.name in shell_mode for o in parsed.options):
+            start = parsed.rest_index
+            if start >= len(args):
+                return None
+            indexes = tuple(range(start, len(args)))
+            return Unwrapped(script=" ".join(args[start:]), script_indexes=indexes, label=label)
         scripts = [o.value or "" for o in parsed.options if o.name in script_options]
         if parsed.problem is None and scripts:
             if parsed.rest_index < len(args) or len(scripts) > 1:
@@ -99,7 +107,7 @@ def _then_command(
 
 
 _NPX = _then_command(
-    "yqsdw",
+    "yqsd",
     "yes no quiet silent workspaces include-workspace-root ignore-existing verbose",
     short_values="pcw",
     long_values="package call workspace prefix registry cache userconfig loglevel",
@@ -107,7 +115,12 @@ _NPX = _then_command(
     script_options=("-c", "--call"),
 )
 _PNPM_DLX = _then_command(
-    "sc", "silent shell-mode", short_values="p", long_values="package", label="pnpm dlx"
+    "sc",
+    "silent shell-mode",
+    short_values="p",
+    long_values="package",
+    label="pnpm dlx",
+    shell_mode=("-c", "--shell-mode"),
 )
 _PNPM_EXEC = _then_command(
     "rc",
@@ -115,6 +128,7 @@ _PNPM_EXEC = _then_command(
     short_values="F",
     long_values="filter workspace-concurrency",
     label="pnpm exec",
+    shell_mode=("-c", "--shell-mode"),
 )
 _YARN_DLX = _then_command("q", "quiet", short_values="p", long_values="package", label="yarn dlx")
 _BUNX = _then_command("b", "bun silent verbose", long_values="package", label="bunx")

