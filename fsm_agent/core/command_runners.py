@@ -364,7 +364,7 @@ def _watchexec(args: Sequence[str]) -> Unwrapped | str | None:
     return Unwrapped(script=" ".join(args[start:]), script_indexes=indexes, label="watchexec")
 
 
-def _after_dashes(label: str, *, without: str | None = None) -> Unwrap:
+def _after_dashes(label: str, *, without: str | None = None) -> UnwrapOne:
     """``PROGRAM [options] -- COMMAND...`` (``op run``, ``dotenvx run``, ``nsjail``): the
     options are not read, so without ``--`` the command asks (``without``), or runs nothing
     (None)."""
@@ -470,7 +470,7 @@ def _perf(args: Sequence[str]) -> Unwrapped | str | None:
         return None
     return _after_dashes(
         f"perf {args[0]}", without=f"perf {args[0]} without -- before its command"
-    )(args)  # type: ignore[return-value]
+    )(args)
 
 
 def _doppler_run(args: Sequence[str]) -> Unwrapped | tuple[Unwrapped, ...] | str | None:
@@ -485,7 +485,7 @@ def _aws_vault_exec(args: Sequence[str]) -> Unwrapped | str | None:
     """``aws-vault exec [options] PROFILE [-- COMMAND...]``; without a command it starts the
     user's shell, reading its input."""
     if "--" in args:
-        return _after_dashes("aws-vault exec")(args)  # type: ignore[return-value]
+        return _after_dashes("aws-vault exec")(args)
     return _FROM_INPUT if len(args) == 1 else _DASHES
 
 
@@ -497,7 +497,7 @@ def _dotenv(args: Sequence[str]) -> Unwrapped | str | None:
     """``dotenv [options] [--] COMMAND...`` (dotenv-cli) or ``dotenv [options] run COMMAND...``
     (python-dotenv; its other subcommands run nothing)."""
     if "--" in args:
-        return _after_dashes("dotenv")(args)  # type: ignore[return-value]
+        return _after_dashes("dotenv")(args)
     parsed = parse_arguments(args, _DOTENV_OPTIONS)
     if parsed.problem is not None:
         return parsed.problem
