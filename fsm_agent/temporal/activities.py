@@ -59,6 +59,7 @@ from fsm_agent.temporal.workflow import REQUEST_NOT_HELD
 from fsm_agent.trace import records
 from fsm_agent.trace.placing import TraceOwner, place_chunk
 from fsm_agent.trace.redact import Redactor
+from fsm_agent.trace.stream_text_holdback import held_back_lines
 
 TELEMETRY_LOGGER = logging.getLogger("fsm_agent.telemetry")
 """Where a session's failed span export is reported (as the in-process driver does)."""
@@ -437,7 +438,9 @@ class SessionActivities:
         path = Path(job["path"])
         redactor = Redactor(agent.secrets)
         data = bytearray()
-        for line in str(job["data"]).encode().splitlines(keepends=True):
+        lines = str(job["data"]).encode().splitlines(keepends=True)
+        # A secret the model streamed over several pieces is made whole in one first.
+        for line in held_back_lines(lines, redactor.secrets):
             if redactor.holds_secret(line):
                 line = records.dumps(redactor.value(orjson.loads(line))) + b"\n"  # noqa: PLW2901
             data += line

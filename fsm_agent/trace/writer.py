@@ -65,6 +65,7 @@ from fsm_agent.trace.render_fns import render_effect, render_event
 from fsm_agent.trace.step_bytes import effects_field, transitions_array, transitions_field
 from fsm_agent.trace.stream_input_redaction import StreamInputRedaction
 from fsm_agent.trace.stream_shapes import known_stream_event
+from fsm_agent.trace.stream_text_holdback import StreamTextHoldback, text_key
 
 _MESSAGES_GAP: Final = b'"messages":[]'
 """Where a ``TurnStarted`` record written without its messages takes them."""
@@ -138,6 +139,37 @@ class EventLine(NamedTuple):
 
 _Prepared = tuple[bytes | None, dict[str, Any], tuple[bytes, ...], Event]
 """An :class:`EventLine` as a plain tuple (the hot path makes one per event)."""
+
+
+class _Cut(NamedTuple):
+    """A stream delta whose text ends with characters that may begin a secret
+    (:mod:`~fsm_agent.trace.stream_text_holdback`): the event as its line holds it, which
+    block it adds to (``text_key``) and how many characters."""
+
+    event: ModelStreamEvent
+    shape: tuple[int, str, str]
+    size: int
+
+
+class _Held(NamedTuple):
+    """A delta's line not written yet, with its step, and the lines of the events that came
+    after it and pass over it (a ``ping`` between two pieces), not written yet either."""
+
+    line: _Prepared
+    step: Step
+    cut: _Cut
+    after: list[tuple[_Prepared, Step]]
+
+
+def _passes_over(event: Event, held: ModelStreamEvent) -> bool:
+    """Whether ``event`` leaves a held delta's block going on: a ``ping`` of its request (the
+    API sends one to keep a quiet stream open, also between two pieces of a block)."""
+    return (
+        type(event) is ModelStreamEvent
+        and event.request_id == held.request_id
+        and type(event.event) is dict
+        and event.event.get("type") == "ping"
+    )
 
 
 class TraceWriter:
@@ -216,6 +248,11 @@ class TraceWriter:
         # Most writers have no secret string: they share the redactor of the key rules.
         self._redactor = Redactor(secrets) if secrets else KEY_RULES_ONLY
         self._stream_inputs = StreamInputRedaction()
+        self._holdback = StreamTextHoldback(self._redactor.secrets)
+        self._held: _Held | None = None
+        """A delta's line held back until the next event says how to write it."""
+        self._cut: _Cut | None = None
+        """For the line :meth:`_prepare` made last: the characters it may hold back."""
         self._next_seq = 1 if next_seq is None else next_seq
         self._closed = False
         self.ended = False
@@ -310,6 +347,8 @@ class TraceWriter:
     def _write(self, fields: Mapping[str, Any]) -> None:
         if self._closed:
             raise self._refusal()
+        if self._held is not None:
+            self._release(None)
         try:
             self._structlog_logger().msg(**fields)
         except (orjson.JSONEncodeError, TypeError) as exc:
@@ -418,6 +457,10 @@ class TraceWriter:
         """:meth:`prepare_event`, as a plain tuple."""
         if self._closed:
             raise self._refusal()
+        held = self._held
+        if held is not None and not _passes_over(event, held.cut.event):
+            self._release(event)
+        self._cut = None
         fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
         # A record's keys are the writer's own but for the event's and the effects': a stream
         # event's model event is scanned whole (unless it is one of the API's own shapes), any
@@ -428,27 +471,82 @@ class TraceWriter:
                 records.event_fields(event)  # refuses it
             # A tool input's text: the key rules applied to the JSON it spells (DESIGN §8).
             traced = self._stream_inputs.event(event.request_id, raw)
+            # A secret may arrive split over pieces: the end of one that may begin a secret
+            # is held for the next (:mod:`~fsm_agent.trace.stream_text_holdback`).
+            shape = text_key(traced)
+            cut = 0
+            if shape is not None:
+                delta = traced["delta"]
+                piece = delta[shape[2]]
+                text, cut = self._holdback.piece((event.request_id, shape[0], shape[1]), piece)
+                if text is not piece:
+                    traced = {**traced, "delta": {**delta, shape[2]: text}}
             if traced is not raw:
-                raw = traced
-                event = ModelStreamEvent(request_id=event.request_id, event=raw)
-            value: dict[str, Any] = {
-                "type": "ModelStreamEvent",
-                "request_id": event.request_id,
-                "event": raw,
-            }
-            keys_hit = not known_stream_event(raw) and has_sensitive_key(raw)
-        else:
-            if self._clock is not None:
-                fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
-            if type(event) is TurnStarted:  # its transcript's bytes are kept: joined on
-                return None, fields, self._event_parts(event, fields), event
-            value, keys_hit = render_event(event)
+                event = ModelStreamEvent(request_id=event.request_id, event=traced)
+            if cut:
+                self._cut = _Cut(event, shape, cut)  # type: ignore[arg-type]  # shape is set
+            return self._stream_line(fields, event)
+        if self._clock is not None:
+            fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
+        if type(event) is TurnStarted:  # its transcript's bytes are kept: joined on
+            return None, fields, self._event_parts(event, fields), event
+        value, keys_hit = render_event(event)
+        return self._rendered_line(fields, event, value, keys_hit=keys_hit)
+
+    def _stream_line(self, fields: dict[str, Any], event: ModelStreamEvent) -> _Prepared:
+        """The prepared line of a stream event as the trace is to hold it (its tool-input
+        text rewritten, its text held back as it is to be)."""
+        raw = event.event
+        value: dict[str, Any] = {
+            "type": "ModelStreamEvent",
+            "request_id": event.request_id,
+            "event": raw,
+        }
+        keys_hit = not known_stream_event(raw) and has_sensitive_key(raw)
+        return self._rendered_line(fields, event, value, keys_hit=keys_hit)
+
+    def _rendered_line(
+        self, fields: dict[str, Any], event: Event, value: Any, *, keys_hit: bool
+    ) -> _Prepared:
+        """The prepared line of ``event`` rendered as ``value`` (``keys_hit``: whether a
+        sensitive key name occurs in it)."""
         if not keys_hit:
             try:  # rendered where it sits in the line, so that it fails where the line would
                 return orjson.dumps({"event": value}, option=_OPTIONS), fields, (), event
             except orjson.JSONEncodeError:
                 pass  # the line is rendered as a whole below (and rewritten, or refused)
         return None, fields, self._event_parts(event, fields), event
+
+    def _release(self, following: Event | None) -> None:
+        """Write the held line of a stream delta, now that ``following`` (the next event;
+        None: no more) says how: without its held end when ``following`` goes on with the
+        same block (the end goes in front of that piece), whole otherwise. The line keeps
+        the ``seq`` it was given."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        line, step, (event, shape, cut), after = held
+        fields = line[1]
+        if (
+            type(following) is ModelStreamEvent
+            and following.request_id == event.request_id
+            and text_key(following.event) == shape
+        ):
+            index, kind, key = shape
+            delta = event.event["delta"]
+            text = delta[key]
+            self._holdback.hold((event.request_id, index, kind), text[-cut:])
+            shorter = {**event.event, "delta": {**delta, key: text[:-cut]}}
+            line = self._stream_line(
+                fields, ModelStreamEvent(request_id=event.request_id, event=shorter)
+            )
+        later = self._next_seq
+        try:
+            for each, its_step in ((line, step), *after):
+                self._next_seq = each[1]["seq"]  # a refused line names its own seq
+                self._emit(each, its_step)
+        finally:
+            self._next_seq = later
 
     def _event_parts(self, event: Event, fields: dict[str, Any]) -> tuple[bytes, ...]:
         """The parts of ``event``'s line (:attr:`EventLine.parts`), from the codec's dict of
@@ -502,15 +600,35 @@ class TraceWriter:
         """:meth:`write_event_line` for a line as :meth:`_prepare` gives it."""
         if self._closed:
             raise self._refusal()
+        held = self._held
+        if held is not None:  # this event passes over a held delta
+            if step is not None and not step.transitions and not step.effects:
+                held.after.append((line, step))
+                self._next_seq += 1
+                return
+            self._release(None)
+        cut = self._cut
+        if cut is not None:
+            self._cut = None
+            # A delta does nothing in the core but add its text: its line waits for the next
+            # event, which says whether its end goes on in the next piece.
+            if step is not None and not step.effects:
+                self._held = _Held(line, step, cut, [])
+                self._next_seq += 1 + len(step.transitions)
+                return
+        self._emit(line, step)  # before the seqs are taken: a refused line names its own
+        if step is not None:
+            self._next_seq += 1 + len(step.transitions) + len(step.effects)
+        else:
+            self._next_seq += 1
+
+    def _emit(self, line: _Prepared, step: Step | None) -> None:
+        """Write an event's line with ``step`` (the ``seq``s are the caller's to take)."""
         rendered, fields, parts, event = line
         if rendered is not None:
             data = self._whole_line(rendered, fields, step)
             if data is not None:
-                self._put(data)  # before the seqs are taken: a refused line names its own
-                if step is not None:
-                    self._next_seq += 1 + len(step.transitions) + len(step.effects)
-                else:
-                    self._next_seq += 1
+                self._put(data)
                 return
             # A key or a secret to redact, or a value to rewrite or refuse: as it always was.
             parts = self._event_parts(event, fields)
@@ -578,10 +696,8 @@ class TraceWriter:
                 cause = exc.__cause__ or exc
                 raise UsageError(f"record seq {self._next_seq} cannot be written: {cause}") from exc
             self._put(data)
-            self._next_seq += 1 + len(step.transitions) + len(step.effects)
         else:
             self._put(alone[0] + b"\n" if len(alone) == 1 else b"".join((*alone, b"\n")))
-            self._next_seq += 1
 
     def _with_step(self, alone: tuple[bytes, ...], step: Step) -> list[bytes | memoryview]:
         """The parts of the line (newline included) of an event carrying its step, from the
@@ -637,6 +753,8 @@ class TraceWriter:
     def write_end(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
         """Record the end of the run: the terminal reason, the usage totals, and the fault
         that ended it early, if one did (replay takes the fault as recorded)."""
+        if self._held is not None:
+            self._release(None)
         # Its keys are the writer's own (usage counters included): only strings are searched.
         self._put(self._line(records.end_fields(terminal, usage, fault=fault), keys_hit=False))
         self._next_seq += 1
@@ -646,6 +764,13 @@ class TraceWriter:
         """Flush, and close the file if the writer opened it. Closing twice is fine."""
         if self._closed:
             return
+        if self._held is not None:
+            # The text is complete: the piece is written whole. A file that refuses it is cut
+            # back to its last whole record, as if the run had stopped before this delta.
+            with contextlib.suppress(TraceWriteFailed):
+                self._release(None)
+            if self._closed:
+                return
         self._closed = True
         if self._refused is None:
             self._file.flush()

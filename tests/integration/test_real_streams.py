@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +139,68 @@ def test_recordings_cover_the_wire() -> None:
     blocks = {kind for entry in manifest for kind in entry["blocks"]}
     assert {"server_tool_use", "web_search_tool_result", "thinking", "tool_use"} <= blocks
     assert {"compaction", "fallback"} <= blocks
+
+
+def _split_span(body: str) -> tuple[str, int] | None:
+    """Text of a block that real deltas split: the characters on both sides of the first cut
+    between two pieces of a text, thinking or tool-input block (8 each at most, 6 at least in
+    all; letters, digits and inner spaces only, so that in a tool input's JSON it lies in a
+    string, as a credential would), and the index of the block; None when the recording has
+    no such cut."""
+    from fsm_agent.testing.scenario import sse_frames
+    from fsm_agent.trace.stream_text_holdback import text_key
+
+    last: dict[int, str] = {}
+    for _name, data in sse_frames(body):
+        raw = json.loads(data) if data.startswith("{") else None
+        shape = text_key(raw)
+        if raw is None or shape is None:
+            continue
+        piece = raw["delta"][shape[2]]
+        before = last.get(shape[0])
+        if before and piece:
+            span = before[-8:] + piece[:8]
+            if len(span) >= 6 and span.strip() == span and _PLAIN.fullmatch(span):
+                return span, shape[0]
+        last[shape[0]] = piece
+    return None
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9 ]+")
+SPLIT = [(path, _split_span(path.read_text(encoding="utf-8"))) for path in RECORDINGS]
+
+
+@pytest.mark.parametrize(
+    ("recording", "split"),
+    [(path, split) for path, split in SPLIT if split is not None],
+    ids=[path.stem for path, split in SPLIT if split is not None],
+)
+def test_a_secret_split_by_real_deltas_is_not_written(
+    recording: Path, split: tuple[str, int], tmp_path: Path
+) -> None:
+    """Text the real wire cut between two deltas, taken as a secret: the trace holds it in
+    neither piece nor in both, and still replays."""
+    from fsm_agent.trace.replay import replay
+
+    secret, _index = split
+    body = recording.read_text(encoding="utf-8")
+    with FakeAnthropicServer(parse_scenario({"steps": [{"sse": body}]})) as server:
+        agent = Agent(
+            model=AnthropicModel(name=MODEL, api_key=API_KEY, base_url=server.base_url),
+            config=LoopConfig(model=MODEL, max_turns=1, max_retries=0),
+            trace=tmp_path / "trace.jsonl",
+            secrets=[secret],
+            store=False,
+        )
+        result = asyncio.run(asyncio.wait_for(agent.run("Replay the recording."), 20))
+    assert result.terminal in NOT_FAILED, result.terminal
+    assert result.trace_path is not None
+    content = result.trace_path.read_bytes()
+    assert json.dumps(secret)[1:-1].encode() not in content
+    pieces: list[str] = []
+    for line in content.splitlines()[1:]:
+        raw = json.loads(line).get("event", {}).get("event")
+        if isinstance(raw, dict) and raw.get("type") == "content_block_delta":
+            pieces.extend(str(value) for key, value in raw["delta"].items() if key != "type")
+    assert secret not in "".join(pieces)
+    assert replay(result.trace_path).terminal == result.terminal

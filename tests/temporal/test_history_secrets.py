@@ -24,6 +24,7 @@ from fsm_agent import cli
 from fsm_agent.runtime.agent import Agent
 from fsm_agent.temporal import answer_permission, session_worker, start_session, watch_session
 from fsm_agent.temporal.dev_server import WorkerProcess
+from fsm_agent.trace.replay import replay
 
 from .conftest import FACTORY, HERE
 from .session_agents import scripted
@@ -74,6 +75,39 @@ def test_the_agents_secrets_never_enter_the_history(temporal_address: str, tmp_p
     assert result["terminal"] == "completed"
     assert PROMPT.encode() in history
     assert SECRET.encode() not in history
+
+
+def test_a_secret_streamed_in_pieces_is_written_redacted(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """The model streams the worker's secret and an API key a few characters per delta: the
+    workflow's writer knows no secret, so the worker makes each whole in one piece before it
+    redacts the lines; the trace holds neither, in one piece or in parts, and replays."""
+    work = tmp_path / "work"
+    work.mkdir()
+    trace = tmp_path / "traces" / "trace.jsonl"
+    said = f"the secret {SECRET} and the key {KEY}"
+    params = {"steps": [{"content": [{"text": said}], "chunk": 3}], "cwd": str(work)}
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="split-secrets", factory=with_secret):
+            handle = await start_session(
+                client, PROMPT, task_queue="split-secrets", params=params, trace=str(trace)
+            )
+            result: dict[str, Any] = await handle.result()
+        return result
+
+    assert asyncio.run(go())["terminal"] == "completed"
+    pieces = []
+    for line in trace.read_bytes().splitlines()[1:]:
+        raw = json.loads(line).get("event", {}).get("event", {})
+        if raw.get("type") == "content_block_delta":
+            pieces.append(raw["delta"]["text"])
+    joined = "".join(pieces)
+    assert joined == "the secret [REDACTED] and the key [REDACTED]"
+    assert SECRET.encode() not in trace.read_bytes()
+    assert replay(trace).terminal == "completed"
 
 
 def test_run_temporal_prints_no_api_key(

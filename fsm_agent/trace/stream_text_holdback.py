@@ -1,0 +1,225 @@
+"""Secrets that a model streams across several deltas (DESIGN §8).
+
+A model streams its text in pieces of a few characters: a secret it writes (a token it read
+from a file, an API key) arrives split over several ``content_block_delta`` events, and no
+piece holds it whole. Each line of the trace holds one piece, so redacting each piece on its
+own would write the secret in parts that anyone can join again (and replay does join them).
+
+So the writer holds back the end of a piece that may be the beginning of a secret: the
+longest end of the block's text so far that begins one of the writer's secret strings, or
+``sk-ant-`` (an API key's prefix), or that is an API key still running (``sk-ant-`` and key
+characters up to the end: its end is not known yet). A piece with such an end is not written
+at once. When the next event continues the same block (a delta of the same kind, request and
+index), the held characters move to the front of that piece; the piece is written without
+them, and the next piece is judged with them. So a secret is always whole in one piece, where
+the writer's redaction replaces it as it replaces a secret in any string. When the next event
+is anything else (the block's stop, a tool's event in between, the end of the run), the piece
+is written whole: the text is complete there, and is redacted as it stands.
+
+Nothing the core sees changes: the core is fed every delta as it came, and a delta's step
+does not depend on its text (the core only appends it). Replay feeds the pieces as the trace
+holds them; they join to the same text, so the core's message is the one the trace's effects
+hold, redacted.
+
+What this module owns is the text arithmetic: which delta carries text (:func:`text_key`),
+what a piece becomes with the held characters in front (:meth:`StreamTextHoldback.piece`) and
+how many of its last characters to hold. The writer owns when its lines are written; lines
+written by a writer that knew no secrets (a Temporal workflow's, whose secrets stay on the
+worker that writes its lines to the file) are moved the same way by :func:`held_back_lines`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
+
+import orjson
+
+from fsm_agent.trace import records
+
+__all__ = ["StreamTextHoldback", "held_back_lines", "text_key"]
+
+_TEXT_KEYS: Final = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "input_json_delta": "partial_json",
+}
+"""The deltas whose string joins into a block's text, and its key."""
+_KEY_PREFIX: Final = "sk-ant-"
+_KEY_RUNNING: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]*\Z")
+"""An API key begun and not yet ended (the redactor's rule takes ``sk-ant-`` and the key
+characters after it, as many as there are)."""
+_KEY_HOLD_LIMIT: Final = 512
+"""The most characters of a running key held back. An API key is about a hundred characters;
+a longer run of key characters is written as it comes (the redactor still replaces the part
+that begins with ``sk-ant-``), so that no text is held and searched again without end."""
+
+BlockKey = tuple[str, int, str]
+"""Which block's text a piece belongs to: the request, the block's index, the delta's type."""
+
+
+def text_key(raw: Any) -> tuple[int, str, str] | None:
+    """``(index, delta type, key of its string)`` for a stream event that is a delta adding
+    text to a block; None for any other event (or a delta of another shape, which the core
+    refuses or skips)."""
+    if type(raw) is not dict or raw.get("type") != "content_block_delta":
+        return None
+    delta = raw.get("delta")
+    index = raw.get("index")
+    if type(delta) is not dict or type(index) is not int:
+        return None
+    kind = delta.get("type")
+    key = _TEXT_KEYS.get(kind) if type(kind) is str else None
+    if key is None or type(delta.get(key)) is not str:
+        return None
+    return index, kind, key  # type: ignore[return-value]  # kind is a str: looked up above
+
+
+class StreamTextHoldback:
+    """The characters one writer holds back, for the block whose piece was last held.
+
+    Args:
+        secrets: the writer's secret strings (the redactor's).
+    """
+
+    __slots__ = ("_begins", "_held", "_held_key")
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        begins: dict[str, list[tuple[int, str]]] = {}
+        # The beginnings a piece may end with, by their last character: (length, pattern).
+        # A secret's beginnings are all but the whole (the whole is redacted where it is,
+        # unless it begins a longer secret: then it is that one's beginning). The key prefix
+        # is held whole as well: ``sk-ant-`` with nothing after it is a key running.
+        for pattern, longest in (
+            *((secret, len(secret) - 1) for secret in secrets),
+            (_KEY_PREFIX, len(_KEY_PREFIX) - 1),
+        ):
+            for size in range(1, longest + 1):
+                begins.setdefault(pattern[size - 1], []).append((size, pattern))
+        for candidates in begins.values():
+            candidates.sort(reverse=True)
+        self._begins = begins
+        self._held_key: BlockKey | None = None
+        self._held = ""
+
+    def piece(self, key: BlockKey, text: str) -> tuple[str, int]:
+        """The piece ``text`` of block ``key`` as the trace is to hold it, with what is held
+        for it in front, and how many of its last characters may begin a secret (0: none).
+        What was held for another block is dropped: it was written with its own piece."""
+        if self._held_key == key:
+            text = self._held + text
+        self._held_key = None
+        self._held = ""
+        return text, self._cut(text)
+
+    def hold(self, key: BlockKey, held: str) -> None:
+        """Hold ``held`` (the end of a piece written without it) for the next piece of
+        block ``key``."""
+        self._held_key = key
+        self._held = held
+
+    def _cut(self, text: str) -> int:
+        """How many of the last characters of ``text`` may begin a secret or a key."""
+        if not text:
+            return 0
+        cut = 0
+        for size, pattern in self._begins.get(text[-1], ()):
+            if size > len(text):
+                continue
+            if text.endswith(pattern[:size]):
+                cut = size
+                break
+        if _KEY_PREFIX in text:
+            running = _KEY_RUNNING.search(text)
+            if running is not None and len(text) - running.start() <= _KEY_HOLD_LIMIT:
+                cut = max(cut, len(text) - running.start())
+        return cut
+
+
+def held_back_lines(lines: Iterable[bytes], secrets: Iterable[str]) -> Iterator[bytes]:
+    """Trace lines written by a writer that did not know ``secrets`` (a Temporal workflow's:
+    its secrets stay on the worker), with the streamed pieces moved as a writer knowing them
+    would have moved them, ready to be redacted line by line.
+
+    Lines are passed on as they are but for a delta's whose text ends with characters that
+    may begin a secret: it is passed on with the next line that is not a ``ping`` of its
+    request, without those characters when that line is the block's next piece (which then
+    begins with them). A line held when ``lines`` end is passed on as it is: a writer hands
+    over whole responses, whose blocks end within the lines it hands over.
+    """
+    holdback = StreamTextHoldback(secrets)
+    held: tuple[dict[str, Any], BlockKey, str, int] | None = None
+    after: list[bytes] = []  # pings that came after the held line
+    for line in lines:
+        record = _delta_record(line)
+        if held is not None:
+            record_then, key, field, cut = held
+            if record is None and _is_ping(line, key[0]):
+                after.append(line)
+                continue
+            held = None
+            if record is not None and _block_of(record) == key:
+                delta = record_then["event"]["event"]["delta"]
+                text = delta[field]
+                holdback.hold(key, text[-cut:])
+                delta[field] = text[:-cut]
+            yield records.dumps(record_then) + b"\n"
+            yield from after
+            after.clear()
+        if record is None:
+            yield line
+            continue
+        key = _block_of(record)
+        delta = record["event"]["event"]["delta"]
+        field = _TEXT_KEYS[key[2]]
+        piece = delta[field]
+        text, cut = holdback.piece(key, piece)
+        if cut:
+            delta[field] = text
+            held = (record, key, field, cut)
+        elif text != piece:
+            delta[field] = text
+            yield records.dumps(record) + b"\n"
+        else:
+            yield line
+    if held is not None:
+        yield records.dumps(held[0]) + b"\n"
+        yield from after
+
+
+def _is_ping(line: bytes, request_id: str) -> bool:
+    """Whether ``line`` is the event line of a ``ping`` of request ``request_id``."""
+    if b'"ping"' not in line:
+        return False
+    try:
+        event = orjson.loads(line).get("event")
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+    return (
+        type(event) is dict
+        and event.get("request_id") == request_id
+        and type(event.get("event")) is dict
+        and event["event"].get("type") == "ping"
+    )
+
+
+def _delta_record(line: bytes) -> dict[str, Any] | None:
+    """The record of an event line that adds text to a block; None for any other line."""
+    if b'"content_block_delta"' not in line:
+        return None
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    event = record.get("event") if type(record) is dict else None
+    if type(event) is not dict or type(event.get("request_id")) is not str:
+        return None
+    return record if text_key(event.get("event")) is not None else None
+
+
+def _block_of(record: dict[str, Any]) -> BlockKey:
+    """The block a delta record (:func:`_delta_record`) adds to."""
+    event = record["event"]
+    index, kind, _field = text_key(event["event"])  # type: ignore[misc]  # a delta record's
+    return event["request_id"], index, kind

@@ -1,0 +1,130 @@
+"""A secret a model streams over several deltas never reaches the trace, in one piece or in
+parts, and the pieces still join to the block's text as the redactor gives it (DESIGN §8)."""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.events import ModelStreamEvent
+from fsm_agent.core.step import Step
+from fsm_agent.trace import records
+from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor
+from fsm_agent.trace.stream_text_holdback import held_back_lines
+from fsm_agent.trace.writer import TraceWriter
+
+SECRETS = ("hunter2-secret", "hunter2-secret-and-more", "zz9-plural-z-alpha")
+"""The second begins with the first: the first is held until the text says which it is."""
+KEY = "sk-ant-api03-Zq8x_y-0123456789abcdef"
+_KINDS = {"text_delta": "text", "thinking_delta": "thinking"}
+_PING = {"type": "ping"}
+
+
+@st.composite
+def _texts(draw: st.DrawFn) -> str:
+    """Text with secrets, keys and their beginnings among ordinary words."""
+    words = st.sampled_from(
+        [
+            *SECRETS,
+            KEY,
+            "sk-ant-",
+            "sk-",
+            "s",
+            "hunter",
+            "hunter2-secret-and",
+            "zz9",
+            "plain words",
+            " ",
+            ".",
+            "\n",
+        ]
+    )
+    return "".join(draw(st.lists(words, max_size=12)))
+
+
+@st.composite
+def _split(draw: st.DrawFn, text: str) -> list[str]:
+    """``text`` cut at drawn places (empty pieces included)."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=len(text) // 2 + 3)))
+    edges = [0, *cuts, len(text)]
+    return [text[start:end] for start, end in itertools.pairwise(edges)]
+
+
+def _delta(index: int, kind: str, piece: str) -> dict[str, Any]:
+    return {
+        "type": "content_block_delta",
+        "index": index,
+        "delta": {"type": kind, _KINDS[kind]: piece},
+    }
+
+
+def _written(data: st.DataObject, writer: TraceWriter, redacted: Callable[[str], str]) -> list[str]:
+    """Blocks of text written in pieces drawn by ``data``; each block's text as ``redacted``
+    gives it."""
+    expected: list[str] = []
+    for index in range(data.draw(st.integers(1, 3))):
+        kind = data.draw(st.sampled_from(sorted(_KINDS)))
+        text = data.draw(_texts())
+        expected.append(redacted(text))
+        start = {"type": "content_block_start", "index": index, "content_block": {"type": "x"}}
+        writer.write_event(ModelStreamEvent(request_id="r1", event=start), Step())
+        for piece in data.draw(_split(text)):
+            writer.write_event(
+                ModelStreamEvent(request_id="r1", event=_delta(index, kind, piece)), Step()
+            )
+            if data.draw(st.integers(0, 5)) == 0:  # the API keeps a quiet stream open
+                writer.write_event(ModelStreamEvent(request_id="r1", event=_PING), Step())
+        if data.draw(st.booleans()):  # a block left open where the run ends
+            stop = {"type": "content_block_stop", "index": index}
+            writer.write_event(ModelStreamEvent(request_id="r1", event=stop), Step())
+    writer.close()
+    return expected
+
+
+def _check(content: bytes, expected: list[str]) -> None:
+    for secret in (*SECRETS, KEY):
+        assert secret.encode() not in content
+    lines = [orjson.loads(line) for line in content.splitlines()[1:]]
+    assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))
+    joined: dict[int, str] = {}
+    for line in lines:
+        raw = line["event"]["event"]
+        if raw["type"] == "content_block_delta":
+            delta = raw["delta"]
+            joined[raw["index"]] = joined.get(raw["index"], "") + delta[_KINDS[delta["type"]]]
+    assert [joined.get(index, "") for index in range(len(expected))] == expected
+
+
+@given(data=st.data())
+def test_pieces_hold_no_secret_and_join_to_the_redacted_text(data: st.DataObject) -> None:
+    buffer = io.BytesIO()
+    writer = TraceWriter(buffer, config=LoopConfig(model="m"), secrets=SECRETS)
+    expected = _written(data, writer, Redactor(SECRETS).text)
+    _check(buffer.getvalue(), expected)
+
+
+@given(data=st.data())
+def test_lines_of_a_writer_without_the_secrets_are_moved_alike(data: st.DataObject) -> None:
+    """A Temporal workflow's writer knows no secret; its lines are moved and redacted where
+    they are written to the file, as the worker's ``write_trace`` does (the workflow's
+    writer has redacted API keys already)."""
+    buffer = io.BytesIO()
+    redactor = Redactor(SECRETS)
+    expected = _written(
+        data,
+        TraceWriter(buffer, config=LoopConfig(model="m")),
+        lambda text: redactor.text(KEY_RULES_ONLY.text(text)),
+    )
+    written = b""
+    for line in held_back_lines(buffer.getvalue().splitlines(keepends=True), SECRETS):
+        if redactor.holds_secret(line):
+            line = records.dumps(redactor.value(orjson.loads(line))) + b"\n"  # noqa: PLW2901
+        written += line
+    _check(written, expected)
