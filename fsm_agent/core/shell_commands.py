@@ -578,7 +578,8 @@ class _Reader:
             self.problems.append(f"commands nested deeper than {MAX_NESTING} wrappers")
             return
         program = argv[0].rsplit("/", 1)[-1]
-        self.exports = self.exports or _exports(argv)
+        if program in _EXPORTERS and not self.exports:
+            self.exports = _exports(argv)
         reads_environment = ENVIRONMENT_READERS.get(program)
         if reads_environment is not None:
             self.environment_readers.append(program)
@@ -983,19 +984,26 @@ def _hidden_code(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
     return None
 
 
+_EXPORTERS = frozenset({"export", "set", *_DECLARATIONS})
+
+
 def _exports(argv: Sequence[str]) -> bool:
     """Whether a part puts variables in the environment of the programs run after it:
     ``export``, ``declare -x`` (``typeset``, ``local``, ``readonly``), ``set -a`` or
     ``set -o allexport``."""
-    program, args = argv[0], argv[1:]
+    program = argv[0]
     if program == "export":
-        return bool(args)
-    options = [word for word in args if word.startswith("-") and not word.startswith("--")]
+        return len(argv) > 1
     if program in _DECLARATIONS:
-        return any("x" in word for word in options)
+        return any(_option_with(word, "x") for word in argv[1:])
     if program == "set":
-        return any("a" in word for word in options) or "allexport" in args
+        return any(_option_with(word, "a") for word in argv[1:]) or "allexport" in argv
     return False
+
+
+def _option_with(word: str, letter: str) -> bool:
+    """Whether ``word`` is a cluster of short options holding ``letter`` (``-gx``)."""
+    return word[:1] == "-" and word[1:2] != "-" and letter in word
 
 
 def _deeper_than(root: Node, limit: int) -> bool:
