@@ -2,6 +2,7 @@
 
     python bench/run.py            # all of them (about a minute)
     python bench/run.py --quick    # fewer repeats
+    python bench/instructions.py   # the traced-transition and replay ratios in instructions
 
 Absolute microseconds drift from machine to machine and run to run; the ratios are what the
 design budget (DESIGN §7) speaks of. This is not a test: nothing here asserts a time.
