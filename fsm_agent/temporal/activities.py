@@ -440,7 +440,7 @@ class SessionActivities:
         data = bytearray()
         lines = str(job["data"]).encode().splitlines(keepends=True)
         # A secret the model streamed over several pieces is made whole in one first.
-        for line in held_back_lines(lines, redactor.secrets):
+        for line in held_back_lines(lines, redactor.spellings):
             if redactor.holds_secret(line):
                 line = records.dumps(redactor.value(orjson.loads(line))) + b"\n"  # noqa: PLW2901
             data += line

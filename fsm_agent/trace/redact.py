@@ -113,6 +113,14 @@ def _spelled_by_masks(secret: str) -> bool:
     return secret in REDACTED + MASK_FILL * len(secret)
 
 
+def spellings(secret: str) -> tuple[str, ...]:
+    """``secret``, and ``secret`` as the inside of a JSON string spells it where that differs
+    (``"`` and ``\\`` escaped, control characters as escapes): a tool input streams as JSON text,
+    whose pieces hold a secret with a quote or a backslash only in that spelling."""
+    escaped = orjson.dumps(secret).decode()[1:-1]
+    return (secret,) if escaped == secret else (secret, escaped)
+
+
 def is_sensitive_key(key: str) -> bool:
     """Whether a value stored under ``key`` is a credential (``-`` counts as ``_``)."""
     return _SENSITIVE_KEY.search(key.replace("-", "_")) is not None
@@ -179,14 +187,26 @@ class Redactor:
                 kept.append(secret)
         # Longest first, so a secret containing another is replaced whole.
         self._secrets: tuple[str, ...] = tuple(sorted(set(kept), key=len, reverse=True))
+        # What text() replaces: each secret, and each as JSON text spells it (longest first).
+        self._spellings: tuple[str, ...] = tuple(
+            sorted({form for secret in kept for form in spellings(secret)}, key=len, reverse=True)
+        )
         # As they appear inside a JSON string (quotes and backslashes escaped).
-        self._secret_bytes = tuple(orjson.dumps(secret)[1:-1] for secret in self._secrets)
-        self._masks = tuple(mask(len(secret)) for secret in self._secrets)
+        self._secret_bytes = tuple(orjson.dumps(form)[1:-1] for form in self._spellings)
+        # Each spelling's mask: as long as its secret (the JSON text decodes to the secret).
+        masks = {form: mask(len(secret)) for secret in kept for form in spellings(secret)}
+        self._masks = tuple(masks[form] for form in self._spellings)
 
     @property
     def secrets(self) -> tuple[str, ...]:
         """The secret strings this redactor replaces (longest first)."""
         return self._secrets
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """What :meth:`text` looks for: each secret, and each as JSON text spells it where
+        that differs (longest first)."""
+        return self._spellings
 
     def holds_secret(self, serialized: bytes) -> bool:
         """Whether rendered JSON holds a configured secret or API-key-shaped text."""
@@ -201,7 +221,7 @@ class Redactor:
 
     def text(self, value: str) -> str:
         """``value`` with every secret string (and API-key-shaped text) replaced by its mask."""
-        for secret, masked in zip(self._secrets, self._masks, strict=True):
+        for secret, masked in zip(self._spellings, self._masks, strict=True):
             if secret in value:
                 value = value.replace(secret, masked)
         if "sk-ant-" in value:

@@ -248,7 +248,7 @@ class TraceWriter:
         # Most writers have no secret string: they share the redactor of the key rules.
         self._redactor = Redactor(secrets) if secrets else KEY_RULES_ONLY
         self._stream_inputs = StreamInputRedaction()
-        self._holdback = StreamTextHoldback(self._redactor.secrets)
+        self._holdback = StreamTextHoldback(self._redactor.spellings)
         self._held: _Held | None = None
         """A delta's line held back until the next event says how to write it."""
         self._cut: _Cut | None = None

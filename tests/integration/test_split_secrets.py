@@ -91,3 +91,44 @@ def test_a_secret_streamed_in_pieces_is_never_written(
         assert secret.encode() not in content
         assert secret not in joined
     assert replay(result.trace_path).terminal == "completed"
+
+
+ODD = 'pa"ss\\word-0123'
+"""A secret with a quote and a backslash: a tool input's JSON text spells it ``pa\\"ss\\\\word``."""
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 4])
+def test_a_secret_a_tool_input_spells_escaped_is_never_written(
+    serve: ServeFn, tmp_path: Path, chunk: int | None
+) -> None:
+    """Found: such a secret was written in clear in the tool input's pieces (the redactor
+    looked for it as it is, the pieces hold it escaped), and the trace did not replay (its
+    effects hold the parsed input, redacted)."""
+    step: dict[str, Any] = {"content": [{"tool_use": {"name": "note", "input": {"text": ODD}}}]}
+    if chunk is not None:
+        step["chunk"] = chunk
+    server = serve({"steps": [step, {"content": [{"text": "done"}]}]})
+
+    async def go() -> RunResult:
+        async with AnthropicModel(
+            name="claude-test", api_key="sk-test", base_url=server.base_url, timeout=5.0
+        ) as model:
+            agent = Agent(
+                model=model,
+                tools=[note],
+                config=LoopConfig(model="claude-test"),
+                trace=tmp_path / "trace.jsonl",
+                cwd=tmp_path,
+                secrets=[ODD],
+                store=False,
+            )
+            return await agent.run("go")
+
+    result = asyncio.run(go())
+    assert result.terminal == "completed"
+    assert result.trace_path is not None
+    content = result.trace_path.read_bytes()
+    for spelling in ("ss\\word", "ss\\\\word"):  # as in a string, and as in JSON text
+        assert orjson.dumps(spelling)[1:-1] not in content
+    assert f'{{"text": "{mask(len(ODD))}"}}' in _joined_pieces(result.trace_path)
+    assert replay(result.trace_path).terminal == "completed"

@@ -13,7 +13,7 @@ from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import ModelStreamEvent, ToolProgressReported
 from fsm_agent.core.messages import Usage
 from fsm_agent.core.step import Step
-from fsm_agent.trace.redact import mask
+from fsm_agent.trace.redact import Redactor, mask, spellings
 from fsm_agent.trace.stream_text_holdback import StreamTextHoldback, text_key
 from fsm_agent.trace.writer import TraceWriter
 
@@ -176,3 +176,13 @@ def _block_delta(index: Any, delta: dict[str, Any]) -> dict[str, Any]:
 )
 def test_which_events_add_text(raw: Any, expected: Any) -> None:
     assert text_key(raw) == expected
+
+
+def test_a_secret_is_looked_for_as_json_text_spells_it_too() -> None:
+    odd = 'pa"ss\\word'
+    assert spellings(odd) == (odd, 'pa\\"ss\\\\word')
+    assert spellings("plain-secret") == ("plain-secret",)
+    redactor = Redactor([odd])
+    assert redactor.text('{"text": "pa\\"ss\\\\word"}') == '{"text": "[REDACTED]"}'
+    assert redactor.text(f"said {odd}") == "said [REDACTED]"
+    assert redactor.holds_secret(orjson.dumps({"partial_json": '{"t": "pa\\"ss\\\\word"}'}))
