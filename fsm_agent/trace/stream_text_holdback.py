@@ -30,6 +30,7 @@ worker that writes its lines to the file) are moved the same way by :func:`held_
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
@@ -50,6 +51,10 @@ _KEY_PREFIX: Final = "sk-ant-"
 _KEY_RUNNING: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]*\Z")
 """An API key begun and not yet ended (the redactor's rule takes ``sk-ant-`` and the key
 characters after it, as many as there are)."""
+_KEPT_PREFIX: Final = 256
+"""Beginnings of a secret kept as strings up to this length (longer ones are sliced from the
+secret when looked at), so that a long secret costs no more than its length squared by half
+up to this bound."""
 _KEY_HOLD_LIMIT: Final = 512
 """The most characters of a running key held back. An API key is about a hundred characters;
 a longer run of key characters is written as it comes (the redactor still replaces the part
@@ -83,23 +88,31 @@ class StreamTextHoldback:
         secrets: the writer's secret strings (the redactor's).
     """
 
-    __slots__ = ("_begins", "_held", "_held_key")
+    __slots__ = ("_begins", "_held", "_held_key", "_starting")
 
     def __init__(self, secrets: Iterable[str]) -> None:
+        patterns = (*secrets, _KEY_PREFIX)
         begins: dict[str, list[tuple[int, str]]] = {}
-        # The beginnings a piece may end with, by their last character: (length, pattern).
-        # A secret's beginnings are all but the whole (the whole is redacted where it is,
-        # unless it begins a longer secret: then it is that one's beginning). The key prefix
-        # is held whole as well: ``sk-ant-`` with nothing after it is a key running.
-        for pattern, longest in (
-            *((secret, len(secret) - 1) for secret in secrets),
-            (_KEY_PREFIX, len(_KEY_PREFIX) - 1),
-        ):
-            for size in range(1, longest + 1):
-                begins.setdefault(pattern[size - 1], []).append((size, pattern))
-        for candidates in begins.values():
-            candidates.sort(reverse=True)
-        self._begins = begins
+        # The beginnings a piece may end with, by their last character: (length, the
+        # beginning, or its whole pattern past _KEPT_PREFIX characters). A secret's beginnings
+        # are all but the whole (the whole is redacted where it is, unless it begins a longer
+        # secret: then it is that one's beginning); so are the key prefix's (``sk-ant-`` with
+        # nothing after it is a key running, held by that rule).
+        for pattern in patterns:
+            for size in range(1, len(pattern)):
+                kept = pattern[:size] if size <= _KEPT_PREFIX else pattern
+                begins.setdefault(pattern[size - 1], []).append((size, kept))
+        # Longest first, each list with its lengths negated beside it: a bisection skips
+        # the beginnings longer than the text at once.
+        self._begins = {
+            last: ([-size for size, _ in ordered], [kept for _, kept in ordered])
+            for last, candidates in begins.items()
+            for ordered in [sorted(candidates, reverse=True)]
+        }
+        starting: dict[str, list[str]] = {}
+        for pattern in patterns:
+            starting.setdefault(pattern[0], []).append(pattern)
+        self._starting = starting
         self._held_key: BlockKey | None = None
         self._held = ""
 
@@ -113,6 +126,20 @@ class StreamTextHoldback:
         self._held = ""
         return text, self._cut(text)
 
+    def goes_on(self, held: str, piece: str) -> bool:
+        """Whether a secret or a key may begin within ``held`` (the end held of a piece) and
+        go on into ``piece`` (the block's next piece): when not, the held piece is written as
+        it was and ``piece`` is judged alone (most held ends are a letter or two that begin no
+        secret after all)."""
+        text = held + piece
+        starting = self._starting
+        for start in range(len(held)):
+            rest = text[start:]
+            for pattern in starting.get(rest[0], ()):
+                if pattern.startswith(rest) or rest.startswith(pattern):
+                    return True
+        return False
+
     def hold(self, key: BlockKey, held: str) -> None:
         """Hold ``held`` (the end of a piece written without it) for the next piece of
         block ``key``."""
@@ -124,12 +151,16 @@ class StreamTextHoldback:
         if not text:
             return 0
         cut = 0
-        for size, pattern in self._begins.get(text[-1], ()):
-            if size > len(text):
-                continue
-            if text.endswith(pattern[:size]):
-                cut = size
-                break
+        length = len(text)
+        found = self._begins.get(text[-1])
+        if found is not None:
+            sizes, beginnings = found
+            for place in range(bisect.bisect_left(sizes, -length), len(sizes)):
+                size = -sizes[place]
+                beginning = beginnings[place]
+                if text.endswith(beginning if len(beginning) == size else beginning[:size]):
+                    cut = size
+                    break
         if _KEY_PREFIX in text:
             running = _KEY_RUNNING.search(text)
             if running is not None and len(text) - running.start() <= _KEY_HOLD_LIMIT:
