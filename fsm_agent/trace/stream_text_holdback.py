@@ -31,6 +31,7 @@ worker that writes its lines to the file) are moved the same way by :func:`held_
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
@@ -81,6 +82,37 @@ def text_key(raw: Any) -> tuple[int, str, str] | None:
     return index, kind, key  # type: ignore[return-value]  # kind is a str: looked up above
 
 
+_Begins = dict[str, tuple[list[int], list[str]]]
+
+
+@functools.lru_cache(maxsize=64)
+def _tables(patterns: tuple[str, ...]) -> tuple[_Begins, dict[str, list[str]]]:
+    """What a holdback looks ``patterns`` up by, made once per set of them (a writer is made
+    per run, most with no secret of their own): the beginnings a piece may end with, by their
+    last character, and the patterns by their first.
+
+    A pattern's beginnings are all but the whole (a whole secret is redacted where it is,
+    unless it begins a longer one: then it is that one's beginning; ``sk-ant-`` whole is a key
+    running, held by that rule). Each character's beginnings come longest first, as two lists:
+    their lengths negated (a bisection skips those longer than the text at once) and the
+    beginnings, kept as strings up to :data:`_KEPT_PREFIX` characters (longer ones are the
+    whole pattern, sliced when looked at).
+    """
+    begins: dict[str, list[tuple[int, str]]] = {}
+    starting: dict[str, list[str]] = {}
+    for pattern in patterns:
+        starting.setdefault(pattern[0], []).append(pattern)
+        for size in range(1, len(pattern)):
+            kept = pattern[:size] if size <= _KEPT_PREFIX else pattern
+            begins.setdefault(pattern[size - 1], []).append((size, kept))
+    ordered = {last: sorted(found, reverse=True) for last, found in begins.items()}
+    tables = {
+        last: ([-size for size, _ in found], [kept for _, kept in found])
+        for last, found in ordered.items()
+    }
+    return tables, starting
+
+
 class StreamTextHoldback:
     """The characters one writer holds back, for the block whose piece was last held.
 
@@ -91,39 +123,42 @@ class StreamTextHoldback:
     __slots__ = ("_begins", "_held", "_held_key", "_starting")
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        patterns = (*secrets, _KEY_PREFIX)
-        begins: dict[str, list[tuple[int, str]]] = {}
-        # The beginnings a piece may end with, by their last character: (length, the
-        # beginning, or its whole pattern past _KEPT_PREFIX characters). A secret's beginnings
-        # are all but the whole (the whole is redacted where it is, unless it begins a longer
-        # secret: then it is that one's beginning); so are the key prefix's (``sk-ant-`` with
-        # nothing after it is a key running, held by that rule).
-        for pattern in patterns:
-            for size in range(1, len(pattern)):
-                kept = pattern[:size] if size <= _KEPT_PREFIX else pattern
-                begins.setdefault(pattern[size - 1], []).append((size, kept))
-        # Longest first, each list with its lengths negated beside it: a bisection skips
-        # the beginnings longer than the text at once.
-        self._begins = {
-            last: ([-size for size, _ in ordered], [kept for _, kept in ordered])
-            for last, candidates in begins.items()
-            for ordered in [sorted(candidates, reverse=True)]
-        }
-        starting: dict[str, list[str]] = {}
-        for pattern in patterns:
-            starting.setdefault(pattern[0], []).append(pattern)
-        self._starting = starting
+        self._begins, self._starting = _tables((*secrets, _KEY_PREFIX))
         self._held_key: BlockKey | None = None
         self._held = ""
+
+    def delta(self, request_id: str, raw: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """A model stream event of request ``request_id`` as the trace is to hold it (``raw``
+        itself, or a copy whose piece of text has what is held in front), and how many of the
+        last characters of its piece may begin a secret (0: none; always 0 for an event that
+        adds no text). :meth:`piece` for an event, in one call: it runs for every one."""
+        if raw.get("type") != "content_block_delta":
+            return raw, 0
+        delta = raw.get("delta")
+        if type(delta) is not dict:
+            return raw, 0
+        kind = delta.get("type")
+        field = _TEXT_KEYS.get(kind) if type(kind) is str else None
+        index = raw.get("index")
+        if field is None or type(index) is not int:
+            return raw, 0
+        piece = delta.get(field)
+        if type(piece) is not str:
+            return raw, 0
+        text, cut = self.piece((request_id, index, kind), piece)  # type: ignore[arg-type]
+        if text is not piece:
+            raw = {**raw, "delta": {**delta, field: text}}
+        return raw, cut
 
     def piece(self, key: BlockKey, text: str) -> tuple[str, int]:
         """The piece ``text`` of block ``key`` as the trace is to hold it, with what is held
         for it in front, and how many of its last characters may begin a secret (0: none).
         What was held for another block is dropped: it was written with its own piece."""
-        if self._held_key == key:
-            text = self._held + text
-        self._held_key = None
-        self._held = ""
+        if self._held_key is not None:
+            if self._held_key == key:
+                text = self._held + text
+            self._held_key = None
+            self._held = ""
         return text, self._cut(text)
 
     def goes_on(self, held: str, piece: str) -> bool:
@@ -153,6 +188,8 @@ class StreamTextHoldback:
         cut = 0
         length = len(text)
         found = self._begins.get(text[-1])
+        if found is None and _KEY_PREFIX not in text:
+            return 0
         if found is not None:
             sizes, beginnings = found
             for place in range(bisect.bisect_left(sizes, -length), len(sizes)):

@@ -473,18 +473,13 @@ class TraceWriter:
                 self._release(event.request_id, traced)
             # A secret may arrive split over pieces: the end of one that may begin a secret
             # is held for the next (:mod:`~fsm_agent.trace.stream_text_holdback`).
-            shape = text_key(traced)
-            cut = 0
-            if shape is not None:
-                delta = traced["delta"]
-                piece = delta[shape[2]]
-                text, cut = self._holdback.piece((event.request_id, shape[0], shape[1]), piece)
-                if text is not piece:
-                    traced = {**traced, "delta": {**delta, shape[2]: text}}
+            traced, cut = self._holdback.delta(event.request_id, traced)
             if traced is not raw:
                 event = ModelStreamEvent(request_id=event.request_id, event=traced)
             if cut:
-                self._cut = _Cut(event, shape, cut)  # type: ignore[arg-type]  # shape is set
+                shape = text_key(traced)
+                if shape is not None:  # always: only a piece of text has a cut
+                    self._cut = _Cut(event, shape, cut)
             return self._stream_line(fields, event)
         if held is not None:
             self._release(None, None)
