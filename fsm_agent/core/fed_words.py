@@ -63,7 +63,8 @@ from fsm_agent.core.inline_code import (
     sed_input_files,
 )
 from fsm_agent.core.shell_commands import CommandPart
-from fsm_agent.core.shell_wrappers import SHELL_OPTIONS, SHELLS, WRAPPERS, Unwrapped
+from fsm_agent.core.shell_wrappers import SHELL_OPTIONS, SHELLS, WRAPPERS
+from fsm_agent.core.wrapper_reading import Unwrapped
 
 _AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
 

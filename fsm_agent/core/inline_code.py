@@ -57,8 +57,9 @@ FROM_INPUT = "it reads code from its input"
 
 
 def unread_code(part: CommandPart) -> str | None:
-    """Why ``part`` runs code given in the command that no Bash rule can read, or None."""
-    if not part.argv:
+    """Why ``part`` runs code given in the command that no Bash rule can read, or None (also
+    for a program name whose words are in a file: ``CommandPart.continued``)."""
+    if not part.argv or part.continued:
         return None
     program = part.argv[0].rsplit("/", 1)[-1]
     judge = _judge_of(program)

@@ -39,7 +39,8 @@ from fsm_agent.core.shell_misreadings import (
     heredoc_ends_as_parsed,
     joins_word_characters,
 )
-from fsm_agent.core.shell_wrappers import SHELLS, WRAPPERS, Unwrapped
+from fsm_agent.core.shell_wrappers import ENVIRONMENT_READERS, SHELLS, WRAPPERS
+from fsm_agent.core.wrapper_reading import Unwrapped
 
 if TYPE_CHECKING:
     from tree_sitter import Language, Node
@@ -91,6 +92,10 @@ class CommandPart:
         found_paths: the indexes in ``fed`` of the words ``find -exec``/``-ok`` fills in with
             the path of a name it finds (a whole ``{}``): each begins with a start point written
             in the command, which cannot begin with ``-``, so none is an option.
+        continued: a program alone, whose words are given elsewhere when it runs: the value of
+            a build variable (``make PYTHON=python3``: the makefile's recipe goes on after it),
+            the program ``rg --pre`` runs with a file's name. It reads no code from its input,
+            and wraps no command we could see.
     """
 
     argv: tuple[str, ...]
@@ -101,6 +106,7 @@ class CommandPart:
     expanded: tuple[int, ...] = ()
     fed: tuple[int, ...] = ()
     found_paths: tuple[int, ...] = ()
+    continued: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -136,6 +142,11 @@ def analyse_command(command: str) -> CommandAnalysis:
         reader.problems.insert(0, "the command nests too deeply to be analysed")
     except Exception as error:  # a hostile command must get a question, not a crash
         reader.problems.insert(0, f"the analysis failed ({type(error).__name__}: {error})")
+    if reader.exports and reader.environment_readers:
+        # What `export`/`set -a` give the environment reaches every later program: values
+        # such a program runs as command lines, where no reader of its own sees them.
+        program = reader.environment_readers[0]
+        reader.problems.append(f"{program} reads the variables the command exports as commands")
     problem = reader.problems[0] if reader.problems else None
     if problem is None and len(reader.parts) > MAX_PARTS:
         problem = f"the command has {len(reader.parts)} parts, more than {MAX_PARTS}"
@@ -199,6 +210,8 @@ class _Reader:
         self.parts: list[CommandPart] = []
         self.problems: list[str] = []
         self.sources: list[bytes] = []  # the text of each script being walked, innermost last
+        self.exports = False  # a part exports variables (`export X=1`, `set -a`)
+        self.environment_readers: list[str] = []  # programs run that read it as commands
 
     def read_script(
         self,
@@ -533,6 +546,7 @@ class _Reader:
         depth: int,
         fed: tuple[int, ...] = (),
         found_paths: tuple[int, ...] = (),
+        continued: bool = False,
     ) -> None:
         self.parts.append(
             CommandPart(
@@ -544,12 +558,13 @@ class _Reader:
                 expanded=expanded,
                 fed=fed,
                 found_paths=found_paths,
+                continued=continued,
             )
         )
         hidden = _renaming(argv, assignments) or _hidden_code(argv, assignments)
         if hidden is not None:
             self.problems.append(hidden)
-        if not argv or 0 in expanded:
+        if not argv or 0 in expanded or continued:
             return
         if argv[0] in _SUBSCRIPT_EVALUATORS:
             for word in argv[1:]:
@@ -563,6 +578,23 @@ class _Reader:
             self.problems.append(f"commands nested deeper than {MAX_NESTING} wrappers")
             return
         program = argv[0].rsplit("/", 1)[-1]
+        if program in _EXPORTERS and not self.exports:
+            self.exports = _exports(argv)
+        reads_environment = ENVIRONMENT_READERS.get(program)
+        if reads_environment is not None:
+            self.environment_readers.append(program)
+            if assignments:
+                self._follow_all(
+                    program,
+                    reads_environment(assignments),
+                    argv=argv,
+                    expanded=expanded,
+                    fed=fed,
+                    found_paths=found_paths,
+                    redirects=redirects,
+                    wrappers=wrappers,
+                    depth=depth,
+                )
         unwrap = WRAPPERS.get(program)
         if unwrap is None:
             return
@@ -572,6 +604,32 @@ class _Reader:
                 # `echo rm x | xargs env`: the command comes from the input.
                 self.problems.append(f"xargs gives {program} the command to run")
             return
+        self._follow_all(
+            program,
+            outcome,
+            argv=argv,
+            expanded=expanded,
+            fed=fed,
+            found_paths=found_paths,
+            redirects=redirects,
+            wrappers=wrappers,
+            depth=depth,
+        )
+
+    def _follow_all(
+        self,
+        program: str,
+        outcome: Unwrapped | tuple[Unwrapped, ...] | str,
+        *,
+        argv: tuple[str, ...],
+        expanded: tuple[int, ...],
+        fed: tuple[int, ...],
+        found_paths: tuple[int, ...],
+        redirects: tuple[Redirect, ...],
+        wrappers: tuple[str, ...],
+        depth: int,
+    ) -> None:
+        """Add what a reader says ``program`` (``argv``) runs, or its problem."""
         if isinstance(outcome, str):
             self.problems.append(f"{program}: {outcome}")
             return
@@ -611,6 +669,12 @@ class _Reader:
         if outcome.script is not None:
             if any(i + 1 in computed for i in outcome.script_indexes):
                 self.problems.append(f"{label} runs a command the shell computes")
+                return
+            if outcome.continued:
+                self._add(
+                    argv=(outcome.script,), expanded=(), assignments=(), redirects=redirects,
+                    wrappers=(*wrappers, label), depth=depth + 1, continued=True,
+                )  # fmt: skip
                 return
             self.read_script(
                 outcome.script, wrappers=(*wrappers, label), redirects=redirects, depth=depth + 1
@@ -918,6 +982,28 @@ def _hidden_code(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
         if program in _DECLARATIONS and word.startswith("-") and "n" in word:
             return f"{program} {word} makes a name refer to another variable"
     return None
+
+
+_EXPORTERS = frozenset({"export", "set", *_DECLARATIONS})
+
+
+def _exports(argv: Sequence[str]) -> bool:
+    """Whether a part puts variables in the environment of the programs run after it:
+    ``export``, ``declare -x`` (``typeset``, ``local``, ``readonly``), ``set -a`` or
+    ``set -o allexport``."""
+    program = argv[0]
+    if program == "export":
+        return len(argv) > 1
+    if program in _DECLARATIONS:
+        return any(_option_with(word, "x") for word in argv[1:])
+    if program == "set":
+        return any(_option_with(word, "a") for word in argv[1:]) or "allexport" in argv
+    return False
+
+
+def _option_with(word: str, letter: str) -> bool:
+    """Whether ``word`` is a cluster of short options holding ``letter`` (``-gx``)."""
+    return word[:1] == "-" and word[1:2] != "-" and letter in word
 
 
 def _deeper_than(root: Node, limit: int) -> bool:

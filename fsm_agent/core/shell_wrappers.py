@@ -10,7 +10,12 @@ an option we do not know, a command built from input), which makes the command a
 A program that runs a shell command given as an option's value is followed the same way, each
 such command a script of its own (a tuple of them; an empty tuple when it runs none): git
 (``-c core.pager=...``, ``rebase --exec``...: ``git_commands``), ``tar --to-command`` and
-``-I``, ``rsync -e``, ``ssh -o ProxyCommand=...``, ``man -P``, ``zip -TT``.
+``-I``, ``rsync -e``, ``ssh -o ProxyCommand=...``, ``man -P``, ``zip -TT``, ``rg --pre``,
+``sort --compress-program``; and the values ``make`` and ``cmake`` put into the commands of a
+build (``build_variables``).
+
+Programs run for development (``npx``, ``uv run``, ``nix develop -c``, ``xterm -e``,
+``entr``...) have their readers in ``command_runners``.
 
 A wrapper is followed only where its grammar is known; a program that runs commands in a way
 we do not read (``parallel``, ``systemd-run`` with a unit file...) is a problem, never a
@@ -20,70 +25,27 @@ program that runs nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import attrs
 
-from fsm_agent.core.command_options import OptionTable, abbreviates_any, parse_arguments
+from fsm_agent.core.build_variables import (
+    cmake_runs,
+    configure_runs,
+    environment_values,
+    make_runs,
+)
+from fsm_agent.core.command_options import abbreviates_any, parse_arguments
 from fsm_agent.core.command_options import option_table as _table
+from fsm_agent.core.command_runners import RUNNERS
 from fsm_agent.core.git_commands import git_runs
-
-
-@attrs.frozen(kw_only=True)
-class Unwrapped:
-    """What a wrapper runs: its arguments ``start:end``, or a script read as a command line."""
-
-    start: int = 0
-    end: int | None = None
-    assignments: tuple[str, ...] = ()
-    script: str | None = None
-    script_indexes: tuple[int, ...] = ()  # which of its arguments the script text came from
-    label: str = ""
-    default: tuple[str, ...] = ()  # run when no command is given (xargs runs echo)
-    appends_input: bool = False  # words it reads follow the command's own (xargs without -I)
-    placeholder: str = ""  # what it replaces by the words it reads (find's {}, xargs -I R)
-    fills_paths: bool = False  # a whole placeholder becomes a path it finds (find -exec)
-
-
-_Unwrap = Callable[[Sequence[str]], "Unwrapped | tuple[Unwrapped, ...] | str | None"]
-"""A wrapper's reader: given its arguments, what it runs (None: no command given; ``()``: a
-program that runs none; str: a problem)."""
-_UnwrapOne = Callable[[Sequence[str]], "Unwrapped | str | None"]
-_UnwrapMany = Callable[[Sequence[str]], "tuple[Unwrapped, ...]"]
-
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-
-
-def _options_then_command(
-    table: OptionTable,
-    *,
-    operands_before: int = 0,
-    refused: frozenset[str] = frozenset(),
-    lone_dash_is_option: bool = False,
-    default: tuple[str, ...] = (),
-) -> _UnwrapOne:
-    """A wrapper read as ``wrapper [options] [NAME=value...] [N operands] command...``."""
-
-    def unwrap(args: Sequence[str]) -> Unwrapped | str | None:
-        parsed = parse_arguments(args, table)
-        if parsed.problem is not None:
-            return parsed.problem
-        for option in parsed.options:
-            if option.name in refused:
-                return f"{option.written} is not analysed"
-        index = parsed.rest_index
-        if lone_dash_is_option and index < len(args) and args[index] == "-":
-            index += 1
-        assignments: list[str] = []
-        while index < len(args) and _ASSIGNMENT.match(args[index]):
-            assignments.append(args[index])
-            index += 1
-        index += operands_before
-        if index >= len(args) and not default:
-            return None
-        return Unwrapped(start=index, assignments=tuple(assignments), default=default)
-
-    return unwrap
+from fsm_agent.core.wrapper_reading import (
+    Unwrap,
+    UnwrapMany,
+    Unwrapped,
+    not_followed,
+    options_then_command,
+)
 
 
 def _shell(args: Sequence[str]) -> Unwrapped | str | None:
@@ -194,7 +156,7 @@ _XARGS_OPTIONS = _table(
     long_values="arg-file delimiter max-args max-procs max-chars process-slot-var",
     long_optional="eof replace max-lines",
 )
-_xargs_command = _options_then_command(_XARGS_OPTIONS, default=("echo",))
+_xargs_command = options_then_command(_XARGS_OPTIONS, default=("echo",))
 
 
 def _xargs(args: Sequence[str]) -> Unwrapped | str | None:
@@ -247,15 +209,6 @@ def _spelled_at(args: Sequence[str]) -> dict[str, tuple[int, ...]]:
         for spelling in spellings:
             found.setdefault(spelling, []).append(index)
     return {spelling: tuple(indexes) for spelling, indexes in found.items()}
-
-
-def _not_followed(why: str) -> _Unwrap:
-    """A program that runs commands in a way we do not read: always a problem (it asks)."""
-
-    def unwrap(args: Sequence[str]) -> Unwrapped | str | None:
-        return why
-
-    return unwrap
 
 
 def _flock(args: Sequence[str]) -> Unwrapped | str | None:
@@ -515,7 +468,7 @@ _SSH_COMMAND_KEYS = frozenset({"proxycommand", "localcommand", "knownhostscomman
 _SSH_OPTION = re.compile(r"\s*([A-Za-z]+)\s*(?:=\s*|\s+)(.*)", re.DOTALL)
 
 
-def _command_options(spec: _CommandOptions, label: str) -> _UnwrapMany:
+def _command_options(spec: _CommandOptions, label: str) -> UnwrapMany:
     """The reader of a program that runs the command lines its options name."""
 
     def unwrap(args: Sequence[str]) -> tuple[Unwrapped, ...]:
@@ -627,6 +580,18 @@ def _zip(args: Sequence[str]) -> tuple[Unwrapped, ...]:
     return tuple(found)
 
 
+def _runs_program(spec: _CommandOptions, label: str) -> UnwrapMany:
+    """The reader of a program whose options name a program it runs, no shell between, with
+    words of its own (``rg --pre PROG`` runs ``PROG FILE``, ``sort --compress-program PROG``
+    runs ``PROG -d``): each such value is that program alone (``Unwrapped.continued``)."""
+    read = _command_options(spec, label)
+
+    def unwrap(args: Sequence[str]) -> tuple[Unwrapped, ...]:
+        return tuple(attrs.evolve(each, continued=True) for each in read(args))
+
+    return unwrap
+
+
 _zip_long = _command_options(_CommandOptions(long=("unzip-command",)), "zip")
 
 
@@ -669,7 +634,7 @@ _SSH = _CommandOptions(ssh_options="o", values=_SSH_VALUES)
 _SCP = _CommandOptions(ssh_options="o", letters="S", values="cDFiJloPSX")
 _SFTP = _CommandOptions(ssh_options="o", letters="S", values="BbcDFiJloPRSs")
 
-COMMAND_OPTIONS: dict[str, _Unwrap] = {
+COMMAND_OPTIONS: dict[str, Unwrap] = {
     "git": _git,
     "tar": _command_options(
         _CommandOptions(
@@ -706,16 +671,28 @@ COMMAND_OPTIONS: dict[str, _Unwrap] = {
     ),
     "zip": _zip,
     "fish": _fish,
+    "rg": _runs_program(_CommandOptions(long=("pre",), values="efgtTABCmdjMrE"), "rg"),
+    "sort": _runs_program(_CommandOptions(long=("compress-program",), values="ktSTo"), "sort"),
+    **dict.fromkeys(("make", "gmake"), make_runs),
+    "cmake": cmake_runs,
+    "configure": configure_runs,
 }
 """Programs that run a shell command given as an option's value, by name."""
 COMMAND_OPTIONS["gtar"] = COMMAND_OPTIONS["tar"]  # GNU tar, by the name BSD systems give it
+COMMAND_OPTIONS["bsdtar"] = COMMAND_OPTIONS["tar"]  # libarchive's: fewer such options, none other
+
+ENVIRONMENT_READERS = {
+    name: environment_values(name) for name in ("make", "gmake", "cmake", "configure")
+}
+"""Programs that read the variables of their environment as command lines (``CC=x make``),
+by name: given the assignments a command puts before them, what those run."""
 
 
 SHELLS = ("bash", "sh", "zsh", "dash", "ksh")
 """Shells whose ``-c`` script is read as a command line."""
 
-WRAPPERS: dict[str, _Unwrap] = {
-    "env": _options_then_command(
+WRAPPERS: dict[str, Unwrap] = {
+    "env": options_then_command(
         _table(
             "i0v",
             "ignore-environment null debug list-signal-handling help version",
@@ -726,7 +703,7 @@ WRAPPERS: dict[str, _Unwrap] = {
         refused=frozenset({"-S", "--split-string"}),
         lone_dash_is_option=True,
     ),
-    "sudo": _options_then_command(
+    "sudo": options_then_command(
         _table(
             "AbEeHiKklnPSsVv",
             "askpass background edit set-home help login remove-timestamp reset-timestamp "
@@ -737,12 +714,12 @@ WRAPPERS: dict[str, _Unwrap] = {
             long_optional="preserve-env",
         )
     ),
-    "doas": _options_then_command(_table("nsL", short_values="uC")),
-    "nohup": _options_then_command(_table(long="help version")),
-    "nice": _options_then_command(
+    "doas": options_then_command(_table("nsL", short_values="uC")),
+    "nohup": options_then_command(_table(long="help version")),
+    "nice": options_then_command(
         _table("0123456789", "help version", short_values="n", long_values="adjustment")
     ),
-    "timeout": _options_then_command(
+    "timeout": options_then_command(
         _table(
             "v",
             "preserve-status foreground verbose help version",
@@ -751,7 +728,7 @@ WRAPPERS: dict[str, _Unwrap] = {
         ),
         operands_before=1,
     ),
-    "time": _options_then_command(
+    "time": options_then_command(
         _table(
             "apqvV",
             "append portability quiet verbose help version",
@@ -759,39 +736,39 @@ WRAPPERS: dict[str, _Unwrap] = {
             long_values="output format",
         )
     ),
-    "stdbuf": _options_then_command(
+    "stdbuf": options_then_command(
         _table(long="help version", short_values="ioe", long_values="input output error")
     ),
-    "command": _options_then_command(_table("pvV")),
-    "builtin": _options_then_command(_table()),
-    "coproc": _options_then_command(_table()),
-    "exec": _options_then_command(_table("cl", short_values="a")),
+    "command": options_then_command(_table("pvV")),
+    "builtin": options_then_command(_table()),
+    "coproc": options_then_command(_table()),
+    "exec": options_then_command(_table("cl", short_values="a")),
     "xargs": _xargs,
     "trap": _trap,
     "eval": _eval,
     "watch": _watch,
-    "setsid": _options_then_command(_table("cfw", "ctty fork wait help version")),
-    **dict.fromkeys(("busybox", "toybox"), _options_then_command(_table(long="help list"))),
-    "ionice": _options_then_command(
+    "setsid": options_then_command(_table("cfw", "ctty fork wait help version")),
+    **dict.fromkeys(("busybox", "toybox"), options_then_command(_table(long="help list"))),
+    "ionice": options_then_command(
         _table("t", "ignore help version", short_values="cn", long_values="class classdata")
     ),
-    "taskset": _options_then_command(
+    "taskset": options_then_command(
         _table("ac", "all-tasks cpu-list help version"), operands_before=1
     ),
     "find": _find,
     **dict.fromkeys(SHELLS, _shell),
     **COMMAND_OPTIONS,
-    "chronic": _options_then_command(_table("ev")),
+    "chronic": options_then_command(_table("ev")),
     # run the command as another user, or in another root or namespace
-    "pkexec": _options_then_command(
+    "pkexec": options_then_command(
         _table(long="disable-internal-agent keep-cwd help version", long_values="user")
     ),
     **dict.fromkeys(("su", "runuser"), _switch_user),
     "sg": _sg,
-    "chroot": _options_then_command(
+    "chroot": options_then_command(
         _table(long="skip-chdir help version", long_values="userspec groups"), operands_before=1
     ),
-    "unshare": _options_then_command(
+    "unshare": options_then_command(
         _table(
             "fhVmuinpCTUrc",
             "fork help version map-root-user map-current-user map-auto",
@@ -802,7 +779,7 @@ WRAPPERS: dict[str, _Unwrap] = {
             "mount-binfmt",
         )
     ),
-    "nsenter": _options_then_command(
+    "nsenter": options_then_command(
         _table(
             "FZhVe",
             "preserve-credentials no-fork follow-context all env help version",
@@ -812,7 +789,7 @@ WRAPPERS: dict[str, _Unwrap] = {
             long_optional="mount uts ipc net pid user cgroup time root wd",
         )
     ),
-    "setpriv": _options_then_command(
+    "setpriv": options_then_command(
         _table(
             "dhV",
             "clear-groups keep-groups init-groups nnp no-new-privs reset-env dump help version",
@@ -825,7 +802,7 @@ WRAPPERS: dict[str, _Unwrap] = {
     # run the command under a lock, a scheduling class, a limit, a recorder or a tracer
     "flock": _flock,
     "chrt": _chrt,
-    "numactl": _options_then_command(
+    "numactl": options_then_command(
         _table(
             "aslHhV",
             "all show hardware localalloc help version",
@@ -833,7 +810,7 @@ WRAPPERS: dict[str, _Unwrap] = {
             long_values="interleave membind cpunodebind physcpubind preferred preferred-many",
         )
     ),
-    "prlimit": _options_then_command(
+    "prlimit": options_then_command(
         _table(
             "hV",
             "noheadings raw verbose help version",
@@ -845,9 +822,9 @@ WRAPPERS: dict[str, _Unwrap] = {
         )
     ),
     "script": _script,
-    "strace": _options_then_command(_table("cCdDfFhiqrtTvVwxyzZk", short_values="abeEIoOpPsSuUX")),
-    "ltrace": _options_then_command(_table("bcCfhiLrStTV", short_values="aAeFlnopsuwxD")),
-    "fakeroot": _options_then_command(
+    "strace": options_then_command(_table("cCdDfFhiqrtTvVwxyzZk", short_values="abeEIoOpPsSuUX")),
+    "ltrace": options_then_command(_table("bcCfhiLrStTV", short_values="aAeFlnopsuwxD")),
+    "fakeroot": options_then_command(
         _table(
             "uhv",
             "unknown-is-real help version",
@@ -855,11 +832,11 @@ WRAPPERS: dict[str, _Unwrap] = {
             long_values="lib faked fd-base",
         )
     ),
-    "faketime": _options_then_command(
+    "faketime": options_then_command(
         _table("fm", "exclude-monotonic help version", short_values="p", long_values="date-prog"),
         operands_before=1,
     ),
-    "xvfb-run": _options_then_command(
+    "xvfb-run": options_then_command(
         _table(
             "alh",
             "auto-servernum listen-tcp help",
@@ -867,10 +844,10 @@ WRAPPERS: dict[str, _Unwrap] = {
             long_values="error-file auth-file server-num xauth-protocol server-args wait",
         )
     ),
-    "dbus-run-session": _options_then_command(
+    "dbus-run-session": options_then_command(
         _table(long="help version", long_values="config-file dbus-daemon")
     ),
-    "systemd-inhibit": _options_then_command(
+    "systemd-inhibit": options_then_command(
         _table(
             long="list no-pager no-legend no-ask-password help version",
             long_values="what who why mode",
@@ -878,11 +855,11 @@ WRAPPERS: dict[str, _Unwrap] = {
     ),
     "setarch": _setarch,
     **dict.fromkeys(("linux32", "linux64"), _arch_options),
-    "cgexec": _options_then_command(_table("h", "sticky", short_values="g")),
+    "cgexec": options_then_command(_table("h", "sticky", short_values="g")),
     # run the command with an agent holding keys, or a password typed for it
-    "ssh-agent": _options_then_command(_table("cDdks", short_values="aEOPt")),
-    "sshpass": _options_then_command(_table("ehvV", short_values="fdpP")),
-    "unbuffer": _options_then_command(_table("p")),
+    "ssh-agent": options_then_command(_table("cDdks", short_values="aEOPt")),
+    "sshpass": options_then_command(_table("ehvV", short_values="fdpP")),
+    "unbuffer": options_then_command(_table("p")),
     **dict.fromkeys(
         (
             "eatmydata",
@@ -896,20 +873,21 @@ WRAPPERS: dict[str, _Unwrap] = {
             "proxychains4",
             "chpst",
         ),
-        _options_then_command(_table(long="help version")),
+        options_then_command(_table(long="help version")),
     ),
     # run commands in ways we do not read: they ask
     **dict.fromkeys(
         ("parallel", "sem"),
-        _not_followed("runs command lines it builds from its arguments and input"),
+        not_followed("runs command lines it builds from its arguments and input"),
     ),
-    **dict.fromkeys(("at", "batch"), _not_followed("runs commands read from its input later")),
-    "gdb": _not_followed("runs the programs and commands its options name"),
+    **dict.fromkeys(("at", "batch"), not_followed("runs commands read from its input later")),
+    "gdb": not_followed("runs the programs and commands its options name"),
     **dict.fromkeys(
         ("tmux", "screen"),
-        _not_followed("runs commands in the windows it opens, and types keys into them"),
+        not_followed("runs commands in the windows it opens, and types keys into them"),
     ),
-    "hyperfine": _not_followed("runs each of its arguments as a command line"),
-    "bwrap": _not_followed("its options are not analysed"),
+    "hyperfine": not_followed("runs each of its arguments as a command line"),
+    **RUNNERS,
+    "bwrap": not_followed("its options are not analysed"),
 }
 """Programs that run another command, by name (a path such as ``/usr/bin/env`` counts too)."""

@@ -16,7 +16,9 @@ answer is a :class:`Verdict`, which the chain turns into a decision following SP
   (``xargs tar -xf a.tar``: ``core/fed_words``). Script files
   are not read: a rule sees command text, not files' code. The command is allowed only when
   every part is allowed by a rule, is read-only, or (in ``acceptEdits``) is a plain file
-  operation on paths inside the working folder. A part with ``VAR=`` prefixes, a redirection
+  operation on paths inside the working folder; a program a build variable names
+  (``make CC=clang``: ``CommandPart.continued``) runs with words from a file, and needs no
+  allow of its own. A part with ``VAR=`` prefixes, a redirection
   that writes, or a wrapper that changes who runs it (``sudo``) is never allowed by a rule.
 * **File tools**: rules match the resolved path; the tool's own opinion (protected paths ask
   with a safety check; reads outside the working folder ask) comes after deny and ask rules
@@ -298,6 +300,10 @@ def shell_verdict(
     git_refused = _git_refusal(analysis, place)
     for part in analysis.parts:
         if part.argv and part.argv[0] in TRANSPARENT_WRAPPERS and _plain(part):
+            continue
+        if part.continued:
+            # A program a build variable names (`make CC=clang`), run with words from a
+            # file: deny and ask rules saw it above; the part that runs it is allowed or not.
             continue
         allowing = _allowing_rule(part, rules)
         if allowing is not None:

@@ -1596,3 +1596,344 @@ def test_what_git_runs_from_more_keys_aliases_and_clone_meets_a_deny_rule(
 def test_settings_that_run_nothing_still_run_in_bypass_mode(command: str, work: Path) -> None:
     decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
     assert decided.behavior is PermissionBehavior.ALLOW
+
+
+# Programs that run a command they are given, or a variable's value as a command line, which
+# were not followed (found in review: each ran `rm -rf src` in bypass mode under `Bash(rm:*)`).
+# What they run is a part, so the rule sees it.
+RUNNERS_FOLLOWED = [
+    # package runners and project environments
+    "npx rm -rf src",
+    "npx -y -- rm -rf src",
+    "npx --package=x rm -rf src",
+    "npx -c 'rm -rf src'",
+    "npm exec -- rm -rf src",
+    "npm x -y rm -- -rf src",
+    "npm exec --call='rm -rf src'",
+    "pnpm dlx rm -rf src",
+    "pnpm exec rm -rf src",
+    "pnpm --silent dlx rm -rf src",
+    "pnpm exec -c 'ls; rm -rf src'",
+    "pnpm dlx --shell-mode 'ls && rm -rf src'",
+    "yarn dlx rm -rf src",
+    "yarn exec rm -rf src",
+    "bunx rm -rf src",
+    "bun x rm -rf src",
+    "uvx rm -rf src",
+    "uvx --from x rm -rf src",
+    "uv tool run rm -rf src",
+    "uv run rm -rf src",
+    "uv run --with x -- rm -rf src",
+    "uv --quiet run rm -rf src",
+    "pipx run rm -rf src",
+    "poetry run rm -rf src",
+    "pipenv run rm -rf src",
+    "conda run -n base rm -rf src",
+    "hatch run rm -rf src",
+    "pixi run rm -rf src",
+    # development shells and environments
+    "nix-shell --run 'rm -rf src'",
+    "nix-shell -p hello --command 'rm -rf src'",
+    "nix-shell --pure shell.nix --run 'rm -rf src'",
+    "nix develop -c rm -rf src",
+    "nix develop .#dev --command rm -rf src",
+    "nix shell nixpkgs#hello -c rm -rf src",
+    "nix develop --arg x -c -c rm -rf src",  # --arg takes two words
+    "direnv exec . rm -rf src",
+    "proot rm -rf src",
+    "proot -w / -b /tmp rm -rf src",
+    "dbus-launch rm -rf src",
+    # terminals
+    "xterm -e rm -rf src",
+    "xterm -T title -e rm -rf src",
+    "konsole -e rm -rf src",
+    "gnome-terminal -- rm -rf src",
+    "gnome-terminal -x rm -rf src",
+    "gnome-terminal -e 'rm -rf src'",
+    # file watchers
+    "entr rm -rf src",
+    "entr -s 'rm -rf src'",
+    "entr -rc rm -rf src",
+    "watchexec -- rm -rf src",
+    "watchexec -e py -- 'rm -rf src'",
+    # archivers
+    "bsdtar --use-compress-program 'rm -rf src' -xf a.tar",
+    "bsdtar -xf a.tar --use-compress-program='rm -rf src'",
+    # cmake's own commands, and build variables that hold command lines
+    "cmake -E rm -rf src",
+    "cmake -E chdir build rm -rf src",
+    "cmake -E env X=1 rm -rf src",
+    "cmake -E time rm -rf src",
+    "cmake -DCMAKE_C_COMPILER=rm .",
+    "cmake -D CMAKE_C_COMPILER_LAUNCHER='rm -rf src' -S . -B build",
+    "cmake -DCMAKE_C_FLAGS:STRING='; rm -rf src;' .",
+    "make CC='rm -rf src'",
+    "make CC='rm -rf src' all",
+    "make all CC='rm -rf src'",
+    "make -j4 'CC=rm -rf src'",
+    "make -C build CFLAGS='-O2; rm -rf src'",
+    "make 'X!=rm -rf src'",
+    "make 'X:=rm -rf src'",
+    "make SHELL=/bin/rm",
+    "gmake CC='rm -rf src'",
+    "CC=rm make",
+    "env CC=rm make",
+    "env 'CC=rm -rf src' make",
+    "sudo make install CC='rm -rf src'",
+    "CC=rm cmake -S . -B build",
+    "./configure CC='rm -rf src'",
+    "CC=rm ./configure --prefix=/usr",
+    # found next to them: search tools, watchers, queues, secret injectors, profilers
+    "rg --pre rm x src",
+    "rg --pre='rm -rf' x src",
+    "sort --compress-program=rm x",
+    "fd -x rm -rf",
+    "fd . src -X rm -rf",
+    "fd --exec rm -rf {} ;",
+    "nodemon --exec 'rm -rf src'",
+    "nodemon -w src -x 'rm -rf src'",
+    "cargo watch -x test -s 'rm -rf src'",
+    "repo forall -c 'rm -rf src'",
+    "concurrently 'npm:watch' 'rm -rf src'",
+    "pueue add rm -rf src",
+    "pueue add -- 'rm -rf src'",
+    "tsp rm -rf src",
+    "ts -n rm -rf src",
+    "dotenvx run -- rm -rf src",
+    "op run --env-file=.env -- rm -rf src",
+    "doppler run -- rm -rf src",
+    "doppler run --command 'rm -rf src'",
+    "aws-vault exec dev -- rm -rf src",
+    "dotenv -e .env -- rm -rf src",
+    "dotenv rm -rf src",
+    "dotenv -f .env run rm -rf src",
+    "env-cmd -f .env rm -rf src",
+    "cross-env NODE_ENV=test rm -rf src",
+    "lerna exec -- rm -rf src",
+    "perf stat -- rm -rf src",
+    "perf record -g -- rm -rf src",
+    "heaptrack rm -rf src",
+    "nsjail -Mo -- rm -rf src",
+    "caffeinate -i rm -rf src",
+    "winpty rm -rf src",
+    "mpirun -n 2 rm -rf src",
+]
+
+# The same programs where what they run is not written in the command, or not read: under a Bash
+# deny or ask rule they ask, even in bypass mode.
+RUNNERS_THAT_ASK = [
+    "echo 'rm -rf src' | nix-shell -p hello",
+    "nix develop",
+    "nix run nixpkgs#hello",
+    "nix develop --an-option-we-do-not-know -c -c rm -rf src",
+    "watchexec rm -rf src",
+    "entr /_",
+    'make "MSG=\\"; rm -rf src; \\""',
+    "make \"MSG='; rm -rf src; '\"",
+    "make 'A=r' 'CC=$Am -rf src'",
+    "make MAKEFLAGS='CC=rm'",
+    "CC='rm -rf src' make",
+    "MAKEFLAGS='CC=rm\\ -rf\\ src' make",
+    "GNUMAKEFLAGS='CC=rm' make",
+    "set -a; CC=rm; make",
+    "cmake -DX='$(rm -rf src)' .",
+    "nix run nixpkgs#bash -- -c 'rm -rf src'",
+    "nix run --profile ./p nixpkgs#bash -- -c 'rm -rf src'",
+    "fd -x {} ;",
+    "gnome-terminal --title -- -- rm -rf src",
+    "CC='rm -rf src' ./configure",
+    "perf stat rm -rf src",
+    "lldb -o 'platform shell rm -rf src'",
+    "aws-vault exec dev",
+    "op run rm -rf src",
+    "rg x $f",
+    "echo '--pre=rm' | xargs rg x",
+    # kept: already asked
+    'npx -c "$CMD"',
+    "X='rm -rf src'; make CC=$X",
+    "make 'CC=$$(rm -rf src)'",
+    "export CC=rm; make",
+    "CC=rm; export CC; make",
+    "declare -x CC=rm; make -e",
+]
+
+
+@pytest.mark.parametrize("command", RUNNERS_FOLLOWED)
+def test_what_a_runner_is_given_to_run_meets_a_deny_rule(command: str, work: Path) -> None:
+    """In bypass mode, `Bash(rm:*)` denies the `rm` a runner is given, as a rule."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.DENY, decided.reason
+    assert decided.rule == "Bash(rm:*)"
+
+
+@pytest.mark.parametrize("command", RUNNERS_THAT_ASK)
+def test_a_runner_whose_command_is_not_read_asks_under_a_bash_rule_in_bypass(
+    command: str, work: Path
+) -> None:
+    questions: list[PermissionRequest] = []
+
+    def ask(request: PermissionRequest) -> PermissionAnswer:
+        questions.append(request)
+        return PermissionAnswer.deny("no")
+
+    decided = decide(command, work, mode=PermissionMode.BYPASS, ask=ask, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.DENY
+    assert [q.tool_name for q in questions] == ["Bash"], decided.reason
+
+
+@pytest.mark.parametrize("mode", [PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS])
+@pytest.mark.parametrize("command", RUNNERS_FOLLOWED + RUNNERS_THAT_ASK)
+def test_runners_ask_in_default_and_accept_edits(
+    command: str, mode: PermissionMode, work: Path
+) -> None:
+    decided = decide(command, work, mode=mode)
+    assert decided.behavior is PermissionBehavior.DENY
+    assert decided.step == "no_one_to_ask"
+
+
+# Ordinary uses of the same programs: bypass runs them beside the rule.
+RUNNERS_IN_ORDINARY_USE = [
+    "make",
+    "make test",
+    "make -j4 all",
+    "make -j 4",
+    "make CC=clang",
+    "make install PREFIX=/usr/local DESTDIR=out",
+    "make V=1 CFLAGS=-O2",
+    "make CFLAGS='-O2 -g -Wall'",
+    "make test PYTHON=python3",
+    "make SHELL=/bin/bash",
+    "cmake -DPython3_EXECUTABLE=/usr/bin/python3 -B build",
+    "CC=clang cmake -S . -B build",
+    "./configure --prefix=/usr/local CC=gcc CFLAGS=-O2",
+    "./configure -C --enable-debug",
+    "CC=clang make",
+    "env CC=gcc make -j2",
+    "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release",
+    "cmake --build build -j4",
+    "cmake -E make_directory build",
+    "cmake -E copy a b",
+    "npx tsc --noEmit",
+    "npx prettier --check .",
+    "npx -y create-vite app",
+    "npm exec -- eslint .",
+    "pnpm dlx prettier --check .",
+    "pnpm exec vitest run",
+    "yarn dlx prettier --check .",
+    "bunx eslint .",
+    "uvx ruff check .",
+    "uv run pytest -q",
+    "uv run --with rich python x.py",
+    "uv sync",
+    "pipx run black --check .",
+    "poetry run pytest",
+    "pipenv run pytest",
+    "conda run -n base python x.py",
+    "hatch run test",
+    "nix-shell --run 'make test'",
+    "nix-shell -p hello --run hello",
+    "nix develop -c make",
+    "nix run .#test",
+    "nix run . -- --help",
+    "nix build .#x",
+    "nix flake check",
+    "xterm -e htop",
+    "gnome-terminal -- htop",
+    "ls | entr make test",
+    "ls | entr -s 'make test'",
+    "direnv exec . make",
+    "direnv allow",
+    "watchexec -e py -- pytest",
+    "proot -R / ls",
+    "bsdtar -tf a.tar",
+    "bsdtar -xzf a.tgz",
+    "tar -tzf x.tgz",
+    "watch -n1 ls",
+    "rg -n TODO src",
+    "rg --pre-glob '*.gz' x",
+    "sort -u x.txt",
+    "fd -e py",
+    "fd -e py -x wc -l",
+    "nodemon app.js",
+    "nodemon -x 'python3 app.py'",
+    "cargo watch -x test",
+    "concurrently 'npm:watch' 'npm:serve'",
+    "pueue add make test",
+    "pueue status",
+    "dotenvx run -- npm start",
+    "op run --env-file=.env -- npm test",
+    "doppler run -- npm start",
+    "dotenv -e .env.test jest",
+    "dotenv list",
+    "cross-env NODE_ENV=production webpack",
+    "env-cmd -f .env.test jest",
+    "lerna run build",
+    "perf report",
+    "perf stat -- make",
+    "mpirun -n 4 ./app",
+    "caffeinate -i make",
+]
+
+
+@pytest.mark.parametrize("command", RUNNERS_IN_ORDINARY_USE)
+def test_ordinary_uses_of_runners_run_in_bypass_beside_a_deny_rule(
+    command: str, work: Path
+) -> None:
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.ALLOW, decided.reason
+
+
+@pytest.mark.parametrize(
+    ("command", "followed"),
+    [
+        ("make CC=clang CFLAGS='-O2 -g' all",
+         [("clang", ("make CC=",)), ("-O2 -g", ("make CFLAGS=",))]),
+        ("CC=clang make", [("clang", ("make CC=",))]),
+        ("npx -y prettier --check .", [("prettier --check .", ("npx",))]),
+        ("npx -c 'tsc --noEmit'", [("tsc --noEmit", ("npx -c",))]),
+        ("uv run pytest -q", [("pytest -q", ("uv run",))]),
+        ("nix-shell --run 'make test'", [("make test", ("nix-shell --run",))]),
+        ("nix develop -c make", [("make", ("nix develop -c",))]),
+        ("cmake -E chdir build ctest", [("ctest", ("cmake -E chdir",))]),
+        ("ls | entr -s 'make test'", [("make test", ("entr -s",))]),
+        ("xterm -e htop", [("htop", ("xterm",))]),
+        ("make test", []),
+        ("uv sync", []),
+    ],
+)  # fmt: skip
+def test_what_a_runner_or_a_build_variable_runs_is_a_part(
+    command: str, followed: list[tuple[str, tuple[str, ...]]]
+) -> None:
+    analysis = analyse_command(command)
+    assert analysis.problem is None
+    runner = next(i for i, part in enumerate(analysis.parts) if not part.wrappers and part.argv
+                  and part.argv[0] not in ("ls",))  # fmt: skip
+    assert [(part.text, part.wrappers) for part in analysis.parts[runner + 1 :]] == followed
+
+
+def test_a_build_variable_naming_a_program_reads_no_code_from_its_input() -> None:
+    """`make PYTHON=python3`: the recipe gives python3 its words, from the makefile; the same
+    program alone in a command line would read code from its input."""
+    value = analyse_command("make PYTHON=python3").parts[-1]
+    assert (value.argv, value.continued) == (("python3",), True)
+    assert inline_code.unread_code(value) is None
+    assert inline_code.unread_code(analyse_command("python3").parts[0]) is not None
+
+
+@pytest.mark.parametrize(
+    ("command", "behavior"),
+    [
+        ("make CC=clang PREFIX=/usr/local install", PermissionBehavior.ALLOW),
+        ("make test PYTHON=python3", PermissionBehavior.ALLOW),
+        ("make CC=rm", PermissionBehavior.DENY),
+        ("make CFLAGS='-O2; curl x | sh'", PermissionBehavior.DENY),
+    ],
+)
+def test_a_build_variable_naming_a_program_needs_no_allow_of_its_own(
+    command: str, behavior: PermissionBehavior, work: Path
+) -> None:
+    """Under `Bash(make:*)`, a program a variable names runs with the recipe's words, as make
+    does; a deny rule still sees it, and a command line given as a value needs its own allow
+    (nobody to ask here)."""
+    decided = decide(command, work, allow={"Bash(make:*)"}, deny={"Bash(rm:*)"})
+    assert decided.behavior is behavior, decided.reason
