@@ -30,6 +30,8 @@ worker that writes its lines to the file) are moved the same way by :func:`held_
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
@@ -50,6 +52,10 @@ _KEY_PREFIX: Final = "sk-ant-"
 _KEY_RUNNING: Final = re.compile(r"sk-ant-[A-Za-z0-9_\-]*\Z")
 """An API key begun and not yet ended (the redactor's rule takes ``sk-ant-`` and the key
 characters after it, as many as there are)."""
+_KEPT_PREFIX: Final = 256
+"""Beginnings of a secret kept as strings up to this length (longer ones are sliced from the
+secret when looked at), so that a long secret costs no more than its length squared by half
+up to this bound."""
 _KEY_HOLD_LIMIT: Final = 512
 """The most characters of a running key held back. An API key is about a hundred characters;
 a longer run of key characters is written as it comes (the redactor still replaces the part
@@ -76,6 +82,37 @@ def text_key(raw: Any) -> tuple[int, str, str] | None:
     return index, kind, key  # type: ignore[return-value]  # kind is a str: looked up above
 
 
+_Begins = dict[str, tuple[list[int], list[str]]]
+
+
+@functools.lru_cache(maxsize=64)
+def _tables(patterns: tuple[str, ...]) -> tuple[_Begins, dict[str, list[str]]]:
+    """What a holdback looks ``patterns`` up by, made once per set of them (a writer is made
+    per run, most with no secret of their own): the beginnings a piece may end with, by their
+    last character, and the patterns by their first.
+
+    A pattern's beginnings are all but the whole (a whole secret is redacted where it is,
+    unless it begins a longer one: then it is that one's beginning; ``sk-ant-`` whole is a key
+    running, held by that rule). Each character's beginnings come longest first, as two lists:
+    their lengths negated (a bisection skips those longer than the text at once) and the
+    beginnings, kept as strings up to :data:`_KEPT_PREFIX` characters (longer ones are the
+    whole pattern, sliced when looked at).
+    """
+    begins: dict[str, list[tuple[int, str]]] = {}
+    starting: dict[str, list[str]] = {}
+    for pattern in patterns:
+        starting.setdefault(pattern[0], []).append(pattern)
+        for size in range(1, len(pattern)):
+            kept = pattern[:size] if size <= _KEPT_PREFIX else pattern
+            begins.setdefault(pattern[size - 1], []).append((size, kept))
+    ordered = {last: sorted(found, reverse=True) for last, found in begins.items()}
+    tables = {
+        last: ([-size for size, _ in found], [kept for _, kept in found])
+        for last, found in ordered.items()
+    }
+    return tables, starting
+
+
 class StreamTextHoldback:
     """The characters one writer holds back, for the block whose piece was last held.
 
@@ -83,35 +120,60 @@ class StreamTextHoldback:
         secrets: the writer's secret strings (the redactor's).
     """
 
-    __slots__ = ("_begins", "_held", "_held_key")
+    __slots__ = ("_begins", "_held", "_held_key", "_starting")
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        begins: dict[str, list[tuple[int, str]]] = {}
-        # The beginnings a piece may end with, by their last character: (length, pattern).
-        # A secret's beginnings are all but the whole (the whole is redacted where it is,
-        # unless it begins a longer secret: then it is that one's beginning). The key prefix
-        # is held whole as well: ``sk-ant-`` with nothing after it is a key running.
-        for pattern, longest in (
-            *((secret, len(secret) - 1) for secret in secrets),
-            (_KEY_PREFIX, len(_KEY_PREFIX) - 1),
-        ):
-            for size in range(1, longest + 1):
-                begins.setdefault(pattern[size - 1], []).append((size, pattern))
-        for candidates in begins.values():
-            candidates.sort(reverse=True)
-        self._begins = begins
+        self._begins, self._starting = _tables((*secrets, _KEY_PREFIX))
         self._held_key: BlockKey | None = None
         self._held = ""
+
+    def delta(self, request_id: str, raw: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """A model stream event of request ``request_id`` as the trace is to hold it (``raw``
+        itself, or a copy whose piece of text has what is held in front), and how many of the
+        last characters of its piece may begin a secret (0: none; always 0 for an event that
+        adds no text). :meth:`piece` for an event, in one call: it runs for every one."""
+        if raw.get("type") != "content_block_delta":
+            return raw, 0
+        delta = raw.get("delta")
+        if type(delta) is not dict:
+            return raw, 0
+        kind = delta.get("type")
+        field = _TEXT_KEYS.get(kind) if type(kind) is str else None
+        index = raw.get("index")
+        if field is None or type(index) is not int:
+            return raw, 0
+        piece = delta.get(field)
+        if type(piece) is not str:
+            return raw, 0
+        text, cut = self.piece((request_id, index, kind), piece)  # type: ignore[arg-type]
+        if text is not piece:
+            raw = {**raw, "delta": {**delta, field: text}}
+        return raw, cut
 
     def piece(self, key: BlockKey, text: str) -> tuple[str, int]:
         """The piece ``text`` of block ``key`` as the trace is to hold it, with what is held
         for it in front, and how many of its last characters may begin a secret (0: none).
         What was held for another block is dropped: it was written with its own piece."""
-        if self._held_key == key:
-            text = self._held + text
-        self._held_key = None
-        self._held = ""
+        if self._held_key is not None:
+            if self._held_key == key:
+                text = self._held + text
+            self._held_key = None
+            self._held = ""
         return text, self._cut(text)
+
+    def goes_on(self, held: str, piece: str) -> bool:
+        """Whether a secret or a key may begin within ``held`` (the end held of a piece) and
+        go on into ``piece`` (the block's next piece): when not, the held piece is written as
+        it was and ``piece`` is judged alone (most held ends are a letter or two that begin no
+        secret after all)."""
+        text = held + piece
+        starting = self._starting
+        for start in range(len(held)):
+            rest = text[start:]
+            for pattern in starting.get(rest[0], ()):
+                if pattern.startswith(rest) or rest.startswith(pattern):
+                    return True
+        return False
 
     def hold(self, key: BlockKey, held: str) -> None:
         """Hold ``held`` (the end of a piece written without it) for the next piece of
@@ -124,12 +186,18 @@ class StreamTextHoldback:
         if not text:
             return 0
         cut = 0
-        for size, pattern in self._begins.get(text[-1], ()):
-            if size > len(text):
-                continue
-            if text.endswith(pattern[:size]):
-                cut = size
-                break
+        length = len(text)
+        found = self._begins.get(text[-1])
+        if found is None and _KEY_PREFIX not in text:
+            return 0
+        if found is not None:
+            sizes, beginnings = found
+            for place in range(bisect.bisect_left(sizes, -length), len(sizes)):
+                size = -sizes[place]
+                beginning = beginnings[place]
+                if text.endswith(beginning if len(beginning) == size else beginning[:size]):
+                    cut = size
+                    break
         if _KEY_PREFIX in text:
             running = _KEY_RUNNING.search(text)
             if running is not None and len(text) - running.start() <= _KEY_HOLD_LIMIT:

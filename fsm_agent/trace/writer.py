@@ -348,7 +348,7 @@ class TraceWriter:
         if self._closed:
             raise self._refusal()
         if self._held is not None:
-            self._release(None)
+            self._release(None, None)
         try:
             self._structlog_logger().msg(**fields)
         except (orjson.JSONEncodeError, TypeError) as exc:
@@ -458,8 +458,6 @@ class TraceWriter:
         if self._closed:
             raise self._refusal()
         held = self._held
-        if held is not None and not _passes_over(event, held.cut.event):
-            self._release(event)
         self._cut = None
         fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
         # A record's keys are the writer's own but for the event's and the effects': a stream
@@ -471,21 +469,20 @@ class TraceWriter:
                 records.event_fields(event)  # refuses it
             # A tool input's text: the key rules applied to the JSON it spells (DESIGN §8).
             traced = self._stream_inputs.event(event.request_id, raw)
+            if held is not None and not _passes_over(event, held.cut.event):
+                self._release(event.request_id, traced)
             # A secret may arrive split over pieces: the end of one that may begin a secret
             # is held for the next (:mod:`~fsm_agent.trace.stream_text_holdback`).
-            shape = text_key(traced)
-            cut = 0
-            if shape is not None:
-                delta = traced["delta"]
-                piece = delta[shape[2]]
-                text, cut = self._holdback.piece((event.request_id, shape[0], shape[1]), piece)
-                if text is not piece:
-                    traced = {**traced, "delta": {**delta, shape[2]: text}}
+            traced, cut = self._holdback.delta(event.request_id, traced)
             if traced is not raw:
                 event = ModelStreamEvent(request_id=event.request_id, event=traced)
             if cut:
-                self._cut = _Cut(event, shape, cut)  # type: ignore[arg-type]  # shape is set
+                shape = text_key(traced)
+                if shape is not None:  # always: only a piece of text has a cut
+                    self._cut = _Cut(event, shape, cut)
             return self._stream_line(fields, event)
+        if held is not None:
+            self._release(None, None)
         if self._clock is not None:
             fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
         if type(event) is TurnStarted:  # its transcript's bytes are kept: joined on
@@ -517,29 +514,26 @@ class TraceWriter:
                 pass  # the line is rendered as a whole below (and rewritten, or refused)
         return None, fields, self._event_parts(event, fields), event
 
-    def _release(self, following: Event | None) -> None:
-        """Write the held line of a stream delta, now that ``following`` (the next event;
-        None: no more) says how: without its held end when ``following`` goes on with the
-        same block (the end goes in front of that piece), whole otherwise. The line keeps
-        the ``seq`` it was given."""
+    def _release(self, request_id: str | None, following: Any) -> None:
+        """Write the held line of a stream delta, now that the next event says how (its
+        request and its model event as the trace is to hold it; None and None for an event
+        of another kind, or none): without its held end when a secret may run on from it into
+        the block's next piece (which is then given it in front), as it was otherwise. The
+        line keeps the ``seq`` it was given."""
         held, self._held = self._held, None
         if held is None:
             return
         line, step, (event, shape, cut), after = held
-        fields = line[1]
-        if (
-            type(following) is ModelStreamEvent
-            and following.request_id == event.request_id
-            and text_key(following.event) == shape
-        ):
+        if request_id == event.request_id and text_key(following) == shape:
             index, kind, key = shape
             delta = event.event["delta"]
             text = delta[key]
-            self._holdback.hold((event.request_id, index, kind), text[-cut:])
-            shorter = {**event.event, "delta": {**delta, key: text[:-cut]}}
-            line = self._stream_line(
-                fields, ModelStreamEvent(request_id=event.request_id, event=shorter)
-            )
+            if self._holdback.goes_on(text[-cut:], following["delta"][key]):
+                self._holdback.hold((event.request_id, index, kind), text[-cut:])
+                shorter = {**event.event, "delta": {**delta, key: text[:-cut]}}
+                line = self._stream_line(
+                    line[1], ModelStreamEvent(request_id=event.request_id, event=shorter)
+                )
         later = self._next_seq
         try:
             for each, its_step in ((line, step), *after):
@@ -606,7 +600,7 @@ class TraceWriter:
                 held.after.append((line, step))
                 self._next_seq += 1
                 return
-            self._release(None)
+            self._release(None, None)
         cut = self._cut
         if cut is not None:
             self._cut = None
@@ -754,7 +748,7 @@ class TraceWriter:
         """Record the end of the run: the terminal reason, the usage totals, and the fault
         that ended it early, if one did (replay takes the fault as recorded)."""
         if self._held is not None:
-            self._release(None)
+            self._release(None, None)
         # Its keys are the writer's own (usage counters included): only strings are searched.
         self._put(self._line(records.end_fields(terminal, usage, fault=fault), keys_hit=False))
         self._next_seq += 1
@@ -768,7 +762,7 @@ class TraceWriter:
             # The text is complete: the piece is written whole. A file that refuses it is cut
             # back to its last whole record, as if the run had stopped before this delta.
             with contextlib.suppress(TraceWriteFailed):
-                self._release(None)
+                self._release(None, None)
             if self._closed:
                 return
         self._closed = True
