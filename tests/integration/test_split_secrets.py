@@ -47,6 +47,27 @@ def _steps(kind: str) -> list[dict[str, Any]]:
     ]
 
 
+def _run(server: FakeAnthropicServer, tmp_path: Path, secret: str) -> RunResult:
+    """The agent with ``note`` and ``secret``, through the real SDK, traced in ``tmp_path``."""
+
+    async def go() -> RunResult:
+        async with AnthropicModel(
+            name="claude-test", api_key="sk-test", base_url=server.base_url, timeout=5.0
+        ) as model:
+            agent = Agent(
+                model=model,
+                tools=[note],
+                config=LoopConfig(model="claude-test"),
+                trace=tmp_path / "trace.jsonl",
+                cwd=tmp_path,
+                secrets=[secret],
+                store=False,
+            )
+            return await agent.run("go")
+
+    return asyncio.run(go())
+
+
 def _joined_pieces(trace: Path) -> str:
     """Every streamed piece of text in the trace, joined in order."""
     pieces = []
@@ -66,22 +87,7 @@ def test_a_secret_streamed_in_pieces_is_never_written(
     steps = [{**step, "chunk": chunk} for step in _steps(kind)]
     server = serve({"steps": steps})
 
-    async def go() -> RunResult:
-        async with AnthropicModel(
-            name="claude-test", api_key="sk-test", base_url=server.base_url, timeout=5.0
-        ) as model:
-            agent = Agent(
-                model=model,
-                tools=[note],
-                config=LoopConfig(model="claude-test"),
-                trace=tmp_path / "trace.jsonl",
-                cwd=tmp_path,
-                secrets=[SECRET],
-                store=False,
-            )
-            return await agent.run("go")
-
-    result = asyncio.run(go())
+    result = _run(server, tmp_path, SECRET)
     assert result.terminal == "completed"
     assert result.trace_path is not None
     joined = _joined_pieces(result.trace_path)
@@ -109,22 +115,7 @@ def test_a_secret_a_tool_input_spells_escaped_is_never_written(
         step["chunk"] = chunk
     server = serve({"steps": [step, {"content": [{"text": "done"}]}]})
 
-    async def go() -> RunResult:
-        async with AnthropicModel(
-            name="claude-test", api_key="sk-test", base_url=server.base_url, timeout=5.0
-        ) as model:
-            agent = Agent(
-                model=model,
-                tools=[note],
-                config=LoopConfig(model="claude-test"),
-                trace=tmp_path / "trace.jsonl",
-                cwd=tmp_path,
-                secrets=[ODD],
-                store=False,
-            )
-            return await agent.run("go")
-
-    result = asyncio.run(go())
+    result = _run(server, tmp_path, ODD)
     assert result.terminal == "completed"
     assert result.trace_path is not None
     content = result.trace_path.read_bytes()
