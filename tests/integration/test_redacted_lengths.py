@@ -8,12 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from budget_runs import echoing_run
 
-from fsm_agent.core.config import LoopConfig
 from fsm_agent.errors import TraceDivergence
-from fsm_agent.runtime.agent import Agent
-from fsm_agent.runtime.tool import tool
-from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.trace.divergence import format_divergence
 from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.redact import mask
@@ -23,33 +20,6 @@ LONG_SECRET = "s3cr3t-value-" + "x" * 60
 """73 characters: its mask is as long."""
 SHORT_SECRET = "s3cr3t"
 """6 characters: its mask, ``[REDACTED]``, is longer."""
-
-
-def echoing_run(tmp_path: Path, *, secret: str, padding: int, budget: int) -> Path:
-    """A run whose one tool returns ``padding`` characters and then ``secret``, with a tool
-    result budget of ``budget`` characters; the path of its trace."""
-
-    @tool(description="Echo.")
-    async def echo(text: str) -> str:
-        return "a" * padding + secret
-
-    steps = {
-        "steps": [
-            {"content": [{"tool_use": {"name": "echo", "input": {"text": "hi"}}}]},
-            {"content": [{"text": "done"}]},
-        ]
-    }
-    trace = tmp_path / "run.jsonl"
-    agent = Agent(
-        model=ScriptedModel(parse_scenario(steps)),
-        tools=[echo],
-        config=LoopConfig(model="m", tool_result_budget_chars=budget),
-        trace=trace,
-        cwd=tmp_path,
-        secrets=[secret],
-    )
-    assert agent.run_sync("go").terminal == "completed"
-    return trace
 
 
 def transition_names(trace: Path) -> list[str]:

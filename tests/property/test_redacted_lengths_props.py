@@ -10,14 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from budget_runs import echoing_run
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from fsm_agent.core.config import LoopConfig
 from fsm_agent.errors import TraceDivergence
-from fsm_agent.runtime.agent import Agent
-from fsm_agent.runtime.tool import tool
-from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.trace.redact import REDACTED, Redactor, mask
 from fsm_agent.trace.replay import replay
 
@@ -75,33 +72,6 @@ def test_a_string_holding_a_long_secret_keeps_its_length(secret: str, text: str)
     assert len(redacted) == len(value) + max(0, len(REDACTED) - len(secret))
 
 
-def _run(folder: Path, secret: str, padding: int, budget: int) -> Path:
-    """A run whose tool returns ``padding`` characters, then ``secret``, under a tool result
-    budget of ``budget`` characters; its trace."""
-
-    @tool(description="Echo.")
-    async def echo(text: str) -> str:
-        return "a" * padding + secret
-
-    steps = {
-        "steps": [
-            {"content": [{"tool_use": {"name": "echo", "input": {"text": "hi"}}}]},
-            {"content": [{"text": "done"}]},
-        ]
-    }
-    trace = folder / "run.jsonl"
-    agent = Agent(
-        model=ScriptedModel(parse_scenario(steps)),
-        tools=[echo],
-        config=LoopConfig(model="m", tool_result_budget_chars=budget),
-        trace=trace,
-        cwd=folder,
-        secrets=[secret],
-    )
-    assert agent.run_sync("go").terminal == "completed"
-    return trace
-
-
 @given(
     secret=_SECRETS,
     padding=st.integers(min_value=0, max_value=120),
@@ -116,7 +86,7 @@ def test_a_run_replays_whenever_its_secret_keeps_its_length(
     budget = padding + len(secret) + slack
     assume(budget > 0)
     with tempfile.TemporaryDirectory() as folder:
-        trace = _run(Path(folder), secret, padding, budget)
+        trace = echoing_run(Path(folder), secret=secret, padding=padding, budget=budget)
         assert secret not in trace.read_text()
         if len(secret) >= len(REDACTED):
             assert replay(trace).terminal == "completed"
