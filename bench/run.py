@@ -590,7 +590,14 @@ def generated_worlds(count: int) -> list[tuple[LoopConfig, World, int]]:
     order in which pending answers are fed), generated before anything is timed."""
     drawn: list[tuple[LoopConfig, World, int]] = []
 
-    @settings(max_examples=count, database=None, phases=[HypothesisPhase.generate])
+    # Derandomized: the same worlds every run, so that the share reaching tools is a figure
+    # of the code, not of the sample (200 random runs moved it between 0.7 and 0.9).
+    @settings(
+        max_examples=count,
+        database=None,
+        phases=[HypothesisPhase.generate],
+        derandomize=True,
+    )
     @given(config=loop_configs(), world=worlds(), seed=st.integers(0, 2**32 - 1))
     def collect(config: LoopConfig, world: World, seed: int) -> None:
         drawn.append((config, world, seed))
