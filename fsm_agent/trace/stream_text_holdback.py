@@ -212,27 +212,35 @@ def held_back_lines(lines: Iterable[bytes], secrets: Iterable[str]) -> Iterator[
 
     Lines are passed on as they are but for a delta's whose text ends with characters that
     may begin a secret: it is passed on with the next line that is not a ``ping`` of its
-    request, without those characters when that line is the block's next piece (which then
-    begins with them). A line held when ``lines`` end is passed on as it is: a writer hands
-    over whole responses, whose blocks end within the lines it hands over.
+    request, without those characters when a secret may run on from them into that line,
+    the block's next piece (which then begins with them), as the writer decides. A line held
+    when ``lines`` end is passed on as it is: a writer hands over whole responses, whose
+    blocks end within the lines it hands over.
     """
     holdback = StreamTextHoldback(secrets)
-    held: tuple[dict[str, Any], BlockKey, str, int] | None = None
+    # The held line: its record, block, text key, characters held, and its bytes when its
+    # text is still the one it was written with (None once something went in front of it).
+    held: tuple[dict[str, Any], BlockKey, str, int, bytes | None] | None = None
     after: list[bytes] = []  # pings that came after the held line
     for line in lines:
         record = _delta_record(line)
         if held is not None:
-            record_then, key, field, cut = held
+            record_then, key, field, cut, unchanged = held
             if record is None and _is_ping(line, key[0]):
                 after.append(line)
                 continue
             held = None
-            if record is not None and _block_of(record) == key:
-                delta = record_then["event"]["event"]["delta"]
-                text = delta[field]
+            delta = record_then["event"]["event"]["delta"]
+            text = delta[field]
+            if (
+                record is not None
+                and _block_of(record) == key
+                and holdback.goes_on(text[-cut:], record["event"]["event"]["delta"][field])
+            ):
                 holdback.hold(key, text[-cut:])
                 delta[field] = text[:-cut]
-            yield records.dumps(record_then) + b"\n"
+                unchanged = None
+            yield records.dumps(record_then) + b"\n" if unchanged is None else unchanged
             yield from after
             after.clear()
         if record is None:
@@ -243,16 +251,14 @@ def held_back_lines(lines: Iterable[bytes], secrets: Iterable[str]) -> Iterator[
         field = _TEXT_KEYS[key[2]]
         piece = delta[field]
         text, cut = holdback.piece(key, piece)
+        if text is not piece:
+            delta[field] = text
         if cut:
-            delta[field] = text
-            held = (record, key, field, cut)
-        elif text != piece:
-            delta[field] = text
-            yield records.dumps(record) + b"\n"
+            held = (record, key, field, cut, line if text is piece else None)
         else:
-            yield line
+            yield line if text is piece else records.dumps(record) + b"\n"
     if held is not None:
-        yield records.dumps(held[0]) + b"\n"
+        yield records.dumps(held[0]) + b"\n" if held[4] is None else held[4]
         yield from after
 
 
