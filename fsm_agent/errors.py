@@ -231,6 +231,25 @@ class TraceDivergence(TraceError):
             + (f"\n  {redaction_note(self.redacted_before)}" if self.redacted_before else "")
         )
 
+    def replace(
+        self,
+        *,
+        expected: dict[str, Any] | None = None,
+        context: Sequence[dict[str, Any]] | None = None,
+        redacted_before: Sequence[int] | None = None,
+    ) -> TraceDivergence:
+        """The same divergence with the records shown (``expected``, ``context``) or the
+        records noted as redacted before it replaced where given."""
+        return TraceDivergence(
+            seq=self.seq,
+            expected=self.expected if expected is None else expected,
+            actual=self.actual,
+            context=self.context if context is None else context,
+            source=self.source,
+            line=self.line,
+            redacted_before=self.redacted_before if redacted_before is None else redacted_before,
+        )
+
 
 def redaction_note(seqs: Sequence[int]) -> str:
     """The sentence a divergence report adds when records before it hold short masks."""

@@ -63,14 +63,9 @@ def recorded_as_shown(
         seq = record.get("seq")
         return shown.get(seq, record) if type(seq) is int else record
 
-    return TraceDivergence(
-        seq=error.seq,
+    return error.replace(
         expected=None if error.expected is None else as_shown(error.expected),
-        actual=error.actual,
         context=tuple(as_shown(record) for record in error.context),
-        source=error.source,
-        line=error.line,
-        redacted_before=error.redacted_before,
     )
 
 

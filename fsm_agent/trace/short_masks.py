@@ -36,15 +36,7 @@ def noted(error: TraceDivergence, lines: Iterable[tuple[int, bytes]]) -> TraceDi
             seqs += (seq for seq in _masked_records(content, number) if seq < error.seq)
     if not seqs:
         return error
-    return TraceDivergence(
-        seq=error.seq,
-        expected=error.expected,
-        actual=error.actual,
-        context=error.context,
-        source=error.source,
-        line=error.line,
-        redacted_before=seqs,
-    )
+    return error.replace(redacted_before=seqs)
 
 
 def _masked_records(content: bytes, number: int) -> list[int]:
