@@ -18,6 +18,7 @@ from pathlib import Path
 
 import attrs
 
+from fsm_agent.core.git_commands import configuration_written
 from fsm_agent.core.read_only_commands import OUTPUT_ONLY, ReadOnlyVerdict, judge_read_only
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, analyse_command
 from fsm_agent.runtime.tool import (
@@ -167,12 +168,19 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
 
     A word the shell computes (``~/.bash$x``, ``.gi?/config``, ``~/.b{a,}shrc``,
     ``"$HOME/.profile"``) may become any path when the command runs, so it counts as one that
-    may be protected; only the arguments of programs that just print are left out.
+    may be protected; only the arguments of programs that just print are left out. So is a
+    setting ``git config`` keeps in ``.git/config`` or ``~/.gitconfig``, and the hooks
+    ``git init --template`` copies (:mod:`~fsm_agent.core.git_config_writes`).
     """
     for part in analysis.parts:
         computed = _computed_paths(part)
         if computed:
             return f"{computed[0]} (a path the shell computes)"
+        configuration = (
+            configuration_written(part.argv[1:], part.assignments) if runs_git(part) else None
+        )
+        if configuration is not None:
+            return f"{configuration} (git writes its configuration there)"
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):
