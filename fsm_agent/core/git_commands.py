@@ -285,6 +285,10 @@ def _setting(
     why = _key_unread(key)
     if why is not None:
         unread.append(f"{label} {why}")
+    elif _matches(key, ("safe.barerepository",)) and value.lower() != "explicit":
+        # The Bash tool gives git `explicit` (toolbox/bash.py): any other value lets a folder
+        # of plain files be a repository, whose settings run programs.
+        unread.append(f"{label} lets git take a folder of plain files for a repository")
     elif _matches(key, ("alias.*",)):
         # `!` runs the rest in the shell; otherwise the value is more of git's own words.
         scripts.append((value[1:] if value.startswith("!") else f"git {value}", index, label))

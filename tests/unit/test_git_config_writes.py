@@ -149,6 +149,14 @@ def test_a_deny_rule_sees_the_command_a_kept_setting_runs(command: str, work: Pa
         "git --exec-path=x frob",
         "git config core.fsmonitor 'sh x/run' && git status",
         "git config core.hooksPath src",
+        "cd sub && git -c safe.bareRepository=all status",
+        "git -c safe.bareRepository=all -C sub status",
+        "git -c safe.barerepository= -C sub diff",
+        "cd sub && env -i git status",
+        "cd sub && env - git status",
+        "cd sub && env --ignore-environment PATH=/usr/bin git status",
+        "cd sub && env -u GIT_CONFIG_COUNT git status",
+        "env --unset=GIT_CONFIG_KEY_0 sh -c 'cd sub && git status'",
     ],
 )
 def test_a_repository_the_command_chooses_asks_under_a_bash_rule(command: str, work: Path) -> None:
@@ -158,7 +166,17 @@ def test_a_repository_the_command_chooses_asks_under_a_bash_rule(command: str, w
     assert decided.behavior is PermissionBehavior.DENY
 
 
-@pytest.mark.parametrize("command", ["git status", "git log -1", "git diff --stat"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status",
+        "git log -1",
+        "git diff --stat",
+        "git -c safe.bareRepository=explicit -C sub status",
+        "env -u FOO git status",
+        "env LANG=C git log -1",
+    ],
+)
 def test_the_repository_s_own_git_folder_still_runs_under_a_bash_rule(
     command: str, work: Path
 ) -> None:
