@@ -30,6 +30,7 @@ from fsm_agent.runtime.tool import (
     ToolOutput,
 )
 from fsm_agent.toolbox.git_reads import git_read_refusal
+from fsm_agent.toolbox.patch_targets import patch_refusal
 from fsm_agent.toolbox.paths import (
     PROTECTED_DIRS,
     PROTECTED_FILES,
@@ -169,8 +170,9 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     A word the shell computes (``~/.bash$x``, ``.gi?/config``, ``~/.b{a,}shrc``,
     ``"$HOME/.profile"``) may become any path when the command runs, so it counts as one that
     may be protected; only the arguments of programs that just print are left out. So is a
-    setting ``git config`` keeps in ``.git/config`` or ``~/.gitconfig``, and the hooks
-    ``git init --template`` copies (:mod:`~fsm_agent.core.git_config_writes`).
+    setting ``git config`` keeps in ``.git/config`` or ``~/.gitconfig``, the hooks
+    ``git init --template`` copies (:mod:`~fsm_agent.core.git_config_writes`), and a file a
+    patch names (:mod:`~fsm_agent.toolbox.patch_targets`).
     """
     for part in analysis.parts:
         computed = _computed_paths(part)
@@ -181,6 +183,9 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         )
         if configuration is not None:
             return f"{configuration} (git writes its configuration there)"
+        patched = patch_refusal(part, analysis, ctx.cwd)
+        if patched is not None:
+            return patched
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):
