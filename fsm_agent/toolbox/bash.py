@@ -29,6 +29,7 @@ from fsm_agent.runtime.tool import (
     ToolContext,
     ToolOutput,
 )
+from fsm_agent.toolbox.archive_members import archive_refusal
 from fsm_agent.toolbox.git_reads import git_read_refusal
 from fsm_agent.toolbox.patch_targets import patch_refusal
 from fsm_agent.toolbox.paths import (
@@ -172,7 +173,8 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     may be protected; only the arguments of programs that just print are left out. So is a
     setting ``git config`` keeps in ``.git/config`` or ``~/.gitconfig``, the hooks
     ``git init --template`` copies (:mod:`~fsm_agent.core.git_config_writes`), and a file a
-    patch names (:mod:`~fsm_agent.toolbox.patch_targets`).
+    patch names (:mod:`~fsm_agent.toolbox.patch_targets`) or an archive holds
+    (:mod:`~fsm_agent.toolbox.archive_members`).
     """
     for part in analysis.parts:
         computed = _computed_paths(part)
@@ -183,9 +185,9 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         )
         if configuration is not None:
             return f"{configuration} (git writes its configuration there)"
-        patched = patch_refusal(part, analysis, ctx.cwd)
-        if patched is not None:
-            return patched
+        written = patch_refusal(part, analysis, ctx.cwd) or archive_refusal(part, analysis, ctx.cwd)
+        if written is not None:
+            return written
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):

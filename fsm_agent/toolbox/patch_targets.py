@@ -25,14 +25,12 @@ from typing import Final
 from fsm_agent.core.command_options import Arity, option_table, resolve_long
 from fsm_agent.core.git_commands import without_git_globals
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
-from fsm_agent.toolbox.paths import is_protected
+from fsm_agent.toolbox.data_paths import UNTOLD, named_by_another, protected_in
 
 PATCH_READ_LIMIT: Final = 4 * 1024 * 1024
 """The most bytes of a patch file read; a longer one counts as one that cannot be read."""
 
 UNREAD: Final = "a patch that cannot be read before it is applied"
-_UNTOLD: Final = "\x00"
-"""Where the patch comes from cannot be told (an option we do not know): not a file name."""
 
 _HEADER = re.compile(
     r"^(?:\+\+\+|---|\*\*\*) (?P<path>\S+)"  # unified and context diffs (a date may follow)
@@ -84,16 +82,14 @@ def patch_refusal(part: CommandPart, analysis: CommandAnalysis, cwd: Path) -> st
         return UNREAD
     if source == "<<":
         text: str | None = analysis.command
-    elif _written_by_another(source, part, analysis):
+    elif named_by_another(source, part, analysis):
         return UNREAD
     else:
         text = _read(cwd / source)
     if text is None:
         return UNREAD
     for path in _targets(text):
-        parts = Path(path).parts
-        # each strip `-p` may take: `b/cfg/x` is `cfg/x` with -p1, and `cfg` may be a link
-        if any(is_protected(cwd.joinpath(*parts[strip:])) for strip in range(len(parts))):
+        if protected_in(path, cwd):
             return f"{path} (a path the patch names)"
     return None
 
@@ -114,7 +110,7 @@ def _patch_source(part: CommandPart) -> str | None:
         given = _git_patch_file(rest[0], rest[1:])
     else:
         return None
-    if given == _UNTOLD:
+    if given == UNTOLD:
         return ""
     if given is None or given not in ("", "-"):
         return given
@@ -143,7 +139,7 @@ def _patch_file(args: Sequence[str]) -> str | None:
             name, has_value, value = word[2:].partition("=")
             canonical, _ = resolve_long(name, _PATCH_OPTIONS)
             if canonical is None:
-                return _UNTOLD
+                return UNTOLD
             if canonical == "dry-run":
                 return None
             takes = _PATCH_OPTIONS.long[canonical] is Arity.REQUIRED
@@ -154,7 +150,7 @@ def _patch_file(args: Sequence[str]) -> str | None:
         elif word.startswith("-") and word != "-":
             for position, letter in enumerate(word[1:], start=1):
                 if letter not in _PATCH_OPTIONS.short:
-                    return _UNTOLD
+                    return UNTOLD
                 if _PATCH_OPTIONS.short[letter] is Arity.REQUIRED:
                     value = word[position + 1 :]
                     if not value and index < len(args):
@@ -191,18 +187,6 @@ def _git_patch_file(subcommand: str, args: Sequence[str]) -> str | None:
     if len(files) > 1:
         return ""  # several patches: each would have to be read; judged as one unread
     return files[0] if files else ""
-
-
-def _written_by_another(name: str, part: CommandPart, analysis: CommandAnalysis) -> bool:
-    """Whether a part other than ``part`` names ``name`` (it may write the patch first:
-    ``printf ... > x.diff && git apply x.diff``)."""
-    for other in analysis.parts:
-        if other is part:
-            continue
-        words = (*other.argv[1:], *(redirect.target for redirect in other.redirects))
-        if any(name in word for word in words):
-            return True
-    return False
 
 
 def _read(path: Path) -> str | None:
