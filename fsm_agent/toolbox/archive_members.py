@@ -86,6 +86,7 @@ def _tar_archive(args: Sequence[str]) -> str | None:
     be told), or None when it extracts nothing to files."""
     letters: list[tuple[str, int]] = []  # (letter, index of the word its value is in or after)
     extracting = False
+    by_program = False  # compressed by a program Python does not read (-I, --use-compress-...)
     archive = "-"
     index = 0
     while index < len(args):
@@ -105,7 +106,7 @@ def _tar_archive(args: Sequence[str]) -> str | None:
                     value, index = args[index], index + 1
                 archive = value
             elif "--use-compress-program".startswith(name) and len(name) > 3:
-                return UNTOLD
+                by_program = True
         elif word.startswith("-") or (index == 1 and not word.startswith("-")):
             cluster = word.lstrip("-")
             old_style = not word.startswith("-")
@@ -125,17 +126,17 @@ def _tar_archive(args: Sequence[str]) -> str | None:
                         value, index = args[index], index + 1
                     if letter == "f":
                         archive = value
-                    if letter == "I":
-                        return UNTOLD
+                    by_program = by_program or letter == "I"
                     break
     # Old-style letters take their values from the words after the first, in order.
     for offset, (letter, _) in enumerate(letters):
         value = args[1 + offset] if 1 + offset < len(args) else ""
         if letter == "f":
             archive = value
-        if letter == "I":
-            return UNTOLD
-    return archive if extracting else None
+        by_program = by_program or letter == "I"
+    if not extracting:
+        return None
+    return UNTOLD if by_program else archive
 
 
 def _unzip_archive(args: Sequence[str]) -> str | None:
