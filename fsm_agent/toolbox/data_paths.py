@@ -28,9 +28,11 @@ def protected_in(name: str, cwd: Path) -> bool:
 
 def named_by_another(name: str, part: CommandPart, analysis: CommandAnalysis) -> bool:
     """Whether a part of ``analysis`` other than ``part`` names ``name`` (it may write the file
-    before ``part`` reads it: ``printf ... > x.diff && git apply x.diff``)."""
+    before ``part`` reads it: ``printf ... > x.diff && git apply x.diff``). A wrapper holding
+    ``part`` whole (``xargs tar -xf x.tar``, ``sh -c 'git apply x.diff'``) does not count."""
+    text = " ".join(part.argv)
     for other in analysis.parts:
-        if other is part:
+        if other is part or text in " ".join(other.argv):
             continue
         words = (*other.argv[1:], *(redirect.target for redirect in other.redirects))
         if any(name in word for word in words):

@@ -13,10 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_hostile_commands import decide
-
-from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
-from fsm_agent.runtime.permissions import PermissionAnswer, PermissionMode, PermissionRequest
+from test_hostile_commands import safety_question
 
 
 def _tar(path: Path, members: dict[str, str], *, links: dict[str, str] | None = None) -> None:
@@ -55,21 +52,6 @@ def work(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _safety_question(command: str, work: Path) -> bool:
-    """Whether ``command`` in bypass mode asks a safety question (and is refused)."""
-    questions: list[PermissionRequest] = []
-
-    def ask(request: PermissionRequest) -> PermissionAnswer:
-        questions.append(request)
-        return PermissionAnswer.deny()
-
-    decided = decide(command, work, mode=PermissionMode.BYPASS, ask=ask)
-    if decided.behavior is PermissionBehavior.ALLOW:
-        return False
-    assert decided.source is DecisionSource.SAFETY_CHECK
-    return [question.reason for question in questions] == ["safety_check"]
-
-
 @pytest.mark.parametrize(
     "command",
     [
@@ -101,7 +83,7 @@ def _safety_question(command: str, work: Path) -> bool:
 def test_bypass_asks_before_an_archive_writes_a_protected_path(command: str, work: Path) -> None:
     """An archive holding a protected path, or one that cannot be listed first, is a safety
     question even in bypass mode."""
-    assert _safety_question(command, work)
+    assert safety_question(command, work)
 
 
 @pytest.mark.parametrize(
@@ -118,13 +100,15 @@ def test_bypass_asks_before_an_archive_writes_a_protected_path(command: str, wor
         "unzip -l tasks.zip",
         "unzip -p tasks.zip",
         "unzip -t tasks.zip",
+        "sh -c 'tar -xzf plain.tgz'",
+        "find . -name '*.tgz' -exec tar -xzf plain.tgz {} +",
     ],
 )
 def test_bypass_still_extracts_an_archive_that_holds_no_protected_path(
     command: str, work: Path
 ) -> None:
     """Ordinary archives, listings and extraction to standard output run as before."""
-    assert not _safety_question(command, work)
+    assert not safety_question(command, work)
 
 
 def test_an_archive_past_the_size_limit_counts_as_unread(
@@ -133,7 +117,7 @@ def test_an_archive_past_the_size_limit_counts_as_unread(
     from fsm_agent.toolbox import archive_members
 
     monkeypatch.setattr(archive_members, "ARCHIVE_READ_LIMIT", 10)
-    assert _safety_question("tar -xzf plain.tgz", work)
+    assert safety_question("tar -xzf plain.tgz", work)
 
 
 def test_an_archive_past_the_member_limit_counts_as_unread(
@@ -142,5 +126,5 @@ def test_an_archive_past_the_member_limit_counts_as_unread(
     from fsm_agent.toolbox import archive_members
 
     monkeypatch.setattr(archive_members, "MEMBER_LIMIT", 1)
-    assert _safety_question("unzip plain.zip", work) is False  # one member: within the limit
-    assert _safety_question("tar -xzf plain.tgz", work)
+    assert safety_question("unzip plain.zip", work) is False  # one member: within the limit
+    assert safety_question("tar -xzf plain.tgz", work)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_commands import decide
+from test_hostile_commands import decide, safety_question
 
-from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
-from fsm_agent.runtime.permissions import PermissionAnswer, PermissionMode, PermissionRequest
+from fsm_agent.core.kinds import PermissionBehavior
+from fsm_agent.runtime.permissions import PermissionMode
 
 TO_SETTINGS = """\
 diff --git a/notes.txt b/.claude/settings.json
@@ -61,21 +61,6 @@ def work(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _safety_question(command: str, work: Path) -> bool:
-    """Whether ``command`` in bypass mode asks a safety question (and is refused)."""
-    questions: list[PermissionRequest] = []
-
-    def ask(request: PermissionRequest) -> PermissionAnswer:
-        questions.append(request)
-        return PermissionAnswer.deny()
-
-    decided = decide(command, work, mode=PermissionMode.BYPASS, ask=ask)
-    if decided.behavior is PermissionBehavior.ALLOW:
-        return False
-    assert decided.source is DecisionSource.SAFETY_CHECK
-    return [question.reason for question in questions] == ["safety_check"]
-
-
 @pytest.mark.parametrize(
     "command",
     [
@@ -108,7 +93,7 @@ def _safety_question(command: str, work: Path) -> bool:
 def test_bypass_asks_before_a_patch_writes_a_protected_path(command: str, work: Path) -> None:
     """A patch naming a protected path, or one that cannot be read first, is a safety
     question even in bypass mode."""
-    assert _safety_question(command, work)
+    assert safety_question(command, work)
 
 
 @pytest.mark.parametrize(
@@ -131,7 +116,7 @@ def test_bypass_still_applies_a_patch_that_names_no_protected_path(
     command: str, work: Path
 ) -> None:
     """Patches of ordinary files, and commands that only look at a patch, run as before."""
-    assert not _safety_question(command, work)
+    assert not safety_question(command, work)
 
 
 def test_a_patch_longer_than_the_limit_counts_as_unread(
@@ -140,7 +125,7 @@ def test_a_patch_longer_than_the_limit_counts_as_unread(
     from fsm_agent.toolbox import patch_targets
 
     monkeypatch.setattr(patch_targets, "PATCH_READ_LIMIT", 10)
-    assert _safety_question("git apply plain.diff", work)
+    assert safety_question("git apply plain.diff", work)
 
 
 def test_a_link_to_a_protected_folder_in_a_patch_is_resolved(work: Path) -> None:
@@ -148,7 +133,7 @@ def test_a_link_to_a_protected_folder_in_a_patch_is_resolved(work: Path) -> None
     (work / ".claude").mkdir()
     (work / "cfg").symlink_to(work / ".claude")
     (work / "link.diff").write_text(NEW_TASKS.replace(".vscode/tasks.json", "cfg/settings.json"))
-    assert _safety_question("git apply link.diff", work)
+    assert safety_question("git apply link.diff", work)
 
 
 def test_default_and_accept_edits_still_ask_for_any_patch(work: Path) -> None:
