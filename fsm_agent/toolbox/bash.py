@@ -28,6 +28,14 @@ from fsm_agent.runtime.tool import (
     ToolContext,
     ToolOutput,
 )
+from fsm_agent.toolbox.found_paths import (
+    FOUND_PATH_WORD,
+    is_find,
+    reaches_only_unprotected,
+    running_find,
+    start_folders,
+    writes_unnamed,
+)
 from fsm_agent.toolbox.git_reads import git_read_refusal
 from fsm_agent.toolbox.paths import (
     PROTECTED_DIRS,
@@ -167,12 +175,18 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
 
     A word the shell computes (``~/.bash$x``, ``.gi?/config``, ``~/.b{a,}shrc``,
     ``"$HOME/.profile"``) may become any path when the command runs, so it counts as one that
-    may be protected; only the arguments of programs that just print are left out.
+    may be protected; only the arguments of programs that just print are left out. So do the
+    words ``xargs`` gives a program and the paths ``find`` fills in or deletes, unless that
+    find cannot reach a protected path (``found_paths``).
     """
-    for part in analysis.parts:
+    cwd = Path(os.path.realpath(ctx.cwd))
+    for position, part in enumerate(analysis.parts):
         computed = _computed_paths(part)
         if computed:
             return f"{computed[0]} (a path the shell computes)"
+        filled = _filled_paths(analysis.parts, position, cwd)
+        if filled is not None:
+            return filled
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):
@@ -202,10 +216,48 @@ def _computed_paths(part: CommandPart) -> list[str]:
     return targets
 
 
+def _filled_paths(parts: tuple[CommandPart, ...], position: int, cwd: Path) -> str | None:
+    """What ``parts[position]`` may write without a word naming it that may be a protected
+    path, or None: a word a wrapper fills in when it runs (``xargs``'s input, the path
+    ``find -exec`` puts in place of ``{}``), unless the program only prints or reads, and the
+    paths ``find -delete`` deletes; a path a find finds counts only when that find may reach a
+    protected path (``found_paths``). ``cwd`` is the resolved working folder."""
+    part = parts[position]
+    if is_find(part) and writes_unnamed(part):
+        find, shown = part, f"every path `{part.text}` finds"
+    else:
+        filled = _filled_words(part)
+        if not filled:
+            return None
+        shown = f"{filled[0]} (a path {part.wrappers[-1]} fills in)"
+        if not all(FOUND_PATH_WORD.fullmatch(word) for word in filled):
+            return shown  # built from a found path (`{}.bak`), or read by xargs
+        found_by = running_find(parts, position)
+        if found_by is None:
+            return shown
+        find = found_by
+    if reaches_only_unprotected(find, cwd, start_folders(parts, cwd)):
+        return None
+    return shown
+
+
+def _filled_words(part: CommandPart) -> list[str]:
+    """The words of ``part`` a wrapper fills in when it runs (``the words xargs appends`` for
+    those it adds after the last), unless the program only prints or, on the read-only list, only
+    reads (``xargs grep x``, ``find src -exec wc -l {} +``)."""
+    if not part.fed or part.argv[0] in OUTPUT_ONLY or _only_reads(part):
+        return []
+    size = len(part.argv)
+    return [
+        part.argv[i] if i < size else f"the words {part.wrappers[-1]} appends" for i in part.fed
+    ]
+
+
 def _only_reads(part: CommandPart) -> bool:
-    """Whether ``part`` is on the read-only list once its computed words are taken as they
-    are written (wherever they lead, such a program writes none of them)."""
-    literal = attrs.evolve(part, expanded=(), redirects=())
+    """Whether ``part`` is on the read-only list once the words the shell computes or a
+    wrapper fills in are taken as they are written (wherever they lead, such a program writes
+    none of them), and judged apart from its wrappers (each wrapper is a part of its own)."""
+    literal = attrs.evolve(part, expanded=(), redirects=(), fed=(), found_paths=(), wrappers=())
     analysis = CommandAnalysis(command=part.text, parts=(literal,))
     return _judge(analysis, cwd="/", readable_roots=("/",)).read_only
 
