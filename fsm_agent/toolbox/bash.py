@@ -226,10 +226,14 @@ def _filled_paths(parts: tuple[CommandPart, ...], position: int, cwd: Path) -> s
     if is_find(part) and writes_unnamed(part):
         find, shown = part, f"every path `{part.text}` finds"
     else:
-        filled = _filled_words(part)
+        filled = _filled_words(parts, position)
         if not filled:
             return None
-        shown = f"{filled[0]} (a path {part.wrappers[-1]} fills in)"
+        shown = (
+            filled[0]
+            if filled[0].startswith("the words")
+            else (f"{filled[0]} (a path {part.wrappers[-1]} fills in)")
+        )
         if not all(FOUND_PATH_WORD.fullmatch(word) for word in filled):
             return shown  # built from a found path (`{}.bak`), or read by xargs
         found_by = running_find(parts, position)
@@ -241,16 +245,24 @@ def _filled_paths(parts: tuple[CommandPart, ...], position: int, cwd: Path) -> s
     return shown
 
 
-def _filled_words(part: CommandPart) -> list[str]:
-    """The words of ``part`` a wrapper fills in when it runs (``the words xargs appends`` for
-    those it adds after the last), unless the program only prints or, on the read-only list, only
-    reads (``xargs grep x``, ``find src -exec wc -l {} +``)."""
+def _filled_words(parts: tuple[CommandPart, ...], position: int) -> list[str]:
+    """The words of ``parts[position]`` a wrapper fills in when it runs (``the words xargs
+    appends`` for those it adds after the last), unless the program only prints or, on the
+    read-only list, only reads (``xargs grep x``, ``find src -exec wc -l {} +``), or is a
+    wrapper passing them all on to the command it runs, a part judged by itself
+    (``xargs nice grep x``)."""
+    part = parts[position]
     if not part.fed or part.argv[0] in OUTPUT_ONLY or _only_reads(part):
         return []
-    size = len(part.argv)
-    return [
-        part.argv[i] if i < size else f"the words {part.wrappers[-1]} appends" for i in part.fed
-    ]
+    inner = parts[position + 1] if position + 1 < len(parts) else None
+    if (
+        inner is not None
+        and inner.wrappers[:-1] == part.wrappers
+        and len(inner.fed) == len(part.fed)
+    ):
+        return []
+    appended = f"the words {part.wrappers[-1]} appends"
+    return [part.argv[i] if i < len(part.argv) else appended for i in part.fed]
 
 
 def _only_reads(part: CommandPart) -> bool:

@@ -39,6 +39,10 @@ WRITES_FOUND_PATHS = [
     "find . -name '*.py' | xargs -I{} cp payload {}",
     "xargs -a list.txt rm",
     "xargs --replace=% cp payload %",
+    "xargs sudo rm",
+    "xargs timeout 5 rm",
+    "xargs env X=1 sed -i s/a/b/",
+    "xargs git -c core.pager=cat rm",
     # no start point: GNU find starts at `.`
     "find -delete",
     "find -name '*.pyc' -exec rm {} +",
@@ -81,6 +85,11 @@ RUN_IN_BYPASS = [
     "find . -name '*.py' -exec wc -l {} +",
     "xargs cat",
     "xargs",
+    # a wrapper passes the words on to the command it runs, judged by itself
+    "xargs nice grep foo",
+    "xargs -n1 sudo cat",
+    "xargs env LC_ALL=C grep foo",
+    "xargs xargs cat",
     "find . -name '*.py' | xargs grep -n TODO",
     "find . -name '*.py' -print0 | xargs -0 wc -l",
     "find . -type f -exec cat {} +",

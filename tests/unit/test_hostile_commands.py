@@ -1290,6 +1290,8 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
     "xargs grep x",
     "xargs wc -l",
     "xargs cat",
+    "xargs sudo grep x",
+    "xargs xargs cat",
     "xargs",
     "find . -name '*.py' -exec python3 -W error check.py {} +",
     "find . -name '*.py' -exec python3 -m py_compile {} +",
@@ -1366,8 +1368,6 @@ XARGS_WRITERS_BESIDE_A_DENY_RULE = [
     "xargs -0 git -C sub add --",
     "xargs -I{} git add {}",
     "xargs git -c color.ui=always log --oneline",
-    "xargs sudo grep x",
-    "xargs xargs cat",
     "xargs awk '{print $1}'",
     "xargs awk -f prog.awk data.txt",
     "xargs bash -c 'echo \"$@\"' _",
@@ -1510,6 +1510,7 @@ XARGS_TO_A_READER = [
     "echo \"-c alias.x='!rm -rf src' x\" | xargs git",
     "xargs sed",
     "xargs find .",
+    "xargs timeout 5 git",  # timeout passes them on to git
     "find . -exec xargs -I{} sed -n p {} \\;",
 ]
 XARGS_TO_A_WRITER = [c for c in CODE_NO_RULE_READS if "xargs" in c and c not in XARGS_TO_A_READER]
