@@ -226,18 +226,21 @@ def _filled_paths(parts: tuple[CommandPart, ...], position: int, cwd: Path) -> s
     if is_find(part) and writes_unnamed(part):
         find, shown = part, f"every path `{part.text}` finds"
     else:
-        filled = _filled_words(parts, position)
+        filled = _filled_indexes(parts, position)
         if not filled:
             return None
+        wrapper, size = part.wrappers[-1], len(part.argv)
+        first = filled[0]
         shown = (
-            filled[0]
-            if filled[0].startswith("the words")
-            else (f"{filled[0]} (a path {part.wrappers[-1]} fills in)")
+            f"the words {wrapper} appends"
+            if first >= size
+            else f"{part.argv[first]} (filled in by {wrapper})"
         )
-        if not all(FOUND_PATH_WORD.fullmatch(word) for word in filled):
-            return shown  # built from a found path (`{}.bak`), or read by xargs
         found_by = running_find(parts, position)
-        if found_by is None:
+        # a word built from a found path (`{}.bak`) is a new name, which may be protected
+        if found_by is None or any(
+            i >= size or not FOUND_PATH_WORD.fullmatch(part.argv[i]) for i in filled
+        ):
             return shown
         find = found_by
     if reaches_only_unprotected(find, cwd, start_folders(parts, cwd)):
@@ -245,31 +248,32 @@ def _filled_paths(parts: tuple[CommandPart, ...], position: int, cwd: Path) -> s
     return shown
 
 
-def _filled_words(parts: tuple[CommandPart, ...], position: int) -> list[str]:
-    """The words of ``parts[position]`` a wrapper fills in when it runs (``the words xargs
-    appends`` for those it adds after the last), unless the program only prints or, on the
-    read-only list, only reads (``xargs grep x``, ``find src -exec wc -l {} +``), or is a
-    wrapper passing them all on to the command it runs, a part judged by itself
-    (``xargs nice grep x``)."""
+def _filled_indexes(parts: tuple[CommandPart, ...], position: int) -> tuple[int, ...]:
+    """The indexes in its ``argv`` of the words ``parts[position]`` is given by a wrapper when
+    it runs (``len(argv)`` for those it adds after the last: ``CommandPart.fed``), unless the
+    program only prints or, on the read-only list, only reads (``xargs grep x``,
+    ``find src -exec wc -l {} +``), or is a wrapper passing them all on to the command it
+    runs, a part judged by itself (``xargs nice grep x``)."""
     part = parts[position]
-    if not part.fed or part.argv[0] in OUTPUT_ONLY or _only_reads(part):
-        return []
+    if not part.fed or part.argv[0] in OUTPUT_ONLY:
+        return ()
+    if _only_reads(attrs.evolve(part, wrappers=())):  # xargs is a part of its own
+        return ()
     inner = parts[position + 1] if position + 1 < len(parts) else None
     if (
         inner is not None
         and inner.wrappers[:-1] == part.wrappers
         and len(inner.fed) == len(part.fed)
     ):
-        return []
-    appended = f"the words {part.wrappers[-1]} appends"
-    return [part.argv[i] if i < len(part.argv) else appended for i in part.fed]
+        return ()
+    return part.fed
 
 
 def _only_reads(part: CommandPart) -> bool:
     """Whether ``part`` is on the read-only list once the words the shell computes or a
     wrapper fills in are taken as they are written (wherever they lead, such a program writes
-    none of them), and judged apart from its wrappers (each wrapper is a part of its own)."""
-    literal = attrs.evolve(part, expanded=(), redirects=(), fed=(), found_paths=(), wrappers=())
+    none of them)."""
+    literal = attrs.evolve(part, expanded=(), redirects=(), fed=(), found_paths=())
     analysis = CommandAnalysis(command=part.text, parts=(literal,))
     return _judge(analysis, cwd="/", readable_roots=("/",)).read_only
 
