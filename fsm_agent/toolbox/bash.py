@@ -43,6 +43,7 @@ from fsm_agent.toolbox.paths import (
     is_protected,
     path_candidates,
 )
+from fsm_agent.toolbox.tree_writes import reached_tree
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -177,7 +178,8 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     ``"$HOME/.profile"``) may become any path when the command runs, so it counts as one that
     may be protected; only the arguments of programs that just print are left out. So do the
     words ``xargs`` gives a program and the paths ``find`` fills in or deletes, unless that
-    find cannot reach a protected path (``found_paths``).
+    find cannot reach a protected path (``found_paths``), and a folder holding one that a
+    write reaches as a whole (``rm -rf .``: ``tree_writes``).
     """
     cwd = Path(os.path.realpath(ctx.cwd))
     for position, part in enumerate(analysis.parts):
@@ -187,6 +189,9 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         filled = _filled_paths(analysis.parts, position, cwd)
         if filled is not None:
             return filled
+        tree = reached_tree(part.argv, cwd)
+        if tree is not None:
+            return f"{tree} (it holds one)"
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):

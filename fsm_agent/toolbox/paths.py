@@ -136,8 +136,14 @@ _PROTECTED_NAMES = PROTECTED_DIRS | PROTECTED_FILES
 
 
 def holds_protected(folder: Path, *, through_links: bool = False) -> bool:
-    """Whether ``folder`` (not itself a link) holds a protected path, looking at most
-    :data:`MAX_TREE_ENTRIES` entries deep.
+    """Whether ``folder`` (not itself a link) holds a protected path, a folder too big to
+    search counting as one (:func:`protected_within`)."""
+    return protected_within(folder, through_links=through_links) is not False
+
+
+def protected_within(folder: Path, *, through_links: bool = False) -> bool | None:
+    """Whether ``folder`` (not itself a link) holds a protected path, or None when it has more
+    than :data:`MAX_TREE_ENTRIES` entries and none was found among the first.
 
     Links inside are listed, not followed: ``rm -r`` and ``cp -r`` act on a link, not on what it
     points to. With ``through_links``, a program is given each path found (``find -exec``),
@@ -155,9 +161,11 @@ def holds_protected(folder: Path, *, through_links: bool = False) -> bool:
         except OSError:
             continue  # a folder no one may read: nothing in it is found either
         for entry in entries:
-            seen += 1
-            if seen > MAX_TREE_ENTRIES or entry.name.lower() in _PROTECTED_NAMES:
+            if entry.name.lower() in _PROTECTED_NAMES:
                 return True
+            seen += 1
+            if seen > MAX_TREE_ENTRIES:
+                return None
             if entry.is_symlink():
                 if through_links and not Path(os.path.realpath(entry.path)).is_relative_to(root):
                     return True
