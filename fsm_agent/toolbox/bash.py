@@ -18,6 +18,7 @@ from pathlib import Path
 
 import attrs
 
+from fsm_agent.core.git_commands import configuration_written
 from fsm_agent.core.read_only_commands import OUTPUT_ONLY, ReadOnlyVerdict, judge_read_only
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, analyse_command
 from fsm_agent.runtime.tool import (
@@ -178,8 +179,10 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     ``"$HOME/.profile"``) may become any path when the command runs, so it counts as one that
     may be protected; only the arguments of programs that just print are left out. So do the
     words ``xargs`` gives a program and the paths ``find`` fills in or deletes, unless that
-    find cannot reach a protected path (``found_paths``), and a folder holding one that a
-    write reaches as a whole (``rm -rf .``: ``tree_writes``).
+    find cannot reach a protected path (``found_paths``), a folder holding one that a write
+    reaches as a whole (``rm -rf .``: ``tree_writes``), a setting ``git config`` keeps in
+    ``.git/config`` or ``~/.gitconfig``, and the hooks ``git init --template`` copies
+    (:mod:`~fsm_agent.core.git_config_writes`).
     """
     cwd = Path(os.path.realpath(ctx.cwd))
     for position, part in enumerate(analysis.parts):
@@ -192,6 +195,11 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         tree = reached_tree(part.argv, cwd)
         if tree is not None:
             return f"{tree} (it holds one)"
+        configuration = (
+            configuration_written(part.argv[1:], part.assignments) if runs_git(part) else None
+        )
+        if configuration is not None:
+            return f"{configuration} (git writes its configuration there)"
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):
