@@ -31,6 +31,7 @@ _LINKS_OR_ELSEWHERE = frozenset({"-H", "-L", "-follow", "-files0-from", "-f"})
 """Words after which found paths may lie outside the start points as written: links followed,
 start points read from a file (GNU ``-files0-from``) or given after BSD's ``-f``."""
 _EXPRESSION_START = ("-", "(", "!", ")", ",")
+_RUNNERS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 FOUND_PATH_WORD = re.compile(r"(?:[\w-]+=)?\{\}")
 """A word that is a found path once filled in: ``{}`` alone, or an option's value
@@ -62,7 +63,8 @@ def running_find(parts: Sequence[CommandPart], position: int) -> CommandPart | N
 def writes_unnamed(find: CommandPart) -> bool:
     """Whether ``find`` itself deletes what it finds (``-delete``), or runs a command on it
     that is not analysed as a part (more than one ``-exec``, a command built from names)."""
-    return "-delete" in find.argv[1:] or isinstance(WRAPPERS["find"](find.argv[1:]), str)
+    args = find.argv[1:]
+    return "-delete" in _own_words(args) or isinstance(WRAPPERS["find"](args), str)
 
 
 def reaches_only_unprotected(find: CommandPart, cwd: Path, folders: Sequence[Path] | None) -> bool:
@@ -70,7 +72,7 @@ def reaches_only_unprotected(find: CommandPart, cwd: Path, folders: Sequence[Pat
     text); ``cwd`` is the resolved working folder, ``folders`` those the command's relative
     words may start from (:func:`start_folders`)."""
     args = find.argv[1:]
-    if folders is None or find.fed or _LINKS_OR_ELSEWHERE.intersection(args):
+    if folders is None or find.fed or _LINKS_OR_ELSEWHERE.intersection(_own_words(args)):
         return False
     starts = _start_points(args)
     if starts is None or any(index + 1 in find.expanded for index in starts):
@@ -93,6 +95,21 @@ def start_folders(parts: Sequence[CommandPart], cwd: Path) -> list[Path] | None:
         elif part.argv[:1] == ("popd",):
             return None
     return folders
+
+
+def _own_words(args: Sequence[str]) -> list[str]:
+    """``find``'s own words: ``args`` without the commands its ``-exec``-like actions run
+    (``-exec rm -f {} ;``: ``-f`` is rm's), each ending at ``;`` or at ``+`` after ``{}``."""
+    own: list[str] = []
+    running = False
+    for index, word in enumerate(args):
+        if running:
+            running = not (word == ";" or (word == "+" and args[index - 1] == "{}"))
+        elif word in _RUNNERS:
+            running = True
+        else:
+            own.append(word)
+    return own
 
 
 def _start_points(args: Sequence[str]) -> list[int] | None:

@@ -99,6 +99,8 @@ RUN_IN_BYPASS = [
     "find ./src src/sub -delete",
     "find -P src -name x -delete",
     "find -- src -delete",
+    "find src -name '*.pyc' -exec rm -f {} \\;",  # -f is rm's, not BSD find's start point
+    "find src -exec grep -L x {} +",  # -L is grep's
     "find src -exec git diff --output={} \\;",
     "find src -exec dd if=/dev/null of={} \\;",
     "cd src && find sub -delete",
