@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import signal
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from fsm_agent.runtime.tool import (
     ToolOutput,
 )
 from fsm_agent.toolbox.archive_members import archive_refusal
+from fsm_agent.toolbox.code_names import PROTECTED_NAME, protected_name_in_code
 from fsm_agent.toolbox.found_paths import (
     FOUND_PATH_WORD,
     is_find,
@@ -41,8 +41,6 @@ from fsm_agent.toolbox.found_paths import (
 from fsm_agent.toolbox.git_reads import git_read_refusal
 from fsm_agent.toolbox.patch_targets import patch_refusal
 from fsm_agent.toolbox.paths import (
-    PROTECTED_DIRS,
-    PROTECTED_FILES,
     is_protected,
     path_candidates,
 )
@@ -207,6 +205,9 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         written = patch_refusal(part, analysis, ctx.cwd) or archive_refusal(part, analysis, ctx.cwd)
         if written is not None:
             return written
+        in_code = protected_name_in_code(part, analysis)
+        if in_code is not None:
+            return f"{in_code} (named in the code the command gives {part.argv[0]})"
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):
@@ -216,7 +217,7 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     if analysis.problem is not None:
         # The parts may be incomplete (control characters or deep nesting stop the analysis
         # before any part is found): a protected name anywhere in the text is enough.
-        found = _PROTECTED_NAME.search(analysis.command)
+        found = PROTECTED_NAME.search(analysis.command)
         if found is not None:
             return found.group(0)
     return None
@@ -296,15 +297,6 @@ def _only_reads(part: CommandPart) -> bool:
     literal = attrs.evolve(part, expanded=(), redirects=(), fed=(), found_paths=())
     analysis = CommandAnalysis(command=part.text, parts=(literal,))
     return _judge(analysis, cwd="/", readable_roots=("/",)).read_only
-
-
-_PROTECTED_NAME = re.compile(
-    r"(?<![\w.-])(?:"
-    + "|".join(re.escape(name) for name in sorted(PROTECTED_DIRS | PROTECTED_FILES))
-    + r")(?![\w.-])",
-    re.IGNORECASE,
-)
-"""A protected file or folder name standing alone in a text (``.git/`` but not ``.github``)."""
 
 
 def _judge(

@@ -1,0 +1,55 @@
+"""Protected names inside the code a command gives a program in its own language.
+
+``python3 -c "open('.git/config', 'a')"``, ``node -e``, ``perl -e``, ``awk '{print >
+".bashrc"}'`` and ``sed -n 'w .git/hooks/pre-commit' f`` write a protected path that no word of
+the command names as a path: the name sits inside the program's code. So the safety check
+(SPEC §9.3) searches that code for a protected name standing alone (``.git/``, ``.bashrc``;
+not ``.github`` or ``.gitignore``): the words of an interpreter given code inline (what
+``inline_code`` finds), and of ``awk`` and ``sed``, whose languages write files; code fed from
+a here-document is searched in the command's text, which holds it.
+
+This reads names, not code: code that builds a name (``'.g' + 'it'``) or reads it from a file
+is not caught. Bypass mode runs code; only a sandbox bounds what code does.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
+from fsm_agent.toolbox.paths import PROTECTED_DIRS, PROTECTED_FILES
+
+PROTECTED_NAME: Final = re.compile(
+    r"(?<![\w.-])(?:"
+    + "|".join(re.escape(name) for name in sorted(PROTECTED_DIRS | PROTECTED_FILES))
+    + r")(?![\w.-])",
+    re.IGNORECASE,
+)
+"""A protected file or folder name standing alone in a text (``.git/`` but not ``.github``)."""
+
+_FILE_WRITING_LANGUAGES: Final = frozenset({"awk", "gawk", "mawk", "nawk", "sed", "gsed"})
+"""Programs whose own language writes files (awk's ``print >``, sed's ``w``)."""
+
+_FED = ("<<", "<<-", "<<<")
+
+
+def protected_name_in_code(part: CommandPart, analysis: CommandAnalysis) -> str | None:
+    """The protected name in the code ``part`` gives a program (``analysis``: the whole
+    command, whose text holds a here-document), or None."""
+    if not part.argv:
+        return None
+    program = part.argv[0].rsplit("/", 1)[-1]
+    if program not in _FILE_WRITING_LANGUAGES:
+        from fsm_agent.core.inline_code import unread_code  # noqa: PLC0415 - only when needed
+
+        if unread_code(part) is None:
+            return None
+    texts = list(part.argv[1:])
+    if any(redirect.operator in _FED for redirect in part.redirects):
+        texts.append(analysis.command)
+    for text in texts:
+        found = PROTECTED_NAME.search(text)
+        if found is not None:
+            return found.group(0)
+    return None
