@@ -40,7 +40,7 @@ import orjson
 
 from fsm_agent.trace import records
 
-__all__ = ["StreamTextHoldback", "held_back_lines", "text_key"]
+__all__ = ["StreamTextHoldback", "held_back_lines", "progress_key", "text_key"]
 
 _TEXT_KEYS: Final = {
     "text_delta": "text",
@@ -62,7 +62,15 @@ a longer run of key characters is written as it comes (the redactor still replac
 that begins with ``sk-ant-``), so that no text is held and searched again without end."""
 
 BlockKey = tuple[str, int, str]
-"""Which block's text a piece belongs to: the request, the block's index, the delta's type."""
+"""Which block's text a piece belongs to: the request, the block's index, the delta's type;
+or which call's progress text (:func:`progress_key`)."""
+_PROGRESS: Final = "progress"
+
+
+def progress_key(call_id: str) -> BlockKey:
+    """The key of the progress texts of tool call ``call_id``, which join as a block's
+    pieces do."""
+    return call_id, -1, _PROGRESS
 
 
 def text_key(raw: Any) -> tuple[int, str, str] | None:
@@ -114,18 +122,18 @@ def _tables(patterns: tuple[str, ...]) -> tuple[_Begins, dict[str, list[str]]]:
 
 
 class StreamTextHoldback:
-    """The characters one writer holds back, for the block whose piece was last held.
+    """The characters one writer holds back, by the block (or the call's progress) they go
+    in front of.
 
     Args:
         secrets: the writer's secret strings (the redactor's).
     """
 
-    __slots__ = ("_begins", "_held", "_held_key", "_starting")
+    __slots__ = ("_begins", "_held", "_starting")
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self._begins, self._starting = _tables((*secrets, _KEY_PREFIX))
-        self._held_key: BlockKey | None = None
-        self._held = ""
+        self._held: dict[BlockKey, str] = {}
 
     def delta(self, request_id: str, raw: dict[str, Any]) -> tuple[dict[str, Any], int]:
         """A model stream event of request ``request_id`` as the trace is to hold it (``raw``
@@ -152,13 +160,11 @@ class StreamTextHoldback:
 
     def piece(self, key: BlockKey, text: str) -> tuple[str, int]:
         """The piece ``text`` of block ``key`` as the trace is to hold it, with what is held
-        for it in front, and how many of its last characters may begin a secret (0: none).
-        What was held for another block is dropped: it was written with its own piece."""
-        if self._held_key is not None:
-            if self._held_key == key:
-                text = self._held + text
-            self._held_key = None
-            self._held = ""
+        for it in front, and how many of its last characters may begin a secret (0: none)."""
+        if self._held:
+            held = self._held.pop(key, None)
+            if held is not None:
+                text = held + text
         return text, self._cut(text)
 
     def goes_on(self, held: str, piece: str) -> bool:
@@ -178,8 +184,12 @@ class StreamTextHoldback:
     def hold(self, key: BlockKey, held: str) -> None:
         """Hold ``held`` (the end of a piece written without it) for the next piece of
         block ``key``."""
-        self._held_key = key
-        self._held = held
+        self._held[key] = held
+
+    def take(self, key: BlockKey) -> str:
+        """What is held for block ``key``, no longer held (its block ended: the caller writes
+        it as a piece of its own)."""
+        return self._held.pop(key, "")
 
     def _cut(self, text: str) -> int:
         """How many of the last characters of ``text`` may begin a secret or a key."""
@@ -207,58 +217,58 @@ class StreamTextHoldback:
 
 def held_back_lines(lines: Iterable[bytes], secrets: Iterable[str]) -> Iterator[bytes]:
     """Trace lines written by a writer that did not know ``secrets`` (a Temporal workflow's:
-    its secrets stay on the worker), with the streamed pieces moved as a writer knowing them
-    would have moved them, ready to be redacted line by line.
+    its secrets stay on the worker), with the streamed pieces and the progress texts moved as
+    a writer knowing them would have moved them, ready to be redacted line by line.
 
-    Lines are passed on as they are but for a delta's whose text ends with characters that
+    Lines are passed on as they are but for a piece's whose text ends with characters that
     may begin a secret: it is passed on with the next line that is not a ``ping`` of its
     request, without those characters when a secret may run on from them into that line,
-    the block's next piece (which then begins with them), as the writer decides. A line held
-    when ``lines`` end is passed on as it is: a writer hands over whole responses, whose
-    blocks end within the lines it hands over.
+    the block's next piece (or the call's next progress text), which then begins with them,
+    as the writer decides. A line held when ``lines`` end is passed on as it is: a writer
+    hands over whole responses and whole tool steps (a workflow feeds the events of one
+    response, or of one tool step, one after the other, nothing but an abort between them),
+    whose texts end within the lines it hands over.
     """
     holdback = StreamTextHoldback(secrets)
-    # The held line: its record, block, text key, characters held, and its bytes when its
-    # text is still the one it was written with (None once something went in front of it).
-    held: tuple[dict[str, Any], BlockKey, str, int, bytes | None] | None = None
+    # The held line: its record, its text's key and the dict and field holding it, the
+    # characters held, and its bytes when its text is still the one it was written with
+    # (None once something went in front of it).
+    held: tuple[dict[str, Any], BlockKey, dict[str, Any], str, int, bytes | None] | None = None
     after: list[bytes] = []  # pings that came after the held line
     for line in lines:
-        record = _delta_record(line)
+        found = _text_record(line)
         if held is not None:
-            record_then, key, field, cut, unchanged = held
-            if record is None and _is_ping(line, key[0]):
+            record_then, key, holder, field, cut, unchanged = held
+            if found is None and _is_ping(line, key[0]):
                 after.append(line)
                 continue
             held = None
-            delta = record_then["event"]["event"]["delta"]
-            text = delta[field]
+            text = holder[field]
             if (
-                record is not None
-                and _block_of(record) == key
-                and holdback.goes_on(text[-cut:], record["event"]["event"]["delta"][field])
+                found is not None
+                and found[1] == key
+                and holdback.goes_on(text[-cut:], found[2][found[3]])
             ):
                 holdback.hold(key, text[-cut:])
-                delta[field] = text[:-cut]
+                holder[field] = text[:-cut]
                 unchanged = None
             yield records.dumps(record_then) + b"\n" if unchanged is None else unchanged
             yield from after
             after.clear()
-        if record is None:
+        if found is None:
             yield line
             continue
-        key = _block_of(record)
-        delta = record["event"]["event"]["delta"]
-        field = _TEXT_KEYS[key[2]]
-        piece = delta[field]
+        record, key, holder, field = found
+        piece = holder[field]
         text, cut = holdback.piece(key, piece)
         if text is not piece:
-            delta[field] = text
+            holder[field] = text
         if cut:
-            held = (record, key, field, cut, line if text is piece else None)
+            held = (record, key, holder, field, cut, line if text is piece else None)
         else:
             yield line if text is piece else records.dumps(record) + b"\n"
     if held is not None:
-        yield records.dumps(held[0]) + b"\n" if held[4] is None else held[4]
+        yield records.dumps(held[0]) + b"\n" if held[5] is None else held[5]
         yield from after
 
 
@@ -278,22 +288,27 @@ def _is_ping(line: bytes, request_id: str) -> bool:
     )
 
 
-def _delta_record(line: bytes) -> dict[str, Any] | None:
-    """The record of an event line that adds text to a block; None for any other line."""
-    if b'"content_block_delta"' not in line:
+def _text_record(line: bytes) -> tuple[dict[str, Any], BlockKey, dict[str, Any], str] | None:
+    """For an event line that adds a piece of text (a block's delta, a call's progress):
+    its record, the text's key, and the dict and field that hold the text; None for any
+    other line."""
+    if b'"content_block_delta"' not in line and b'"ToolProgressReported"' not in line:
         return None
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError:
         return None
     event = record.get("event") if type(record) is dict else None
-    if type(event) is not dict or type(event.get("request_id")) is not str:
+    if type(event) is not dict:
         return None
-    return record if text_key(event.get("event")) is not None else None
-
-
-def _block_of(record: dict[str, Any]) -> BlockKey:
-    """The block a delta record (:func:`_delta_record`) adds to."""
-    event = record["event"]
-    index, kind, _field = text_key(event["event"])  # type: ignore[misc]  # a delta record's
-    return event["request_id"], index, kind
+    if event.get("type") == "ToolProgressReported":
+        call_id = event.get("call_id")
+        if type(call_id) is not str or type(event.get("text")) is not str:
+            return None
+        return record, progress_key(call_id), event, "text"
+    request_id = event.get("request_id")
+    shape = text_key(event.get("event"))
+    if event.get("type") != "ModelStreamEvent" or type(request_id) is not str or shape is None:
+        return None
+    index, kind, field = shape
+    return record, (request_id, index, kind), event["event"]["delta"], field

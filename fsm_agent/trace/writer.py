@@ -50,7 +50,7 @@ import orjson
 import fsm_agent
 from fsm_agent.core.codec import dump_effect, dump_message
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.core.events import Event, ModelStreamEvent, TurnStarted
+from fsm_agent.core.events import Event, ModelStreamEvent, ToolProgressReported, TurnStarted
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
@@ -65,7 +65,12 @@ from fsm_agent.trace.render_fns import render_effect, render_event
 from fsm_agent.trace.step_bytes import effects_field, transitions_array, transitions_field
 from fsm_agent.trace.stream_input_redaction import StreamInputRedaction
 from fsm_agent.trace.stream_shapes import known_stream_event
-from fsm_agent.trace.stream_text_holdback import StreamTextHoldback, text_key
+from fsm_agent.trace.stream_text_holdback import (
+    BlockKey,
+    StreamTextHoldback,
+    progress_key,
+    text_key,
+)
 
 _MESSAGES_GAP: Final = b'"messages":[]'
 """Where a ``TurnStarted`` record written without its messages takes them."""
@@ -142,18 +147,38 @@ _Prepared = tuple[bytes | None, dict[str, Any], tuple[bytes, ...], Event]
 
 
 class _Cut(NamedTuple):
-    """A stream delta whose text ends with characters that may begin a secret
-    (:mod:`~fsm_agent.trace.stream_text_holdback`): the event as its line holds it, which
-    block it adds to (``text_key``) and how many characters."""
+    """A piece of text whose end may begin a secret
+    (:mod:`~fsm_agent.trace.stream_text_holdback`): a stream delta, or a tool's progress text.
+    The event as its line holds it, the key of the text it adds to, the field holding its
+    piece (in the delta, or the event's ``text``), and how many characters may begin one."""
 
-    event: ModelStreamEvent
-    shape: tuple[int, str, str]
+    event: ModelStreamEvent | ToolProgressReported
+    key: BlockKey
+    field: str
     size: int
+
+    def text(self) -> str:
+        """The piece of text."""
+        event = self.event
+        if type(event) is ToolProgressReported:
+            return event.text
+        piece: str = event.event["delta"][self.field]  # type: ignore[union-attr]
+        return piece
+
+    def with_text(self, text: str) -> ModelStreamEvent | ToolProgressReported:
+        """The event with ``text`` for its piece."""
+        event = self.event
+        if type(event) is ToolProgressReported:
+            return ToolProgressReported(call_id=event.call_id, text=text)
+        raw = event.event  # type: ignore[union-attr]
+        delta = {**raw["delta"], self.field: text}
+        return ModelStreamEvent(request_id=event.request_id, event={**raw, "delta": delta})  # type: ignore[union-attr]
 
 
 class _Held(NamedTuple):
-    """A delta's line not written yet, with its step, and the lines of the events that came
-    after it and pass over it (a ``ping`` between two pieces), not written yet either."""
+    """A piece's line not written yet, with its step, and the lines of the events that came
+    after it and pass over it (a ``ping``, a tool's event whose step performs nothing), not
+    written yet either."""
 
     line: _Prepared
     step: Step
@@ -161,15 +186,28 @@ class _Held(NamedTuple):
     after: list[tuple[_Prepared, Step]]
 
 
-def _passes_over(event: Event, held: ModelStreamEvent) -> bool:
-    """Whether ``event`` leaves a held delta's block going on: a ``ping`` of its request (the
-    API sends one to keep a quiet stream open, also between two pieces of a block)."""
-    return (
-        type(event) is ModelStreamEvent
-        and event.request_id == held.request_id
-        and type(event.event) is dict
-        and event.event.get("type") == "ping"
-    )
+def _passes_over(request_id: str, raw: Any, key: BlockKey) -> bool:
+    """Whether a stream event of request ``request_id`` leaves block ``key`` going on: a
+    ``ping`` of its request (the API sends one to keep a quiet stream open, also between two
+    pieces of a block)."""
+    return request_id == key[0] and type(raw) is dict and raw.get("type") == "ping"
+
+
+def _continues(key: BlockKey, request_id: str, raw: Any) -> str | None:
+    """The piece of text that a stream event of request ``request_id`` adds to block
+    ``key``; None when it adds none to it."""
+    shape = text_key(raw)
+    if shape is None or request_id != key[0] or shape[0] != key[1] or shape[1] != key[2]:
+        return None
+    piece: str = raw["delta"][shape[2]]
+    return piece
+
+
+def _ends_stream(step: Step | None) -> bool:
+    """Whether no piece of a streamed block can come after ``step`` (a feed that raised, a
+    step of the loop's machine: the stream ended, failed, was aborted or retried): a held
+    end is then written where it is, the block's text being whole."""
+    return step is None or any(taken.machine == "loop" for taken in step.transitions)
 
 
 class TraceWriter:
@@ -250,7 +288,10 @@ class TraceWriter:
         self._stream_inputs = StreamInputRedaction()
         self._holdback = StreamTextHoldback(self._redactor.spellings)
         self._held: _Held | None = None
-        """A delta's line held back until the next event says how to write it."""
+        """A piece's line held back until the next event says how to write it."""
+        self._pending: _Cut | None = None
+        """A block's piece written without its held end, which is kept for the block's next
+        piece (an event whose step performs something came between them)."""
         self._cut: _Cut | None = None
         """For the line :meth:`_prepare` made last: the characters it may hold back."""
         self._next_seq = 1 if next_seq is None else next_seq
@@ -347,8 +388,7 @@ class TraceWriter:
     def _write(self, fields: Mapping[str, Any]) -> None:
         if self._closed:
             raise self._refusal()
-        if self._held is not None:
-            self._release(None, None)
+        self._write_whole()
         try:
             self._structlog_logger().msg(**fields)
         except (orjson.JSONEncodeError, TypeError) as exc:
@@ -457,9 +497,7 @@ class TraceWriter:
         """:meth:`prepare_event`, as a plain tuple."""
         if self._closed:
             raise self._refusal()
-        held = self._held
         self._cut = None
-        fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
         # A record's keys are the writer's own but for the event's and the effects': a stream
         # event's model event is scanned whole (unless it is one of the API's own shapes), any
         # other event's free-form fields only (DESIGN §8).
@@ -469,8 +507,8 @@ class TraceWriter:
                 records.event_fields(event)  # refuses it
             # A tool input's text: the key rules applied to the JSON it spells (DESIGN §8).
             traced = self._stream_inputs.event(event.request_id, raw)
-            if held is not None and not _passes_over(event, held.cut.event):
-                self._release(event.request_id, traced)
+            if self._held is not None or self._pending is not None:
+                self._before_stream_event(event.request_id, traced)
             # A secret may arrive split over pieces: the end of one that may begin a secret
             # is held for the next (:mod:`~fsm_agent.trace.stream_text_holdback`).
             traced, cut = self._holdback.delta(event.request_id, traced)
@@ -479,16 +517,74 @@ class TraceWriter:
             if cut:
                 shape = text_key(traced)
                 if shape is not None:  # always: only a piece of text has a cut
-                    self._cut = _Cut(event, shape, cut)
-            return self._stream_line(fields, event)
-        if held is not None:
-            self._release(None, None)
+                    index, kind, field = shape
+                    self._hold_next(_Cut(event, (event.request_id, index, kind), field, cut))
+            return self._stream_line({"record": "event", "seq": self._next_seq}, event)
+        if type(event) is ToolProgressReported:
+            event = self._progress(event)
+        fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
         if self._clock is not None:
             fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
         if type(event) is TurnStarted:  # its transcript's bytes are kept: joined on
             return None, fields, self._event_parts(event, fields), event
         value, keys_hit = render_event(event)
         return self._rendered_line(fields, event, value, keys_hit=keys_hit)
+
+    def _before_stream_event(self, request_id: str, raw: Any) -> None:
+        """Write what a stream event of request ``request_id`` (its model event ``raw`` as
+        the trace is to hold it) decides: a held delta's line, without its held end when a
+        secret may run on into this event's piece of the block, whole when the event is not
+        one (its block ended); an end kept for a block that this event ends, as a piece of
+        its own. A ``ping`` of the request decides nothing."""
+        held = self._held
+        if held is not None and type(held.cut.event) is ModelStreamEvent:
+            cut = held.cut
+            if not _passes_over(request_id, raw, cut.key):
+                piece = _continues(cut.key, request_id, raw)
+                end = cut.text()[-cut.size :]
+                self._release(keep_end=piece is not None and self._holdback.goes_on(end, piece))
+        pending = self._pending
+        if pending is not None:
+            if _continues(pending.key, request_id, raw) is not None:
+                self._pending = None  # the piece is given the end in front
+            elif not _passes_over(request_id, raw, pending.key):
+                self._write_pending()
+
+    def _progress(self, event: ToolProgressReported) -> ToolProgressReported:
+        """A tool's progress text as the trace is to hold it: a call's texts are pieces of
+        one text (a command's output in chunks), held back as a block's pieces are."""
+        key = progress_key(event.call_id)
+        held = self._held
+        if held is not None and held.cut.key == key:
+            cut = held.cut
+            self._release(keep_end=self._holdback.goes_on(cut.text()[-cut.size :], event.text))
+        text, size = self._holdback.piece(key, event.text)
+        if text is not event.text:
+            event = ToolProgressReported(call_id=event.call_id, text=text)
+        if size:
+            self._hold_next(_Cut(event, key, "text", size))
+        return event
+
+    def _hold_next(self, cut: _Cut) -> None:
+        """Make ``cut`` the piece the line being prepared may hold back; a line held for
+        another text is written first (one line is held at a time): a block's piece without
+        its held end, kept for the block's next piece, a progress text whole."""
+        if self._held is not None:
+            self._set_held_aside()
+        self._cut = cut
+
+    def _set_held_aside(self) -> None:
+        """Write the held line before a line that cannot wait behind it: a block's piece
+        without its held end, which is kept for the block's next piece (:attr:`_pending`),
+        for that piece may yet come; a progress text whole (its call's texts are shown as
+        they come, and replay does not join them)."""
+        held = self._held
+        assert held is not None
+        if type(held.cut.event) is ModelStreamEvent:
+            self._release(keep_end=True)
+            self._pending = held.cut
+        else:
+            self._release(keep_end=False)
 
     def _stream_line(self, fields: dict[str, Any], event: ModelStreamEvent) -> _Prepared:
         """The prepared line of a stream event as the trace is to hold it (its tool-input
@@ -514,26 +610,19 @@ class TraceWriter:
                 pass  # the line is rendered as a whole below (and rewritten, or refused)
         return None, fields, self._event_parts(event, fields), event
 
-    def _release(self, request_id: str | None, following: Any) -> None:
-        """Write the held line of a stream delta, now that the next event says how (its
-        request and its model event as the trace is to hold it; None and None for an event
-        of another kind, or none): without its held end when a secret may run on from it into
-        the block's next piece (which is then given it in front), as it was otherwise. The
-        line keeps the ``seq`` it was given."""
+    def _release(self, *, keep_end: bool) -> None:
+        """Write the held line, now that the next event says how: without its held end when
+        ``keep_end`` (a secret may run on from it into the next piece of its text, which is
+        then given it in front), as it was otherwise; then the lines that passed over it.
+        The lines keep the ``seq``s they were given."""
         held, self._held = self._held, None
         if held is None:
             return
-        line, step, (event, shape, cut), after = held
-        if request_id == event.request_id and text_key(following) == shape:
-            index, kind, key = shape
-            delta = event.event["delta"]
-            text = delta[key]
-            if self._holdback.goes_on(text[-cut:], following["delta"][key]):
-                self._holdback.hold((event.request_id, index, kind), text[-cut:])
-                shorter = {**event.event, "delta": {**delta, key: text[:-cut]}}
-                line = self._stream_line(
-                    line[1], ModelStreamEvent(request_id=event.request_id, event=shorter)
-                )
+        line, step, cut, after = held
+        if keep_end:
+            text = cut.text()
+            self._holdback.hold(cut.key, text[-cut.size :])
+            line = self._text_line(line[1], cut.with_text(text[: -cut.size]))
         later = self._next_seq
         try:
             for each, its_step in ((line, step), *after):
@@ -541,6 +630,41 @@ class TraceWriter:
                 self._emit(each, its_step)
         finally:
             self._next_seq = later
+
+    def _write_whole(self) -> None:
+        """Write what is held, its text being whole (the run ends, or goes on from here in
+        another way): the held line as it is, the end kept for a block's next piece as a
+        piece of its own."""
+        if self._held is not None:
+            self._release(keep_end=False)
+        if self._pending is not None:
+            self._write_pending()
+
+    def _text_line(self, fields: dict[str, Any], event: Event) -> _Prepared:
+        """The prepared line of a piece of text with its ``fields``."""
+        if type(event) is ModelStreamEvent:
+            return self._stream_line(fields, event)
+        value, keys_hit = render_event(event)
+        return self._rendered_line(fields, event, value, keys_hit=keys_hit)
+
+    def _write_pending(self, following: _Prepared | None = None) -> _Prepared | None:
+        """Write the end kept for a block's next piece as a piece of its own: the block
+        ended without one (its text is whole: the end is redacted as it stands). It takes
+        the next ``seq``; ``following``, a line prepared with that seq (the event whose step
+        ended the stream), is given the one after, and returned so."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return following
+        end = self._holdback.take(pending.key)
+        seq = self._next_seq
+        if following is not None:
+            rendered, fields, _parts, event = following
+            fields["seq"] = seq + 1
+            if rendered is None:  # its parts hold the seq it was prepared with
+                following = None, fields, self._event_parts(event, fields), event
+        self._emit(self._text_line({"record": "event", "seq": seq}, pending.with_text(end)), None)
+        self._next_seq = seq + 1
+        return following
 
     def _event_parts(self, event: Event, fields: dict[str, Any]) -> tuple[bytes, ...]:
         """The parts of ``event``'s line (:attr:`EventLine.parts`), from the codec's dict of
@@ -595,16 +719,24 @@ class TraceWriter:
         if self._closed:
             raise self._refusal()
         held = self._held
-        if held is not None:  # this event passes over a held delta
+        if held is not None or self._pending is not None:
             if step is not None and not step.transitions and not step.effects:
-                held.after.append((line, step))
-                self._next_seq += 1
-                return
-            self._release(None, None)
+                if held is not None:  # this event passes over a held piece: its line waits
+                    held.after.append((line, step))
+                    self._next_seq += 1
+                    return
+            elif _ends_stream(step):
+                # No piece comes after this event: the text is whole where it stands.
+                self._release(keep_end=False)
+                line = self._write_pending(line)  # type: ignore[assignment]  # given a line
+            elif held is not None:
+                # Its effects are performed once its line is written: the held line goes
+                # first, its end kept for the block's next piece.
+                self._set_held_aside()
         cut = self._cut
         if cut is not None:
             self._cut = None
-            # A delta does nothing in the core but add its text: its line waits for the next
+            # A piece's step does nothing but add its text: its line waits for the next
             # event, which says whether its end goes on in the next piece.
             if step is not None and not step.effects:
                 self._held = _Held(line, step, cut, [])
@@ -747,8 +879,7 @@ class TraceWriter:
     def write_end(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
         """Record the end of the run: the terminal reason, the usage totals, and the fault
         that ended it early, if one did (replay takes the fault as recorded)."""
-        if self._held is not None:
-            self._release(None, None)
+        self._write_whole()
         # Its keys are the writer's own (usage counters included): only strings are searched.
         self._put(self._line(records.end_fields(terminal, usage, fault=fault), keys_hit=False))
         self._next_seq += 1
@@ -758,11 +889,11 @@ class TraceWriter:
         """Flush, and close the file if the writer opened it. Closing twice is fine."""
         if self._closed:
             return
-        if self._held is not None:
+        if self._held is not None or self._pending is not None:
             # The text is complete: the piece is written whole. A file that refuses it is cut
             # back to its last whole record, as if the run had stopped before this delta.
             with contextlib.suppress(TraceWriteFailed):
-                self._release(None, None)
+                self._write_whole()
             if self._closed:
                 return
         self._closed = True
