@@ -1,22 +1,43 @@
-"""Secrets that a model streams across several deltas (DESIGN §8).
+"""Secrets that a model streams across several deltas, or a tool reports across several
+progress texts (DESIGN §8).
 
 A model streams its text in pieces of a few characters: a secret it writes (a token it read
 from a file, an API key) arrives split over several ``content_block_delta`` events, and no
 piece holds it whole. Each line of the trace holds one piece, so redacting each piece on its
 own would write the secret in parts that anyone can join again (and replay does join them).
+A tool that reports its output as it comes (``ToolProgressReported``, in chunks) splits it
+the same way.
 
 So the writer holds back the end of a piece that may be the beginning of a secret: the
-longest end of the block's text so far that begins one of the writer's secret strings, or
-``sk-ant-`` (an API key's prefix), or that is an API key still running (``sk-ant-`` and key
-characters up to the end: its end is not known yet). A piece with such an end is not written
-at once. When the next event continues the same block (a delta of the same kind, request and
-index), the held characters move to the front of that piece; the piece is written without
-them, and the next piece is judged with them. So a secret is always whole in one piece, where
-the writer's redaction replaces it as it replaces a secret in any string. When the next event
-is anything else (the block's stop, a tool's event in between, the end of the run), the piece
-is written whole: the text is complete there, and is redacted as it stands.
+longest end of the text so far that begins one of the writer's secret strings, or ``sk-ant-``
+(an API key's prefix), or that is an API key still running (``sk-ant-`` and key characters up
+to the end: its end is not known yet). A piece with such an end is not written at once. When
+the next piece of the same text comes (a delta of the same kind, request and index; a
+progress text of the same call), the held characters move to the front of that piece when a
+secret may run on from them into it; the piece is written without them, and the next piece
+is judged with them. So a secret is always whole in one piece, where the writer's redaction
+replaces it as it replaces a secret in any string.
 
-Nothing the core sees changes: the core is fed every delta as it came, and a delta's step
+What comes between two pieces decides the rest (the writer holds one line at a time):
+
+* an event whose step performs nothing and takes no transition (a ``ping``, a tool's
+  progress or ``SubagentStarted`` while the model streams; tools start mid-stream, SPEC §2)
+  passes over: its line waits with the held one, and both keep their order and seqs;
+* an event whose step has effects cannot wait (its line is written before any of them is
+  performed, DESIGN §5), nor one that takes a transition, nor another piece that is to be
+  held: the held piece is written without its held end, which is kept for the next piece of
+  its text. When the text ends without one, the end is written as one more piece of it, a
+  line of its own just before the event that ended it, which takes the seq after: a
+  block's next stream event (its stop, another block), a step of the loop's machine (the
+  stream ended, failed, was aborted or retried), for a call's progress a step that moves or
+  cancels the call, or the end of the run. Replay feeds that piece as the piece it is: the
+  core only adds a delta's text to its block and takes a progress text as a fact, and no
+  step of a tool's event depends on a block still streaming, so the core's text, its steps
+  and the trace's effects stay as they were;
+* a held piece whose text ends with the next event (the same cases) is written whole: the
+  text is complete there, and is redacted as it stands.
+
+Nothing the core sees changes: the core is fed every event as it came, and a piece's step
 does not depend on its text (the core only appends it). Replay feeds the pieces as the trace
 holds them; they join to the same text, so the core's message is the one the trace's effects
 hold, redacted.
@@ -40,7 +61,13 @@ import orjson
 
 from fsm_agent.trace import records
 
-__all__ = ["StreamTextHoldback", "held_back_lines", "progress_key", "text_key"]
+__all__ = [
+    "StreamTextHoldback",
+    "held_back_lines",
+    "progress_call",
+    "progress_key",
+    "text_key",
+]
 
 _TEXT_KEYS: Final = {
     "text_delta": "text",
@@ -71,6 +98,11 @@ def progress_key(call_id: str) -> BlockKey:
     """The key of the progress texts of tool call ``call_id``, which join as a block's
     pieces do."""
     return call_id, -1, _PROGRESS
+
+
+def progress_call(key: BlockKey) -> str | None:
+    """The tool call whose progress texts ``key`` is the key of; None for a block's."""
+    return key[0] if key[2] == _PROGRESS else None
 
 
 def text_key(raw: Any) -> tuple[int, str, str] | None:

@@ -50,6 +50,7 @@ import orjson
 import fsm_agent
 from fsm_agent.core.codec import dump_effect, dump_message
 from fsm_agent.core.config import LoopConfig
+from fsm_agent.core.effects import CancelTool
 from fsm_agent.core.events import Event, ModelStreamEvent, ToolProgressReported, TurnStarted
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.step import Step
@@ -68,6 +69,7 @@ from fsm_agent.trace.stream_shapes import known_stream_event
 from fsm_agent.trace.stream_text_holdback import (
     BlockKey,
     StreamTextHoldback,
+    progress_call,
     progress_key,
     text_key,
 )
@@ -160,19 +162,18 @@ class _Cut(NamedTuple):
     def text(self) -> str:
         """The piece of text."""
         event = self.event
-        if type(event) is ToolProgressReported:
+        if isinstance(event, ToolProgressReported):
             return event.text
-        piece: str = event.event["delta"][self.field]  # type: ignore[union-attr]
+        piece: str = event.event["delta"][self.field]
         return piece
 
     def with_text(self, text: str) -> ModelStreamEvent | ToolProgressReported:
         """The event with ``text`` for its piece."""
         event = self.event
-        if type(event) is ToolProgressReported:
+        if isinstance(event, ToolProgressReported):
             return ToolProgressReported(call_id=event.call_id, text=text)
-        raw = event.event  # type: ignore[union-attr]
-        delta = {**raw["delta"], self.field: text}
-        return ModelStreamEvent(request_id=event.request_id, event={**raw, "delta": delta})  # type: ignore[union-attr]
+        delta = {**event.event["delta"], self.field: text}
+        return ModelStreamEvent(request_id=event.request_id, event={**event.event, "delta": delta})
 
 
 class _Held(NamedTuple):
@@ -203,11 +204,22 @@ def _continues(key: BlockKey, request_id: str, raw: Any) -> str | None:
     return piece
 
 
-def _ends_stream(step: Step | None) -> bool:
-    """Whether no piece of a streamed block can come after ``step`` (a feed that raised, a
-    step of the loop's machine: the stream ended, failed, was aborted or retried): a held
-    end is then written where it is, the block's text being whole."""
-    return step is None or any(taken.machine == "loop" for taken in step.transitions)
+def _ends_text(step: Step | None, key: BlockKey) -> bool:
+    """Whether no piece of text ``key`` can come after ``step``, so that what is held of it
+    is written where it stands, the text being whole there: a feed that raised; a step of
+    the loop's machine (the stream ended, failed, was aborted or retried; tools are
+    cancelled); for a call's progress, a step that moves or cancels that call."""
+    if step is None:
+        return True
+    call_id = progress_call(key)
+    for taken in step.transitions:
+        if taken.machine == "loop" or (call_id is not None and taken.call_id == call_id):
+            return True
+    if call_id is not None:
+        for effect in step.effects:
+            if type(effect) is CancelTool and effect.call_id == call_id:
+                return True
+    return False
 
 
 class TraceWriter:
@@ -289,9 +301,9 @@ class TraceWriter:
         self._holdback = StreamTextHoldback(self._redactor.spellings)
         self._held: _Held | None = None
         """A piece's line held back until the next event says how to write it."""
-        self._pending: _Cut | None = None
-        """A block's piece written without its held end, which is kept for the block's next
-        piece (an event whose step performs something came between them)."""
+        self._pending: dict[BlockKey, _Cut] = {}
+        """Pieces written without their held ends, which are kept for the next piece of
+        their text (something that could not wait came between them), by that text."""
         self._cut: _Cut | None = None
         """For the line :meth:`_prepare` made last: the characters it may hold back."""
         self._next_seq = 1 if next_seq is None else next_seq
@@ -507,7 +519,7 @@ class TraceWriter:
                 records.event_fields(event)  # refuses it
             # A tool input's text: the key rules applied to the JSON it spells (DESIGN §8).
             traced = self._stream_inputs.event(event.request_id, raw)
-            if self._held is not None or self._pending is not None:
+            if self._held is not None or self._pending:
                 self._before_stream_event(event.request_id, traced)
             # A secret may arrive split over pieces: the end of one that may begin a secret
             # is held for the next (:mod:`~fsm_agent.trace.stream_text_holdback`).
@@ -543,12 +555,13 @@ class TraceWriter:
                 piece = _continues(cut.key, request_id, raw)
                 end = cut.text()[-cut.size :]
                 self._release(keep_end=piece is not None and self._holdback.goes_on(end, piece))
-        pending = self._pending
-        if pending is not None:
-            if _continues(pending.key, request_id, raw) is not None:
-                self._pending = None  # the piece is given the end in front
-            elif not _passes_over(request_id, raw, pending.key):
-                self._write_pending()
+        for key, kept in list(self._pending.items()):
+            if type(kept.event) is not ModelStreamEvent:
+                continue  # a call's progress: a stream event does not end it
+            if _continues(key, request_id, raw) is not None:
+                del self._pending[key]  # the piece is given the end in front
+            elif not _passes_over(request_id, raw, key):
+                self._write_pending(key)
 
     def _progress(self, event: ToolProgressReported) -> ToolProgressReported:
         """A tool's progress text as the trace is to hold it: a call's texts are pieces of
@@ -558,6 +571,8 @@ class TraceWriter:
         if held is not None and held.cut.key == key:
             cut = held.cut
             self._release(keep_end=self._holdback.goes_on(cut.text()[-cut.size :], event.text))
+        elif self._pending:
+            self._pending.pop(key, None)  # the text is given the end in front
         text, size = self._holdback.piece(key, event.text)
         if text is not event.text:
             event = ToolProgressReported(call_id=event.call_id, text=text)
@@ -567,24 +582,19 @@ class TraceWriter:
 
     def _hold_next(self, cut: _Cut) -> None:
         """Make ``cut`` the piece the line being prepared may hold back; a line held for
-        another text is written first (one line is held at a time): a block's piece without
-        its held end, kept for the block's next piece, a progress text whole."""
+        another text is set aside first (one line is held at a time)."""
         if self._held is not None:
             self._set_held_aside()
         self._cut = cut
 
     def _set_held_aside(self) -> None:
-        """Write the held line before a line that cannot wait behind it: a block's piece
-        without its held end, which is kept for the block's next piece (:attr:`_pending`),
-        for that piece may yet come; a progress text whole (its call's texts are shown as
-        they come, and replay does not join them)."""
+        """Write the held line before a line that cannot wait behind it, without its held
+        end, which is kept for the next piece of its text (:attr:`_pending`): that piece
+        may yet come."""
         held = self._held
         assert held is not None
-        if type(held.cut.event) is ModelStreamEvent:
-            self._release(keep_end=True)
-            self._pending = held.cut
-        else:
-            self._release(keep_end=False)
+        self._release(keep_end=True)
+        self._pending[held.cut.key] = held.cut
 
     def _stream_line(self, fields: dict[str, Any], event: ModelStreamEvent) -> _Prepared:
         """The prepared line of a stream event as the trace is to hold it (its tool-input
@@ -632,13 +642,13 @@ class TraceWriter:
             self._next_seq = later
 
     def _write_whole(self) -> None:
-        """Write what is held, its text being whole (the run ends, or goes on from here in
-        another way): the held line as it is, the end kept for a block's next piece as a
-        piece of its own."""
+        """Write what is held, its texts being whole (the run ends, or goes on from here in
+        another way): the held line as it is, each end kept for a next piece as a piece of
+        its own."""
         if self._held is not None:
             self._release(keep_end=False)
-        if self._pending is not None:
-            self._write_pending()
+        for key in list(self._pending):
+            self._write_pending(key)
 
     def _text_line(self, fields: dict[str, Any], event: Event) -> _Prepared:
         """The prepared line of a piece of text with its ``fields``."""
@@ -647,24 +657,45 @@ class TraceWriter:
         value, keys_hit = render_event(event)
         return self._rendered_line(fields, event, value, keys_hit=keys_hit)
 
-    def _write_pending(self, following: _Prepared | None = None) -> _Prepared | None:
-        """Write the end kept for a block's next piece as a piece of its own: the block
-        ended without one (its text is whole: the end is redacted as it stands). It takes
-        the next ``seq``; ``following``, a line prepared with that seq (the event whose step
-        ended the stream), is given the one after, and returned so."""
-        pending, self._pending = self._pending, None
-        if pending is None:
-            return following
-        end = self._holdback.take(pending.key)
-        seq = self._next_seq
-        if following is not None:
-            rendered, fields, _parts, event = following
-            fields["seq"] = seq + 1
-            if rendered is None:  # its parts hold the seq it was prepared with
-                following = None, fields, self._event_parts(event, fields), event
-        self._emit(self._text_line({"record": "event", "seq": seq}, pending.with_text(end)), None)
-        self._next_seq = seq + 1
-        return following
+    def _write_pending(self, key: BlockKey) -> None:
+        """Write the end kept for the next piece of text ``key`` as a piece of its own, with
+        the next ``seq``: the text ended without one (it is whole, and the end is redacted as
+        it stands). Replay feeds it as the piece it is: the core adds a delta's text to its
+        block, and takes a progress text as the fact it is."""
+        kept = self._pending.pop(key)
+        end = self._holdback.take(key)
+        fields = {"record": "event", "seq": self._next_seq}
+        self._emit(self._text_line(fields, kept.with_text(end)), None)
+        self._next_seq += 1
+
+    def _before_step(self, line: _Prepared, step: Step | None) -> _Prepared:
+        """Write what is held before the line of an event whose ``step`` takes a transition
+        or has effects (it cannot wait: its effects are performed once it is written); the
+        line as it is then to be written. A held line is set aside (its end kept for the next
+        piece of its text) or, when ``step`` ends its text, written whole; an end kept for a
+        text that ``step`` ends is written as a piece of its own, before the line, which
+        takes the seq after (the core was given that text whole before this event)."""
+        held = self._held
+        if held is not None:
+            if _ends_text(step, held.cut.key):
+                self._release(keep_end=False)
+            else:
+                self._set_held_aside()
+        ended = [key for key in self._pending if _ends_text(step, key)]
+        if ended:
+            line = self._restamped(line, self._next_seq + len(ended))
+            for key in ended:
+                self._write_pending(key)
+        return line
+
+    def _restamped(self, line: _Prepared, seq: int) -> _Prepared:
+        """A prepared line given ``seq`` for the one it was prepared with (a piece of text
+        goes before it)."""
+        rendered, fields, _parts, event = line
+        fields["seq"] = seq
+        if rendered is not None:
+            return line
+        return None, fields, self._event_parts(event, fields), event  # its parts hold the seq
 
     def _event_parts(self, event: Event, fields: dict[str, Any]) -> tuple[bytes, ...]:
         """The parts of ``event``'s line (:attr:`EventLine.parts`), from the codec's dict of
@@ -719,20 +750,14 @@ class TraceWriter:
         if self._closed:
             raise self._refusal()
         held = self._held
-        if held is not None or self._pending is not None:
+        if held is not None or self._pending:
             if step is not None and not step.transitions and not step.effects:
                 if held is not None:  # this event passes over a held piece: its line waits
                     held.after.append((line, step))
                     self._next_seq += 1
                     return
-            elif _ends_stream(step):
-                # No piece comes after this event: the text is whole where it stands.
-                self._release(keep_end=False)
-                line = self._write_pending(line)  # type: ignore[assignment]  # given a line
-            elif held is not None:
-                # Its effects are performed once its line is written: the held line goes
-                # first, its end kept for the block's next piece.
-                self._set_held_aside()
+            else:
+                line = self._before_step(line, step)
         cut = self._cut
         if cut is not None:
             self._cut = None
@@ -889,7 +914,7 @@ class TraceWriter:
         """Flush, and close the file if the writer opened it. Closing twice is fine."""
         if self._closed:
             return
-        if self._held is not None or self._pending is not None:
+        if self._held is not None or self._pending:
             # The text is complete: the piece is written whole. A file that refuses it is cut
             # back to its last whole record, as if the run had stopped before this delta.
             with contextlib.suppress(TraceWriteFailed):

@@ -367,3 +367,49 @@ def test_a_progress_text_is_written_whole_when_its_call_says_no_more() -> None:
     writer.close()
     assert _progress_texts(buffer) == ["TOKEN=hun", "ter2-configured"]
     assert [line["seq"] for line in _lines(buffer)] == [1, 2, 3]
+
+
+def test_a_progress_text_keeps_its_held_end_over_another_calls_event() -> None:
+    """Another call moves on between two texts of a call: the held text goes before it
+    without its held end, which the call's next text is given in front."""
+    buffer = io.BytesIO()
+    writer = _writer(buffer)
+    writer.write_event(ToolProgressReported(call_id="t2", text="TOKEN=hun"), Step())
+    writer.write_event(_validated(), _CALLED)  # call t1
+    writer.write_event(ToolProgressReported(call_id="t2", text="ter2-configured"), Step())
+    writer.close()
+    assert _progress_texts(buffer) == ["TOKEN=", mask(len(SECRET))]
+
+
+def test_a_kept_progress_end_goes_out_before_its_call_moves_on() -> None:
+    buffer = io.BytesIO()
+    writer = _writer(buffer)
+    writer.write_event(ToolProgressReported(call_id="t1", text="TOKEN=hun"), Step())
+    writer.write_event(ToolInputValidated(call_id="t2", ok=True), _CALLED)  # t1's machine moves
+    writer.close()
+    assert _progress_texts(buffer) == ["TOKEN=hun"]  # moved with the call's own step: whole
+
+    buffer = io.BytesIO()
+    writer = _writer(buffer)
+    writer.write_event(ToolProgressReported(call_id="t2", text="TOKEN=hun"), Step())
+    writer.write_event(_validated(), _CALLED)  # call t1: t2's end is kept
+    writer.write_event(ToolCallFinished(call_id="t1", content="done"), _CALLED)
+    assert _progress_texts(buffer) == ["TOKEN="]
+    finished = Step(
+        transitions=(
+            TransitionTaken(
+                machine="tool", name="finished", source="executing", dest="done", call_id="t2"
+            ),
+        )
+    )
+    writer.write_event(ToolCallFinished(call_id="t2", content="done"), finished)
+    writer.close()
+    assert _progress_texts(buffer) == ["TOKEN=", "hun"]
+    assert _kinds(buffer) == [
+        "ToolProgressReported",
+        "ToolInputValidated",
+        "ToolCallFinished",
+        "ToolProgressReported",
+        "ToolCallFinished",
+    ]
+    assert [line["seq"] for line in _lines(buffer)] == [1, 2, 5, 8, 9]
