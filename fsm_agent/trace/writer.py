@@ -80,6 +80,8 @@ _EVENT_VALUE: Final = slice(len(b'{"event":'), -1)
 """Where the event is in ``{"event": ...}`` rendered."""
 _OPTIONS: Final = records.JSON_OPTIONS
 _LINE_OPTIONS: Final = records.JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE
+_NOTHING: Final = Step()
+"""The step of a piece of text written on its own: the core only adds it."""
 _SEQ_LIMIT: Final = 2**63
 """A ``seq`` below this is written as orjson writes an integer (in decimal)."""
 
@@ -664,8 +666,11 @@ class TraceWriter:
         block, and takes a progress text as the fact it is."""
         kept = self._pending.pop(key)
         end = self._holdback.take(key)
-        fields = {"record": "event", "seq": self._next_seq}
-        self._emit(self._text_line(fields, kept.with_text(end)), None)
+        line = self._text_line({"record": "event", "seq": self._next_seq}, kept.with_text(end))
+        if self._held is not None:  # it performs nothing: it waits behind the held line
+            self._held.after.append((line, _NOTHING))
+        else:
+            self._emit(line, None)
         self._next_seq += 1
 
     def _before_step(self, line: _Prepared, step: Step | None) -> _Prepared:

@@ -12,9 +12,16 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fsm_agent.core import effects as fx
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.core.events import ModelStreamEvent
-from fsm_agent.core.step import Step
+from fsm_agent.core.events import (
+    Event,
+    ModelStreamEvent,
+    ToolCallFinished,
+    ToolInputValidated,
+    ToolProgressReported,
+)
+from fsm_agent.core.step import Step, TransitionTaken
 from fsm_agent.trace import records
 from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor
 from fsm_agent.trace.stream_text_holdback import held_back_lines
@@ -65,10 +72,61 @@ def _delta(index: int, kind: str, piece: str) -> dict[str, Any]:
     }
 
 
-def _written(data: st.DataObject, writer: TraceWriter, redacted: Callable[[str], str]) -> list[str]:
-    """Blocks of text written in pieces drawn by ``data``; each block's text as ``redacted``
-    gives it."""
+_PROGRESSING = "toolu_progress"
+"""The call whose progress texts come in pieces (a command's output, in chunks)."""
+_OTHER = "toolu_other"
+_MOVED = Step(
+    transitions=(
+        TransitionTaken(
+            machine="tool", name="validated", source="validating", dest="permission", call_id=_OTHER
+        ),
+    ),
+    effects=(fx.RunToolStep(effect_id="e9", call_id=_OTHER, step=fx.ToolStep.CALL, tool_name="x"),),
+)
+"""The step of another call's event: it cannot wait behind a held piece."""
+_FINISHED = Step(
+    transitions=(
+        TransitionTaken(
+            machine="tool", name="finished", source="executing", dest="done", call_id=_PROGRESSING
+        ),
+    ),
+)
+
+
+def _between(data: st.DataObject) -> list[tuple[Event, Step]]:
+    """What comes between two pieces: nothing, a ping, another call's progress (its step
+    performs nothing), another call's event whose step performs something."""
+    choice = data.draw(st.integers(0, 7))
+    if choice == 0:  # the API keeps a quiet stream open
+        return [(ModelStreamEvent(request_id="r1", event=_PING), Step())]
+    if choice == 1:
+        return [(ToolProgressReported(call_id=_OTHER, text="..."), Step())]
+    if choice == 2:
+        return [(ToolInputValidated(call_id=_OTHER, ok=True), _MOVED)]
+    return []
+
+
+def _written(
+    data: st.DataObject,
+    writer: TraceWriter,
+    redacted: Callable[[str], str],
+    *,
+    between: bool,
+) -> tuple[list[str], str]:
+    """Blocks of text written in pieces drawn by ``data``, and a call's progress text in
+    pieces among them; each block's text and the progress text as ``redacted`` gives them.
+    ``between``: other events are drawn between two pieces (else only pings: a Temporal
+    workflow feeds a response's events, and a tool step's, one after the other)."""
     expected: list[str] = []
+    progress = data.draw(_texts())
+    reports = [
+        (ToolProgressReported(call_id=_PROGRESSING, text=piece), Step())
+        for piece in data.draw(_split(progress))
+    ]
+    if not between:  # a tool step's events come together: before the response
+        for event, step in reports:
+            writer.write_event(event, step)
+        writer.write_event(ToolCallFinished(call_id=_PROGRESSING), _FINISHED)
     for index in range(data.draw(st.integers(1, 3))):
         kind = data.draw(st.sampled_from(sorted(_KINDS)))
         text = data.draw(_texts())
@@ -79,35 +137,56 @@ def _written(data: st.DataObject, writer: TraceWriter, redacted: Callable[[str],
             writer.write_event(
                 ModelStreamEvent(request_id="r1", event=_delta(index, kind, piece)), Step()
             )
-            if data.draw(st.integers(0, 5)) == 0:  # the API keeps a quiet stream open
+            if between:
+                for event, step in _between(data):
+                    writer.write_event(event, step)
+                if reports and data.draw(st.booleans()):
+                    writer.write_event(*reports.pop(0))
+            elif data.draw(st.integers(0, 5)) == 0:
                 writer.write_event(ModelStreamEvent(request_id="r1", event=_PING), Step())
         if data.draw(st.booleans()):  # a block left open where the run ends
             stop = {"type": "content_block_stop", "index": index}
             writer.write_event(ModelStreamEvent(request_id="r1", event=stop), Step())
+    if between:
+        for event, step in reports:
+            writer.write_event(event, step)
+        if data.draw(st.booleans()):  # else the call is still running where the run ends
+            writer.write_event(ToolCallFinished(call_id=_PROGRESSING), _FINISHED)
     writer.close()
-    return expected
+    return expected, redacted(progress)
 
 
-def _check(content: bytes, expected: list[str]) -> None:
+def _check(content: bytes, expected: list[str], progress: str) -> None:
     for secret in (*SECRETS, KEY):
         assert secret.encode() not in content
+        assert orjson.dumps(secret)[1:-1] not in content  # nor as JSON text spells it
     lines = [orjson.loads(line) for line in content.splitlines()[1:]]
-    assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))
+    seq = 1
+    for line in lines:  # each line takes one seq, and one per transition and effect
+        assert line["seq"] == seq
+        seq += 1 + len(line.get("transitions", ())) + len(line.get("effects", ()))
     joined: dict[int, str] = {}
+    reported = ""
     for line in lines:
-        raw = line["event"]["event"]
-        if raw["type"] == "content_block_delta":
+        event = line["event"]
+        if event["type"] == "ToolProgressReported" and event["call_id"] == _PROGRESSING:
+            reported += event["text"]
+            continue
+        raw = event.get("event", {})
+        if raw.get("type") == "content_block_delta":
             delta = raw["delta"]
             joined[raw["index"]] = joined.get(raw["index"], "") + delta[_KINDS[delta["type"]]]
     assert [joined.get(index, "") for index in range(len(expected))] == expected
+    assert reported == progress
 
 
 @given(data=st.data())
 def test_pieces_hold_no_secret_and_join_to_the_redacted_text(data: st.DataObject) -> None:
+    """Other events between two pieces (a tool's, mid-stream) included."""
     buffer = io.BytesIO()
     writer = TraceWriter(buffer, config=LoopConfig(model="m"), secrets=SECRETS)
-    expected = _written(data, writer, Redactor(SECRETS).text)
-    _check(buffer.getvalue(), expected)
+    expected, progress = _written(data, writer, Redactor(SECRETS).text, between=True)
+    _check(buffer.getvalue(), expected, progress)
 
 
 @given(data=st.data())
@@ -117,14 +196,15 @@ def test_lines_of_a_writer_without_the_secrets_are_moved_alike(data: st.DataObje
     writer has redacted API keys already)."""
     buffer = io.BytesIO()
     redactor = Redactor(SECRETS)
-    expected = _written(
+    expected, progress = _written(
         data,
         TraceWriter(buffer, config=LoopConfig(model="m")),
         lambda text: redactor.text(KEY_RULES_ONLY.text(text)),
+        between=False,
     )
     written = b""
     for line in held_back_lines(buffer.getvalue().splitlines(keepends=True), SECRETS):
         if redactor.holds_secret(line):
             line = records.dumps(redactor.value(orjson.loads(line))) + b"\n"  # noqa: PLW2901
         written += line
-    _check(written, expected)
+    _check(written, expected, progress)

@@ -413,3 +413,19 @@ def test_a_kept_progress_end_goes_out_before_its_call_moves_on() -> None:
         "ToolCallFinished",
     ]
     assert [line["seq"] for line in _lines(buffer)] == [1, 2, 5, 8, 9]
+
+
+def test_a_kept_end_written_while_a_line_is_held_waits_behind_it() -> None:
+    """Lines are written in seq order: the block's end, written as its block stops, waits
+    behind the progress text held since."""
+    buffer = io.BytesIO()
+    writer = _writer(buffer)
+    writer.write_event(_text("use hun"), Step())
+    writer.write_event(ToolProgressReported(call_id="t1", text="TOKEN=hun"), Step())
+    writer.write_event(
+        ModelStreamEvent(request_id="r1", event={"type": "content_block_stop"}), Step()
+    )
+    writer.close()
+    assert _pieces(buffer) == ["use ", "hun"]
+    assert _progress_texts(buffer) == ["TOKEN=hun"]
+    assert [line["seq"] for line in _lines(buffer)] == [1, 2, 3, 4]
