@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fsm_agent.core import effects as fx
+from fsm_agent.core.agent_core import AgentCore
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import (
     Event,
@@ -22,10 +23,15 @@ from fsm_agent.core.events import (
     ToolProgressReported,
 )
 from fsm_agent.core.step import Step, TransitionTaken
+from fsm_agent.testing.scenario import parse_scenario
+from fsm_agent.testing.strategies import tool_specs_for
+from fsm_agent.testing.world import ToolScript, World, WorldRun, prompt
 from fsm_agent.trace import records
+from fsm_agent.trace.reader import read_trace
 from fsm_agent.trace.redact import KEY_RULES_ONLY, Redactor
+from fsm_agent.trace.replay import replay
 from fsm_agent.trace.stream_text_holdback import held_back_lines
-from fsm_agent.trace.writer import TraceWriter
+from fsm_agent.trace.writer import TraceWriter, TracingCore
 
 SECRETS = ("hunter2-secret", "hunter2-secret-and-more", "zz9-plural-z-alpha")
 """The second begins with the first: the first is held until the text says which it is."""
@@ -208,3 +214,54 @@ def test_lines_of_a_writer_without_the_secrets_are_moved_alike(data: st.DataObje
             line = records.dumps(redactor.value(orjson.loads(line))) + b"\n"  # noqa: PLW2901
         written += line
     _check(written, expected, progress)
+
+
+SPECS = tool_specs_for(["Read"])
+
+
+@given(
+    text=_texts(),
+    output=_texts(),
+    chunk=st.integers(1, 6),
+    choices=st.lists(st.integers(0, 7), max_size=80),
+    data=st.data(),
+)
+def test_a_run_with_a_tool_mid_stream_holds_no_secret_and_replays(
+    text: str, output: str, chunk: int, choices: list[int], data: st.DataObject
+) -> None:
+    """Through a real core: a tool call starts while the model still streams a block (its
+    validation, permission and result come between the block's pieces, in a drawn order)
+    and reports its output in pieces cut at drawn places, some of them between the block's
+    pieces too. No secret reaches the file, and the trace replays."""
+    step = {"content": [{"tool_use": {"name": "Read", "input": {"path": "a"}}}, {"text": text}]}
+    scenario = parse_scenario({"steps": [{**step, "chunk": chunk}, {"content": [{"text": "ok"}]}]})
+    config = LoopConfig(model="m")
+    buffer = io.BytesIO()
+    writer = TraceWriter(buffer, config=config, tools=SPECS, secrets=SECRETS)
+    traced = TracingCore(AgentCore(config=config, tools=SPECS), writer).feed
+    reports: dict[str, list[str]] = {}
+
+    def feed(event: Event) -> Step:
+        """Feed ``event``; a running call reports its output before it finishes, some of it
+        before a stream event."""
+        if isinstance(event, ToolCallFinished):
+            for piece in reports.pop(event.call_id, []):
+                traced(ToolProgressReported(call_id=event.call_id, text=piece))
+        elif isinstance(event, ModelStreamEvent):
+            for call_id, pieces in reports.items():
+                if pieces and data.draw(st.booleans()):
+                    traced(ToolProgressReported(call_id=call_id, text=pieces.pop(0)))
+        step = traced(event)
+        for effect in step.effects:
+            if isinstance(effect, fx.RunToolStep) and effect.step is fx.ToolStep.CALL:
+                reports[effect.call_id] = data.draw(_split(output))
+        return step
+
+    world = World(scenario=scenario, tools={"Read": ToolScript(safe=True)})
+    picks = iter(choices)
+    WorldRun(feed, world, prompt("go")).run(lambda: next(picks, 0), limit=5_000)
+    writer.close()
+    content = buffer.getvalue()
+    for secret in (*SECRETS, KEY):
+        assert secret.encode() not in content
+    assert replay(read_trace(io.BytesIO(content))).ended
