@@ -217,11 +217,12 @@ def test_lines_of_a_writer_without_the_secrets_are_moved_alike(data: st.DataObje
 
 
 SPECS = tool_specs_for(["Read"])
+_SAYS_A_SECRET = st.tuples(_texts(), st.sampled_from((*SECRETS, KEY)), _texts()).map("".join)
 
 
 @given(
-    text=_texts(),
-    output=_texts(),
+    text=_SAYS_A_SECRET,
+    output=_SAYS_A_SECRET,
     chunk=st.integers(1, 6),
     choices=st.lists(st.integers(0, 7), max_size=80),
     data=st.data(),
@@ -232,7 +233,8 @@ def test_a_run_with_a_tool_mid_stream_holds_no_secret_and_replays(
     """Through a real core: a tool call starts while the model still streams a block (its
     validation, permission and result come between the block's pieces, in a drawn order)
     and reports its output in pieces cut at drawn places, some of them between the block's
-    pieces too. No secret reaches the file, and the trace replays."""
+    pieces too. No secret reaches the file, the pieces join to the redacted texts, and the
+    trace replays."""
     step = {"content": [{"tool_use": {"name": "Read", "input": {"path": "a"}}}, {"text": text}]}
     scenario = parse_scenario({"steps": [{**step, "chunk": chunk}, {"content": [{"text": "ok"}]}]})
     config = LoopConfig(model="m")
@@ -240,17 +242,24 @@ def test_a_run_with_a_tool_mid_stream_holds_no_secret_and_replays(
     writer = TraceWriter(buffer, config=config, tools=SPECS, secrets=SECRETS)
     traced = TracingCore(AgentCore(config=config, tools=SPECS), writer).feed
     reports: dict[str, list[str]] = {}
+    reported: dict[str, str] = {}
+
+    def report(call_id: str, pieces: list[str]) -> None:
+        piece = pieces.pop(0)
+        reported[call_id] = reported.get(call_id, "") + piece
+        traced(ToolProgressReported(call_id=call_id, text=piece))
 
     def feed(event: Event) -> Step:
         """Feed ``event``; a running call reports its output before it finishes, some of it
         before a stream event."""
         if isinstance(event, ToolCallFinished):
-            for piece in reports.pop(event.call_id, []):
-                traced(ToolProgressReported(call_id=event.call_id, text=piece))
+            pieces = reports.pop(event.call_id, [])
+            while pieces:
+                report(event.call_id, pieces)
         elif isinstance(event, ModelStreamEvent):
             for call_id, pieces in reports.items():
                 if pieces and data.draw(st.booleans()):
-                    traced(ToolProgressReported(call_id=call_id, text=pieces.pop(0)))
+                    report(call_id, pieces)
         step = traced(event)
         for effect in step.effects:
             if isinstance(effect, fx.RunToolStep) and effect.step is fx.ToolStep.CALL:
@@ -264,4 +273,15 @@ def test_a_run_with_a_tool_mid_stream_holds_no_secret_and_replays(
     content = buffer.getvalue()
     for secret in (*SECRETS, KEY):
         assert secret.encode() not in content
+    redacted = Redactor(SECRETS).text
+    said = ""
+    shown: dict[str, str] = {}
+    for line in content.splitlines()[1:-1]:
+        event = orjson.loads(line)["event"]
+        if event["type"] == "ToolProgressReported":
+            shown[event["call_id"]] = shown.get(event["call_id"], "") + event["text"]
+        elif event["type"] == "ModelStreamEvent" and event["event"].get("index") == 1:
+            said += event["event"].get("delta", {}).get("text", "")
+    assert said == redacted(text)
+    assert shown == {call_id: redacted(output) for call_id, output in reported.items()}
     assert replay(read_trace(io.BytesIO(content))).ended
