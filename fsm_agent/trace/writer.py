@@ -154,20 +154,14 @@ class _Cut(NamedTuple):
     """A piece of text whose end may begin a secret
     (:mod:`~fsm_agent.trace.stream_text_holdback`): a stream delta, or a tool's progress text.
     The event as its line holds it, the key of the text it adds to, the field holding its
-    piece (in the delta, or the event's ``text``), and how many characters may begin one."""
+    piece (in the delta, or the event's ``text``), the piece, and how many of its last
+    characters may begin one."""
 
     event: ModelStreamEvent | ToolProgressReported
     key: BlockKey
     field: str
+    text: str
     size: int
-
-    def text(self) -> str:
-        """The piece of text."""
-        event = self.event
-        if isinstance(event, ToolProgressReported):
-            return event.text
-        piece: str = event.event["delta"][self.field]
-        return piece
 
     def with_text(self, text: str) -> ModelStreamEvent | ToolProgressReported:
         """The event with ``text`` for its piece."""
@@ -208,20 +202,21 @@ def _continues(key: BlockKey, request_id: str, raw: Any) -> str | None:
 
 def _ends_text(step: Step | None, key: BlockKey) -> bool:
     """Whether no piece of text ``key`` can come after ``step``, so that what is held of it
-    is written where it stands, the text being whole there: a feed that raised; a step of
-    the loop's machine (the stream ended, failed, was aborted or retried; tools are
-    cancelled); for a call's progress, a step that moves or cancels that call."""
+    is written where it stands, the text being whole there: a feed that raised; for a
+    block, a step of the loop's machine (the stream ended, failed, was aborted or retried);
+    for a call's progress, a step that moves or cancels that call, or ends the run (the
+    loop's steps between do not: a call goes on running when the stream it started in ends).
+    """
     if step is None:
         return True
     call_id = progress_call(key)
-    for taken in step.transitions:
-        if taken.machine == "loop" or (call_id is not None and taken.call_id == call_id):
-            return True
-    if call_id is not None:
-        for effect in step.effects:
-            if type(effect) is CancelTool and effect.call_id == call_id:
-                return True
-    return False
+    if call_id is None:
+        return any(taken.machine == "loop" for taken in step.transitions)
+    if step.terminal is not None:
+        return True
+    return any(taken.call_id == call_id for taken in step.transitions) or any(
+        type(effect) is CancelTool and effect.call_id == call_id for effect in step.effects
+    )
 
 
 class TraceWriter:
@@ -532,7 +527,8 @@ class TraceWriter:
                 shape = text_key(traced)
                 if shape is not None:  # always: only a piece of text has a cut
                     index, kind, field = shape
-                    self._hold_next(_Cut(event, (event.request_id, index, kind), field, cut))
+                    key = (event.request_id, index, kind)
+                    self._hold_next(_Cut(event, key, field, traced["delta"][field], cut))
             return self._stream_line({"record": "event", "seq": self._next_seq}, event)
         if type(event) is ToolProgressReported:
             event = self._progress(event)
@@ -555,8 +551,10 @@ class TraceWriter:
             cut = held.cut
             if not _passes_over(request_id, raw, cut.key):
                 piece = _continues(cut.key, request_id, raw)
-                end = cut.text()[-cut.size :]
-                self._release(keep_end=piece is not None and self._holdback.goes_on(end, piece))
+                goes_on = piece is not None and self._holdback.goes_on(cut.text[-cut.size :], piece)
+                self._release(keep_end=goes_on)
+        if not self._pending:
+            return
         for key, kept in list(self._pending.items()):
             if type(kept.event) is not ModelStreamEvent:
                 continue  # a call's progress: a stream event does not end it
@@ -572,14 +570,14 @@ class TraceWriter:
         held = self._held
         if held is not None and held.cut.key == key:
             cut = held.cut
-            self._release(keep_end=self._holdback.goes_on(cut.text()[-cut.size :], event.text))
+            self._release(keep_end=self._holdback.goes_on(cut.text[-cut.size :], event.text))
         elif self._pending:
             self._pending.pop(key, None)  # the text is given the end in front
         text, size = self._holdback.piece(key, event.text)
         if text is not event.text:
             event = ToolProgressReported(call_id=event.call_id, text=text)
         if size:
-            self._hold_next(_Cut(event, key, "text", size))
+            self._hold_next(_Cut(event, key, "text", text, size))
         return event
 
     def _hold_next(self, cut: _Cut) -> None:
@@ -632,7 +630,7 @@ class TraceWriter:
             return
         line, step, cut, after = held
         if keep_end:
-            text = cut.text()
+            text = cut.text
             self._holdback.hold(cut.key, text[-cut.size :])
             line = self._text_line(line[1], cut.with_text(text[: -cut.size]))
         later = self._next_seq

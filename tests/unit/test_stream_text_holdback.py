@@ -12,6 +12,7 @@ import pytest
 from fsm_agent.core import effects as fx
 from fsm_agent.core.config import LoopConfig
 from fsm_agent.core.events import (
+    ModelStreamClosed,
     ModelStreamEvent,
     ToolCallFinished,
     ToolInputValidated,
@@ -429,3 +430,15 @@ def test_a_kept_end_written_while_a_line_is_held_waits_behind_it() -> None:
     assert _pieces(buffer) == ["use ", "hun"]
     assert _progress_texts(buffer) == ["TOKEN=hun"]
     assert [line["seq"] for line in _lines(buffer)] == [1, 2, 3, 4]
+
+
+def test_a_progress_text_keeps_its_held_end_when_the_stream_ends() -> None:
+    """A call started mid-stream runs on when the stream ends: the loop's step does not end
+    its text."""
+    buffer = io.BytesIO()
+    writer = _writer(buffer)
+    writer.write_event(ToolProgressReported(call_id="t1", text="TOKEN=hun"), Step())
+    writer.write_event(ModelStreamClosed(request_id="r1"), _ABORTED)
+    writer.write_event(ToolProgressReported(call_id="t1", text="ter2-configured"), Step())
+    writer.close()
+    assert _progress_texts(buffer) == ["TOKEN=", mask(len(SECRET))]
