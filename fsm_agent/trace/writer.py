@@ -301,6 +301,9 @@ class TraceWriter:
         self._pending: dict[BlockKey, _Cut] = {}
         """Pieces written without their held ends, which are kept for the next piece of
         their text (something that could not wait came between them), by that text."""
+        self._waiting = False
+        """Whether a line is held or an end kept: the one test every event's line makes
+        (DESIGN §7: most runs hold nothing, and pay for no more than this)."""
         self._cut: _Cut | None = None
         """For the line :meth:`_prepare` made last: the characters it may hold back."""
         self._next_seq = 1 if next_seq is None else next_seq
@@ -516,7 +519,7 @@ class TraceWriter:
                 records.event_fields(event)  # refuses it
             # A tool input's text: the key rules applied to the JSON it spells (DESIGN §8).
             traced = self._stream_inputs.event(event.request_id, raw)
-            if self._held is not None or self._pending:
+            if self._waiting:
                 self._before_stream_event(event.request_id, traced)
             # A secret may arrive split over pieces: the end of one that may begin a secret
             # is held for the next (:mod:`~fsm_agent.trace.stream_text_holdback`).
@@ -527,8 +530,10 @@ class TraceWriter:
                 shape = text_key(traced)
                 if shape is not None:  # always: only a piece of text has a cut
                     index, kind, field = shape
+                    if self._held is not None:  # one line is held at a time
+                        self._set_held_aside()
                     key = (event.request_id, index, kind)
-                    self._hold_next(_Cut(event, key, field, traced["delta"][field], cut))
+                    self._cut = _Cut(event, key, field, traced["delta"][field], cut)
             return self._stream_line({"record": "event", "seq": self._next_seq}, event)
         if type(event) is ToolProgressReported:
             event = self._progress(event)
@@ -560,6 +565,7 @@ class TraceWriter:
                 continue  # a call's progress: a stream event does not end it
             if _continues(key, request_id, raw) is not None:
                 del self._pending[key]  # the piece is given the end in front
+                self._note_waiting()
             elif not _passes_over(request_id, raw, key):
                 self._write_pending(key)
 
@@ -573,28 +579,25 @@ class TraceWriter:
             self._release(keep_end=self._holdback.goes_on(cut.text[-cut.size :], event.text))
         elif self._pending:
             self._pending.pop(key, None)  # the text is given the end in front
+            self._note_waiting()
         text, size = self._holdback.piece(key, event.text)
         if text is not event.text:
             event = ToolProgressReported(call_id=event.call_id, text=text)
         if size:
-            self._hold_next(_Cut(event, key, "text", text, size))
+            if self._held is not None:  # one line is held at a time
+                self._set_held_aside()
+            self._cut = _Cut(event, key, "text", text, size)
         return event
 
-    def _hold_next(self, cut: _Cut) -> None:
-        """Make ``cut`` the piece the line being prepared may hold back; a line held for
-        another text is set aside first (one line is held at a time)."""
-        if self._held is not None:
-            self._set_held_aside()
-        self._cut = cut
-
     def _set_held_aside(self) -> None:
-        """Write the held line before a line that cannot wait behind it, without its held
-        end, which is kept for the next piece of its text (:attr:`_pending`): that piece
-        may yet come."""
+        """Write the held line before a line that cannot wait behind it (an event's whose
+        step performs something, another piece to be held), without its held end, which is
+        kept for the next piece of its text (:attr:`_pending`): that piece may yet come."""
         held = self._held
         assert held is not None
         self._release(keep_end=True)
         self._pending[held.cut.key] = held.cut
+        self._waiting = True
 
     def _stream_line(self, fields: dict[str, Any], event: ModelStreamEvent) -> _Prepared:
         """The prepared line of a stream event as the trace is to hold it (its tool-input
@@ -628,6 +631,7 @@ class TraceWriter:
         held, self._held = self._held, None
         if held is None:
             return
+        self._waiting = bool(self._pending)
         line, step, cut, after = held
         if keep_end:
             text = cut.text
@@ -640,6 +644,10 @@ class TraceWriter:
                 self._emit(each, its_step)
         finally:
             self._next_seq = later
+
+    def _note_waiting(self) -> None:
+        """Set :attr:`_waiting` after a held line or a kept end went."""
+        self._waiting = self._held is not None or bool(self._pending)
 
     def _write_whole(self) -> None:
         """Write what is held, its texts being whole (the run ends, or goes on from here in
@@ -663,6 +671,7 @@ class TraceWriter:
         it stands). Replay feeds it as the piece it is: the core adds a delta's text to its
         block, and takes a progress text as the fact it is."""
         kept = self._pending.pop(key)
+        self._note_waiting()
         end = self._holdback.take(key)
         line = self._text_line({"record": "event", "seq": self._next_seq}, kept.with_text(end))
         if self._held is not None:  # it performs nothing: it waits behind the held line
@@ -752,8 +761,8 @@ class TraceWriter:
         """:meth:`write_event_line` for a line as :meth:`_prepare` gives it."""
         if self._closed:
             raise self._refusal()
-        held = self._held
-        if held is not None or self._pending:
+        if self._waiting:
+            held = self._held
             if step is not None and not step.transitions and not step.effects:
                 if held is not None:  # this event passes over a held piece: its line waits
                     held.after.append((line, step))
@@ -768,6 +777,7 @@ class TraceWriter:
             # event, which says whether its end goes on in the next piece.
             if step is not None and not step.effects:
                 self._held = _Held(line, step, cut, [])
+                self._waiting = True
                 self._next_seq += 1 + len(step.transitions)
                 return
         self._emit(line, step)  # before the seqs are taken: a refused line names its own
@@ -917,7 +927,7 @@ class TraceWriter:
         """Flush, and close the file if the writer opened it. Closing twice is fine."""
         if self._closed:
             return
-        if self._held is not None or self._pending:
+        if self._waiting:
             # The text is complete: the piece is written whole. A file that refuses it is cut
             # back to its last whole record, as if the run had stopped before this delta.
             with contextlib.suppress(TraceWriteFailed):
