@@ -443,7 +443,7 @@ def _joined(table: OptionTable, label: str) -> Unwrap:
 def _fd(args: Sequence[str]) -> Unwrapped | str | None:
     """``fd [options] [PATTERN] [PATH...] -x COMMAND... [;]`` (``-X``, ``--exec``,
     ``--exec-batch``): the command runs for each file found, ``{}`` (``{/}``, ``{.}``...)
-    standing for its name."""
+    standing for its name; with none of them, the name follows its last word."""
     runners = [i for i, arg in enumerate(args) if arg in ("-x", "--exec", "-X", "--exec-batch")]
     if not runners:
         return None
@@ -455,7 +455,14 @@ def _fd(args: Sequence[str]) -> Unwrapped | str | None:
         return f"{args[runners[0]]} without a command"
     if "{" in args[start]:
         return f"{args[runners[0]]} runs a program named by what it finds"
-    return Unwrapped(start=start, end=end, label=f"fd {args[runners[0]]}", placeholder="{")
+    appended = not any("{" in arg for arg in args[start:end])
+    return Unwrapped(
+        start=start,
+        end=end,
+        label=f"fd {args[runners[0]]}",
+        placeholder="{",
+        appends_input=appended,
+    )
 
 
 _PERF_RUNNERS = frozenset(

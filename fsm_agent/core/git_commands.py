@@ -18,12 +18,15 @@ Bash deny or ask rule then asks: it cannot read that code (``inline_code``).
 from __future__ import annotations
 
 import fnmatch
+import itertools
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 from typing import Final
 
 import attrs
 
-from fsm_agent.core.command_options import abbreviates_any, option_table, parse_arguments
+from fsm_agent.core.command_options import Option, abbreviates_any, option_table, parse_arguments
+from fsm_agent.core.git_config_writes import config_write, template_folder
 
 GIT_GLOBALS = option_table(
     "Pp",
@@ -91,6 +94,7 @@ _UNREAD_KEYS = {
     "core.fsmonitor": "names a hook program",
     "include.path": "loads a configuration file",
     "includeif.*.path": "loads a configuration file",
+    "init.templatedir": "names a folder of hooks a new repository starts with",
 }
 """Keys whose value leads to code elsewhere: a folder, a program file, a configuration file."""
 
@@ -141,11 +145,13 @@ def git_runs(args: Sequence[str]) -> GitRuns:
     """The command lines and commands git's arguments ``args`` make it run."""
     parsed = parse_arguments(args, GIT_GLOBALS)
     starts: list[int] | None
+    unread: list[str] = []
     if parsed.problem is None:
         settings = [
             (o.value or "", o.name) for o in parsed.options if o.name in ("-c", "--config-env")
         ]
         starts = [parsed.rest_index]
+        unread += [why for why in map(_chosen_repository, parsed.options) if why is not None]
     else:
         # An option we do not know: every `-c` pair counts, and each word that may be the
         # subcommand is read as it.
@@ -154,7 +160,6 @@ def git_runs(args: Sequence[str]) -> GitRuns:
         starts = command_starts(args)
     scripts: list[_Script] = []
     commands: list[tuple[int, str]] = []
-    unread: list[str] = []
     if starts is None:
         unread.append("git options we do not know leave where its command starts untold")
     first: dict[str, int] = {}
@@ -182,6 +187,10 @@ def git_runs(args: Sequence[str]) -> GitRuns:
                 unread.append("a git alias given more words runs them as part of it")
             if args[start] == "clone":
                 _clone_settings(args, start, first, scripts, unread)
+            if args[start] == "config":
+                _config_settings(args, start, scripts, unread)
+            if args[start] in ("init", "clone") and template_folder(args, start) is not None:
+                unread.append(f"git {args[start]} --template copies hooks from a folder")
             _subcommand(args, start, scripts, commands)
     if any("ext::" in word for word in args):  # an address, or -c url.ext::....insteadOf
         unread.append("an ext:: address runs a command git builds from it")
@@ -190,6 +199,18 @@ def git_runs(args: Sequence[str]) -> GitRuns:
         commands=tuple(dict.fromkeys(commands)),
         unread=unread[0] if unread else None,
     )
+
+
+def _chosen_repository(option: Option) -> str | None:
+    """Why git's own ``option`` makes it run code no rule reads, or None: ``--git-dir`` naming
+    a folder that is not a ``.git`` (a bare repository's settings and hooks are files anyone
+    may have written; a ``.git`` folder is a protected path), ``--exec-path`` (the folder git
+    runs its other commands from)."""
+    if option.name == "--git-dir" and ".git" not in PurePosixPath(option.value or "").parts:
+        return "git --git-dir names a repository whose settings and hooks no rule reads"
+    if option.name == "--exec-path" and option.value is not None:
+        return "git --exec-path names the folder git runs its commands from"
+    return None
 
 
 COMMAND_STARTS_LIMIT: Final = 16
@@ -248,16 +269,26 @@ def _key_unread(key: str) -> str | None:
 
 
 def _setting(
-    key: str, value: str, index: tuple[int, ...], scripts: list[_Script], unread: list[str]
+    key: str,
+    value: str,
+    index: tuple[int, ...],
+    scripts: list[_Script],
+    unread: list[str],
+    *,
+    given_by: str = "git -c",
 ) -> None:
     """What ``-c KEY=VALUE`` runs, added to ``scripts`` (or why it cannot be read, to
-    ``unread``)."""
-    label = f"git -c {_normal_key(key)}"
+    ``unread``); ``given_by`` names how the setting is given, for the label."""
+    label = f"{given_by} {_normal_key(key)}"
     if _matches(key, _BOOLEAN_KEYS) and value.lower() in _BOOLEANS:
         return
     why = _key_unread(key)
     if why is not None:
-        unread.append(f"git -c {_normal_key(key)} {why}")
+        unread.append(f"{label} {why}")
+    elif _matches(key, ("safe.barerepository",)) and value.lower() != "explicit":
+        # The Bash tool gives git `explicit` (toolbox/bash.py): any other value lets a folder
+        # of plain files be a repository, whose settings run programs.
+        unread.append(f"{label} lets git take a folder of plain files for a repository")
     elif _matches(key, ("alias.*",)):
         # `!` runs the rest in the shell; otherwise the value is more of git's own words.
         scripts.append((value[1:] if value.startswith("!") else f"git {value}", index, label))
@@ -298,6 +329,47 @@ def _clone_settings(
         if setting is not None and "=" in setting:
             key, _, value = setting.partition("=")
             _setting(key, value, _holding(args, setting, first), scripts, unread)
+
+
+def _config_settings(
+    args: Sequence[str], start: int, scripts: list[_Script], unread: list[str]
+) -> None:
+    """``git config KEY VALUE``: a setting every later git command runs, read as ``git -c``
+    (:mod:`~fsm_agent.core.git_config_writes`)."""
+    written = config_write(args, start)
+    if written is None:
+        return
+    if written.unwritten is not None:
+        unread.append(written.unwritten)
+    for key, value, index in written.settings:
+        _setting(key, value, (index,), scripts, unread, given_by="git config")
+
+
+def configuration_written(args: Sequence[str], assignments: Sequence[str] = ()) -> str | None:
+    """The file or folder git reads code from that git's arguments ``args`` write (the
+    repository's ``.git/config`` for ``git config KEY VALUE``, ``.git/hooks`` for ``git init
+    --template=DIR``, ``-c init.templateDir=DIR`` or ``GIT_TEMPLATE_DIR=DIR`` among the
+    ``assignments`` before it...), or None; a protected path (SPEC §9.3)."""
+    templated = any(a.startswith("GIT_TEMPLATE_DIR=") for a in assignments) or any(
+        _matches(setting.partition("=")[0], ("init.templatedir",))
+        for before, setting in itertools.pairwise(args)
+        if before == "-c"
+    )
+    rest = without_git_globals(args)
+    starts = [len(args) - len(rest)] if rest is not None else command_starts(args)
+    if starts is None:  # too many words that may be the command: the one that writes among them
+        starts = [index for index, word in enumerate(args) if word in ("config", "init", "clone")]
+    for start in starts:
+        if start >= len(args):
+            continue
+        name = args[start]
+        if name == "config":
+            written = config_write(args, start)
+            if written is not None and not written.plain:
+                return written.file
+        elif name in ("init", "clone") and (templated or template_folder(args, start)):
+            return ".git/hooks"
+    return None
 
 
 def _subcommand(

@@ -934,6 +934,7 @@ _CODE_VARIABLES = re.compile(
     r"(PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|PATH|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH"
     r"|[A-Z_]*PAGER|[A-Z_]*EDITOR|VISUAL|BROWSER|LESSOPEN|LESSCLOSE|[A-Z_]*ASKPASS"
     r"|GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_PROXY_COMMAND|GIT_EXEC_PATH"
+    r"|GIT_DIR|GIT_COMMON_DIR|GIT_TEMPLATE_DIR"
     r"|GIT_CONFIG(?:_PARAMETERS|_COUNT|_KEY_\d+|_VALUE_\d+|_GLOBAL|_SYSTEM)?"
     r"|TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG|MANOPT|ZIPOPT|LESS|LESSKEY(?:IN|_CONTENT)?"
     r"|PERL5OPT|RUBYOPT|NODE_OPTIONS|VIMINIT|EXINIT|GVIMINIT)"
@@ -944,7 +945,8 @@ command line (``GIT_EXTERNAL_DIFF``, ``PAGER``), a library loaded into every pro
 (``LD_PRELOAD``), the folders a name is looked up in (``PATH=.:$PATH ls`` may run a file
 ``./ls``, which a deny rule on ``rm`` never sees), or options and settings that name a command
 or carry code (``GIT_CONFIG_VALUE_0``, ``TAR_OPTIONS=--to-command=...``, ``RSYNC_RSH``,
-``PERL5OPT=-M...``, ``NODE_OPTIONS=--import data:...``, ``VIMINIT``)."""
+``PERL5OPT=-M...``, ``NODE_OPTIONS=--import data:...``, ``VIMINIT``), or the repository whose
+settings and hooks git takes (``GIT_DIR``; ``GIT_TEMPLATE_DIR``, the hooks a new one copies)."""
 _SETS_VARIABLE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[.*\])?\+?=", re.DOTALL)
 _VARIABLE_SETTERS = frozenset(
     {"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray",

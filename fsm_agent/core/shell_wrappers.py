@@ -691,18 +691,41 @@ by name: given the assignments a command puts before them, what those run."""
 SHELLS = ("bash", "sh", "zsh", "dash", "ksh")
 """Shells whose ``-c`` script is read as a command line."""
 
+_ENV_TABLE = _table(
+    "i0v",
+    "ignore-environment null debug list-signal-handling help version",
+    short_values="uCS",
+    long_values="unset chdir split-string",
+    long_optional="block-signal default-signal ignore-signal",
+)
+_ENV = options_then_command(
+    _ENV_TABLE, refused=frozenset({"-S", "--split-string"}), lone_dash_is_option=True
+)
+
+
+def _env(args: Sequence[str]) -> Unwrapped | str | None:
+    """``env [options] [NAME=value...] command...``. Emptying the environment (``-i``, ``-``)
+    or taking git's settings out of it (``-u GIT_CONFIG_COUNT``) drops the
+    ``safe.bareRepository=explicit`` the Bash tool gives git there, so that a folder of plain
+    files the agent wrote becomes a repository whose settings run programs: with a word that
+    may run git after it (``git``, ``sh -c 'git status'``), not analysed."""
+    unwrapped = _ENV(args)
+    if not isinstance(unwrapped, Unwrapped):
+        return unwrapped
+    before, after = args[: unwrapped.start], args[unwrapped.start :]
+    parsed = parse_arguments(before, _ENV_TABLE)
+    emptied = "-" in before or any(
+        option.name in ("-i", "--ignore-environment")
+        or (option.name in ("-u", "--unset") and (option.value or "").startswith("GIT_"))
+        for option in parsed.options
+    )
+    if emptied and any("git" in word for word in after):
+        return "env without the settings the Bash tool gives git is not analysed"
+    return unwrapped
+
+
 WRAPPERS: dict[str, Unwrap] = {
-    "env": options_then_command(
-        _table(
-            "i0v",
-            "ignore-environment null debug list-signal-handling help version",
-            short_values="uCS",
-            long_values="unset chdir split-string",
-            long_optional="block-signal default-signal ignore-signal",
-        ),
-        refused=frozenset({"-S", "--split-string"}),
-        lone_dash_is_option=True,
-    ),
+    "env": _env,
     "sudo": options_then_command(
         _table(
             "AbEeHiKklnPSsVv",

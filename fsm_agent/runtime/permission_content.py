@@ -47,12 +47,7 @@ from fsm_agent.core.permission_rules import (
     shell_rule_matches,
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
-from fsm_agent.toolbox.paths import (
-    PROTECTED_DIRS,
-    PROTECTED_FILES,
-    is_protected,
-    path_candidates,
-)
+from fsm_agent.toolbox.paths import holds_protected, is_protected, path_candidates
 
 if TYPE_CHECKING:
     # The shell parser and the read-only tables are loaded by the first Bash call, not by
@@ -644,26 +639,12 @@ def _accept_edits_allows(part: CommandPart, place: CallPlace) -> bool:
 
 
 _TREE_COMMANDS = frozenset({"rm", "rmdir", "cp", "mv"})
-MAX_TREE_ENTRIES = 10_000
-"""A folder with more entries than this is not searched for protected paths: it asks."""
 
 
 def _holds_protected(raw: str, place: CallPlace) -> bool:
     """Whether the folder ``raw`` names (not through a link) holds a protected path."""
     path = Path(raw).expanduser()
-    folder = path if path.is_absolute() else place.cwd / path
-    if folder.is_symlink() or not folder.is_dir():
-        return False
-    seen = 0
-    for _, dirs, files in os.walk(folder):  # links are listed, not followed
-        for name in (*dirs, *files):
-            seen += 1
-            if seen > MAX_TREE_ENTRIES or name.lower() in _PROTECTED_NAMES:
-                return True
-    return False
-
-
-_PROTECTED_NAMES = PROTECTED_DIRS | PROTECTED_FILES
+    return holds_protected(path if path.is_absolute() else place.cwd / path)
 
 
 def _inside(raw: str, place: CallPlace) -> bool:

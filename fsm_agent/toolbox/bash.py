@@ -18,6 +18,7 @@ from pathlib import Path
 
 import attrs
 
+from fsm_agent.core.git_commands import configuration_written
 from fsm_agent.core.read_only_commands import OUTPUT_ONLY, ReadOnlyVerdict, judge_read_only
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, analyse_command
 from fsm_agent.runtime.tool import (
@@ -28,6 +29,14 @@ from fsm_agent.runtime.tool import (
     ToolContext,
     ToolOutput,
 )
+from fsm_agent.toolbox.found_paths import (
+    FOUND_PATH_WORD,
+    is_find,
+    reaches_only_unprotected,
+    running_find,
+    start_folders,
+    writes_unnamed,
+)
 from fsm_agent.toolbox.git_reads import git_read_refusal
 from fsm_agent.toolbox.paths import (
     PROTECTED_DIRS,
@@ -35,6 +44,7 @@ from fsm_agent.toolbox.paths import (
     is_protected,
     path_candidates,
 )
+from fsm_agent.toolbox.tree_writes import reached_tree
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -167,12 +177,29 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
 
     A word the shell computes (``~/.bash$x``, ``.gi?/config``, ``~/.b{a,}shrc``,
     ``"$HOME/.profile"``) may become any path when the command runs, so it counts as one that
-    may be protected; only the arguments of programs that just print are left out.
+    may be protected; only the arguments of programs that just print are left out. So do the
+    words ``xargs`` gives a program and the paths ``find`` fills in or deletes, unless that
+    find cannot reach a protected path (``found_paths``), a folder holding one that a write
+    reaches as a whole (``rm -rf .``: ``tree_writes``), a setting ``git config`` keeps in
+    ``.git/config`` or ``~/.gitconfig``, and the hooks ``git init --template`` copies
+    (:mod:`~fsm_agent.core.git_config_writes`).
     """
-    for part in analysis.parts:
+    cwd = Path(os.path.realpath(ctx.cwd))
+    for position, part in enumerate(analysis.parts):
         computed = _computed_paths(part)
         if computed:
             return f"{computed[0]} (a path the shell computes)"
+        filled = _filled_paths(analysis.parts, position, cwd)
+        if filled is not None:
+            return filled
+        tree = reached_tree(part.argv, cwd)
+        if tree is not None:
+            return f"{tree} (it holds one)"
+        configuration = (
+            configuration_written(part.argv[1:], part.assignments) if runs_git(part) else None
+        )
+        if configuration is not None:
+            return f"{configuration} (git writes its configuration there)"
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):
@@ -202,10 +229,64 @@ def _computed_paths(part: CommandPart) -> list[str]:
     return targets
 
 
+def _filled_paths(parts: tuple[CommandPart, ...], position: int, cwd: Path) -> str | None:
+    """What ``parts[position]`` may write without a word naming it that may be a protected
+    path, or None: a word a wrapper fills in when it runs (``xargs``'s input, the path
+    ``find -exec`` puts in place of ``{}``), unless the program only prints or reads, and the
+    paths ``find -delete`` deletes; a path a find finds counts only when that find may reach a
+    protected path (``found_paths``). ``cwd`` is the resolved working folder."""
+    part = parts[position]
+    if is_find(part) and writes_unnamed(part):
+        find, shown = part, f"every path `{part.text}` finds"
+    else:
+        filled = _filled_indexes(parts, position)
+        if not filled:
+            return None
+        wrapper, size = part.wrappers[-1], len(part.argv)
+        first = filled[0]
+        shown = (
+            f"the words {wrapper} appends"
+            if first >= size
+            else f"{part.argv[first]} (filled in by {wrapper})"
+        )
+        found_by = running_find(parts, position)
+        # a word built from a found path (`{}.bak`) is a new name, which may be protected
+        if found_by is None or any(
+            i >= size or not FOUND_PATH_WORD.fullmatch(part.argv[i]) for i in filled
+        ):
+            return shown
+        find = found_by
+    if reaches_only_unprotected(find, cwd, start_folders(parts, cwd)):
+        return None
+    return shown
+
+
+def _filled_indexes(parts: tuple[CommandPart, ...], position: int) -> tuple[int, ...]:
+    """The indexes in its ``argv`` of the words ``parts[position]`` is given by a wrapper when
+    it runs (``len(argv)`` for those it adds after the last: ``CommandPart.fed``), unless the
+    program only prints or, on the read-only list, only reads (``xargs grep x``,
+    ``find src -exec wc -l {} +``), or is a wrapper passing them all on to the command it
+    runs, a part judged by itself (``xargs nice grep x``)."""
+    part = parts[position]
+    if not part.fed or part.argv[0] in OUTPUT_ONLY:
+        return ()
+    if _only_reads(attrs.evolve(part, wrappers=())):  # xargs is a part of its own
+        return ()
+    inner = parts[position + 1] if position + 1 < len(parts) else None
+    if (
+        inner is not None
+        and inner.wrappers[:-1] == part.wrappers
+        and len(inner.fed) == len(part.fed)
+    ):
+        return ()
+    return part.fed
+
+
 def _only_reads(part: CommandPart) -> bool:
-    """Whether ``part`` is on the read-only list once its computed words are taken as they
-    are written (wherever they lead, such a program writes none of them)."""
-    literal = attrs.evolve(part, expanded=(), redirects=())
+    """Whether ``part`` is on the read-only list once the words the shell computes or a
+    wrapper fills in are taken as they are written (wherever they lead, such a program writes
+    none of them)."""
+    literal = attrs.evolve(part, expanded=(), redirects=(), fed=(), found_paths=())
     analysis = CommandAnalysis(command=part.text, parts=(literal,))
     return _judge(analysis, cwd="/", readable_roots=("/",)).read_only
 

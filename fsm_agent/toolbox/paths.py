@@ -128,6 +128,52 @@ def is_protected(path: Path) -> bool:
     return False
 
 
+MAX_TREE_ENTRIES = 10_000
+"""A folder with more entries than this is not searched for protected paths: it counts as
+holding one."""
+
+_PROTECTED_NAMES = PROTECTED_DIRS | PROTECTED_FILES
+
+
+def holds_protected(folder: Path, *, through_links: bool = False) -> bool:
+    """Whether ``folder`` (not itself a link) holds a protected path, a folder too big to
+    search counting as one (:func:`protected_within`)."""
+    return protected_within(folder, through_links=through_links) is not False
+
+
+def protected_within(folder: Path, *, through_links: bool = False) -> bool | None:
+    """Whether ``folder`` (not itself a link) holds a protected path, or None when it has more
+    than :data:`MAX_TREE_ENTRIES` entries and none was found among the first.
+
+    Links inside are listed, not followed: ``rm -r`` and ``cp -r`` act on a link, not on what it
+    points to. With ``through_links``, a program is given each path found (``find -exec``),
+    and most write where a link points: then a link leading out of ``folder`` counts too.
+    """
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    root = folder.resolve()
+    seen = 0
+    pending = [str(folder)]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # a folder no one may read: nothing in it is found either
+        for entry in entries:
+            if entry.name.lower() in _PROTECTED_NAMES:
+                return True
+            seen += 1
+            if seen > MAX_TREE_ENTRIES:
+                return None
+            if entry.is_symlink():
+                if through_links and not Path(os.path.realpath(entry.path)).is_relative_to(root):
+                    return True
+            elif entry.is_dir():
+                pending.append(entry.path)
+    return False
+
+
 def path_candidates(word: str) -> tuple[str, ...]:
     """The paths a shell word may name: ``word`` itself, and the value of an
     ``--option=value`` or ``of=value`` word."""

@@ -388,6 +388,18 @@ def work(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def unprotected(tmp_path: Path) -> Path:
+    """A working folder holding no protected path (no repository, no .bashrc): a ``find .``
+    there cannot reach one, so the safety check on the paths find fills in
+    (``test_filled_paths``) has nothing to ask, and the checks tested here answer."""
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "out.o").write_text("")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("")
+    return tmp_path
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -1277,22 +1289,12 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
     "find . -name '*.py' -exec grep -n x {} +",
     "xargs grep x",
     "xargs wc -l",
-    "xargs git add",
     "xargs cat",
-    "xargs -0 git -C sub add --",
-    "xargs -I{} git add {}",
-    "xargs git -c color.ui=always log --oneline",
     "xargs sudo grep x",
     "xargs xargs cat",
-    "xargs awk '{print $1}'",
-    "xargs awk -f prog.awk data.txt",
-    "xargs bash -c 'echo \"$@\"' _",
     "xargs",
-    "xargs python3 check.py",
     "find . -name '*.py' -exec python3 -W error check.py {} +",
-    "xargs node app.js --",
     "find . -name '*.py' -exec python3 -m py_compile {} +",
-    "xargs python3 -Bm black -q",
     # the path find puts in place of a whole {} begins with a start point, never with -; the
     # same for a glob beginning with a plain character: an input file of sed, a member of tar
     "find . -exec sed -n p {} +",
@@ -1307,7 +1309,6 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
     "sed -n p ./*.md src/{a,b}.py",
     "sed -n p x{,-e}",
     "expect -f x.exp",
-    "xargs expect -D 1 x.exp",
     "php -f x.php",
     "dc -f x.dc",
     "R -f x.R --vanilla",
@@ -1359,6 +1360,24 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
 ]
 
 
+# The same with xargs giving its input to a program that may write: the deny rule adds no
+# question, but the safety check asks in any mode, bypass too, since the input may name a
+# protected path (`test_filled_paths`); they ran in bypass mode before that check.
+XARGS_WRITERS_BESIDE_A_DENY_RULE = [
+    "xargs git add",
+    "xargs -0 git -C sub add --",
+    "xargs -I{} git add {}",
+    "xargs git -c color.ui=always log --oneline",
+    "xargs awk '{print $1}'",
+    "xargs awk -f prog.awk data.txt",
+    "xargs bash -c 'echo \"$@\"' _",
+    "xargs python3 check.py",
+    "xargs node app.js --",
+    "xargs python3 -Bm black -q",
+    "xargs expect -D 1 x.exp",
+]
+
+
 @pytest.mark.parametrize("command", COMMANDS_IN_ARGUMENTS)
 def test_a_shell_command_given_as_an_argument_meets_deny_rules(command: str, work: Path) -> None:
     """In bypass mode, `Bash(rm:*)` denies the `rm` a program is given to run."""
@@ -1401,9 +1420,12 @@ def test_which_computed_words_may_run_something(command: str, runs: bool) -> Non
 @pytest.mark.parametrize("rule", ["deny", "ask_rules"])
 @pytest.mark.parametrize("command", CODE_NO_RULE_READS)
 def test_code_no_rule_reads_asks_under_a_bash_rule_in_bypass(
-    command: str, rule: str, work: Path
+    command: str, rule: str, unprotected: Path
 ) -> None:
-    """Under a Bash deny or ask rule, code given inline asks even in bypass mode, saying why."""
+    """Under a Bash deny or ask rule, code given inline asks even in bypass mode, saying why.
+
+    In a folder holding no protected path: in a repository, ``find . -exec ...`` asks first
+    for the paths it fills in, which may be ``.git``'s (``test_filled_paths``)."""
     questions: list[PermissionRequest] = []
 
     def ask(request: PermissionRequest) -> PermissionAnswer:
@@ -1411,7 +1433,7 @@ def test_code_no_rule_reads_asks_under_a_bash_rule_in_bypass(
         return PermissionAnswer.deny("no")
 
     policy = {rule: {"Bash(rm:*)"}}
-    decided = decide(command, work, mode=PermissionMode.BYPASS, ask=ask, **policy)
+    decided = decide(command, unprotected, mode=PermissionMode.BYPASS, ask=ask, **policy)
     assert decided.behavior is PermissionBehavior.DENY
     assert decided.source is DecisionSource.USER
     assert [q.tool_name for q in questions] == ["Bash"]
@@ -1481,11 +1503,42 @@ def test_backslashes_in_a_sed_address_are_read_once(address: str, why: str) -> N
     assert why in found
 
 
-@pytest.mark.parametrize("command", CODE_NO_RULE_READS)
-def test_without_a_bash_rule_bypass_runs_code_given_inline(command: str, work: Path) -> None:
-    """Nothing to dodge: bypass mode runs it as before."""
-    decided = decide(command, work, mode=PermissionMode.BYPASS)
+# Given words by xargs, a program on the read-only list once they are taken as written: bypass
+# runs them, as any reader given such words (whether a word may be an option that runs
+# something is the deny and ask rules' question: `core/fed_words`).
+XARGS_TO_A_READER = [
+    "echo \"-c alias.x='!rm -rf src' x\" | xargs git",
+    "xargs sed",
+    "xargs find .",
+    "xargs timeout 5 git",  # timeout passes them on to git
+    "find . -exec xargs -I{} sed -n p {} \\;",
+]
+XARGS_TO_A_WRITER = [c for c in CODE_NO_RULE_READS if "xargs" in c and c not in XARGS_TO_A_READER]
+
+
+@pytest.mark.parametrize("command", [c for c in CODE_NO_RULE_READS if c not in XARGS_TO_A_WRITER])
+def test_without_a_bash_rule_bypass_runs_code_given_inline(command: str, unprotected: Path) -> None:
+    """Nothing to dodge: bypass mode runs it as before, where the paths find fills in cannot
+    be protected ones (in a repository, ``find . -exec python3 {} ;`` asks: test_filled_paths).
+    """
+    decided = decide(command, unprotected, mode=PermissionMode.BYPASS)
     assert decided.behavior is PermissionBehavior.ALLOW
+
+
+@pytest.mark.parametrize("command", XARGS_TO_A_WRITER)
+def test_without_a_bash_rule_xargs_giving_a_program_words_asks_in_bypass(
+    command: str, unprotected: Path
+) -> None:
+    """These ran in bypass mode: the words xargs reads may name a protected path, and none of
+    these programs only prints or reads, so the safety check asks, whatever the folder."""
+    _asked_by_the_safety_check(command, unprotected)
+
+
+def _asked_by_the_safety_check(command: str, cwd: Path, **policy: Any) -> None:
+    decided = decide(command, cwd, mode=PermissionMode.BYPASS, **policy)
+    assert decided.behavior is PermissionBehavior.DENY
+    assert (decided.step, decided.rule) == ("no_one_to_ask", ""), decided.reason
+    assert "may change the protected path" in decided.reason
 
 
 @pytest.mark.parametrize("command", COMMANDS_IN_ARGUMENTS + CODE_NO_RULE_READS)
@@ -1498,12 +1551,19 @@ def test_default_mode_still_asks_for_commands_in_arguments(command: str, work: P
 
 @pytest.mark.parametrize("command", RUN_IN_BYPASS_BESIDE_A_DENY_RULE)
 def test_ordinary_uses_of_those_programs_run_in_bypass_beside_a_deny_rule(
-    command: str, work: Path
+    command: str, unprotected: Path
 ) -> None:
     """A deny rule reads command text, not files' code: script files and programs given no
-    code still run in bypass mode."""
-    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    code still run in bypass mode (where the paths find fills in cannot be protected ones)."""
+    decided = decide(command, unprotected, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
     assert decided.behavior is PermissionBehavior.ALLOW, decided.reason
+
+
+@pytest.mark.parametrize("command", XARGS_WRITERS_BESIDE_A_DENY_RULE)
+def test_xargs_giving_its_input_to_a_writer_asks_by_the_safety_check_not_the_rule(
+    command: str, unprotected: Path
+) -> None:
+    _asked_by_the_safety_check(command, unprotected, deny={"Bash(rm:*)"})
 
 
 @pytest.mark.parametrize(
