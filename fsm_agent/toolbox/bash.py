@@ -29,6 +29,7 @@ from fsm_agent.runtime.tool import (
     ToolContext,
     ToolOutput,
 )
+from fsm_agent.toolbox.archive_members import archive_refusal
 from fsm_agent.toolbox.found_paths import (
     FOUND_PATH_WORD,
     is_find,
@@ -38,6 +39,7 @@ from fsm_agent.toolbox.found_paths import (
     writes_unnamed,
 )
 from fsm_agent.toolbox.git_reads import git_read_refusal
+from fsm_agent.toolbox.patch_targets import patch_refusal
 from fsm_agent.toolbox.paths import (
     PROTECTED_DIRS,
     PROTECTED_FILES,
@@ -181,8 +183,10 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     words ``xargs`` gives a program and the paths ``find`` fills in or deletes, unless that
     find cannot reach a protected path (``found_paths``), a folder holding one that a write
     reaches as a whole (``rm -rf .``: ``tree_writes``), a setting ``git config`` keeps in
-    ``.git/config`` or ``~/.gitconfig``, and the hooks ``git init --template`` copies
-    (:mod:`~fsm_agent.core.git_config_writes`).
+    ``.git/config`` or ``~/.gitconfig``, the hooks ``git init --template`` copies
+    (:mod:`~fsm_agent.core.git_config_writes`), and a file a patch names
+    (:mod:`~fsm_agent.toolbox.patch_targets`) or an archive holds
+    (:mod:`~fsm_agent.toolbox.archive_members`).
     """
     cwd = Path(os.path.realpath(ctx.cwd))
     for position, part in enumerate(analysis.parts):
@@ -200,6 +204,9 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         )
         if configuration is not None:
             return f"{configuration} (git writes its configuration there)"
+        written = patch_refusal(part, analysis, ctx.cwd) or archive_refusal(part, analysis, ctx.cwd)
+        if written is not None:
+            return written
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):

@@ -13,12 +13,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_hostile_commands import decide
+from test_hostile_commands import decide, safety_question
 
 from fsm_agent.core.git_commands import configuration_written
 from fsm_agent.core.git_config_writes import config_write
 from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
-from fsm_agent.runtime.permissions import PermissionAnswer, PermissionMode, PermissionRequest
+from fsm_agent.runtime.permissions import PermissionMode
 
 
 @pytest.fixture
@@ -75,16 +75,7 @@ PERSISTING = [
 def test_bypass_asks_before_git_keeps_a_setting_or_hooks(command: str, work: Path) -> None:
     """Settings git reads on its own and the hooks of ``.git/hooks`` are protected paths: git
     writing them is a safety question, even in bypass mode."""
-    questions: list[PermissionRequest] = []
-
-    def ask(request: PermissionRequest) -> PermissionAnswer:
-        questions.append(request)
-        return PermissionAnswer.deny()
-
-    decided = decide(command, work, mode=PermissionMode.BYPASS, ask=ask)
-    assert decided.behavior is PermissionBehavior.DENY
-    assert decided.source is DecisionSource.SAFETY_CHECK
-    assert [question.reason for question in questions] == ["safety_check"]
+    assert safety_question(command, work)
 
 
 ORDINARY = [

@@ -9,8 +9,10 @@ that were already right, so that a change to the parser or the tables cannot qui
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import sys
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -375,9 +377,36 @@ def decide(command: str, cwd: Path, **policy: Any) -> PermissionDecided:
     return asyncio.run(PermissionPolicy(**policy).decide(effect, check, facts))
 
 
+def safety_question(command: str, cwd: Path) -> bool:
+    """Whether ``command`` run in ``cwd`` in bypass mode asks a safety question (then
+    answered no); False when it runs. Any other decision fails the test."""
+    questions: list[PermissionRequest] = []
+
+    def ask(request: PermissionRequest) -> PermissionAnswer:
+        questions.append(request)
+        return PermissionAnswer.deny()
+
+    decided = decide(command, cwd, mode=PermissionMode.BYPASS, ask=ask)
+    if decided.behavior is PermissionBehavior.ALLOW:
+        return False
+    assert decided.source is DecisionSource.SAFETY_CHECK, decided
+    assert [question.reason for question in questions] == ["safety_check"]
+    return True
+
+
+def _plain_archives(folder: Path) -> None:
+    """Archives holding one ordinary file: an archive is listed before it is extracted, and
+    one that is missing asks."""
+    for name, mode in (("a.tar", "w"), ("x.tar", "w"), ("a.tgz", "w:gz")):
+        with tarfile.open(folder / name, mode) as archive:
+            archive.addfile(tarfile.TarInfo("src/b.py"), io.BytesIO())
+
+
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
-    """A working folder with a repository, a folder to delete and a template with a .bashrc."""
+    """A working folder with a repository, a folder to delete, a template with a .bashrc and
+    plain archives."""
+    _plain_archives(tmp_path)
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "out.o").write_text("")
@@ -393,6 +422,7 @@ def unprotected(tmp_path: Path) -> Path:
     """A working folder holding no protected path (no repository, no .bashrc): a ``find .``
     there cannot reach one, so the safety check on the paths find fills in
     (``test_filled_paths``) has nothing to ask, and the checks tested here answer."""
+    _plain_archives(tmp_path)
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "out.o").write_text("")
     (tmp_path / "src").mkdir()
@@ -837,16 +867,7 @@ def test_bypass_asks_before_a_write_to_a_path_the_shell_computes(command: str, w
     """The protected-path check cannot resolve a variable, a glob or braces, so such a path may
     be ``.bashrc`` or ``.git/config``: a safety question, even in bypass mode (found: the
     check read the text literally and let ``> ~/.bash$x`` through)."""
-    requests: list[PermissionRequest] = []
-
-    def ask(request: PermissionRequest) -> PermissionAnswer:
-        requests.append(request)
-        return PermissionAnswer.deny()
-
-    decided = decide(command, work, mode=PermissionMode.BYPASS, ask=ask)
-    assert decided.behavior is PermissionBehavior.DENY
-    assert decided.source is DecisionSource.SAFETY_CHECK
-    assert [request.reason for request in requests] == ["safety_check"]
+    assert safety_question(command, work)
 
 
 @pytest.mark.parametrize(
@@ -1318,7 +1339,7 @@ RUN_IN_BYPASS_BESIDE_A_DENY_RULE = [
     "cat $f",
     "tar -xf a.tar",
     "tar czf out.tgz src",
-    "tar -I zstd -xf a.tar.zst",
+    "tar -I zstd -cf a.tar.zst src",
     "rsync -az a b:c",
     "ssh -o ConnectTimeout=5 host ls",
     "ssh -o ProxyCommand=none host",

@@ -1,0 +1,203 @@
+"""The files an archive writes, read from the archive before ``tar -x`` or ``unzip`` extracts
+it (SPEC §9.3 safety checks).
+
+Like a patch (:mod:`~fsm_agent.toolbox.patch_targets`), an archive names the files it writes
+inside itself: ``tar -xf payload.tar`` may write ``.claude/settings.json`` or
+``.git/hooks/pre-commit`` while its words name neither. The Bash tool lists the archive first
+(with Python's ``tarfile`` and ``zipfile``: gzip, bzip2, xz and zip) and judges each member's
+name — at every depth ``--strip-components`` may cut it to — and the target of each link
+member (a link to ``.git`` followed by a file under the link writes there).
+
+An archive that cannot be listed first is taken as one that may write a protected path: read
+from a pipe (``curl ... | tar -x``), missing, larger than :data:`ARCHIVE_READ_LIMIT` or with
+more than :data:`MEMBER_LIMIT` members, compressed by a program Python does not read (``tar
+-I zstd``), written by another part of the same command, or renamed as it is extracted
+(``--transform``). Listing (``tar -t``, ``unzip -l``) and extracting to standard output
+(``tar -O``, ``unzip -p``) write nothing.
+"""
+
+from __future__ import annotations
+
+import tarfile
+import zipfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Final
+
+from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
+from fsm_agent.toolbox.data_paths import UNTOLD, named_by_another, protected_in
+
+ARCHIVE_READ_LIMIT: Final = 64 * 1024 * 1024
+"""The largest archive file listed; a larger one counts as one that cannot be read."""
+MEMBER_LIMIT: Final = 100_000
+"""The most members listed; an archive with more counts as one that cannot be read."""
+
+UNREAD: Final = "an archive that cannot be listed before it is extracted"
+
+_TARS: Final = frozenset({"tar", "gtar", "bsdtar"})
+_TAR_VALUE_LETTERS: Final = "bCfFgHIKLNTVX"
+"""tar's option letters that take a value (the rest of the cluster, or the next word)."""
+_TAR_RENAMING: Final = ("--transform", "--xform", "-s")
+_TAR_TO_OUTPUT: Final = ("--to-stdout", "--to-command", "-O")
+_UNZIP_NOT_WRITING: Final = frozenset("lptvcZz")
+"""unzip's letters that list, test or print instead of extracting."""
+
+
+def archive_refusal(part: CommandPart, analysis: CommandAnalysis, cwd: Path) -> str | None:
+    """The protected path that the archive ``part`` extracts would write, or :data:`UNREAD`
+    when the archive cannot be listed; None when ``part`` extracts nothing or writes none.
+
+    Args:
+        part: one part of ``analysis``.
+        analysis: the whole command (another part may write the archive first).
+        cwd: the working folder, against which the members' paths are judged.
+    """
+    if not part.argv:
+        return None
+    program = part.argv[0].rsplit("/", 1)[-1]
+    if program in _TARS:
+        source = _tar_archive(part.argv[1:])
+    elif program == "unzip":
+        source = _unzip_archive(part.argv[1:])
+    else:
+        return None
+    if source is None:
+        return None
+    if source == "-":
+        source = next((r.target for r in part.redirects if r.operator == "<"), "")
+        if any(r.expanded for r in part.redirects if r.operator == "<"):
+            source = ""
+    if source in ("", UNTOLD) or named_by_another(source, part, analysis):
+        return UNREAD
+    path = cwd / source
+    if program == "unzip" and not path.exists():
+        path = cwd / f"{source}.zip"  # unzip's own guess
+    names = _members(path)
+    if names is None:
+        return UNREAD
+    for name in names:
+        if protected_in(name, cwd):
+            return f"{name} (a path the archive holds)"
+    return None
+
+
+def _tar_archive(args: Sequence[str]) -> str | None:
+    """The archive ``tar`` extracts (``-`` for its input, :data:`UNTOLD` when it cannot
+    be told), or None when it extracts nothing to files."""
+    letters: list[tuple[str, int]] = []  # (letter, index of the word its value is in or after)
+    extracting = False
+    by_program = False  # compressed by a program Python does not read (-I, --use-compress-...)
+    archive = "-"
+    index = 0
+    while index < len(args):
+        word, index = args[index], index + 1
+        if word == "--":
+            break
+        if word.startswith("--"):
+            name, has_value, value = word.partition("=")
+            if name.startswith(_TAR_RENAMING):
+                return UNTOLD
+            if name.startswith(_TAR_TO_OUTPUT) or name in ("--list", "--diff", "--compare"):
+                return None
+            if ("--extract".startswith(name) and len(name) > 3) or name == "--get":
+                extracting = True
+            elif "--file".startswith(name) and len(name) > 3:
+                if not has_value and index < len(args):
+                    value, index = args[index], index + 1
+                archive = value
+            elif "--use-compress-program".startswith(name) and len(name) > 3:
+                by_program = True
+        elif word.startswith("-") or (index == 1 and not word.startswith("-")):
+            cluster = word.lstrip("-")
+            old_style = not word.startswith("-")
+            for position, letter in enumerate(cluster):
+                if letter in "Ot":  # lists, or extracts to standard output
+                    return None
+                if letter == "x":
+                    extracting = True
+                if letter == "s" and not old_style:  # bsdtar's renaming (GNU's is rare)
+                    return UNTOLD
+                if letter in _TAR_VALUE_LETTERS:
+                    if old_style:
+                        letters.append((letter, index))
+                        continue
+                    value = cluster[position + 1 :]
+                    if not value and index < len(args):
+                        value, index = args[index], index + 1
+                    if letter == "f":
+                        archive = value
+                    by_program = by_program or letter == "I"
+                    break
+    # Old-style letters take their values from the words after the first, in order.
+    for offset, (letter, _) in enumerate(letters):
+        value = args[1 + offset] if 1 + offset < len(args) else ""
+        if letter == "f":
+            archive = value
+        by_program = by_program or letter == "I"
+    if not extracting:
+        return None
+    return UNTOLD if by_program else archive
+
+
+def _unzip_archive(args: Sequence[str]) -> str | None:
+    """The archive ``unzip`` extracts, or None when it lists, tests or prints instead."""
+    operands: list[str] = []
+    index = 0
+    while index < len(args):
+        word, index = args[index], index + 1
+        if word == "-x":
+            break  # the names after it are left out of the extraction
+        if word in ("-d", "-P"):
+            index += 1
+        elif word.startswith("-") and len(word) > 1:
+            if _UNZIP_NOT_WRITING & set(word[1:]):
+                return None
+        else:
+            operands.append(word)
+    if not operands:
+        return None  # unzip with no archive prints its usage
+    return operands[0]
+
+
+def _members(path: Path) -> list[str] | None:
+    """The member names and link targets of the archive at ``path``, or None when it cannot
+    be listed within the limits."""
+    try:
+        if not path.is_file() or path.stat().st_size > ARCHIVE_READ_LIMIT:
+            return None
+        if zipfile.is_zipfile(path):
+            return _zip_members(path)
+        return _tar_members(path)
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, ValueError):
+        return None
+
+
+def _tar_members(path: Path) -> list[str] | None:
+    names: list[str] = []
+    with tarfile.open(path) as archive:
+        for count, member in enumerate(_each(archive)):
+            if count >= MEMBER_LIMIT:
+                return None
+            names.append(member.name)
+            if member.issym() or member.islnk():
+                names.append(member.linkname)
+    return names
+
+
+def _each(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+    member = archive.next()
+    while member is not None:
+        yield member
+        member = archive.next()
+
+
+def _zip_members(path: Path) -> list[str] | None:
+    with zipfile.ZipFile(path) as archive:
+        infos = archive.infolist()
+        if len(infos) > MEMBER_LIMIT:
+            return None
+        names = [info.filename for info in infos]
+        for info in infos:
+            if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symbolic link
+                names.append(archive.read(info)[:4096].decode("utf-8", errors="replace"))
+    return names
