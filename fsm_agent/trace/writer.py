@@ -50,7 +50,8 @@ import orjson
 import fsm_agent
 from fsm_agent.core.codec import dump_effect, dump_message
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.core.events import Event, ModelStreamEvent, TurnStarted
+from fsm_agent.core.effects import CancelTool
+from fsm_agent.core.events import Event, ModelStreamEvent, ToolProgressReported, TurnStarted
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.step import Step
 from fsm_agent.core.tool_spec import ToolSpec
@@ -65,7 +66,13 @@ from fsm_agent.trace.render_fns import render_effect, render_event
 from fsm_agent.trace.step_bytes import effects_field, transitions_array, transitions_field
 from fsm_agent.trace.stream_input_redaction import StreamInputRedaction
 from fsm_agent.trace.stream_shapes import known_stream_event
-from fsm_agent.trace.stream_text_holdback import StreamTextHoldback, text_key
+from fsm_agent.trace.stream_text_holdback import (
+    BlockKey,
+    StreamTextHoldback,
+    progress_call,
+    progress_key,
+    text_key,
+)
 
 _MESSAGES_GAP: Final = b'"messages":[]'
 """Where a ``TurnStarted`` record written without its messages takes them."""
@@ -73,6 +80,8 @@ _EVENT_VALUE: Final = slice(len(b'{"event":'), -1)
 """Where the event is in ``{"event": ...}`` rendered."""
 _OPTIONS: Final = records.JSON_OPTIONS
 _LINE_OPTIONS: Final = records.JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE
+_NOTHING: Final = Step()
+"""The step of a piece of text written on its own: the core only adds it."""
 _SEQ_LIMIT: Final = 2**63
 """A ``seq`` below this is written as orjson writes an integer (in decimal)."""
 
@@ -142,18 +151,31 @@ _Prepared = tuple[bytes | None, dict[str, Any], tuple[bytes, ...], Event]
 
 
 class _Cut(NamedTuple):
-    """A stream delta whose text ends with characters that may begin a secret
-    (:mod:`~fsm_agent.trace.stream_text_holdback`): the event as its line holds it, which
-    block it adds to (``text_key``) and how many characters."""
+    """A piece of text whose end may begin a secret
+    (:mod:`~fsm_agent.trace.stream_text_holdback`): a stream delta, or a tool's progress text.
+    The event as its line holds it, the key of the text it adds to, the field holding its
+    piece (in the delta, or the event's ``text``), the piece, and how many of its last
+    characters may begin one."""
 
-    event: ModelStreamEvent
-    shape: tuple[int, str, str]
+    event: ModelStreamEvent | ToolProgressReported
+    key: BlockKey
+    field: str
+    text: str
     size: int
+
+    def with_text(self, text: str) -> ModelStreamEvent | ToolProgressReported:
+        """The event with ``text`` for its piece."""
+        event = self.event
+        if isinstance(event, ToolProgressReported):
+            return ToolProgressReported(call_id=event.call_id, text=text)
+        delta = {**event.event["delta"], self.field: text}
+        return ModelStreamEvent(request_id=event.request_id, event={**event.event, "delta": delta})
 
 
 class _Held(NamedTuple):
-    """A delta's line not written yet, with its step, and the lines of the events that came
-    after it and pass over it (a ``ping`` between two pieces), not written yet either."""
+    """A piece's line not written yet, with its step, and the lines of the events that came
+    after it and pass over it (a ``ping``, a tool's event whose step performs nothing), not
+    written yet either."""
 
     line: _Prepared
     step: Step
@@ -161,14 +183,39 @@ class _Held(NamedTuple):
     after: list[tuple[_Prepared, Step]]
 
 
-def _passes_over(event: Event, held: ModelStreamEvent) -> bool:
-    """Whether ``event`` leaves a held delta's block going on: a ``ping`` of its request (the
-    API sends one to keep a quiet stream open, also between two pieces of a block)."""
-    return (
-        type(event) is ModelStreamEvent
-        and event.request_id == held.request_id
-        and type(event.event) is dict
-        and event.event.get("type") == "ping"
+def _passes_over(request_id: str, raw: Any, key: BlockKey) -> bool:
+    """Whether a stream event of request ``request_id`` leaves block ``key`` going on: a
+    ``ping`` of its request (the API sends one to keep a quiet stream open, also between two
+    pieces of a block)."""
+    return request_id == key[0] and type(raw) is dict and raw.get("type") == "ping"
+
+
+def _continues(key: BlockKey, request_id: str, raw: Any) -> str | None:
+    """The piece of text that a stream event of request ``request_id`` adds to block
+    ``key``; None when it adds none to it."""
+    shape = text_key(raw)
+    if shape is None or request_id != key[0] or shape[0] != key[1] or shape[1] != key[2]:
+        return None
+    piece: str = raw["delta"][shape[2]]
+    return piece
+
+
+def _ends_text(step: Step | None, key: BlockKey) -> bool:
+    """Whether no piece of text ``key`` can come after ``step``, so that what is held of it
+    is written where it stands, the text being whole there: a feed that raised; for a
+    block, a step of the loop's machine (the stream ended, failed, was aborted or retried);
+    for a call's progress, a step that moves or cancels that call, or ends the run (the
+    loop's steps between do not: a call goes on running when the stream it started in ends).
+    """
+    if step is None:
+        return True
+    call_id = progress_call(key)
+    if call_id is None:
+        return any(taken.machine == "loop" for taken in step.transitions)
+    if step.terminal is not None:
+        return True
+    return any(taken.call_id == call_id for taken in step.transitions) or any(
+        type(effect) is CancelTool and effect.call_id == call_id for effect in step.effects
     )
 
 
@@ -250,7 +297,13 @@ class TraceWriter:
         self._stream_inputs = StreamInputRedaction()
         self._holdback = StreamTextHoldback(self._redactor.spellings)
         self._held: _Held | None = None
-        """A delta's line held back until the next event says how to write it."""
+        """A piece's line held back until the next event says how to write it."""
+        self._pending: dict[BlockKey, _Cut] = {}
+        """Pieces written without their held ends, which are kept for the next piece of
+        their text (something that could not wait came between them), by that text."""
+        self._waiting = False
+        """Whether a line is held or an end kept: the one test every event's line makes
+        (DESIGN §7: most runs hold nothing, and pay for no more than this)."""
         self._cut: _Cut | None = None
         """For the line :meth:`_prepare` made last: the characters it may hold back."""
         self._next_seq = 1 if next_seq is None else next_seq
@@ -347,8 +400,7 @@ class TraceWriter:
     def _write(self, fields: Mapping[str, Any]) -> None:
         if self._closed:
             raise self._refusal()
-        if self._held is not None:
-            self._release(None, None)
+        self._write_whole()
         try:
             self._structlog_logger().msg(**fields)
         except (orjson.JSONEncodeError, TypeError) as exc:
@@ -457,9 +509,7 @@ class TraceWriter:
         """:meth:`prepare_event`, as a plain tuple."""
         if self._closed:
             raise self._refusal()
-        held = self._held
         self._cut = None
-        fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
         # A record's keys are the writer's own but for the event's and the effects': a stream
         # event's model event is scanned whole (unless it is one of the API's own shapes), any
         # other event's free-form fields only (DESIGN §8).
@@ -469,8 +519,8 @@ class TraceWriter:
                 records.event_fields(event)  # refuses it
             # A tool input's text: the key rules applied to the JSON it spells (DESIGN §8).
             traced = self._stream_inputs.event(event.request_id, raw)
-            if held is not None and not _passes_over(event, held.cut.event):
-                self._release(event.request_id, traced)
+            if self._waiting:
+                self._before_stream_event(event.request_id, traced)
             # A secret may arrive split over pieces: the end of one that may begin a secret
             # is held for the next (:mod:`~fsm_agent.trace.stream_text_holdback`).
             traced, cut = self._holdback.delta(event.request_id, traced)
@@ -479,16 +529,75 @@ class TraceWriter:
             if cut:
                 shape = text_key(traced)
                 if shape is not None:  # always: only a piece of text has a cut
-                    self._cut = _Cut(event, shape, cut)
-            return self._stream_line(fields, event)
-        if held is not None:
-            self._release(None, None)
+                    index, kind, field = shape
+                    if self._held is not None:  # one line is held at a time
+                        self._set_held_aside()
+                    key = (event.request_id, index, kind)
+                    self._cut = _Cut(event, key, field, traced["delta"][field], cut)
+            return self._stream_line({"record": "event", "seq": self._next_seq}, event)
+        if type(event) is ToolProgressReported:
+            event = self._progress(event)
+        fields: dict[str, Any] = {"record": "event", "seq": self._next_seq}
         if self._clock is not None:
             fields[records.ELAPSED] = round((self._clock() - self._started) * 1000, 1)
         if type(event) is TurnStarted:  # its transcript's bytes are kept: joined on
             return None, fields, self._event_parts(event, fields), event
         value, keys_hit = render_event(event)
         return self._rendered_line(fields, event, value, keys_hit=keys_hit)
+
+    def _before_stream_event(self, request_id: str, raw: Any) -> None:
+        """Write what a stream event of request ``request_id`` (its model event ``raw`` as
+        the trace is to hold it) decides: a held delta's line, without its held end when a
+        secret may run on into this event's piece of the block, whole when the event is not
+        one (its block ended); an end kept for a block that this event ends, as a piece of
+        its own. A ``ping`` of the request decides nothing."""
+        held = self._held
+        if held is not None and type(held.cut.event) is ModelStreamEvent:
+            cut = held.cut
+            if not _passes_over(request_id, raw, cut.key):
+                piece = _continues(cut.key, request_id, raw)
+                goes_on = piece is not None and self._holdback.goes_on(cut.text[-cut.size :], piece)
+                self._release(keep_end=goes_on)
+        if not self._pending:
+            return
+        for key, kept in list(self._pending.items()):
+            if type(kept.event) is not ModelStreamEvent:
+                continue  # a call's progress: a stream event does not end it
+            if _continues(key, request_id, raw) is not None:
+                del self._pending[key]  # the piece is given the end in front
+                self._note_waiting()
+            elif not _passes_over(request_id, raw, key):
+                self._write_pending(key)
+
+    def _progress(self, event: ToolProgressReported) -> ToolProgressReported:
+        """A tool's progress text as the trace is to hold it: a call's texts are pieces of
+        one text (a command's output in chunks), held back as a block's pieces are."""
+        key = progress_key(event.call_id)
+        held = self._held
+        if held is not None and held.cut.key == key:
+            cut = held.cut
+            self._release(keep_end=self._holdback.goes_on(cut.text[-cut.size :], event.text))
+        elif self._pending:
+            self._pending.pop(key, None)  # the text is given the end in front
+            self._note_waiting()
+        text, size = self._holdback.piece(key, event.text)
+        if text is not event.text:
+            event = ToolProgressReported(call_id=event.call_id, text=text)
+        if size:
+            if self._held is not None:  # one line is held at a time
+                self._set_held_aside()
+            self._cut = _Cut(event, key, "text", text, size)
+        return event
+
+    def _set_held_aside(self) -> None:
+        """Write the held line before a line that cannot wait behind it (an event's whose
+        step performs something, another piece to be held), without its held end, which is
+        kept for the next piece of its text (:attr:`_pending`): that piece may yet come."""
+        held = self._held
+        assert held is not None
+        self._release(keep_end=True)
+        self._pending[held.cut.key] = held.cut
+        self._waiting = True
 
     def _stream_line(self, fields: dict[str, Any], event: ModelStreamEvent) -> _Prepared:
         """The prepared line of a stream event as the trace is to hold it (its tool-input
@@ -514,26 +623,20 @@ class TraceWriter:
                 pass  # the line is rendered as a whole below (and rewritten, or refused)
         return None, fields, self._event_parts(event, fields), event
 
-    def _release(self, request_id: str | None, following: Any) -> None:
-        """Write the held line of a stream delta, now that the next event says how (its
-        request and its model event as the trace is to hold it; None and None for an event
-        of another kind, or none): without its held end when a secret may run on from it into
-        the block's next piece (which is then given it in front), as it was otherwise. The
-        line keeps the ``seq`` it was given."""
+    def _release(self, *, keep_end: bool) -> None:
+        """Write the held line, now that the next event says how: without its held end when
+        ``keep_end`` (a secret may run on from it into the next piece of its text, which is
+        then given it in front), as it was otherwise; then the lines that passed over it.
+        The lines keep the ``seq``s they were given."""
         held, self._held = self._held, None
         if held is None:
             return
-        line, step, (event, shape, cut), after = held
-        if request_id == event.request_id and text_key(following) == shape:
-            index, kind, key = shape
-            delta = event.event["delta"]
-            text = delta[key]
-            if self._holdback.goes_on(text[-cut:], following["delta"][key]):
-                self._holdback.hold((event.request_id, index, kind), text[-cut:])
-                shorter = {**event.event, "delta": {**delta, key: text[:-cut]}}
-                line = self._stream_line(
-                    line[1], ModelStreamEvent(request_id=event.request_id, event=shorter)
-                )
+        self._waiting = bool(self._pending)
+        line, step, cut, after = held
+        if keep_end:
+            text = cut.text
+            self._holdback.hold(cut.key, text[-cut.size :])
+            line = self._text_line(line[1], cut.with_text(text[: -cut.size]))
         later = self._next_seq
         try:
             for each, its_step in ((line, step), *after):
@@ -541,6 +644,70 @@ class TraceWriter:
                 self._emit(each, its_step)
         finally:
             self._next_seq = later
+
+    def _note_waiting(self) -> None:
+        """Set :attr:`_waiting` after a held line or a kept end went."""
+        self._waiting = self._held is not None or bool(self._pending)
+
+    def _write_whole(self) -> None:
+        """Write what is held, its texts being whole (the run ends, or goes on from here in
+        another way): the held line as it is, each end kept for a next piece as a piece of
+        its own."""
+        if self._held is not None:
+            self._release(keep_end=False)
+        for key in list(self._pending):
+            self._write_pending(key)
+
+    def _text_line(self, fields: dict[str, Any], event: Event) -> _Prepared:
+        """The prepared line of a piece of text with its ``fields``."""
+        if type(event) is ModelStreamEvent:
+            return self._stream_line(fields, event)
+        value, keys_hit = render_event(event)
+        return self._rendered_line(fields, event, value, keys_hit=keys_hit)
+
+    def _write_pending(self, key: BlockKey) -> None:
+        """Write the end kept for the next piece of text ``key`` as a piece of its own, with
+        the next ``seq``: the text ended without one (it is whole, and the end is redacted as
+        it stands). Replay feeds it as the piece it is: the core adds a delta's text to its
+        block, and takes a progress text as the fact it is."""
+        kept = self._pending.pop(key)
+        self._note_waiting()
+        end = self._holdback.take(key)
+        line = self._text_line({"record": "event", "seq": self._next_seq}, kept.with_text(end))
+        if self._held is not None:  # it performs nothing: it waits behind the held line
+            self._held.after.append((line, _NOTHING))
+        else:
+            self._emit(line, None)
+        self._next_seq += 1
+
+    def _before_step(self, line: _Prepared, step: Step | None) -> _Prepared:
+        """Write what is held before the line of an event whose ``step`` takes a transition
+        or has effects (it cannot wait: its effects are performed once it is written); the
+        line as it is then to be written. A held line is set aside (its end kept for the next
+        piece of its text) or, when ``step`` ends its text, written whole; an end kept for a
+        text that ``step`` ends is written as a piece of its own, before the line, which
+        takes the seq after (the core was given that text whole before this event)."""
+        held = self._held
+        if held is not None:
+            if _ends_text(step, held.cut.key):
+                self._release(keep_end=False)
+            else:
+                self._set_held_aside()
+        ended = [key for key in self._pending if _ends_text(step, key)]
+        if ended:
+            line = self._restamped(line, self._next_seq + len(ended))
+            for key in ended:
+                self._write_pending(key)
+        return line
+
+    def _restamped(self, line: _Prepared, seq: int) -> _Prepared:
+        """A prepared line given ``seq`` for the one it was prepared with (a piece of text
+        goes before it)."""
+        rendered, fields, _parts, event = line
+        fields["seq"] = seq
+        if rendered is not None:
+            return line
+        return None, fields, self._event_parts(event, fields), event  # its parts hold the seq
 
     def _event_parts(self, event: Event, fields: dict[str, Any]) -> tuple[bytes, ...]:
         """The parts of ``event``'s line (:attr:`EventLine.parts`), from the codec's dict of
@@ -594,20 +761,23 @@ class TraceWriter:
         """:meth:`write_event_line` for a line as :meth:`_prepare` gives it."""
         if self._closed:
             raise self._refusal()
-        held = self._held
-        if held is not None:  # this event passes over a held delta
+        if self._waiting:
+            held = self._held
             if step is not None and not step.transitions and not step.effects:
-                held.after.append((line, step))
-                self._next_seq += 1
-                return
-            self._release(None, None)
+                if held is not None:  # this event passes over a held piece: its line waits
+                    held.after.append((line, step))
+                    self._next_seq += 1
+                    return
+            else:
+                line = self._before_step(line, step)
         cut = self._cut
         if cut is not None:
             self._cut = None
-            # A delta does nothing in the core but add its text: its line waits for the next
+            # A piece's step does nothing but add its text: its line waits for the next
             # event, which says whether its end goes on in the next piece.
             if step is not None and not step.effects:
                 self._held = _Held(line, step, cut, [])
+                self._waiting = True
                 self._next_seq += 1 + len(step.transitions)
                 return
         self._emit(line, step)  # before the seqs are taken: a refused line names its own
@@ -747,8 +917,7 @@ class TraceWriter:
     def write_end(self, terminal: str | None, usage: Usage, *, fault: str | None = None) -> None:
         """Record the end of the run: the terminal reason, the usage totals, and the fault
         that ended it early, if one did (replay takes the fault as recorded)."""
-        if self._held is not None:
-            self._release(None, None)
+        self._write_whole()
         # Its keys are the writer's own (usage counters included): only strings are searched.
         self._put(self._line(records.end_fields(terminal, usage, fault=fault), keys_hit=False))
         self._next_seq += 1
@@ -758,11 +927,11 @@ class TraceWriter:
         """Flush, and close the file if the writer opened it. Closing twice is fine."""
         if self._closed:
             return
-        if self._held is not None:
+        if self._waiting:
             # The text is complete: the piece is written whole. A file that refuses it is cut
             # back to its last whole record, as if the run had stopped before this delta.
             with contextlib.suppress(TraceWriteFailed):
-                self._release(None, None)
+                self._write_whole()
             if self._closed:
                 return
         self._closed = True

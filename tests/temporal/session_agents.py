@@ -45,19 +45,24 @@ class AppendInput:
 
 class Append(Tool[AppendInput]):
     """Appends a line to ``ledger.txt`` and then takes ``linger_s`` seconds: a side effect that
-    a dying worker may leave done, with no result recorded."""
+    a dying worker may leave done, with no result recorded. With ``echo_chunk``, it reports
+    the line first, in pieces of that many characters (as a command reports its output)."""
 
     name = "Append"
     description = "Append a line to the ledger."
     input_type = AppendInput
 
-    def __init__(self, linger_s: float = 0.0) -> None:
+    def __init__(self, linger_s: float = 0.0, echo_chunk: int | None = None) -> None:
         super().__init__()
         self.linger_s = linger_s
+        self.echo_chunk = echo_chunk
 
     async def call(
         self, data: AppendInput, ctx: ToolContext, progress: ProgressCallback
     ) -> ToolOutput:
+        if self.echo_chunk is not None:
+            for start in range(0, len(data.line), self.echo_chunk):
+                progress(data.line[start : start + self.echo_chunk])
         with (ctx.cwd / "ledger.txt").open("a", encoding="utf-8") as ledger:
             ledger.write(data.line + "\n")
         progress("appended")
@@ -151,6 +156,7 @@ def scripted(
     steps: list[dict[str, Any]],
     cwd: str,
     linger_s: float = 0.0,
+    echo_chunk: int | None = None,
     stop_hook: bool = False,
     allow: list[str] | None = None,
     deny: list[str] | None = None,
@@ -163,7 +169,8 @@ def scripted(
     secrets: list[str] | None = None,
     record_requests: bool = False,
 ) -> Agent:
-    """An agent playing ``steps`` with Read, Write and Append in ``cwd`` (``count_tokens``:
+    """An agent playing ``steps`` with Read, Write and Append in ``cwd`` (``echo_chunk``: see
+    :class:`Append`; ``count_tokens``:
     the exact count is asked before each request; ``snip``: the model may snip old turns;
     ``telemetry``: from a test's own factory, not from JSON params; ``notes``: with the
     :data:`NOTES` providers; ``unsupported``: with a part Temporal refuses, see
@@ -177,7 +184,7 @@ def scripted(
         model = RecordingModel(model, folder)
     return Agent(
         model=model,
-        tools=[Read(), Write(), Append(linger_s), *options.pop("tools", ())],
+        tools=[Read(), Write(), Append(linger_s, echo_chunk), *options.pop("tools", ())],
         config=LoopConfig(
             model=MODEL, retry_base_ms=1, retry_cap_ms=5, count_tokens=count_tokens, snip=snip
         ),

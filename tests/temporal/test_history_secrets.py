@@ -111,6 +111,44 @@ def test_a_secret_streamed_in_pieces_is_written_redacted(
     assert replay(trace).terminal == "completed"
 
 
+def test_a_secret_a_tool_reports_in_pieces_is_written_redacted(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """A tool reports a line holding the worker's secret and an API key as progress, a few
+    characters at a time: the worker makes each whole in one progress text before it
+    redacts the lines (a tool step's events come together, so the texts follow each other
+    in the lines the workflow hands over); the trace holds neither, and replays."""
+    work = tmp_path / "work"
+    work.mkdir()
+    trace = tmp_path / "traces" / "trace.jsonl"
+    line = f"TOKEN={SECRET} KEY={KEY} ok"
+    steps = [
+        {"content": [{"tool_use": {"name": "Append", "input": {"line": line}}}]},
+        {"content": [{"text": "done"}]},
+    ]
+    params = {"steps": steps, "cwd": str(work), "echo_chunk": 4, "allow": ["Append"]}
+
+    async def go() -> dict[str, Any]:
+        client = await Client.connect(temporal_address)
+        async with session_worker(client, task_queue="split-progress", factory=with_secret):
+            handle = await start_session(
+                client, PROMPT, task_queue="split-progress", params=params, trace=str(trace)
+            )
+            result: dict[str, Any] = await handle.result()
+        return result
+
+    assert asyncio.run(go())["terminal"] == "completed"
+    content = trace.read_bytes()
+    reported = [
+        event["text"]
+        for event in (json.loads(line).get("event", {}) for line in content.splitlines()[1:])
+        if event.get("type") == "ToolProgressReported"
+    ]
+    assert "".join(reported) == f"TOKEN={mask(len(SECRET))} KEY={mask(len(KEY))} okappended"
+    assert SECRET.encode() not in content
+    assert replay(trace).terminal == "completed"
+
+
 def test_run_temporal_prints_no_api_key(
     temporal_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
