@@ -18,17 +18,23 @@ more than :data:`MEMBER_LIMIT` members, compressed by a program Python does not 
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
+import lzma
 import tarfile
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
-from fsm_agent.toolbox.data_paths import UNTOLD, named_by_another, protected_in
+from fsm_agent.toolbox.data_paths import UNTOLD, first_protected, named_by_another
 
 ARCHIVE_READ_LIMIT: Final = 64 * 1024 * 1024
 """The largest archive file listed; a larger one counts as one that cannot be read."""
+UNPACKED_LIMIT: Final = 512 * 1024 * 1024
+"""The most bytes a tar is read to once decompressed; a larger one counts as unread."""
 MEMBER_LIMIT: Final = 100_000
 """The most members listed; an archive with more counts as one that cannot be read."""
 
@@ -75,10 +81,8 @@ def archive_refusal(part: CommandPart, analysis: CommandAnalysis, cwd: Path) -> 
     names = _members(path)
     if names is None:
         return UNREAD
-    for name in names:
-        if protected_in(name, cwd):
-            return f"{name} (a path the archive holds)"
-    return None
+    found = first_protected(names, cwd)
+    return None if found is None else f"{found} (a path the archive holds)"
 
 
 def _tar_archive(args: Sequence[str]) -> str | None:
@@ -168,27 +172,61 @@ def _members(path: Path) -> list[str] | None:
         if zipfile.is_zipfile(path):
             return _zip_members(path)
         return _tar_members(path)
-    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, ValueError):
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, ValueError, lzma.LZMAError):
         return None
 
 
 def _tar_members(path: Path) -> list[str] | None:
+    """A tar's member names and link targets, read as a stream of at most
+    :data:`UNPACKED_LIMIT` bytes once decompressed: a small file may unpack to gigabytes
+    (listing reads every byte), and the question must not wait on it."""
+    with path.open("rb") as file:
+        head = file.read(6)
+    opener = next((open_ for magic, open_ in _COMPRESSIONS if head.startswith(magic)), None)
     names: list[str] = []
-    with tarfile.open(path) as archive:
-        for count, member in enumerate(_each(archive)):
-            if count >= MEMBER_LIMIT:
-                return None
-            names.append(member.name)
-            if member.issym() or member.islnk():
-                names.append(member.linkname)
+    with (opener or open)(path, "rb") as raw:
+        bounded = _Bounded(raw, UNPACKED_LIMIT)
+        with tarfile.open(fileobj=bounded, mode="r|") as archive:
+            for count, member in enumerate(archive):
+                if count >= MEMBER_LIMIT:
+                    return None
+                names.append(member.name)
+                if member.issym() or member.islnk():
+                    names.append(member.linkname)
     return names
 
 
-def _each(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
-    member = archive.next()
-    while member is not None:
-        yield member
-        member = archive.next()
+_COMPRESSIONS: Final = (
+    (b"\x1f\x8b", gzip.open),
+    (b"BZh", bz2.open),
+    (b"\xfd7zXZ", lzma.open),
+)
+"""What Python decompresses, by the first bytes of the file (anything else is read as it is:
+a tar, or not one)."""
+
+
+class _Reading(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class _Bounded(io.BufferedIOBase):
+    """A binary stream that refuses to give more than ``limit`` bytes in all."""
+
+    def __init__(self, raw: _Reading, limit: int) -> None:
+        super().__init__()
+        self._raw = raw
+        self._left = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        size = -1 if size is None else size
+        data = self._raw.read(size if size >= 0 else self._left + 1)
+        self._left -= len(data)
+        if self._left < 0:
+            raise ValueError("the archive unpacks to more than the limit")
+        return data
 
 
 def _zip_members(path: Path) -> list[str] | None:
@@ -199,5 +237,6 @@ def _zip_members(path: Path) -> list[str] | None:
         names = [info.filename for info in infos]
         for info in infos:
             if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symbolic link
-                names.append(archive.read(info)[:4096].decode("utf-8", errors="replace"))
+                with archive.open(info) as link:  # its target; never the whole of a bomb
+                    names.append(link.read(4096).decode("utf-8", errors="replace"))
     return names

@@ -2,28 +2,54 @@
 
 A patch (:mod:`~fsm_agent.toolbox.patch_targets`) and an archive
 (:mod:`~fsm_agent.toolbox.archive_members`) name the files they write inside themselves. Both
-readers judge those names the same way (:func:`protected_in`), and both give up when another
+readers judge those names the same way (:func:`first_protected`), and both give up when another
 part of the same command may write the file they would read (:func:`named_by_another`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
 from typing import Final
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
-from fsm_agent.toolbox.paths import is_protected
+from fsm_agent.toolbox.paths import names_protected, parts_protected
 
 UNTOLD: Final = "\x00"
 """Where the data comes from cannot be told (an option we do not know): never a file's name."""
 
 
-def protected_in(name: str, cwd: Path) -> bool:
-    """Whether the path ``name`` the data holds is protected, judged at every depth a strip
-    may cut it to (``b/cfg/x`` is ``cfg/x`` with ``-p1`` or ``--strip-components=1``, and
-    ``cfg`` may be a link to ``.claude``)."""
-    parts = Path(name.strip('"')).parts
-    return any(is_protected(cwd.joinpath(*parts[strip:])) for strip in range(len(parts)))
+def first_protected(names: Iterable[str], cwd: Path) -> str | None:
+    """The first of the paths ``names`` the data holds that is protected, or None; each judged
+    at every depth a strip may cut it to (``b/cfg/x`` is ``cfg/x`` with ``-p1`` or
+    ``--strip-components=1``, and ``cfg`` may be a link to ``.claude``), as
+    :func:`~fsm_agent.toolbox.paths.is_protected` judges a path. An archive holds thousands of
+    names in a few folders: each folder is resolved once, each name costs an ``lstat`` a depth
+    (a name of which a shorter one is a part is protected whenever that one is, so the names
+    are read as written once)."""
+    root = os.fspath(cwd)
+    folders: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        parts = PurePosixPath(name.strip('"')).parts
+        if names_protected(cwd.joinpath(*parts)):
+            return name
+        for strip in range(len(parts)):
+            path = os.path.join(root, *parts[strip:])  # noqa: PTH118 - strings: a loop over thousands
+            if parts_protected(_resolved(path, folders).lower().split(os.sep)):  # noqa: PTH206
+                return name
+    return None
+
+
+def _resolved(path: str, folders: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, its folder's resolved once per folder (``folders``)."""
+    if os.path.islink(path):  # noqa: PTH114 - strings, as above
+        return os.path.realpath(path)
+    folder, leaf = os.path.split(path)
+    real = folders.get(folder)
+    if real is None:
+        real = folders[folder] = os.path.realpath(folder)
+    return os.path.join(real, leaf)  # noqa: PTH118
 
 
 def named_by_another(name: str, part: CommandPart, analysis: CommandAnalysis) -> bool:

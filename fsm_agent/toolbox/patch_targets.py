@@ -25,7 +25,7 @@ from typing import Final
 from fsm_agent.core.command_options import Arity, option_table, resolve_long
 from fsm_agent.core.git_commands import without_git_globals
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
-from fsm_agent.toolbox.data_paths import UNTOLD, named_by_another, protected_in
+from fsm_agent.toolbox.data_paths import UNTOLD, first_protected, named_by_another
 
 PATCH_READ_LIMIT: Final = 4 * 1024 * 1024
 """The most bytes of a patch file read; a longer one counts as one that cannot be read."""
@@ -88,10 +88,8 @@ def patch_refusal(part: CommandPart, analysis: CommandAnalysis, cwd: Path) -> st
         text = _read(cwd / source)
     if text is None:
         return UNREAD
-    for path in _targets(text):
-        if protected_in(path, cwd):
-            return f"{path} (a path the patch names)"
-    return None
+    found = first_protected(_targets(text), cwd)
+    return None if found is None else f"{found} (a path the patch names)"
 
 
 def _patch_source(part: CommandPart) -> str | None:

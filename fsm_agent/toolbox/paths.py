@@ -14,6 +14,7 @@ a symbolic link after the check cannot send the write elsewhere.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from fsm_agent.runtime.tool import (
@@ -119,13 +120,18 @@ def display_path(path: Path, ctx: ToolContext) -> str:
 
 def is_protected(path: Path) -> bool:
     """Whether a write to ``path`` (as given, or after resolving symlinks) needs the user."""
-    for candidate in (path.absolute(), path.resolve()):
-        parts = [part.lower() for part in candidate.parts]
-        if parts and parts[-1] in PROTECTED_FILES:
-            return True
-        if any(part in PROTECTED_DIRS for part in parts):
-            return True
-    return False
+    return names_protected(path.absolute()) or names_protected(path.resolve())
+
+
+def names_protected(path: Path) -> bool:
+    """Whether ``path``, as it is written, is a protected path (no link is followed)."""
+    return parts_protected([part.lower() for part in path.parts])
+
+
+def parts_protected(parts: Sequence[str]) -> bool:
+    """Whether a path of the lower-case components ``parts`` is a protected path: a protected
+    file's name, or one of its folders a protected folder's."""
+    return bool(parts) and (parts[-1] in PROTECTED_FILES or not PROTECTED_DIRS.isdisjoint(parts))
 
 
 MAX_TREE_ENTRIES = 10_000

@@ -128,3 +128,35 @@ def test_an_archive_past_the_member_limit_counts_as_unread(
     monkeypatch.setattr(archive_members, "MEMBER_LIMIT", 1)
     assert safety_question("unzip plain.zip", work) is False  # one member: within the limit
     assert safety_question("tar -xzf plain.tgz", work)
+
+
+def test_a_small_archive_unpacking_past_the_limit_counts_as_unread(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gzip of a few kilobytes may unpack to gigabytes: listing stops at the limit."""
+    from fsm_agent.toolbox import archive_members
+
+    _tar(work / "big.tgz", {"pkg/data.bin": "\0" * 200_000})
+    assert (work / "big.tgz").stat().st_size < 2_000
+    monkeypatch.setattr(archive_members, "UNPACKED_LIMIT", 100_000)
+    assert safety_question("tar -xzf big.tgz", work)
+    monkeypatch.setattr(archive_members, "UNPACKED_LIMIT", 1_000_000)
+    assert not safety_question("tar -xzf big.tgz", work)
+
+
+@pytest.mark.parametrize("name", ["hook.tar.xz", "hook.tar.bz2"])
+def test_every_compression_python_reads_is_listed(name: str, work: Path) -> None:
+    mode = "w:xz" if name.endswith("xz") else "w:bz2"
+    with tarfile.open(work / name, mode) as archive:
+        archive.addfile(tarfile.TarInfo(".git/hooks/pre-commit"), io.BytesIO())
+    assert safety_question(f"tar -xf {name}", work)
+
+
+def test_a_link_member_of_a_zip_is_read_no_further_than_its_target(work: Path) -> None:
+    """A zip member marked as a link has its target read (4 KiB at most), never the whole."""
+    info = zipfile.ZipInfo("cfg")
+    info.external_attr = 0o120777 << 16
+    with zipfile.ZipFile(work / "link.zip", "w") as archive:
+        archive.writestr(info, ".claude")
+        archive.writestr("cfg/settings.json", "{}")
+    assert safety_question("unzip link.zip", work)
