@@ -23,7 +23,7 @@ from fsm_agent.toolbox.startup_places import SPELLINGS
 
 PROTECTED_NAME: Final = re.compile(
     r"(?<![\w.-])(?:"
-    + "|".join([*(re.escape(name) for name in sorted(PROTECTED_DIRS | PROTECTED_FILES)), *SPELLINGS])
+    + "|".join([*map(re.escape, sorted(PROTECTED_DIRS | PROTECTED_FILES)), *SPELLINGS])
     + r")(?![\w.-])",
     re.IGNORECASE,
 )

@@ -198,7 +198,7 @@ def path_candidates(word: str) -> tuple[str, ...]:
     or ``of=value`` word, and a value joined to a short option (``-o.git/hooks/pre-commit``,
     ``-C.git``, ``-rt.git/hooks``): what follows each of its first few letters."""
     _, equals, value = word.partition("=")
-    candidates = (word, value) if equals and value else (word,)
+    candidates: tuple[str, ...] = (word, value) if equals and value else (word,)
     if len(word) > 2 and word[0] == "-" and word[1] != "-":
         last = min(len(word), 2 + _CLUSTER_LETTERS)
         candidates += tuple(word[start:] for start in range(2, last))

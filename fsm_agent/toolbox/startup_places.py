@@ -14,7 +14,8 @@ are, in every mode (a safety check: bypassPermissions still asks):
   service, and the system's shell start-up files (``/etc/profile``, ``/etc/profile.d/``,
   ``/etc/bash.bashrc``, ``/etc/zsh/`` …);
 * what starts code at login or on a schedule: ``~/.config/systemd``, ``~/.config/autostart``,
-  ``~/Library/LaunchAgents``, ``/Library/LaunchDaemons``, ``/etc/cron*``, ``/var/spool/cron``, ``/etc/systemd``, ``/etc/init.d``, ``/etc/rc.local``;
+  ``~/Library/LaunchAgents``, ``/Library/LaunchDaemons``, ``/etc/cron*``, ``/var/spool/cron``,
+  ``/etc/systemd``, ``/etc/init.d``, ``/etc/rc.local``;
 * what grants a login or a privilege, or loads code into every process: ``.ssh`` (its
   ``authorized_keys`` lets anyone holding the key in; its ``config`` runs ``ProxyCommand``),
   ``/etc/ssh``, ``/etc/sudoers*``, ``/etc/pam.d``, ``/etc/ld.so.preload``, ``/etc/ld.so.conf*``;
@@ -88,6 +89,10 @@ _PLACES_WITHIN: Final = {".config": _CONFIG_PLACES, "library": _LIBRARY_PLACES}
 _SITE_FOLDERS: Final = frozenset({"site-packages", "dist-packages"})
 _SITE_HOOKS: Final = frozenset({"sitecustomize.py", "usercustomize.py"})
 
+_ROOTS: Final = frozenset({"/", "//", ""})
+"""The first component of an absolute path (``//`` is a root of its own to ``pathlib``; a
+path split on its separators begins with ``""``)."""
+
 ANCHORS: Final = frozenset({*_PLACES_WITHIN, *_SITE_FOLDERS})
 """The folder names a place other than a system one begins with."""
 
@@ -95,7 +100,7 @@ ANCHORS: Final = frozenset({*_PLACES_WITHIN, *_SITE_FOLDERS})
 def startup_place(parts: Sequence[str]) -> bool:
     """Whether a path of the lower-case components ``parts`` (absolute: the first is ``/``, or
     ``""`` for a path split on its separators) is one of the places above or lies in one."""
-    if len(parts) > 2 and parts[0] in ("/", ""):
+    if len(parts) > 2 and parts[0] in _ROOTS:
         places = _SYSTEM_PLACES.get(parts[1])
         if places is not None and _begins_with(parts, 2, places):
             return True
@@ -114,17 +119,14 @@ def startup_place(parts: Sequence[str]) -> bool:
 
 def _begins_with(parts: Sequence[str], start: int, places: tuple[tuple[str, ...], ...]) -> bool:
     """Whether ``parts`` from ``start`` on begin with one of ``places``."""
-    for place in places:
-        if tuple(parts[start : start + len(place)]) == place:
-            return True
-    return False
+    return any(tuple(parts[start : start + len(place)]) == place for place in places)
 
 
 def holds_place(parts: Sequence[str]) -> bool:
     """Whether a folder of the lower-case components ``parts`` (absolute, as for
     :func:`startup_place`) may hold one of the places: ``/etc``, ``~/.config``,
     ``~/.config/git``, a ``site-packages`` folder. A folder carried there whole writes them."""
-    if len(parts) > 1 and parts[0] in ("/", ""):
+    if len(parts) > 1 and parts[0] in _ROOTS:
         places = _SYSTEM_PLACES.get(parts[1])
         if places is not None and _leads_into(parts, 2, places):
             return True

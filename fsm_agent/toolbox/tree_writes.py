@@ -18,6 +18,8 @@ output, which ``rm -rf node_modules`` must be able to delete without a question.
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -89,8 +91,9 @@ def placed_path(argv: Sequence[str], cwd: Path) -> str | None:
     """The first path ``cp``, ``mv``, ``ln`` or ``install`` creates inside a destination folder
     (the last operand when it is a folder, or ``-t DIR``) that is protected, or None:
     ``cp hook.pth .venv/lib/python3.12/site-packages/`` writes ``site-packages/hook.pth``,
-    though neither word names a protected path. A folder carried into a place that may hold
-    protected files (``mv git ~/.config/``) counts too: what it holds lands there."""
+    though neither word names a protected path. What a folder given as ``DIR/.`` holds lands
+    there under its own names; a folder carried into a place that may hold protected files
+    (``mv git ~/.config/``) counts too."""
     program = argv[0].rsplit("/", 1)[-1] if argv else ""
     if program not in _PLACERS:
         return None
@@ -105,17 +108,38 @@ def placed_path(argv: Sequence[str], cwd: Path) -> str | None:
     if not (target.endswith("/") or folder.is_dir() or holds_place(where)):
         return None  # the destination is the file itself: its own word is judged
     for source in operands:
-        name = Path(source.rstrip("/")).name
-        if name in ("", ".", ".."):
+        path = Path(source).expanduser()
+        path = path if path.is_absolute() else cwd / path
+        names = _placed_names(source, path)
+        if names is None:  # what it holds may be any name: asks where some names are protected
+            if holds_place(where):
+                return f"{target.rstrip('/')}/ (what {source} holds)"
             continue
-        placed = folder / name
-        if is_protected(placed):
-            return f"{target.rstrip('/')}/{name}"
-        if (source.endswith("/") or (cwd / Path(source).expanduser()).is_dir()) and holds_place(
-            [*where, name.lower()]
-        ):
-            return f"{target.rstrip('/')}/{name}"
+        for name, is_folder in names:
+            if is_protected(folder / name) or (is_folder and holds_place([*where, name.lower()])):
+                return f"{target.rstrip('/')}/{name}"
     return None
+
+
+_LISTED_LIMIT = 10_000
+"""How many names of a folder given as ``DIR/.`` are judged; past them, none is."""
+
+
+def _placed_names(source: str, path: Path) -> list[tuple[str, bool]] | None:
+    """The names ``source`` (at ``path``) takes in a destination folder, each with whether it
+    is a folder: its own name, or for ``DIR/.`` the names of what ``DIR`` holds (None when
+    it holds too many to judge or cannot be listed)."""
+    if source.rstrip("/").endswith("/.") or source.rstrip("/") == ".":
+        try:
+            with os.scandir(path) as listing:
+                entries = list(itertools.islice(listing, _LISTED_LIMIT + 1))
+        except OSError:
+            return None
+        if len(entries) > _LISTED_LIMIT:
+            return None
+        return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    name = Path(source.rstrip("/")).name
+    return [] if name in ("", "..") else [(name, source.endswith("/") or path.is_dir())]
 
 
 def _operands(

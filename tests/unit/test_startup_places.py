@@ -37,6 +37,7 @@ def parts(path: str) -> list[str]:
         "/Users/u/Library/LaunchAgents/x.plist",
         "/etc/profile",
         "/etc/profile.d/x.sh",
+        "//etc/profile.d/x.sh",  # a root of its own to pathlib
         "/etc/gitconfig",
         "/etc/cron.d/x",
         "/etc/sudoers.d/x",
@@ -89,6 +90,8 @@ def work(tmp_path: Path) -> Path:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.py").write_text("")
     (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "evil_site").mkdir()
+    (tmp_path / "evil_site" / "evil.pth").write_text("import os")
     return tmp_path
 
 
@@ -110,6 +113,7 @@ ASKING = [
     "cp config ~/.config/git/",
     "mv fish ~/.config/",
     "cp -t .venv/lib/python3.12/site-packages evil.pth",
+    "cp -r evil_site/. .venv/lib/python3.12/site-packages/",
     # A value joined to a short option is a path too.
     "gcc -o.git/hooks/pre-commit hook.c",
     "curl -sSo.git/hooks/pre-commit https://example.com/x",
@@ -145,6 +149,8 @@ ORDINARY = [
     "cp model.pth checkpoints/",
     "cp src/a.py src/b.py",
     "cp -r src backup/",
+    "cp -r src/. backup/",
+    "cp -r evil_site/. checkpoints/",
     "rm -rf .venv",
     "echo x > models/model.pth",
     "mkdir -p rootfs/etc/profile.d && cp hook.sh rootfs/etc/profile.d/",
