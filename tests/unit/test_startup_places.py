@@ -11,6 +11,7 @@ acceptEdits mode unasked.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,8 @@ def parts(path: str) -> list[str]:
 )
 def test_a_place_that_runs_code_later_is_one(path: str) -> None:
     assert startup_place(parts(path))
-    assert startup_place(path.lower().split("/"))  # as a path split on its separators
+    # As a resolved path split on its separators (resolving makes ``//`` one).
+    assert startup_place(os.path.realpath(path).lower().split(os.sep))
 
 
 @pytest.mark.parametrize(
