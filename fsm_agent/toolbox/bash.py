@@ -40,6 +40,7 @@ from fsm_agent.toolbox.found_paths import (
 )
 from fsm_agent.toolbox.git_reads import git_read_refusal
 from fsm_agent.toolbox.patch_targets import patch_refusal
+from fsm_agent.toolbox.path_shadowing import SearchPath
 from fsm_agent.toolbox.paths import (
     is_protected,
     path_candidates,
@@ -182,15 +183,17 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     words ``xargs`` gives a program and the paths ``find`` fills in or deletes, unless that
     find cannot reach a protected path (``found_paths``), a folder holding one that a write
     reaches as a whole (``rm -rf .``: ``tree_writes``), the name a file takes in the folder
-    ``cp``/``mv``/``ln``/``install`` puts it in (``tree_writes.placed_path``), code a scheduler
-    keeps to run later (``crontab -``: :mod:`~fsm_agent.toolbox.scheduled_commands`), a
-    setting ``git config`` keeps in
-    ``.git/config`` or ``~/.gitconfig``, the hooks ``git init --template`` copies
+    ``cp``/``mv``/``ln``/``install`` puts it in (``tree_writes.placed_path``), a program
+    written where the shell finds it before another of its name (``path_shadowing``), code
+    a scheduler keeps to run later (``crontab -``: ``scheduled_commands``), a setting ``git
+    config`` keeps in ``.git/config`` or ``~/.gitconfig``, the hooks ``git init --template``
+    copies
     (:mod:`~fsm_agent.core.git_config_writes`), and a file a patch names
     (:mod:`~fsm_agent.toolbox.patch_targets`) or an archive holds
     (:mod:`~fsm_agent.toolbox.archive_members`).
     """
     cwd = Path(os.path.realpath(ctx.cwd))
+    search = SearchPath(os.environ.get("PATH", os.defpath))
     for position, part in enumerate(analysis.parts):
         computed = _computed_paths(part)
         if computed:
@@ -201,7 +204,9 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         tree = reached_tree(part.argv, cwd)
         if tree is not None:
             return f"{tree} (it holds one)"
-        placed = placed_path(part.argv, cwd)
+        placed = placed_path(
+            part.argv, cwd, lambda path: is_protected(path) or search.shadowed(path) is not None
+        )
         if placed is not None:
             return f"{placed} (the file takes that name there)"
         scheduler = scheduled_by(part)
@@ -222,8 +227,12 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         for word in words:
             for candidate in path_candidates(word):
                 path = Path(candidate).expanduser()
-                if is_protected(path if path.is_absolute() else ctx.cwd / path):
+                path = path if path.is_absolute() else ctx.cwd / path
+                if is_protected(path):
                     return word
+                shadowed = search.shadowed(path)
+                if shadowed is not None:
+                    return f"{word} (the shell would run it in place of {shadowed})"
     if analysis.problem is not None:
         # The parts may be incomplete (control characters or deep nesting stop the analysis
         # before any part is found): a protected name anywhere in the text is enough.

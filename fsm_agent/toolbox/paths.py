@@ -23,7 +23,7 @@ from fsm_agent.runtime.tool import (
     PermissionCheck,
     ToolContext,
 )
-from fsm_agent.toolbox.startup_places import STARTUP_DIRS, startup_place
+from fsm_agent.toolbox.startup_places import STARTUP_DIRS, STARTUP_FILES, startup_place
 
 PROTECTED_DIRS = frozenset({".git", ".vscode", ".idea", ".claude"})
 """Directory names whose contents a write tool never changes without asking (SPEC §9.3)."""
@@ -54,6 +54,7 @@ PROTECTED_FILES = SHELL_STARTUP_FILES | frozenset(
 """File names a write tool never changes without asking (SPEC §9.3)."""
 
 _PROTECTED_FOLDERS = PROTECTED_DIRS | STARTUP_DIRS
+_PROTECTED_LEAVES = PROTECTED_FILES | STARTUP_FILES
 
 
 class PathOutsideWorkingDirectory(ValueError):
@@ -136,7 +137,7 @@ def parts_protected(parts: Sequence[str]) -> bool:
     file's name, one of its folders a protected folder's, or a place outside the project
     whose files run code later (:mod:`~fsm_agent.toolbox.startup_places`)."""
     return bool(parts) and (
-        parts[-1] in PROTECTED_FILES
+        parts[-1] in _PROTECTED_LEAVES
         or not _PROTECTED_FOLDERS.isdisjoint(parts)
         or startup_place(parts)
     )
@@ -146,7 +147,7 @@ MAX_TREE_ENTRIES = 10_000
 """A folder with more entries than this is not searched for protected paths: it counts as
 holding one."""
 
-_PROTECTED_NAMES = PROTECTED_DIRS | STARTUP_DIRS | PROTECTED_FILES
+_PROTECTED_NAMES = _PROTECTED_FOLDERS | _PROTECTED_LEAVES
 
 
 def holds_protected(folder: Path, *, through_links: bool = False) -> bool:

@@ -19,6 +19,12 @@ are, in every mode (a safety check: bypassPermissions still asks):
 * what grants a login or a privilege, or loads code into every process: ``.ssh`` (its
   ``authorized_keys`` lets anyone holding the key in; its ``config`` runs ``ProxyCommand``),
   ``/etc/ssh``, ``/etc/sudoers*``, ``/etc/pam.d``, ``/etc/ld.so.preload``, ``/etc/ld.so.conf*``;
+* an editor's, a terminal multiplexer's or a debugger's start-up files (``.vimrc``, ``.vim/``,
+  ``~/.config/nvim``, ``.emacs``, ``.emacs.d/``, ``.tmux.conf``, ``.gdbinit``, ``.lldbinit``), and
+  tools' settings that name a command they run when next used: ``.aws/config``
+  (``credential_process``), ``.kube/config`` (an exec plugin), ``.docker/config.json``
+  (``credsStore``), ``.cargo/config.toml`` (``build.rustc-wrapper``), ``.gradle/init.d``,
+  ``.gnupg/gpg-agent.conf`` (``pinentry-program``), ``.ipython/`` (its start-up scripts);
 * Python's start-up hooks: a ``.pth`` file (whose ``import`` lines run at every interpreter
   start) and ``sitecustomize.py`` / ``usercustomize.py`` in a ``site-packages`` or
   ``dist-packages`` folder (a project's virtual environment included).
@@ -35,8 +41,14 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-STARTUP_DIRS: Final = frozenset({".ssh", ".bashrc.d"})
+STARTUP_DIRS: Final = frozenset({".ssh", ".bashrc.d", ".vim", ".emacs.d", ".ipython"})
 """Folder names protected wherever they are, beside SPEC §9.3's."""
+
+STARTUP_FILES: Final = frozenset(
+    {".vimrc", ".gvimrc", ".exrc", ".emacs", ".tmux.conf", ".gdbinit", ".lldbinit"}
+)
+"""File names protected wherever they are, beside SPEC §9.3's: an editor's, a terminal
+multiplexer's or a debugger's start-up commands (``:!``, ``run-shell``, ``shell``)."""
 
 _SYSTEM_PLACES: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
     "etc": (
@@ -76,15 +88,28 @@ _SYSTEM_PLACES: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
 
 _CONFIG_PLACES: Final = (
     ("git", "config"),
+    ("nvim",),
+    ("tmux",),
     ("fish",),
     ("systemd",),
     ("autostart",),
     ("environment.d",),
 )
 _LIBRARY_PLACES: Final = (("launchagents",), ("launchdaemons",))
-_PLACES_WITHIN: Final = {".config": _CONFIG_PLACES, "library": _LIBRARY_PLACES}
-"""Places under a ``.config`` folder (XDG's) or a ``Library`` folder (macOS's, where
-``launchd`` finds the jobs it starts), wherever it is: the path, or any path under it."""
+_PLACES_WITHIN: Final = {
+    ".config": _CONFIG_PLACES,
+    "library": _LIBRARY_PLACES,
+    # Settings that name a command the tool runs when next used.
+    ".aws": (("config",),),  # credential_process
+    ".kube": (("config",),),  # an exec credential plugin
+    ".docker": (("config.json",),),  # credsStore, credHelpers: docker-credential-NAME
+    ".cargo": (("config.toml",), ("config",)),  # build.rustc-wrapper, a project's too
+    ".gradle": (("init.d",), ("init.gradle",), ("init.gradle.kts",)),  # run by every build
+    ".gnupg": (("gpg-agent.conf",), ("gpg.conf",)),  # pinentry-program
+}
+"""Places under a folder of these names wherever it is: the path, or any path under it.
+``.config`` is XDG's, ``Library`` macOS's (where ``launchd`` finds the jobs it starts); the
+others are tools' own folders."""
 
 _SITE_FOLDERS: Final = frozenset({"site-packages", "dist-packages"})
 _SITE_HOOKS: Final = frozenset({"sitecustomize.py", "usercustomize.py"})
@@ -154,7 +179,7 @@ SPELLINGS: Final = (
     *(rf"{re.escape(name)}/(?:{_alternatives(places)})" for name, places in _PLACES_WITHIN.items()),
     r"(?:site|dist)-packages/[^/\s'\"]*\.pth",
     r"(?:site|user)customize\.py",
-    *map(re.escape, sorted(STARTUP_DIRS)),
+    *map(re.escape, sorted(STARTUP_DIRS | STARTUP_FILES)),
 )
 """The places as a text may spell them (``~/.config/git/config``, ``/etc/profile.d``,
 ``site-packages/x.pth``), regular expressions to be matched case-insensitively and standing

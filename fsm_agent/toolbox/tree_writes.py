@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -87,13 +87,15 @@ _PLACERS = frozenset({"cp", "mv", "ln", "install"})
 name it has where it comes from."""
 
 
-def placed_path(argv: Sequence[str], cwd: Path) -> str | None:
+def placed_path(
+    argv: Sequence[str], cwd: Path, protected: Callable[[Path], bool] = is_protected
+) -> str | None:
     """The first path ``cp``, ``mv``, ``ln`` or ``install`` creates inside a destination folder
     (the last operand when it is a folder, or ``-t DIR``) that is protected, or None:
     ``cp hook.pth .venv/lib/python3.12/site-packages/`` writes ``site-packages/hook.pth``,
     though neither word names a protected path. What a folder given as ``DIR/.`` holds lands
     there under its own names; a folder carried into a place that may hold protected files
-    (``mv git ~/.config/``) counts too."""
+    (``mv git ~/.config/``) counts too. ``protected`` judges a path written."""
     program = argv[0].rsplit("/", 1)[-1] if argv else ""
     if program not in _PLACERS:
         return None
@@ -116,7 +118,7 @@ def placed_path(argv: Sequence[str], cwd: Path) -> str | None:
                 return f"{target.rstrip('/')}/ (what {source} holds)"
             continue
         for name, is_folder in names:
-            if is_protected(folder / name) or (is_folder and holds_place([*where, name.lower()])):
+            if protected(folder / name) or (is_folder and holds_place([*where, name.lower()])):
                 return f"{target.rstrip('/')}/{name}"
     return None
 
