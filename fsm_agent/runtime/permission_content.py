@@ -47,7 +47,12 @@ from fsm_agent.core.permission_rules import (
     shell_rule_matches,
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
-from fsm_agent.toolbox.paths import holds_protected, is_protected, path_candidates
+from fsm_agent.toolbox.paths import (
+    entered_folders,
+    holds_protected,
+    is_protected,
+    path_candidates,
+)
 
 if TYPE_CHECKING:
     # The shell parser and the read-only tables are loaded by the first Bash call, not by
@@ -364,7 +369,7 @@ def _where_words_point(
     """The folders a command's relative words start from (the working folder, and each folder
     the command enters with ``cd``), and how a path rule is matched there (the path
     matchers' ``cwd``, ``home`` and ``case_sensitive``)."""
-    bases = [place.cwd, *(place.cwd / p.argv[-1] for p in analysis.parts if p.argv[:1] == ("cd",))]
+    bases = entered_folders(analysis, place.cwd)
     matching = {
         "cwd": place.cwd.as_posix(),
         "home": place.home.as_posix(),

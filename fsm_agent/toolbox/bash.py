@@ -42,6 +42,7 @@ from fsm_agent.toolbox.git_reads import git_read_refusal
 from fsm_agent.toolbox.patch_targets import patch_refusal
 from fsm_agent.toolbox.path_shadowing import SearchPath
 from fsm_agent.toolbox.paths import (
+    entered_folders,
     is_protected,
     path_candidates,
 )
@@ -193,7 +194,12 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     (:mod:`~fsm_agent.toolbox.archive_members`).
     """
     cwd = Path(os.path.realpath(ctx.cwd))
+    folders = entered_folders(analysis, ctx.cwd)
     search = SearchPath(os.environ.get("PATH", os.defpath))
+
+    def runs_later(path: Path) -> bool:
+        return is_protected(path) or search.shadowed(path) is not None
+
     for position, part in enumerate(analysis.parts):
         computed = _computed_paths(part)
         if computed:
@@ -201,14 +207,13 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         filled = _filled_paths(analysis.parts, position, cwd)
         if filled is not None:
             return filled
-        tree = reached_tree(part.argv, cwd)
-        if tree is not None:
-            return f"{tree} (it holds one)"
-        placed = placed_path(
-            part.argv, cwd, lambda path: is_protected(path) or search.shadowed(path) is not None
-        )
-        if placed is not None:
-            return f"{placed} (the file takes that name there)"
+        for folder in folders:  # a word relative to where the shell may be
+            tree = reached_tree(part.argv, folder)
+            if tree is not None:
+                return f"{tree} (it holds one)"
+            placed = placed_path(part.argv, folder, runs_later)
+            if placed is not None:
+                return f"{placed} (the file takes that name there)"
         scheduler = scheduled_by(part)
         if scheduler is not None:
             return f"{scheduler}'s jobs (code kept to run later)"
@@ -227,12 +232,12 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         for word in words:
             for candidate in path_candidates(word):
                 path = Path(candidate).expanduser()
-                path = path if path.is_absolute() else ctx.cwd / path
-                if is_protected(path):
-                    return word
-                shadowed = search.shadowed(path)
-                if shadowed is not None:
-                    return f"{word} (the shell would run it in place of {shadowed})"
+                for folder in [Path("/")] if path.is_absolute() else folders:
+                    if is_protected(folder / path):
+                        return word
+                    shadowed = search.shadowed(folder / path)
+                    if shadowed is not None:
+                        return f"{word} (the shell would run it in place of {shadowed})"
     if analysis.problem is not None:
         # The parts may be incomplete (control characters or deep nesting stop the analysis
         # before any part is found): a protected name anywhere in the text is enough.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fsm_agent.runtime.tool import (
     OUTSIDE_WORKING_FOLDER,
@@ -24,6 +25,9 @@ from fsm_agent.runtime.tool import (
     ToolContext,
 )
 from fsm_agent.toolbox.startup_places import STARTUP_DIRS, STARTUP_FILES, startup_place
+
+if TYPE_CHECKING:
+    from fsm_agent.core.shell_commands import CommandAnalysis
 
 PROTECTED_DIRS = frozenset({".git", ".vscode", ".idea", ".claude"})
 """Directory names whose contents a write tool never changes without asking (SPEC §9.3)."""
@@ -204,6 +208,27 @@ def path_candidates(word: str) -> tuple[str, ...]:
         last = min(len(word), 2 + _CLUSTER_LETTERS)
         candidates += tuple(word[start:] for start in range(2, last))
     return candidates
+
+
+MAX_ENTERED_FOLDERS = 16
+"""``cd`` after ``cd`` doubles the folders a relative word may start from; past this many,
+the later ones are not followed."""
+
+
+def entered_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path]:
+    """The folders a command's relative words may start from: ``cwd``, and each folder a
+    ``cd`` or ``pushd`` of the command enters, from each folder before it (``cd a && cd b``
+    may be in ``a/b``, or in ``b`` when ``cd a`` failed or ran in a subshell). ``~`` is the
+    home folder, and so is ``cd`` alone."""
+    folders = [cwd]
+    for part in analysis.parts:
+        if part.argv[:1] not in (("cd",), ("pushd",)):
+            continue
+        words = [word for word in part.argv[1:] if word not in ("-L", "-P", "--")]
+        target = Path(words[0]).expanduser() if words else Path.home()
+        entered = [folder / target for folder in folders]  # an absolute target: itself
+        folders = list(dict.fromkeys([*folders, *entered]))[:MAX_ENTERED_FOLDERS]
+    return folders
 
 
 def write_permission(raw: str, ctx: ToolContext) -> PermissionCheck:
