@@ -1,8 +1,9 @@
 """What a person at the terminal sees of a live run, and how they answer permission questions.
 
 The view prints each loop transition, each tool call with a summary of its input and of its
-result, a tool's progress line by line (a command's output as it runs), model failures and retries with their reason and delay as they happen, and streamed
-thinking apart from streamed text. A status line shows the current phase.
+result, a tool's progress line by line (a command's output as it runs), model failures and
+retries with their reason and delay as they happen, and streamed thinking apart from streamed
+text. A status line shows the current phase.
 
 A permission question shows the tool, its input and the reason it is asked, and offers
 allow once, allow always (for the rest of the session) or deny with a message for the model.

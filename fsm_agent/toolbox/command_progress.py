@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from fsm_agent.runtime.tool import ProgressCallback
 
 PROGRESS_INTERVAL_S: Final = 0.5
-"""The default least time between two progress reports of a command (``Bash(progress_interval=...)``)."""
+"""The default least time in seconds between two progress reports of a command
+(``Bash(progress_interval=...)``)."""
 
 REPORT_CHARS: Final = 4_000
 """At most this many characters of output in one progress report (and this many waiting
