@@ -119,6 +119,7 @@ class LiveView:
         self._text = ""  # the streamed line still arriving
         self._thinking = False
         self._tools: dict[str, str] = {}  # call id → tool name
+        self._open_lines: set[str] = set()  # calls whose progress printed last ends no line
         self._asking: asyncio.Lock | None = None
         self._held: list[Callable[[], None]] | None = None  # output held during a question
 
@@ -187,7 +188,8 @@ class LiveView:
         A call's progress texts are pieces of one text (a command's output in chunks): as in
         the trace (:mod:`~fsm_agent.trace.stream_text_holdback`), the end of a piece that may
         begin a secret is held for the next piece, or printed when the call ends, so that a
-        secret split across two pieces is redacted whole."""
+        secret split across two pieces is redacted whole. A line a piece leaves open is
+        printed as it stands, and the rest of it on a line of its own."""
         key = progress_key(update.call_id)
         text, held = self._holdback.piece(key, update.text)
         if held:
@@ -196,8 +198,15 @@ class LiveView:
         self._progress_lines(update.call_id, text)
 
     def _progress_lines(self, call_id: str, text: str) -> None:
+        if call_id in self._open_lines and text.startswith("\n"):
+            text = text[1:]  # it ends the line printed last, which needs no empty line after
+            self._open_lines.discard(call_id)
         if not text:
             return
+        if text.endswith("\n"):
+            self._open_lines.discard(call_id)
+        else:
+            self._open_lines.add(call_id)
         self._end_text()
         name = self._tools.get(call_id, call_id)
         lines = self._redactor.text(text).split("\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import signal
 from pathlib import Path
@@ -92,8 +93,8 @@ class Bash(Tool[BashInput]):
         a running command's output (:mod:`~fsm_agent.toolbox.command_progress`); 0 reports
         each chunk as it is read."""
         super().__init__()
-        if progress_interval < 0:
-            raise ValueError("progress_interval must not be negative")
+        if not 0 <= progress_interval < math.inf:
+            raise ValueError("progress_interval must be a number of seconds, 0 or more")
         self.progress_interval = progress_interval
 
     def is_concurrency_safe(self, data: BashInput) -> bool:

@@ -42,7 +42,7 @@ PROGRESS_CHARS: Final = 100_000
 """At most this many characters are reported as progress for one command (the lines saying
 what was left out count too), then :data:`NO_MORE_PROGRESS`."""
 
-NO_MORE_PROGRESS: Final = "[further output is not shown as progress; the result will hold it]\n"
+NO_MORE_PROGRESS: Final = "[further output is not shown as progress]\n"
 """The last progress report of a command whose output went past :data:`PROGRESS_CHARS`."""
 
 _LINE_START_WITHIN: Final = 200

@@ -208,3 +208,9 @@ def test_terminal_control_sequences_are_reported_and_shown_spelled_out(tmp_path:
         assert hidden not in printed
     assert r"… Bash: \x1b]0;owned\x07\x1b[2J\x1b[1A\x0dsafe\x08X \u202e txt.exe" in printed
     assert r"… Bash: progress 10%\x0dprogress 90%\x0d" in printed
+
+
+@pytest.mark.parametrize("interval", [-1.0, float("inf"), float("nan")])
+def test_the_interval_must_be_a_number_of_seconds(interval: float) -> None:
+    with pytest.raises(ValueError, match="progress_interval"):
+        Bash(progress_interval=interval)

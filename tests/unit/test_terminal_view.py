@@ -296,10 +296,14 @@ def test_tool_progress_is_printed_line_by_line_holding_what_may_begin_a_secret()
         "   … Bash: ghp_cx ok",
         "   … toolu_2: explorer: Read",
     ]
-    view.show(ToolProgress(call_id="toolu_1", text="last ghp_"))
+    view.show(ToolProgress(call_id="toolu_1", text="\n"))  # ends "x ok": no empty line
+    view.show(ToolProgress(call_id="toolu_1", text="step 1 "))
+    view.show(ToolProgress(call_id="toolu_1", text="\nlast ghp_"))
     result = ToolResultBlock(tool_use_id="toolu_1", content="built")
     view.show(MessageUpdate(message=UserMessage(uuid="u", content=(result,))))
-    assert out.getvalue().splitlines()[-3:] == [
+    assert out.getvalue().splitlines()[-5:] == [
+        "   … toolu_2: explorer: Read",
+        "   … Bash: step 1 ",
         "   … Bash: last ",
         "   … Bash: ghp_",
         "   ◀ Bash: built",
