@@ -48,7 +48,8 @@ from fsm_agent.toolbox.paths import (
     is_protected,
     path_candidates,
 )
-from fsm_agent.toolbox.tree_writes import reached_tree
+from fsm_agent.toolbox.scheduled_commands import scheduled_by
+from fsm_agent.toolbox.tree_writes import placed_path, reached_tree
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -198,7 +199,10 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     may be protected; only the arguments of programs that just print are left out. So do the
     words ``xargs`` gives a program and the paths ``find`` fills in or deletes, unless that
     find cannot reach a protected path (``found_paths``), a folder holding one that a write
-    reaches as a whole (``rm -rf .``: ``tree_writes``), a setting ``git config`` keeps in
+    reaches as a whole (``rm -rf .``: ``tree_writes``), the name a file takes in the folder
+    ``cp``/``mv``/``ln``/``install`` puts it in (``tree_writes.placed_path``), code a scheduler
+    keeps to run later (``crontab -``: :mod:`~fsm_agent.toolbox.scheduled_commands`), a
+    setting ``git config`` keeps in
     ``.git/config`` or ``~/.gitconfig``, the hooks ``git init --template`` copies
     (:mod:`~fsm_agent.core.git_config_writes`), and a file a patch names
     (:mod:`~fsm_agent.toolbox.patch_targets`) or an archive holds
@@ -215,6 +219,12 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         tree = reached_tree(part.argv, cwd)
         if tree is not None:
             return f"{tree} (it holds one)"
+        placed = placed_path(part.argv, cwd)
+        if placed is not None:
+            return f"{placed} (the file takes that name there)"
+        scheduler = scheduled_by(part)
+        if scheduler is not None:
+            return f"{scheduler}'s jobs (code kept to run later)"
         configuration = (
             configuration_written(part.argv[1:], part.assignments) if runs_git(part) else None
         )

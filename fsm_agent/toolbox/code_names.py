@@ -19,14 +19,16 @@ from typing import Final
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
 from fsm_agent.toolbox.paths import PROTECTED_DIRS, PROTECTED_FILES
+from fsm_agent.toolbox.startup_places import SPELLINGS
 
 PROTECTED_NAME: Final = re.compile(
     r"(?<![\w.-])(?:"
-    + "|".join(re.escape(name) for name in sorted(PROTECTED_DIRS | PROTECTED_FILES))
+    + "|".join([*map(re.escape, sorted(PROTECTED_DIRS | PROTECTED_FILES)), *SPELLINGS])
     + r")(?![\w.-])",
     re.IGNORECASE,
 )
-"""A protected file or folder name standing alone in a text (``.git/`` but not ``.github``)."""
+"""A protected file or folder name standing alone in a text (``.git/`` but not ``.github``),
+or a place whose files run code later spelled out (``~/.config/git/config``, ``.ssh``)."""
 
 _FILE_WRITING_LANGUAGES: Final = frozenset({"awk", "gawk", "mawk", "nawk", "sed", "gsed"})
 """Programs whose own language writes files (awk's ``print >``, sed's ``w``)."""

@@ -23,6 +23,7 @@ from fsm_agent.runtime.tool import (
     PermissionCheck,
     ToolContext,
 )
+from fsm_agent.toolbox.startup_places import STARTUP_DIRS, startup_place
 
 PROTECTED_DIRS = frozenset({".git", ".vscode", ".idea", ".claude"})
 """Directory names whose contents a write tool never changes without asking (SPEC §9.3)."""
@@ -51,6 +52,8 @@ PROTECTED_FILES = SHELL_STARTUP_FILES | frozenset(
     {".gitconfig", ".gitmodules", ".ripgreprc", ".mcp.json", ".claude.json"}
 )
 """File names a write tool never changes without asking (SPEC §9.3)."""
+
+_PROTECTED_FOLDERS = PROTECTED_DIRS | STARTUP_DIRS
 
 
 class PathOutsideWorkingDirectory(ValueError):
@@ -130,15 +133,20 @@ def names_protected(path: Path) -> bool:
 
 def parts_protected(parts: Sequence[str]) -> bool:
     """Whether a path of the lower-case components ``parts`` is a protected path: a protected
-    file's name, or one of its folders a protected folder's."""
-    return bool(parts) and (parts[-1] in PROTECTED_FILES or not PROTECTED_DIRS.isdisjoint(parts))
+    file's name, one of its folders a protected folder's, or a place outside the project
+    whose files run code later (:mod:`~fsm_agent.toolbox.startup_places`)."""
+    return bool(parts) and (
+        parts[-1] in PROTECTED_FILES
+        or not _PROTECTED_FOLDERS.isdisjoint(parts)
+        or startup_place(parts)
+    )
 
 
 MAX_TREE_ENTRIES = 10_000
 """A folder with more entries than this is not searched for protected paths: it counts as
 holding one."""
 
-_PROTECTED_NAMES = PROTECTED_DIRS | PROTECTED_FILES
+_PROTECTED_NAMES = PROTECTED_DIRS | STARTUP_DIRS | PROTECTED_FILES
 
 
 def holds_protected(folder: Path, *, through_links: bool = False) -> bool:
@@ -180,11 +188,21 @@ def protected_within(folder: Path, *, through_links: bool = False) -> bool | Non
     return False
 
 
+_CLUSTER_LETTERS = 4
+"""How many option letters a short-option word may hold before a value joined to it
+(``-xzfC.git`` is rare; ``-o.git/hooks/x`` and ``-rt.git/hooks`` are not)."""
+
+
 def path_candidates(word: str) -> tuple[str, ...]:
-    """The paths a shell word may name: ``word`` itself, and the value of an
-    ``--option=value`` or ``of=value`` word."""
+    """The paths a shell word may name: ``word`` itself, the value of an ``--option=value``
+    or ``of=value`` word, and a value joined to a short option (``-o.git/hooks/pre-commit``,
+    ``-C.git``, ``-rt.git/hooks``): what follows each of its first few letters."""
     _, equals, value = word.partition("=")
-    return (word, value) if equals and value else (word,)
+    candidates: tuple[str, ...] = (word, value) if equals and value else (word,)
+    if len(word) > 2 and word[0] == "-" and word[1] != "-":
+        last = min(len(word), 2 + _CLUSTER_LETTERS)
+        candidates += tuple(word[start:] for start in range(2, last))
+    return candidates
 
 
 def write_permission(raw: str, ctx: ToolContext) -> PermissionCheck:

@@ -18,12 +18,15 @@ output, which ``rm -rf node_modules`` must be able to delete without a question.
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
 
-from fsm_agent.toolbox.paths import protected_within
+from fsm_agent.toolbox.paths import is_protected, protected_within
+from fsm_agent.toolbox.startup_places import holds_place
 
 
 @attrs.frozen
@@ -60,14 +63,14 @@ def reached_tree(argv: Sequence[str], cwd: Path) -> str | None:
     table = TREE_WRITES.get(program)
     if table is None:
         return None
-    operands, options, target_given = _operands(argv[1:], target_option=table.target_option)
+    operands, options, target = _operands(argv[1:], target_option=table.target_option)
     walks = not (table.letters or table.longs) or any(
         word in table.longs or (word[1:2] != "-" and set(word[1:]) & set(table.letters))
         for word in options
     )
     if not walks:
         return None
-    reached = operands[:-1] if table.carries and not target_given else operands
+    reached = operands[:-1] if table.carries and target is None else operands
     if table.deletes_at_target and any(o.startswith(table.deletes_at_target) for o in options):
         reached = operands
     for word in reached:
@@ -79,12 +82,75 @@ def reached_tree(argv: Sequence[str], cwd: Path) -> str | None:
     return None
 
 
-def _operands(args: Sequence[str], *, target_option: bool) -> tuple[list[str], list[str], bool]:
-    """The operands and options of ``args``, and whether a target folder was given by option
-    (``-t DIR``, ``--target-directory=DIR``, when ``target_option``), whose value is neither."""
+_PLACERS = frozenset({"cp", "mv", "ln", "install"})
+"""The programs that put a file (or a link, or a folder) into a destination folder under the
+name it has where it comes from."""
+
+
+def placed_path(argv: Sequence[str], cwd: Path) -> str | None:
+    """The first path ``cp``, ``mv``, ``ln`` or ``install`` creates inside a destination folder
+    (the last operand when it is a folder, or ``-t DIR``) that is protected, or None:
+    ``cp hook.pth .venv/lib/python3.12/site-packages/`` writes ``site-packages/hook.pth``,
+    though neither word names a protected path. What a folder given as ``DIR/.`` holds lands
+    there under its own names; a folder carried into a place that may hold protected files
+    (``mv git ~/.config/``) counts too."""
+    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    if program not in _PLACERS:
+        return None
+    operands, _options, target = _operands(argv[1:], target_option=True)
+    if target is None:
+        if len(operands) < 2:
+            return None
+        target, operands = operands[-1], operands[:-1]
+    folder = Path(target).expanduser()
+    folder = folder if folder.is_absolute() else cwd / folder
+    where = [part.lower() for part in folder.absolute().parts]
+    if not (target.endswith("/") or folder.is_dir() or holds_place(where)):
+        return None  # the destination is the file itself: its own word is judged
+    for source in operands:
+        path = Path(source).expanduser()
+        path = path if path.is_absolute() else cwd / path
+        names = _placed_names(source, path)
+        if names is None:  # what it holds may be any name: asks where some names are protected
+            if holds_place(where):
+                return f"{target.rstrip('/')}/ (what {source} holds)"
+            continue
+        for name, is_folder in names:
+            if is_protected(folder / name) or (is_folder and holds_place([*where, name.lower()])):
+                return f"{target.rstrip('/')}/{name}"
+    return None
+
+
+_LISTED_LIMIT = 10_000
+"""How many names of a folder given as ``DIR/.`` are judged; past them, none is."""
+
+
+def _placed_names(source: str, path: Path) -> list[tuple[str, bool]] | None:
+    """The names ``source`` (at ``path``) takes in a destination folder, each with whether it
+    is a folder: its own name, or for ``DIR/.`` the names of what ``DIR`` holds (None when
+    it holds too many to judge or cannot be listed)."""
+    if source.rstrip("/").endswith("/.") or source.rstrip("/") == ".":
+        try:
+            with os.scandir(path) as listing:
+                entries = list(itertools.islice(listing, _LISTED_LIMIT + 1))
+        except OSError:
+            return None
+        if len(entries) > _LISTED_LIMIT:
+            return None
+        return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    name = Path(source.rstrip("/")).name
+    return [] if name in ("", "..") else [(name, source.endswith("/") or path.is_dir())]
+
+
+def _operands(
+    args: Sequence[str], *, target_option: bool
+) -> tuple[list[str], list[str], str | None]:
+    """The operands and options of ``args``, and the target folder given by option
+    (``-t DIR``, ``-tDIR``, ``--target-directory=DIR``, when ``target_option``; None when there
+    is none), whose value is neither."""
     operands: list[str] = []
     options: list[str] = []
-    target_given = False
+    target: str | None = None
     index = 0
     while index < len(args):
         word = args[index]
@@ -99,11 +165,16 @@ def _operands(args: Sequence[str], *, target_option: bool) -> tuple[list[str], l
         if not target_option:
             continue
         if word.startswith("--target-directory"):
-            target_given = True
-        elif word[1:2] != "-" and word.endswith("t"):
-            target_given = True
-            index += 1  # -t DIR: where it writes
-    return operands, options, target_given
+            target = word.partition("=")[2] or (args[index] if index < len(args) else "")
+            index += "=" not in word
+        elif word[1:2] != "-" and "t" in word:
+            attached = word.partition("t")[2]
+            if attached:
+                target = attached
+            elif index < len(args):
+                target = args[index]
+                index += 1  # -t DIR: where it writes
+    return operands, options, target
 
 
 def _inside(path: Path, cwd: Path) -> bool:

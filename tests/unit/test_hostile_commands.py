@@ -1535,9 +1535,13 @@ XARGS_TO_A_READER = [
     "find . -exec xargs -I{} sed -n p {} \\;",
 ]
 XARGS_TO_A_WRITER = [c for c in CODE_NO_RULE_READS if "xargs" in c and c not in XARGS_TO_A_READER]
+# Code a scheduler keeps to run later asks as a protected path does (test_startup_places).
+KEPT_FOR_LATER = [c for c in CODE_NO_RULE_READS if c.startswith("crontab")]
 
 
-@pytest.mark.parametrize("command", [c for c in CODE_NO_RULE_READS if c not in XARGS_TO_A_WRITER])
+@pytest.mark.parametrize(
+    "command", [c for c in CODE_NO_RULE_READS if c not in XARGS_TO_A_WRITER + KEPT_FOR_LATER]
+)
 def test_without_a_bash_rule_bypass_runs_code_given_inline(command: str, unprotected: Path) -> None:
     """Nothing to dodge: bypass mode runs it as before, where the paths find fills in cannot
     be protected ones (in a repository, ``find . -exec python3 {} ;`` asks: test_filled_paths).
@@ -1552,6 +1556,11 @@ def test_without_a_bash_rule_xargs_giving_a_program_words_asks_in_bypass(
 ) -> None:
     """These ran in bypass mode: the words xargs reads may name a protected path, and none of
     these programs only prints or reads, so the safety check asks, whatever the folder."""
+    _asked_by_the_safety_check(command, unprotected)
+
+
+@pytest.mark.parametrize("command", KEPT_FOR_LATER)
+def test_without_a_bash_rule_a_crontab_asks_in_bypass(command: str, unprotected: Path) -> None:
     _asked_by_the_safety_check(command, unprotected)
 
 

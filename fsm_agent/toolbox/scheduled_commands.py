@@ -1,0 +1,73 @@
+"""Commands that leave code to run later: a crontab, an ``at`` job, an enabled service.
+
+A protected path (``.bashrc``, ``.git/hooks``) is asked about in every mode because a write
+there runs code later, outside the permission chain (SPEC §9.3). Some programs do the same with
+no path in sight: ``crontab -`` installs what it reads for cron to run every minute, ``at now +
+1 hour`` keeps a command for later, ``systemctl enable`` starts a unit at every boot. The Bash
+safety check asks for them as for a protected path (in bypassPermissions too). Listing,
+removing and testing (``crontab -l``, ``atq``, ``systemctl status``) run as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from fsm_agent.core.shell_commands import CommandPart
+
+
+def _crontab(args: Sequence[str]) -> bool:
+    """A crontab is installed from a file or standard input, or by ``-e``; ``-l`` lists,
+    ``-r`` removes, ``-T`` only checks a file."""
+    letters = {letter for word in args if word[:1] == "-" and word != "-" for letter in word[1:]}
+    return "e" in letters or not letters & {"l", "r", "T"}
+
+
+def _at(args: Sequence[str]) -> bool:
+    """``at``/``batch`` keep a job unless asked to list (``-l``), remove (``-r``, ``-d``),
+    print one (``-c``) or their version (``-V``)."""
+    letters = {letter for word in args if word[:1] == "-" for letter in word[1:]}
+    return not letters & {"l", "r", "d", "c", "V"}
+
+
+_ENABLING: Final = frozenset(
+    {"enable", "reenable", "link", "preset", "preset-all", "add-wants", "add-requires", "edit"}
+)
+"""The ``systemctl`` verbs that make a unit start later (at boot, with another unit)."""
+
+
+def _systemctl(args: Sequence[str]) -> bool:
+    return any(word in _ENABLING for word in args if not word.startswith("-"))
+
+
+def _systemd_run(args: Sequence[str]) -> bool:
+    """``systemd-run`` with a timer option keeps the command for later."""
+    return any(word.startswith("--on-") for word in args)
+
+
+_LOADING: Final = frozenset({"load", "bootstrap", "enable", "submit"})
+"""The ``launchctl`` verbs that make a job start later."""
+
+
+def _launchctl(args: Sequence[str]) -> bool:
+    return bool(args) and args[0] in _LOADING
+
+
+_SCHEDULERS: Final[dict[str, Callable[[Sequence[str]], bool]]] = {
+    "crontab": _crontab,
+    "at": _at,
+    "batch": _at,
+    "systemctl": _systemctl,
+    "systemd-run": _systemd_run,
+    "launchctl": _launchctl,
+}
+
+
+def scheduled_by(part: CommandPart) -> str | None:
+    """The program of ``part`` when it leaves code to run later (see the module's text), or
+    None."""
+    if not part.argv:
+        return None
+    program = part.argv[0].rsplit("/", 1)[-1]
+    keeps = _SCHEDULERS.get(program)
+    return program if keeps is not None and keeps(part.argv[1:]) else None

@@ -1,0 +1,161 @@
+"""Places outside the project whose files run code later: they are protected like ``.bashrc``.
+
+SPEC §9.3 protects a short list of names (``.git``, ``.claude``, ``.gitconfig``, the shell
+start-up files). Each is a way for one write to make code run later, unasked: the next ``git``
+runs ``core.fsmonitor``, the next shell sources ``.bashrc``. The same holds of other places a
+program reads its start-up code or its settings from, and a write to them is as much a way out
+of the permission chain as a write to ``.bashrc``. They are protected here too, as the names
+are, in every mode (a safety check: bypassPermissions still asks):
+
+* git's own global settings file in the XDG layout, ``~/.config/git/config`` (the same file as
+  ``~/.gitconfig``), and the system's, ``/etc/gitconfig``;
+* the fish shell's start-up folder ``~/.config/fish``, ``~/.bashrc.d`` (which the ``.bashrc``
+  of some distributions sources), the variables ``~/.config/environment.d`` gives every user
+  service, and the system's shell start-up files (``/etc/profile``, ``/etc/profile.d/``,
+  ``/etc/bash.bashrc``, ``/etc/zsh/`` …);
+* what starts code at login or on a schedule: ``~/.config/systemd``, ``~/.config/autostart``,
+  ``~/Library/LaunchAgents``, ``/Library/LaunchDaemons``, ``/etc/cron*``, ``/var/spool/cron``,
+  ``/etc/systemd``, ``/etc/init.d``, ``/etc/rc.local``;
+* what grants a login or a privilege, or loads code into every process: ``.ssh`` (its
+  ``authorized_keys`` lets anyone holding the key in; its ``config`` runs ``ProxyCommand``),
+  ``/etc/ssh``, ``/etc/sudoers*``, ``/etc/pam.d``, ``/etc/ld.so.preload``, ``/etc/ld.so.conf*``;
+* Python's start-up hooks: a ``.pth`` file (whose ``import`` lines run at every interpreter
+  start) and ``sitecustomize.py`` / ``usercustomize.py`` in a ``site-packages`` or
+  ``dist-packages`` folder (a project's virtual environment included).
+
+System places count only from the root of the file system (a project's ``rootfs/etc/profile.d``
+is a project file); the others wherever they are (a working folder may be a home folder).
+Deleting a ``.pth`` is not protected when a whole tree goes (``rm -rf .venv``): only writes to
+these places are judged, by the paths the command names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+STARTUP_DIRS: Final = frozenset({".ssh", ".bashrc.d"})
+"""Folder names protected wherever they are, beside SPEC §9.3's."""
+
+_SYSTEM_PLACES: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
+    "etc": (
+        ("gitconfig",),
+        ("profile",),
+        ("profile.d",),
+        ("bash.bashrc",),
+        ("bashrc",),
+        ("zsh",),
+        ("zshrc",),
+        ("zshenv",),
+        ("zprofile",),
+        ("zlogin",),
+        ("environment",),
+        ("crontab",),
+        ("anacrontab",),
+        ("cron.d",),
+        ("cron.hourly",),
+        ("cron.daily",),
+        ("cron.weekly",),
+        ("cron.monthly",),
+        ("systemd",),
+        ("init.d",),
+        ("rc.local",),
+        ("xdg", "autostart"),
+        ("ssh",),
+        ("sudoers",),
+        ("sudoers.d",),
+        ("pam.d",),
+        ("ld.so.preload",),
+        ("ld.so.conf",),
+        ("ld.so.conf.d",),
+    ),
+    "var": (("spool", "cron"),),
+}
+"""Places under the root folder, by their first folder: the path, or any path under it."""
+
+_CONFIG_PLACES: Final = (
+    ("git", "config"),
+    ("fish",),
+    ("systemd",),
+    ("autostart",),
+    ("environment.d",),
+)
+_LIBRARY_PLACES: Final = (("launchagents",), ("launchdaemons",))
+_PLACES_WITHIN: Final = {".config": _CONFIG_PLACES, "library": _LIBRARY_PLACES}
+"""Places under a ``.config`` folder (XDG's) or a ``Library`` folder (macOS's, where
+``launchd`` finds the jobs it starts), wherever it is: the path, or any path under it."""
+
+_SITE_FOLDERS: Final = frozenset({"site-packages", "dist-packages"})
+_SITE_HOOKS: Final = frozenset({"sitecustomize.py", "usercustomize.py"})
+
+_ROOTS: Final = frozenset({"/", "//", ""})
+"""The first component of an absolute path (``//`` is a root of its own to ``pathlib``; a
+path split on its separators begins with ``""``)."""
+
+ANCHORS: Final = frozenset({*_PLACES_WITHIN, *_SITE_FOLDERS})
+"""The folder names a place other than a system one begins with."""
+
+
+def startup_place(parts: Sequence[str]) -> bool:
+    """Whether a path of the lower-case components ``parts`` (absolute: the first is ``/``, or
+    ``""`` for a path split on its separators) is one of the places above or lies in one."""
+    if len(parts) > 2 and parts[0] in _ROOTS:
+        places = _SYSTEM_PLACES.get(parts[1])
+        if places is not None and _begins_with(parts, 2, places):
+            return True
+    if ANCHORS.isdisjoint(parts):
+        return False
+    for index, part in enumerate(parts):
+        within = _PLACES_WITHIN.get(part)
+        if within is not None and _begins_with(parts, index + 1, within):
+            return True
+        if part in _SITE_FOLDERS and index == len(parts) - 2:
+            leaf = parts[-1]
+            if leaf.endswith(".pth") or leaf in _SITE_HOOKS:
+                return True
+    return False
+
+
+def _begins_with(parts: Sequence[str], start: int, places: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether ``parts`` from ``start`` on begin with one of ``places``."""
+    return any(tuple(parts[start : start + len(place)]) == place for place in places)
+
+
+def holds_place(parts: Sequence[str]) -> bool:
+    """Whether a folder of the lower-case components ``parts`` (absolute, as for
+    :func:`startup_place`) may hold one of the places: ``/etc``, ``~/.config``,
+    ``~/.config/git``, a ``site-packages`` folder. A folder carried there whole writes them."""
+    if len(parts) > 1 and parts[0] in _ROOTS:
+        places = _SYSTEM_PLACES.get(parts[1])
+        if places is not None and _leads_into(parts, 2, places):
+            return True
+    if parts and parts[-1] in _SITE_FOLDERS:
+        return True
+    return any(
+        part in _PLACES_WITHIN and _leads_into(parts, index + 1, _PLACES_WITHIN[part])
+        for index, part in enumerate(parts)
+    )
+
+
+def _leads_into(parts: Sequence[str], start: int, places: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether ``parts`` from ``start`` on are the beginning of one of ``places`` but not the
+    whole of it (nothing: the folder the places are in)."""
+    rest = tuple(parts[start:])
+    return any(len(rest) < len(place) and place[: len(rest)] == rest for place in places)
+
+
+def _alternatives(places: Iterable[tuple[str, ...]]) -> str:
+    return "|".join(re.escape("/".join(place)) for place in places)
+
+
+SPELLINGS: Final = (
+    *(rf"/{root}/(?:{_alternatives(places)})" for root, places in _SYSTEM_PLACES.items()),
+    *(rf"{re.escape(name)}/(?:{_alternatives(places)})" for name, places in _PLACES_WITHIN.items()),
+    r"(?:site|dist)-packages/[^/\s'\"]*\.pth",
+    r"(?:site|user)customize\.py",
+    *map(re.escape, sorted(STARTUP_DIRS)),
+)
+"""The places as a text may spell them (``~/.config/git/config``, ``/etc/profile.d``,
+``site-packages/x.pth``), regular expressions to be matched case-insensitively and standing
+alone (:data:`~fsm_agent.toolbox.code_names.PROTECTED_NAME`)."""
