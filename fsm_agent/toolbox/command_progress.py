@@ -69,7 +69,7 @@ class CommandProgress:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._waiting = ""  # decoded output not reported yet, at most REPORT_CHARS of it
         self._left_out = 0  # characters dropped from before ``_waiting``
-        self._reported = 0  # characters of output reported so far
+        self._reported = 0  # characters reported so far, the notes of what was left out too
         self._last = -math.inf  # the loop's time of the last report
         self._timer: asyncio.TimerHandle | None = None
         self._open = True
@@ -98,7 +98,7 @@ class CommandProgress:
             self._timer = loop.call_at(due, self._flush)
 
     def close(self) -> None:
-        """Report nothing more: the call is over (what waits is in its result)."""
+        """Report nothing more: the call is over (what still waits is not reported)."""
         self._open = False
         self._waiting = ""
         if self._timer is not None:
@@ -107,7 +107,9 @@ class CommandProgress:
 
     def _flush(self) -> None:
         """Report what waits, within the call's bound."""
-        self._timer = None
+        if self._timer is not None:  # the size trigger came first: the interval starts anew
+            self._timer.cancel()
+            self._timer = None
         if not self._open or not self._waiting:
             return
         text = self._waiting
