@@ -1,8 +1,9 @@
 """What a person at the terminal sees of a live run, and how they answer permission questions.
 
 The view prints each loop transition, each tool call with a summary of its input and of its
-result, model failures and retries with their reason and delay as they happen, and streamed
-thinking apart from streamed text. A status line shows the current phase.
+result, a tool's progress line by line (a command's output as it runs), model failures and
+retries with their reason and delay as they happen, and streamed thinking apart from streamed
+text. A status line shows the current phase.
 
 A permission question shows the tool, its input and the reason it is asked, and offers
 allow once, allow always (for the rest of the session) or deny with a message for the model.
@@ -38,9 +39,13 @@ from fsm_agent.runtime import agent as updates
 from fsm_agent.runtime.permissions import PermissionAnswer, PermissionRequest
 from fsm_agent.terminal_text import shown
 from fsm_agent.trace.redact import Redactor
+from fsm_agent.trace.stream_text_holdback import StreamTextHoldback, progress_key
 
 SUMMARY_CHARS = 100
 """How much of a tool's input or result a summary line shows."""
+
+PROGRESS_LINE_CHARS = 200
+"""How much of one line of a tool's progress (a command's output as it runs) is shown."""
 
 _ALWAYS = {"a", "always"}
 _ONCE = {"y", "yes"}
@@ -105,6 +110,7 @@ class LiveView:
         self.console = console if console is not None else Console(highlight=False)
         self._redactor = Redactor(secrets)
         self._secrets = tuple(secrets)
+        self._holdback = StreamTextHoldback(self._redactor.spellings)
         self.quiet = quiet
         self.read_line = read_line
         self.loop_transitions: list[str] = []
@@ -113,6 +119,7 @@ class LiveView:
         self._text = ""  # the streamed line still arriving
         self._thinking = False
         self._tools: dict[str, str] = {}  # call id → tool name
+        self._open_lines: set[str] = set()  # calls whose progress printed last ends no line
         self._asking: asyncio.Lock | None = None
         self._held: list[Callable[[], None]] | None = None  # output held during a question
 
@@ -122,6 +129,7 @@ class LiveView:
         exist before it to answer its questions."""
         self._secrets = (*self._secrets, *secrets)
         self._redactor = Redactor(self._secrets)
+        self._holdback = StreamTextHoldback(self._redactor.spellings)
 
     def __enter__(self) -> LiveView:
         if not self.quiet and self.console.is_terminal:
@@ -171,11 +179,41 @@ class LiveView:
                 "yellow",
             )
         elif isinstance(update, updates.ToolProgress):
-            name = self._tools.get(update.call_id, update.call_id)
-            self._print(
-                f"   … {name}: {_cut(self._redactor.text(update.text), SUMMARY_CHARS)}", "dim"
-            )
+            self._progress(update)
         return None
+
+    def _progress(self, update: updates.ToolProgress) -> None:
+        """Print a tool's progress text, a line of the view for each of its lines.
+
+        A call's progress texts are pieces of one text (a command's output in chunks): as in
+        the trace (:mod:`~fsm_agent.trace.stream_text_holdback`), the end of a piece that may
+        begin a secret is held for the next piece, or printed when the call ends, so that a
+        secret split across two pieces is redacted whole. A line a piece leaves open is
+        printed as it stands, and the rest of it on a line of its own."""
+        key = progress_key(update.call_id)
+        text, held = self._holdback.piece(key, update.text)
+        if held:
+            self._holdback.hold(key, text[-held:])
+            text = text[:-held]
+        self._progress_lines(update.call_id, text)
+
+    def _progress_lines(self, call_id: str, text: str) -> None:
+        if call_id in self._open_lines and text.startswith("\n"):
+            text = text[1:]  # it ends the line printed last, which needs no empty line after
+            self._open_lines.discard(call_id)
+        if not text:
+            return
+        if text.endswith("\n"):
+            self._open_lines.discard(call_id)
+        else:
+            self._open_lines.add(call_id)
+        self._end_text()
+        name = self._tools.get(call_id, call_id)
+        lines = self._redactor.text(text).split("\n")
+        if not lines[-1]:
+            lines.pop()  # the text ended a line
+        for line in lines:
+            self._print(f"   … {name}: {_cut(line, PROGRESS_LINE_CHARS)}", "dim")
 
     def _transition(self, update: updates.TransitionUpdate) -> None:
         taken = update.transition
@@ -226,6 +264,9 @@ class LiveView:
         elif isinstance(message, UserMessage):
             for block in message.content:
                 if isinstance(block, ToolResultBlock):
+                    self._progress_lines(
+                        block.tool_use_id, self._holdback.take(progress_key(block.tool_use_id))
+                    )
                     self._end_text()
                     name = self._tools.get(block.tool_use_id, "tool")
                     mark, style = ("✗", "red") if block.is_error else ("◀", "green")

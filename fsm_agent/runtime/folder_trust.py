@@ -126,8 +126,9 @@ def files_hooks_run(folder: Path, settings: Settings) -> list[Path]:
     found: dict[Path, None] = {}
 
     def add(name: str) -> None:
-        path = Path(_PROJECT_DIR.sub(str(root), name)).expanduser()
-        with contextlib.suppress(OSError, ValueError):
+        # RuntimeError: ``~name`` of a user this machine does not know names no file
+        with contextlib.suppress(OSError, ValueError, RuntimeError):
+            path = Path(_PROJECT_DIR.sub(str(root), name)).expanduser()
             path = (root / path).resolve()
             if path.is_file() and path.is_relative_to(root):
                 found[path] = None

@@ -5,12 +5,15 @@ process group: a timeout or a cancellation kills the whole group, not just the s
 that :func:`~fsm_agent.core.read_only_commands.judge_read_only` proves read-only are
 concurrency-safe and allowed; every other command asks, with the reason it is not read-only
 (SPEC §9.3, Bash checkPermissions: read-only ⇒ allow, otherwise the rules and the user decide).
+While the command runs, its output is reported as progress, coalesced and bounded
+(:mod:`~fsm_agent.toolbox.command_progress`); the result is the output as before.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import signal
 from pathlib import Path
@@ -30,6 +33,7 @@ from fsm_agent.runtime.tool import (
 )
 from fsm_agent.toolbox.archive_members import archive_refusal
 from fsm_agent.toolbox.code_names import PROTECTED_NAME, protected_name_in_code
+from fsm_agent.toolbox.command_progress import PROGRESS_INTERVAL_S, CommandProgress
 from fsm_agent.toolbox.found_paths import (
     FOUND_PATH_WORD,
     is_find,
@@ -87,6 +91,15 @@ class Bash(Tool[BashInput]):
     input_type = BashInput
     is_shell = True
 
+    def __init__(self, *, progress_interval: float = PROGRESS_INTERVAL_S) -> None:
+        """``progress_interval``: the least time in seconds between two progress reports of
+        a running command's output (:mod:`~fsm_agent.toolbox.command_progress`); 0 reports
+        each chunk as it is read."""
+        super().__init__()
+        if not 0 <= progress_interval < math.inf:
+            raise ValueError("progress_interval must be a number of seconds, 0 or more")
+        self.progress_interval = progress_interval
+
     def is_concurrency_safe(self, data: BashInput) -> bool:
         """Only commands proven read-only may run alongside others (SPEC §4)."""
         return self.is_read_only(data)
@@ -132,14 +145,19 @@ class Bash(Tool[BashInput]):
     async def call(
         self, data: BashInput, ctx: ToolContext, progress: ProgressCallback
     ) -> ToolOutput:
-        """Run the command; on timeout or cancellation kill its whole process group."""
+        """Run the command, reporting its output as progress while it runs; on timeout or
+        cancellation kill its whole process group. No progress is reported once the call
+        has ended, whichever way."""
         timeout_ms = min(data.timeout_ms or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
         process = await _start(data.command, ctx.cwd, read_only=self.is_read_only(data))
-        output = _Output()
+        output = _Output(CommandProgress(progress, interval=self.progress_interval))
         try:
-            async with asyncio.timeout(timeout_ms / 1000):
-                await output.collect(process)
-                code = await process.wait()
+            try:
+                async with asyncio.timeout(timeout_ms / 1000):
+                    await output.collect(process)
+                    code = await process.wait()
+            finally:
+                output.progress.close()
         except TimeoutError:
             await _kill_group(process)
             text = output.text() or "(no output)"
@@ -336,11 +354,13 @@ def _judge(
 
 
 class _Output:
-    """Combined output, keeping only what will be shown (a command may print gigabytes)."""
+    """Combined output, keeping only what will be shown (a command may print gigabytes),
+    each chunk also given to ``progress`` as it is read."""
 
-    def __init__(self) -> None:
+    def __init__(self, progress: CommandProgress) -> None:
         self.kept = bytearray()
         self.total_bytes = 0
+        self.progress = progress
 
     async def collect(self, process: asyncio.subprocess.Process) -> None:
         if process.stdout is None:  # only when the caller asked for no pipe
@@ -350,6 +370,7 @@ class _Output:
             room = _KEEP_BYTES - len(self.kept)
             if room > 0:
                 self.kept += chunk[:room]
+            self.progress.add(chunk)
 
     def text(self) -> str:
         text = self.kept.decode("utf-8", errors="replace")

@@ -160,6 +160,14 @@ def trusted_always(repo: Path) -> list[list[str]]:
     return shown
 
 
+def test_a_hook_naming_the_home_of_no_such_user_names_no_file(repo: Path) -> None:
+    """Found: ``~0`` (the home of a user that does not exist) in a hook command made reading
+    the folder's settings raise instead of asking."""
+    hooks = {"SessionStart": [{"hooks": [{"type": "command", "command": "~0 ~no-such-user/x"}]}]}
+    (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}), encoding="utf-8")
+    assert len(trusted_always(repo)) == 1
+
+
 def test_trust_covers_the_scripts_its_hooks_run(repo: Path) -> None:
     """Trusting the folder trusts the files its hook commands name as well: a `git pull` that
     changes only the script a trusted hook runs is asked about again."""

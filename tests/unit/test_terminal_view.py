@@ -23,6 +23,7 @@ from fsm_agent.runtime.agent import (
     ModelFailed,
     RetryScheduled,
     TextDelta,
+    ToolProgress,
     TransitionUpdate,
 )
 from fsm_agent.runtime.permissions import PermissionAnswer, PermissionPolicy, PermissionRequest
@@ -274,3 +275,36 @@ def test_the_status_line_never_shows_the_start_of_a_secret_still_arriving() -> N
     assert so_far("and sk-a") == "and "
     assert so_far(f"my key is {SECRET} ok") == f"my key is {mask(len(SECRET))} ok"
     assert so_far("nothing to hide") == "nothing to hide"
+
+
+def test_tool_progress_is_printed_line_by_line_holding_what_may_begin_a_secret() -> None:
+    """Each line of a progress text is a line of the view; an end that may begin a secret
+    waits for the call's next text, or its result, so a secret split in two is shown masked;
+    a text with no line feed (a subagent's step) is a line of its own."""
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=False, color_system=None)
+    view = LiveView(console=console, secrets=["ghp_configured0secret"])
+    use = ToolUseBlock(id="toolu_1", name="Bash", input={"command": "make"})
+    view.show(MessageUpdate(message=AssistantMessage(uuid="a", message_id="m", content=(use,))))
+    for text in ("compiling\nlinking ghp_con", "figured0secret done\nghp_c", "x ok"):
+        view.show(ToolProgress(call_id="toolu_1", text=text))
+    view.show(ToolProgress(call_id="toolu_2", text="explorer: Read"))
+    assert out.getvalue().splitlines()[1:] == [
+        "   … Bash: compiling",
+        "   … Bash: linking ",
+        f"   … Bash: {mask(21)} done",
+        "   … Bash: ghp_cx ok",
+        "   … toolu_2: explorer: Read",
+    ]
+    view.show(ToolProgress(call_id="toolu_1", text="\n"))  # ends "x ok": no empty line
+    view.show(ToolProgress(call_id="toolu_1", text="step 1 "))
+    view.show(ToolProgress(call_id="toolu_1", text="\nlast ghp_"))
+    result = ToolResultBlock(tool_use_id="toolu_1", content="built")
+    view.show(MessageUpdate(message=UserMessage(uuid="u", content=(result,))))
+    assert out.getvalue().splitlines()[-5:] == [
+        "   … toolu_2: explorer: Read",
+        "   … Bash: step 1 ",
+        "   … Bash: last ",
+        "   … Bash: ghp_",
+        "   ◀ Bash: built",
+    ]
