@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fsm_agent.core.messages import AttachmentKind, ToolResultBlock, UserMessage, tool_uses
 from fsm_agent.runtime.attachments import Attachment, AttachmentRequest, AttachmentTiming
+from fsm_agent.toolbox.paths import expand_home
 
 FILE_TOOLS = frozenset({"Read", "Edit", "Write"})
 """Tools whose successful call shows the agent a file's current text (``file_path`` input)."""
@@ -85,7 +86,7 @@ class ChangedFiles:
                 self._counted.add(block.id)
                 raw = block.input.get("file_path")
                 if isinstance(raw, str) and raw:
-                    path = Path(raw).expanduser()
+                    path = expand_home(raw)
                     path = path if path.is_absolute() else request.cwd / path
                     self._open[block.id] = path.resolve()
         self._scanned = len(messages)

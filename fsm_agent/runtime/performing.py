@@ -36,12 +36,14 @@ from fsm_agent.runtime.permissions import CallFacts
 from fsm_agent.runtime.result_files import persist_chosen
 from fsm_agent.runtime.tool import (
     OUTSIDE_WORKING_FOLDER,
+    SAFETY_CHECK,
     PermissionCheck,
     Tool,
     ToolContext,
     run_call,
     run_validation,
 )
+from fsm_agent.toolbox.paths import expand_home
 
 Report = Callable[[ev.Event], None]
 """Where an effect's events go as they happen (the driver's queue, or an activity's list)."""
@@ -192,8 +194,14 @@ def permission_facts(
     if tool is not None:
         try:
             check = tool.check_permissions(tool.parse_input(effect.input), context)
-        except Exception:
-            check = PermissionCheck(behavior="passthrough")
+        except Exception as exc:
+            # A check that fails has not judged the call: the safety checks it holds did not
+            # run, so the call asks, in bypassPermissions too (a failure is never a pass).
+            check = PermissionCheck(
+                behavior="ask",
+                reason=SAFETY_CHECK,
+                message=f"the tool's permission check failed ({type(exc).__name__}: {exc})",
+            )
         target = target_path(tool, effect.input, context.cwd)
     facts = CallFacts(
         tool=tool, cwd=context.cwd.resolve(), target=target, session_rules=session_rules
@@ -354,5 +362,5 @@ def target_path(tool: Tool[Any], raw_input: dict[str, Any], cwd: Path) -> Path |
     raw = raw_input.get(tool.path_field) or "."
     if not isinstance(raw, str):
         return None
-    path = Path(raw).expanduser()
+    path = expand_home(raw)
     return (path if path.is_absolute() else cwd.resolve() / path).resolve()

@@ -49,6 +49,7 @@ from fsm_agent.core.permission_rules import (
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
 from fsm_agent.toolbox.paths import (
     entered_folders,
+    expand_home,
     holds_protected,
     is_protected,
     path_candidates,
@@ -501,7 +502,7 @@ def _named_paths(word: str, bases: list[Path]) -> set[str]:
     """The absolute paths ``word`` may name, from each base folder, as written and resolved."""
     if not word or word == "-" or "\0" in word:
         return set()
-    path = Path(word).expanduser()
+    path = expand_home(word)
     found: set[str] = set()
     for base in [Path("/")] if path.is_absolute() else bases:
         joined = base / path  # resolved before `..` is removed: `link/..` is not the folder
@@ -648,14 +649,14 @@ _TREE_COMMANDS = frozenset({"rm", "rmdir", "cp", "mv"})
 
 def _holds_protected(raw: str, place: CallPlace) -> bool:
     """Whether the folder ``raw`` names (not through a link) holds a protected path."""
-    path = Path(raw).expanduser()
+    path = expand_home(raw)
     return holds_protected(path if path.is_absolute() else place.cwd / path)
 
 
 def _inside(raw: str, place: CallPlace) -> bool:
     if not raw or (raw.startswith("~") and not raw.startswith("~/")):
         return False  # ~user paths, and the home folder itself, are not inside
-    path = Path(raw).expanduser()
+    path = expand_home(raw)
     literal = path if path.is_absolute() else place.cwd / path
     # is_protected looks at the path as written and as resolved (a link named .git counts)
     return literal.resolve().is_relative_to(place.cwd) and not is_protected(literal)

@@ -47,6 +47,7 @@ from fsm_agent.toolbox.patch_targets import patch_refusal
 from fsm_agent.toolbox.path_shadowing import SearchPath
 from fsm_agent.toolbox.paths import (
     entered_folders,
+    expand_home,
     is_protected,
     path_candidates,
 )
@@ -249,7 +250,7 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):
-                path = Path(candidate).expanduser()
+                path = expand_home(candidate)
                 for folder in [Path("/")] if path.is_absolute() else folders:
                     if is_protected(folder / path):
                         return word

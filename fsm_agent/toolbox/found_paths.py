@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fsm_agent.core.shell_commands import CommandPart
 from fsm_agent.core.shell_wrappers import WRAPPERS
-from fsm_agent.toolbox.paths import holds_protected, is_protected
+from fsm_agent.toolbox.paths import expand_home, holds_protected, is_protected
 
 _LEADING_OPTIONS = frozenset({"-H", "-L", "-P", "-D"})
 _LINKS_OR_ELSEWHERE = frozenset({"-H", "-L", "-follow", "-files0-from", "-f"})
@@ -91,7 +91,7 @@ def start_folders(parts: Sequence[CommandPart], cwd: Path) -> list[Path] | None:
             target = part.argv[-1] if len(part.argv) > 1 else "~"
             if len(part.argv) - 1 in part.expanded or target.startswith(("-", "+")):
                 return None
-            folders.append(cwd / Path(target).expanduser())
+            folders.append(cwd / expand_home(target))
         elif part.argv[:1] == ("popd",):
             return None
     return folders
@@ -131,7 +131,7 @@ def _start_points(args: Sequence[str]) -> list[int] | None:
 def _unprotected_tree(word: str, base: Path, cwd: Path) -> bool:
     """Whether the start point ``word``, from ``base``, lies inside ``cwd``, is no link, and
     neither is nor holds a protected path (a link leading out of it counting as one)."""
-    path = base / Path(word).expanduser()
+    path = base / expand_home(word)
     if path.is_symlink() or not path.resolve().is_relative_to(cwd) or is_protected(path):
         return False
     return not holds_protected(path, through_links=True)

@@ -86,10 +86,21 @@ def resolve_in_cwd(raw: str, ctx: ToolContext) -> Path:
     return resolved
 
 
+def expand_home(raw: str) -> Path:
+    """``raw`` as a path with a leading ``~`` or ``~user`` expanded. The home folder of a user
+    that does not exist (``~nobody0``) leaves the word as written, as the shell leaves it:
+    a name given by the model never makes a check raise."""
+    path = Path(raw)
+    try:
+        return path.expanduser()
+    except RuntimeError:  # no such user, or no home folder to be found
+        return path
+
+
 def resolve_path(raw: str, ctx: ToolContext) -> Path:
     """``raw`` made absolute against ``ctx.cwd``, with ``~``, ``..`` and symlinks resolved."""
     root = ctx.cwd.resolve()
-    path = Path(raw).expanduser()
+    path = expand_home(raw)
     return (path if path.is_absolute() else root / path).resolve()
 
 
@@ -225,7 +236,7 @@ def entered_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path]:
         if part.argv[:1] not in (("cd",), ("pushd",)):
             continue
         words = [word for word in part.argv[1:] if word not in ("-L", "-P", "--")]
-        target = Path(words[0]).expanduser() if words else Path.home()
+        target = expand_home(words[0]) if words else Path.home()
         entered = [folder / target for folder in folders]  # an absolute target: itself
         folders = list(dict.fromkeys([*folders, *entered]))[:MAX_ENTERED_FOLDERS]
     return folders
@@ -242,7 +253,7 @@ def write_permission(raw: str, ctx: ToolContext) -> PermissionCheck:
         path = resolve_in_cwd(raw, ctx)
     except PathOutsideWorkingDirectory as exc:
         return PermissionCheck(behavior="deny", message=str(exc))
-    unresolved = Path(raw).expanduser()
+    unresolved = expand_home(raw)
     if not unresolved.is_absolute():
         unresolved = ctx.cwd / unresolved
     if is_protected(path) or is_protected(unresolved):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import attrs
 
-from fsm_agent.toolbox.paths import is_protected, protected_within
+from fsm_agent.toolbox.paths import expand_home, is_protected, protected_within
 from fsm_agent.toolbox.startup_places import holds_place
 
 
@@ -74,7 +74,7 @@ def reached_tree(argv: Sequence[str], cwd: Path) -> str | None:
     if table.deletes_at_target and any(o.startswith(table.deletes_at_target) for o in options):
         reached = operands
     for word in reached:
-        path = Path(word).expanduser()
+        path = expand_home(word)
         path = path if path.is_absolute() else cwd / path
         found = protected_within(path)
         if found or (found is None and not _inside(path, cwd)):
@@ -104,13 +104,13 @@ def placed_path(
         if len(operands) < 2:
             return None
         target, operands = operands[-1], operands[:-1]
-    folder = Path(target).expanduser()
+    folder = expand_home(target)
     folder = folder if folder.is_absolute() else cwd / folder
     where = [part.lower() for part in folder.absolute().parts]
     if not (target.endswith("/") or folder.is_dir() or holds_place(where)):
         return None  # the destination is the file itself: its own word is judged
     for source in operands:
-        path = Path(source).expanduser()
+        path = expand_home(source)
         path = path if path.is_absolute() else cwd / path
         names = _placed_names(source, path)
         if names is None:  # what it holds may be any name: asks where some names are protected

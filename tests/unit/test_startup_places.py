@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 from test_hostile_commands import _plain_archives, safety_question
 
+from fsm_agent.core.shell_commands import analyse_command
 from fsm_agent.runtime.tool import SAFETY_CHECK, ToolContext
 from fsm_agent.toolbox import Write
+from fsm_agent.toolbox.paths import MAX_ENTERED_FOLDERS, entered_folders
 from fsm_agent.toolbox.startup_places import holds_place, startup_place
 
 
@@ -140,6 +142,13 @@ ASKING = [
     "cp -rt.git/hooks hooks/pre-commit",
     "tar -xf a.tar -C.git",
     "unzip -d.claude a.zip",
+    # A relative word is judged from every folder the command enters.
+    "cd .venv/lib/python3.12/site-packages && echo 'import os' > evil.pth",
+    "cd ~/.config/git && echo '[core]' >> config",
+    "pushd ~/.config/git && printf x >> config",
+    "cd && echo x >> .config/git/config",
+    "cd .venv/lib/python3.12 && cd site-packages && cp ../../../../evil.pth .",
+    "(cd .venv/lib/python3.12/site-packages; echo x > evil.pth)",
     # Inline code spelling a place out.
     "python3 -c \"open('/root/.ssh/authorized_keys', 'a').write('k')\"",
     "python3 -c \"open('.venv/lib/python3.12/site-packages/x.pth', 'w')\"",
@@ -169,6 +178,7 @@ ORDINARY = [
     "cp -r src backup/",
     "cp -r src/. backup/",
     "cp -r evil_site/. checkpoints/",
+    "cd src && echo x > a.py && cd .. && rm -rf build",
     "rm -rf .venv",
     "echo x > models/model.pth",
     "mkdir -p rootfs/etc/profile.d && cp hook.sh rootfs/etc/profile.d/",
@@ -217,3 +227,15 @@ def test_the_write_tool_still_writes_weights_named_pth(tmp_path: Path) -> None:
     tool = Write()
     data = tool.parse_input({"file_path": "models/model.pth", "content": "x"})
     assert tool.check_permissions(data, ToolContext(cwd=tmp_path)).behavior == "passthrough"
+
+
+def test_the_folders_a_command_enters() -> None:
+    """Each ``cd`` or ``pushd`` is taken from every folder before it; ``~`` and ``cd`` alone
+    are the home folder; the folders are bounded."""
+    cwd, home = Path("/w"), Path.home()
+    entered = entered_folders(analyse_command("cd a && cd b; pushd ~/c; cd"), cwd)
+    assert entered[:4] == [cwd, cwd / "a", cwd / "b", cwd / "a" / "b"]
+    assert home / "c" in entered
+    assert home in entered
+    many = analyse_command(" && ".join(f"cd d{index}" for index in range(10)))
+    assert len(entered_folders(many, cwd)) == MAX_ENTERED_FOLDERS
