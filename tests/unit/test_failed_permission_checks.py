@@ -65,7 +65,8 @@ def test_a_bash_check_that_would_have_failed_still_asks_for_a_protected_path(
 ) -> None:
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     command = f"echo x > {NO_SUCH_HOME}/x; echo evil > .git/hooks/pre-commit"
-    result, asked = _run(tmp_path, [{"name": "Bash", "input": {"command": command}}], default_tools())
+    calls = [{"name": "Bash", "input": {"command": command}}]
+    result, asked = _run(tmp_path, calls, default_tools())
     assert [request.reason for request in asked] == ["safety_check"]
     assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
     assert result.terminal == "completed"
