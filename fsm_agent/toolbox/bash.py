@@ -51,8 +51,9 @@ from fsm_agent.toolbox.paths import (
     is_protected,
     path_candidates,
 )
+from fsm_agent.toolbox.placed_files import placed_path
 from fsm_agent.toolbox.scheduled_commands import scheduled_by
-from fsm_agent.toolbox.tree_writes import placed_path, reached_tree
+from fsm_agent.toolbox.tree_writes import reached_tree
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -203,7 +204,8 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     words ``xargs`` gives a program and the paths ``find`` fills in or deletes, unless that
     find cannot reach a protected path (``found_paths``), a folder holding one that a write
     reaches as a whole (``rm -rf .``: ``tree_writes``), the name a file takes in the folder
-    ``cp``/``mv``/``ln``/``install`` puts it in (``tree_writes.placed_path``), a program
+    ``cp``/``mv``/``ln``/``install``/``rsync``/``scp`` or a download (``wget -P DIR URL``)
+    puts it in (``placed_files``), a program
     written where the shell finds it before another of its name (``path_shadowing``), code
     a scheduler keeps to run later (``crontab -``: ``scheduled_commands``), a setting ``git
     config`` keeps in ``.git/config`` or ``~/.gitconfig``, the hooks ``git init --template``
