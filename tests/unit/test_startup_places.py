@@ -164,6 +164,10 @@ ASKING = [
     "sudo systemctl enable --now evil",
     "systemd-run --user --on-calendar=hourly ./job.sh",
     "launchctl load ~/Library/LaunchAgents/job.plist",
+    # A value joined to an option letter is no letter (found: read as -l, -d).
+    "sudo crontab -ulp jobs.txt",
+    "echo 'rm -rf src' | at -qd now + 1 hour",
+    "at -fl now",
 ]
 
 
@@ -194,6 +198,8 @@ ORDINARY = [
     "systemctl --user restart app",
     "systemd-run --user --scope make",
     "launchctl list",
+    "crontab -u root -l",
+    "at -l -q b",
 ]
 
 
