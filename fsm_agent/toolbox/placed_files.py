@@ -13,8 +13,12 @@ under a name no word spells whole:
   writes too), else where the command runs (``cd site-packages && wget URL``).
 
 Where the names cannot be known (a remote folder's contents, ``wget -r`` or ``-i FILE``,
-``curl -J``), the command asks when the folder may hold one of the places whose files run
-code later (``startup_places.holds_place``).
+``curl -J``, what ``git clone`` checks out), the command asks when the folder may hold one of
+the places whose files run code later (``startup_places.holds_place``: ``site-packages``,
+``~/.config``, ``~/.config/git``, ``/etc`` …). So does a link made to such a folder (``ln -s
+~/.config/git g``), through which a later word writes what no word names (``g/config``).
+Any other writing command naming such a folder (``aws s3 cp``, ``docker cp``, ``git -C``)
+is judged as if each of its other words put a file there under its last name.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from urllib.parse import unquote, urlsplit
 import attrs
 
 from fsm_agent.core.command_options import Arity, OptionTable, ParsedArguments, parse_arguments
-from fsm_agent.toolbox.paths import expand_home, is_protected
+from fsm_agent.toolbox.paths import expand_home, is_protected, path_candidates
 from fsm_agent.toolbox.startup_places import holds_place
 
 Names = list[tuple[str, bool]] | None
@@ -48,18 +52,20 @@ def _table(short_values: str, long_values: str = "") -> OptionTable:
 @attrs.frozen
 class _Placer:
     """How a copying program reads its words: its options, whether ``SRC/`` gives what
-    ``SRC`` holds, and whether ``HOST:PATH`` names another machine's file."""
+    ``SRC`` holds, whether ``HOST:PATH`` names another machine's file, and the option that
+    makes it link to the sources rather than copy them (empty: it always links)."""
 
     table: OptionTable
     contents_slash: bool = False
     remote: bool = False
+    links: str | None = None
 
 
 _COPY_TABLE = _table("tS", "target-directory suffix")
 _PLACERS = {
-    "cp": _Placer(_COPY_TABLE),
+    "cp": _Placer(_COPY_TABLE, links="-s"),
     "mv": _Placer(_COPY_TABLE),
-    "ln": _Placer(_COPY_TABLE),
+    "ln": _Placer(_COPY_TABLE, links=""),
     "install": _Placer(_table("tSmgo", "target-directory suffix mode group owner")),
     "rsync": _Placer(
         _table(
@@ -85,12 +91,14 @@ def placed_path(
     the folder relative words start from."""
     program = argv[0].rsplit("/", 1)[-1] if argv else ""
     placer = _PLACERS.get(program)
+    found: str | None = None
     if placer is not None:
-        return _copied(placer, argv[1:], cwd, protected)
-    download = _DOWNLOADS.get(program)
-    if download is not None:
-        return download(argv[1:], cwd, protected)
-    return None
+        found = _copied(placer, argv[1:], cwd, protected)
+    elif program in _DOWNLOADS:
+        found = _DOWNLOADS[program](argv[1:], cwd, protected)
+    elif program == "git":
+        found = _cloned(argv[1:], cwd)
+    return found or _into_named_folder(argv[1:], cwd, protected)
 
 
 def _copied(
@@ -99,6 +107,13 @@ def _copied(
     parsed = parse_arguments(args, placer.table)
     operands = list(parsed.operands)
     target = _value(parsed, "-t", "--target-directory")
+    if placer.links is not None and (
+        not placer.links or any(o.name == placer.links for o in parsed.options)
+    ):
+        sources = operands if target is not None or len(operands) < 2 else operands[:-1]
+        for source in sources:
+            if holds_place(_parts(_folder(source, cwd))):
+                return f"{source} (a link to it lets a later word write what it holds)"
     if target is None:
         if len(operands) < 2:
             return None
@@ -245,6 +260,50 @@ _DOWNLOADS: dict[str, Callable[[Sequence[str], Path, Callable[[Path], bool]], st
     "wget": _wget,
     "curl": _curl,
 }
+
+
+def _cloned(args: Sequence[str], cwd: Path) -> str | None:
+    """``git clone URL [DIR]`` checks out files of any name into ``DIR`` (by default the
+    URL's last name, less ``.git``), in the folder ``git -C`` gives."""
+    parsed = parse_arguments(args, _GIT_TABLE)
+    if parsed.operands[:1] != ("clone",):
+        return None
+    for folder in _values(parsed, "-C"):
+        cwd = _folder(folder, cwd)
+    clone = parse_arguments(args[parsed.rest_index + 1 :], _CLONE_TABLE).operands
+    if not clone:
+        return None
+    url = clone[0].rstrip("/")
+    target = clone[1] if len(clone) > 1 else url.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    target = target.removesuffix(".git") if len(clone) == 1 else target
+    return _first_placed(target, _folder(target, cwd), None, is_protected, "what it checks out")
+
+
+_GIT_TABLE = attrs.evolve(
+    _table("Cc", "git-dir work-tree namespace exec-path config-env"), stops_at_operand=True
+)
+_CLONE_TABLE = _table(
+    "obucj",
+    "origin branch upload-pack reference reference-if-able separate-git-dir depth config "
+    "template jobs filter shallow-since shallow-exclude server-option bundle-uri revision",
+)
+
+
+def _into_named_folder(
+    args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]
+) -> str | None:
+    """For a word naming a folder here that may hold a place (any program), the first other word
+    whose last name (after a ``/`` or a ``:``) makes a protected path there: ``aws s3 cp
+    s3://b/x.pth site-packages/``, ``docker cp c:/x.pth site-packages/``."""
+    candidates = [candidate for word in args for candidate in path_candidates(word)]
+    holders = [c for c in candidates if not _is_remote(c) and holds_place(_parts(_folder(c, cwd)))]
+    for holder in holders:
+        folder = _folder(holder, cwd)
+        for candidate in candidates:
+            name = candidate.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+            if candidate != holder and name not in ("", ".", "..") and protected(folder / name):
+                return f"{holder.rstrip('/')}/{name}"
+    return None
 
 
 def _url_names(url: str) -> list[str]:
