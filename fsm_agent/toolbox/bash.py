@@ -53,6 +53,7 @@ from fsm_agent.toolbox.paths import (
 )
 from fsm_agent.toolbox.placed_files import placed_path
 from fsm_agent.toolbox.scheduled_commands import scheduled_by
+from fsm_agent.toolbox.tool_settings import setting_kept
 from fsm_agent.toolbox.tree_writes import reached_tree
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -207,7 +208,8 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     ``cp``/``mv``/``ln``/``install``/``rsync``/``scp`` or a download (``wget -P DIR URL``)
     puts it in (``placed_files``), a program
     written where the shell finds it before another of its name (``path_shadowing``), code
-    a scheduler keeps to run later (``crontab -``: ``scheduled_commands``), a setting ``git
+    a scheduler keeps to run later (``crontab -``: ``scheduled_commands``), a setting naming
+    a program ``aws`` or ``kubectl`` runs later (``tool_settings``), a setting ``git
     config`` keeps in ``.git/config`` or ``~/.gitconfig``, the hooks ``git init --template``
     copies
     (:mod:`~fsm_agent.core.git_config_writes`), and a file a patch names
@@ -238,6 +240,9 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         scheduler = scheduled_by(part)
         if scheduler is not None:
             return f"{scheduler}'s jobs (code kept to run later)"
+        setting = setting_kept(part)
+        if setting is not None:
+            return f"{setting} (a setting naming a program the tool runs later)"
         configuration = (
             configuration_written(part.argv[1:], part.assignments) if runs_git(part) else None
         )

@@ -230,16 +230,40 @@ def entered_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path]:
     """The folders a command's relative words may start from: ``cwd``, and each folder a
     ``cd`` or ``pushd`` of the command enters, from each folder before it (``cd a && cd b``
     may be in ``a/b``, or in ``b`` when ``cd a`` failed or ran in a subshell). ``~`` is the
-    home folder, and so is ``cd`` alone."""
+    home folder, and so is ``cd`` alone. A ``CDPATH`` the command sets (the tool's shell has
+    none) gives a name not starting with ``.`` more folders to start from: ``CDPATH=~/.config
+    cd git`` enters ``~/.config/git``."""
     folders = [cwd]
+    searched = _cd_path(analysis)
     for part in analysis.parts:
         if part.argv[:1] not in (("cd",), ("pushd",)):
             continue
         words = [word for word in part.argv[1:] if word not in ("-L", "-P", "--")]
         target = expand_home(words[0]) if words else Path.home()
-        entered = [folder / target for folder in folders]  # an absolute target: itself
+        starts = folders
+        if searched and words and not words[0].startswith((".", "/", "~")):
+            starts = [*folders, *(folder / entry for folder in folders for entry in searched)]
+        entered = [folder / target for folder in starts]  # an absolute target: itself
         folders = list(dict.fromkeys([*folders, *entered]))[:MAX_ENTERED_FOLDERS]
     return folders
+
+
+_DECLARING = frozenset({"export", "declare", "typeset", "local", "readonly"})
+
+
+def _cd_path(analysis: CommandAnalysis) -> list[Path]:
+    """The folders of every ``CDPATH`` the command sets (``CDPATH=DIR cd x``, ``export
+    CDPATH=DIR``), ``~`` expanded."""
+    values = [
+        word.partition("=")[2]
+        for part in analysis.parts
+        for word in (
+            *part.assignments,
+            *(part.argv[1:] if part.argv[:1] and part.argv[0] in _DECLARING else ()),
+        )
+        if word.startswith("CDPATH=")
+    ]
+    return [expand_home(entry) for value in values for entry in value.split(":") if entry]
 
 
 def write_permission(raw: str, ctx: ToolContext) -> PermissionCheck:

@@ -4,9 +4,10 @@ Found in bypass mode, where only protected paths still ask: ``~/.config/git/conf
 file as the protected ``~/.gitconfig``) took ``core.fsmonitor``, ``~/.ssh/authorized_keys`` a
 key, ``site-packages/x.pth`` an ``import`` line run at every Python start, ``/etc/profile.d`` a
 script; ``crontab -`` and ``at`` kept a command for later; ``cp x.pth site-packages/`` and
-``gcc -o.git/hooks/pre-commit`` wrote a protected path no word of theirs names whole. In a
-working folder that is a home folder, the Write tool wrote ``.ssh/authorized_keys`` in
-acceptEdits mode unasked.
+``gcc -o.git/hooks/pre-commit`` wrote a protected path no word of theirs names whole, and so
+did ``CDPATH=~/.config cd git && echo x >> config`` and ``aws configure set credential_process
+CMD``. In a working folder that is a home folder, the Write tool wrote ``.ssh/authorized_keys``
+in acceptEdits mode unasked.
 """
 
 from __future__ import annotations
@@ -168,6 +169,14 @@ ASKING = [
     "sudo crontab -ulp jobs.txt",
     "echo 'rm -rf src' | at -qd now + 1 hour",
     "at -fl now",
+    # A CDPATH the command sets gives cd more folders (found).
+    "CDPATH=~/.config cd git && echo x >> config",
+    "CDPATH=/tmp:~/.config pushd git; tee -a config < x",
+    # A tool's own command keeping a setting that names a program it runs (found).
+    "aws configure set default.credential_process ./x",
+    "aws --profile p configure set profile.p.credential_process ./x",
+    "kubectl config set-credentials u --exec-command=./x",
+    "kubectl config set users.u.exec.command ./x",
 ]
 
 
@@ -200,6 +209,11 @@ ORDINARY = [
     "launchctl list",
     "crontab -u root -l",
     "at -l -q b",
+    "CDPATH=~/.config cd src && ls",
+    "CDPATH=/tmp cd src && echo x > a.py",
+    "aws configure set region eu-west-1",
+    "kubectl config set-credentials u --token=abc",
+    "kubectl config use-context staging",
 ]
 
 
