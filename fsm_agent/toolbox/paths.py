@@ -14,6 +14,7 @@ a symbolic link after the check cannot send the write elsewhere.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -232,21 +233,31 @@ def entered_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path]:
     may be in ``a/b``, or in ``b`` when ``cd a`` failed or ran in a subshell). ``~`` is the
     home folder, and so is ``cd`` alone. A ``CDPATH`` the command sets (the tool's shell has
     none) gives a name not starting with ``.`` more folders to start from: ``CDPATH=~/.config
-    cd git`` enters ``~/.config/git``."""
+    cd git`` enters ``~/.config/git``. A folder the shell computes may be each path its text
+    spells: ``cd $(printf %s ~/.config/git)`` enters ``~/.config/git``."""
     folders = [cwd]
     searched = _cd_path(analysis)
     for part in analysis.parts:
         if part.argv[:1] not in (("cd",), ("pushd",)):
             continue
         words = [word for word in part.argv[1:] if word not in ("-L", "-P", "--")]
-        target = expand_home(words[0]) if words else Path.home()
+        targets = [expand_home(words[0]) if words else Path.home()]
+        if words and part.expanded:  # the shell computes it: the paths its text spells too
+            spelled = [_QUOTING.sub("", token) for token in _SEPARATORS.split(words[0])]
+            targets += [expand_home(t) for t in spelled if "/" in t or t.startswith("~")]
         starts = folders
         if searched and words and not words[0].startswith((".", "/", "~")):
             starts = [*folders, *(folder / entry for folder in folders for entry in searched)]
-        entered = [folder / target for folder in starts]  # an absolute target: itself
+        # an absolute target: itself
+        entered = [folder / target for target in targets for folder in starts]
         folders = list(dict.fromkeys([*folders, *entered]))[:MAX_ENTERED_FOLDERS]
     return folders
 
+
+_SEPARATORS = re.compile(r"[\s;|&<>]+")
+_QUOTING = re.compile(r"[$(){}`\"']")
+"""What separates the paths a word the shell computes may spell, and what is left out of
+each (``$(echo ~/.config)/git`` spells ``~/.config/git``)."""
 
 _DECLARING = frozenset({"export", "declare", "typeset", "local", "readonly"})
 

@@ -181,6 +181,10 @@ ASKING = [
     # A CDPATH the command sets gives cd more folders (found).
     "CDPATH=~/.config cd git && echo x >> config",
     "CDPATH=/tmp:~/.config pushd git; tee -a config < x",
+    # A folder the shell computes may be each path its text spells (found).
+    "cd $(printf %s ~/.config/git) && echo x >> config",
+    'cd "$(echo ~/.config)/git" && echo x >> config',
+    "cd `echo .venv/lib/python3.12/site-pack`ages && echo 'import os' > evil.pth",
     # A tool's own command keeping a setting that names a program it runs (found).
     "aws configure set default.credential_process ./x",
     "aws --profile p configure set profile.p.credential_process ./x",
@@ -220,6 +224,8 @@ ORDINARY = [
     "at -l -q b",
     "CDPATH=~/.config cd src && ls",
     "CDPATH=/tmp cd src && echo x > a.py",
+    'cd "$(git rev-parse --show-toplevel)" && echo x > src/a.py',
+    'cd "$(dirname src/a.py)" && echo x > a.py',
     "aws configure set region eu-west-1",
     "kubectl config set-credentials u --token=abc",
     "kubectl config use-context staging",
