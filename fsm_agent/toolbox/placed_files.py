@@ -195,15 +195,21 @@ def _remote_names(source: str, *, contents_slash: bool) -> Names:
 
 
 def _wget(args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]) -> str | None:
-    """``wget URL`` saves the file under the URL's last segment, in ``-P DIR``; with ``-O``
-    its own word names the file; recursion, ``-i FILE``, ``-x`` and names the server gives
-    make the names unknown."""
+    """``wget URL`` saves the file under the URL's last segment, in ``-P DIR`` (or ``-e
+    dir_prefix=DIR``, a start-up file's command); with ``-O`` its own word names the file;
+    recursion, ``-i FILE``, ``-x`` and names the server gives make the names unknown."""
     parsed = parse_arguments(args, _WGET_TABLE)
     if _value(parsed, "-O", "--output-document") is not None:
         return None
-    prefix = _value(parsed, "-P", "--directory-prefix") or "."
+    commands = {  # wgetrc's names ignore case, "-" and "_"
+        key.replace("_", "").replace("-", "").strip().lower(): value.strip()
+        for key, _, value in (v.partition("=") for v in _values(parsed, "-e", "--execute"))
+    }
+    prefix = _value(parsed, "-P", "--directory-prefix") or commands.get("dirprefix") or "."
     names: Names = [(name, False) for url in parsed.operands for name in _url_names(url)]
-    if any(option.name in _WGET_UNKNOWN for option in parsed.options):
+    if any(option.name in _WGET_UNKNOWN for option in parsed.options) or any(
+        commands.get(key, "off").lower() not in ("off", "0", "no") for key in _WGETRC_UNKNOWN
+    ):
         names = None
     return _first_placed(prefix, _folder(prefix, cwd), names, protected, "what it downloads")
 
@@ -229,19 +235,33 @@ _WGET_UNKNOWN = frozenset(
         "--trust-server-names",
     }
 )
+_WGETRC_UNKNOWN = (
+    "recursive",
+    "mirror",
+    "pagerequisites",
+    "inputfile",
+    "dirstruct",
+    "contentdisposition",
+    "trustservernames",
+)
 
 
 def _curl(args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]) -> str | None:
     """``curl -O URL`` saves the file under the URL's last segment, in ``--output-dir DIR``,
-    where ``-o NAME`` writes too; ``-J`` lets the server name it."""
+    where ``-o NAME`` writes too; ``-J`` lets the server name it, and a URL's ``{a,b}`` or
+    ``[1-9]`` stand for many (unless ``-g``)."""
     parsed = parse_arguments(args, _CURL_TABLE)
+    given = {option.name for option in parsed.options}
     folder = _value(parsed, "--output-dir")
-    remote_name = any(option.name in _CURL_REMOTE_NAME for option in parsed.options)
+    remote_name = not given.isdisjoint(_CURL_REMOTE_NAME)
     names: Names = []
     if remote_name:
         urls = [*parsed.operands, *_values(parsed, "--url")]
         names = [(name, False) for url in urls for name in _url_names(url)]
-        if any(option.name in ("-J", "--remote-header-name") for option in parsed.options):
+        globbed = given.isdisjoint({"-g", "--globoff"}) and any(
+            mark in url for url in urls for mark in "{["
+        )
+        if globbed or not given.isdisjoint({"-J", "--remote-header-name"}):
             names = None
     if folder is not None and names is not None:
         names += [(name, False) for name in _values(parsed, "-o", "--output")]

@@ -41,8 +41,10 @@ def _at(args: Sequence[str]) -> bool:
 
 _ENABLING: Final = frozenset(
     {"enable", "reenable", "link", "preset", "preset-all", "add-wants", "add-requires", "edit"}
+    | {"set-environment", "import-environment"}
 )
-"""The ``systemctl`` verbs that make a unit start later (at boot, with another unit)."""
+"""The ``systemctl`` verbs that make a unit start later (at boot, with another unit), or give
+every unit started later a variable (``LD_PRELOAD``)."""
 
 
 def _systemctl(args: Sequence[str]) -> bool:
@@ -54,11 +56,17 @@ def _systemd_run(args: Sequence[str]) -> bool:
     return any(word.startswith("--on-") for word in args)
 
 
-_LOADING: Final = frozenset({"load", "bootstrap", "enable", "submit"})
-"""The ``launchctl`` verbs that make a job start later."""
+_LOADING: Final = frozenset({"load", "bootstrap", "enable", "submit", "setenv"})
+"""The ``launchctl`` verbs that make a job start later, or give every job started later a
+variable (``DYLD_INSERT_LIBRARIES``)."""
 
 
 def _launchctl(args: Sequence[str]) -> bool:
+    """A loading verb, also in the ``launchctl`` that ``asuser UID`` or ``bsexec PID`` run."""
+    while args and args[0] in ("asuser", "bsexec"):
+        args = args[2:]
+        if args and args[0].rsplit("/", 1)[-1] == "launchctl":
+            args = args[1:]
     return bool(args) and args[0] in _LOADING
 
 
