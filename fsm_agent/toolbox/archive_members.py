@@ -5,8 +5,9 @@ Like a patch (:mod:`~fsm_agent.toolbox.patch_targets`), an archive names the fil
 inside itself: ``tar -xf payload.tar`` may write ``.claude/settings.json`` or
 ``.git/hooks/pre-commit`` while its words name neither. The Bash tool lists the archive first
 (with Python's ``tarfile`` and ``zipfile``: gzip, bzip2, xz and zip) and judges each member's
-name — at every depth ``--strip-components`` may cut it to — and the target of each link
-member (a link to ``.git`` followed by a file under the link writes there).
+name — at every depth ``--strip-components`` may cut it to, in the folder it extracts to
+(``-C DIR``, ``unzip -d DIR``, where a ``cd`` of the command enters) — and the target of each
+link member (a link to ``.git`` followed by a file under the link writes there).
 
 An archive that cannot be listed first is taken as one that may write a protected path: read
 from a pipe (``curl ... | tar -x``), missing, larger than :data:`ARCHIVE_READ_LIMIT` or with
@@ -30,6 +31,8 @@ from typing import Final, Protocol
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
 from fsm_agent.toolbox.data_paths import UNTOLD, first_protected, named_by_another
+from fsm_agent.toolbox.paths import expand_home, path_candidates
+from fsm_agent.toolbox.startup_places import holds_place
 
 ARCHIVE_READ_LIMIT: Final = 64 * 1024 * 1024
 """The largest archive file listed; a larger one counts as one that cannot be read."""
@@ -49,14 +52,21 @@ _UNZIP_NOT_WRITING: Final = frozenset("lptvcZz")
 """unzip's letters that list, test or print instead of extracting."""
 
 
-def archive_refusal(part: CommandPart, analysis: CommandAnalysis, cwd: Path) -> str | None:
+def archive_refusal(
+    part: CommandPart, analysis: CommandAnalysis, cwd: Path, entered: Sequence[Path] = ()
+) -> str | None:
     """The protected path that the archive ``part`` extracts would write, or :data:`UNREAD`
     when the archive cannot be listed; None when ``part`` extracts nothing or writes none.
 
     Args:
         part: one part of ``analysis``.
         analysis: the whole command (another part may write the archive first).
-        cwd: the working folder, against which the members' paths are judged.
+        cwd: the working folder, against which the archive's path and the members' paths are
+            judged.
+        entered: the other folders the command may run it in (``cd DIR && tar -x``), where
+            the members are judged too, as in every folder a word of ``part`` names (``-C
+            DIR``, ``--directory=DIR``, ``unzip -d DIR``) that exists or may hold a place
+            whose files run code later (``site-packages``, ``~/.config``).
     """
     if not part.argv:
         return None
@@ -81,8 +91,20 @@ def archive_refusal(part: CommandPart, analysis: CommandAnalysis, cwd: Path) -> 
     names = _members(path)
     if names is None:
         return UNREAD
-    found = first_protected(names, cwd)
-    return None if found is None else f"{found} (a path the archive holds)"
+    for folder in dict.fromkeys([cwd, *entered, *_named_folders(part, cwd)]):
+        found = first_protected(names, folder)
+        if found is not None:
+            return f"{found} (a path the archive holds)"
+    return None
+
+
+def _named_folders(part: CommandPart, cwd: Path) -> list[Path]:
+    """The folders the words of ``part`` name (see :func:`archive_refusal`)."""
+    paths = [expand_home(c) for word in part.argv[1:] for c in path_candidates(word)]
+    folders = [path if path.is_absolute() else cwd / path for path in paths]
+    return [
+        f for f in folders if holds_place([p.lower() for p in f.absolute().parts]) or f.is_dir()
+    ]
 
 
 def _tar_archive(args: Sequence[str]) -> str | None:

@@ -6,12 +6,15 @@ Found in bypass mode, where only protected paths still ask: ``rsync x.pth site-p
 site-packages/``, ``wget -P site-packages URL/x.pth``, ``curl -O --output-dir site-packages
 URL/x.pth`` and ``cd site-packages && wget URL/x.pth`` wrote a ``.pth`` file, run at every
 Python start, unasked: no word of theirs names it whole. So did ``ln -s ~/.config/git g &&
-echo x >> g/config``, ``aws s3 cp s3://b/x.pth site-packages/`` and ``git clone URL
-~/.config/git``.
+echo x >> g/config``, ``aws s3 cp s3://b/x.pth site-packages/``, ``git clone URL
+~/.config/git`` and ``tar -xf a.tar -C ~/.config`` (``a.tar`` holding ``git/config``).
 """
 
 from __future__ import annotations
 
+import io
+import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,12 @@ def work(tmp_path: Path) -> Path:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.py").write_text("")
     (tmp_path / "backup").mkdir()
+    with tarfile.open(tmp_path / "g.tar", "w") as archive:
+        archive.addfile(tarfile.TarInfo("git/config"), io.BytesIO())
+    with tarfile.open(tmp_path / "p.tar", "w") as archive:
+        archive.addfile(tarfile.TarInfo("evil.pth"), io.BytesIO())
+    with zipfile.ZipFile(tmp_path / "p.zip", "w") as archive:
+        archive.writestr("evil.pth", "import os")
     return tmp_path
 
 
@@ -78,6 +87,12 @@ ASKING = [
     f"gh release download v1 -p '*.pth' -D {SITE}",
     f"git -C {SITE} checkout evil.pth",
     f"git --work-tree={SITE} checkout HEAD -- evil.pth",
+    # An archive's members are judged in the folder they are extracted to (found).
+    "tar -xf g.tar -C ~/.config",
+    f"tar -C {SITE} -xf p.tar",
+    f"tar --directory={SITE} -xf p.tar",
+    f"unzip p.zip -d {SITE}",
+    f"cd {SITE} && unzip ../../../../p.zip",
     # A clone checks out files of any name.
     "git clone https://example.com/r.git ~/.config/git",
     "cd ~/.config && git clone https://example.com/git.git",
@@ -123,6 +138,8 @@ ORDINARY = [
     f"aws s3 cp s3://bucket/model.pth {SITE}/../",
     f"pip install --target {SITE} requests",
     f"docker cp box:/srv/app.log {SITE}/",
+    "tar -xf g.tar -C backup",
+    "unzip p.zip -d backup",
 ]
 
 
