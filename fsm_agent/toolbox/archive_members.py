@@ -30,9 +30,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
-from fsm_agent.toolbox.data_paths import UNTOLD, first_protected, named_by_another
-from fsm_agent.toolbox.paths import expand_home, path_candidates
-from fsm_agent.toolbox.startup_places import holds_place
+from fsm_agent.toolbox.data_paths import UNTOLD, first_protected_where, named_by_another
 
 ARCHIVE_READ_LIMIT: Final = 64 * 1024 * 1024
 """The largest archive file listed; a larger one counts as one that cannot be read."""
@@ -64,9 +62,8 @@ def archive_refusal(
         cwd: the working folder, against which the archive's path and the members' paths are
             judged.
         entered: the other folders the command may run it in (``cd DIR && tar -x``), where
-            the members are judged too, as in every folder a word of ``part`` names (``-C
-            DIR``, ``--directory=DIR``, ``unzip -d DIR``) that exists or may hold a place
-            whose files run code later (``site-packages``, ``~/.config``).
+            the members are judged too, as in the folders its words name (``-C DIR``,
+            ``unzip -d DIR``: :func:`~fsm_agent.toolbox.data_paths.first_protected_where`).
     """
     if not part.argv:
         return None
@@ -91,20 +88,8 @@ def archive_refusal(
     names = _members(path)
     if names is None:
         return UNREAD
-    for folder in dict.fromkeys([cwd, *entered, *_named_folders(part, cwd)]):
-        found = first_protected(names, folder)
-        if found is not None:
-            return f"{found} (a path the archive holds)"
-    return None
-
-
-def _named_folders(part: CommandPart, cwd: Path) -> list[Path]:
-    """The folders the words of ``part`` name (see :func:`archive_refusal`)."""
-    paths = [expand_home(c) for word in part.argv[1:] for c in path_candidates(word)]
-    folders = [path if path.is_absolute() else cwd / path for path in paths]
-    return [
-        f for f in folders if holds_place([p.lower() for p in f.absolute().parts]) or f.is_dir()
-    ]
+    found = first_protected_where(names, part, cwd, entered)
+    return None if found is None else f"{found} (a path the archive holds)"
 
 
 def _tar_archive(args: Sequence[str]) -> str | None:

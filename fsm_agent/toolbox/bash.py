@@ -248,7 +248,7 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         )
         if configuration is not None:
             return f"{configuration} (git writes its configuration there)"
-        written = patch_refusal(part, analysis, ctx.cwd) or archive_refusal(
+        written = patch_refusal(part, analysis, ctx.cwd, folders) or archive_refusal(
             part, analysis, ctx.cwd, folders
         )
         if written is not None:

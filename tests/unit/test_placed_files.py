@@ -7,7 +7,8 @@ site-packages/``, ``wget -P site-packages URL/x.pth``, ``curl -O --output-dir si
 URL/x.pth`` and ``cd site-packages && wget URL/x.pth`` wrote a ``.pth`` file, run at every
 Python start, unasked: no word of theirs names it whole. So did ``ln -s ~/.config/git g &&
 echo x >> g/config``, ``aws s3 cp s3://b/x.pth site-packages/``, ``git clone URL
-~/.config/git`` and ``tar -xf a.tar -C ~/.config`` (``a.tar`` holding ``git/config``).
+~/.config/git`` and ``tar -xf a.tar -C ~/.config`` (``a.tar`` holding ``git/config``), as did
+``patch -d ~/.config -p1`` of a patch naming ``a/git/config``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def work(tmp_path: Path) -> Path:
         archive.addfile(tarfile.TarInfo("evil.pth"), io.BytesIO())
     with zipfile.ZipFile(tmp_path / "p.zip", "w") as archive:
         archive.writestr("evil.pth", "import os")
+    (tmp_path / "g.diff").write_text("--- a/git/config\n+++ b/git/config\n@@ -0,0 +1 @@\n+[x]\n")
+    (tmp_path / "p.diff").write_text("--- /dev/null\n+++ b/evil.pth\n@@ -0,0 +1 @@\n+import os\n")
     return tmp_path
 
 
@@ -93,6 +96,10 @@ ASKING = [
     f"tar --directory={SITE} -xf p.tar",
     f"unzip p.zip -d {SITE}",
     f"cd {SITE} && unzip ../../../../p.zip",
+    # So are the paths a patch names (found).
+    "patch -d ~/.config -p1 -i g.diff",
+    f"patch -d {SITE} -p1 -i p.diff",
+    f"git apply --directory={SITE} p.diff",
     # A clone checks out files of any name.
     "git clone https://example.com/r.git ~/.config/git",
     "cd ~/.config && git clone https://example.com/git.git",
@@ -140,6 +147,8 @@ ORDINARY = [
     f"docker cp box:/srv/app.log {SITE}/",
     "tar -xf g.tar -C backup",
     "unzip p.zip -d backup",
+    "patch -d backup -p1 -i g.diff",
+    "git apply --directory=backup p.diff",
 ]
 
 
