@@ -117,11 +117,15 @@ class CommandAnalysis:
         command: the command line analysed.
         parts: every simple command in it, in source order (a wrapper before what it runs).
         problem: why the command could not be fully analysed; callers must then ask.
+        whole: every part was found, when there is a problem: it is only code the parts run
+            that no analysis sees (a file ``source`` runs, a variable set to run later), not
+            a text the parser could not read or a nesting it gave up on.
     """
 
     command: str
     parts: tuple[CommandPart, ...]
     problem: str | None = None
+    whole: bool = True
 
 
 @functools.lru_cache(maxsize=16)
@@ -147,10 +151,12 @@ def analyse_command(command: str) -> CommandAnalysis:
         # such a program runs as command lines, where no reader of its own sees them.
         program = reader.environment_readers[0]
         reader.problems.append(f"{program} reads the variables the command exports as commands")
+        reader.unseen_code += 1
+    whole = len(reader.problems) == reader.unseen_code
     problem = reader.problems[0] if reader.problems else None
     if problem is None and len(reader.parts) > MAX_PARTS:
         problem = f"the command has {len(reader.parts)} parts, more than {MAX_PARTS}"
-    return CommandAnalysis(command=command, parts=tuple(reader.parts), problem=problem)
+    return CommandAnalysis(command=command, parts=tuple(reader.parts), problem=problem, whole=whole)
 
 
 @functools.cache
@@ -212,6 +218,7 @@ class _Reader:
         self.sources: list[bytes] = []  # the text of each script being walked, innermost last
         self.exports = False  # a part exports variables (`export X=1`, `set -a`)
         self.environment_readers: list[str] = []  # programs run that read it as commands
+        self.unseen_code = 0  # problems that are code the parts run, every part found
 
     def read_script(
         self,
@@ -564,6 +571,7 @@ class _Reader:
         hidden = _renaming(argv, assignments) or _hidden_code(argv, assignments)
         if hidden is not None:
             self.problems.append(hidden)
+            self.unseen_code += 1
         if not argv or 0 in expanded or continued:
             return
         if argv[0] in _SUBSCRIPT_EVALUATORS:

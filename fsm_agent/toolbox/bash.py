@@ -56,6 +56,9 @@ from fsm_agent.toolbox.scheduled_commands import scheduled_by
 from fsm_agent.toolbox.tool_settings import setting_kept
 from fsm_agent.toolbox.tree_writes import reached_tree
 
+_SOURCING = frozenset({"source", "."})
+"""The shell's commands that run a script in the shell itself, named by their first word."""
+
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT_CHARS = 30_000
@@ -256,7 +259,10 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         in_code = protected_name_in_code(part, analysis)
         if in_code is not None:
             return f"{in_code} (named in the code the command gives {part.argv[0]})"
-        words = (*part.argv[1:], *(redirect.target for redirect in part.redirects))
+        # The script ``source`` (or ``.``) runs is read, not written: ``source .venv/bin/activate``
+        # and ``source ~/.bashrc`` write neither.
+        first = 2 if part.argv and part.argv[0] in _SOURCING else 1
+        words = (*part.argv[first:], *(redirect.target for redirect in part.redirects))
         for word in words:
             for candidate in path_candidates(word):
                 path = expand_home(candidate)
@@ -268,11 +274,24 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
                         return f"{word} (the shell would run it in place of {shadowed})"
     if analysis.problem is not None:
         # The parts may be incomplete (control characters or deep nesting stop the analysis
-        # before any part is found): a protected name anywhere in the text is enough.
-        found = PROTECTED_NAME.search(analysis.command)
+        # before any part is found): a protected name anywhere in the text is enough. When
+        # every part was found, each word was judged above; the text is searched for what no
+        # word holds (a here-document), without the script a `source` runs, which it reads
+        # (`source .venv/bin/activate`, `source ~/.bashrc` write nothing).
+        found = PROTECTED_NAME.search(_unjudged_text(analysis))
         if found is not None:
             return found.group(0)
     return None
+
+
+def _unjudged_text(analysis: CommandAnalysis) -> str:
+    """The command's text, less the scripts ``source`` runs when every part was found."""
+    text = analysis.command
+    if analysis.whole:
+        for part in analysis.parts:
+            if len(part.argv) > 1 and part.argv[0] in _SOURCING:
+                text = text.replace(part.argv[1], " ")
+    return text
 
 
 def _computed_paths(part: CommandPart) -> list[str]:

@@ -27,6 +27,8 @@ are, in every mode (a safety check: bypassPermissions still asks):
   (``credential_process``), ``.kube/config`` (an exec plugin), ``.docker/config.json``
   (``credsStore``), ``.cargo/config.toml`` (``build.rustc-wrapper``), ``.gradle/init.d``,
   ``.gnupg/gpg-agent.conf`` (``pinentry-program``), ``.ipython/`` (its start-up scripts);
+* a virtual environment's activation scripts (``.venv/bin/activate``, sourced into the user's
+  shell);
 * Python's start-up hooks: a ``.pth`` file (whose ``import`` lines run at every interpreter
   start) and ``sitecustomize.py`` / ``usercustomize.py`` in a ``site-packages`` or
   ``dist-packages`` folder (a project's virtual environment included).
@@ -122,6 +124,13 @@ others are tools' own folders."""
 _SITE_FOLDERS: Final = frozenset({"site-packages", "dist-packages"})
 _SITE_HOOKS: Final = frozenset({"sitecustomize.py", "usercustomize.py"})
 
+_ACTIVATION_SCRIPTS: Final = frozenset(
+    {"activate", "activate.fish", "activate.csh", "activate.nu", "activate.ps1", "activate.bat"}
+)
+"""A virtual environment's scripts a shell sources (``source .venv/bin/activate``): code run in
+the user's own shell, as a ``.bashrc`` is; ``Scripts`` is their folder on Windows."""
+_SCRIPT_FOLDERS: Final = frozenset({"bin", "scripts"})
+
 _ROOTS: Final = frozenset({"/", "//", ""})
 """The first component of an absolute path (``//`` is a root of its own to ``pathlib``; a
 path split on its separators begins with ``""``)."""
@@ -137,6 +146,8 @@ def startup_place(parts: Sequence[str]) -> bool:
         places = _SYSTEM_PLACES.get(parts[1])
         if places is not None and _begins_with(parts, 2, places):
             return True
+    if len(parts) > 1 and parts[-1] in _ACTIVATION_SCRIPTS and parts[-2] in _SCRIPT_FOLDERS:
+        return True
     if ANCHORS.isdisjoint(parts):
         return False
     for index, part in enumerate(parts):
@@ -187,6 +198,7 @@ SPELLINGS: Final = (
     *(rf"{re.escape(name)}/(?:{_alternatives(places)})" for name, places in _PLACES_WITHIN.items()),
     r"(?:site|dist)-packages/[^/\s'\"]*\.pth",
     r"(?:site|user)customize\.py",
+    r"(?:bin|scripts)/activate(?:\.\w+)?",
     *map(re.escape, sorted(STARTUP_DIRS | STARTUP_FILES)),
 )
 """The places as a text may spell them (``~/.config/git/config``, ``/etc/profile.d``,
