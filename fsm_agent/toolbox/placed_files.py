@@ -17,8 +17,9 @@ Where the names cannot be known (a remote folder's contents, ``wget -r`` or ``-i
 the places whose files run code later (``startup_places.holds_place``: ``site-packages``,
 ``~/.config``, ``~/.config/git``, ``/etc`` …). So does a link made to such a folder (``ln -s
 ~/.config/git g``), through which a later word writes what no word names (``g/config``).
-Any other writing command naming such a folder (``aws s3 cp``, ``docker cp``, ``git -C``)
-is judged as if each of its other words put a file there under its last name.
+Any other writing command naming such a folder, or one that exists (``aws s3 cp``, ``docker
+cp``, ``git -C``), is judged as if each of its other words put a file there under its last
+name (``docker cp box:/git ~/.local/bin/`` puts a program ahead of git).
 """
 
 from __future__ import annotations
@@ -312,11 +313,17 @@ _CLONE_TABLE = _table(
 def _into_named_folder(
     args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]
 ) -> str | None:
-    """For a word naming a folder here that may hold a place (any program), the first other word
-    whose last name (after a ``/`` or a ``:``) makes a protected path there: ``aws s3 cp
-    s3://b/x.pth site-packages/``, ``docker cp c:/x.pth site-packages/``."""
+    """For a word naming a folder here that exists or may hold a place (any program), the
+    first other word whose last name (after a ``/`` or a ``:``) makes a path there that
+    ``protected`` judges one: ``aws s3 cp s3://b/x.pth site-packages/``, ``docker cp
+    c:/x.pth site-packages/``, ``docker cp c:/git ~/.local/bin/`` (a program ahead of git)."""
     candidates = [candidate for word in args for candidate in path_candidates(word)]
-    holders = [c for c in candidates if not _is_remote(c) and holds_place(_parts(_folder(c, cwd)))]
+    holders = [
+        c
+        for c in candidates
+        if not _is_remote(c)
+        and (holds_place(_parts(_folder(c, cwd))) or is_folder(_folder(c, cwd)))
+    ]
     for holder in holders:
         folder = _folder(holder, cwd)
         for candidate in candidates:

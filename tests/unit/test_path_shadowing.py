@@ -55,6 +55,8 @@ def test_a_name_found_further_on_is_shadowed(folders: tuple[Path, Path, Path]) -
         "curl -O --output-dir {first} https://example.com/tool",
         "cd {first} && curl -LO https://example.com/tool",
         "rsync build/tool {first}/",
+        "docker cp box:/usr/bin/tool {first}/",  # any writing command naming the folder
+        "aws s3 cp s3://bucket/tool {first}",
     ],
 )
 def test_bypass_asks_before_a_program_shadows_another(
@@ -73,6 +75,8 @@ def test_bypass_asks_before_a_program_shadows_another(
         "echo x > {first}/notes",
         "wget -P {first} https://example.com/newtool",
         "cd {first} && curl -LO https://example.com/newtool",
+        "docker cp box:/usr/bin/newtool {first}/",
+        "git -C {first} commit -m notes",
     ],
 )
 def test_bypass_runs_a_new_program_or_a_plain_file(
