@@ -5,8 +5,9 @@ Like a patch (:mod:`~fsm_agent.toolbox.patch_targets`), an archive names the fil
 inside itself: ``tar -xf payload.tar`` may write ``.claude/settings.json`` or
 ``.git/hooks/pre-commit`` while its words name neither. The Bash tool lists the archive first
 (with Python's ``tarfile`` and ``zipfile``: gzip, bzip2, xz and zip) and judges each member's
-name — at every depth ``--strip-components`` may cut it to — and the target of each link
-member (a link to ``.git`` followed by a file under the link writes there).
+name — at every depth ``--strip-components`` may cut it to, in the folder it extracts to
+(``-C DIR``, ``unzip -d DIR``, where a ``cd`` of the command enters) — and the target of each
+link member (a link to ``.git`` followed by a file under the link writes there).
 
 An archive that cannot be listed first is taken as one that may write a protected path: read
 from a pipe (``curl ... | tar -x``), missing, larger than :data:`ARCHIVE_READ_LIMIT` or with
@@ -22,6 +23,7 @@ import bz2
 import gzip
 import io
 import lzma
+import os
 import tarfile
 import zipfile
 from collections.abc import Sequence
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
-from fsm_agent.toolbox.data_paths import UNTOLD, first_protected, named_by_another
+from fsm_agent.toolbox.data_paths import UNTOLD, first_protected_where, named_by_another
 
 ARCHIVE_READ_LIMIT: Final = 64 * 1024 * 1024
 """The largest archive file listed; a larger one counts as one that cannot be read."""
@@ -49,14 +51,20 @@ _UNZIP_NOT_WRITING: Final = frozenset("lptvcZz")
 """unzip's letters that list, test or print instead of extracting."""
 
 
-def archive_refusal(part: CommandPart, analysis: CommandAnalysis, cwd: Path) -> str | None:
+def archive_refusal(
+    part: CommandPart, analysis: CommandAnalysis, cwd: Path, entered: Sequence[Path] = ()
+) -> str | None:
     """The protected path that the archive ``part`` extracts would write, or :data:`UNREAD`
     when the archive cannot be listed; None when ``part`` extracts nothing or writes none.
 
     Args:
         part: one part of ``analysis``.
         analysis: the whole command (another part may write the archive first).
-        cwd: the working folder, against which the members' paths are judged.
+        cwd: the working folder, against which the archive's path and the members' paths are
+            judged.
+        entered: the other folders the command may run it in (``cd DIR && tar -x``), where
+            the members are judged too, as in the folders its words name (``-C DIR``,
+            ``unzip -d DIR``: :func:`~fsm_agent.toolbox.data_paths.first_protected_where`).
     """
     if not part.argv:
         return None
@@ -76,12 +84,12 @@ def archive_refusal(part: CommandPart, analysis: CommandAnalysis, cwd: Path) -> 
     if source in ("", UNTOLD) or named_by_another(source, part, analysis):
         return UNREAD
     path = cwd / source
-    if program == "unzip" and not path.exists():
+    if program == "unzip" and not os.path.exists(path):  # noqa: PTH110 - never raises
         path = cwd / f"{source}.zip"  # unzip's own guess
     names = _members(path)
     if names is None:
         return UNREAD
-    found = first_protected(names, cwd)
+    found = first_protected_where(names, part, cwd, entered)
     return None if found is None else f"{found} (a path the archive holds)"
 
 

@@ -51,8 +51,10 @@ from fsm_agent.toolbox.paths import (
     is_protected,
     path_candidates,
 )
+from fsm_agent.toolbox.placed_files import placed_path
 from fsm_agent.toolbox.scheduled_commands import scheduled_by
-from fsm_agent.toolbox.tree_writes import placed_path, reached_tree
+from fsm_agent.toolbox.tool_settings import setting_kept
+from fsm_agent.toolbox.tree_writes import reached_tree
 
 _SOURCING = frozenset({"source", "."})
 """The shell's commands that run a script in the shell itself, named by their first word."""
@@ -206,9 +208,11 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     words ``xargs`` gives a program and the paths ``find`` fills in or deletes, unless that
     find cannot reach a protected path (``found_paths``), a folder holding one that a write
     reaches as a whole (``rm -rf .``: ``tree_writes``), the name a file takes in the folder
-    ``cp``/``mv``/``ln``/``install`` puts it in (``tree_writes.placed_path``), a program
+    ``cp``/``mv``/``ln``/``install``/``rsync``/``scp`` or a download (``wget -P DIR URL``)
+    puts it in (``placed_files``), a program
     written where the shell finds it before another of its name (``path_shadowing``), code
-    a scheduler keeps to run later (``crontab -``: ``scheduled_commands``), a setting ``git
+    a scheduler keeps to run later (``crontab -``: ``scheduled_commands``), a setting naming
+    a program ``aws`` or ``kubectl`` runs later (``tool_settings``), a setting ``git
     config`` keeps in ``.git/config`` or ``~/.gitconfig``, the hooks ``git init --template``
     copies
     (:mod:`~fsm_agent.core.git_config_writes`), and a file a patch names
@@ -239,12 +243,17 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
         scheduler = scheduled_by(part)
         if scheduler is not None:
             return f"{scheduler}'s jobs (code kept to run later)"
+        setting = setting_kept(part)
+        if setting is not None:
+            return f"{setting} (a setting naming a program the tool runs later)"
         configuration = (
             configuration_written(part.argv[1:], part.assignments) if runs_git(part) else None
         )
         if configuration is not None:
             return f"{configuration} (git writes its configuration there)"
-        written = patch_refusal(part, analysis, ctx.cwd) or archive_refusal(part, analysis, ctx.cwd)
+        written = patch_refusal(part, analysis, ctx.cwd, folders) or archive_refusal(
+            part, analysis, ctx.cwd, folders
+        )
         if written is not None:
             return written
         in_code = protected_name_in_code(part, analysis)

@@ -9,12 +9,19 @@ part of the same command may write the file they would read (:func:`named_by_ano
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Final
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
-from fsm_agent.toolbox.paths import names_protected, parts_protected
+from fsm_agent.toolbox.paths import (
+    expand_home,
+    is_folder,
+    names_protected,
+    parts_protected,
+    path_candidates,
+)
+from fsm_agent.toolbox.startup_places import holds_place
 
 UNTOLD: Final = "\x00"
 """Where the data comes from cannot be told (an option we do not know): never a file's name."""
@@ -38,6 +45,24 @@ def first_protected(names: Iterable[str], cwd: Path) -> str | None:
             path = os.path.join(root, *parts[strip:])  # noqa: PTH118 - strings: a loop over thousands
             if parts_protected(_resolved(path, folders).lower().split(os.sep)):  # noqa: PTH206
                 return name
+    return None
+
+
+def first_protected_where(
+    names: Sequence[str], part: CommandPart, cwd: Path, entered: Sequence[Path]
+) -> str | None:
+    """:func:`first_protected` in each folder the data of ``part`` may land in: ``cwd``, the
+    folders ``entered`` (where a ``cd`` of the command enters), and every folder a word of
+    ``part`` names (``tar -C DIR``, ``unzip -d DIR``, ``patch -d DIR``, ``git -C DIR``,
+    ``--directory=DIR``) that exists or may hold a place whose files run code later
+    (``site-packages``, ``~/.config``: a folder ``mkdir -p`` makes first)."""
+    paths = [expand_home(c) for word in part.argv[1:] for c in path_candidates(word)]
+    named = [path if path.is_absolute() else cwd / path for path in paths]
+    holders = [f for f in named if holds_place([p.lower() for p in f.parts]) or is_folder(f)]
+    for folder in dict.fromkeys([cwd, *entered, *holders]):
+        found = first_protected(names, folder)
+        if found is not None:
+            return found
     return None
 
 

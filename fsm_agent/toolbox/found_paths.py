@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fsm_agent.core.shell_commands import CommandPart
 from fsm_agent.core.shell_wrappers import WRAPPERS
-from fsm_agent.toolbox.paths import expand_home, holds_protected, is_protected
+from fsm_agent.toolbox.paths import expand_home, holds_protected, is_link, is_protected
 
 _LEADING_OPTIONS = frozenset({"-H", "-L", "-P", "-D"})
 _LINKS_OR_ELSEWHERE = frozenset({"-H", "-L", "-follow", "-files0-from", "-f"})
@@ -132,6 +132,6 @@ def _unprotected_tree(word: str, base: Path, cwd: Path) -> bool:
     """Whether the start point ``word``, from ``base``, lies inside ``cwd``, is no link, and
     neither is nor holds a protected path (a link leading out of it counting as one)."""
     path = base / expand_home(word)
-    if path.is_symlink() or not path.resolve().is_relative_to(cwd) or is_protected(path):
+    if is_link(path) or not path.resolve().is_relative_to(cwd) or is_protected(path):
         return False
     return not holds_protected(path, through_links=True)

@@ -26,6 +26,8 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from fsm_agent.toolbox.paths import is_folder
+
 SAFE_BARE_REPOSITORY = (2, 38)
 """The first git that honours ``safe.bareRepository``."""
 
@@ -106,9 +108,9 @@ def _git_dir(folder: Path) -> Path | None:
     ``gitdir:`` line), or None outside any repository."""
     for place in (folder, *folder.parents):
         dot_git = place / ".git"
-        if dot_git.is_dir():
+        if is_folder(dot_git):
             return dot_git
-        if dot_git.is_file():
+        if os.path.isfile(dot_git):  # noqa: PTH113 - False, not a raise, for a name too long
             line = dot_git.read_text(errors="replace").strip()
             if line.startswith("gitdir:"):
                 return (place / line.removeprefix("gitdir:").strip()).resolve()

@@ -25,7 +25,7 @@ from typing import Final
 from fsm_agent.core.command_options import Arity, option_table, resolve_long
 from fsm_agent.core.git_commands import without_git_globals
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
-from fsm_agent.toolbox.data_paths import UNTOLD, first_protected, named_by_another
+from fsm_agent.toolbox.data_paths import UNTOLD, first_protected_where, named_by_another
 
 PATCH_READ_LIMIT: Final = 4 * 1024 * 1024
 """The most bytes of a patch file read; a longer one counts as one that cannot be read."""
@@ -65,7 +65,9 @@ _GIT_AM_NO_PATCH: Final = frozenset(
 """``git am`` options that go on with, or give up, a patch it already took."""
 
 
-def patch_refusal(part: CommandPart, analysis: CommandAnalysis, cwd: Path) -> str | None:
+def patch_refusal(
+    part: CommandPart, analysis: CommandAnalysis, cwd: Path, entered: Sequence[Path] = ()
+) -> str | None:
     """The protected path that the patch ``part`` applies would write, or :data:`UNREAD` when
     the patch cannot be read; None when ``part`` applies no patch or its patch names none.
 
@@ -73,7 +75,12 @@ def patch_refusal(part: CommandPart, analysis: CommandAnalysis, cwd: Path) -> st
         part: one part of ``analysis``.
         analysis: the whole command (a here-document's text is in it, and other parts may
             write the patch file).
-        cwd: the working folder, against which the patch's paths are judged.
+        cwd: the working folder, against which the patch file's path and the paths it names
+            are judged.
+        entered: the other folders the command may run it in (``cd DIR && patch``), where
+            the paths are judged too, as in the folders its words name (``patch -d DIR``,
+            ``git -C DIR apply``, ``--directory=DIR``:
+            :func:`~fsm_agent.toolbox.data_paths.first_protected_where`).
     """
     source = _patch_source(part)
     if source is None:
@@ -88,7 +95,7 @@ def patch_refusal(part: CommandPart, analysis: CommandAnalysis, cwd: Path) -> st
         text = _read(cwd / source)
     if text is None:
         return UNREAD
-    found = first_protected(_targets(text), cwd)
+    found = first_protected_where(_targets(text), part, cwd, entered)
     return None if found is None else f"{found} (a path the patch names)"
 
 

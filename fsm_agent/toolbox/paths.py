@@ -14,6 +14,7 @@ a symbolic link after the check cannot send the write elsewhere.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -137,6 +138,24 @@ def display_path(path: Path, ctx: ToolContext) -> str:
     return os.fsencode(shown).decode("utf-8", "backslashreplace")
 
 
+def is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder; False for a path the file system refuses to look up (a
+    name longer than it allows raises in ``Path.is_dir``): a word given by the model never
+    makes a check raise."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def is_link(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link; False as :func:`is_folder` is."""
+    try:
+        return path.is_symlink()
+    except OSError:
+        return False
+
+
 def is_protected(path: Path) -> bool:
     """Whether a write to ``path`` (as given, or after resolving symlinks) needs the user."""
     return names_protected(path.absolute()) or names_protected(path.resolve())
@@ -179,7 +198,7 @@ def protected_within(folder: Path, *, through_links: bool = False) -> bool | Non
     points to. With ``through_links``, a program is given each path found (``find -exec``),
     and most write where a link points: then a link leading out of ``folder`` counts too.
     """
-    if folder.is_symlink() or not folder.is_dir():
+    if is_link(folder) or not is_folder(folder):
         return False
     root = folder.resolve()
     seen = 0
@@ -230,16 +249,50 @@ def entered_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path]:
     """The folders a command's relative words may start from: ``cwd``, and each folder a
     ``cd`` or ``pushd`` of the command enters, from each folder before it (``cd a && cd b``
     may be in ``a/b``, or in ``b`` when ``cd a`` failed or ran in a subshell). ``~`` is the
-    home folder, and so is ``cd`` alone."""
+    home folder, and so is ``cd`` alone. A ``CDPATH`` the command sets (the tool's shell has
+    none) gives a name not starting with ``.`` more folders to start from: ``CDPATH=~/.config
+    cd git`` enters ``~/.config/git``. A folder the shell computes may be each path its text
+    spells: ``cd $(printf %s ~/.config/git)`` enters ``~/.config/git``."""
     folders = [cwd]
+    searched = _cd_path(analysis)
     for part in analysis.parts:
         if part.argv[:1] not in (("cd",), ("pushd",)):
             continue
         words = [word for word in part.argv[1:] if word not in ("-L", "-P", "--")]
-        target = expand_home(words[0]) if words else Path.home()
-        entered = [folder / target for folder in folders]  # an absolute target: itself
+        targets = [expand_home(words[0]) if words else Path.home()]
+        if words and part.expanded:  # the shell computes it: the paths its text spells too
+            spelled = [_QUOTING.sub("", token) for token in _SEPARATORS.split(words[0])]
+            targets += [expand_home(t) for t in spelled if "/" in t or t.startswith("~")]
+        starts = folders
+        if searched and words and not words[0].startswith((".", "/", "~")):
+            starts = [*folders, *(folder / entry for folder in folders for entry in searched)]
+        # an absolute target: itself
+        entered = [folder / target for target in targets for folder in starts]
         folders = list(dict.fromkeys([*folders, *entered]))[:MAX_ENTERED_FOLDERS]
     return folders
+
+
+_SEPARATORS = re.compile(r"[\s;|&<>]+")
+_QUOTING = re.compile(r"[$(){}`\"']")
+"""What separates the paths a word the shell computes may spell, and what is left out of
+each (``$(echo ~/.config)/git`` spells ``~/.config/git``)."""
+
+_DECLARING = frozenset({"export", "declare", "typeset", "local", "readonly"})
+
+
+def _cd_path(analysis: CommandAnalysis) -> list[Path]:
+    """The folders of every ``CDPATH`` the command sets (``CDPATH=DIR cd x``, ``export
+    CDPATH=DIR``), ``~`` expanded."""
+    values = [
+        word.partition("=")[2]
+        for part in analysis.parts
+        for word in (
+            *part.assignments,
+            *(part.argv[1:] if part.argv[:1] and part.argv[0] in _DECLARING else ()),
+        )
+        if word.startswith("CDPATH=")
+    ]
+    return [expand_home(entry) for value in values for entry in value.split(":") if entry]
 
 
 def write_permission(raw: str, ctx: ToolContext) -> PermissionCheck:

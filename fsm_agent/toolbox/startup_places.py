@@ -20,7 +20,9 @@ are, in every mode (a safety check: bypassPermissions still asks):
   ``authorized_keys`` lets anyone holding the key in; its ``config`` runs ``ProxyCommand``),
   ``/etc/ssh``, ``/etc/sudoers*``, ``/etc/pam.d``, ``/etc/ld.so.preload``, ``/etc/ld.so.conf*``;
 * an editor's, a terminal multiplexer's or a debugger's start-up files (``.vimrc``, ``.vim/``,
-  ``~/.config/nvim``, ``.emacs``, ``.emacs.d/``, ``.tmux.conf``, ``.gdbinit``, ``.lldbinit``), and
+  ``~/.config/nvim``, ``~/.config/vim``, ``.emacs``, ``.emacs.d/``, ``~/.config/emacs``,
+  ``.tmux.conf``, ``.gdbinit``, ``~/.config/gdb``, ``.lldbinit``, ``.pdbrc``), Mercurial's
+  settings, whose hooks run commands (``.hg/``, ``.hgrc``, ``~/.config/hg``), and
   tools' settings that name a command they run when next used: ``.aws/config``
   (``credential_process``), ``.kube/config`` (an exec plugin), ``.docker/config.json``
   (``credsStore``), ``.cargo/config.toml`` (``build.rustc-wrapper``), ``.gradle/init.d``,
@@ -43,14 +45,16 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-STARTUP_DIRS: Final = frozenset({".ssh", ".bashrc.d", ".vim", ".emacs.d", ".ipython"})
+STARTUP_DIRS: Final = frozenset({".ssh", ".bashrc.d", ".vim", ".emacs.d", ".ipython", ".hg"})
 """Folder names protected wherever they are, beside SPEC §9.3's."""
 
 STARTUP_FILES: Final = frozenset(
-    {".vimrc", ".gvimrc", ".exrc", ".emacs", ".tmux.conf", ".gdbinit", ".lldbinit"}
+    {".vimrc", ".gvimrc", ".exrc", ".emacs", ".tmux.conf", ".gdbinit", ".lldbinit", ".pdbrc"}
+    | {".hgrc"}
 )
 """File names protected wherever they are, beside SPEC §9.3's: an editor's, a terminal
-multiplexer's or a debugger's start-up commands (``:!``, ``run-shell``, ``shell``)."""
+multiplexer's or a debugger's start-up commands (``:!``, ``run-shell``, ``shell``, pdb's
+Python lines), and Mercurial's settings (whose ``[hooks]`` run commands, as ``.git/hooks``)."""
 
 _SYSTEM_PLACES: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
     "etc": (
@@ -90,7 +94,11 @@ _SYSTEM_PLACES: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
 
 _CONFIG_PLACES: Final = (
     ("git", "config"),
+    ("hg",),
     ("nvim",),
+    ("vim",),  # the XDG places of .vim, .emacs.d and .gdbinit
+    ("emacs",),
+    ("gdb",),
     ("tmux",),
     ("fish",),
     ("systemd",),

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import pytest
+from test_hostile_commands import safety_question
 
 from fsm_agent import Agent, LoopConfig, PermissionMode, PermissionPolicy
 from fsm_agent.core.messages import ToolResultBlock
@@ -70,6 +72,27 @@ def test_a_bash_check_that_would_have_failed_still_asks_for_a_protected_path(
     assert [request.reason for request in asked] == ["safety_check"]
     assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
     assert result.terminal == "completed"
+
+
+LONG = "a" * 300
+"""A name longer than a file system allows: ``Path.is_dir`` raises on it."""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"cp x {LONG}",
+        f"rm -rf {LONG}",
+        f"cp -r {LONG}/. backup/",
+        f"find {LONG} -name '*.pyc' -delete",
+        f"cd {LONG} && git status",
+        "wget 'http://[bad/x.tgz'",  # a URL Python cannot split
+    ],
+)
+def test_an_odd_word_makes_no_bash_check_raise(command: str, tmp_path: Path) -> None:
+    """Found: each raised (``File name too long``, ``Invalid IPv6 URL``), so bypass mode asked
+    a needless safety question for an ordinary command."""
+    assert not safety_question(command, tmp_path)
 
 
 def test_file_tools_take_a_missing_home_as_a_plain_name(tmp_path: Path) -> None:

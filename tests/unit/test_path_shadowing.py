@@ -50,6 +50,11 @@ def test_a_name_found_further_on_is_shadowed(folders: tuple[Path, Path, Path]) -
         "cp build/tool {first}",
         "ln -s ../work/build/tool {first}/",
         "printf '#!/bin/sh' > {first}/tool",
+        # A download takes the URL's last name, in the folder given or entered.
+        "wget -P {first} https://example.com/tool",
+        "curl -O --output-dir {first} https://example.com/tool",
+        "cd {first} && curl -LO https://example.com/tool",
+        "rsync build/tool {first}/",
     ],
 )
 def test_bypass_asks_before_a_program_shadows_another(
@@ -66,6 +71,8 @@ def test_bypass_asks_before_a_program_shadows_another(
         "cp build/tool {first}/newtool",
         "cp build/tool build/tool2",
         "echo x > {first}/notes",
+        "wget -P {first} https://example.com/newtool",
+        "cd {first} && curl -LO https://example.com/newtool",
     ],
 )
 def test_bypass_runs_a_new_program_or_a_plain_file(

@@ -1,0 +1,357 @@
+"""The name a file takes in the folder a program puts it in (SPEC §9.3 step 1g).
+
+``cp hook.pth .venv/lib/python3.12/site-packages/`` writes ``site-packages/hook.pth``, though
+neither word names a protected path. So do the other programs that put a file into a folder
+under a name no word spells whole:
+
+* ``cp``, ``mv``, ``ln``, ``install`` (the last operand when it is a folder, or ``-t DIR``),
+  ``rsync`` and ``scp``: each source keeps its own name there; what a folder given as
+  ``DIR/.`` holds lands under its own names, and for ``rsync`` so does what ``DIR/`` holds;
+  a source on another machine (``HOST:PATH``) keeps the last name of its path;
+* a download: ``wget URL`` and ``curl -O URL`` name the file after the URL's last segment, in
+  the folder ``wget -P DIR`` or ``curl --output-dir DIR`` gives (where ``curl -o NAME``
+  writes too), else where the command runs (``cd site-packages && wget URL``).
+
+Where the names cannot be known (a remote folder's contents, ``wget -r`` or ``-i FILE``,
+``curl -J``, what ``git clone`` checks out), the command asks when the folder may hold one of
+the places whose files run code later (``startup_places.holds_place``: ``site-packages``,
+``~/.config``, ``~/.config/git``, ``/etc`` …). So does a link made to such a folder (``ln -s
+~/.config/git g``), through which a later word writes what no word names (``g/config``).
+Any other writing command naming such a folder (``aws s3 cp``, ``docker cp``, ``git -C``)
+is judged as if each of its other words put a file there under its last name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import attrs
+
+from fsm_agent.core.command_options import Arity, OptionTable, ParsedArguments, parse_arguments
+from fsm_agent.toolbox.paths import expand_home, is_folder, is_protected, path_candidates
+from fsm_agent.toolbox.startup_places import holds_place
+
+Names = list[tuple[str, bool]] | None
+"""The names a file takes in a folder, each with whether it may be a folder; None: any name."""
+
+
+def _table(short_values: str, long_values: str = "") -> OptionTable:
+    """A loose table (:func:`~fsm_agent.core.command_options.loose_table`) knowing which
+    letters and long options take a value, so that no value is read as an operand."""
+    return OptionTable(
+        short=dict.fromkeys(short_values, Arity.REQUIRED),
+        long=dict.fromkeys(long_values.split(), Arity.REQUIRED),
+        loose=True,
+    )
+
+
+@attrs.frozen
+class _Placer:
+    """How a copying program reads its words: its options, whether ``SRC/`` gives what
+    ``SRC`` holds, whether ``HOST:PATH`` names another machine's file, and the option that
+    makes it link to the sources rather than copy them (empty: it always links)."""
+
+    table: OptionTable
+    contents_slash: bool = False
+    remote: bool = False
+    links: str | None = None
+
+
+_COPY_TABLE = _table("tS", "target-directory suffix")
+_PLACERS = {
+    "cp": _Placer(_COPY_TABLE, links="-s"),
+    "mv": _Placer(_COPY_TABLE),
+    "ln": _Placer(_COPY_TABLE, links=""),
+    "install": _Placer(_table("tSmgo", "target-directory suffix mode group owner")),
+    "rsync": _Placer(
+        _table(
+            "efTBM",
+            "rsh filter exclude include exclude-from include-from files-from temp-dir suffix "
+            "chmod chown compare-dest copy-dest link-dest log-file password-file port timeout "
+            "bwlimit rsync-path",
+        ),
+        contents_slash=True,
+        remote=True,
+    ),
+    "scp": _Placer(_table("cFiJloPSDX"), remote=True),
+}
+"""The programs that put a file (or a link, or a folder) into a destination folder under the
+name it has where it comes from."""
+
+
+def placed_path(
+    argv: Sequence[str], cwd: Path, protected: Callable[[Path], bool] = is_protected
+) -> str | None:
+    """The first path that a program of ``argv`` creates inside a folder without a word
+    naming it (see the module's text) and that ``protected`` judges one, or None. ``cwd``:
+    the folder relative words start from."""
+    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    placer = _PLACERS.get(program)
+    found: str | None = None
+    if placer is not None:
+        found = _copied(placer, argv[1:], cwd, protected)
+    elif program in _DOWNLOADS:
+        found = _DOWNLOADS[program](argv[1:], cwd, protected)
+    elif program == "git":
+        found = _cloned(argv[1:], cwd)
+    return found or _into_named_folder(argv[1:], cwd, protected)
+
+
+def _copied(
+    placer: _Placer, args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]
+) -> str | None:
+    parsed = parse_arguments(args, placer.table)
+    operands = list(parsed.operands)
+    target = _value(parsed, "-t", "--target-directory")
+    if placer.links is not None and (
+        not placer.links or any(o.name == placer.links for o in parsed.options)
+    ):
+        sources = operands if target is not None or len(operands) < 2 else operands[:-1]
+        for source in sources:
+            if holds_place(_parts(_folder(source, cwd))):
+                return f"{source} (a link to it lets a later word write what it holds)"
+    if target is None:
+        if len(operands) < 2:
+            return None
+        target, operands = operands[-1], operands[:-1]
+    if placer.remote and _is_remote(target):
+        return None
+    folder = _folder(target, cwd)
+    if not (target.endswith("/") or is_folder(folder) or holds_place(_parts(folder))):
+        return None  # the destination is the file itself: its own word is judged
+    for source in operands:
+        if placer.remote and _is_remote(source):
+            names = _remote_names(source, contents_slash=placer.contents_slash)
+        else:
+            names = _local_names(source, _folder(source, cwd), placer.contents_slash)
+        found = _first_placed(target, folder, names, protected, f"what {source} holds")
+        if found is not None:
+            return found
+    return None
+
+
+def _first_placed(
+    shown: str,
+    folder: Path,
+    names: Names,
+    protected: Callable[[Path], bool],
+    unknown: str,
+) -> str | None:
+    """``shown/NAME`` for the first of ``names`` that makes a protected path in ``folder``
+    (or that, being a folder, may hold a place); for unknown names (None), ``shown/
+    (unknown)`` when the folder may hold a place; else None."""
+    where = _parts(folder)
+    shown = shown.rstrip("/") or "/"
+    if names is None:
+        return f"{shown}/ ({unknown})" if holds_place(where) else None
+    for name, may_be_folder in names:
+        if protected(folder / name) or (may_be_folder and holds_place([*where, name.lower()])):
+            return f"{shown}/{name}"
+    return None
+
+
+_LISTED_LIMIT = 10_000
+"""How many names of a folder whose contents are copied are judged; past them, none is."""
+
+
+def _local_names(source: str, path: Path, contents_slash: bool) -> Names:
+    """The names ``source`` (at ``path``) takes in a destination folder: its own name, or for
+    ``DIR/.`` (and ``DIR/`` when ``contents_slash``) the names of what ``DIR`` holds (None
+    when it holds too many to judge or cannot be listed)."""
+    bare = source.rstrip("/")
+    if bare.endswith("/.") or bare == "." or (contents_slash and source.endswith("/")):
+        try:
+            with os.scandir(path) as listing:
+                entries = list(itertools.islice(listing, _LISTED_LIMIT + 1))
+        except OSError:
+            return None
+        if len(entries) > _LISTED_LIMIT:
+            return None
+        return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    name = Path(bare).name
+    return [] if name in ("", "..") else [(name, source.endswith("/") or is_folder(path))]
+
+
+def _is_remote(word: str) -> bool:
+    """Whether ``rsync``/``scp`` take ``word`` as another machine's path: ``HOST:PATH`` (no
+    ``/`` before the colon) or a URL."""
+    before, colon, _ = word.partition(":")
+    return (bool(colon) and bool(before) and "/" not in before) or "://" in word
+
+
+def _remote_names(source: str, *, contents_slash: bool) -> Names:
+    """The name another machine's ``source`` takes: the last of its path, which may be a
+    folder; none known for a folder's contents or a home folder (``HOST:``)."""
+    path = source.split("://", 1)[-1].split(":", 1)[-1]
+    bare = path.rstrip("/")
+    name = bare.rsplit("/", 1)[-1]
+    if name in ("", ".", "..", "~") or (contents_slash and path.endswith("/")):
+        return None
+    return [(name, True)]
+
+
+def _wget(args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]) -> str | None:
+    """``wget URL`` saves the file under the URL's last segment, in ``-P DIR`` (or ``-e
+    dir_prefix=DIR``, a start-up file's command); with ``-O`` its own word names the file;
+    recursion, ``-i FILE``, ``-x`` and names the server gives make the names unknown."""
+    parsed = parse_arguments(args, _WGET_TABLE)
+    if _value(parsed, "-O", "--output-document") is not None:
+        return None
+    commands = {  # wgetrc's names ignore case, "-" and "_"
+        key.replace("_", "").replace("-", "").strip().lower(): value.strip()
+        for key, _, value in (v.partition("=") for v in _values(parsed, "-e", "--execute"))
+    }
+    prefix = _value(parsed, "-P", "--directory-prefix") or commands.get("dirprefix") or "."
+    names: Names = [(name, False) for url in parsed.operands for name in _url_names(url)]
+    if any(option.name in _WGET_UNKNOWN for option in parsed.options) or any(
+        commands.get(key, "off").lower() not in ("off", "0", "no") for key in _WGETRC_UNKNOWN
+    ):
+        names = None
+    return _first_placed(prefix, _folder(prefix, cwd), names, protected, "what it downloads")
+
+
+_WGET_TABLE = _table(
+    "oaiBetOTwQPUlARDIXn",
+    "output-document input-file directory-prefix output-file append-output execute header "
+    "user-agent",
+)
+_WGET_UNKNOWN = frozenset(
+    {
+        "-r",
+        "--recursive",
+        "-m",
+        "--mirror",
+        "-p",
+        "--page-requisites",
+        "-i",
+        "--input-file",
+        "-x",
+        "--force-directories",
+        "--content-disposition",
+        "--trust-server-names",
+    }
+)
+_WGETRC_UNKNOWN = (
+    "recursive",
+    "mirror",
+    "pagerequisites",
+    "inputfile",
+    "dirstruct",
+    "contentdisposition",
+    "trustservernames",
+)
+
+
+def _curl(args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]) -> str | None:
+    """``curl -O URL`` saves the file under the URL's last segment, in ``--output-dir DIR``,
+    where ``-o NAME`` writes too; ``-J`` lets the server name it, and a URL's ``{a,b}`` or
+    ``[1-9]`` stand for many (unless ``-g``)."""
+    parsed = parse_arguments(args, _CURL_TABLE)
+    given = {option.name for option in parsed.options}
+    folder = _value(parsed, "--output-dir")
+    remote_name = not given.isdisjoint(_CURL_REMOTE_NAME)
+    names: Names = []
+    if remote_name:
+        urls = [*parsed.operands, *_values(parsed, "--url")]
+        names = [(name, False) for url in urls for name in _url_names(url)]
+        globbed = given.isdisjoint({"-g", "--globoff"}) and any(
+            mark in url for url in urls for mark in "{["
+        )
+        if globbed or not given.isdisjoint({"-J", "--remote-header-name"}):
+            names = None
+    if folder is not None and names is not None:
+        names += [(name, False) for name in _values(parsed, "-o", "--output")]
+    elif folder is None and not remote_name:
+        return None  # `-o NAME` alone: its own word names the file
+    where = folder or "."
+    return _first_placed(where, _folder(where, cwd), names, protected, "a name the server gives")
+
+
+_CURL_TABLE = _table(
+    "AbcCdDeEFhHKmoPQrtTuUwxXyYz", "output output-dir data header user-agent user request url"
+)
+_CURL_REMOTE_NAME = frozenset({"-O", "--remote-name", "--remote-name-all"})
+
+_DOWNLOADS: dict[str, Callable[[Sequence[str], Path, Callable[[Path], bool]], str | None]] = {
+    "wget": _wget,
+    "curl": _curl,
+}
+
+
+def _cloned(args: Sequence[str], cwd: Path) -> str | None:
+    """``git clone URL [DIR]`` checks out files of any name into ``DIR`` (by default the
+    URL's last name, less ``.git``), in the folder ``git -C`` gives."""
+    parsed = parse_arguments(args, _GIT_TABLE)
+    if parsed.operands[:1] != ("clone",):
+        return None
+    for folder in _values(parsed, "-C"):
+        cwd = _folder(folder, cwd)
+    clone = parse_arguments(args[parsed.rest_index + 1 :], _CLONE_TABLE).operands
+    if not clone:
+        return None
+    url = clone[0].rstrip("/")
+    target = clone[1] if len(clone) > 1 else url.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    target = target.removesuffix(".git") if len(clone) == 1 else target
+    return _first_placed(target, _folder(target, cwd), None, is_protected, "what it checks out")
+
+
+_GIT_TABLE = attrs.evolve(
+    _table("Cc", "git-dir work-tree namespace exec-path config-env"), stops_at_operand=True
+)
+_CLONE_TABLE = _table(
+    "obucj",
+    "origin branch upload-pack reference reference-if-able separate-git-dir depth config "
+    "template jobs filter shallow-since shallow-exclude server-option bundle-uri revision",
+)
+
+
+def _into_named_folder(
+    args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]
+) -> str | None:
+    """For a word naming a folder here that may hold a place (any program), the first other word
+    whose last name (after a ``/`` or a ``:``) makes a protected path there: ``aws s3 cp
+    s3://b/x.pth site-packages/``, ``docker cp c:/x.pth site-packages/``."""
+    candidates = [candidate for word in args for candidate in path_candidates(word)]
+    holders = [c for c in candidates if not _is_remote(c) and holds_place(_parts(_folder(c, cwd)))]
+    for holder in holders:
+        folder = _folder(holder, cwd)
+        for candidate in candidates:
+            name = candidate.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+            if candidate != holder and name not in ("", ".", "..") and protected(folder / name):
+                return f"{holder.rstrip('/')}/{name}"
+    return None
+
+
+def _url_names(url: str) -> list[str]:
+    """The names a download of ``url`` may take: the last segment of its path, as written and
+    with ``%XX`` decoded (``index.html`` for a folder). A URL Python cannot split
+    (``http://[x/y``) is taken as a path."""
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        path = url.split("?", 1)[0]
+    name = path.rsplit("/", 1)[-1] or "index.html"
+    return list(dict.fromkeys([name, unquote(name).rsplit("/", 1)[-1]]))
+
+
+def _value(parsed: ParsedArguments, *names: str) -> str | None:
+    """The value of the last of the options ``names`` given, or None."""
+    values = _values(parsed, *names)
+    return values[-1] if values else None
+
+
+def _values(parsed: ParsedArguments, *names: str) -> list[str]:
+    return [o.value for o in parsed.options if o.name in names and o.value is not None]
+
+
+def _folder(word: str, cwd: Path) -> Path:
+    path = expand_home(word)
+    return path if path.is_absolute() else cwd / path
+
+
+def _parts(folder: Path) -> list[str]:
+    return [part.lower() for part in folder.absolute().parts]
