@@ -83,6 +83,13 @@ def _one_line(value: object) -> str:
     return " ".join(str(value).split())
 
 
+def _as_redrawn(line: str) -> str:
+    """A line of a command's output as a terminal would leave it: a carriage return starts the
+    line again (a progress bar redraws itself: ``\r 10%\r 20%`` is `` 20%``), and one that
+    ends the line (``\r\n``) is its end."""
+    return line.rstrip("\r").rpartition("\r")[2]
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -213,7 +220,7 @@ class LiveView:
         if not lines[-1]:
             lines.pop()  # the text ended a line
         for line in lines:
-            self._print(f"   … {name}: {_cut(line, PROGRESS_LINE_CHARS)}", "dim")
+            self._print(f"   … {name}: {_cut(_as_redrawn(line), PROGRESS_LINE_CHARS)}", "dim")
 
     def _transition(self, update: updates.TransitionUpdate) -> None:
         taken = update.transition

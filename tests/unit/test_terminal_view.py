@@ -308,3 +308,22 @@ def test_tool_progress_is_printed_line_by_line_holding_what_may_begin_a_secret()
         "   … Bash: ghp_",
         "   ◀ Bash: built",
     ]
+
+
+def test_a_progress_bar_redrawn_with_carriage_returns_shows_as_a_terminal_leaves_it() -> None:
+    """``pip``, ``curl`` and ``cargo`` redraw a line with ``\\r``: each progress line shows
+    what the terminal would show (the text after the last carriage return), a ``\\r\\n``
+    line ending is an ending, and other control characters are still spelled out."""
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=False, color_system=None)
+    view = LiveView(console=console)
+    use = ToolUseBlock(id="toolu_1", name="Bash", input={"command": "pip install x"})
+    view.show(MessageUpdate(message=AssistantMessage(uuid="a", message_id="m", content=(use,))))
+    view.show(ToolProgress(call_id="toolu_1", text="\r  0% |    |\r 50% |##  |\r100% |####|\n"))
+    view.show(ToolProgress(call_id="toolu_1", text="built\r\nran \x1b[2Kok\r\n\r\n"))
+    assert out.getvalue().splitlines()[1:] == [
+        "   … Bash: 100% |####|",
+        "   … Bash: built",
+        "   … Bash: ran \\x1b[2Kok",
+        "   … Bash: ",
+    ]
