@@ -47,6 +47,10 @@ SUMMARY_CHARS = 100
 PROGRESS_LINE_CHARS = 200
 """How much of one line of a tool's progress (a command's output as it runs) is shown."""
 
+PROGRESS_TEXT_LINES = 20
+"""How many lines of one progress text are shown (its last ones): a command reports at most
+every half second, so a flood scrolls by at about 40 lines a second, not thousands."""
+
 _ALWAYS = {"a", "always"}
 _ONCE = {"y", "yes"}
 _DENY = {"n", "no", ""}
@@ -219,6 +223,11 @@ class LiveView:
         lines = self._redactor.text(text).split("\n")
         if not lines[-1]:
             lines.pop()  # the text ended a line
+        if len(lines) > PROGRESS_TEXT_LINES:
+            # A flood: its last lines, as a terminal scrolled past the rest would show.
+            left_out = len(lines) - PROGRESS_TEXT_LINES
+            self._print(f"   … {name}: [{left_out} lines not shown]", "dim")
+            lines = lines[-PROGRESS_TEXT_LINES:]
         for line in lines:
             self._print(f"   … {name}: {_cut(_as_redrawn(line), PROGRESS_LINE_CHARS)}", "dim")
 

@@ -27,7 +27,7 @@ from fsm_agent.runtime.agent import (
     TransitionUpdate,
 )
 from fsm_agent.runtime.permissions import PermissionAnswer, PermissionPolicy, PermissionRequest
-from fsm_agent.terminal_view import LiveView, summarize_result
+from fsm_agent.terminal_view import PROGRESS_TEXT_LINES, LiveView, summarize_result
 from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.toolbox import Bash
 from fsm_agent.trace.redact import Redactor, mask
@@ -326,4 +326,22 @@ def test_a_progress_bar_redrawn_with_carriage_returns_shows_as_a_terminal_leaves
         "   … Bash: built",
         "   … Bash: ran \\x1b[2Kok",
         "   … Bash: ",
+    ]
+
+
+def test_a_flood_of_progress_shows_the_last_lines_of_each_text() -> None:
+    """A progress text of many lines (a fast command's output between two reports) shows its
+    last ``PROGRESS_TEXT_LINES`` lines after one saying how many were left out."""
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=False, color_system=None)
+    view = LiveView(console=console)
+    use = ToolUseBlock(id="toolu_1", name="Bash", input={"command": "seq 100"})
+    view.show(MessageUpdate(message=AssistantMessage(uuid="a", message_id="m", content=(use,))))
+    view.show(ToolProgress(call_id="toolu_1", text="".join(f"{n}\n" for n in range(1, 101))))
+    view.show(ToolProgress(call_id="toolu_1", text="101\n"))
+    shown_lines = out.getvalue().splitlines()[1:]
+    left_out = 100 - PROGRESS_TEXT_LINES
+    assert shown_lines == [
+        f"   … Bash: [{left_out} lines not shown]",
+        *(f"   … Bash: {n}" for n in range(left_out + 1, 102)),
     ]
