@@ -185,6 +185,12 @@ _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 _BACKQUOTE = re.compile(r"\\([\\`$])")
 _BACKQUOTE_IN_STRING = re.compile(r'\\([\\`$"])')
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_BEYOND_PLANE_1 = re.compile("[\U00020000-\U0010FFFF]")
+"""Characters past Unicode's first supplementary plane (rare CJK, unassigned and private-use
+code points): tree-sitter-bash's scanner reads past its tables on some of them (``{`` then
+U+AC968 ends the process with a segmentation fault), so no text holding one is parsed; the
+command asks. Emoji (plane 1) parse as any character."""
+
 _RESERVED_WORDS = frozenset(
     {"!", "{", "}", "[[", "]]", "case", "do", "done", "elif", "else", "esac", "fi", "for",
      "function", "if", "in", "select", "then", "until", "while"}
@@ -234,6 +240,12 @@ class _Reader:
         if _CONTROL.search(text):
             # Bash keeps them in words where tree-sitter may see blanks: not worth the doubt.
             self.problems.append("the command contains control characters")
+            return
+        beyond = _BEYOND_PLANE_1.search(text)
+        if beyond is not None:
+            self.problems.append(
+                f"the command holds U+{ord(beyond.group()):X}, which the shell parser cannot read"
+            )
             return
         root = _parse(text)
         if _deeper_than(root, MAX_TREE_DEPTH):

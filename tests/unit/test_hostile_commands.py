@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -350,6 +351,36 @@ def test_lookalikes_of_attacks_stay_read_only(command: str) -> None:
     """What Bash reads exactly as the parser does is still allowed."""
     verdict = judge(command)
     assert verdict.read_only, verdict.reason
+
+
+@pytest.mark.parametrize(
+    "command", ["{\U000ac968", "x{\U0002d01d", "bash -c $'{\\U000ac968'", "echo \U00100000"]
+)
+def test_characters_the_parser_cannot_read_are_answered_in_a_process_that_lives(
+    command: str,
+) -> None:
+    """Found: ``{`` then U+AC968 (two characters a model may emit) ended the whole process with
+    a segmentation fault inside tree-sitter-bash. The analysis runs in a child process here, so
+    that a regression fails this test instead of ending the test run."""
+    code = (
+        "import sys; from fsm_agent.core.shell_commands import analyse_command; "
+        "print(analyse_command(sys.argv[1]).problem)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, command],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "which the shell parser cannot read" in done.stdout
+
+
+def test_emoji_are_read_as_any_character() -> None:
+    analysis = analyse_command("echo {🎉,✅} && git commit -m '🚀 release'")
+    assert analysis.problem is None
+    assert analysis.parts[0].argv == ("echo", "{🎉,✅}")
 
 
 def test_deep_nesting_is_answered_not_raised() -> None:
