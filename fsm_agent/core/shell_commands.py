@@ -185,7 +185,7 @@ _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 _BACKQUOTE = re.compile(r"\\([\\`$])")
 _BACKQUOTE_IN_STRING = re.compile(r'\\([\\`$"])')
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_BEYOND_PLANE_1 = re.compile("[\U00020000-\U0010FFFF]")
+_BEYOND_PLANE_1 = re.compile("[\U00020000-\U0010ffff]")
 """Characters past Unicode's first supplementary plane (rare CJK, unassigned and private-use
 code points): tree-sitter-bash's scanner reads past its tables on some of them (``{`` then
 U+AC968 ends the process with a segmentation fault), so no text holding one is parsed; the
