@@ -20,7 +20,7 @@ from fsm_agent.toolbox.path_shadowing import SearchPath
 def folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
     """A working folder, and a PATH of two folders: the first empty, the second holding an
     executable ``tool`` and a plain file ``notes``."""
-    work, first, second = tmp_path / "work", tmp_path / "first", tmp_path / "second"
+    work, first, second = tmp_path / "project", tmp_path / "first", tmp_path / "second"
     for folder in (work, first, second, work / "build"):
         folder.mkdir()
     (second / "tool").write_text("#!/bin/sh\n")
@@ -48,7 +48,7 @@ def test_a_name_found_further_on_is_shadowed(folders: tuple[Path, Path, Path]) -
         "curl -sSo{first}/tool https://example.com/x",
         "cp build/tool {first}/",
         "cp build/tool {first}",
-        "ln -s ../work/build/tool {first}/",
+        "ln -s ../project/build/tool {first}/",
         "printf '#!/bin/sh' > {first}/tool",
         # A download takes the URL's last name, in the folder given or entered.
         "wget -P {first} https://example.com/tool",
