@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import math
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -290,7 +291,10 @@ def _unjudged_text(analysis: CommandAnalysis) -> str:
     if analysis.whole:
         for part in analysis.parts:
             if len(part.argv) > 1 and part.argv[0] in _SOURCING:
-                text = text.replace(part.argv[1], " ")
+                # The script's word alone, not its letters inside other words: `source b`
+                # must not turn a here-document's `.bashrc` into `.ashrc`.
+                word = re.escape(part.argv[1])
+                text = re.sub(rf"(?<![^\s'\"]){word}(?![^\s'\";&|)])", " ", text)
     return text
 
 
