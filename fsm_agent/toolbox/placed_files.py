@@ -12,6 +12,11 @@ under a name no word spells whole:
   the folder ``wget -P DIR`` or ``curl --output-dir DIR`` gives (where ``curl -o NAME``
   writes too), else where the command runs (``cd site-packages && wget URL``).
 
+A single source given a destination that is not a folder yet (or with ``-T``) becomes it:
+``cp -r src ~/.config/git``, ``mv``, ``ln -s DIR ~/.config/git``, ``scp -r``. When that
+destination may hold a place and the source is a folder (or a link, whose target may become
+one), what the source holds is what the place holds: the command asks.
+
 Where the names cannot be known (a remote folder's contents, ``wget -r`` or ``-i FILE``,
 ``curl -J``, what ``git clone`` checks out), the command asks when the folder may hold one of
 the places whose files run code later (``startup_places.holds_place``: ``site-packages``,
@@ -60,13 +65,14 @@ class _Placer:
     contents_slash: bool = False
     remote: bool = False
     links: str | None = None
+    whole: bool = False  # one source becomes the destination, unless that is a folder
 
 
 _COPY_TABLE = _table("tS", "target-directory suffix")
 _PLACERS = {
-    "cp": _Placer(_COPY_TABLE, links="-s"),
-    "mv": _Placer(_COPY_TABLE),
-    "ln": _Placer(_COPY_TABLE, links=""),
+    "cp": _Placer(_COPY_TABLE, links="-s", whole=True),
+    "mv": _Placer(_COPY_TABLE, whole=True),
+    "ln": _Placer(_COPY_TABLE, links="", whole=True),
     "install": _Placer(_table("tSmgo", "target-directory suffix mode group owner")),
     "rsync": _Placer(
         _table(
@@ -78,7 +84,7 @@ _PLACERS = {
         contents_slash=True,
         remote=True,
     ),
-    "scp": _Placer(_table("cFiJloPSDX"), remote=True),
+    "scp": _Placer(_table("cFiJloPSDX"), remote=True, whole=True),
 }
 """The programs that put a file (or a link, or a folder) into a destination folder under the
 name it has where it comes from."""
@@ -108,9 +114,10 @@ def _copied(
     parsed = parse_arguments(args, placer.table)
     operands = list(parsed.operands)
     target = _value(parsed, "-t", "--target-directory")
-    if placer.links is not None and (
+    linking = placer.links is not None and (
         not placer.links or any(o.name == placer.links for o in parsed.options)
-    ):
+    )
+    if linking:
         sources = operands if target is not None or len(operands) < 2 else operands[:-1]
         for source in sources:
             if holds_place(_parts(_folder(source, cwd))):
@@ -122,6 +129,13 @@ def _copied(
     if placer.remote and _is_remote(target):
         return None
     folder = _folder(target, cwd)
+    if placer.whole and len(operands) == 1 and holds_place(_parts(folder)):
+        # `cp -r src ~/.config/git` where there is none yet, or `cp -rT`: src becomes it,
+        # and what src holds (git/config) is what the place holds.
+        source = operands[0]
+        becomes = not is_folder(folder) or any(o.name in _WHOLE for o in parsed.options)
+        if becomes and (linking or _may_be_folder(source, cwd, remote=placer.remote)):
+            return f"{target} ({source} becomes it)"
     if not (target.endswith("/") or is_folder(folder) or holds_place(_parts(folder))):
         return None  # the destination is the file itself: its own word is judged
     for source in operands:
@@ -133,6 +147,17 @@ def _copied(
         if found is not None:
             return found
     return None
+
+
+_WHOLE = frozenset({"-T", "--no-target-directory"})
+"""The option that makes the destination the source's new name, even when it is a folder."""
+
+
+def _may_be_folder(source: str, cwd: Path, *, remote: bool) -> bool:
+    """Whether ``source`` may be a folder: another machine's path, or a local folder."""
+    if remote and _is_remote(source):
+        return True
+    return source.endswith("/") or is_folder(_folder(source, cwd))
 
 
 def _first_placed(
