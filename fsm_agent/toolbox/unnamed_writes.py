@@ -11,8 +11,7 @@ one of them, as it does for reads (``grep -r KEY .``):
 * a tree written whole (``rm -r``, ``chmod -R``, ``chown -R``, what ``mv`` moves away:
   ``tree_writes``);
 * the folder ``cp``, ``mv``, ``ln``, ``install``, ``rsync`` or ``scp`` puts files into (its
-  last operand, or ``-t DIR``); the names they take there are the sources' own, judged by the
-  caller (``placed_files``);
+  last operand, or ``-t DIR``), and what ``ln`` links to (a later word writes through it);
 * where an archive is extracted or a patch applied: the folder it is told to write in
   (``tar -C DIR``, ``unzip -d DIR``, ``patch -d DIR``), else the one it runs in;
 * the work tree git writes (``git checkout``, ``reset``, ``pull``, ``stash``... under
@@ -53,6 +52,8 @@ def unnamed_writes(part: CommandPart, cwd: Path) -> list[str]:
     folders = [] if program in _COPYING else written_trees(argv)
     if program in _PLACING:
         folders += _placing_folder(argv[1:])
+    if program == "ln":  # a link through which a later word writes where it leads
+        folders += [word for word in argv[1:] if not word.startswith("-")]
     if extracts_archive(part) or applies_patch(part):
         folders += _destinations(argv[1:]) or ["."]
     if program == "git":
