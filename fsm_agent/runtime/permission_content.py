@@ -498,7 +498,14 @@ def _unnamed_write_rule(
         if not part.argv or _read_only(part, place):
             continue
         for base in bases:
-            for word in unnamed_writes(part, base):
+            writes = unnamed_writes(part, base)
+            for word in writes.files:
+                for path in _named_paths(word, [base]):
+                    for rule in family:
+                        assert rule.content is not None
+                        if path_rule_matches(rule.content, path, **matching):
+                            return rule, _shown(part)
+            for word in writes.folders:
                 for folder in _named_paths(word, [base]):
                     for rule in family:
                         assert rule.content is not None

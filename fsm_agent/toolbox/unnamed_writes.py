@@ -10,15 +10,18 @@ one of them, as it does for reads (``grep -r KEY .``):
 
 * a tree written whole (``rm -r``, ``chmod -R``, ``chown -R``, what ``mv`` moves away:
   ``tree_writes``);
-* the folder ``cp``, ``mv``, ``ln``, ``install``, ``rsync`` or ``scp`` puts files into (its
-  last operand, or ``-t DIR``), and what ``ln`` links to (a later word writes through it);
+* the files ``cp``, ``mv``, ``ln``, ``install``, ``rsync`` or ``scp`` put into a folder, under
+  their own names (``placed_files``): exactly, or anything under one that is a folder, or
+  under the folder when the names cannot be known; and what ``ln`` links to (a later word
+  writes through it);
 * where an archive is extracted or a patch applied: the folder it is told to write in
   (``tar -C DIR``, ``unzip -d DIR``, ``patch -d DIR``), else the one it runs in;
 * the work tree git writes (``git checkout``, ``reset``, ``pull``, ``stash``... under
   ``--work-tree``, ``GIT_WORK_TREE`` or ``git -C``: ``git_checkouts``);
 * where ``find -delete`` starts (``.`` when it names none);
 * anywhere (``/``) for words a wrapper fills in (``xargs``, ``find -exec``);
-* the folder a word the shell computes may name a file under (``> "$f"``, ``src/*.py``).
+* the folder a word the shell computes may name a file under (``> "$f"``, ``src/*.py``);
+  only a redirection's for a program that writes nothing but its output (``echo "$x"``).
 """
 
 from __future__ import annotations
@@ -28,30 +31,47 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+import attrs
+
+from fsm_agent.core.read_only_commands import OUTPUT_ONLY
 from fsm_agent.core.shell_commands import CommandPart
 from fsm_agent.toolbox.archive_members import extracts_archive
 from fsm_agent.toolbox.git_checkouts import checkout_folder
 from fsm_agent.toolbox.patch_targets import applies_patch
+from fsm_agent.toolbox.placed_files import placed_sources
 from fsm_agent.toolbox.tree_writes import written_trees
 
-_PLACING: Final = frozenset({"cp", "mv", "ln", "install", "rsync", "scp"})
 _COPYING: Final = frozenset({"cp", "rsync"})
-_TARGET_OPTION: Final = re.compile(r"^(?:-t(.*)|--target-directory(?:=(.*))?)$")
 _EXPRESSION_START: Final = ("-", "(", "!", ")", ",")
 
 
-def unnamed_writes(part: CommandPart, cwd: Path) -> list[str]:
-    """The folders (as written; ``/`` for anywhere) under which ``part``, run in ``cwd``, may
-    write a file no word of it names (see the module's text). ``part`` is taken to write:
-    the caller leaves read-only parts out."""
+@attrs.frozen
+class UnnamedWrites:
+    """Where a part may write files no word of it names, as written (relative to where it
+    runs): ``files`` it may write exactly (a source copied into a folder, under its own name),
+    and ``folders`` under which it may write anything (``/`` for anywhere)."""
+
+    files: tuple[str, ...] = ()
+    folders: tuple[str, ...] = ()
+
+
+def unnamed_writes(part: CommandPart, cwd: Path) -> UnnamedWrites:
+    """Where ``part``, run in ``cwd``, may write a file no word of it names (see the
+    module's text). ``part`` is taken to write: the caller leaves read-only parts out."""
     argv = part.argv
     if not argv:
-        return []
+        return UnnamedWrites()
     program = argv[0].rsplit("/", 1)[-1]
-    # A copy reads its sources; what it writes is under its destination, below.
+    files: list[str] = []
+    # A copy reads its sources; what it writes is where they land, below.
     folders = [] if program in _COPYING else written_trees(argv)
-    if program in _PLACING:
-        folders += _placing_folder(argv[1:])
+    placed = placed_sources(argv, cwd)
+    if placed is not None:
+        target, names = placed
+        if names is None:
+            folders.append(target)
+        for name, may_be_folder in names or ():
+            (folders if may_be_folder else files).append(f"{target.rstrip('/')}/{name}")
     if program == "ln":  # a link through which a later word writes where it leads
         folders += [word for word in argv[1:] if not word.startswith("-")]
     if extracts_archive(part) or applies_patch(part):
@@ -62,31 +82,12 @@ def unnamed_writes(part: CommandPart, cwd: Path) -> list[str]:
             folders.append(str(checkout[1]))
     if program == "find" and "-delete" in argv:
         folders += _find_starts(argv[1:])
-    if part.fed:
-        folders.append("/")
-    folders += [computed_folder(argv[i]) for i in part.expanded if 0 < i < len(argv)]
+    if program not in OUTPUT_ONLY:  # echo "$x" writes nothing but its output
+        if part.fed:
+            folders.append("/")
+        folders += [computed_folder(argv[i]) for i in part.expanded if 0 < i < len(argv)]
     folders += [computed_folder(r.target) for r in part.redirects if r.expanded]
-    return list(dict.fromkeys(folders))
-
-
-def _placing_folder(args: Sequence[str]) -> list[str]:
-    """The folder a copying program puts its sources into: ``-t DIR``, else its last
-    operand (which may be the new name of a single source: its folder is then where that
-    name is, which the word names anyway)."""
-    operands: list[str] = []
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        matched = _TARGET_OPTION.match(word)
-        if matched is not None:
-            value = matched.group(1) or matched.group(2)
-            if value is None and index < len(args):
-                value, index = args[index], index + 1
-            return [value] if value else []
-        if not word.startswith("-") or word == "-":
-            operands.append(word)
-    return operands[-1:] if len(operands) > 1 else []
+    return UnnamedWrites(tuple(dict.fromkeys(files)), tuple(dict.fromkeys(folders)))
 
 
 def _destinations(args: Sequence[str]) -> list[str]:

@@ -168,6 +168,9 @@ UNANALYSABLE = [
     "gdb -ex 'shell rm -rf src'",
     "systemd-run -p ExecStartPre='/bin/rm -rf src' true",
     "flock --bogus /tmp/l rm -rf src",
+    # a value arithmetic would run a command from (found: rm ran past Bash(rm:*) in bypass)
+    "x='a[$(rm y)]'; echo $((x))",
+    "x='a[`rm y`]'; s=abc; echo ${s:x}",
 ]
 
 

@@ -103,17 +103,38 @@ def test_writes_elsewhere_still_run(command: str, work: Path) -> None:
     assert decided.behavior is PermissionBehavior.ALLOW
 
 
-def test_the_folders_each_write_lands_under(tmp_path: Path) -> None:
-    def folders(command: str) -> list[str]:
-        return unnamed_writes(analyse_command(command).parts[0], tmp_path)
+def test_where_each_write_lands(tmp_path: Path) -> None:
+    (tmp_path / "c").mkdir()
+    (tmp_path / "d").mkdir()
 
-    assert folders("cp a b c/") == ["c/"]
-    assert folders("cp -t c a b") == ["c"]
-    assert folders("mv a c") == ["a", "c"]
-    assert folders("rm -r x y") == ["x", "y"]
-    assert folders("tar -xzf a.tgz -C out") == ["out"]
-    assert folders("unzip a.zip") == ["."]
-    assert folders("find x y -delete") == ["x", "y"]
-    assert folders("git -C w reset --hard") == [str(tmp_path / "w")]
-    assert folders("sed -i s/a/b/ src/*.py") == ["src/"]
-    assert folders("cp a.py b.py") == ["b.py"]
+    def writes(command: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        found = unnamed_writes(analyse_command(command).parts[0], tmp_path)
+        return found.files, found.folders
+
+    assert writes("cp a b c/") == (("c/a", "c/b"), ())
+    assert writes("cp -r d c") == ((), ("c/d",))  # a folder: anything under it
+    assert writes("cp -t c a") == (("c/a",), ())
+    assert writes("cp a.py b.py") == ((), ())  # b.py is named
+    assert writes("mv a c") == (("c/a",), ("a",))
+    assert writes("rm -r x y") == ((), ("x", "y"))
+    assert writes("tar -xzf a.tgz -C out") == ((), ("out",))
+    assert writes("unzip a.zip") == ((), (".",))
+    assert writes("find x y -delete") == ((), ("x", "y"))
+    assert writes("git -C w reset --hard") == ((), (str(tmp_path / "w"),))
+    assert writes("sed -i s/a/b/ src/*.py") == ((), ("src/",))
+    assert writes("echo $HOME") == ((), ())
+    assert writes('echo x > "$f"') == ((), ("/",))
+
+
+def test_a_copy_is_judged_by_the_names_it_lands_under(work: Path) -> None:
+    """A rule on a name at any depth (``.env``) asks for a copy that lands one, not for every
+    copy into a folder."""
+    (work / "other" / ".env").write_text("KEY=x\n")
+    for command, asks in (
+        ("cp a.txt build/", False),
+        ("cp other/.env build/", True),
+        ("cp -t build other/.env", True),
+        ("cp -r other build/", True),  # a folder that may hold one
+    ):
+        decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Edit(.env)"})
+        assert (decided.behavior is PermissionBehavior.DENY) is asks, command
