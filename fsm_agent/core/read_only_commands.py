@@ -962,12 +962,12 @@ def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
         # for a folder only makes the command ask where it might not have needed to.
         return tuple(_operands(args)) or (".",)
     words = _operands(args)
-    if program in _ALWAYS_TREES or (
-        program in _TREE_COMMANDS and bool(words) and words[0] in _TREE_COMMANDS[program]
-    ):
-        # A build context sent whole, an archive made (7z a, rar a), a link through which a
-        # later word reads what it leads to: every operand may be a folder read whole.
-        return tuple(words) or (".",)
+    if program == "ln":  # a link through which a later word reads what it leads to
+        return tuple(words)
+    if program in _TREE_COMMANDS and bool(words) and words[0] in _TREE_COMMANDS[program]:
+        # A build context sent whole, an archive made (7z a, rar a): every operand may be a
+        # folder read whole.
+        return tuple(words[1:]) or (".",)
     if program in ("cpio", "bsdcpio") and any(
         (word.startswith("-") and "o" in word.lstrip("-")) or word == "--create" for word in args
     ):
@@ -982,7 +982,6 @@ _TREE_COMMANDS: dict[str, frozenset[str]] = {
 }
 """Programs whose command (their first operand) reads every file under their other operands:
 an image's build context, sent whole to the daemon; files added to an archive."""
-_ALWAYS_TREES: frozenset[str] = frozenset({"ln"})
 
 
 _TREE_COPIERS: dict[str, tuple[str, frozenset[str]]] = {
