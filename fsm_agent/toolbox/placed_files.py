@@ -142,7 +142,7 @@ def _copied(
         becomes = not is_folder(folder) or any(o.name in _WHOLE for o in parsed.options)
         if becomes and (linking or _may_be_folder(source, cwd, remote=placer.remote)):
             return f"{target} ({source} becomes it)"
-    if not (target.endswith("/") or is_folder(folder) or holds_place(_parts(folder))):
+    if not (_names_folder(target) or is_folder(folder) or holds_place(_parts(folder))):
         return None  # the destination is the file itself: its own word is judged
     for source in operands:
         names = _source_names(placer, source, cwd)
@@ -150,6 +150,12 @@ def _copied(
         if found is not None:
             return found
     return None
+
+
+def _names_folder(word: str) -> bool:
+    """Whether ``word`` names a folder whatever is on disk (``DIR/``, ``.``, ``..``): the
+    folder a command is in may be one it made first (``mkdir d && cd d && cp ../x .``)."""
+    return word.endswith(("/", "/.", "/..")) or word in (".", "..")
 
 
 def _source_names(placer: _Placer, source: str, cwd: Path) -> Names:
@@ -177,7 +183,7 @@ def placed_sources(argv: Sequence[str], cwd: Path) -> tuple[str, Names] | None:
             return None
         target, operands = operands[-1], operands[:-1]
         folder = _folder(target, cwd)
-        if len(operands) == 1 and not (target.endswith("/") or is_folder(folder)):
+        if len(operands) == 1 and not (_names_folder(target) or is_folder(folder)):
             return None
     if placer.remote and _is_remote(target):
         return None

@@ -42,6 +42,7 @@ from fsm_agent.toolbox.placed_files import placed_sources
 from fsm_agent.toolbox.tree_writes import written_trees
 
 _COPYING: Final = frozenset({"cp", "rsync"})
+_BECOMING: Final = frozenset({"cp", "mv", "ln", "rsync", "scp"})
 _EXPRESSION_START: Final = ("-", "(", "!", ")", ",")
 
 
@@ -72,6 +73,12 @@ def unnamed_writes(part: CommandPart, cwd: Path) -> UnnamedWrites:
             folders.append(target)
         for name, may_be_folder in names or ():
             (folders if may_be_folder else files).append(f"{target.rstrip('/')}/{name}")
+    elif program in _BECOMING:
+        # One source taking the destination's name: when it may be a folder (`cp -r y src`
+        # where there is no src), what it holds lands under that name.
+        operands = [word for word in argv[1:] if not word.startswith("-")]
+        if len(operands) > 1 and (program in ("mv", "ln") or _recursive(argv[1:])):
+            folders.append(operands[-1])
     if program == "ln":  # a link through which a later word writes where it leads
         folders += [word for word in argv[1:] if not word.startswith("-")]
     if extracts_archive(part) or applies_patch(part):
@@ -88,6 +95,16 @@ def unnamed_writes(part: CommandPart, cwd: Path) -> UnnamedWrites:
         folders += [computed_folder(argv[i]) for i in part.expanded if 0 < i < len(argv)]
     folders += [computed_folder(r.target) for r in part.redirects if r.expanded]
     return UnnamedWrites(tuple(dict.fromkeys(files)), tuple(dict.fromkeys(folders)))
+
+
+def _recursive(args: Sequence[str]) -> bool:
+    """Whether a copy is told to copy folders whole (``-r``, ``-R``, ``-a``, ``--recursive``,
+    ``--archive``)."""
+    return any(
+        word in ("--recursive", "--archive")
+        or (word[:1] == "-" and word[1:2] != "-" and not set(word[1:]).isdisjoint("rRa"))
+        for word in args
+    )
 
 
 def _destinations(args: Sequence[str]) -> list[str]:
