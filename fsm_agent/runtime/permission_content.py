@@ -558,13 +558,16 @@ def _shown(part: CommandPart) -> str:
 
 def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
     """What deny and ask rules are matched against for one part: its words; for a program
-    named by its path (``/bin/rm x``), the same command by the program's name (``rm x``); and
-    for git, the command without git's own options (``git -C . push`` is ``git push``)."""
+    named by its path (``/bin/rm x``), the same command by the program's name (``rm x``); for
+    git, the command without git's own options (``git -C . push`` is ``git push``), and for
+    git's dashed form the command as git spells it (``git-push`` is ``git push``)."""
     from fsm_agent.core import git_commands  # noqa: PLC0415 - lazy
 
     program = part.argv[0]
     name = program.rsplit("/", 1)[-1] if "/" in program.rstrip("/") else program
     argvs = [part.argv, (name, *part.argv[1:])]
+    if name.startswith("git-") and len(name) > 4:  # git's own dashed form: git-push is git push
+        argvs.append(("git", name[4:], *part.argv[1:]))
     if name == "git":
         words = part.argv[1:]
         rest = git_commands.without_git_globals(words)
