@@ -354,11 +354,7 @@ def _path_rule(
     "open('.env')"``: ``toolbox.code_names.code_literals``); a name the code builds is not
     found.
     """
-    family = [
-        rule
-        for rule in rules.rules
-        if rule.behavior is behavior and rule.content is not None and rule.tool in FILE_TOOLS
-    ]
+    family = _file_rules(rules, FILE_TOOLS, behavior)
     if not family:
         return None
     from fsm_agent.toolbox.code_names import code_literals  # noqa: PLC0415 - lazy, see above
@@ -372,11 +368,34 @@ def _path_rule(
         )
         for word in words:
             for candidate in path_candidates(word):
-                for path in _named_paths(candidate, bases):
-                    for rule in family:
-                        assert rule.content is not None
-                        if path_rule_matches(rule.content, path, **matching):
-                            return rule, word
+                rule = _covering(family, _named_paths(candidate, bases), matching, under=False)
+                if rule is not None:
+                    return rule, word
+    return None
+
+
+def _file_rules(rules: RuleSet, tools: frozenset[str], *behaviors: RuleBehavior) -> list[Rule]:
+    """The rules on paths (``Read(./.env)``) of the file ``tools`` with one of ``behaviors``
+    (deny and ask when none is given)."""
+    wanted = behaviors or (RuleBehavior.DENY, RuleBehavior.ASK)
+    return [
+        rule
+        for rule in rules.rules
+        if rule.behavior in wanted and rule.content is not None and rule.tool in tools
+    ]
+
+
+def _covering(
+    family: list[Rule], paths: Iterable[str], matching: dict[str, Any], *, under: bool
+) -> Rule | None:
+    """The first rule of ``family`` that covers one of ``paths`` (absolute), or with
+    ``under`` may cover a path under one of them (a folder a command reads or writes whole)."""
+    matches = path_rule_may_match_under if under else path_rule_matches
+    for path in paths:
+        for rule in family:
+            assert rule.content is not None
+            if matches(rule.content, path, **matching):
+                return rule
     return None
 
 
@@ -451,13 +470,7 @@ def _unnamed_read_rule(
     """
     from fsm_agent.core.read_only_commands import REPOSITORY  # noqa: PLC0415 - lazy
 
-    family = [
-        rule
-        for rule in rules.rules
-        if rule.behavior in (RuleBehavior.DENY, RuleBehavior.ASK)
-        and rule.content is not None
-        and rule.tool in READ_FILE_TOOLS
-    ]
+    family = _file_rules(rules, READ_FILE_TOOLS)
     if not family:
         return None
     bases, matching = _where_words_point(analysis, place)
@@ -467,11 +480,9 @@ def _unnamed_read_rule(
                 folders = {_repository(base).as_posix() for base in bases}
             else:
                 folders = _named_paths(word, bases)
-            for folder in folders:
-                for rule in family:
-                    assert rule.content is not None
-                    if path_rule_may_match_under(rule.content, folder, **matching):
-                        return rule, _shown(part)
+            rule = _covering(family, folders, matching, under=True)
+            if rule is not None:
+                return rule, _shown(part)
     return None
 
 
@@ -482,13 +493,7 @@ def _unnamed_write_rule(
     word naming it (``cp x src/``, ``tar -xf a.tar``, ``rm -rf src``, ``git reset --hard``:
     ``toolbox.unnamed_writes``), and the part that writes it: it asks (SPEC §9.3 step 1f,
     even in bypass mode), as an unnamed read does under a Read rule."""
-    family = [
-        rule
-        for rule in rules.rules
-        if rule.behavior in (RuleBehavior.DENY, RuleBehavior.ASK)
-        and rule.content is not None
-        and rule.tool in EDIT_FILE_TOOLS
-    ]
+    family = _file_rules(rules, EDIT_FILE_TOOLS)
     if not family:
         return None
     from fsm_agent.toolbox.unnamed_writes import unnamed_writes  # noqa: PLC0415 - lazy
@@ -499,18 +504,13 @@ def _unnamed_write_rule(
             continue
         for base in bases:
             writes = unnamed_writes(part, base)
-            for word in writes.files:
-                for path in _named_paths(word, [base]):
-                    for rule in family:
-                        assert rule.content is not None
-                        if path_rule_matches(rule.content, path, **matching):
-                            return rule, _shown(part)
-            for word in writes.folders:
-                for folder in _named_paths(word, [base]):
-                    for rule in family:
-                        assert rule.content is not None
-                        if path_rule_may_match_under(rule.content, folder, **matching):
-                            return rule, _shown(part)
+            files = [path for word in writes.files for path in _named_paths(word, [base])]
+            folders = [path for word in writes.folders for path in _named_paths(word, [base])]
+            rule = _covering(family, files, matching, under=False) or _covering(
+                family, folders, matching, under=True
+            )
+            if rule is not None:
+                return rule, _shown(part)
     return None
 
 

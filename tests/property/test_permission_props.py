@@ -264,12 +264,19 @@ def test_a_write_into_a_denied_folder_is_never_allowed_silently(  # noqa: PLR091
     ``src`` by any program, spelled any way, never runs unasked."""
     folder = spelling.format(cwd=cwd)
     command = wrapping.format(c=template.format(d=folder))
+    assert denied_or_asked(cwd, command, "Edit(./src/**)", mode, hook), command
+
+
+def denied_or_asked(
+    cwd: Path, command: str, rule: str, mode: PermissionMode, hook: str | None
+) -> bool:
+    """Whether ``command``, with ``rule`` denied and all of Bash allowed, is denied or asked."""
     recorder = Recorder()
     policy = PermissionPolicy(
-        mode=mode, allow={"Bash"}, deny={"Edit(./src/**)"}, ask=recorder, bypass_available=True
+        mode=mode, allow={"Bash"}, deny={rule}, ask=recorder, bypass_available=True
     )
     decided = decide(cwd, policy, ("Bash", command), hook)
-    assert decided.behavior is PermissionBehavior.DENY or recorder.asked, command
+    return decided.behavior is PermissionBehavior.DENY or bool(recorder.asked)
 
 
 READS_OF = [
@@ -309,12 +316,7 @@ def test_a_read_of_a_denied_file_is_never_allowed_silently(  # noqa: PLR0917 (on
     never runs unasked."""
     folder = spelling.format(cwd=cwd)
     command = wrapping.format(c=template.format(d=folder, f=f"{folder.rstrip('/')}/key.pem"))
-    recorder = Recorder()
-    policy = PermissionPolicy(
-        mode=mode, allow={"Bash"}, deny={"Read(./secrets/**)"}, ask=recorder, bypass_available=True
-    )
-    decided = decide(cwd, policy, ("Bash", command), hook)
-    assert decided.behavior is PermissionBehavior.DENY or recorder.asked, command
+    assert denied_or_asked(cwd, command, "Read(./secrets/**)", mode, hook), command
 
 
 # --- reasons -------------------------------------------------------------------------------------
