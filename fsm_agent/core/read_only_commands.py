@@ -42,6 +42,7 @@ from fsm_agent.core.command_options import (
 )
 from fsm_agent.core.git_commands import GIT_GLOBALS, READ_ONLY_GIT_GLOBALS, without_git_globals
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, Redirect
+from fsm_agent.core.tree_transfers import sent_trees
 
 
 @attrs.frozen(kw_only=True)
@@ -919,8 +920,9 @@ def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
     ``rsync -a``, ``scp -r``, ``zip -r`` and ``diff -r`` every file under theirs, and a
     creating ``tar`` anything (``/``), and so do ``cpio -o`` and ``-p`` (the names their
     input gives); ``docker build`` (``podman``, ``buildah``) sends its context whole, ``7z a``
-    and ``rar a`` archive what their operands hold, and ``ln`` makes a link through which a
-    later word reads what it leads to.
+    and ``rar a`` archive what their operands hold, ``ln`` makes a link through which a
+    later word reads what it leads to, and a folder carried or served elsewhere is read whole
+    (``aws s3 sync . s3://b``, ``python3 -m http.server``: ``tree_transfers``).
     """
     if not argv:
         return ()
@@ -964,6 +966,9 @@ def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
     words = _operands(args)
     if program == "ln":  # a link through which a later word reads what it leads to
         return tuple(words)
+    sent = sent_trees(argv)
+    if sent:
+        return sent
     if program in _TREE_COMMANDS and bool(words) and words[0] in _TREE_COMMANDS[program]:
         # A build context sent whole, an archive made (7z a, rar a): every operand may be a
         # folder read whole.

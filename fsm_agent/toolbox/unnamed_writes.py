@@ -18,7 +18,8 @@ one of them, as it does for reads (``grep -r KEY .``):
   (``tar -C DIR``, ``unzip -d DIR``, ``patch -d DIR``), else the one it runs in;
 * the work tree git writes (``git checkout``, ``reset``, ``pull``, ``stash``... under
   ``--work-tree``, ``GIT_WORK_TREE`` or ``git -C``: ``git_checkouts``);
-* where ``find -delete`` starts (``.`` when it names none);
+* where ``find -delete`` starts (``.`` when it names none), and a folder a copy from
+  another place writes whole (``aws s3 sync s3://b .``: ``tree_transfers``);
 * anywhere (``/``) for words a wrapper fills in (``xargs``, ``find -exec``);
 * the folder a word the shell computes may name a file under (``> "$f"``, ``src/*.py``);
   only a redirection's for a program that writes nothing but its output (``echo "$x"``).
@@ -35,6 +36,7 @@ import attrs
 
 from fsm_agent.core.read_only_commands import OUTPUT_ONLY
 from fsm_agent.core.shell_commands import CommandPart
+from fsm_agent.core.tree_transfers import received_trees
 from fsm_agent.toolbox.archive_members import extracts_archive
 from fsm_agent.toolbox.git_checkouts import checkout_folder
 from fsm_agent.toolbox.patch_targets import applies_patch
@@ -87,6 +89,7 @@ def unnamed_writes(part: CommandPart, cwd: Path) -> UnnamedWrites:
         checkout = checkout_folder(argv[1:], cwd, part.assignments)
         if checkout is not None:
             folders.append(str(checkout[1]))
+    folders += received_trees(argv)
     if program == "find" and "-delete" in argv:
         folders += _find_starts(argv[1:])
     if program not in OUTPUT_ONLY:  # echo "$x" writes nothing but its output
