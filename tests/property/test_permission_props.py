@@ -295,6 +295,8 @@ READS_OF = [
     "docker build {d}",
     "7z a /tmp/o.7z {d}",
     "ln -s {d} m && cat m/key.pem",
+    "aws s3 sync {d} s3://bucket",
+    "python3 -m http.server --directory {d}",
     "cat < {f}",
     "cd {d} && cat key.pem",
 ]
