@@ -195,11 +195,14 @@ def option_table(short: str = "", long: str = "", *, short_values: str = "", lon
     return OptionTable(short=shorts, long=longs, stops_at_operand=True)
 
 
-def loose_table(short_values: str = "", short_optional: str = "") -> OptionTable:
-    """A loose table (options anywhere, any option accepted) knowing only which letters take a
-    value (or one only inline): enough to find a program's few options that matter among all
-    the others."""
+def loose_table(
+    short_values: str = "", short_optional: str = "", *, long_values: str = ""
+) -> OptionTable:
+    """A loose table (options anywhere, any option accepted) knowing only which letters and
+    long names (separated by spaces) take a value (or, for ``short_optional``, one only
+    inline): enough to find a program's few options that matter among all the others."""
     shorts = dict.fromkeys(short_values, Arity.REQUIRED) | dict.fromkeys(
         short_optional, Arity.OPTIONAL
     )
-    return OptionTable(short=shorts, loose=True)
+    longs = dict.fromkeys(long_values.split(), Arity.REQUIRED)
+    return OptionTable(short=shorts, long=longs, loose=True)

@@ -24,6 +24,7 @@ from fsm_agent.core.wrapper_reading import (
     Unwrap,
     UnwrapOne,
     Unwrapped,
+    folders_given,
     not_followed,
     options_then_command,
 )
@@ -33,28 +34,38 @@ _DASHES = "its options are not analysed, and no -- says where its command starts
 
 
 def _shifted(
-    outcome: Unwrapped | tuple[Unwrapped, ...] | str | None, by: int
+    outcome: Unwrapped | tuple[Unwrapped, ...] | str | None,
+    by: int,
+    folders: tuple[str, ...] = (),
 ) -> Unwrapped | tuple[Unwrapped, ...] | str | None:
-    """A reader's outcome for ``args[by:]``, as indexes in ``args``."""
+    """A reader's outcome for ``args[by:]``, as indexes in ``args``, run in ``folders``
+    first (those the words before name)."""
     if isinstance(outcome, Unwrapped):
-        return _shifted_one(outcome, by)
+        return _shifted_one(outcome, by, folders)
     if isinstance(outcome, tuple):
-        return tuple(_shifted_one(one, by) for one in outcome)
+        return tuple(_shifted_one(one, by, folders) for one in outcome)
     return outcome
 
 
-def _shifted_one(outcome: Unwrapped, by: int) -> Unwrapped:
+def _shifted_one(outcome: Unwrapped, by: int, folders: tuple[str, ...]) -> Unwrapped:
     return attrs.evolve(
         outcome,
         start=outcome.start + by,
         end=None if outcome.end is None else outcome.end + by,
         script_indexes=tuple(index + by for index in outcome.script_indexes),
+        folders=(*folders, *outcome.folders),
     )
 
 
-def _subcommands(globals_table: OptionTable, readers: Mapping[str, Unwrap]) -> Unwrap:
+def _subcommands(
+    globals_table: OptionTable,
+    readers: Mapping[str, Unwrap],
+    *,
+    folder_options: frozenset[str] = frozenset(),
+) -> Unwrap:
     """``PROGRAM [global options] SUBCOMMAND ...``: the subcommands of ``readers`` run a
-    command (``uv run``, ``npm exec``); the others run none we follow (``uv sync``)."""
+    command (``uv run``, ``npm exec``); the others run none we follow (``uv sync``). A global
+    option of ``folder_options`` names the folder the command runs in (``uv --directory``)."""
 
     def unwrap(args: Sequence[str]) -> Unwrapped | tuple[Unwrapped, ...] | str | None:
         parsed = parse_arguments(args, globals_table)
@@ -66,7 +77,8 @@ def _subcommands(globals_table: OptionTable, readers: Mapping[str, Unwrap]) -> U
         reader = readers.get(args[index]) if index < len(args) else None
         if reader is None:
             return None
-        return _shifted(reader(args[index + 1 :]), index + 1)
+        folders = folders_given(parsed.options, folder_options)
+        return _shifted(reader(args[index + 1 :]), index + 1, folders)
 
     return unwrap
 
@@ -80,12 +92,13 @@ def _then_command(
     label: str,
     script_options: tuple[str, ...] = (),
     shell_mode: tuple[str, ...] = (),
+    folder_options: frozenset[str] = frozenset(),
 ) -> Unwrap:
     """``[options] COMMAND ARGS...``; an option of ``script_options`` gives instead a command
     line to run (``npx -c 'CMD'``), one of ``shell_mode`` has the words joined and run by a
     shell (``pnpm exec -c 'a; b'``)."""
     table = _table(short, long, short_values=short_values, long_values=long_values)
-    command = options_then_command(table, label=label)
+    command = options_then_command(table, label=label, folder_options=folder_options)
 
     def unwrap(args: Sequence[str]) -> Unwrapped | tuple[Unwrapped, ...] | str | None:
         parsed = parse_arguments(args, table)
@@ -94,7 +107,10 @@ def _then_command(
             if start >= len(args):
                 return None
             indexes = tuple(range(start, len(args)))
-            return Unwrapped(script=" ".join(args[start:]), script_indexes=indexes, label=label)
+            folders = folders_given(parsed.options, folder_options)
+            return Unwrapped(
+                script=" ".join(args[start:]), script_indexes=indexes, label=label, folders=folders
+            )
         scripts = [o.value or "" for o in parsed.options if o.name in script_options]
         if parsed.problem is None and scripts:
             if parsed.rest_index < len(args) or len(scripts) > 1:
@@ -139,6 +155,7 @@ _UV_TOOL_RUN = _then_command(
     long_values="from with with-editable with-requirements python index index-url "
     "extra-index-url directory project",
     label="uvx",
+    folder_options=frozenset({"--directory"}),
 )
 _UV_RUN_TABLE = _table(
     "qvsn",
@@ -149,7 +166,9 @@ _UV_RUN_TABLE = _table(
     long_values="with with-editable with-requirements python package extra group only-group "
     "no-group env-file directory project index index-url extra-index-url module",
 )
-_uv_command = options_then_command(_UV_RUN_TABLE, label="uv run")
+_uv_command = options_then_command(
+    _UV_RUN_TABLE, label="uv run", folder_options=frozenset({"--directory"})
+)
 
 
 def _uv_run(args: Sequence[str]) -> Unwrapped | str | None:
@@ -185,6 +204,7 @@ _CONDA_RUN = _then_command(
     short_values="np",
     long_values="name prefix cwd",
     label="conda run",
+    folder_options=frozenset({"--cwd"}),
 )
 _PIXI_RUN = _then_command(
     "v",
@@ -208,6 +228,7 @@ _PROOT = options_then_command(
         long_values="rootfs bind mount qemu pwd cwd verbose kernel-release change-id",
     ),
     label="proot",
+    folder_options=frozenset({"-w", "--pwd", "--cwd"}),
 )
 _DBUS_LAUNCH = options_then_command(
     _table(
@@ -522,9 +543,12 @@ RUNNERS: dict[str, Unwrap] = {
     "pnpm": _subcommands(
         _table("s", "silent recursive", short_values="FC", long_values="filter dir"),
         {"dlx": _PNPM_DLX, "exec": _PNPM_EXEC},
+        folder_options=frozenset({"-C", "--dir"}),
     ),
     "yarn": _subcommands(
-        _table("s", "silent", long_values="cwd"), {"dlx": _YARN_DLX, "exec": _plain("yarn exec")}
+        _table("s", "silent", long_values="cwd"),
+        {"dlx": _YARN_DLX, "exec": _plain("yarn exec")},
+        folder_options=frozenset({"--cwd"}),
     ),
     "bunx": _BUNX,
     "bun": _subcommands(_table(long="silent"), {"x": _BUNX}),
@@ -532,9 +556,14 @@ RUNNERS: dict[str, Unwrap] = {
     "uv": _subcommands(
         _table("qvn", "quiet verbose offline no-cache", long_values="directory project"),
         {"run": _uv_run, "tool": _subcommands(_table(), {"run": _UV_TOOL_RUN})},
+        folder_options=frozenset({"--directory"}),
     ),
     "pipx": _subcommands(_table("qv", "quiet verbose"), {"run": _PIPX_RUN}),
-    "poetry": _subcommands(_POETRY_GLOBALS, {"run": _plain("poetry run")}),
+    "poetry": _subcommands(
+        _POETRY_GLOBALS,
+        {"run": _plain("poetry run")},
+        folder_options=frozenset({"-C", "--directory"}),
+    ),
     "pipenv": _subcommands(_table(), {"run": _plain("pipenv run")}),
     "hatch": _subcommands(_table("qv", "quiet verbose"), {"run": _plain("hatch run")}),
     "conda": _subcommands(_table(), {"run": _CONDA_RUN}),

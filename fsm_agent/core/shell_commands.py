@@ -127,12 +127,16 @@ class CommandAnalysis:
         whole: every part was found, when there is a problem: it is only code the parts run
             that no analysis sees (a file ``source`` runs, a variable set to run later), not
             a text the parser could not read or a nesting it gave up on.
+        folders: the folders wrappers run their commands in (``env -C DIR``, ``sudo -D DIR``,
+            ``uv --directory DIR``; ``~USER`` for a login shell's home), as written, each
+            with the index in ``parts`` of the first part it runs, in source order.
     """
 
     command: str
     parts: tuple[CommandPart, ...]
     problem: str | None = None
     whole: bool = True
+    folders: tuple[tuple[int, str], ...] = ()
 
 
 @functools.lru_cache(maxsize=16)
@@ -163,7 +167,13 @@ def analyse_command(command: str) -> CommandAnalysis:
     problem = reader.problems[0] if reader.problems else None
     if problem is None and len(reader.parts) > MAX_PARTS:
         problem = f"the command has {len(reader.parts)} parts, more than {MAX_PARTS}"
-    return CommandAnalysis(command=command, parts=tuple(reader.parts), problem=problem, whole=whole)
+    return CommandAnalysis(
+        command=command,
+        parts=tuple(reader.parts),
+        problem=problem,
+        whole=whole,
+        folders=tuple(reader.folders),
+    )
 
 
 @functools.cache
@@ -243,6 +253,7 @@ class _Reader:
         self.exports = False  # a part exports variables (`export X=1`, `set -a`)
         self.environment_readers: list[str] = []  # programs run that read it as commands
         self.unseen_code = 0  # problems that are code the parts run, every part found
+        self.folders: list[tuple[int, str]] = []  # where wrappers run their commands
 
     def read_script(
         self,
@@ -715,6 +726,7 @@ class _Reader:
         as a set; ``fed``: the wrapper's own words filled in from what something reads, of which
         ``found_paths`` are paths ``find`` finds)."""
         label = outcome.label or (f"{program} -c" if program in SHELLS else program)
+        self.folders += ((len(self.parts), folder) for folder in outcome.folders)
         if outcome.script is not None:
             if any(i + 1 in computed for i in outcome.script_indexes):
                 self.problems.append(f"{label} runs a command the shell computes")

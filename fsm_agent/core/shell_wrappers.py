@@ -277,7 +277,14 @@ def _switch_user(args: Sequence[str]) -> Unwrapped | str | None:
         return None  # a login shell, reading commands from its input: nothing else runs
     if len(scripts) > 1 or any(o.name in ("-s", "--shell") for o in parsed.options):
         return "a script for a shell chosen with -s is not analysed"
-    return Unwrapped(script=scripts[0], script_indexes=_indexes_holding(args, scripts[0]))
+    users = [word for word in parsed.operands if word != "-"]
+    login = "-" in parsed.operands or any(o.name in ("-l", "--login") for o in parsed.options)
+    return Unwrapped(
+        script=scripts[0],
+        script_indexes=_indexes_holding(args, scripts[0]),
+        # A login shell starts in the user's home folder.
+        folders=("~" + (users[0] if users else "root"),) if login else (),
+    )
 
 
 _SU_OPTIONS = attrs.evolve(
@@ -699,8 +706,51 @@ _ENV_TABLE = _table(
     long_optional="block-signal default-signal ignore-signal",
 )
 _ENV = options_then_command(
-    _ENV_TABLE, refused=frozenset({"-S", "--split-string"}), lone_dash_is_option=True
+    _ENV_TABLE,
+    refused=frozenset({"-S", "--split-string"}),
+    lone_dash_is_option=True,
+    folder_options=frozenset({"-C", "--chdir"}),
 )
+
+
+_SUDO_TABLE = _table(
+    "AbEeHiKklnPSsVv",
+    "askpass background edit set-home help login remove-timestamp reset-timestamp "
+    "list non-interactive preserve-groups stdin shell version validate",
+    short_values="CDghpRrtTUu",
+    long_values="close-from chdir group host prompt chroot role type command-timeout "
+    "other-user user",
+    long_optional="preserve-env",
+)
+_SUDO = options_then_command(_SUDO_TABLE, folder_options=frozenset({"-D", "--chdir"}))
+
+
+def _sudo(args: Sequence[str]) -> Unwrapped | str | None:
+    """``sudo [options] command...``, in the folder ``-D DIR`` names, or with ``-i`` in the
+    home folder of the user it runs as (a login shell starts there)."""
+    unwrapped = _SUDO(args)
+    if not isinstance(unwrapped, Unwrapped):
+        return unwrapped
+    options = parse_arguments(args, _SUDO_TABLE).options
+    if any(option.name in ("-i", "--login") for option in options):
+        users = [o.value for o in options if o.name in ("-u", "--user") and o.value]
+        home = "~" + (users[-1] if users else "root")
+        return attrs.evolve(unwrapped, folders=(home, *unwrapped.folders))
+    return unwrapped
+
+
+_CHROOT = options_then_command(
+    _table(long="skip-chdir help version", long_values="userspec groups"), operands_before=1
+)
+
+
+def _chroot(args: Sequence[str]) -> Unwrapped | str | None:
+    """``chroot [options] NEWROOT [command...]``: the command runs in ``NEWROOT``, which is
+    its ``/`` and, unless ``--skip-chdir``, its working folder."""
+    unwrapped = _CHROOT(args)
+    if not isinstance(unwrapped, Unwrapped) or unwrapped.start < 1:
+        return unwrapped
+    return attrs.evolve(unwrapped, folders=(args[unwrapped.start - 1],))
 
 
 def _env(args: Sequence[str]) -> Unwrapped | str | None:
@@ -726,17 +776,7 @@ def _env(args: Sequence[str]) -> Unwrapped | str | None:
 
 WRAPPERS: dict[str, Unwrap] = {
     "env": _env,
-    "sudo": options_then_command(
-        _table(
-            "AbEeHiKklnPSsVv",
-            "askpass background edit set-home help login remove-timestamp reset-timestamp "
-            "list non-interactive preserve-groups stdin shell version validate",
-            short_values="CDghpRrtTUu",
-            long_values="close-from chdir group host prompt chroot role type command-timeout "
-            "other-user user",
-            long_optional="preserve-env",
-        )
-    ),
+    "sudo": _sudo,
     "doas": options_then_command(_table("nsL", short_values="uC")),
     "nohup": options_then_command(_table(long="help version")),
     "nice": options_then_command(
@@ -788,9 +828,7 @@ WRAPPERS: dict[str, Unwrap] = {
     ),
     **dict.fromkeys(("su", "runuser"), _switch_user),
     "sg": _sg,
-    "chroot": options_then_command(
-        _table(long="skip-chdir help version", long_values="userspec groups"), operands_before=1
-    ),
+    "chroot": _chroot,
     "unshare": options_then_command(
         _table(
             "fhVmuinpCTUrc",
@@ -800,7 +838,8 @@ WRAPPERS: dict[str, Unwrap] = {
             "load-interp map-user map-group map-users map-groups",
             long_optional="mount uts ipc net pid user cgroup time kill-child mount-proc "
             "mount-binfmt",
-        )
+        ),
+        folder_options=frozenset({"-w", "--wd", "-R", "--root"}),
     ),
     "nsenter": options_then_command(
         _table(
@@ -810,7 +849,8 @@ WRAPPERS: dict[str, Unwrap] = {
             short_optional="muinpUCTrw",
             long_values="target setuid setgid",
             long_optional="mount uts ipc net pid user cgroup time root wd",
-        )
+        ),
+        folder_options=frozenset({"-w", "--wd", "-r", "--root"}),
     ),
     "setpriv": options_then_command(
         _table(

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from fsm_agent.core.command_options import OptionTable, parse_arguments
+from fsm_agent.core.command_options import Option, OptionTable, parse_arguments
 
 
 @attrs.frozen(kw_only=True)
@@ -30,6 +30,7 @@ class Unwrapped:
     placeholder: str = ""  # what it replaces by the words it reads (find's {}, xargs -I R)
     fills_paths: bool = False  # a whole placeholder becomes a path it finds (find -exec)
     continued: bool = False  # the script is one program, its words given elsewhere (make CC=x)
+    folders: tuple[str, ...] = ()  # where it runs the command, as written (env -C DIR), in turn
 
 
 Unwrap = Callable[[Sequence[str]], "Unwrapped | tuple[Unwrapped, ...] | str | None"]
@@ -50,8 +51,10 @@ def options_then_command(
     lone_dash_is_option: bool = False,
     default: tuple[str, ...] = (),
     label: str = "",
+    folder_options: frozenset[str] = frozenset(),
 ) -> UnwrapOne:
-    """A wrapper read as ``wrapper [options] [NAME=value...] [N operands] command...``."""
+    """A wrapper read as ``wrapper [options] [NAME=value...] [N operands] command...``; an
+    option of ``folder_options`` names the folder the command runs in (``env -C DIR``)."""
 
     def unwrap(args: Sequence[str]) -> Unwrapped | str | None:
         parsed = parse_arguments(args, table)
@@ -70,9 +73,21 @@ def options_then_command(
         index += operands_before
         if index >= len(args) and not default:
             return None
-        return Unwrapped(start=index, assignments=tuple(assignments), default=default, label=label)
+        return Unwrapped(
+            start=index,
+            assignments=tuple(assignments),
+            default=default,
+            label=label,
+            folders=folders_given(parsed.options, folder_options),
+        )
 
     return unwrap
+
+
+def folders_given(options: Sequence[Option], names: frozenset[str]) -> tuple[str, ...]:
+    """The folders ``options`` of these ``names`` give, in turn (``-C a -C b`` enters ``a``,
+    then ``b``: GNU ``env`` changes folder once, to the last, but another wrapper may not)."""
+    return tuple(o.value for o in options if o.name in names and o.value is not None)
 
 
 def not_followed(why: str) -> Unwrap:

@@ -344,6 +344,9 @@ def _path_rule(
     A deny rule on reading ``.env`` is meant for ``cat .env`` as much as for the Read tool.
     Without knowing each program, every word counts as a path, from the working folder and from
     each folder the command enters with ``cd``; the path as written and as resolved both count.
+    So does each string in the code a command gives an interpreter (``python3 -c
+    "open('.env')"``: ``toolbox.code_names.code_literals``); a name the code builds is not
+    found.
     """
     family = [
         rule
@@ -352,9 +355,16 @@ def _path_rule(
     ]
     if not family:
         return None
+    from fsm_agent.toolbox.code_names import code_literals  # noqa: PLC0415 - lazy, see above
+
     bases, matching = _where_words_point(analysis, place)
     for part in analysis.parts:
-        for word in (*part.argv[1:], *(redirect.target for redirect in part.redirects)):
+        words = (
+            *part.argv[1:],
+            *(redirect.target for redirect in part.redirects),
+            *code_literals(part, analysis),
+        )
+        for word in words:
             for candidate in path_candidates(word):
                 for path in _named_paths(candidate, bases):
                     for rule in family:

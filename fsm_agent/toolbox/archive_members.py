@@ -1,5 +1,6 @@
 """The files an archive writes, read from the archive before ``tar -x`` or ``unzip`` extracts
-it (SPEC §9.3 safety checks).
+it (SPEC §9.3 safety checks); the other programs that extract one are in
+:mod:`~fsm_agent.toolbox.archive_programs`.
 
 Like a patch (:mod:`~fsm_agent.toolbox.patch_targets`), an archive names the files it writes
 inside itself: ``tar -xf payload.tar`` may write ``.claude/settings.json`` or
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
+from fsm_agent.toolbox.archive_programs import extracted_archive
 from fsm_agent.toolbox.data_paths import UNTOLD, first_protected_where, named_by_another
 
 ARCHIVE_READ_LIMIT: Final = 64 * 1024 * 1024
@@ -74,7 +76,7 @@ def archive_refusal(
     elif program == "unzip":
         source = _unzip_archive(part.argv[1:])
     else:
-        return None
+        source = extracted_archive(program, part.argv[1:])
     if source is None:
         return None
     if source == "-":

@@ -238,7 +238,7 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
             tree = reached_tree(part.argv, folder)
             if tree is not None:
                 return f"{tree} (it holds one)"
-            placed = placed_path(part.argv, folder, runs_later)
+            placed = placed_path(part.argv, folder, runs_later, part.assignments)
             if placed is not None:
                 return f"{placed} (the file takes that name there)"
         scheduler = scheduled_by(part)

@@ -39,19 +39,43 @@ _FED = ("<<", "<<-", "<<<")
 def protected_name_in_code(part: CommandPart, analysis: CommandAnalysis) -> str | None:
     """The protected name in the code ``part`` gives a program (``analysis``: the whole
     command, whose text holds a here-document), or None."""
+    for text in _code_texts(part, analysis):
+        found = PROTECTED_NAME.search(text)
+        if found is not None:
+            return found.group(0)
+    return None
+
+
+def code_literals(part: CommandPart, analysis: CommandAnalysis) -> list[str]:
+    """The quoted strings in the code ``part`` gives a program, each as a word that may name
+    a file (``open(".env")``: ``.env``; Perl's ``"<.env"``: ``.env``), for the path rules
+    (``Read(./.env)``) to judge as they judge the command's own words. Names the code builds
+    are not found, as for :func:`protected_name_in_code`."""
+    return [
+        match.group(2).lstrip("<>+| ")
+        for text in _code_texts(part, analysis)
+        for match in _QUOTED.finditer(text)
+        if match.group(2).strip()
+    ]
+
+
+_QUOTED: Final = re.compile(r"""(['"`])((?:\\.|(?!\1)[^\\])*)\1""")
+"""A string literal of most languages: quote, characters (a backslash escaping the next),
+the same quote."""
+
+
+def _code_texts(part: CommandPart, analysis: CommandAnalysis) -> list[str]:
+    """The texts that hold the code ``part`` gives a program in its own language (its words,
+    and the command's text when a here-document feeds it); none when it is given none."""
     if not part.argv:
-        return None
+        return []
     program = part.argv[0].rsplit("/", 1)[-1]
     if program not in _FILE_WRITING_LANGUAGES:
         from fsm_agent.core.inline_code import unread_code  # noqa: PLC0415 - only when needed
 
         if unread_code(part) is None:
-            return None
+            return []
     texts = list(part.argv[1:])
     if any(redirect.operator in _FED for redirect in part.redirects):
         texts.append(analysis.command)
-    for text in texts:
-        found = PROTECTED_NAME.search(text)
-        if found is not None:
-            return found.group(0)
-    return None
+    return texts

@@ -25,7 +25,14 @@ from fsm_agent.runtime.tool import (
     PermissionCheck,
     ToolContext,
 )
-from fsm_agent.toolbox.startup_places import STARTUP_DIRS, STARTUP_FILES, startup_place
+from fsm_agent.toolbox.startup_places import (
+    STARTUP_DIRS,
+    STARTUP_FILES,
+    WITHIN_ANCHORS,
+    reached_place,
+    startup_place,
+    watched_folder,
+)
 
 if TYPE_CHECKING:
     from fsm_agent.core.shell_commands import CommandAnalysis
@@ -191,8 +198,10 @@ def holds_protected(folder: Path, *, through_links: bool = False) -> bool:
 
 
 def protected_within(folder: Path, *, through_links: bool = False) -> bool | None:
-    """Whether ``folder`` (not itself a link) holds a protected path, or None when it has more
-    than :data:`MAX_TREE_ENTRIES` entries and none was found among the first.
+    """Whether ``folder`` (not itself a link) holds a protected path (a protected name, or a
+    start-up place other than a virtual environment's own: ``startup_places.reached_place``),
+    or None when it has more than :data:`MAX_TREE_ENTRIES` entries and none was found among
+    the first.
 
     Links inside are listed, not followed: ``rm -r`` and ``cp -r`` act on a link, not on what it
     points to. With ``through_links``, a program is given each path found (``find -exec``),
@@ -202,15 +211,21 @@ def protected_within(folder: Path, *, through_links: bool = False) -> bool | Non
         return False
     root = folder.resolve()
     seen = 0
-    pending = [str(folder)]
+    # Each folder with its lower-case components, to find the start-up places it holds.
+    pending = [(str(folder), tuple(part.lower() for part in root.parts))]
     while pending:
+        path, parts = pending.pop()
         try:
-            with os.scandir(pending.pop()) as listing:
+            with os.scandir(path) as listing:
                 entries = list(listing)
         except OSError:
             continue  # a folder no one may read: nothing in it is found either
+        watched = watched_folder(parts)
         for entry in entries:
-            if entry.name.lower() in _PROTECTED_NAMES:
+            name = entry.name.lower()
+            if name in _PROTECTED_NAMES:
+                return True
+            if (watched or name in WITHIN_ANCHORS) and reached_place((*parts, name)):
                 return True
             seen += 1
             if seen > MAX_TREE_ENTRIES:
@@ -219,7 +234,7 @@ def protected_within(folder: Path, *, through_links: bool = False) -> bool | Non
                 if through_links and not Path(os.path.realpath(entry.path)).is_relative_to(root):
                     return True
             elif entry.is_dir():
-                pending.append(entry.path)
+                pending.append((entry.path, (*parts, name)))
     return False
 
 
@@ -252,25 +267,49 @@ def entered_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path]:
     home folder, and so is ``cd`` alone. A ``CDPATH`` the command sets (the tool's shell has
     none) gives a name not starting with ``.`` more folders to start from: ``CDPATH=~/.config
     cd git`` enters ``~/.config/git``. A folder the shell computes may be each path its text
-    spells: ``cd $(printf %s ~/.config/git)`` enters ``~/.config/git``."""
+    spells: ``cd $(printf %s ~/.config/git)`` enters ``~/.config/git``. A folder a wrapper
+    runs its command in (``env -C ~ rm -rf .config``, ``sudo -D DIR``, ``uv --directory DIR
+    run``, ``sudo -i``'s home) counts as one ``cd`` enters, where the wrapper stands."""
     folders = [cwd]
     searched = _cd_path(analysis)
-    for part in analysis.parts:
+    given = list(analysis.folders)
+    for index, part in enumerate(analysis.parts):
+        while given and given[0][0] <= index:
+            word = given.pop(0)[1]
+            folders = _entering(folders, word, computed=bool(_COMPUTING.search(word)))
         if part.argv[:1] not in (("cd",), ("pushd",)):
             continue
         words = [word for word in part.argv[1:] if word not in ("-L", "-P", "--")]
-        targets = [expand_home(words[0]) if words else Path.home()]
-        if words and part.expanded:  # the shell computes it: the paths its text spells too
-            spelled = [_QUOTING.sub("", token) for token in _SEPARATORS.split(words[0])]
-            targets += [expand_home(t) for t in spelled if "/" in t or t.startswith("~")]
+        if not words:
+            folders = _entering(folders, "~", computed=False)
+            continue
         starts = folders
-        if searched and words and not words[0].startswith((".", "/", "~")):
+        if searched and not words[0].startswith((".", "/", "~")):
             starts = [*folders, *(folder / entry for folder in folders for entry in searched)]
-        # an absolute target: itself
-        entered = [folder / target for target in targets for folder in starts]
-        folders = list(dict.fromkeys([*folders, *entered]))[:MAX_ENTERED_FOLDERS]
+        folders = _entering(folders, words[0], computed=bool(part.expanded), starts=starts)
+    for _index, word in given:  # a wrapper that runs no part (``env -C DIR`` alone)
+        folders = _entering(folders, word, computed=bool(_COMPUTING.search(word)))
     return folders
 
+
+def _entering(
+    folders: list[Path], word: str, *, computed: bool, starts: list[Path] | None = None
+) -> list[Path]:
+    """``folders`` and those a command entering ``word`` may be in, from each of ``starts``
+    (``folders`` unless given): the word's path, and when the shell ``computed`` it, each
+    path its text spells."""
+    targets = [expand_home(word)]
+    if computed:  # the shell computes it: the paths its text spells too ($HOME is ~)
+        spelled = [_QUOTING.sub("", token) for token in _SEPARATORS.split(_HOME.sub("~", word))]
+        targets += [expand_home(t) for t in spelled if "/" in t or t.startswith("~")]
+    # an absolute target: itself
+    entered = [folder / target for target in targets for folder in starts or folders]
+    return list(dict.fromkeys([*folders, *entered]))[:MAX_ENTERED_FOLDERS]
+
+
+_HOME = re.compile(r"\$\{?HOME\b\}?")
+_COMPUTING = re.compile(r"[$`]")
+"""What makes a wrapper's folder one the shell computes (its text as the analysis keeps it)."""
 
 _SEPARATORS = re.compile(r"[\s;|&<>]+")
 _QUOTING = re.compile(r"[$(){}`\"']")

@@ -12,14 +12,20 @@ under a name no word spells whole:
   the folder ``wget -P DIR`` or ``curl --output-dir DIR`` gives (where ``curl -o NAME``
   writes too), else where the command runs (``cd site-packages && wget URL``).
 
+A single source given a destination that is not a folder yet (or with ``-T``) becomes it:
+``cp -r src ~/.config/git``, ``mv``, ``ln -s DIR ~/.config/git``, ``scp -r``. When that
+destination may hold a place and the source is a folder (or a link, whose target may become
+one), what the source holds is what the place holds: the command asks.
+
 Where the names cannot be known (a remote folder's contents, ``wget -r`` or ``-i FILE``,
-``curl -J``, what ``git clone`` checks out), the command asks when the folder may hold one of
-the places whose files run code later (``startup_places.holds_place``: ``site-packages``,
-``~/.config``, ``~/.config/git``, ``/etc`` …). So does a link made to such a folder (``ln -s
-~/.config/git g``), through which a later word writes what no word names (``g/config``).
-Any other writing command naming such a folder, or one that exists (``aws s3 cp``, ``docker
-cp``, ``git -C``), is judged as if each of its other words put a file there under its last
-name (``docker cp box:/git ~/.local/bin/`` puts a program ahead of git).
+``curl -J``, what git checks out: :mod:`~fsm_agent.toolbox.git_checkouts`), the command asks
+when the folder may hold one of the places whose files run code later
+(``startup_places.holds_place``: ``site-packages``, ``~/.config``, ``~/.config/git``, ``/etc``
+…). So does a link made to such a folder (``ln -s ~/.config/git g``), through which a later
+word writes what no word names (``g/config``). Any other writing command naming such a folder,
+or one that exists (``aws s3 cp``, ``docker cp``, ``git -C``), is judged as if each of its
+other words put a file there under its last name (``docker cp box:/git ~/.local/bin/`` puts a
+program ahead of git).
 """
 
 from __future__ import annotations
@@ -32,22 +38,18 @@ from urllib.parse import unquote, urlsplit
 
 import attrs
 
-from fsm_agent.core.command_options import Arity, OptionTable, ParsedArguments, parse_arguments
+from fsm_agent.core.command_options import (
+    OptionTable,
+    ParsedArguments,
+    loose_table,
+    parse_arguments,
+)
+from fsm_agent.toolbox.git_checkouts import checkout_folder
 from fsm_agent.toolbox.paths import expand_home, is_folder, is_protected, path_candidates
 from fsm_agent.toolbox.startup_places import holds_place
 
 Names = list[tuple[str, bool]] | None
 """The names a file takes in a folder, each with whether it may be a folder; None: any name."""
-
-
-def _table(short_values: str, long_values: str = "") -> OptionTable:
-    """A loose table (:func:`~fsm_agent.core.command_options.loose_table`) knowing which
-    letters and long options take a value, so that no value is read as an operand."""
-    return OptionTable(
-        short=dict.fromkeys(short_values, Arity.REQUIRED),
-        long=dict.fromkeys(long_values.split(), Arity.REQUIRED),
-        loose=True,
-    )
 
 
 @attrs.frozen
@@ -60,36 +62,43 @@ class _Placer:
     contents_slash: bool = False
     remote: bool = False
     links: str | None = None
+    whole: bool = False  # one source becomes the destination, unless that is a folder
 
 
-_COPY_TABLE = _table("tS", "target-directory suffix")
+_COPY_TABLE = loose_table("tS", long_values="target-directory suffix")
 _PLACERS = {
-    "cp": _Placer(_COPY_TABLE, links="-s"),
-    "mv": _Placer(_COPY_TABLE),
-    "ln": _Placer(_COPY_TABLE, links=""),
-    "install": _Placer(_table("tSmgo", "target-directory suffix mode group owner")),
+    "cp": _Placer(_COPY_TABLE, links="-s", whole=True),
+    "mv": _Placer(_COPY_TABLE, whole=True),
+    "ln": _Placer(_COPY_TABLE, links="", whole=True),
+    "install": _Placer(
+        loose_table("tSmgo", long_values="target-directory suffix mode group owner")
+    ),
     "rsync": _Placer(
-        _table(
+        loose_table(
             "efTBM",
-            "rsh filter exclude include exclude-from include-from files-from temp-dir suffix "
-            "chmod chown compare-dest copy-dest link-dest log-file password-file port timeout "
-            "bwlimit rsync-path",
+            long_values="rsh filter exclude include exclude-from include-from files-from "
+            "temp-dir suffix chmod chown compare-dest copy-dest link-dest log-file "
+            "password-file port timeout bwlimit rsync-path",
         ),
         contents_slash=True,
         remote=True,
     ),
-    "scp": _Placer(_table("cFiJloPSDX"), remote=True),
+    "scp": _Placer(loose_table("cFiJloPSDX"), remote=True, whole=True),
 }
 """The programs that put a file (or a link, or a folder) into a destination folder under the
 name it has where it comes from."""
 
 
 def placed_path(
-    argv: Sequence[str], cwd: Path, protected: Callable[[Path], bool] = is_protected
+    argv: Sequence[str],
+    cwd: Path,
+    protected: Callable[[Path], bool] = is_protected,
+    assignments: Sequence[str] = (),
 ) -> str | None:
     """The first path that a program of ``argv`` creates inside a folder without a word
     naming it (see the module's text) and that ``protected`` judges one, or None. ``cwd``:
-    the folder relative words start from."""
+    the folder relative words start from; ``assignments``: the ``VAR=value`` prefixes it runs
+    with (``GIT_WORK_TREE=DIR git checkout``)."""
     program = argv[0].rsplit("/", 1)[-1] if argv else ""
     placer = _PLACERS.get(program)
     found: str | None = None
@@ -98,7 +107,10 @@ def placed_path(
     elif program in _DOWNLOADS:
         found = _DOWNLOADS[program](argv[1:], cwd, protected)
     elif program == "git":
-        found = _cloned(argv[1:], cwd)
+        checkout = checkout_folder(argv[1:], cwd, assignments)
+        if checkout is not None:
+            shown, folder = checkout
+            found = _first_placed(shown, folder, None, protected, "what it checks out")
     return found or _into_named_folder(argv[1:], cwd, protected)
 
 
@@ -108,9 +120,10 @@ def _copied(
     parsed = parse_arguments(args, placer.table)
     operands = list(parsed.operands)
     target = _value(parsed, "-t", "--target-directory")
-    if placer.links is not None and (
+    linking = placer.links is not None and (
         not placer.links or any(o.name == placer.links for o in parsed.options)
-    ):
+    )
+    if linking:
         sources = operands if target is not None or len(operands) < 2 else operands[:-1]
         for source in sources:
             if holds_place(_parts(_folder(source, cwd))):
@@ -122,6 +135,13 @@ def _copied(
     if placer.remote and _is_remote(target):
         return None
     folder = _folder(target, cwd)
+    if placer.whole and len(operands) == 1 and holds_place(_parts(folder)):
+        # `cp -r src ~/.config/git` where there is none yet, or `cp -rT`: src becomes it,
+        # and what src holds (git/config) is what the place holds.
+        source = operands[0]
+        becomes = not is_folder(folder) or any(o.name in _WHOLE for o in parsed.options)
+        if becomes and (linking or _may_be_folder(source, cwd, remote=placer.remote)):
+            return f"{target} ({source} becomes it)"
     if not (target.endswith("/") or is_folder(folder) or holds_place(_parts(folder))):
         return None  # the destination is the file itself: its own word is judged
     for source in operands:
@@ -133,6 +153,17 @@ def _copied(
         if found is not None:
             return found
     return None
+
+
+_WHOLE = frozenset({"-T", "--no-target-directory"})
+"""The option that makes the destination the source's new name, even when it is a folder."""
+
+
+def _may_be_folder(source: str, cwd: Path, *, remote: bool) -> bool:
+    """Whether ``source`` may be a folder: another machine's path, or a local folder."""
+    if remote and _is_remote(source):
+        return True
+    return source.endswith("/") or is_folder(_folder(source, cwd))
 
 
 def _first_placed(
@@ -215,10 +246,10 @@ def _wget(args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]) -> 
     return _first_placed(prefix, _folder(prefix, cwd), names, protected, "what it downloads")
 
 
-_WGET_TABLE = _table(
+_WGET_TABLE = loose_table(
     "oaiBetOTwQPUlARDIXn",
-    "output-document input-file directory-prefix output-file append-output execute header "
-    "user-agent",
+    long_values="output-document input-file directory-prefix output-file append-output "
+    "execute header user-agent",
 )
 _WGET_UNKNOWN = frozenset(
     {
@@ -272,8 +303,9 @@ def _curl(args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]) -> 
     return _first_placed(where, _folder(where, cwd), names, protected, "a name the server gives")
 
 
-_CURL_TABLE = _table(
-    "AbcCdDeEFhHKmoPQrtTuUwxXyYz", "output output-dir data header user-agent user request url"
+_CURL_TABLE = loose_table(
+    "AbcCdDeEFhHKmoPQrtTuUwxXyYz",
+    long_values="output output-dir data header user-agent user request url",
 )
 _CURL_REMOTE_NAME = frozenset({"-O", "--remote-name", "--remote-name-all"})
 
@@ -281,33 +313,6 @@ _DOWNLOADS: dict[str, Callable[[Sequence[str], Path, Callable[[Path], bool]], st
     "wget": _wget,
     "curl": _curl,
 }
-
-
-def _cloned(args: Sequence[str], cwd: Path) -> str | None:
-    """``git clone URL [DIR]`` checks out files of any name into ``DIR`` (by default the
-    URL's last name, less ``.git``), in the folder ``git -C`` gives."""
-    parsed = parse_arguments(args, _GIT_TABLE)
-    if parsed.operands[:1] != ("clone",):
-        return None
-    for folder in _values(parsed, "-C"):
-        cwd = _folder(folder, cwd)
-    clone = parse_arguments(args[parsed.rest_index + 1 :], _CLONE_TABLE).operands
-    if not clone:
-        return None
-    url = clone[0].rstrip("/")
-    target = clone[1] if len(clone) > 1 else url.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-    target = target.removesuffix(".git") if len(clone) == 1 else target
-    return _first_placed(target, _folder(target, cwd), None, is_protected, "what it checks out")
-
-
-_GIT_TABLE = attrs.evolve(
-    _table("Cc", "git-dir work-tree namespace exec-path config-env"), stops_at_operand=True
-)
-_CLONE_TABLE = _table(
-    "obucj",
-    "origin branch upload-pack reference reference-if-able separate-git-dir depth config "
-    "template jobs filter shallow-since shallow-exclude server-option bundle-uri revision",
-)
 
 
 def _into_named_folder(

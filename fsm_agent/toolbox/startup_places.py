@@ -35,8 +35,9 @@ are, in every mode (a safety check: bypassPermissions still asks):
 
 System places count only from the root of the file system (a project's ``rootfs/etc/profile.d``
 is a project file); the others wherever they are (a working folder may be a home folder).
-Deleting a ``.pth`` is not protected when a whole tree goes (``rm -rf .venv``): only writes to
-these places are judged, by the paths the command names.
+A tree deleted or changed whole (``rm -rf``, ``chmod -R``) that holds one of these places asks
+as a command naming it does, but for a virtual environment's own (``rm -rf .venv`` deletes its
+``.pth`` files and activation scripts: a build's output, not a start-up file named).
 """
 
 from __future__ import annotations
@@ -135,30 +136,52 @@ _ROOTS: Final = frozenset({"/", "//", ""})
 """The first component of an absolute path (``//`` is a root of its own to ``pathlib``; a
 path split on its separators begins with ``""``)."""
 
-ANCHORS: Final = frozenset({*_PLACES_WITHIN, *_SITE_FOLDERS})
-"""The folder names a place other than a system one begins with."""
+WITHIN_ANCHORS: Final = frozenset(_PLACES_WITHIN)
+"""The folder names a place of :func:`reached_place` other than a system one begins with."""
 
 
 def startup_place(parts: Sequence[str]) -> bool:
     """Whether a path of the lower-case components ``parts`` (absolute: the first is ``/``, or
     ``""`` for a path split on its separators) is one of the places above or lies in one."""
+    if reached_place(parts):
+        return True
+    if len(parts) > 1 and parts[-1] in _ACTIVATION_SCRIPTS and parts[-2] in _SCRIPT_FOLDERS:
+        return True
+    if len(parts) > 1 and parts[-2] in _SITE_FOLDERS:
+        leaf = parts[-1]
+        return leaf.endswith(".pth") or leaf in _SITE_HOOKS
+    return False
+
+
+def reached_place(parts: Sequence[str]) -> bool:
+    """:func:`startup_place`, less a virtual environment's own places (its activation scripts,
+    a ``.pth`` or site hook in its ``site-packages``): a tree deleted or changed whole that
+    holds those is a build's output (``rm -rf .venv``), while one that holds
+    ``.config/git/config`` or ``/etc/cron.d`` (``rm -rf ~/.config``, ``chmod -R 777 /var/spool``)
+    changes where code starts as much as a command naming it."""
     if len(parts) > 2 and parts[0] in _ROOTS:
         places = _SYSTEM_PLACES.get(parts[1])
         if places is not None and _begins_with(parts, 2, places):
             return True
-    if len(parts) > 1 and parts[-1] in _ACTIVATION_SCRIPTS and parts[-2] in _SCRIPT_FOLDERS:
-        return True
-    if ANCHORS.isdisjoint(parts):
+    if WITHIN_ANCHORS.isdisjoint(parts):
         return False
     for index, part in enumerate(parts):
         within = _PLACES_WITHIN.get(part)
         if within is not None and _begins_with(parts, index + 1, within):
             return True
-        if part in _SITE_FOLDERS and index == len(parts) - 2:
-            leaf = parts[-1]
-            if leaf.endswith(".pth") or leaf in _SITE_HOOKS:
-                return True
     return False
+
+
+def watched_folder(parts: Sequence[str]) -> bool:
+    """Whether a folder of the lower-case components ``parts`` (absolute) may hold a place of
+    :func:`reached_place` at any depth: the root, one of its system folders, or a folder
+    inside an anchor (``.config``, ``.aws``...). A folder that is not may still hold an
+    anchor, which a walk finds by its name (:data:`WITHIN_ANCHORS`)."""
+    if len(parts) <= 2 and parts[:1] and parts[0] in _ROOTS:
+        return len(parts) == 1 or parts[1] in _SYSTEM_PLACES
+    return not WITHIN_ANCHORS.isdisjoint(parts) or (
+        len(parts) > 2 and parts[0] in _ROOTS and parts[1] in _SYSTEM_PLACES
+    )
 
 
 def _begins_with(parts: Sequence[str], start: int, places: tuple[tuple[str, ...], ...]) -> bool:

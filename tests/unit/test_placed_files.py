@@ -157,3 +157,47 @@ ORDINARY = [
 @pytest.mark.parametrize("command", ORDINARY)
 def test_bypass_still_runs_ordinary_copies_and_downloads(command: str, work: Path) -> None:
     assert not safety_question(command, work)
+
+
+@pytest.fixture
+def bare_home(work: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home folder with ``~/.config`` but no ``~/.config/git`` (settings in ``~/.gitconfig``,
+    as most have), and a folder shaped as git's settings folder in the working folder."""
+    home = work / "home"
+    (home / ".config").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    (work / "payload" / "git").mkdir(parents=True)
+    (work / "payload" / "git" / "config").write_text("[core]\n\tfsmonitor = ./x\n")
+    return home
+
+
+BECOMING = [
+    "cp -r payload/git ~/.config/git",
+    "cp -rT payload/git ~/.config/git",
+    "cp -a payload/git/ ~/.config/git",
+    "mv payload/git ~/.config/git",
+    "mv -T payload/git ~/.config/git",
+    "ln -s {work}/payload/git ~/.config/git",
+    "ln -sfn {work}/payload/git ~/.config/git",
+    "ln -s {work}/payload/git/config ~/.config/git",
+    "cp -r payload/git ~/.config/../.config/git",
+]
+
+
+@pytest.mark.parametrize("command", BECOMING)
+def test_bypass_asks_when_a_folder_becomes_a_places_folder(
+    command: str, work: Path, bare_home: Path
+) -> None:
+    """A single source copied, moved or linked to a destination that is not a folder yet
+    (or with ``-T``) becomes it: ``~/.config/git`` made from a folder holding ``config``."""
+    assert safety_question(command.format(work=work), work)
+
+
+def test_bypass_still_copies_a_file_or_into_an_existing_folder(work: Path, bare_home: Path) -> None:
+    (bare_home / ".config" / "app").mkdir()
+    for command in (
+        "cp src/a.py ~/.config/git",  # a file named git: git reads no ~/.config/git/config
+        "cp -r src ~/.config/app",  # ~/.config/app/src
+        "cp -r src backup/src2",
+    ):
+        assert not safety_question(command, work), command

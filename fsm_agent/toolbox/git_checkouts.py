@@ -1,0 +1,111 @@
+"""The folder git writes checked-out files into (SPEC §9.3 step 1g, with
+:mod:`~fsm_agent.toolbox.placed_files`).
+
+Files git checks out take the names the repository gives them, which no word of the command
+spells: ``git clone URL ~/.config/git`` writes ``~/.config/git/config`` when the repository
+holds a ``config``. So do ``git worktree add DIR``, ``git submodule add URL DIR`` and every
+command that writes a work tree (``checkout``, ``switch``, ``restore``, ``reset``, ``pull``,
+``merge``, ``stash``...) in the work tree ``--work-tree DIR`` or ``GIT_WORK_TREE=DIR`` gives,
+or else in the folder ``git -C DIR`` (or a ``cd``) runs it in. The caller asks when that
+folder may hold a place whose files run code later (``~/.config/git``, ``site-packages``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from fsm_agent.core.command_options import ParsedArguments, loose_table, parse_arguments
+from fsm_agent.toolbox.paths import expand_home
+
+_GLOBALS: Final = attrs.evolve(
+    loose_table("Cc", long_values="git-dir work-tree namespace exec-path config-env"),
+    stops_at_operand=True,
+)
+"""git's options before its command (the loose table reads any other as a flag)."""
+_CLONE: Final = loose_table(
+    "obucj",
+    long_values="origin branch upload-pack reference reference-if-able separate-git-dir depth "
+    "config template jobs filter shallow-since shallow-exclude server-option bundle-uri revision",
+)
+_WORKTREE_ADD: Final = loose_table("bB", long_values="reason")
+_SUBMODULE_ADD: Final = loose_table("b", long_values="branch name reference depth")
+
+WORK_TREE_WRITERS: Final = frozenset(
+    {
+        "checkout",
+        "switch",
+        "restore",
+        "reset",
+        "pull",
+        "merge",
+        "rebase",
+        "cherry-pick",
+        "revert",
+        "stash",
+        "read-tree",
+        "checkout-index",
+        "am",
+        "sparse-checkout",
+        "bisect",
+    }
+)
+"""git's commands that write files of the repository's naming into the work tree."""
+
+
+def checkout_folder(
+    args: Sequence[str], cwd: Path, assignments: Sequence[str] = ()
+) -> tuple[str, Path] | None:
+    """For ``git`` given ``args`` (run in ``cwd``, after the ``VAR=value`` prefixes
+    ``assignments``), the folder it writes checked-out files into, as the command names it and
+    as a path; None when it writes none (or we do not know it to)."""
+    parsed = parse_arguments(args, _GLOBALS)
+    if not parsed.operands:
+        return None
+    command = parsed.operands[0]
+    for folder in _values(parsed, "-C"):
+        cwd = _path(folder, cwd)
+    rest = args[parsed.rest_index + 1 :]
+    if command == "clone":
+        clone = parse_arguments(rest, _CLONE).operands
+        if not clone:
+            return None
+        url = clone[0].rstrip("/")
+        target = clone[1] if len(clone) > 1 else url.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        target = target.removesuffix(".git") if len(clone) == 1 else target
+        return target, _path(target, cwd)
+    if command == "worktree" and rest and rest[0] == "add":
+        added = parse_arguments(rest[1:], _WORKTREE_ADD).operands
+        return (added[0], _path(added[0], cwd)) if added else None
+    tree = _work_tree(parsed, assignments)
+    work = _path(tree, cwd) if tree is not None else cwd
+    if command == "submodule" and "add" in rest:
+        added = parse_arguments(rest[rest.index("add") + 1 :], _SUBMODULE_ADD).operands
+        if not added:
+            return None
+        path = added[1] if len(added) > 1 else added[0].rstrip("/").rsplit("/", 1)[-1]
+        return path, _path(path, work)
+    if command in WORK_TREE_WRITERS:
+        return (tree if tree is not None else str(work)), work
+    return None
+
+
+def _work_tree(parsed: ParsedArguments, assignments: Sequence[str]) -> str | None:
+    """The work tree ``--work-tree`` or ``GIT_WORK_TREE=`` gives (the option wins)."""
+    given = _values(parsed, "--work-tree")
+    if given:
+        return given[-1]
+    found = [a.partition("=")[2] for a in assignments if a.startswith("GIT_WORK_TREE=")]
+    return found[-1] if found else None
+
+
+def _values(parsed: ParsedArguments, name: str) -> list[str]:
+    return [o.value for o in parsed.options if o.name == name and o.value is not None]
+
+
+def _path(word: str, cwd: Path) -> Path:
+    path = expand_home(word)
+    return path if path.is_absolute() else cwd / path

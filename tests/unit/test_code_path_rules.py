@@ -1,0 +1,61 @@
+"""A file rule covers the paths an interpreter's code names.
+
+Found in bypass mode with ``Read(./.env)`` denied: ``cat .env``, ``grep -r KEY .`` and
+``cd src && cat ../.env`` were denied, but ``python3 -c 'print(open(".env").read())'`` ran:
+the rule judged every word of the command as a path, and the code is one word. Each string in
+the code is now judged as a word is (a name the code builds is still not found).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_hostile_commands import decide
+
+from fsm_agent import PermissionMode
+from fsm_agent.core.kinds import PermissionBehavior
+
+RULES = {"Read(./.env)", "Edit(./src/**)"}
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    (tmp_path / ".env").write_text("KEY=secret\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("")
+    (tmp_path / "README").write_text("hi\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 -c 'print(open(\".env\").read())'",
+        "python3 -c \"import pathlib; print(pathlib.Path('.env').read_text())\"",
+        "node -e \"console.log(require('fs').readFileSync('.env', 'utf8'))\"",
+        "perl -e 'open(F, \"<.env\"); print <F>'",
+        "ruby -e 'puts File.read(\".env\")'",
+        "awk 'BEGIN { while ((getline line < \".env\") > 0) print line }'",
+        "python3 - <<'EOF'\nprint(open('.env').read())\nEOF",
+        "python3 -c \"open('src/a.py', 'w').write('x')\"",
+        "cd src && python3 -c \"open('../.env').read()\"",
+    ],
+)
+def test_a_path_rule_covers_the_strings_of_inline_code(command: str, work: Path) -> None:
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny=RULES)
+    assert decided.behavior is PermissionBehavior.DENY
+    assert decided.rule in RULES
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 -c 'print(1)'",
+        "python3 -c \"print(open('README').read())\"",
+        "node -e \"console.log('.envrc is not .env')\"",
+    ],
+)
+def test_code_naming_no_covered_path_still_runs(command: str, work: Path) -> None:
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny=RULES)
+    assert decided.behavior is PermissionBehavior.ALLOW
