@@ -133,6 +133,31 @@ tables below, nor ``bisect``, ``submodule`` or ``clone``): more words after one 
 make git run one (they cannot be git's own options, ``-c``, either), and git ignores an alias
 that has one of their names. Words ``xargs`` or ``find -exec`` fill in may follow them."""
 
+GIT_COMMANDS = frozenset(
+    """add am annotate apply archimport archive bisect blame branch bugreport bundle cat-file
+    check-attr check-ignore check-mailmap check-ref-format checkout checkout-index cherry
+    cherry-pick citool clean clone column commit commit-graph commit-tree config count-objects
+    credential credential-cache credential-store cvsexportcommit cvsimport cvsserver daemon
+    describe diagnose diff diff-files diff-index diff-tree difftool fast-export fast-import fetch
+    fetch-pack filter-branch fmt-merge-msg for-each-ref for-each-repo format-patch fsck
+    fsmonitor--daemon gc get-tar-commit-id gitk gitweb grep gui hash-object help hook
+    http-backend http-fetch http-push imap-send index-pack init init-db instaweb
+    interpret-trailers log ls-files ls-remote ls-tree mailinfo mailsplit maintenance merge
+    merge-base merge-file merge-index merge-octopus merge-one-file merge-ours merge-recursive
+    merge-resolve merge-subtree merge-tree mergetool mktag mktree multi-pack-index mv name-rev
+    notes p4 pack-objects pack-redundant pack-refs patch-id prune prune-packed pull push
+    quiltimport range-diff read-tree rebase receive-pack reflog remote remote-ext remote-fd
+    remote-ftp remote-ftps remote-http remote-https repack replace replay request-pull rerere
+    reset restore rev-list rev-parse revert rm scalar send-email send-pack sh-i18n sh-setup shell
+    shortlog show show-branch show-index show-ref sparse-checkout stage stash status stripspace
+    submodule svn switch symbolic-ref tag unpack-file unpack-objects update-index update-ref
+    update-server-info upload-archive upload-pack var verify-commit verify-pack verify-tag
+    version web--browse whatchanged worktree write-tree""".split()  # noqa: SIM905 - a table
+)
+"""git's own commands (``git help -a``, and the helpers it runs). Any other name is an alias
+from a configuration file or a ``git-NAME`` program on the ``PATH``, whose meaning is not in
+the command."""
+
 _EVERY_SUBCOMMAND = ("pager",)
 """Long options read as a command line after any subcommand."""
 
@@ -181,6 +206,11 @@ def git_runs(args: Sequence[str]) -> GitRuns:
     }
     for start in starts or ():
         if start < len(args):
+            if args[start] not in GIT_COMMANDS and args[start].lower() not in aliases:
+                unread.append(
+                    f"git {args[start]} is no git command: an alias or a git-{args[start]}"
+                    " program decides what it runs"
+                )
             if args[start].lower() in aliases and start + 1 < len(args):
                 # git puts the words after an alias's name after its value: the whole is
                 # a command line we only have in pieces.

@@ -917,7 +917,10 @@ def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
     ``grep -r`` (or ``-d recurse``) and ``rg`` read every file under their operands, git's
     searches, diffs, logs and blobs read the repository's files and history, ``cp -r``,
     ``rsync -a``, ``scp -r``, ``zip -r`` and ``diff -r`` every file under theirs, and a
-    creating ``tar`` anything (``/``).
+    creating ``tar`` anything (``/``), and so do ``cpio -o`` and ``-p`` (the names their
+    input gives); ``docker build`` (``podman``, ``buildah``) sends its context whole, ``7z a``
+    and ``rar a`` archive what their operands hold, and ``ln`` makes a link through which a
+    later word reads what it leads to.
     """
     if not argv:
         return ()
@@ -958,7 +961,27 @@ def trees_read(argv: Sequence[str]) -> tuple[str, ...]:
         # Every word that is not an option, the destination too: a value of an option taken
         # for a folder only makes the command ask where it might not have needed to.
         return tuple(_operands(args)) or (".",)
+    words = _operands(args)
+    if program == "ln":  # a link through which a later word reads what it leads to
+        return tuple(words)
+    if program in _TREE_COMMANDS and bool(words) and words[0] in _TREE_COMMANDS[program]:
+        # A build context sent whole, an archive made (7z a, rar a): every operand may be a
+        # folder read whole.
+        return tuple(words[1:]) or (".",)
+    if program in ("cpio", "bsdcpio") and any(
+        (word.startswith("-") and "o" in word.lstrip("-")) or word == "--create" for word in args
+    ):
+        return ("/",)  # copies the files its input names
     return ()
+
+
+_TREE_COMMANDS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("docker", "podman", "nerdctl"), frozenset({"build", "buildx", "image"})),
+    "buildah": frozenset({"bud", "build"}),
+    **dict.fromkeys(("7z", "7za", "7zr", "7zz", "rar"), frozenset({"a", "u"})),
+}
+"""Programs whose command (their first operand) reads every file under their other operands:
+an image's build context, sent whole to the daemon; files added to an archive."""
 
 
 _TREE_COPIERS: dict[str, tuple[str, frozenset[str]]] = {

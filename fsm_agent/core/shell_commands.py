@@ -1027,12 +1027,16 @@ def _hidden_code(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
     ``. f`` and ``source f`` run the commands of a file (one the same command may have just
     written), and may define functions that change what later names run; a variable of
     ``_CODE_VARIABLES`` set by an assignment or a builtin decides what runs later; a name
-    reference (``declare -n``) can set any variable under another name.
+    reference (``declare -n``) can set any variable under another name. A value holding a
+    command in a subscript (``x='a[$(rm y)]'``) runs that command wherever arithmetic reads
+    the variable (``$((x))``, ``${s:x}``, ``[[ x -eq 1 ]]``).
     """
     for assignment in assignments:
         setting = _SETS_VARIABLE.match(assignment)
         if setting is not None and _CODE_VARIABLES.fullmatch(setting.group(1)):
             return f"{assignment!r} sets what runs later"
+        if setting is not None and _COMMAND_IN_SUBSCRIPT.search(assignment[setting.end() :]):
+            return f"{assignment!r} holds a command that arithmetic reading it runs"
     if not argv:
         return None
     program = argv[0]

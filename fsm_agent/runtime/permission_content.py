@@ -37,6 +37,7 @@ import attrs
 
 from fsm_agent.core.kinds import DecisionSource
 from fsm_agent.core.permission_rules import (
+    EDIT_FILE_TOOLS,
     FILE_TOOLS,
     READ_FILE_TOOLS,
     Rule,
@@ -274,6 +275,11 @@ def shell_verdict(
         return rule_verdict(
             "ask", "1f", searched[0], f"{searched[1]!r} reads files no word of it names;"
         )
+    written = _unnamed_write_rule(analysis, rules, place)
+    if written is not None:
+        return rule_verdict(
+            "ask", "1f", written[0], f"{written[1]!r} writes files no word of it names;"
+        )
     if own.immune:  # SPEC §9.3 step 1g: a write to a protected path asks, bypass or not
         return own
     if analysis.problem is not None:
@@ -469,9 +475,49 @@ def _unnamed_read_rule(
     return None
 
 
+def _unnamed_write_rule(
+    analysis: CommandAnalysis, rules: RuleSet, place: CallPlace
+) -> tuple[Rule, str] | None:
+    """The first Edit deny or ask rule that may cover a file the command writes without a
+    word naming it (``cp x src/``, ``tar -xf a.tar``, ``rm -rf src``, ``git reset --hard``:
+    ``toolbox.unnamed_writes``), and the part that writes it: it asks (SPEC §9.3 step 1f,
+    even in bypass mode), as an unnamed read does under a Read rule."""
+    family = [
+        rule
+        for rule in rules.rules
+        if rule.behavior in (RuleBehavior.DENY, RuleBehavior.ASK)
+        and rule.content is not None
+        and rule.tool in EDIT_FILE_TOOLS
+    ]
+    if not family:
+        return None
+    from fsm_agent.toolbox.unnamed_writes import unnamed_writes  # noqa: PLC0415 - lazy
+
+    bases, matching = _where_words_point(analysis, place)
+    for part in analysis.parts:
+        if not part.argv or _read_only(part, place):
+            continue
+        for base in bases:
+            writes = unnamed_writes(part, base)
+            for word in writes.files:
+                for path in _named_paths(word, [base]):
+                    for rule in family:
+                        assert rule.content is not None
+                        if path_rule_matches(rule.content, path, **matching):
+                            return rule, _shown(part)
+            for word in writes.folders:
+                for folder in _named_paths(word, [base]):
+                    for rule in family:
+                        assert rule.content is not None
+                        if path_rule_may_match_under(rule.content, folder, **matching):
+                            return rule, _shown(part)
+    return None
+
+
 def _unnamed_reads(part: CommandPart) -> list[str]:
     """The folders (as written) under which ``part`` may read files no word of it names."""
     from fsm_agent.core.read_only_commands import OUTPUT_ONLY, trees_read  # noqa: PLC0415 - lazy
+    from fsm_agent.toolbox.unnamed_writes import computed_folder  # noqa: PLC0415 - lazy
 
     folders = list(trees_read(part.argv))
     if part.argv and part.argv[0] in OUTPUT_ONLY:
@@ -480,24 +526,8 @@ def _unnamed_reads(part: CommandPart) -> list[str]:
         folders.append("/")  # names xargs reads or find finds: anything
     computed = [part.argv[i] for i in part.expanded if i > 0]
     computed += [r.target for r in part.redirects if r.expanded and r.operator.endswith("<")]
-    folders += [_computed_folder(word) for word in computed]
+    folders += [computed_folder(word) for word in computed]
     return folders
-
-
-_GLOB_START = re.compile(r"[*?\[{]")
-_DOT_GLOB = re.compile(r"(?:^|/)\.[*?\[{]")
-
-
-def _computed_folder(word: str) -> str:
-    """The folder a word the shell computes may name a file under: the literal folder before
-    its first glob (``src/*.py`` reads in ``src``); ``/`` (anything) for a variable or a
-    substitution, which may hold ``..`` or an absolute path, and for globs that match ``..``."""
-    if "$" in word or "`" in word or ".." in word or _DOT_GLOB.search(word):
-        return "/"
-    found = _GLOB_START.search(word)
-    literal = word[: found.start()] if found is not None else word
-    folder = literal[: literal.rfind("/") + 1]
-    return folder or "."
 
 
 def _repository(base: Path) -> Path:
@@ -528,13 +558,16 @@ def _shown(part: CommandPart) -> str:
 
 def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
     """What deny and ask rules are matched against for one part: its words; for a program
-    named by its path (``/bin/rm x``), the same command by the program's name (``rm x``); and
-    for git, the command without git's own options (``git -C . push`` is ``git push``)."""
+    named by its path (``/bin/rm x``), the same command by the program's name (``rm x``); for
+    git, the command without git's own options (``git -C . push`` is ``git push``), and for
+    git's dashed form the command as git spells it (``git-push`` is ``git push``)."""
     from fsm_agent.core import git_commands  # noqa: PLC0415 - lazy
 
     program = part.argv[0]
     name = program.rsplit("/", 1)[-1] if "/" in program.rstrip("/") else program
     argvs = [part.argv, (name, *part.argv[1:])]
+    if name.startswith("git-") and len(name) > 4:  # git's own dashed form: git-push is git push
+        argvs.append(("git", name[4:], *part.argv[1:]))
     if name == "git":
         words = part.argv[1:]
         rest = git_commands.without_git_globals(words)

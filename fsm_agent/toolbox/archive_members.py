@@ -68,15 +68,7 @@ def archive_refusal(
             the members are judged too, as in the folders its words name (``-C DIR``,
             ``unzip -d DIR``: :func:`~fsm_agent.toolbox.data_paths.first_protected_where`).
     """
-    if not part.argv:
-        return None
-    program = part.argv[0].rsplit("/", 1)[-1]
-    if program in _TARS:
-        source = _tar_archive(part.argv[1:])
-    elif program == "unzip":
-        source = _unzip_archive(part.argv[1:])
-    else:
-        source = extracted_archive(program, part.argv[1:])
+    source = _extracted(part)
     if source is None:
         return None
     if source == "-":
@@ -86,13 +78,31 @@ def archive_refusal(
     if source in ("", UNTOLD) or named_by_another(source, part, analysis):
         return UNREAD
     path = cwd / source
-    if program == "unzip" and not os.path.exists(path):  # noqa: PTH110 - never raises
+    if part.argv[0].rsplit("/", 1)[-1] == "unzip" and not os.path.exists(path):  # noqa: PTH110
         path = cwd / f"{source}.zip"  # unzip's own guess
     names = _members(path)
     if names is None:
         return UNREAD
     found = first_protected_where(names, part, cwd, entered)
     return None if found is None else f"{found} (a path the archive holds)"
+
+
+def extracts_archive(part: CommandPart) -> bool:
+    """Whether ``part`` extracts an archive to files (``tar -x``, ``unzip``, ``cpio -i``...)."""
+    return _extracted(part) is not None
+
+
+def _extracted(part: CommandPart) -> str | None:
+    """The archive ``part`` extracts to files (``-`` for its input, :data:`UNTOLD` when it
+    cannot be told), or None when it extracts none."""
+    if not part.argv:
+        return None
+    program = part.argv[0].rsplit("/", 1)[-1]
+    if program in _TARS:
+        return _tar_archive(part.argv[1:])
+    if program == "unzip":
+        return _unzip_archive(part.argv[1:])
+    return extracted_archive(program, part.argv[1:])
 
 
 def _tar_archive(args: Sequence[str]) -> str | None:

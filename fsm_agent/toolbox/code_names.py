@@ -47,18 +47,20 @@ def protected_name_in_code(part: CommandPart, analysis: CommandAnalysis) -> str 
 
 
 def code_literals(part: CommandPart, analysis: CommandAnalysis) -> list[str]:
-    """The quoted strings in the code ``part`` gives a program, each as a word that may name
-    a file (``open(".env")``: ``.env``; Perl's ``"<.env"``: ``.env``), for the path rules
+    """The quoted strings and the bare words in the code ``part`` gives a program, each as a
+    word that may name a file (``open(".env")``: ``.env``; Perl's ``"<.env"``: ``.env``;
+    sqlite3's ``.read x.sql``: ``x.sql``), for the path rules
     (``Read(./.env)``) to judge as they judge the command's own words. Names the code builds
     are not found, as for :func:`protected_name_in_code`."""
-    return [
-        match.group(2).lstrip("<>+| ")
-        for text in _code_texts(part, analysis)
-        for match in _QUOTED.finditer(text)
-        if match.group(2).strip()
-    ]
+    texts = _code_texts(part, analysis)
+    quoted = [match.group(2).lstrip("<>+| ") for text in texts for match in _QUOTED.finditer(text)]
+    # And the code's bare words (sqlite3's ``.read secrets/key.pem``, a shell line in it).
+    bare = [word for text in texts for word in _CODE_SEPARATORS.split(text)]
+    return [word for word in dict.fromkeys([*quoted, *bare]) if word.strip()]
 
 
+_CODE_SEPARATORS: Final = re.compile(r"""[\s()\[\]{},;'"`<>=|&]+""")
+"""What separates the words of most languages' code."""
 _QUOTED: Final = re.compile(r"""(['"`])((?:\\.|(?!\1)[^\\])*)\1""")
 """A string literal of most languages: quote, characters (a backslash escaping the next),
 the same quote."""

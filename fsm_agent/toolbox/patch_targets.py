@@ -99,6 +99,11 @@ def patch_refusal(
     return None if found is None else f"{found} (a path the patch names)"
 
 
+def applies_patch(part: CommandPart) -> bool:
+    """Whether ``part`` applies a patch (``patch``, ``git apply``, ``git am``)."""
+    return _patch_source(part) is not None
+
+
 def _patch_source(part: CommandPart) -> str | None:
     """Where the patch ``part`` applies comes from: a file's name, ``"<<"`` for a
     here-document or here-string, ``""`` when it cannot be told (its input: a pipe); None

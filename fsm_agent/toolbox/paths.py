@@ -245,13 +245,19 @@ _CLUSTER_LETTERS = 4
 
 def path_candidates(word: str) -> tuple[str, ...]:
     """The paths a shell word may name: ``word`` itself, the value of an ``--option=value``
-    or ``of=value`` word, and a value joined to a short option (``-o.git/hooks/pre-commit``,
-    ``-C.git``, ``-rt.git/hooks``): what follows each of its first few letters."""
+    or ``of=value`` word, a value joined to a short option (``-o.git/hooks/pre-commit``,
+    ``-C.git``, ``-rt.git/hooks``): what follows each of its first few letters, and a file
+    given by ``@`` (``curl -d @.env``, ``curl -F f=@.env;type=text/plain``, a compiler's
+    ``@args``), which the program reads (or writes: ``-o @x`` is rare)."""
     _, equals, value = word.partition("=")
     candidates: tuple[str, ...] = (word, value) if equals and value else (word,)
     if len(word) > 2 and word[0] == "-" and word[1] != "-":
         last = min(len(word), 2 + _CLUSTER_LETTERS)
         candidates += tuple(word[start:] for start in range(2, last))
+    for candidate in candidates[: 2 if equals else 1]:
+        if candidate[:1] == "@" and len(candidate) > 1:
+            file = candidate[1:]
+            candidates += (file, file.partition(";")[0]) if ";" in file else (file,)
     return candidates
 
 

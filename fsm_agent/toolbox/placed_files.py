@@ -142,17 +142,58 @@ def _copied(
         becomes = not is_folder(folder) or any(o.name in _WHOLE for o in parsed.options)
         if becomes and (linking or _may_be_folder(source, cwd, remote=placer.remote)):
             return f"{target} ({source} becomes it)"
-    if not (target.endswith("/") or is_folder(folder) or holds_place(_parts(folder))):
+    if not (_names_folder(target) or is_folder(folder) or holds_place(_parts(folder))):
         return None  # the destination is the file itself: its own word is judged
     for source in operands:
-        if placer.remote and _is_remote(source):
-            names = _remote_names(source, contents_slash=placer.contents_slash)
-        else:
-            names = _local_names(source, _folder(source, cwd), placer.contents_slash)
+        names = _source_names(placer, source, cwd)
         found = _first_placed(target, folder, names, protected, f"what {source} holds")
         if found is not None:
             return found
     return None
+
+
+def _names_folder(word: str) -> bool:
+    """Whether ``word`` names a folder whatever is on disk (``DIR/``, ``.``, ``..``): the
+    folder a command is in may be one it made first (``mkdir d && cd d && cp ../x .``)."""
+    return word.endswith(("/", "/.", "/..")) or word in (".", "..")
+
+
+def _source_names(placer: _Placer, source: str, cwd: Path) -> Names:
+    """The names ``source`` takes in the destination folder (see :func:`_local_names`)."""
+    if placer.remote and _is_remote(source):
+        return _remote_names(source, contents_slash=placer.contents_slash)
+    return _local_names(source, _folder(source, cwd), placer.contents_slash)
+
+
+def placed_sources(argv: Sequence[str], cwd: Path) -> tuple[str, Names] | None:
+    """For a program that copies, moves or links its sources into a folder (``cp``, ``mv``,
+    ``ln``, ``install``, ``rsync``, ``scp``), that folder as written and the names the sources
+    take there (each with whether it may be a folder; None when they cannot be known). None
+    when it is no such program, or its destination is not a folder: a single source then
+    takes the destination's own name, which its word names."""
+    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    placer = _PLACERS.get(program)
+    if placer is None:
+        return None
+    parsed = parse_arguments(argv[1:], placer.table)
+    operands = list(parsed.operands)
+    target = _value(parsed, "-t", "--target-directory")
+    if target is None:
+        if len(operands) < 2:
+            return None
+        target, operands = operands[-1], operands[:-1]
+        folder = _folder(target, cwd)
+        if len(operands) == 1 and not (_names_folder(target) or is_folder(folder)):
+            return None
+    if placer.remote and _is_remote(target):
+        return None
+    names: list[tuple[str, bool]] = []
+    for source in operands:
+        found = _source_names(placer, source, cwd)
+        if found is None:
+            return target, None
+        names += found
+    return target, names
 
 
 _WHOLE = frozenset({"-T", "--no-target-directory"})

@@ -56,27 +56,33 @@ def reached_tree(argv: Sequence[str], cwd: Path) -> str | None:
     """The first operand of ``argv`` whose tree it writes and that holds a protected path
     (``cwd``: the resolved working folder), or None. An operand that is one is a word naming
     it, which the safety check sees already."""
-    program = argv[0].rsplit("/", 1)[-1] if argv else ""
-    table = TREE_WRITES.get(program)
-    if table is None:
-        return None
-    operands, options, target = _operands(argv[1:], target_option=table.target_option)
-    walks = not (table.letters or table.longs) or any(
-        word in table.longs or (word[1:2] != "-" and set(word[1:]) & set(table.letters))
-        for word in options
-    )
-    if not walks:
-        return None
-    reached = operands[:-1] if table.carries and target is None else operands
-    if table.deletes_at_target and any(o.startswith(table.deletes_at_target) for o in options):
-        reached = operands
-    for word in reached:
+    for word in written_trees(argv):
         path = expand_home(word)
         path = path if path.is_absolute() else cwd / path
         found = protected_within(path)
         if found or (found is None and not _inside(path, cwd)):
             return word
     return None
+
+
+def written_trees(argv: Sequence[str]) -> list[str]:
+    """The operands of ``argv`` whose whole tree it writes (see the module's text), as
+    written."""
+    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    table = TREE_WRITES.get(program)
+    if table is None:
+        return []
+    operands, options, target = _operands(argv[1:], target_option=table.target_option)
+    walks = not (table.letters or table.longs) or any(
+        word in table.longs or (word[1:2] != "-" and set(word[1:]) & set(table.letters))
+        for word in options
+    )
+    if not walks:
+        return []
+    reached = operands[:-1] if table.carries and target is None else operands
+    if table.deletes_at_target and any(o.startswith(table.deletes_at_target) for o in options):
+        reached = operands
+    return reached
 
 
 def _operands(

@@ -168,6 +168,9 @@ UNANALYSABLE = [
     "gdb -ex 'shell rm -rf src'",
     "systemd-run -p ExecStartPre='/bin/rm -rf src' true",
     "flock --bogus /tmp/l rm -rf src",
+    # a value arithmetic would run a command from (found: rm ran past Bash(rm:*) in bypass)
+    "x='a[$(rm y)]'; echo $((x))",
+    "x='a[`rm y`]'; s=abc; echo ${s:x}",
 ]
 
 
@@ -733,7 +736,7 @@ def test_a_git_option_we_do_not_know_costs_two_places_not_one_per_word(work: Pat
     (part,) = analyse_command("git --frob " + "x " * 8_000 + "push").parts
     assert len(permission_content._guarded_argvs(part)) == 3  # as written, and two places
     denied = decide(
-        "git --frob " + "x " * 4_000,
+        "git --frob " + "log " * 4_000,  # git commands: a name git does not know would ask
         work,
         mode=PermissionMode.BYPASS,
         deny={f"Bash(git push{n}:*)" for n in range(40)},
@@ -2132,3 +2135,29 @@ def test_a_build_variable_naming_a_program_needs_no_allow_of_its_own(
     (nobody to ask here)."""
     decided = decide(command, work, allow={"Bash(make:*)"}, deny={"Bash(rm:*)"})
     assert decided.behavior is behavior, decided.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git-push origin main",  # git's dashed form is the same command
+        "/usr/lib/git-core/git-push origin main",
+        "git p",  # no git command: an alias a configuration file may make push
+        "git lfs push origin main",  # a git-lfs program: not git's to say what it runs
+    ],
+)
+def test_a_git_rule_covers_the_dashed_form_and_names_git_does_not_know(
+    command: str, work: Path
+) -> None:
+    """``Bash(git push:*)`` denied: ``git config alias.p push`` in one call and ``git p`` in
+    the next pushed in bypass mode, as did ``git-push`` (found)."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(git push:*)"})
+    assert decided.behavior is PermissionBehavior.DENY
+
+
+@pytest.mark.parametrize(
+    "command", ["git status", "git log --oneline", "git -c alias.st=status st"]
+)
+def test_known_git_commands_still_run_beside_a_git_rule(command: str, work: Path) -> None:
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(git push:*)"})
+    assert decided.behavior is PermissionBehavior.ALLOW
