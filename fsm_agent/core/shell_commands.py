@@ -18,8 +18,9 @@ no command (``> f``) is a part with no argv and no assignment.
 
 Anything that cannot be fully analysed sets ``problem`` (a parse error, text tree-sitter and Bash
 read differently, a program name the shell computes or takes from input, a wrapper option we do
-not know, a name made to run another program, more than 50 parts); callers must then ask. The
-parts found so far are still listed, so a deny rule can match them.
+not know, a name made to run another program, more than 50 parts, a command longer than 16 KiB,
+which is not parsed at all); callers must then ask. The parts found so far are still listed, so
+a deny rule can match them.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ MAX_PARTS = 50
 
 MAX_NESTING = 8
 """Wrappers inside wrappers (``bash -c "eval 'sh -c ...'"``) deeper than this are not read."""
+
+MAX_COMMAND_BYTES = 16_384
+"""A longer command (in UTF-8) is not parsed: it asks. tree-sitter's recovery from syntax errors
+takes time growing with the square of their length (16 KiB of ``)`` took 0.8 s to read, 32 KiB
+3.5 s, 128 KiB about a minute); a command any longer is most often a heredoc writing a file,
+which the Write tool does without a shell. Linux gives ``bash -c`` at most 128 KiB anyway."""
 
 MAX_TREE_DEPTH = 100
 """A parse tree deeper than this (``$($($(...)))`` nested a hundred times) is not walked: the
@@ -199,7 +206,18 @@ _BEYOND_PLANE_1 = re.compile("[\U00020000-\U0010ffff]")
 """Characters past Unicode's first supplementary plane (rare CJK, unassigned and private-use
 code points): tree-sitter-bash's scanner reads past its tables on some of them (``{`` then
 U+AC968 ends the process with a segmentation fault), so no text holding one is parsed; the
-command asks. Emoji (plane 1) parse as any character."""
+command asks. Emoji (plane 1) parse as any character.
+
+The scanner asks the C library's one-byte character classes (is it a digit, a letter) about
+the character after ``{``, after ``$`` in a heredoc, after ``-`` in a test and after ``?``,
+whatever its code point: glibc looks it up that many entries into a table at the start of the
+locale's character data, which held more than U+24000 entries' room in every locale tried
+(C, C.UTF-8, en_US and ja_JP in UTF-8, ISO-8859-1 and EUC-JP). Every code point below U+20000
+in those places, in each of these locales, parsed without a fault."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Surrogate code points: not text, so not UTF-8 the parser could be given. A JSON string may
+hold one (``"\\ud800"``), and ``$'\\xff'`` stands for its byte with one (``\\udcff``)."""
 
 _RESERVED_WORDS = frozenset(
     {"!", "{", "}", "[[", "]]", "case", "do", "done", "elif", "else", "esac", "fi", "for",
@@ -248,9 +266,20 @@ class _Reader:
         if depth > MAX_NESTING:
             self.problems.append(f"commands nested deeper than {MAX_NESTING} wrappers")
             return
+        size = len(text.encode(errors="surrogatepass"))
+        if size > MAX_COMMAND_BYTES:
+            self.problems.append(
+                f"the command is {size} bytes long, more than the {MAX_COMMAND_BYTES} analysed"
+            )
+            return
         if _CONTROL.search(text):
             # Bash keeps them in words where tree-sitter may see blanks: not worth the doubt.
             self.problems.append("the command contains control characters")
+            return
+        surrogate = _SURROGATE.search(text)
+        if surrogate is not None:
+            code = ord(surrogate.group())
+            self.problems.append(f"the command holds U+{code:X}, a surrogate, which is not text")
             return
         beyond = _BEYOND_PLANE_1.search(text)
         if beyond is not None:
@@ -901,7 +930,9 @@ def _ansi_c(text: str) -> tuple[str, bool]:
 
     ``\x`` and octal escapes are one byte, the low eight bits of the number (``\562`` is
     ``r``); a byte past ASCII is kept as Python keeps an undecodable byte of a file name
-    (``\udcf2``). ``\u`` and ``\U`` past Unicode or in its surrogates are not exact.
+    (``\udcf2``). ``\8`` and ``\9`` are no escape. ``\u`` and ``\U`` past Unicode or in its
+    surrogates are not exact. Bash ends the value at a NUL (``\0``, ``\x00``, ``\c@``):
+    ``$'rm\0x'`` is ``rm``.
     """
     exact = True
 
@@ -910,7 +941,7 @@ def _ansi_c(text: str) -> tuple[str, bool]:
         code = match.group(1)
         if code[0] in "xuU" and len(code) == 1:
             return "\\" + code  # no digits: kept as written
-        if code[0] == "x" or code[0].isdigit():
+        if code[0] == "x" or code[0] in "01234567":
             byte = int(code[1:], 16) if code[0] == "x" else int(code, 8) & 0xFF
             return chr(byte) if byte < 0x80 else chr(0xDC00 + byte)
         if code[0] in "uU":
@@ -923,7 +954,8 @@ def _ansi_c(text: str) -> tuple[str, bool]:
             return chr(ord(code[1]) & 0x1F)
         return _ANSI_C_SIMPLE.get(code, "\\" + code)
 
-    return _ANSI_C.sub(replace, text), exact
+    value = _ANSI_C.sub(replace, text)
+    return value.partition("\0")[0], exact
 
 
 _EXPANSION_MARK = re.compile(r"[$`]")

@@ -25,7 +25,7 @@ from fsm_agent.core.events import PermissionDecided
 from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
 from fsm_agent.core.permission_rules import shell_rule_matches
 from fsm_agent.core.read_only_commands import judge_read_only
-from fsm_agent.core.shell_commands import CommandPart, analyse_command
+from fsm_agent.core.shell_commands import MAX_COMMAND_BYTES, CommandPart, analyse_command
 from fsm_agent.runtime import permission_content
 from fsm_agent.runtime.permissions import (
     CallFacts,
@@ -380,6 +380,44 @@ def test_characters_the_parser_cannot_read_are_answered_in_a_process_that_lives(
     assert "which the shell parser cannot read" in done.stdout
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ")" * (MAX_COMMAND_BYTES + 1),
+        "<>" * (MAX_COMMAND_BYTES // 2 + 1),
+        "cat > notes.txt <<'EOF'\n" + "a line of the file\n" * 1000 + "EOF",
+        "echo " + "\u00e9" * (MAX_COMMAND_BYTES // 2),
+    ],
+)
+def test_a_command_longer_than_the_bound_is_not_parsed(command: str) -> None:
+    """Found: tree-sitter's recovery from syntax errors takes time growing with the square of
+    their length (128 KiB of ``)`` or ``<>`` kept the check busy for about a minute); past
+    the bound (counted in UTF-8 bytes) the command is not parsed and asks."""
+    analysis = analyse_command(command)
+    assert analysis.problem == (
+        f"the command is {len(command.encode())} bytes long, "
+        f"more than the {MAX_COMMAND_BYTES} analysed"
+    )
+    assert analysis.parts == ()
+    assert not analysis.whole
+
+
+def test_a_command_at_the_bound_is_parsed() -> None:
+    """The bound leaves a command of exactly that many bytes to the parser."""
+    command = "echo " + "a" * (MAX_COMMAND_BYTES - 5)
+    analysis = analyse_command(command)
+    assert analysis.problem is None
+    assert analysis.parts[0].argv == ("echo", "a" * (MAX_COMMAND_BYTES - 5))
+
+
+def test_padding_past_the_bound_does_not_pass_a_deny_rule(work: Path) -> None:
+    """A long command hides its parts from rules, so a deny rule makes it ask even in bypass
+    mode (and, with nobody to ask, it is denied)."""
+    command = "rm -rf src; : " + "x" * MAX_COMMAND_BYTES
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.DENY
+
+
 def test_emoji_are_read_as_any_character() -> None:
     analysis = analyse_command("echo {🎉,✅} && git commit -m '🚀 release'")
     assert analysis.problem is None
@@ -695,7 +733,7 @@ def test_a_git_option_we_do_not_know_costs_two_places_not_one_per_word(work: Pat
     """Found: ``git --frob`` and 4,000 words took two minutes under 41 deny rules, every later
     word tried as git's command (a copy of the rest of the line each, matched against every
     rule). Each of git's own options takes one word at most, so two places remain."""
-    (part,) = analyse_command("git --frob " + "x " * 10_000 + "push").parts
+    (part,) = analyse_command("git --frob " + "x " * 8_000 + "push").parts
     assert len(permission_content._guarded_argvs(part)) == 3  # as written, and two places
     denied = decide(
         "git --frob " + "log " * 4_000,  # git commands: a name git does not know would ask
@@ -788,6 +826,42 @@ def test_an_octal_escape_is_one_byte_as_bash_makes_it(work: Path) -> None:
     assert part.argv == ("rm", "-rf", "src")
     decided = decide("$'\\562\\555' -rf src", work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
     assert decided.behavior is PermissionBehavior.DENY
+
+
+@pytest.mark.parametrize(
+    ("command", "word"),
+    [("echo $'\\9'", "\\9"), ("echo $'\\8x'", "\\8x"), ("echo $'a\\\u0663'", "a\\\u0663")],
+)
+def test_a_backslash_before_a_digit_that_is_not_octal_is_kept(command: str, word: str) -> None:
+    """``$'\\9'`` is a backslash and a 9 to Bash; the analysis read 8, 9 and other digits
+    as octal and failed with ValueError, so the command asked (found by fuzzing)."""
+    analysis = analyse_command(command)
+    assert analysis.problem is None, analysis.problem
+    assert analysis.parts[0].argv == ("echo", word)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["$'rm\\0x' -rf src", "$'rm\\x00' -rf src", "$'rm\\c@x' -rf src", "$'rm\\u0000' -rf src"],
+)
+def test_an_ansi_c_string_ends_at_a_nul_as_bash_ends_it(command: str, work: Path) -> None:
+    """Bash cuts ``$'rm\\0x'`` at the NUL, so it runs ``rm``: a deny rule on ``rm`` sees it
+    (found: the NUL and what follows it were kept, and the deny rule missed the part)."""
+    (part,) = analyse_command(command).parts
+    assert part.argv == ("rm", "-rf", "src")
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(rm:*)"})
+    assert decided.behavior is PermissionBehavior.DENY
+
+
+@pytest.mark.parametrize("command", ["echo \ud800", "ls \udfff", "bash -c $'echo \\xff'"])
+def test_a_surrogate_is_named_as_not_text(command: str) -> None:
+    """A JSON string may hold a lone surrogate, and ``$'\\xff'`` stands for a byte with one:
+    neither can be given to the parser as UTF-8. The analysis said it failed with
+    UnicodeEncodeError; it now says what it found, and the command asks."""
+    analysis = analyse_command(command)
+    assert analysis.problem is not None
+    assert "a surrogate, which is not text" in analysis.problem
+    assert not analysis.whole
 
 
 @pytest.mark.parametrize(
