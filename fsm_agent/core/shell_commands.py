@@ -163,6 +163,14 @@ def analyse_command(command: str) -> CommandAnalysis:
         program = reader.environment_readers[0]
         reader.problems.append(f"{program} reads the variables the command exports as commands")
         reader.unseen_code += 1
+    if _FILLS_VARIABLE.search(command) and _ARITHMETIC_READ.search(command):
+        # Arithmetic runs the command in a subscript of a value (`a[$(rm y)]`), and this
+        # command fills a variable from outside it: a file, a command's output.
+        reader.problems.append(
+            "arithmetic reads a variable the command fills from outside it, whose value may "
+            "hold a command in a subscript"
+        )
+        reader.unseen_code += 1
     whole = len(reader.problems) == reader.unseen_code
     problem = reader.problems[0] if reader.problems else None
     if problem is None and len(reader.parts) > MAX_PARTS:
@@ -1011,6 +1019,18 @@ command line (``GIT_EXTERNAL_DIFF``, ``PAGER``), a library loaded into every pro
 or carry code (``GIT_CONFIG_VALUE_0``, ``TAR_OPTIONS=--to-command=...``, ``RSYNC_RSH``,
 ``PERL5OPT=-M...``, ``NODE_OPTIONS=--import data:...``, ``VIMINIT``), or the repository whose
 settings and hooks git takes (``GIT_DIR``; ``GIT_TEMPLATE_DIR``, the hooks a new one copies)."""
+_FILLS_VARIABLE = re.compile(
+    r"\b(?:read|mapfile|readarray|getopts)\b|\bprintf\s+-v|=\$\(|=`|=\$\{|=\$[A-Za-z_]"
+    r"|\bfor\s+[A-Za-z_]\w*\s+in\b"
+)
+"""Text that gives a variable a value from outside the command: ``read x < f``, ``mapfile``,
+``x=$(cat f)``, ``x=$y``, ``for x in $(cat f)``."""
+_ARITHMETIC_READ = re.compile(
+    r"\$\(\([^)]*[A-Za-z_]|\$\[[^\]]*[A-Za-z_]|\(\([^)]*[A-Za-z_]|\blet\s"
+    r"|\s-(?:eq|ne|lt|le|gt|ge)\s|\$\{#?[A-Za-z_]\w*(?::|\[)|\b(?:declare|typeset|local)\s+-\w*i"
+)
+"""Text where Bash evaluates a variable's value as arithmetic: ``$((x))``, ``$[x]``,
+``((x))``, ``let``, ``[[ x -eq 1 ]]``, ``${s:x}``, ``${a[x]}``, ``declare -i``."""
 _SETS_VARIABLE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[.*\])?\+?=", re.DOTALL)
 _VARIABLE_SETTERS = frozenset(
     {"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray",

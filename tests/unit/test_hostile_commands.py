@@ -171,6 +171,11 @@ UNANALYSABLE = [
     # a value arithmetic would run a command from (found: rm ran past Bash(rm:*) in bypass)
     "x='a[$(rm y)]'; echo $((x))",
     "x='a[`rm y`]'; s=abc; echo ${s:x}",
+    # ... or fills from outside the command (found: a file holding a[$(rm y)])
+    "read x < f; echo $((x))",
+    "x=$(cat f); echo $((x + 1))",
+    "mapfile -t a < f; let n=a",
+    "for x in $(cat f); do echo ${s:x}; done",
 ]
 
 
