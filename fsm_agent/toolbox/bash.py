@@ -55,7 +55,7 @@ from fsm_agent.toolbox.paths import (
 from fsm_agent.toolbox.placed_files import placed_path
 from fsm_agent.toolbox.scheduled_commands import scheduled_by
 from fsm_agent.toolbox.tool_settings import setting_kept
-from fsm_agent.toolbox.tree_writes import reached_tree
+from fsm_agent.toolbox.tree_writes import reached_tree, received_tree
 
 _SOURCING = frozenset({"source", "."})
 """The shell's commands that run a script in the shell itself, named by their first word."""
@@ -238,6 +238,9 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
             tree = reached_tree(part.argv, folder)
             if tree is not None:
                 return f"{tree} (it holds one)"
+            received = received_tree(part.argv, folder)
+            if received is not None:
+                return f"{received} (what a copy from elsewhere writes there)"
             placed = placed_path(part.argv, folder, runs_later, part.assignments)
             if placed is not None:
                 return f"{placed} (the file takes that name there)"

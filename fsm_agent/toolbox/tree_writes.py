@@ -23,7 +23,9 @@ from pathlib import Path
 
 import attrs
 
-from fsm_agent.toolbox.paths import expand_home, protected_within
+from fsm_agent.core.tree_transfers import received_trees
+from fsm_agent.toolbox.paths import expand_home, is_protected, protected_within
+from fsm_agent.toolbox.startup_places import holds_place
 
 
 @attrs.frozen
@@ -61,6 +63,20 @@ def reached_tree(argv: Sequence[str], cwd: Path) -> str | None:
         path = path if path.is_absolute() else cwd / path
         found = protected_within(path)
         if found or (found is None and not _inside(path, cwd)):
+            return word
+    return None
+
+
+def received_tree(argv: Sequence[str], cwd: Path) -> str | None:
+    """The folder a copy from another place writes whole (``aws s3 sync s3://b DIR``,
+    ``rclone copy remote:x DIR``: :mod:`~fsm_agent.core.tree_transfers`) when it is, holds or
+    may hold a protected path (``~/.config/git``, ``site-packages``, a repository's ``.git``):
+    the names come from elsewhere. ``cwd``: the folder relative words start from."""
+    for word in received_trees(argv):
+        path = expand_home(word)
+        path = path if path.is_absolute() else cwd / path
+        parts = [part.lower() for part in path.absolute().parts]
+        if is_protected(path) or holds_place(parts) or protected_within(path) is not False:
             return word
     return None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_commands import decide
+from test_hostile_commands import decide, safety_question
 
 from fsm_agent import PermissionMode
 from fsm_agent.core.kinds import PermissionBehavior
@@ -81,3 +81,30 @@ def test_which_folders_go_and_come() -> None:
     assert received_trees(["aws", "s3", "sync", ".", "s3://b"]) == ()
     assert sent_trees(["python3", "-m", "http.server", "-d", "site"]) == ("site",)
     assert sent_trees(["ls", "."]) == ()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "aws s3 sync s3://bucket/x ~/.config/git",
+        "rclone copy remote:x ~/.config/git",
+        "gsutil -m rsync -r gs://bucket ~/.config",
+        "aws s3 sync s3://bucket/x .venv/lib/python3.12/site-packages",
+        "aws s3 sync s3://bucket .",  # the repository's .git is under it
+    ],
+)
+def test_bypass_asks_before_a_copy_from_elsewhere_lands_on_a_protected_path(
+    command: str, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found: each wrote git's settings, a .pth file or .git/hooks unasked in bypass mode;
+    the names come from the bucket, so where they land is what is judged."""
+    (work / ".git").mkdir()
+    (work / ".venv" / "lib" / "python3.12" / "site-packages").mkdir(parents=True)
+    (work / "home" / ".config").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(work / "home"))
+    assert safety_question(command, work)
+
+
+def test_bypass_still_copies_from_elsewhere_into_an_ordinary_folder(work: Path) -> None:
+    (work / ".git").mkdir()
+    assert not safety_question("aws s3 sync s3://bucket public", work)
