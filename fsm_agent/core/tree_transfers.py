@@ -1,5 +1,6 @@
 """Programs that carry whole folders between this machine and another place: cloud storage
-(``aws s3 sync``, ``gsutil rsync``, ``rclone copy``, ``azcopy``) and a folder served over
+(``aws s3 sync``, ``gsutil rsync``, ``rclone copy``, ``azcopy``), checkouts of version
+control systems other than git (``hg clone``, ``svn checkout``), and a folder served over
 HTTP (``python3 -m http.server``, ``php -S``, ``serve``, ``http-server``, ``httpd``).
 
 A path rule must see them (SPEC §9.3: deny rules always win): ``aws s3 sync . s3://bucket``
@@ -54,12 +55,38 @@ def sent_trees(argv: Sequence[str]) -> tuple[str, ...]:
 
 def received_trees(argv: Sequence[str]) -> tuple[str, ...]:
     """The local folders ``argv`` writes whole, from elsewhere, as written: the destination
-    of a copy whose source is another place (``aws s3 sync s3://b .``)."""
+    of a copy whose source is another place (``aws s3 sync s3://b .``), or of a checkout of
+    another version control system (``hg clone URL DIR``, ``svn checkout URL DIR``; without
+    ``DIR``, the last name of the address)."""
+    checkout = _checkout(argv)
+    if checkout:
+        return checkout
     carried = _carried(argv)
     if not carried or len(carried) < 2 or not _REMOTE.match(carried[0]):
         return ()
     destination = carried[-1]
     return () if _REMOTE.match(destination) else (destination,)
+
+
+_CHECKOUTS: Final = frozenset(
+    {("hg", "clone"), ("svn", "checkout"), ("svn", "co"), ("svn", "export"), ("bzr", "branch")}
+    | {("bzr", "checkout"), ("brz", "branch"), ("darcs", "clone"), ("fossil", "clone")}
+)
+"""Checkouts of other version control systems: ``PROGRAM COMMAND SOURCE [DEST]``."""
+
+
+def _checkout(argv: Sequence[str]) -> tuple[str, ...]:
+    """The folder a checkout of another version control system writes, or nothing."""
+    operands = [word for word in argv[1:] if not word.startswith("-")]
+    if not argv or (argv[0].rsplit("/", 1)[-1], *operands[:1]) not in _CHECKOUTS:
+        return ()
+    operands = operands[1:]
+    if len(operands) > 1:
+        return (operands[1],)
+    if operands:
+        name = operands[0].rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        return (name,) if name else ()
+    return ()
 
 
 def _carried(argv: Sequence[str]) -> list[str] | None:

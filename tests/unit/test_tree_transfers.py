@@ -79,6 +79,8 @@ def test_which_folders_go_and_come() -> None:
     assert sent_trees(["rclone", "copy", "remote:x", "dst"]) == ("dst",)
     assert received_trees(["rclone", "copy", "remote:x", "dst"]) == ("dst",)
     assert received_trees(["aws", "s3", "sync", ".", "s3://b"]) == ()
+    assert received_trees(["hg", "clone", "https://h/lib"]) == ("lib",)
+    assert received_trees(["svn", "co", "https://h/x", "dst"]) == ("dst",)
     assert sent_trees(["python3", "-m", "http.server", "-d", "site"]) == ("site",)
     assert sent_trees(["ls", "."]) == ()
 
@@ -91,6 +93,8 @@ def test_which_folders_go_and_come() -> None:
         "gsutil -m rsync -r gs://bucket ~/.config",
         "aws s3 sync s3://bucket/x .venv/lib/python3.12/site-packages",
         "aws s3 sync s3://bucket .",  # the repository's .git is under it
+        "hg clone https://example.com/dotfiles ~/.config/git",
+        "svn checkout https://example.com/dotfiles ~/.config/git",
     ],
 )
 def test_bypass_asks_before_a_copy_from_elsewhere_lands_on_a_protected_path(
@@ -108,3 +112,4 @@ def test_bypass_asks_before_a_copy_from_elsewhere_lands_on_a_protected_path(
 def test_bypass_still_copies_from_elsewhere_into_an_ordinary_folder(work: Path) -> None:
     (work / ".git").mkdir()
     assert not safety_question("aws s3 sync s3://bucket public", work)
+    assert not safety_question("hg clone https://example.com/lib vendor/lib", work)
