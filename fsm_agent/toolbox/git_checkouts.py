@@ -109,3 +109,29 @@ def _values(parsed: ParsedArguments, name: str) -> list[str]:
 def _path(word: str, cwd: Path) -> Path:
     path = expand_home(word)
     return path if path.is_absolute() else cwd / path
+
+
+def git_tree_writes(args: Sequence[str], cwd: Path) -> tuple[Path, ...]:
+    """The paths under which ``git`` given ``args`` (run in ``cwd``) deletes or moves files:
+    what ``git rm`` removes (``--cached`` leaves the files), what ``git mv`` moves and where,
+    and what ``git clean`` may delete (its paths, else the folder it runs in; ``-n`` only
+    lists)."""
+    parsed = parse_arguments(args, _GLOBALS)
+    if not parsed.operands:
+        return ()
+    for folder in _values(parsed, "-C"):
+        cwd = _path(folder, cwd)
+    command, rest = parsed.operands[0], args[parsed.rest_index + 1 :]
+    words = [word for word in rest if not word.startswith("-")]
+    options = {word for word in rest if word.startswith("-")}
+    if command == "rm" and "--cached" not in options:
+        return tuple(_path(word, cwd) for word in words)
+    if command == "mv":
+        return tuple(_path(word, cwd) for word in words)
+    if (
+        command == "clean"
+        and not options & {"-n", "--dry-run"}
+        and not any(option[1:2] != "-" and "n" in option[1:] for option in options)
+    ):
+        return tuple(_path(word, cwd) for word in words) or (cwd,)
+    return ()

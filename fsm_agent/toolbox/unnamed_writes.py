@@ -17,7 +17,8 @@ one of them, as it does for reads (``grep -r KEY .``):
 * where an archive is extracted or a patch applied: the folder it is told to write in
   (``tar -C DIR``, ``unzip -d DIR``, ``patch -d DIR``), else the one it runs in;
 * the work tree git writes (``git checkout``, ``reset``, ``pull``, ``stash``... under
-  ``--work-tree``, ``GIT_WORK_TREE`` or ``git -C``: ``git_checkouts``);
+  ``--work-tree``, ``GIT_WORK_TREE`` or ``git -C``), and what ``git rm``, ``git mv`` and ``git
+  clean`` delete or move (``git_checkouts``);
 * where ``find -delete`` starts (``.`` when it names none), and a folder a copy from
   another place writes whole (``aws s3 sync s3://b .``: ``tree_transfers``);
 * anywhere (``/``) for words a wrapper fills in (``xargs``, ``find -exec``);
@@ -38,7 +39,7 @@ from fsm_agent.core.read_only_commands import OUTPUT_ONLY
 from fsm_agent.core.shell_commands import CommandPart
 from fsm_agent.core.tree_transfers import received_trees
 from fsm_agent.toolbox.archive_members import extracts_archive
-from fsm_agent.toolbox.git_checkouts import checkout_folder
+from fsm_agent.toolbox.git_checkouts import checkout_folder, git_tree_writes
 from fsm_agent.toolbox.patch_targets import applies_patch
 from fsm_agent.toolbox.placed_files import placed_sources
 from fsm_agent.toolbox.tree_writes import written_trees
@@ -89,6 +90,7 @@ def unnamed_writes(part: CommandPart, cwd: Path) -> UnnamedWrites:
         checkout = checkout_folder(argv[1:], cwd, part.assignments)
         if checkout is not None:
             folders.append(str(checkout[1]))
+        folders += [str(path) for path in git_tree_writes(argv[1:], cwd)]
     folders += received_trees(argv)
     if program == "find" and "-delete" in argv:
         folders += _find_starts(argv[1:])

@@ -240,6 +240,8 @@ WRITES_INTO = [
     "find {d} -type f -exec sed -i s/a/b/ {{}} +",
     "git -C {d} reset --hard",
     "git --work-tree={d} checkout -- .",
+    "git rm -r {d}",
+    "git clean -fd {d}",
     "echo x > {d}/f",
     "touch {d}/f",
     "sed -i s/a/b/ {d}/f",

@@ -5,7 +5,8 @@ src/new.py`` were denied by their words, but ``cp evil.py src/``, ``cp -t src ev
 ``install evil.py src/``, ``tar -xf a.tar`` (holding ``src/a.py``), ``unzip -o a.zip``,
 ``python3 -m zipfile -e a.zip .``, ``patch -p1 < x.patch``, ``git apply x.patch``, ``rsync -a
 other/ .``, ``rm -rf src``, ``git checkout other -- src``, ``git reset --hard``, ``git stash
-pop`` and ``find . -name a.py -exec sed -i s/x/y/ {} +`` wrote there unasked. Each now asks
+pop``, ``git rm -r src``, ``git mv src old``, ``git clean -fdx`` and ``find . -name a.py -exec
+sed -i s/x/y/ {} +`` wrote there unasked. Each now asks
 (even in bypass mode, as an unnamed read does under a Read rule; with no one to ask, it is
 denied), while writes elsewhere run.
 """
@@ -70,6 +71,10 @@ def work(tmp_path: Path) -> Path:
         "git checkout other -- src",
         "git reset --hard",
         "git stash pop",
+        "git rm -r src",
+        "git -C src rm a.py",
+        "git mv src old",
+        "git clean -fdx",
         "find . -name a.py -exec sed -i s/x/y/ {} +",
         "find . -delete",
         "git ls-files | xargs sed -i s/x/y/",
@@ -96,6 +101,10 @@ def test_an_edit_rule_covers_a_write_no_word_names(command: str, work: Path) -> 
         "find build -delete",
         "mv a.txt b.txt",
         "git status",
+        "git rm -r --cached src",  # the index only
+        "git mv a.txt b.txt",
+        "git clean -n",
+        "git clean -fd build",
     ],
 )
 def test_writes_elsewhere_still_run(command: str, work: Path) -> None:
