@@ -163,7 +163,7 @@ def analyse_command(command: str) -> CommandAnalysis:
         program = reader.environment_readers[0]
         reader.problems.append(f"{program} reads the variables the command exports as commands")
         reader.unseen_code += 1
-    if _FILLS_VARIABLE.search(command) and _ARITHMETIC_READ.search(command):
+    if _FILLS_VARIABLE.search(command) and _reads_arithmetic(command):
         # Arithmetic runs the command in a subscript of a value (`a[$(rm y)]`), and this
         # command fills a variable from outside it: a file, a command's output.
         reader.problems.append(
@@ -240,7 +240,20 @@ _SUBSCRIPT_EVALUATORS = frozenset(
      "unset", "printf", "read", "mapfile", "readarray", "getopts", "wait"}
 )  # fmt: skip
 """Builtins that read a word as ``NAME[SUBSCRIPT]`` or as arithmetic, computing subscripts."""
-_COMMAND_IN_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[.*(\$\(|`)", re.DOTALL)
+_NAME_RUN = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _command_in_subscript(text: str) -> bool:
+    """Whether ``text`` holds ``NAME[`` with a command substitution after it (``a[$(cmd)]``,
+    ``a[`cmd`]``): where Bash reads it as an array element, the subscript runs the command.
+    One pass over the text (a pattern searched from every letter took 0.4 s on 16 KiB)."""
+    for run in _NAME_RUN.finditer(text):
+        if text.startswith("[", run.end()) and _NAME_START.search(run.group()):
+            rest = text[run.end() :]
+            return "$(" in rest or "`" in rest
+    return False
+
+
 _QUOTED = "\0"  # stands for a quoted character when looking for globs and braces
 _ESCAPES_TO_CHECK = (
     (b"\\\n", continuation_misread),
@@ -636,7 +649,7 @@ class _Reader:
             return
         if argv[0] in _SUBSCRIPT_EVALUATORS:
             for word in argv[1:]:
-                if _COMMAND_IN_SUBSCRIPT.search(word):
+                if _command_in_subscript(word):
                     # SPEC §9.3: what cannot be analysed asks.
                     self.problems.append(
                         f"{argv[0]} computes the subscript in {word!r}, which runs a command"
@@ -1025,12 +1038,28 @@ _FILLS_VARIABLE = re.compile(
 )
 """Text that gives a variable a value from outside the command: ``read x < f``, ``mapfile``,
 ``x=$(cat f)``, ``x=$y``, ``for x in $(cat f)``."""
-_ARITHMETIC_READ = re.compile(
-    r"\$\(\([^)]*[A-Za-z_]|\$\[[^\]]*[A-Za-z_]|\(\([^)]*[A-Za-z_]|\blet\s"
-    r"|\s-(?:eq|ne|lt|le|gt|ge)\s|\$\{#?[A-Za-z_]\w*(?::|\[)|\b(?:declare|typeset|local)\s+-\w*i"
+_ARITHMETIC_BODY = re.compile(r"\(\(([^)]*)|\$\[([^\]]*)")
+"""An arithmetic expression's text: ``$((…))``, ``((…))``, ``for ((…))``, ``$[…]``. Each match
+runs to its closing bracket (or the end), so a search over many ``((`` stays linear."""
+_ARITHMETIC_WORDS = re.compile(
+    r"\blet\s|\s-(?:eq|ne|lt|le|gt|ge)\s|\$\{#?[A-Za-z_]\w*(?::|\[)"
+    r"|\b(?:declare|typeset|local)\s+-\w*i"
 )
-"""Text where Bash evaluates a variable's value as arithmetic: ``$((x))``, ``$[x]``,
-``((x))``, ``let``, ``[[ x -eq 1 ]]``, ``${s:x}``, ``${a[x]}``, ``declare -i``."""
+_NAME_START = re.compile(r"[A-Za-z_]")
+
+
+def _reads_arithmetic(text: str) -> bool:
+    """Whether Bash evaluates a variable's value as arithmetic somewhere in ``text``:
+    ``$((x))``, ``$[x]``, ``((x))``, ``let``, ``[[ x -eq 1 ]]``, ``${s:x}``, ``${a[x]}``,
+    ``declare -i``."""
+    if _ARITHMETIC_WORDS.search(text):
+        return True
+    return any(
+        _NAME_START.search(match.group(1) or match.group(2) or "")
+        for match in _ARITHMETIC_BODY.finditer(text)
+    )
+
+
 _SETS_VARIABLE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[.*\])?\+?=", re.DOTALL)
 _VARIABLE_SETTERS = frozenset(
     {"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray",
@@ -1055,7 +1084,7 @@ def _hidden_code(argv: Sequence[str], assignments: Sequence[str]) -> str | None:
         setting = _SETS_VARIABLE.match(assignment)
         if setting is not None and _CODE_VARIABLES.fullmatch(setting.group(1)):
             return f"{assignment!r} sets what runs later"
-        if setting is not None and _COMMAND_IN_SUBSCRIPT.search(assignment[setting.end() :]):
+        if setting is not None and _command_in_subscript(assignment[setting.end() :]):
             return f"{assignment!r} holds a command that arithmetic reading it runs"
     if not argv:
         return None

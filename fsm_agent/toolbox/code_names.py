@@ -61,9 +61,10 @@ def code_literals(part: CommandPart, analysis: CommandAnalysis) -> list[str]:
 
 _CODE_SEPARATORS: Final = re.compile(r"""[\s()\[\]{},;'"`<>=|&]+""")
 """What separates the words of most languages' code."""
-_QUOTED: Final = re.compile(r"""(['"`])((?:\\.|(?!\1)[^\\])*)\1""")
+_QUOTED: Final = re.compile(r"""(['"`])((?:\\.?|(?!\1)[^\\])*)(?:\1|\Z)""")
 """A string literal of most languages: quote, characters (a backslash escaping the next),
-the same quote."""
+the same quote, or the end of the text for one never closed (so that every search goes on
+from where the last ended: text full of unclosed quotes is read once, not once a quote)."""
 
 
 def _code_texts(part: CommandPart, analysis: CommandAnalysis) -> list[str]:

@@ -15,6 +15,8 @@ from test_hostile_commands import decide
 
 from fsm_agent import PermissionMode
 from fsm_agent.core.kinds import PermissionBehavior
+from fsm_agent.core.shell_commands import analyse_command
+from fsm_agent.toolbox.code_names import code_literals
 
 RULES = {"Read(./.env)", "Edit(./src/**)"}
 
@@ -96,3 +98,14 @@ def test_an_edit_rule_covers_writes_through_a_link(work: Path) -> None:
 def test_reads_of_other_files_still_run(command: str, work: Path) -> None:
     decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Read(./.env)"})
     assert decided.behavior is PermissionBehavior.ALLOW
+
+
+def test_a_string_never_closed_is_read_to_the_end_of_the_code() -> None:
+    """An unclosed literal is one too (its rest may name the file), and text full of unclosed
+    quotes is read in one pass: the pattern searched again from every quote took 0.9 s on
+    16 KiB."""
+    (part,) = analyse_command('python3 -c "open(\'.env"').parts
+    assert ".env" in code_literals(part, analyse_command('python3 -c "open(\'.env"'))
+    crowded = "python3 -c '\"" + '"\\\\' * 4_000 + "'"
+    analysis = analyse_command(crowded)
+    assert code_literals(analysis.parts[0], analysis)  # read, and something found
