@@ -84,6 +84,10 @@ class ParsedArguments:
     rest_index: int = 0
     problem: str | None = None
 
+    def values(self, *names: str) -> list[str]:
+        """The values given to the options ``names`` (canonical spellings), in order."""
+        return [o.value for o in self.options if o.name in names and o.value is not None]
+
 
 def resolve_long(name: str, table: OptionTable) -> tuple[str | None, str]:
     """The long option ``--name`` stands for, as getopt_long decides.

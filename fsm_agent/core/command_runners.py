@@ -24,7 +24,6 @@ from fsm_agent.core.wrapper_reading import (
     Unwrap,
     UnwrapOne,
     Unwrapped,
-    folders_given,
     not_followed,
     options_then_command,
 )
@@ -77,7 +76,7 @@ def _subcommands(
         reader = readers.get(args[index]) if index < len(args) else None
         if reader is None:
             return None
-        folders = folders_given(parsed.options, folder_options)
+        folders = tuple(parsed.values(*folder_options))
         return _shifted(reader(args[index + 1 :]), index + 1, folders)
 
     return unwrap
@@ -107,7 +106,7 @@ def _then_command(
             if start >= len(args):
                 return None
             indexes = tuple(range(start, len(args)))
-            folders = folders_given(parsed.options, folder_options)
+            folders = tuple(parsed.values(*folder_options))
             return Unwrapped(
                 script=" ".join(args[start:]), script_indexes=indexes, label=label, folders=folders
             )

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from fsm_agent.core.command_options import Option, OptionTable, parse_arguments
+from fsm_agent.core.command_options import OptionTable, parse_arguments
 
 
 @attrs.frozen(kw_only=True)
@@ -78,16 +78,10 @@ def options_then_command(
             assignments=tuple(assignments),
             default=default,
             label=label,
-            folders=folders_given(parsed.options, folder_options),
+            folders=tuple(parsed.values(*folder_options)),
         )
 
     return unwrap
-
-
-def folders_given(options: Sequence[Option], names: frozenset[str]) -> tuple[str, ...]:
-    """The folders ``options`` of these ``names`` give, in turn (``-C a -C b`` enters ``a``,
-    then ``b``: GNU ``env`` changes folder once, to the last, but another wrapper may not)."""
-    return tuple(o.value for o in options if o.name in names and o.value is not None)
 
 
 def not_followed(why: str) -> Unwrap:

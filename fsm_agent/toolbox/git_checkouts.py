@@ -19,7 +19,7 @@ from typing import Final
 import attrs
 
 from fsm_agent.core.command_options import ParsedArguments, loose_table, parse_arguments
-from fsm_agent.toolbox.paths import expand_home
+from fsm_agent.toolbox.paths import word_path
 
 _GLOBALS: Final = attrs.evolve(
     loose_table("Cc", long_values="git-dir work-tree namespace exec-path config-env"),
@@ -62,13 +62,10 @@ def checkout_folder(
     """For ``git`` given ``args`` (run in ``cwd``, after the ``VAR=value`` prefixes
     ``assignments``), the folder it writes checked-out files into, as the command names it and
     as a path; None when it writes none (or we do not know it to)."""
-    parsed = parse_arguments(args, _GLOBALS)
-    if not parsed.operands:
+    read = _command(args, cwd)
+    if read is None:
         return None
-    command = parsed.operands[0]
-    for folder in _values(parsed, "-C"):
-        cwd = _path(folder, cwd)
-    rest = args[parsed.rest_index + 1 :]
+    parsed, command, rest, cwd = read
     if command == "clone":
         clone = parse_arguments(rest, _CLONE).operands
         if not clone:
@@ -76,39 +73,43 @@ def checkout_folder(
         url = clone[0].rstrip("/")
         target = clone[1] if len(clone) > 1 else url.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
         target = target.removesuffix(".git") if len(clone) == 1 else target
-        return target, _path(target, cwd)
+        return target, word_path(target, cwd)
     if command == "worktree" and rest and rest[0] == "add":
         added = parse_arguments(rest[1:], _WORKTREE_ADD).operands
-        return (added[0], _path(added[0], cwd)) if added else None
+        return (added[0], word_path(added[0], cwd)) if added else None
     tree = _work_tree(parsed, assignments)
-    work = _path(tree, cwd) if tree is not None else cwd
+    work = word_path(tree, cwd) if tree is not None else cwd
     if command == "submodule" and "add" in rest:
         added = parse_arguments(rest[rest.index("add") + 1 :], _SUBMODULE_ADD).operands
         if not added:
             return None
         path = added[1] if len(added) > 1 else added[0].rstrip("/").rsplit("/", 1)[-1]
-        return path, _path(path, work)
+        return path, word_path(path, work)
     if command in WORK_TREE_WRITERS:
         return (tree if tree is not None else str(work)), work
     return None
 
 
+def _command(
+    args: Sequence[str], cwd: Path
+) -> tuple[ParsedArguments, str, Sequence[str], Path] | None:
+    """git's own options read, its command, that command's words, and the folder it runs
+    in (``git -C DIR``, each from the one before); None when no command is given."""
+    parsed = parse_arguments(args, _GLOBALS)
+    if not parsed.operands:
+        return None
+    for folder in parsed.values("-C"):
+        cwd = word_path(folder, cwd)
+    return parsed, parsed.operands[0], args[parsed.rest_index + 1 :], cwd
+
+
 def _work_tree(parsed: ParsedArguments, assignments: Sequence[str]) -> str | None:
     """The work tree ``--work-tree`` or ``GIT_WORK_TREE=`` gives (the option wins)."""
-    given = _values(parsed, "--work-tree")
+    given = parsed.values("--work-tree")
     if given:
         return given[-1]
     found = [a.partition("=")[2] for a in assignments if a.startswith("GIT_WORK_TREE=")]
     return found[-1] if found else None
-
-
-def _values(parsed: ParsedArguments, name: str) -> list[str]:
-    return [o.value for o in parsed.options if o.name == name and o.value is not None]
-
-
-def _path(word: str, cwd: Path) -> Path:
-    path = expand_home(word)
-    return path if path.is_absolute() else cwd / path
 
 
 def git_tree_writes(args: Sequence[str], cwd: Path) -> tuple[Path, ...]:
@@ -116,22 +117,20 @@ def git_tree_writes(args: Sequence[str], cwd: Path) -> tuple[Path, ...]:
     what ``git rm`` removes (``--cached`` leaves the files), what ``git mv`` moves and where,
     and what ``git clean`` may delete (its paths, else the folder it runs in; ``-n`` only
     lists)."""
-    parsed = parse_arguments(args, _GLOBALS)
-    if not parsed.operands:
+    read = _command(args, cwd)
+    if read is None:
         return ()
-    for folder in _values(parsed, "-C"):
-        cwd = _path(folder, cwd)
-    command, rest = parsed.operands[0], args[parsed.rest_index + 1 :]
+    _parsed, command, rest, cwd = read
     words = [word for word in rest if not word.startswith("-")]
     options = {word for word in rest if word.startswith("-")}
     if command == "rm" and "--cached" not in options:
-        return tuple(_path(word, cwd) for word in words)
+        return tuple(word_path(word, cwd) for word in words)
     if command == "mv":
-        return tuple(_path(word, cwd) for word in words)
+        return tuple(word_path(word, cwd) for word in words)
     if (
         command == "clean"
         and not options & {"-n", "--dry-run"}
         and not any(option[1:2] != "-" and "n" in option[1:] for option in options)
     ):
-        return tuple(_path(word, cwd) for word in words) or (cwd,)
+        return tuple(word_path(word, cwd) for word in words) or (cwd,)
     return ()

@@ -243,6 +243,12 @@ _CLUSTER_LETTERS = 4
 (``-xzfC.git`` is rare; ``-o.git/hooks/x`` and ``-rt.git/hooks`` are not)."""
 
 
+def word_path(word: str, cwd: Path) -> Path:
+    """The path a shell word names when the shell is in ``cwd`` (``~`` expanded)."""
+    path = expand_home(word)
+    return path if path.is_absolute() else cwd / path
+
+
 def path_candidates(word: str) -> tuple[str, ...]:
     """The paths a shell word may name: ``word`` itself, the value of an ``--option=value``
     or ``of=value`` word, a value joined to a short option (``-o.git/hooks/pre-commit``,

@@ -45,7 +45,7 @@ from fsm_agent.core.command_options import (
     parse_arguments,
 )
 from fsm_agent.toolbox.git_checkouts import checkout_folder
-from fsm_agent.toolbox.paths import expand_home, is_folder, is_protected, path_candidates
+from fsm_agent.toolbox.paths import is_folder, is_protected, path_candidates, word_path
 from fsm_agent.toolbox.startup_places import holds_place
 
 Names = list[tuple[str, bool]] | None
@@ -126,7 +126,7 @@ def _copied(
     if linking:
         sources = operands if target is not None or len(operands) < 2 else operands[:-1]
         for source in sources:
-            if holds_place(_parts(_folder(source, cwd))):
+            if holds_place(_parts(word_path(source, cwd))):
                 return f"{source} (a link to it lets a later word write what it holds)"
     if target is None:
         if len(operands) < 2:
@@ -134,7 +134,7 @@ def _copied(
         target, operands = operands[-1], operands[:-1]
     if placer.remote and _is_remote(target):
         return None
-    folder = _folder(target, cwd)
+    folder = word_path(target, cwd)
     if placer.whole and len(operands) == 1 and holds_place(_parts(folder)):
         # `cp -r src ~/.config/git` where there is none yet, or `cp -rT`: src becomes it,
         # and what src holds (git/config) is what the place holds.
@@ -162,7 +162,7 @@ def _source_names(placer: _Placer, source: str, cwd: Path) -> Names:
     """The names ``source`` takes in the destination folder (see :func:`_local_names`)."""
     if placer.remote and _is_remote(source):
         return _remote_names(source, contents_slash=placer.contents_slash)
-    return _local_names(source, _folder(source, cwd), placer.contents_slash)
+    return _local_names(source, word_path(source, cwd), placer.contents_slash)
 
 
 def placed_sources(argv: Sequence[str], cwd: Path) -> tuple[str, Names] | None:
@@ -182,7 +182,7 @@ def placed_sources(argv: Sequence[str], cwd: Path) -> tuple[str, Names] | None:
         if len(operands) < 2:
             return None
         target, operands = operands[-1], operands[:-1]
-        folder = _folder(target, cwd)
+        folder = word_path(target, cwd)
         if len(operands) == 1 and not (_names_folder(target) or is_folder(folder)):
             return None
     if placer.remote and _is_remote(target):
@@ -204,7 +204,7 @@ def _may_be_folder(source: str, cwd: Path, *, remote: bool) -> bool:
     """Whether ``source`` may be a folder: another machine's path, or a local folder."""
     if remote and _is_remote(source):
         return True
-    return source.endswith("/") or is_folder(_folder(source, cwd))
+    return source.endswith("/") or is_folder(word_path(source, cwd))
 
 
 def _first_placed(
@@ -276,7 +276,7 @@ def _wget(args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]) -> 
         return None
     commands = {  # wgetrc's names ignore case, "-" and "_"
         key.replace("_", "").replace("-", "").strip().lower(): value.strip()
-        for key, _, value in (v.partition("=") for v in _values(parsed, "-e", "--execute"))
+        for key, _, value in (v.partition("=") for v in parsed.values("-e", "--execute"))
     }
     prefix = _value(parsed, "-P", "--directory-prefix") or commands.get("dirprefix") or "."
     names: Names = [(name, False) for url in parsed.operands for name in _url_names(url)]
@@ -284,7 +284,7 @@ def _wget(args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]) -> 
         commands.get(key, "off").lower() not in ("off", "0", "no") for key in _WGETRC_UNKNOWN
     ):
         names = None
-    return _first_placed(prefix, _folder(prefix, cwd), names, protected, "what it downloads")
+    return _first_placed(prefix, word_path(prefix, cwd), names, protected, "what it downloads")
 
 
 _WGET_TABLE = loose_table(
@@ -329,7 +329,7 @@ def _curl(args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]) -> 
     remote_name = not given.isdisjoint(_CURL_REMOTE_NAME)
     names: Names = []
     if remote_name:
-        urls = [*parsed.operands, *_values(parsed, "--url")]
+        urls = [*parsed.operands, *parsed.values("--url")]
         names = [(name, False) for url in urls for name in _url_names(url)]
         globbed = given.isdisjoint({"-g", "--globoff"}) and any(
             mark in url for url in urls for mark in "{["
@@ -337,11 +337,11 @@ def _curl(args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]) -> 
         if globbed or not given.isdisjoint({"-J", "--remote-header-name"}):
             names = None
     if folder is not None and names is not None:
-        names += [(name, False) for name in _values(parsed, "-o", "--output")]
+        names += [(name, False) for name in parsed.values("-o", "--output")]
     elif folder is None and not remote_name:
         return None  # `-o NAME` alone: its own word names the file
     where = folder or "."
-    return _first_placed(where, _folder(where, cwd), names, protected, "a name the server gives")
+    return _first_placed(where, word_path(where, cwd), names, protected, "a name the server gives")
 
 
 _CURL_TABLE = loose_table(
@@ -368,10 +368,10 @@ def _into_named_folder(
         c
         for c in candidates
         if not _is_remote(c)
-        and (holds_place(_parts(_folder(c, cwd))) or is_folder(_folder(c, cwd)))
+        and (holds_place(_parts(word_path(c, cwd))) or is_folder(word_path(c, cwd)))
     ]
     for holder in holders:
-        folder = _folder(holder, cwd)
+        folder = word_path(holder, cwd)
         for candidate in candidates:
             name = candidate.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
             if candidate != holder and name not in ("", ".", "..") and protected(folder / name):
@@ -393,17 +393,8 @@ def _url_names(url: str) -> list[str]:
 
 def _value(parsed: ParsedArguments, *names: str) -> str | None:
     """The value of the last of the options ``names`` given, or None."""
-    values = _values(parsed, *names)
+    values = parsed.values(*names)
     return values[-1] if values else None
-
-
-def _values(parsed: ParsedArguments, *names: str) -> list[str]:
-    return [o.value for o in parsed.options if o.name in names and o.value is not None]
-
-
-def _folder(word: str, cwd: Path) -> Path:
-    path = expand_home(word)
-    return path if path.is_absolute() else cwd / path
 
 
 def _parts(folder: Path) -> list[str]:

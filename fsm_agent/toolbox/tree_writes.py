@@ -24,7 +24,7 @@ from pathlib import Path
 import attrs
 
 from fsm_agent.core.tree_transfers import received_trees
-from fsm_agent.toolbox.paths import expand_home, is_protected, protected_within
+from fsm_agent.toolbox.paths import is_protected, protected_within, word_path
 from fsm_agent.toolbox.startup_places import holds_place
 
 
@@ -59,8 +59,7 @@ def reached_tree(argv: Sequence[str], cwd: Path) -> str | None:
     (``cwd``: the resolved working folder), or None. An operand that is one is a word naming
     it, which the safety check sees already."""
     for word in written_trees(argv):
-        path = expand_home(word)
-        path = path if path.is_absolute() else cwd / path
+        path = word_path(word, cwd)
         found = protected_within(path)
         if found or (found is None and not _inside(path, cwd)):
             return word
@@ -73,8 +72,7 @@ def received_tree(argv: Sequence[str], cwd: Path) -> str | None:
     may hold a protected path (``~/.config/git``, ``site-packages``, a repository's ``.git``):
     the names come from elsewhere. ``cwd``: the folder relative words start from."""
     for word in received_trees(argv):
-        path = expand_home(word)
-        path = path if path.is_absolute() else cwd / path
+        path = word_path(word, cwd)
         parts = [part.lower() for part in path.absolute().parts]
         if is_protected(path) or holds_place(parts) or protected_within(path) is not False:
             return word
