@@ -22,6 +22,8 @@ and a ``v`` answer that shows all of it.
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -98,6 +100,23 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def terminal_console() -> Console:
+    """A console on standard output, as wide and as tall as the terminal.
+
+    ``COLUMNS=0`` or ``LINES=0`` in the environment (a container or a script may set them
+    so) would be taken as the size: at width 0 every line prints as nothing, a permission
+    question's tool, input and reason among them, so the person would answer a question they
+    cannot see. A size of 0 is read as unset: the terminal's own, else 80 by 25.
+    """
+    width = height = None
+    size = shutil.get_terminal_size()  # reads COLUMNS and LINES only when they are above 0
+    if os.environ.get("COLUMNS", "").strip().isdigit() and int(os.environ["COLUMNS"]) < 1:
+        width = size.columns
+    if os.environ.get("LINES", "").strip().isdigit() and int(os.environ["LINES"]) < 1:
+        height = size.lines
+    return Console(highlight=False, width=width, height=height)
+
+
 class LiveView:
     """Prints a run's updates as they come; asks permission questions at the terminal.
 
@@ -118,7 +137,7 @@ class LiveView:
         read_line: Callable[[str], str] = input,
         secrets: Iterable[str] = (),
     ) -> None:
-        self.console = console if console is not None else Console(highlight=False)
+        self.console = console if console is not None else terminal_console()
         self._redactor = Redactor(secrets)
         self._secrets = tuple(secrets)
         self._holdback = StreamTextHoldback(self._redactor.spellings)

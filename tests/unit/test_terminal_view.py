@@ -7,6 +7,7 @@ import io
 import threading
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from fsm_agent.core.messages import (
@@ -345,3 +346,22 @@ def test_a_flood_of_progress_shows_the_last_lines_of_each_text() -> None:
         f"   … Bash: [{left_out} lines not shown]",
         *(f"   … Bash: {n}" for n in range(left_out + 1, 102)),
     ]
+
+
+def test_a_terminal_size_of_zero_in_the_environment_is_read_as_unset(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With ``COLUMNS=0`` and ``LINES=0`` the view prints at a usable width: the question
+    still shows the tool, its input and why (at width 0 it printed none of them, and only
+    the ``Allow?`` prompt was left)."""
+    monkeypatch.setenv("COLUMNS", "0")
+    monkeypatch.setenv("LINES", "0")
+    answers = ["n", ""]
+    view = LiveView(read_line=lambda prompt: answers.pop(0))
+    assert view.console.width >= 1
+    assert view.console.height >= 1
+    asyncio.run(view.ask(REQUEST))
+    out = capsys.readouterr().out
+    assert "Write" in out
+    assert "[notes].txt" in out
+    assert "writes need approval [y/N]" in out
