@@ -444,6 +444,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     from fsm_agent.trace.replay import fork  # noqa: PLC0415
 
     point = fork(_trace_file(args.trace_file), args.at)
+    _refuse_ended(point, "fork")
     carry = _carries_rules(getattr(point.core, "session_permission_rules", ()), args)
     return _live(args, lambda agent: agent.continue_from(point, carry_session_rules=carry))
 
@@ -452,6 +453,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     from fsm_agent.trace.replay import resume  # noqa: PLC0415
 
     point = resume(_trace_file(args.trace_file))
+    _refuse_ended(point, "resume")
     for item in point.unsafe_to_rerun:
         verb = "will run again" if args.rerun else "is answered with an error, not re-run"
         print(shown(f"in flight at the crash: {item.effect} — {verb}"), file=sys.stderr)
@@ -461,6 +463,25 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         lambda agent: agent.continue_from(
             point, rerun=lambda _: args.rerun, carry_session_rules=carry
         ),
+    )
+
+
+def _refuse_ended(point: Any, command: str) -> None:
+    """Refuse to carry on a point that holds the run's ``end`` record: the run would only
+    be copied into a new trace, and ``ended: completed`` said as if something had run."""
+    ended = [record for record in point.records if record.get("record") == "end"]
+    if not ended:
+        return
+    how = f"the recorded run ended ({shown_on_one_line(str(ended[-1].get('terminal')))})"
+    if command == "fork":
+        raise CommandLineError(
+            f"--at {point.at_seq}: {how} by this seq, so there is nothing to carry on: fork "
+            "at an earlier seq (fsm-agent show TRACE numbers the records)"
+        )
+    raise CommandLineError(
+        f"{how}: there is nothing to resume (resume carries on a run that crashed). Fork it "
+        "at an earlier seq to take another path, or ask its conversation a new question with "
+        'fsm-agent run --resume TRACE "prompt"'
     )
 
 

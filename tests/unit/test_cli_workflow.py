@@ -144,6 +144,29 @@ def test_fork_on_the_command_line_records_its_parent(
     assert main(["replay", "b.jsonl"]) == 0
 
 
+def test_resume_or_fork_of_a_run_that_ended_is_refused_writing_no_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """`resume` of a run that ended, and `fork --at` its end record, exit 2 with one line
+    saying the run ended and what to do instead, and write no trace (they copied the run
+    into a new trace and printed ``ended: completed``, as if something had been carried on)."""
+    monkeypatch.chdir(tmp_path)
+    answer = scenario(tmp_path, [{"content": [{"text": "one"}]}])
+    assert main(["run", "hi", "--model", answer, "--trace", "a.jsonl"]) == 0
+    records = len(read_trace(tmp_path / "a.jsonl").records)
+    capsys.readouterr()
+    argv = ["resume", "a.jsonl", "--model", answer, "--trace", "r.jsonl"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "the recorded run ended (completed): there is nothing to resume" in err
+    assert "fsm-agent run --resume" in err
+    argv = ["fork", "a.jsonl", "--at", str(records), "--model", answer, "--trace", "f.jsonl"]
+    assert main(argv) == 2
+    assert f"--at {records}: the recorded run ended (completed)" in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists()
+    assert not (tmp_path / "f.jsonl").exists()
+
+
 def test_truncated_traces_replay_resume_and_need_the_flag(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
