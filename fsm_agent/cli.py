@@ -692,9 +692,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     for path in files:
         try:
             events, transitions, ending = _replay_one(path, allow_truncated=args.allow_truncated)
-        except TraceError as exc:
+        except (TraceError, OSError) as exc:  # a file that cannot be read is one failed row
             failures += 1
-            if isinstance(exc, TraceDivergence):
+            if isinstance(exc, OSError):
+                text = f"{path}: {exc.strerror or exc}"
+            elif isinstance(exc, TraceDivergence):
                 text = format_divergence(_as_shown(exc, path))
             else:
                 text = str(exc)
@@ -796,8 +798,9 @@ def _list_traces(folder: Path) -> int:
     for path in files:
         try:
             trace = read_trace(path, allow_truncated=True)
-        except TraceError as exc:
-            print(shown(f"  {path.relative_to(folder)}  unreadable: {str(exc).splitlines()[0]}"))
+        except (TraceError, OSError) as exc:
+            why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+            print(shown(f"  {path.relative_to(folder)}  unreadable: {why.splitlines()[0]}"))
             continue
         started = trace.header.meta.get("started", "")
         ends = list(trace.of_kind("end"))

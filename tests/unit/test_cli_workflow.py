@@ -239,3 +239,24 @@ def test_run_and_demo_given_a_trace_folder_ending_in_a_slash_write_into_it(
     assert (tmp_path / "runs").is_dir()
     assert len(list((tmp_path / "runs").glob("*.jsonl"))) == 2
     assert len(list((tmp_path / "demos").glob("*.jsonl"))) == 1
+
+
+def test_a_trace_that_cannot_be_opened_is_one_failed_row_of_a_folder(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """`replay` and `show` of a folder holding a trace that cannot be opened (a dangling
+    link, no read permission) report it on its row and go on with the others (the first
+    such file ended the command, leaving the table empty)."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "a.jsonl").symlink_to(folder / "gone.jsonl")
+    (folder / "b.jsonl").write_bytes((TRACES / "max_turns.jsonl").read_bytes())
+    assert main(["replay", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "a.jsonl       -            -  FAILED: " in out
+    assert "No such file or directory" in out
+    assert "1 replayed identically, 1 failed" in out
+    assert main(["show", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "a.jsonl  unreadable: No such file or directory" in out
+    assert "b.jsonl" in out
