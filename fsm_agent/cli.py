@@ -820,7 +820,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     from fsm_agent.trace.reader import read_trace  # noqa: PLC0415
     from fsm_agent.trace.replay import diff_traces, shown_divergence  # noqa: PLC0415
 
-    first, second = read_trace(_trace_file(args.a)), read_trace(_trace_file(args.b))
+    # A crashed run's trace (its last line cut off) is compared up to the cut, and said so.
+    first = read_trace(_trace_file(args.a), allow_truncated=True)
+    second = read_trace(_trace_file(args.b), allow_truncated=True)
+    for given, trace in ((args.a, first), (args.b, second)):
+        if trace.truncated:
+            print(shown(f"({given}: its last line is cut off; compared up to the cut)"))
     divergence = diff_traces(first, second)
     if divergence is None:
         print("the traces agree")

@@ -260,3 +260,28 @@ def test_a_trace_that_cannot_be_opened_is_one_failed_row_of_a_folder(
     out = capsys.readouterr().out
     assert "a.jsonl  unreadable: No such file or directory" in out
     assert "b.jsonl" in out
+
+
+def test_diff_compares_a_crashed_runs_trace_up_to_its_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """`diff` of a trace whose last line is cut off (a crashed run) compares what precedes
+    the cut and says so (it refused, pointing at a library argument the command does not
+    have); a trace cut inside its header is named as holding nothing to read."""
+    monkeypatch.chdir(tmp_path)
+    whole = (TRACES / "retry_then_success.jsonl").read_bytes()
+    lines = whole.splitlines(keepends=True)
+    (tmp_path / "whole.jsonl").write_bytes(whole)
+    (tmp_path / "cut.jsonl").write_bytes(b"".join(lines) + b'{"record":"ev')
+    assert main(["diff", "whole.jsonl", "cut.jsonl"]) == 0
+    out = capsys.readouterr().out
+    assert "(cut.jsonl: its last line is cut off; compared up to the cut)" in out
+    assert "the traces agree" in out
+    (tmp_path / "early.jsonl").write_bytes(b"".join(lines[:4]) + lines[4][:10])
+    assert main(["diff", "whole.jsonl", "early.jsonl"]) == 1
+    assert "first difference at seq" in capsys.readouterr().out
+    (tmp_path / "header.jsonl").write_bytes(lines[0][:30])
+    assert main(["show", "header.jsonl"]) == 1
+    err = capsys.readouterr().err
+    assert "the header, the only line, is cut off" in err
+    assert "allow_truncated" not in err
