@@ -1369,6 +1369,10 @@ CODE_NO_RULE_READS = [
     "sed -n 'p;s/a/b/ep' a",
     "sed '1!G;h;$!d;1 e rm -rf src' a",
     "sed -n p a -e '1e rm -rf src'",
+    # found: the word after `:`, `v` or `t` ends at a blank, and what follows is a command
+    "sed -n ':a e rm -rf src' a",
+    "sed -n 'v 4.2 e rm -rf src' a",
+    "sed -n 'tz e rm -rf src;:z' a",
     "vim +'!rm -rf src' a",
     "vim --cmd '!rm -rf src' a",
     "nvim -es a <<< '!rm -rf src'",
