@@ -1105,6 +1105,20 @@ def test_a_partial_clone_is_found_through_a_worktree_and_a_remote(
     assert decide("git status", tree).behavior is PermissionBehavior.DENY  # nobody to ask
 
 
+def test_a_partial_clone_is_found_where_one_cd_after_another_leads(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found: ``cd vendor && cd lib`` was looked for in ``vendor`` and in ``lib``, not in
+    ``vendor/lib``, where a partial clone fetched over the network on ``git log -p``."""
+    monkeypatch.setattr(git_reads, "installed_git_version", lambda search_path: (2, 40))
+    nested = work / "vendor" / "lib" / ".git"
+    nested.mkdir(parents=True)
+    (nested / "config").write_text("[extensions]\n\tpartialClone = origin\n")
+    for command in ("cd vendor && cd lib && git log -p", "cd vendor/lib && git log -p"):
+        assert decide(command, work).behavior is PermissionBehavior.DENY, command  # nobody to ask
+    assert decide("cd vendor && git log -p", work).behavior is PermissionBehavior.ALLOW
+
+
 def test_the_installed_git_version_is_read_once() -> None:
     """``git --version`` runs once per search path; its answer is kept."""
     git_reads.installed_git_version.cache_clear()
