@@ -20,9 +20,8 @@ import pytest
 from test_hostile_commands import decide
 
 from fsm_agent import PermissionMode
-from fsm_agent.core.kinds import DecisionSource
+from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
 from fsm_agent.core.shell_commands import MAX_COMMAND_BYTES, analyse_command
-from fsm_agent.runtime.permissions import PermissionBehavior
 from fsm_agent.toolbox.paths import MAX_ENTERED_FOLDERS, entered_folders, resolved_under
 
 PADDING = "true " + "x" * MAX_COMMAND_BYTES
