@@ -108,6 +108,12 @@ class _Places:
     roots: tuple[str, ...]
     home: str
     resolve: Callable[[str], str]
+    allowed: tuple[str, ...] = attrs.field(init=False)
+    """The working folder and the readable roots, resolved (once: every word is judged)."""
+
+    @allowed.default
+    def _resolved_roots(self) -> tuple[str, ...]:
+        return tuple(self.resolve(posixpath.normpath(root)) for root in (self.cwd, *self.roots))
 
     def entered(self, target: str) -> tuple[_Places, str | None]:
         """These places after ``cd target`` (already judged to stay inside)."""
@@ -128,11 +134,10 @@ class _Places:
             path = self.home + path[1:]
         elif path.startswith("~"):
             return True  # another user's home
-        allowed = [self.resolve(posixpath.normpath(root)) for root in (self.cwd, *self.roots)]
         for base in self.shell_dirs:
             # Not normalised first: `link/../x` is beside where the link points, not `x`.
             full = self.resolve(posixpath.join(base, path))
-            if not any(_within(full, root) for root in allowed):
+            if not any(_within(full, root) for root in self.allowed):
                 return True
         return False
 

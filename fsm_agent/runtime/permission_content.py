@@ -31,7 +31,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
 
 import attrs
 
@@ -49,11 +49,13 @@ from fsm_agent.core.permission_rules import (
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
 from fsm_agent.toolbox.paths import (
+    MAX_ENTERED_FOLDERS,
     entered_folders,
     expand_home,
     holds_protected,
     is_protected,
     path_candidates,
+    resolved_under,
 )
 
 if TYPE_CHECKING:
@@ -250,7 +252,19 @@ def shell_verdict(
         matched = _matching_text(denying, [whole, *texts]) or _matching_spelling(denying, argvs)
         if matched is not None:
             return rule_verdict("deny", "1d", denying, f"{matched!r}")
-    named = _path_rule(analysis, rules, RuleBehavior.DENY, place)
+    where = _where_words_point(analysis, place)
+    if where is None:
+        guarding = _file_rules(rules, FILE_TOOLS)
+        if guarding:
+            return rule_verdict(
+                "ask",
+                "1f",
+                guarding[0],
+                f"the command may run in more than {MAX_ENTERED_FOLDERS} folders, so a"
+                " relative word may name any path;",
+            )
+        where = _Where(bases=[place.cwd], matching=_matching(place))  # safety check asks
+    named = _path_rule(analysis, rules, RuleBehavior.DENY, where)
     if named is not None:
         return rule_verdict("deny", "1d", named[0], f"{named[1]!r}")
     own = tool_verdict(check, requires_interaction=False)
@@ -260,7 +274,7 @@ def shell_verdict(
         matched = _matching_text(asking, [whole, *texts]) or _matching_spelling(asking, argvs)
         if matched is not None:
             return rule_verdict("ask", "1f", asking, f"{matched!r}")
-    named = _path_rule(analysis, rules, RuleBehavior.ASK, place)
+    named = _path_rule(analysis, rules, RuleBehavior.ASK, where)
     if named is not None:
         return rule_verdict("ask", "1f", named[0], f"{named[1]!r}")
     computed = _computed_rule(analysis, rules)
@@ -270,12 +284,12 @@ def shell_verdict(
     if unread is not None:
         rule, shown, why = unread
         return rule_verdict("ask", "1f", rule, f"{shown!r} runs code no rule reads ({why}), so the")
-    searched = _unnamed_read_rule(analysis, rules, place)
+    searched = _unnamed_read_rule(analysis, rules, where)
     if searched is not None:
         return rule_verdict(
             "ask", "1f", searched[0], f"{searched[1]!r} reads files no word of it names;"
         )
-    written = _unnamed_write_rule(analysis, rules, place)
+    written = _unnamed_write_rule(analysis, rules, place, where)
     if written is not None:
         return rule_verdict(
             "ask", "1f", written[0], f"{written[1]!r} writes files no word of it names;"
@@ -342,7 +356,7 @@ def shell_verdict(
 
 
 def _path_rule(
-    analysis: CommandAnalysis, rules: RuleSet, behavior: RuleBehavior, place: CallPlace
+    analysis: CommandAnalysis, rules: RuleSet, behavior: RuleBehavior, where: _Where
 ) -> tuple[Rule, str] | None:
     """The first file-tool rule (``Read(./.env)``, ``Edit(/src/**)``) naming a path that a word
     of the command may name, and that word.
@@ -359,7 +373,7 @@ def _path_rule(
         return None
     from fsm_agent.toolbox.code_names import code_literals  # noqa: PLC0415 - lazy, see above
 
-    bases, matching = _where_words_point(analysis, place)
+    resolved = _Resolved(where.bases)
     for part in analysis.parts:
         words = (
             *part.argv[1:],
@@ -368,7 +382,7 @@ def _path_rule(
         )
         for word in words:
             for candidate in path_candidates(word):
-                rule = _covering(family, _named_paths(candidate, bases), matching, under=False)
+                rule = _covering(family, resolved.named(candidate), where.matching, under=False)
                 if rule is not None:
                     return rule, word
     return None
@@ -399,19 +413,28 @@ def _covering(
     return None
 
 
-def _where_words_point(
-    analysis: CommandAnalysis, place: CallPlace
-) -> tuple[list[Path], dict[str, Any]]:
+class _Where(NamedTuple):
     """The folders a command's relative words start from (the working folder, and each folder
     the command enters with ``cd``), and how a path rule is matched there (the path
     matchers' ``cwd``, ``home`` and ``case_sensitive``)."""
+
+    bases: list[Path]
+    matching: dict[str, Any]
+
+
+def _where_words_point(analysis: CommandAnalysis, place: CallPlace) -> _Where | None:
+    """Where a command's relative words start from; None when it may be in more folders
+    than are followed (``paths.entered_folders``)."""
     bases = entered_folders(analysis, place.cwd)
-    matching = {
+    return None if bases is None else _Where(bases=bases, matching=_matching(place))
+
+
+def _matching(place: CallPlace) -> dict[str, Any]:
+    return {
         "cwd": place.cwd.as_posix(),
         "home": place.home.as_posix(),
         "case_sensitive": not _ignores_case(place.cwd),
     }
-    return bases, matching
 
 
 def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str] | None:
@@ -457,7 +480,7 @@ def _unread_code_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, 
 
 
 def _unnamed_read_rule(
-    analysis: CommandAnalysis, rules: RuleSet, place: CallPlace
+    analysis: CommandAnalysis, rules: RuleSet, where: _Where
 ) -> tuple[Rule, str] | None:
     """The first Read deny or ask rule that may cover a file the command reads without a word
     naming it, and the part that reads it.
@@ -473,21 +496,21 @@ def _unnamed_read_rule(
     family = _file_rules(rules, READ_FILE_TOOLS)
     if not family:
         return None
-    bases, matching = _where_words_point(analysis, place)
+    resolved = _Resolved(where.bases)
     for part in analysis.parts:
         for word in _unnamed_reads(part):
             if word == REPOSITORY:
-                folders = {_repository(base).as_posix() for base in bases}
+                folders = {_repository(base).as_posix() for base in where.bases}
             else:
-                folders = _named_paths(word, bases)
-            rule = _covering(family, folders, matching, under=True)
+                folders = resolved.named(word)
+            rule = _covering(family, folders, where.matching, under=True)
             if rule is not None:
                 return rule, _shown(part)
     return None
 
 
 def _unnamed_write_rule(
-    analysis: CommandAnalysis, rules: RuleSet, place: CallPlace
+    analysis: CommandAnalysis, rules: RuleSet, place: CallPlace, where: _Where
 ) -> tuple[Rule, str] | None:
     """The first Edit deny or ask rule that may cover a file the command writes without a
     word naming it (``cp x src/``, ``tar -xf a.tar``, ``rm -rf src``, ``git reset --hard``:
@@ -498,16 +521,16 @@ def _unnamed_write_rule(
         return None
     from fsm_agent.toolbox.unnamed_writes import unnamed_writes  # noqa: PLC0415 - lazy
 
-    bases, matching = _where_words_point(analysis, place)
     for part in analysis.parts:
         if not part.argv or _read_only(part, place):
             continue
-        for base in bases:
+        for base in where.bases:
+            resolved = _Resolved([base])
             writes = unnamed_writes(part, base)
-            files = [path for word in writes.files for path in _named_paths(word, [base])]
-            folders = [path for word in writes.folders for path in _named_paths(word, [base])]
-            rule = _covering(family, files, matching, under=False) or _covering(
-                family, folders, matching, under=True
+            files = [path for word in writes.files for path in resolved.named(word)]
+            folders = [path for word in writes.folders for path in resolved.named(word)]
+            rule = _covering(family, files, where.matching, under=False) or _covering(
+                family, folders, where.matching, under=True
             )
             if rule is not None:
                 return rule, _shown(part)
@@ -538,16 +561,34 @@ def _repository(base: Path) -> Path:
     return base
 
 
-def _named_paths(word: str, bases: list[Path]) -> set[str]:
-    """The absolute paths ``word`` may name, from each base folder, as written and resolved."""
-    if not word or word == "-" or "\0" in word:
-        return set()
-    path = expand_home(word)
-    found: set[str] = set()
-    for base in [Path("/")] if path.is_absolute() else bases:
-        joined = base / path  # resolved before `..` is removed: `link/..` is not the folder
-        found.update((os.path.normpath(joined), os.path.realpath(joined)))
-    return found
+class _Resolved:
+    """The absolute paths words may name from some base folders, as written and resolved:
+    each base resolved once, each word once (a long command names the same word often)."""
+
+    def __init__(self, bases: list[Path]) -> None:
+        self._bases = bases
+        self._resolved_bases: list[str] | None = None
+        self._named: dict[str, set[str]] = {}
+
+    def named(self, word: str) -> set[str]:
+        """The paths ``word`` may name, from each base folder."""
+        if not word or word == "-" or "\0" in word:
+            return set()
+        found = self._named.get(word)
+        if found is None:
+            found = self._named[word] = self._paths(expand_home(word))
+        return found
+
+    def _paths(self, path: Path) -> set[str]:
+        if path.is_absolute():
+            return {os.path.normpath(path), os.path.realpath(path)}
+        if self._resolved_bases is None:
+            self._resolved_bases = [os.path.realpath(base) for base in self._bases]
+        found: set[str] = set()
+        for base, resolved in zip(self._bases, self._resolved_bases, strict=True):
+            found.add(os.path.normpath(base / path))
+            found.add(resolved_under(resolved, path.as_posix()))
+        return found
 
 
 def _shown(part: CommandPart) -> str:

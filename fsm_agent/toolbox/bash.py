@@ -47,6 +47,7 @@ from fsm_agent.toolbox.git_reads import git_read_refusal
 from fsm_agent.toolbox.patch_targets import patch_refusal
 from fsm_agent.toolbox.path_shadowing import SearchPath
 from fsm_agent.toolbox.paths import (
+    MAX_ENTERED_FOLDERS,
     entered_folders,
     expand_home,
     is_protected,
@@ -140,7 +141,14 @@ class Bash(Tool[BashInput]):
             if refusal is None:
                 return PermissionCheck(behavior="allow", message="read-only command")
             return PermissionCheck(behavior="ask", message=f"not read-only here: {refusal}")
-        touched = _protected_path_named(analysis, ctx)
+        unfollowed = _unfollowed(analysis, ctx.cwd)
+        if isinstance(unfollowed, str):
+            return PermissionCheck(
+                behavior="ask",
+                reason=SAFETY_CHECK,
+                message=f"may change a protected path, unseen: {unfollowed}",
+            )
+        touched = _protected_path_named(analysis, ctx, unfollowed)
         if touched is not None:
             return PermissionCheck(
                 behavior="ask",
@@ -188,6 +196,8 @@ def git_refusal(analysis: CommandAnalysis, cwd: Path) -> str | None:
     if not any(runs_git(part) for part in analysis.parts):
         return None
     folders = entered_folders(analysis, cwd)
+    if folders is None:
+        return f"it may run git in more than {MAX_ENTERED_FOLDERS} folders, more than are checked"
     return git_read_refusal(folders, _search_path(os.environ.get("PATH", os.defpath)))
 
 
@@ -196,7 +206,27 @@ def runs_git(part: CommandPart) -> bool:
     return bool(part.argv) and part.argv[0].rsplit("/", 1)[-1] == "git"
 
 
-def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | None:
+def _unfollowed(analysis: CommandAnalysis, cwd: Path) -> str | list[Path]:
+    """Why the paths a command that is not read-only may change cannot be known, or else the
+    folders its relative words may start from (``paths.entered_folders``).
+
+    Where the parser could not read the command as Bash reads it (a parse error, control
+    characters, a command past the size analysed), a part it missed may write anywhere:
+    searching the text for protected names is no answer, since the shell joins
+    ``~/.bash''rc`` into ``.bashrc``.
+    Where the command may be in more folders than are followed, a relative word may name any
+    path. Either way the safety check asks, bypass mode or not (SPEC §9.3 step 1g)."""
+    if analysis.misread:
+        return f"the command cannot be fully analysed ({analysis.problem})"
+    folders = entered_folders(analysis, cwd)
+    if folders is None:
+        return f"it may run in more than {MAX_ENTERED_FOLDERS} folders, more than are followed"
+    return folders
+
+
+def _protected_path_named(
+    analysis: CommandAnalysis, ctx: ToolContext, folders: list[Path]
+) -> str | None:
     """The first protected path a command that is not read-only names, if any.
 
     A command that may write (``echo x > .bashrc``, ``cp f .git/hooks/pre-commit``) is as
@@ -222,7 +252,6 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     (:mod:`~fsm_agent.toolbox.archive_members`).
     """
     cwd = Path(os.path.realpath(ctx.cwd))
-    folders = entered_folders(analysis, ctx.cwd)
     search = SearchPath(os.environ.get("PATH", os.defpath))
 
     def runs_later(path: Path) -> bool:
@@ -278,11 +307,9 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
                     if shadowed is not None:
                         return f"{word} (the shell would run it in place of {shadowed})"
     if analysis.problem is not None:
-        # The parts may be incomplete (control characters or deep nesting stop the analysis
-        # before any part is found): a protected name anywhere in the text is enough. When
-        # every part was found, each word was judged above; the text is searched for what no
-        # word holds (a here-document), without the script a `source` runs, which it reads
-        # (`source .venv/bin/activate`, `source ~/.bashrc` write nothing).
+        # Every part was found (not ``misread``) and each word judged above; the text is
+        # searched for what no word holds (a here-document), without the script a `source`
+        # runs, which it reads (`source .venv/bin/activate`, `source ~/.bashrc` write nothing).
         found = PROTECTED_NAME.search(_unjudged_text(analysis))
         if found is not None:
             return found.group(0)
@@ -290,15 +317,14 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
 
 
 def _unjudged_text(analysis: CommandAnalysis) -> str:
-    """The command's text, less the scripts ``source`` runs when every part was found."""
+    """The command's text (every part of it found), less the scripts ``source`` runs."""
     text = analysis.command
-    if analysis.whole:
-        for part in analysis.parts:
-            if len(part.argv) > 1 and part.argv[0] in _SOURCING:
-                # The script's word alone, not its letters inside other words: `source b`
-                # must not turn a here-document's `.bashrc` into `.ashrc`.
-                word = re.escape(part.argv[1])
-                text = re.sub(rf"(?<![^\s'\"]){word}(?![^\s'\";&|)])", " ", text)
+    for part in analysis.parts:
+        if len(part.argv) > 1 and part.argv[0] in _SOURCING:
+            # The script's word alone, not its letters inside other words: `source b` must
+            # not turn a here-document's `.bashrc` into `.ashrc`.
+            word = re.escape(part.argv[1])
+            text = re.sub(rf"(?<![^\s'\"]){word}(?![^\s'\";&|)])", " ", text)
     return text
 
 

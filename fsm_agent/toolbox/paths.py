@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -103,6 +104,29 @@ def expand_home(raw: str) -> Path:
         return path.expanduser()
     except RuntimeError:  # no such user, or no home folder to be found
         return path
+
+
+def resolved_under(base: str, relative: str) -> str:
+    """``os.path.realpath(base + "/" + relative)`` for a ``base`` already resolved: only the
+    names of ``relative`` are looked up, not every folder of ``base`` again (a long command's
+    words, each taken from several folders, made that most of a permission check)."""
+    current = base.rstrip("/")  # "" stands for the root
+    names = relative.split("/")
+    for index, name in enumerate(names):
+        if name in ("", "."):
+            continue
+        if name == "..":
+            current = current.rpartition("/")[0]  # ``current`` is resolved: this is its ``..``
+            continue
+        joined = f"{current}/{name}"
+        try:
+            link = stat.S_ISLNK(os.lstat(joined).st_mode)
+        except OSError:  # missing, or under a file: taken as written, as realpath takes it
+            link = False
+        if link:
+            return os.path.realpath("/".join((joined, *filter(None, names[index + 1 :]))))
+        current = joined
+    return current or "/"
 
 
 def resolve_path(raw: str, ctx: ToolContext) -> Path:
@@ -267,12 +291,12 @@ def path_candidates(word: str) -> tuple[str, ...]:
     return candidates
 
 
-MAX_ENTERED_FOLDERS = 16
-"""``cd`` after ``cd`` doubles the folders a relative word may start from; past this many,
-the later ones are not followed."""
+MAX_ENTERED_FOLDERS = 32
+"""``cd`` after ``cd`` doubles the folders a relative word may start from; past this many a
+command is not followed (:func:`entered_folders` gives None)."""
 
 
-def entered_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path]:
+def entered_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path] | None:
     """The folders a command's relative words may start from: ``cwd``, and each folder a
     ``cd`` or ``pushd`` of the command enters, from each folder before it (``cd a && cd b``
     may be in ``a/b``, or in ``b`` when ``cd a`` failed or ran in a subshell). ``~`` is the
@@ -281,14 +305,20 @@ def entered_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path]:
     cd git`` enters ``~/.config/git``. A folder the shell computes may be each path its text
     spells: ``cd $(printf %s ~/.config/git)`` enters ``~/.config/git``. A folder a wrapper
     runs its command in (``env -C ~ rm -rf .config``, ``sudo -D DIR``, ``uv --directory DIR
-    run``, ``sudo -i``'s home) counts as one ``cd`` enters, where the wrapper stands."""
-    folders = [cwd]
+    run``, ``sudo -i``'s home) counts as one ``cd`` enters, where the wrapper stands.
+
+    None when the command may be in more than :data:`MAX_ENTERED_FOLDERS` folders: keeping
+    only some of them would leave out the last ``cd`` (``cd a; cd b; …; cd ~; rm -rf
+    .config``), so a caller must take a relative word as one that may name any path."""
+    folders: list[Path] | None = [cwd]
     searched = _cd_path(analysis)
     given = list(analysis.folders)
     for index, part in enumerate(analysis.parts):
-        while given and given[0][0] <= index:
+        while folders is not None and given and given[0][0] <= index:
             word = given.pop(0)[1]
             folders = _entering(folders, word, computed=bool(_COMPUTING.search(word)))
+        if folders is None:
+            return None
         if part.argv[:1] not in (("cd",), ("pushd",)):
             continue
         words = [word for word in part.argv[1:] if word not in ("-L", "-P", "--")]
@@ -300,23 +330,26 @@ def entered_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path]:
             starts = [*folders, *(folder / entry for folder in folders for entry in searched)]
         folders = _entering(folders, words[0], computed=bool(part.expanded), starts=starts)
     for _index, word in given:  # a wrapper that runs no part (``env -C DIR`` alone)
+        if folders is None:
+            break
         folders = _entering(folders, word, computed=bool(_COMPUTING.search(word)))
     return folders
 
 
 def _entering(
     folders: list[Path], word: str, *, computed: bool, starts: list[Path] | None = None
-) -> list[Path]:
+) -> list[Path] | None:
     """``folders`` and those a command entering ``word`` may be in, from each of ``starts``
     (``folders`` unless given): the word's path, and when the shell ``computed`` it, each
-    path its text spells."""
+    path its text spells; None past :data:`MAX_ENTERED_FOLDERS`."""
     targets = [expand_home(word)]
     if computed:  # the shell computes it: the paths its text spells too ($HOME is ~)
         spelled = [_QUOTING.sub("", token) for token in _SEPARATORS.split(_HOME.sub("~", word))]
         targets += [expand_home(t) for t in spelled if "/" in t or t.startswith("~")]
     # an absolute target: itself
     entered = [folder / target for target in targets for folder in starts or folders]
-    return list(dict.fromkeys([*folders, *entered]))[:MAX_ENTERED_FOLDERS]
+    every = list(dict.fromkeys([*folders, *entered]))
+    return every if len(every) <= MAX_ENTERED_FOLDERS else None
 
 
 _HOME = re.compile(r"\$\{?HOME\b\}?")

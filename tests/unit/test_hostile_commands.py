@@ -1321,7 +1321,6 @@ COMPUTED_WORDS_THAT_MAY_RUN = [
     "sed -n p [-]*",
     "sed -n p {-e,x}",
     "sed -n p ?*",
-    "sed -n p @(-e*)",
     "sed -n p src/$f",
     'sed -n p "$f"',
     "sed -n p src/`x`",
