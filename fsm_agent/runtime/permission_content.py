@@ -280,6 +280,11 @@ def shell_verdict(
     computed = _computed_rule(analysis, rules)
     if computed is not None:
         return rule_verdict("ask", "1f", computed[0], f"{computed[1]!r} computes words;")
+    viewed = _process_view_rule(analysis, rules, where)
+    if viewed is not None:
+        return rule_verdict(
+            "ask", "1f", viewed[0], f"{viewed[1]!r} leads through a process's folder under /proc;"
+        )
     unread = _unread_code_rule(analysis, rules)
     if unread is not None:
         rule, shown, why = unread
@@ -453,6 +458,30 @@ def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str
                     computed = [i + shift for i in part.expanded]
                     if may_match_computed(rule.content, argv, computed):
                         return rule, _shown(part)
+    return None
+
+
+def _process_view_rule(
+    analysis: CommandAnalysis, rules: RuleSet, where: _Where
+) -> tuple[Rule, str] | None:
+    """The first file-tool deny or ask rule, when a word of the command leads through a
+    process's own folder under ``/proc`` (``rm -rf /proc/self/cwd/src``, or a link made to one
+    earlier): the command reads it as its own folder, this check would read it as this
+    process's, so the word may name any path a rule covers (SPEC §9.3 step 1f); and the word."""
+    family = _file_rules(rules, FILE_TOOLS)
+    if not family:
+        return None
+    from fsm_agent.toolbox.process_views import ProcessViews  # noqa: PLC0415 - lazy, see above
+
+    views = ProcessViews()
+    for part in analysis.parts:
+        for word in (*part.argv[1:], *(redirect.target for redirect in part.redirects)):
+            for candidate in path_candidates(word):
+                if "\0" in candidate:
+                    continue
+                path = expand_home(candidate)
+                if any(views.through(base, path) for base in where.bases):
+                    return family[0], word
     return None
 
 

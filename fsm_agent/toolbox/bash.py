@@ -54,6 +54,7 @@ from fsm_agent.toolbox.paths import (
     path_candidates,
 )
 from fsm_agent.toolbox.placed_files import placed_path
+from fsm_agent.toolbox.process_views import ProcessViews
 from fsm_agent.toolbox.scheduled_commands import scheduled_by
 from fsm_agent.toolbox.tool_settings import setting_kept
 from fsm_agent.toolbox.tree_writes import reached_tree, received_tree
@@ -247,12 +248,16 @@ def _protected_path_named(
     a program ``aws`` or ``kubectl`` runs later (``tool_settings``), a setting ``git
     config`` keeps in ``.git/config`` or ``~/.gitconfig``, the hooks ``git init --template``
     copies
-    (:mod:`~fsm_agent.core.git_config_writes`), and a file a patch names
+    (:mod:`~fsm_agent.core.git_config_writes`), a file a patch names
     (:mod:`~fsm_agent.toolbox.patch_targets`) or an archive holds
-    (:mod:`~fsm_agent.toolbox.archive_members`).
+    (:mod:`~fsm_agent.toolbox.archive_members`), and a word leading through a process's own
+    folder under ``/proc`` (:mod:`~fsm_agent.toolbox.process_views`), which this process
+    would read as its own.
     """
     cwd = Path(os.path.realpath(ctx.cwd))
     search = SearchPath(os.environ.get("PATH", os.defpath))
+
+    views = ProcessViews()
 
     def runs_later(path: Path) -> bool:
         return is_protected(path) or search.shadowed(path) is not None
@@ -303,6 +308,8 @@ def _protected_path_named(
                 for folder in [Path("/")] if path.is_absolute() else folders:
                     if is_protected(folder / path):
                         return word
+                    if views.through(folder, path):
+                        return f"{word} (through {_VIEWED}, which the command reads as its own)"
                     shadowed = search.shadowed(folder / path)
                     if shadowed is not None:
                         return f"{word} (the shell would run it in place of {shadowed})"
@@ -314,6 +321,9 @@ def _protected_path_named(
         if found is not None:
             return found.group(0)
     return None
+
+
+_VIEWED = "a process's folder under /proc"
 
 
 def _unjudged_text(analysis: CommandAnalysis) -> str:
