@@ -645,13 +645,16 @@ _SED = _rule(
 _SED_ADDRESS = r"(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n])*/[IM]*)"
 _SED_COMMAND = re.compile(
     rf"\s*(?:{_SED_ADDRESS}(?:\s*,\s*(?:{_SED_ADDRESS}|[+~]\d+))?)?\s*!?\s*"
-    r"(?P<command>[{}pPdDnNgGhHxz=lF]|[qQ]\s*\d*|l\s*\d+|[btT](?:\s*[^;}\s]+)?|:[^;\n]+"
+    r"(?P<command>[{}pPdDnNgGhHxz=lF]|[qQ]\s*\d*|l\s*\d+|[btT](?:\s*[^;}\s]+)?"
     r"|(?P<s>s)(?P<d>[^\\\n])(?:\\.|(?!(?P=d))[^\\])*(?P=d)(?:\\.|(?!(?P=d))[^\\])*(?P=d)"
     r"(?P<flags>[a-zA-Z0-9]*)"
     r"|y(?P<yd>[^\\\n])(?:\\.|(?!(?P=yd))[^\\])*(?P=yd)(?:\\.|(?!(?P=yd))[^\\])*(?P=yd))"
     r"\s*(?:;|\n|(?=})|(?<={)|$)"
 )
 _SED_SAFE_FLAGS = re.compile(r"[gpiImM0-9]*")
+_SED_LABEL = re.compile(r":[ \t]*[^\s;}]+")
+"""A label, ``:NAME``. GNU sed ends the name at a blank, ``;`` or ``}``, and what follows a
+blank is the next command: ``:a w out`` writes ``out``, ``:a e CMD`` runs CMD."""
 
 
 def _sed_script_refusal(script: str) -> str | None:
@@ -660,6 +663,10 @@ def _sed_script_refusal(script: str) -> str | None:
     while position < len(script):
         if script[position].isspace() or script[position] == ";":
             position += 1
+            continue
+        label = _SED_LABEL.match(script, position)
+        if label is not None:
+            position = label.end()
             continue
         match = _SED_COMMAND.match(script, position)
         if match is None:
@@ -883,9 +890,11 @@ def _git(program: str, args: Sequence[str], places: _Places) -> str | None:
 
 
 _GIT_FORMATS = frozenset({"--format", "--pretty"})
-_SIGNATURE_PLACEHOLDER = re.compile(r"%G|%\(signature")
+_SIGNATURE_PLACEHOLDER = re.compile(r"%[-+ ]*G|%\(\**signature")
 """``%G?``, ``%GS``... (log) and ``%(signature)`` (branch, tag) verify signatures as
-``--show-signature`` does: they run gpg, which writes its own files and may fetch keys."""
+``--show-signature`` does: they run gpg, which writes its own files and may fetch keys. So do
+``%+GS``, ``%-G?`` and ``% GK`` (a line break or blank before a value that is not empty, or
+none after one that is) and ``%(*signature)`` (that of the object a tag points to)."""
 
 
 _PROGRAMS: dict[str, _Judge] = {

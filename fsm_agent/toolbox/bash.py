@@ -193,7 +193,8 @@ class Bash(Tool[BashInput]):
 
 def git_refusal(analysis: CommandAnalysis, cwd: Path) -> str | None:
     """Why the git commands of a read-only command must ask with the git installed here, in
-    the repositories they run in (``git_reads``), or None (also when it runs no git)."""
+    the repositories they run in (``git_reads``: every folder the command may be in, ``cd a
+    && cd b`` in ``a/b`` too), or None (also when it runs no git)."""
     if not any(runs_git(part) for part in analysis.parts):
         return None
     folders = entered_folders(analysis, cwd)

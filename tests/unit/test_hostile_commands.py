@@ -1105,6 +1105,20 @@ def test_a_partial_clone_is_found_through_a_worktree_and_a_remote(
     assert decide("git status", tree).behavior is PermissionBehavior.DENY  # nobody to ask
 
 
+def test_a_partial_clone_is_found_where_one_cd_after_another_leads(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found: ``cd vendor && cd lib`` was looked for in ``vendor`` and in ``lib``, not in
+    ``vendor/lib``, where a partial clone fetched over the network on ``git log -p``."""
+    monkeypatch.setattr(git_reads, "installed_git_version", lambda search_path: (2, 40))
+    nested = work / "vendor" / "lib" / ".git"
+    nested.mkdir(parents=True)
+    (nested / "config").write_text("[extensions]\n\tpartialClone = origin\n")
+    for command in ("cd vendor && cd lib && git log -p", "cd vendor/lib && git log -p"):
+        assert decide(command, work).behavior is PermissionBehavior.DENY, command  # nobody to ask
+    assert decide("cd vendor && git log -p", work).behavior is PermissionBehavior.ALLOW
+
+
 def test_the_installed_git_version_is_read_once() -> None:
     """``git --version`` runs once per search path; its answer is kept."""
     git_reads.installed_git_version.cache_clear()
@@ -1368,6 +1382,10 @@ CODE_NO_RULE_READS = [
     "sed -n 'p;s/a/b/ep' a",
     "sed '1!G;h;$!d;1 e rm -rf src' a",
     "sed -n p a -e '1e rm -rf src'",
+    # found: the word after `:`, `v` or `t` ends at a blank, and what follows is a command
+    "sed -n ':a e rm -rf src' a",
+    "sed -n 'v 4.2 e rm -rf src' a",
+    "sed -n 'tz e rm -rf src;:z' a",
     "vim +'!rm -rf src' a",
     "vim --cmd '!rm -rf src' a",
     "nvim -es a <<< '!rm -rf src'",

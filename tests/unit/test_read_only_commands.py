@@ -113,6 +113,11 @@ def test_read_only_commands_are_allowed(command: str) -> None:
         ("git grep --textconv x", "git grep --textconv is not a read-only option"),
         ("git log '--format=%h %G?'", "checks signatures, running gpg"),
         ("git tag --format='%(signature)'", "checks signatures, running gpg"),
+        # found: a placeholder's line-break or blank modifier hid it
+        ("git log --format=%+GS", "checks signatures, running gpg"),
+        ("git show -s '--pretty=tformat:%-G?'", "checks signatures, running gpg"),
+        ("git shortlog '--format=% GK'", "checks signatures, running gpg"),
+        ("git tag -l --format='%(*signature)'", "checks signatures, running gpg"),
         ("git diff --output=x", "git diff --output is not a read-only option"),
         ("git diff --outp=x", "git diff: --outp is ambiguous"),
         ("git log --output x", "git log --output is not a read-only option"),
@@ -272,6 +277,13 @@ def test_cd_inside_the_folder_is_followed(command: str, read_only: bool) -> None
         ("sed 'r /etc/passwd' a.txt", False),
         ("sed '/a/{w x\n}' a.txt", False),
         ("sed p /etc/passwd", False),
+        # a label ends at a blank, and what follows is a command (found: it wrote and ran)
+        ("sed -n ':a w out' a.txt", False),
+        ("sed ':a\te rm x' a.txt", False),
+        ("sed -n '/x/{:a w out\n}' a.txt", False),
+        ("sed -e p -e ':a e rm x' a.txt", False),
+        ("sed ':a;N;$!ba;s/\\n/ /g' a.txt", True),
+        ("sed -n ':a p' a.txt", True),
     ],
 )
 def test_sed_is_read_only_only_with_a_printing_script(command: str, read_only: bool) -> None:
