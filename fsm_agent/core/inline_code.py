@@ -463,7 +463,7 @@ _SED_ADDRESS = re.compile(
 regex is only ever the start of an escape: were it also a character of its own, a run of them
 with no closing delimiter could be split both ways, and the match would try every split."""
 _SED_FLAGS = re.compile(r"[gpiImMe0-9]*")
-_SED_LABEL_END = re.compile(r"[;\n]")
+_SED_LABEL = re.compile(r"[ \t]*[^\s;}]*")
 _SED_SIMPLE = frozenset("{}=dDgGhHnNpPxzF")
 _SED_TO_LINE_END = frozenset("aicrRwW#")
 _SED_TO_SEMICOLON = frozenset(":btTqQlLv")
@@ -601,10 +601,11 @@ def _line_end(script: str, position: int) -> int:
 
 
 def _label_end(script: str, position: int) -> int:
-    """Past the label of ``b``/``:``/``q``...: to the next ``;`` or line end (found at once: a
-    search for each would run to the end of a script that has none of the other)."""
-    found = _SED_LABEL_END.search(script, position)
-    return found.start() if found else len(script)
+    """Past the label of ``b``/``:``/``v``, or the number of ``q``/``l``...: GNU sed ends the
+    word at a blank, ``;`` or ``}``, and reads what follows a blank as the next command
+    (``:a e CMD`` and ``v 4.2 e CMD`` run CMD)."""
+    found = _SED_LABEL.match(script, position)
+    return found.end() if found else position
 
 
 def _sed_delimited(script: str, position: int, parts: int) -> int | None:

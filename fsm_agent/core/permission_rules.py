@@ -25,6 +25,7 @@ A rule that does not parse is a ``ConfigError`` naming the rule, where it came f
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import warnings
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -348,9 +349,14 @@ def path_rule_matches(
         home: the home folder (anchor of ``~/x``).
         case_sensitive: False on case-insensitive file systems.
     """
-    regex = _path_regex(content, cwd=cwd, home=home)
+    return _path_pattern(content, cwd, home, case_sensitive).fullmatch(path) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _path_pattern(content: str, cwd: str, home: str, case_sensitive: bool) -> re.Pattern[str]:
+    """A rule's pattern compiled (kept: a command's every word meets every path rule)."""
     flags = 0 if case_sensitive else re.IGNORECASE
-    return re.fullmatch(regex, path, flags) is not None
+    return re.compile(_path_regex(content, cwd=cwd, home=home), flags)
 
 
 def path_rule_may_match_under(

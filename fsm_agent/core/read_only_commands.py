@@ -66,6 +66,7 @@ def judge_read_only(
     readable_roots: Sequence[str],
     home: str,
     resolve: Callable[[str], str] = posixpath.normpath,
+    shell_dirs: Sequence[str] = (),
 ) -> ReadOnlyVerdict:
     """Judge a command by allowlist.
 
@@ -77,13 +78,19 @@ def judge_read_only(
         resolve: turns an absolute path, ``..`` included, into the path it really names; the
             default removes ``..`` by the text alone; pass ``os.path.realpath`` so a symlink
             cannot lead outside (``link/../x`` is then beside where the link points).
+        shell_dirs: further folders (absolute) the shell may be in when the command starts
+            (the ``cd`` of an earlier part, judged apart); a path must be inside from each.
     """
     if analysis.problem is not None:
         return ReadOnlyVerdict(read_only=False, reason=f"cannot be analysed: {analysis.problem}")
     if not analysis.parts:
         return ReadOnlyVerdict(read_only=False, reason="there is no command to run")
     places = _Places(
-        cwd=cwd, shell_dirs=(cwd,), roots=tuple(readable_roots), home=home, resolve=resolve
+        cwd=cwd,
+        shell_dirs=tuple(dict.fromkeys((cwd, *shell_dirs))),
+        roots=tuple(readable_roots),
+        home=home,
+        resolve=resolve,
     )
     for part in analysis.parts:
         why = _refusal(part, places)
@@ -108,6 +115,12 @@ class _Places:
     roots: tuple[str, ...]
     home: str
     resolve: Callable[[str], str]
+    allowed: tuple[str, ...] = attrs.field(init=False)
+    """The working folder and the readable roots, resolved (once: every word is judged)."""
+
+    @allowed.default
+    def _resolved_roots(self) -> tuple[str, ...]:
+        return tuple(self.resolve(posixpath.normpath(root)) for root in (self.cwd, *self.roots))
 
     def entered(self, target: str) -> tuple[_Places, str | None]:
         """These places after ``cd target`` (already judged to stay inside)."""
@@ -128,11 +141,10 @@ class _Places:
             path = self.home + path[1:]
         elif path.startswith("~"):
             return True  # another user's home
-        allowed = [self.resolve(posixpath.normpath(root)) for root in (self.cwd, *self.roots)]
         for base in self.shell_dirs:
             # Not normalised first: `link/../x` is beside where the link points, not `x`.
             full = self.resolve(posixpath.join(base, path))
-            if not any(_within(full, root) for root in allowed):
+            if not any(_within(full, root) for root in self.allowed):
                 return True
         return False
 
@@ -640,13 +652,16 @@ _SED = _rule(
 _SED_ADDRESS = r"(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n])*/[IM]*)"
 _SED_COMMAND = re.compile(
     rf"\s*(?:{_SED_ADDRESS}(?:\s*,\s*(?:{_SED_ADDRESS}|[+~]\d+))?)?\s*!?\s*"
-    r"(?P<command>[{}pPdDnNgGhHxz=lF]|[qQ]\s*\d*|l\s*\d+|[btT](?:\s*[^;}\s]+)?|:[^;\n]+"
+    r"(?P<command>[{}pPdDnNgGhHxz=lF]|[qQ]\s*\d*|l\s*\d+|[btT](?:\s*[^;}\s]+)?"
     r"|(?P<s>s)(?P<d>[^\\\n])(?:\\.|(?!(?P=d))[^\\])*(?P=d)(?:\\.|(?!(?P=d))[^\\])*(?P=d)"
     r"(?P<flags>[a-zA-Z0-9]*)"
     r"|y(?P<yd>[^\\\n])(?:\\.|(?!(?P=yd))[^\\])*(?P=yd)(?:\\.|(?!(?P=yd))[^\\])*(?P=yd))"
     r"\s*(?:;|\n|(?=})|(?<={)|$)"
 )
 _SED_SAFE_FLAGS = re.compile(r"[gpiImM0-9]*")
+_SED_LABEL = re.compile(r":[ \t]*[^\s;}]+")
+"""A label, ``:NAME``. GNU sed ends the name at a blank, ``;`` or ``}``, and what follows a
+blank is the next command: ``:a w out`` writes ``out``, ``:a e CMD`` runs CMD."""
 
 
 def _sed_script_refusal(script: str) -> str | None:
@@ -655,6 +670,10 @@ def _sed_script_refusal(script: str) -> str | None:
     while position < len(script):
         if script[position].isspace() or script[position] == ";":
             position += 1
+            continue
+        label = _SED_LABEL.match(script, position)
+        if label is not None:
+            position = label.end()
             continue
         match = _SED_COMMAND.match(script, position)
         if match is None:
@@ -733,7 +752,7 @@ _GIT_GLOBAL = _Rule(table=GIT_GLOBALS, allowed=READ_ONLY_GIT_GLOBALS, path_optio
 
 
 _DIFF_OPTIONS = (
-    "-p -u -s -U= -z -R -a -b -w -M=? -C=? -B=? -D -W --patch --no-patch --unified= --raw "
+    "-p -u -s -U=? -z -R -a -b -w -M=? -C=? -B=? -D -W --patch --no-patch --unified=? --raw "
     "--patch-with-raw --minimal --patience --histogram --anchored= --diff-algorithm= --stat=? "
     "--compact-summary --numstat --shortstat --dirstat=? --cumulative --summary "
     "--patch-with-stat --name-only --name-status --submodule=? --color=? --no-color "
@@ -755,13 +774,13 @@ _LOG_OPTIONS = (
     "-n= -i -E -F -P -L= -m -c -t --oneline --max-count= --skip= --since= --after= --until= "
     "--before= --author= --committer= --grep= --all-match --invert-grep --regexp-ignore-case "
     "--basic-regexp --extended-regexp --fixed-strings --perl-regexp --merges --no-merges "
-    "--min-parents= --max-parents= --no-min-parents --no-max-parents --first-parent --all "
+    "--min-parents=? --max-parents=? --no-min-parents --no-max-parents --first-parent --all "
     "--branches=? --tags=? --remotes=? --glob= --exclude= --reflog --alternate-refs "
     "--single-worktree --ignore-missing --bisect --cherry-mark --cherry-pick --left-only "
     "--right-only --cherry --walk-reflogs --merge --boundary --simplify-by-decoration "
     "--full-history --dense --sparse --simplify-merges --ancestry-path=? --show-pulls "
     "--date-order --author-date-order --topo-order --reverse --no-walk=? --do-walk "
-    "--format= --pretty=? --abbrev-commit --no-abbrev-commit --oneline --encoding= "
+    "--format=? --pretty=? --abbrev-commit --no-abbrev-commit --oneline --encoding= "
     "--expand-tabs=? --no-expand-tabs --notes=? --no-notes --show-notes=? --relative-date "
     "--date= --parents --children --left-right --graph --show-linear-break=? --decorate=? "
     "--no-decorate --decorate-refs= --decorate-refs-exclude= --source --use-mailmap "
@@ -769,6 +788,9 @@ _LOG_OPTIONS = (
     "--no-diff-merges --combined-all-paths --remerge-diff --dd --count --clear-decorations"
 )
 _LOG_REFUSED = "--show-signature --output= --ext-diff --textconv --no-index"
+# A value git takes only joined to its option (-U5, --unified=5, --format=%h, --min-parents=2)
+# is written `=?`: read as taking the next word, -U would hide that word from the checks, and
+# git log -U --output=f writes f (git takes --output=f for an option of its own).
 
 _GIT_SUBCOMMANDS: Mapping[str, _Rule] = {
     "status": _rule(
@@ -782,8 +804,10 @@ _GIT_SUBCOMMANDS: Mapping[str, _Rule] = {
         f"{_DIFF_OPTIONS} {_LOG_OPTIONS}", f"{_DIFF_REFUSED} {_LOG_REFUSED}", digits=True
     ),
     "shortlog": _rule(
-        "-n -s -e -c -w=? --numbered --summary --email --committer --group= --format= "
-        f"{_LOG_OPTIONS}"
+        # Its own options last, where they win: -n and --committer take no value here, and
+        # --format takes one in the next word too.
+        f"{_LOG_OPTIONS} "
+        "-n -s -e -c -w=? --numbered --summary --email --committer --group= --format="
     ),
     "rev-parse": _rule(
         "-q --show-toplevel --abbrev-ref=? --short=? --verify --quiet --git-dir "
@@ -807,7 +831,7 @@ _GIT_SUBCOMMANDS: Mapping[str, _Rule] = {
     "blame": _rule(
         "-L= -l -t -s -e -w -p -M=? -C=? -c -b -f -n --root --show-stats --porcelain "
         "--line-porcelain --incremental --date= --show-name --show-number --show-email "
-        "--abbrev=? --first-parent --reverse= --ignore-rev= --ignore-revs-file=@ --color-lines "
+        "--abbrev=? --first-parent --reverse --ignore-rev= --ignore-revs-file=@ --color-lines "
         "--color-by-age --progress --no-progress --contents=@ -S=@ --score-debug"
     ),
     "grep": _rule(
@@ -878,9 +902,11 @@ def _git(program: str, args: Sequence[str], places: _Places) -> str | None:
 
 
 _GIT_FORMATS = frozenset({"--format", "--pretty"})
-_SIGNATURE_PLACEHOLDER = re.compile(r"%G|%\(signature")
+_SIGNATURE_PLACEHOLDER = re.compile(r"%[-+ ]*G|%\(\**signature")
 """``%G?``, ``%GS``... (log) and ``%(signature)`` (branch, tag) verify signatures as
-``--show-signature`` does: they run gpg, which writes its own files and may fetch keys."""
+``--show-signature`` does: they run gpg, which writes its own files and may fetch keys. So do
+``%+GS``, ``%-G?`` and ``% GK`` (a line break or blank before a value that is not empty, or
+none after one that is) and ``%(*signature)`` (that of the object a tag points to)."""
 
 
 _PROGRAMS: dict[str, _Judge] = {

@@ -127,6 +127,11 @@ class CommandAnalysis:
         whole: every part was found, when there is a problem: it is only code the parts run
             that no analysis sees (a file ``source`` runs, a variable set to run later), not
             a text the parser could not read or a nesting it gave up on.
+        misread: the parser could not read the text as Bash reads it (a parse error, control
+            characters, a size or nesting past what is analysed, tokens drawn apart from
+            Bash's): a part Bash would run may be missing from ``parts`` or other than found.
+            ``problem`` says why. Not set for code the parts run that is not analysed
+            (``python3 -c``, ``xargs sh``): those parts were found.
         folders: the folders wrappers run their commands in (``env -C DIR``, ``sudo -D DIR``,
             ``uv --directory DIR``; ``~USER`` for a login shell's home), as written, each
             with the index in ``parts`` of the first part it runs, in source order.
@@ -136,6 +141,7 @@ class CommandAnalysis:
     parts: tuple[CommandPart, ...]
     problem: str | None = None
     whole: bool = True
+    misread: bool = False
     folders: tuple[tuple[int, str], ...] = ()
 
 
@@ -155,8 +161,10 @@ def analyse_command(command: str) -> CommandAnalysis:
         # Each tree is bounded (MAX_TREE_DEPTH), but scripts inside wrappers and backquotes
         # add up; whatever their sum, the answer is to ask.
         reader.problems.insert(0, "the command nests too deeply to be analysed")
+        reader.misread = True
     except Exception as error:  # a hostile command must get a question, not a crash
         reader.problems.insert(0, f"the analysis failed ({type(error).__name__}: {error})")
+        reader.misread = True
     if reader.exports and reader.environment_readers:
         # What `export`/`set -a` give the environment reaches every later program: values
         # such a program runs as command lines, where no reader of its own sees them.
@@ -180,6 +188,7 @@ def analyse_command(command: str) -> CommandAnalysis:
         parts=tuple(reader.parts),
         problem=problem,
         whole=whole,
+        misread=reader.misread,
         folders=tuple(reader.folders),
     )
 
@@ -274,7 +283,13 @@ class _Reader:
         self.exports = False  # a part exports variables (`export X=1`, `set -a`)
         self.environment_readers: list[str] = []  # programs run that read it as commands
         self.unseen_code = 0  # problems that are code the parts run, every part found
+        self.misread = False  # a problem where Bash may run parts other than those found
         self.folders: list[tuple[int, str]] = []  # where wrappers run their commands
+
+    def _misread(self, why: str) -> None:
+        """A problem where the parser did not read the text as Bash reads it."""
+        self.problems.append(why)
+        self.misread = True
 
     def read_script(
         self,
@@ -285,35 +300,35 @@ class _Reader:
         depth: int,
     ) -> None:
         if depth > MAX_NESTING:
-            self.problems.append(f"commands nested deeper than {MAX_NESTING} wrappers")
+            self._misread(f"commands nested deeper than {MAX_NESTING} wrappers")
             return
         size = len(text.encode(errors="surrogatepass"))
         if size > MAX_COMMAND_BYTES:
-            self.problems.append(
+            self._misread(
                 f"the command is {size} bytes long, more than the {MAX_COMMAND_BYTES} analysed"
             )
             return
         if _CONTROL.search(text):
             # Bash keeps them in words where tree-sitter may see blanks: not worth the doubt.
-            self.problems.append("the command contains control characters")
+            self._misread("the command contains control characters")
             return
         surrogate = _SURROGATE.search(text)
         if surrogate is not None:
             code = ord(surrogate.group())
-            self.problems.append(f"the command holds U+{code:X}, a surrogate, which is not text")
+            self._misread(f"the command holds U+{code:X}, a surrogate, which is not text")
             return
         beyond = _BEYOND_PLANE_1.search(text)
         if beyond is not None:
-            self.problems.append(
+            self._misread(
                 f"the command holds U+{ord(beyond.group()):X}, which the shell parser cannot read"
             )
             return
         root = _parse(text)
         if _deeper_than(root, MAX_TREE_DEPTH):
-            self.problems.append(f"the command nests deeper than {MAX_TREE_DEPTH} levels")
+            self._misread(f"the command nests deeper than {MAX_TREE_DEPTH} levels")
             return
         if root.has_error:
-            self.problems.append(f"the shell parser could not read {_error_place(root, text)}")
+            self._misread(f"the shell parser could not read {_error_place(root, text)}")
         # Byte offsets count from the start of the text; the root node may start later.
         source = text.encode()
         self._check_continuations(root, source)
@@ -336,7 +351,7 @@ class _Reader:
                 continue
             why = comment_misread(source, node.start_byte)
             if why is not None:
-                self.problems.append(why)
+                self._misread(why)
                 return
 
     def _check_continuations(self, root: Node, source: bytes) -> None:
@@ -350,7 +365,7 @@ class _Reader:
                     if why is None and pair == b"\\\n" and _split_at(root, source, index):
                         why = "a line continuation inside a word the parser split in two"
                     if why is not None:
-                        self.problems.append(why)
+                        self._misread(why)
                         return
                 index = source.find(pair, index + 2)
 
@@ -398,7 +413,7 @@ class _Reader:
             self._arithmetic_command(node, wrappers, redirects, depth)
         elif kind == "subshell" and _text(node).startswith("(("):
             # tree-sitter reads `! (( expr ))` as two subshells; Bash computes `expr`.
-            self.problems.append(f"the parser misread the arithmetic command {_text(node)!r}")
+            self._misread(f"the parser misread the arithmetic command {_text(node)!r}")
             self._walk_children(node, wrappers, depth)
         elif kind in _SUBSTITUTIONS:
             # What runs inside $(...) or <(...) writes to a pipe, not to the outer redirects.
@@ -419,10 +434,10 @@ class _Reader:
         """A problem for a word or ``$name`` the parser drew across what splits it in Bash."""
         text = _text(node)
         if node.type == "word" and "\n" in text.replace("\\\n", ""):
-            self.problems.append(f"the parser read a line break inside the word {text!r}")
+            self._misread(f"the parser read a line break inside the word {text!r}")
         elif node.type == "simple_expansion" and not _SIMPLE_EXPANSION.fullmatch(text):
             # `>$<tab>x`: Bash reads a lone `$` and a blank, not the variable x
-            self.problems.append(f"the parser read {text!r} as a variable")
+            self._misread(f"the parser read {text!r} as a variable")
 
     def _walk_redirected(
         self,
@@ -467,7 +482,7 @@ class _Reader:
                 and _between(source, node.start_byte, previous, child) == ""
             ):
                 # Bash reads one word (`a=b\<newline>c`): the parser split it in two.
-                self.problems.append(f"the parser split the word {_text(previous)!r}")
+                self._misread(f"the parser split the word {_text(previous)!r}")
             previous = child
             if child.type == "variable_assignment" and not groups:
                 assignments.append(_text(child))
@@ -477,11 +492,11 @@ class _Reader:
                 piece = child.children[0] if field == "name" and child.children else child
                 gap = _between(source, node.start_byte, groups[-1][-1], piece) if groups else " "
                 if gap is None:
-                    self.problems.append(f"the parser misread the escapes in {_text(node)!r}")
+                    self._misread(f"the parser misread the escapes in {_text(node)!r}")
                     groups.append([piece])
                 elif "\n" in gap:
                     # Bash ends the command at the line break (`x =~<newline>rm y` runs rm).
-                    self.problems.append(f"the parser ran {_text(node)!r} on past a line break")
+                    self._misread(f"the parser ran {_text(node)!r} on past a line break")
                     groups.append([piece])
                 elif gap:
                     groups.append([piece])
@@ -489,7 +504,7 @@ class _Reader:
                     # tree-sitter splits 'a'\b in two; touching tokens are one word in Bash
                     groups[-1].append(piece)
             else:
-                self.problems.append(f"unexpected {_text(child)!r} in {_text(node)!r}")
+                self._misread(f"unexpected {_text(child)!r} in {_text(node)!r}")
             if child.type == "variable_assignment":
                 self._walk_children(child, wrappers, depth)
             else:
@@ -497,7 +512,7 @@ class _Reader:
         words = [_word(*group) for group in groups]
         if groups and _text(groups[0][0]) in _RESERVED_WORDS:
             # Bash would have read a compound command here; tree-sitter misread it.
-            self.problems.append(f"the parser misread the reserved word {_text(groups[0][0])}")
+            self._misread(f"the parser misread the reserved word {_text(groups[0][0])}")
         if words and words[0].expanded:
             self.problems.append(f"the program name {words[0].value!r} is computed by the shell")
         self._add(
@@ -561,7 +576,7 @@ class _Reader:
             if extra:
                 # tree-sitter hangs `cmd > f arg...` words on the redirection; Bash gives them
                 # to the command.
-                self.problems.append(f"words after the redirection {_text(node)!r}")
+                self._misread(f"words after the redirection {_text(node)!r}")
             operator = "".join(_text(child) for child in node.children if child != destination)
             target = _word(destination) if destination is not None else _Word("", expanded=False)
             return [Redirect(operator=operator, target=target.value, expanded=target.expanded)]

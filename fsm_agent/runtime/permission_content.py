@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
 
 import attrs
 
@@ -49,11 +49,14 @@ from fsm_agent.core.permission_rules import (
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
 from fsm_agent.toolbox.paths import (
-    entered_folders,
     expand_home,
     holds_protected,
     is_protected,
     path_candidates,
+    repository_top,
+    resolved_under,
+    word_bases,
+    word_path,
 )
 
 if TYPE_CHECKING:
@@ -250,7 +253,16 @@ def shell_verdict(
         matched = _matching_text(denying, [whole, *texts]) or _matching_spelling(denying, argvs)
         if matched is not None:
             return rule_verdict("deny", "1d", denying, f"{matched!r}")
-    named = _path_rule(analysis, rules, RuleBehavior.DENY, place)
+    where = _where_words_point(analysis, place)
+    if isinstance(where, str):
+        guarding = _file_rules(rules, FILE_TOOLS)
+        if guarding:
+            return rule_verdict("ask", "1f", guarding[0], f"{where}, so a word may name any path;")
+        where = _Where(bases=[place.cwd], matching=_matching(place))  # safety check asks
+        shell_dirs = None
+    else:
+        shell_dirs = where.bases
+    named = _path_rule(analysis, rules, RuleBehavior.DENY, where)
     if named is not None:
         return rule_verdict("deny", "1d", named[0], f"{named[1]!r}")
     own = tool_verdict(check, requires_interaction=False)
@@ -260,22 +272,27 @@ def shell_verdict(
         matched = _matching_text(asking, [whole, *texts]) or _matching_spelling(asking, argvs)
         if matched is not None:
             return rule_verdict("ask", "1f", asking, f"{matched!r}")
-    named = _path_rule(analysis, rules, RuleBehavior.ASK, place)
+    named = _path_rule(analysis, rules, RuleBehavior.ASK, where)
     if named is not None:
         return rule_verdict("ask", "1f", named[0], f"{named[1]!r}")
     computed = _computed_rule(analysis, rules)
     if computed is not None:
         return rule_verdict("ask", "1f", computed[0], f"{computed[1]!r} computes words;")
+    viewed = _process_view_rule(analysis, rules, where)
+    if viewed is not None:
+        return rule_verdict(
+            "ask", "1f", viewed[0], f"{viewed[1]!r} leads through a process's folder under /proc;"
+        )
     unread = _unread_code_rule(analysis, rules)
     if unread is not None:
         rule, shown, why = unread
         return rule_verdict("ask", "1f", rule, f"{shown!r} runs code no rule reads ({why}), so the")
-    searched = _unnamed_read_rule(analysis, rules, place)
+    searched = _unnamed_read_rule(analysis, rules, where)
     if searched is not None:
         return rule_verdict(
             "ask", "1f", searched[0], f"{searched[1]!r} reads files no word of it names;"
         )
-    written = _unnamed_write_rule(analysis, rules, place)
+    written = _unnamed_write_rule(analysis, rules, place, where)
     if written is not None:
         return rule_verdict(
             "ask", "1f", written[0], f"{written[1]!r} writes files no word of it names;"
@@ -315,9 +332,9 @@ def shell_verdict(
         allowing = _allowing_rule(part, rules)
         if allowing is not None:
             used = used or allowing
-        elif place.accept_edits and _accept_edits_allows(part, place):
+        elif place.accept_edits and _accept_edits_allows(part, place, shell_dirs):
             by_mode = True
-        elif not _read_only(part, place) or (git_refused and runs_git(part)):
+        elif not _read_only(part, place, shell_dirs) or (git_refused and runs_git(part)):
             refused.append(part)
     if refused:
         # A part with no program (`X=1`, `> f`) has no text a rule could name: "Bash()" would
@@ -342,7 +359,7 @@ def shell_verdict(
 
 
 def _path_rule(
-    analysis: CommandAnalysis, rules: RuleSet, behavior: RuleBehavior, place: CallPlace
+    analysis: CommandAnalysis, rules: RuleSet, behavior: RuleBehavior, where: _Where
 ) -> tuple[Rule, str] | None:
     """The first file-tool rule (``Read(./.env)``, ``Edit(/src/**)``) naming a path that a word
     of the command may name, and that word.
@@ -359,7 +376,7 @@ def _path_rule(
         return None
     from fsm_agent.toolbox.code_names import code_literals  # noqa: PLC0415 - lazy, see above
 
-    bases, matching = _where_words_point(analysis, place)
+    resolved = _Resolved(where.bases)
     for part in analysis.parts:
         words = (
             *part.argv[1:],
@@ -368,7 +385,7 @@ def _path_rule(
         )
         for word in words:
             for candidate in path_candidates(word):
-                rule = _covering(family, _named_paths(candidate, bases), matching, under=False)
+                rule = _covering(family, resolved.named(candidate), where.matching, under=False)
                 if rule is not None:
                     return rule, word
     return None
@@ -399,19 +416,28 @@ def _covering(
     return None
 
 
-def _where_words_point(
-    analysis: CommandAnalysis, place: CallPlace
-) -> tuple[list[Path], dict[str, Any]]:
+class _Where(NamedTuple):
     """The folders a command's relative words start from (the working folder, and each folder
     the command enters with ``cd``), and how a path rule is matched there (the path
     matchers' ``cwd``, ``home`` and ``case_sensitive``)."""
-    bases = entered_folders(analysis, place.cwd)
-    matching = {
+
+    bases: list[Path]
+    matching: dict[str, Any]
+
+
+def _where_words_point(analysis: CommandAnalysis, place: CallPlace) -> _Where | str:
+    """Where a command's relative words start from, or why that cannot be known
+    (``paths.word_bases``)."""
+    bases = word_bases(analysis, place.cwd)
+    return bases if isinstance(bases, str) else _Where(bases=bases, matching=_matching(place))
+
+
+def _matching(place: CallPlace) -> dict[str, Any]:
+    return {
         "cwd": place.cwd.as_posix(),
         "home": place.home.as_posix(),
         "case_sensitive": not _ignores_case(place.cwd),
     }
-    return bases, matching
 
 
 def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str] | None:
@@ -430,6 +456,30 @@ def _computed_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, str
                     computed = [i + shift for i in part.expanded]
                     if may_match_computed(rule.content, argv, computed):
                         return rule, _shown(part)
+    return None
+
+
+def _process_view_rule(
+    analysis: CommandAnalysis, rules: RuleSet, where: _Where
+) -> tuple[Rule, str] | None:
+    """The first file-tool deny or ask rule, when a word of the command leads through a
+    process's own folder under ``/proc`` (``rm -rf /proc/self/cwd/src``, or a link made to one
+    earlier): the command reads it as its own folder, this check would read it as this
+    process's, so the word may name any path a rule covers (SPEC §9.3 step 1f); and the word."""
+    family = _file_rules(rules, FILE_TOOLS)
+    if not family:
+        return None
+    from fsm_agent.toolbox.process_views import ProcessViews  # noqa: PLC0415 - lazy, see above
+
+    views = ProcessViews()
+    for part in analysis.parts:
+        for word in (*part.argv[1:], *(redirect.target for redirect in part.redirects)):
+            for candidate in path_candidates(word):
+                if "\0" in candidate:
+                    continue
+                path = expand_home(candidate)
+                if any(views.through(base, path) for base in where.bases):
+                    return family[0], word
     return None
 
 
@@ -457,7 +507,7 @@ def _unread_code_rule(analysis: CommandAnalysis, rules: RuleSet) -> tuple[Rule, 
 
 
 def _unnamed_read_rule(
-    analysis: CommandAnalysis, rules: RuleSet, place: CallPlace
+    analysis: CommandAnalysis, rules: RuleSet, where: _Where
 ) -> tuple[Rule, str] | None:
     """The first Read deny or ask rule that may cover a file the command reads without a word
     naming it, and the part that reads it.
@@ -473,21 +523,21 @@ def _unnamed_read_rule(
     family = _file_rules(rules, READ_FILE_TOOLS)
     if not family:
         return None
-    bases, matching = _where_words_point(analysis, place)
+    resolved = _Resolved(where.bases)
     for part in analysis.parts:
         for word in _unnamed_reads(part):
             if word == REPOSITORY:
-                folders = {_repository(base).as_posix() for base in bases}
+                folders = {(repository_top(base) or base).as_posix() for base in where.bases}
             else:
-                folders = _named_paths(word, bases)
-            rule = _covering(family, folders, matching, under=True)
+                folders = resolved.named(word)
+            rule = _covering(family, folders, where.matching, under=True)
             if rule is not None:
                 return rule, _shown(part)
     return None
 
 
 def _unnamed_write_rule(
-    analysis: CommandAnalysis, rules: RuleSet, place: CallPlace
+    analysis: CommandAnalysis, rules: RuleSet, place: CallPlace, where: _Where
 ) -> tuple[Rule, str] | None:
     """The first Edit deny or ask rule that may cover a file the command writes without a
     word naming it (``cp x src/``, ``tar -xf a.tar``, ``rm -rf src``, ``git reset --hard``:
@@ -498,16 +548,16 @@ def _unnamed_write_rule(
         return None
     from fsm_agent.toolbox.unnamed_writes import unnamed_writes  # noqa: PLC0415 - lazy
 
-    bases, matching = _where_words_point(analysis, place)
     for part in analysis.parts:
-        if not part.argv or _read_only(part, place):
+        if not part.argv or _read_only(part, place, where.bases):
             continue
-        for base in bases:
+        for base in where.bases:
+            resolved = _Resolved([base])
             writes = unnamed_writes(part, base)
-            files = [path for word in writes.files for path in _named_paths(word, [base])]
-            folders = [path for word in writes.folders for path in _named_paths(word, [base])]
-            rule = _covering(family, files, matching, under=False) or _covering(
-                family, folders, matching, under=True
+            files = [path for word in writes.files for path in resolved.named(word)]
+            folders = [path for word in writes.folders for path in resolved.named(word)]
+            rule = _covering(family, files, where.matching, under=False) or _covering(
+                family, folders, where.matching, under=True
             )
             if rule is not None:
                 return rule, _shown(part)
@@ -530,24 +580,34 @@ def _unnamed_reads(part: CommandPart) -> list[str]:
     return folders
 
 
-def _repository(base: Path) -> Path:
-    """The top of the git repository holding ``base`` (``base`` itself when there is none)."""
-    for folder in (base, *base.parents):
-        if (folder / ".git").exists():
-            return folder
-    return base
+class _Resolved:
+    """The absolute paths words may name from some base folders, as written and resolved:
+    each base resolved once, each word once (a long command names the same word often)."""
 
+    def __init__(self, bases: list[Path]) -> None:
+        self._bases = bases
+        self._resolved_bases: list[str] | None = None
+        self._named: dict[str, set[str]] = {}
 
-def _named_paths(word: str, bases: list[Path]) -> set[str]:
-    """The absolute paths ``word`` may name, from each base folder, as written and resolved."""
-    if not word or word == "-" or "\0" in word:
-        return set()
-    path = expand_home(word)
-    found: set[str] = set()
-    for base in [Path("/")] if path.is_absolute() else bases:
-        joined = base / path  # resolved before `..` is removed: `link/..` is not the folder
-        found.update((os.path.normpath(joined), os.path.realpath(joined)))
-    return found
+    def named(self, word: str) -> set[str]:
+        """The paths ``word`` may name, from each base folder."""
+        if not word or word == "-" or "\0" in word:
+            return set()
+        found = self._named.get(word)
+        if found is None:
+            found = self._named[word] = self._paths(expand_home(word))
+        return found
+
+    def _paths(self, path: Path) -> set[str]:
+        if path.is_absolute():
+            return {os.path.normpath(path), os.path.realpath(path)}
+        if self._resolved_bases is None:
+            self._resolved_bases = [os.path.realpath(base) for base in self._bases]
+        found: set[str] = set()
+        for base, resolved in zip(self._bases, self._resolved_bases, strict=True):
+            found.add(os.path.normpath(base / path))
+            found.add(resolved_under(resolved, path.as_posix()))
+        return found
 
 
 def _shown(part: CommandPart) -> str:
@@ -586,17 +646,23 @@ def _git_refusal(analysis: CommandAnalysis, place: CallPlace) -> str | None:
     return git_refusal(analysis, place.cwd)
 
 
-def _read_only(part: CommandPart, place: CallPlace) -> bool:
-    """One part judged by the read-only allowlist, reading only where no question is needed."""
+def _read_only(part: CommandPart, place: CallPlace, shell_dirs: Sequence[Path] | None) -> bool:
+    """One part judged by the read-only allowlist, reading only where no question is needed
+    from each folder the shell may be in when it runs (``shell_dirs``, the command's
+    ``paths.entered_folders``; None when there are more than are followed): ``cd src && cat
+    l/x`` reads outside when ``src/l`` is a link leading out, though ``l/x`` is inside."""
     from fsm_agent.core.read_only_commands import judge_read_only  # noqa: PLC0415 - lazy
     from fsm_agent.core.shell_commands import CommandAnalysis  # noqa: PLC0415 - lazy
 
+    if shell_dirs is None:
+        return False
     verdict = judge_read_only(
         CommandAnalysis(command=part.text, parts=(part,)),
         cwd=place.cwd.as_posix(),
         readable_roots=[root.as_posix() for root in place.additional_directories],
         home=place.home.as_posix(),
         resolve=os.path.realpath,
+        shell_dirs=[folder.as_posix() for folder in shell_dirs],
     )
     return verdict.read_only
 
@@ -652,16 +718,24 @@ def _allowing_rule(part: CommandPart, rules: RuleSet) -> Rule | None:
     return None
 
 
-def _accept_edits_allows(part: CommandPart, place: CallPlace) -> bool:
-    """SPEC §9.3: acceptEdits runs simple file operations whose paths are all inside."""
-    if not part.argv or part.assignments or part.wrappers or part.expanded:
+def _accept_edits_allows(
+    part: CommandPart, place: CallPlace, shell_dirs: Sequence[Path] | None
+) -> bool:
+    """SPEC §9.3: acceptEdits runs simple file operations whose paths are all inside, from
+    each folder the shell may be in (``shell_dirs``; None when there are more than are
+    followed): after ``cd .venv/bin``, ``cp f python`` writes where the link ``python``
+    leads, out of the working folder, though ``python`` alone names a path inside."""
+    if not part.argv or part.assignments or part.wrappers or part.expanded or not shell_dirs:
         return False
     program, *args = part.argv
     accepted = ACCEPT_EDITS_COMMANDS.get(program)
     if accepted is None:
         return False
     for redirect in part.redirects:
-        if not (_quiet(redirect.operator, redirect.target) or _inside(redirect.target, place)):
+        if not (
+            _quiet(redirect.operator, redirect.target)
+            or _inside_from_each(redirect.target, place, shell_dirs)
+        ):
             return False
     operands: list[str] = []
     options_done = False
@@ -682,25 +756,61 @@ def _accept_edits_allows(part: CommandPart, place: CallPlace) -> bool:
     # What rm removes and what cp and mv carry along: a folder holding `.git` or a `.bashrc`
     # (`rm -rf .`, `cp -r template/. sub`) changes protected paths without naming one.
     carried = operands[:-1] if program in ("cp", "mv") else operands
-    if program in _TREE_COMMANDS and any(_holds_protected(raw, place) for raw in carried):
+    if program in _TREE_COMMANDS and any(
+        _holds_protected(raw, folder) for raw in carried for folder in shell_dirs
+    ):
         return False
-    return bool(operands) and all(_inside(operand, place) for operand in operands)
+    if program == "cp" and any(_copies_through_a_link(part, place, f) for f in shell_dirs):
+        return False
+    return bool(operands) and all(
+        _inside_from_each(operand, place, shell_dirs) for operand in operands
+    )
 
 
 _TREE_COMMANDS = frozenset({"rm", "rmdir", "cp", "mv"})
 
 
-def _holds_protected(raw: str, place: CallPlace) -> bool:
-    """Whether the folder ``raw`` names (not through a link) holds a protected path."""
+def _copies_through_a_link(part: CommandPart, place: CallPlace, folder: Path) -> bool:
+    """Whether ``cp`` may write through a link out of the working folder: it opens a file
+    already in the destination folder under a source's name and writes where that leads
+    (``cp src/python .venv/bin/`` overwrites the Python the environment's ``bin/python``
+    links to), and copies a folder into one already there, whose links it follows too."""
+    from fsm_agent.toolbox.placed_files import placed_sources  # noqa: PLC0415 - lazy
+
+    placed = placed_sources(part.argv, folder)
+    if placed is None:
+        return False  # the destination is the file itself, judged as its word
+    target, names = placed
+    if names is None:
+        return True  # names that cannot be known
+    destination = word_path(target, folder)
+    for name, may_be_folder in names:
+        landing = destination / name
+        if not _inside(landing.as_posix(), place, folder):
+            return True
+        if may_be_folder and holds_protected(landing, through_links=True):
+            return True  # a link in it leads out (or a protected name, which asks anyway)
+    return False
+
+
+def _holds_protected(raw: str, folder: Path) -> bool:
+    """Whether the folder ``raw`` names from ``folder`` (not through a link) holds a protected
+    path."""
     path = expand_home(raw)
-    return holds_protected(path if path.is_absolute() else place.cwd / path)
+    return holds_protected(path if path.is_absolute() else folder / path)
 
 
-def _inside(raw: str, place: CallPlace) -> bool:
+def _inside_from_each(raw: str, place: CallPlace, shell_dirs: Sequence[Path]) -> bool:
+    return all(_inside(raw, place, folder) for folder in shell_dirs)
+
+
+def _inside(raw: str, place: CallPlace, folder: Path) -> bool:
+    """Whether ``raw``, relative to ``folder``, is a path inside the working folder that is not
+    protected."""
     if not raw or (raw.startswith("~") and not raw.startswith("~/")):
         return False  # ~user paths, and the home folder itself, are not inside
     path = expand_home(raw)
-    literal = path if path.is_absolute() else place.cwd / path
+    literal = path if path.is_absolute() else folder / path
     # is_protected looks at the path as written and as resolved (a link named .git counts)
     return literal.resolve().is_relative_to(place.cwd) and not is_protected(literal)
 

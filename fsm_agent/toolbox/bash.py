@@ -47,12 +47,15 @@ from fsm_agent.toolbox.git_reads import git_read_refusal
 from fsm_agent.toolbox.patch_targets import patch_refusal
 from fsm_agent.toolbox.path_shadowing import SearchPath
 from fsm_agent.toolbox.paths import (
+    MAX_ENTERED_FOLDERS,
     entered_folders,
     expand_home,
     is_protected,
     path_candidates,
+    word_bases,
 )
 from fsm_agent.toolbox.placed_files import placed_path
+from fsm_agent.toolbox.process_views import ProcessViews
 from fsm_agent.toolbox.scheduled_commands import scheduled_by
 from fsm_agent.toolbox.tool_settings import setting_kept
 from fsm_agent.toolbox.tree_writes import reached_tree, received_tree
@@ -140,7 +143,14 @@ class Bash(Tool[BashInput]):
             if refusal is None:
                 return PermissionCheck(behavior="allow", message="read-only command")
             return PermissionCheck(behavior="ask", message=f"not read-only here: {refusal}")
-        touched = _protected_path_named(analysis, ctx)
+        unfollowed = _unfollowed(analysis, ctx.cwd)
+        if isinstance(unfollowed, str):
+            return PermissionCheck(
+                behavior="ask",
+                reason=SAFETY_CHECK,
+                message=f"may change a protected path, unseen: {unfollowed}",
+            )
+        touched = _protected_path_named(analysis, ctx, unfollowed)
         if touched is not None:
             return PermissionCheck(
                 behavior="ask",
@@ -183,10 +193,13 @@ class Bash(Tool[BashInput]):
 
 def git_refusal(analysis: CommandAnalysis, cwd: Path) -> str | None:
     """Why the git commands of a read-only command must ask with the git installed here, in
-    the repositories they run in (``git_reads``), or None (also when it runs no git)."""
+    the repositories they run in (``git_reads``: every folder the command may be in, ``cd a
+    && cd b`` in ``a/b`` too), or None (also when it runs no git)."""
     if not any(runs_git(part) for part in analysis.parts):
         return None
-    folders = [cwd, *(cwd / p.argv[-1] for p in analysis.parts if p.argv[:1] == ("cd",))]
+    folders = entered_folders(analysis, cwd)
+    if folders is None:
+        return f"it may run git in more than {MAX_ENTERED_FOLDERS} folders, more than are checked"
     return git_read_refusal(folders, _search_path(os.environ.get("PATH", os.defpath)))
 
 
@@ -195,7 +208,25 @@ def runs_git(part: CommandPart) -> bool:
     return bool(part.argv) and part.argv[0].rsplit("/", 1)[-1] == "git"
 
 
-def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | None:
+def _unfollowed(analysis: CommandAnalysis, cwd: Path) -> str | list[Path]:
+    """Why the paths a command that is not read-only may change cannot be known, or else the
+    folders its relative words may start from (``paths.word_bases``).
+
+    Where the parser could not read the command as Bash reads it (a parse error, control
+    characters, a command past the size analysed), a part it missed may write anywhere:
+    searching the text for protected names is no answer, since the shell joins
+    ``~/.bash''rc`` into ``.bashrc``.
+    Where the command may be in more folders than are followed, or sets what ``~`` and
+    ``cd`` follow (``HOME``), a word may name any path. Either way the safety check asks,
+    bypass mode or not (SPEC §9.3 step 1g)."""
+    if analysis.misread:
+        return f"the command cannot be fully analysed ({analysis.problem})"
+    return word_bases(analysis, cwd)
+
+
+def _protected_path_named(
+    analysis: CommandAnalysis, ctx: ToolContext, folders: list[Path]
+) -> str | None:
     """The first protected path a command that is not read-only names, if any.
 
     A command that may write (``echo x > .bashrc``, ``cp f .git/hooks/pre-commit``) is as
@@ -216,13 +247,16 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
     a program ``aws`` or ``kubectl`` runs later (``tool_settings``), a setting ``git
     config`` keeps in ``.git/config`` or ``~/.gitconfig``, the hooks ``git init --template``
     copies
-    (:mod:`~fsm_agent.core.git_config_writes`), and a file a patch names
+    (:mod:`~fsm_agent.core.git_config_writes`), a file a patch names
     (:mod:`~fsm_agent.toolbox.patch_targets`) or an archive holds
-    (:mod:`~fsm_agent.toolbox.archive_members`).
+    (:mod:`~fsm_agent.toolbox.archive_members`), and a word leading through a process's own
+    folder under ``/proc`` (:mod:`~fsm_agent.toolbox.process_views`), which this process
+    would read as its own.
     """
     cwd = Path(os.path.realpath(ctx.cwd))
-    folders = entered_folders(analysis, ctx.cwd)
     search = SearchPath(os.environ.get("PATH", os.defpath))
+
+    views = ProcessViews()
 
     def runs_later(path: Path) -> bool:
         return is_protected(path) or search.shadowed(path) is not None
@@ -273,31 +307,33 @@ def _protected_path_named(analysis: CommandAnalysis, ctx: ToolContext) -> str | 
                 for folder in [Path("/")] if path.is_absolute() else folders:
                     if is_protected(folder / path):
                         return word
+                    if views.through(folder, path):
+                        return f"{word} (through {_VIEWED}, which the command reads as its own)"
                     shadowed = search.shadowed(folder / path)
                     if shadowed is not None:
                         return f"{word} (the shell would run it in place of {shadowed})"
     if analysis.problem is not None:
-        # The parts may be incomplete (control characters or deep nesting stop the analysis
-        # before any part is found): a protected name anywhere in the text is enough. When
-        # every part was found, each word was judged above; the text is searched for what no
-        # word holds (a here-document), without the script a `source` runs, which it reads
-        # (`source .venv/bin/activate`, `source ~/.bashrc` write nothing).
+        # Every part was found (not ``misread``) and each word judged above; the text is
+        # searched for what no word holds (a here-document), without the script a `source`
+        # runs, which it reads (`source .venv/bin/activate`, `source ~/.bashrc` write nothing).
         found = PROTECTED_NAME.search(_unjudged_text(analysis))
         if found is not None:
             return found.group(0)
     return None
 
 
+_VIEWED = "a process's folder under /proc"
+
+
 def _unjudged_text(analysis: CommandAnalysis) -> str:
-    """The command's text, less the scripts ``source`` runs when every part was found."""
+    """The command's text (every part of it found), less the scripts ``source`` runs."""
     text = analysis.command
-    if analysis.whole:
-        for part in analysis.parts:
-            if len(part.argv) > 1 and part.argv[0] in _SOURCING:
-                # The script's word alone, not its letters inside other words: `source b`
-                # must not turn a here-document's `.bashrc` into `.ashrc`.
-                word = re.escape(part.argv[1])
-                text = re.sub(rf"(?<![^\s'\"]){word}(?![^\s'\";&|)])", " ", text)
+    for part in analysis.parts:
+        if len(part.argv) > 1 and part.argv[0] in _SOURCING:
+            # The script's word alone, not its letters inside other words: `source b` must
+            # not turn a here-document's `.bashrc` into `.ashrc`.
+            word = re.escape(part.argv[1])
+            text = re.sub(rf"(?<![^\s'\"]){word}(?![^\s'\";&|)])", " ", text)
     return text
 
 
@@ -449,15 +485,18 @@ async def _start(
         raise
 
 
-_UNSET = ("CDPATH",)
+_UNSET = ("CDPATH", "OLDPWD")
 """Left out of the command's environment: with ``CDPATH`` set, ``cd src`` may leave the
-working folder, which the read-only judgement of ``cd src && cat x`` assumes it does not."""
+working folder, which the read-only judgement of ``cd src && cat x`` assumes it does not; an
+``OLDPWD`` inherited from the terminal that started us is where ``cd -`` and ``~-`` would
+lead (``cd - && rm -rf .config``), and the checks take those as a folder the command itself
+entered before (``paths.expand_home``)."""
 
 
 def _environment(*, read_only: bool) -> dict[str, str]:
-    """The command's environment: ours without ``CDPATH``, and ``PATH`` without its empty or
-    relative entries, which name the working folder: a file the agent wrote there (``./ls``,
-    ``./bash``) must never be what ``ls`` or the shell itself runs.
+    """The command's environment: ours without ``CDPATH`` and ``OLDPWD``, and ``PATH``
+    without its empty or relative entries, which name the working folder: a file the agent
+    wrote there (``./ls``, ``./bash``) must never be what ``ls`` or the shell itself runs.
 
     git is told to use a folder as a bare repository only when named (``--git-dir``): plain
     files the agent may write (``HEAD``, ``config``, ``refs/heads/x``, and

@@ -30,8 +30,9 @@ are, in every mode (a safety check: bypassPermissions still asks):
 * a virtual environment's activation scripts (``.venv/bin/activate``, sourced into the user's
   shell);
 * Python's start-up hooks: a ``.pth`` file (whose ``import`` lines run at every interpreter
-  start) and ``sitecustomize.py`` / ``usercustomize.py`` in a ``site-packages`` or
-  ``dist-packages`` folder (a project's virtual environment included).
+  start) and the ``sitecustomize`` / ``usercustomize`` module (``.py``, ``.pyc``, an extension
+  module or a package folder) in a ``site-packages`` or ``dist-packages`` folder (a project's
+  virtual environment included).
 
 System places count only from the root of the file system (a project's ``rootfs/etc/profile.d``
 is a project file); the others wherever they are (a working folder may be a home folder).
@@ -123,7 +124,10 @@ _PLACES_WITHIN: Final = {
 others are tools' own folders."""
 
 _SITE_FOLDERS: Final = frozenset({"site-packages", "dist-packages"})
-_SITE_HOOKS: Final = frozenset({"sitecustomize.py", "usercustomize.py"})
+_SITE_HOOKS: Final = frozenset({"sitecustomize", "usercustomize"})
+"""Modules Python imports at start-up from its site folders, in any form it imports: a
+``.py`` file, a ``.pyc`` with no source, an extension module (``sitecustomize.so``) or a
+package (``sitecustomize/__init__.py``)."""
 
 _ACTIVATION_SCRIPTS: Final = frozenset(
     {"activate", "activate.fish", "activate.csh", "activate.nu", "activate.ps1", "activate.bat"}
@@ -147,10 +151,12 @@ def startup_place(parts: Sequence[str]) -> bool:
         return True
     if len(parts) > 1 and parts[-1] in _ACTIVATION_SCRIPTS and parts[-2] in _SCRIPT_FOLDERS:
         return True
-    if len(parts) > 1 and parts[-2] in _SITE_FOLDERS:
-        leaf = parts[-1]
-        return leaf.endswith(".pth") or leaf in _SITE_HOOKS
-    return False
+    if len(parts) > 1 and parts[-2] in _SITE_FOLDERS and parts[-1].endswith(".pth"):
+        return True
+    return any(
+        parts[index - 1] in _SITE_FOLDERS and parts[index].partition(".")[0] in _SITE_HOOKS
+        for index in range(1, len(parts))
+    )
 
 
 def reached_place(parts: Sequence[str]) -> bool:

