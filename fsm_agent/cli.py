@@ -14,7 +14,7 @@ import contextlib
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     fork.add_argument("trace_file", type=Path, help="the recorded trace (.jsonl)")
     fork.add_argument(
-        "--at", type=int, required=True, metavar="SEQ", help="the seq to replay up to"
+        "--at", type=_at_least(1), required=True, metavar="SEQ", help="the seq to replay up to"
     )
     _live_options(fork)
     _carry_option(fork)
@@ -186,6 +186,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum`` (a usage error otherwise,
+    exit status 2, as for any malformed option)."""
+
+    def number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {minimum} or more, got {value}")
+        return value
+
+    return number
+
+
 def _carry_option(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--keep-session-rules",
@@ -203,7 +219,7 @@ def _live_options(command: argparse.ArgumentParser) -> None:
         help="a Claude model name, or scripted:FILE to play a scenario file",
     )
     command.add_argument(
-        "--max-turns", type=int, default=None, help="end the run after this many turns"
+        "--max-turns", type=_at_least(1), default=None, help="end the run after this many turns"
     )
     command.add_argument(
         "--trace",
@@ -257,7 +273,7 @@ def _conversation_options(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--full-transcript-every",
-        type=int,
+        type=_at_least(1),
         default=None,
         metavar="N",
         help="write the whole transcript into a turn's trace once in N turns (default 32); "
@@ -282,7 +298,9 @@ def _runs_parser(commands: Any) -> None:
     runs.add_argument("--denied", action="store_true", help="runs in which a call was denied")
     runs.add_argument("--since", default=None, help="runs started at or after this ISO time")
     runs.add_argument("--model", default=None, help="runs of this model")
-    runs.add_argument("--limit", type=int, default=None, help="at most this many, newest first")
+    runs.add_argument(
+        "--limit", type=_at_least(0), default=None, help="at most this many, newest first"
+    )
     runs.add_argument("--json", action="store_true", help="one JSON object per line")
     runs.set_defaults(handler=_cmd_runs)
     actions = runs.add_subparsers(title="actions")
@@ -579,12 +597,17 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     from fsm_agent.store.opening import open_store  # noqa: PLC0415
     from fsm_agent.store.query import RunQuery, TransitionCount, parse_since  # noqa: PLC0415
 
+    try:  # a malformed filter is a usage error, as argparse's own are
+        transitions = tuple(TransitionCount.parse(text) for text in args.transition)
+        since = parse_since(args.since) if args.since is not None else None
+    except FsmAgentError as exc:
+        raise CommandLineError(str(exc)) from exc
     query = RunQuery(
         terminal=args.terminal,
-        transitions=tuple(TransitionCount.parse(text) for text in args.transition),
+        transitions=transitions,
         tool=args.tool,
         denied=args.denied,
-        since=parse_since(args.since) if args.since is not None else None,
+        since=since,
         model=args.model,
         limit=args.limit,
     )
