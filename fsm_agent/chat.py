@@ -54,10 +54,12 @@ class ChatInput:
 
     def _read(self) -> None:
         assert self._loop is not None
-        if self.stream is not None:  # None: standard input is closed, so it ends at once
-            for line in self.stream:
-                self._loop.call_soon_threadsafe(self._route, line.rstrip("\n"))
-        self._loop.call_soon_threadsafe(self._route, None)
+        try:
+            if self.stream is not None:  # None: standard input is closed, so it ends at once
+                for line in self.stream:
+                    self._loop.call_soon_threadsafe(self._route, line.rstrip("\n"))
+        finally:  # a reader that fails still ends the input: nothing waits for ever
+            self._loop.call_soon_threadsafe(self._route, None)
 
     def _route(self, line: str | None) -> None:
         if line is None:  # end of input: nobody answers, nothing more to ask

@@ -10,7 +10,9 @@ bad trace), never a traceback.
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
+import io
 import os
 import shlex
 import sys
@@ -34,6 +36,7 @@ class CommandLineError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
+    _tolerant_streams()
     parser = _parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
@@ -70,6 +73,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_crash_report(exc, args.hidden), file=sys.stderr)
         return EXIT_FAILED
     return result
+
+
+def _tolerant_streams() -> None:
+    """Standard streams that never fail on a character. With an encoding that is not UTF-8
+    (``PYTHONIOENCODING=ascii``, a latin-1 locale, ``LC_ALL=C`` with Python's UTF-8 mode off)
+    the first arrow printed raised UnicodeEncodeError, mid-run, and a typed "é" stopped the
+    chat's input reader, so the chat waited for ever. Output spells what the encoding lacks
+    as backslash escapes; input keeps bytes it cannot decode as escapes, as UTF-8 mode does
+    (a prompt carries them as text, see ``as_messages``)."""
+    for stream, errors in (
+        (sys.stdout, "backslashreplace"),
+        (sys.stderr, "backslashreplace"),
+        (sys.stdin, "surrogateescape"),
+    ):
+        if not isinstance(stream, io.TextIOWrapper) or stream.errors == errors:
+            continue
+        # surrogateescape writes back only the bytes read in: an arrow still fails.
+        narrow = codecs.lookup(stream.encoding).name != "utf-8" and errors != "surrogateescape"
+        if stream.errors == "strict" or narrow:
+            with contextlib.suppress(ValueError, OSError):  # already read from, or closed
+                stream.reconfigure(errors=errors)
 
 
 def _crash_report(exc: Exception, hidden: Sequence[str]) -> str:
