@@ -94,3 +94,31 @@ def test_the_trees_a_formatter_rewrites() -> None:
     assert rewritten_trees(("python3", "-m", "black", "src")) == ["src"]
     assert rewritten_trees(("pythonx", "-m", "black", "src")) == []
     assert rewritten_trees(("cat", "src")) == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "pip install --target src requests",
+        "pip install -q --target=src requests",
+        "tsc --outDir src",
+        "python3 -m build --outdir src",
+        "cargo build --target-dir src",
+        "make install DESTDIR=/tmp --prefix src",
+        "pytest --rootdir src",
+    ],
+)
+def test_an_output_folder_asks_under_an_edit_rule(command: str, work: Path) -> None:
+    """Found: ``pip install --target src requests`` wrote into ``src`` unasked in bypass mode
+    with ``Edit(./src/**)`` denied; a long option naming a folder for output counts."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Edit(./src/**)"})
+    assert decided.behavior is PermissionBehavior.DENY, decided.reason
+    assert decided.rule == "Edit(./src/**)"
+
+
+@pytest.mark.parametrize(
+    "command", ["pip install --target vendor requests", "tsc --outDir dist", "pytest -q tests"]
+)
+def test_an_output_folder_elsewhere_runs(command: str, work: Path) -> None:
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Edit(./src/**)"})
+    assert decided.behavior is PermissionBehavior.ALLOW, decided.reason
