@@ -154,8 +154,8 @@ def _output_folders(args: Sequence[str]) -> list[str]:
 
 
 _OUTPUT_OPTION: Final = re.compile(
-    r"--(?:[\w-]*(?:out|dest|target|install|build|cache|dist|root)[\w-]*(?:dir|directory|path)?"
-    r"|prefix|root|target|(?:out|output)(?:dir|-dir|-directory|_dir)?)",
+    r"--(?:prefix|root|target|dest|destination|out|output"
+    r"|[\w-]*(?:out|dest|target|install|build|cache|dist|root)[\w-]*(?:dir|directory|path))",
     re.IGNORECASE,
 )
 """A long option naming a folder a program writes into."""
