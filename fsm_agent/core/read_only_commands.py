@@ -745,7 +745,7 @@ _GIT_GLOBAL = _Rule(table=GIT_GLOBALS, allowed=READ_ONLY_GIT_GLOBALS, path_optio
 
 
 _DIFF_OPTIONS = (
-    "-p -u -s -U= -z -R -a -b -w -M=? -C=? -B=? -D -W --patch --no-patch --unified= --raw "
+    "-p -u -s -U=? -z -R -a -b -w -M=? -C=? -B=? -D -W --patch --no-patch --unified=? --raw "
     "--patch-with-raw --minimal --patience --histogram --anchored= --diff-algorithm= --stat=? "
     "--compact-summary --numstat --shortstat --dirstat=? --cumulative --summary "
     "--patch-with-stat --name-only --name-status --submodule=? --color=? --no-color "
@@ -767,13 +767,13 @@ _LOG_OPTIONS = (
     "-n= -i -E -F -P -L= -m -c -t --oneline --max-count= --skip= --since= --after= --until= "
     "--before= --author= --committer= --grep= --all-match --invert-grep --regexp-ignore-case "
     "--basic-regexp --extended-regexp --fixed-strings --perl-regexp --merges --no-merges "
-    "--min-parents= --max-parents= --no-min-parents --no-max-parents --first-parent --all "
+    "--min-parents=? --max-parents=? --no-min-parents --no-max-parents --first-parent --all "
     "--branches=? --tags=? --remotes=? --glob= --exclude= --reflog --alternate-refs "
     "--single-worktree --ignore-missing --bisect --cherry-mark --cherry-pick --left-only "
     "--right-only --cherry --walk-reflogs --merge --boundary --simplify-by-decoration "
     "--full-history --dense --sparse --simplify-merges --ancestry-path=? --show-pulls "
     "--date-order --author-date-order --topo-order --reverse --no-walk=? --do-walk "
-    "--format= --pretty=? --abbrev-commit --no-abbrev-commit --oneline --encoding= "
+    "--format=? --pretty=? --abbrev-commit --no-abbrev-commit --oneline --encoding= "
     "--expand-tabs=? --no-expand-tabs --notes=? --no-notes --show-notes=? --relative-date "
     "--date= --parents --children --left-right --graph --show-linear-break=? --decorate=? "
     "--no-decorate --decorate-refs= --decorate-refs-exclude= --source --use-mailmap "
@@ -781,6 +781,9 @@ _LOG_OPTIONS = (
     "--no-diff-merges --combined-all-paths --remerge-diff --dd --count --clear-decorations"
 )
 _LOG_REFUSED = "--show-signature --output= --ext-diff --textconv --no-index"
+# A value git takes only joined to its option (-U5, --unified=5, --format=%h, --min-parents=2)
+# is written `=?`: read as taking the next word, -U would hide that word from the checks, and
+# git log -U --output=f writes f (git takes --output=f for an option of its own).
 
 _GIT_SUBCOMMANDS: Mapping[str, _Rule] = {
     "status": _rule(
@@ -794,8 +797,10 @@ _GIT_SUBCOMMANDS: Mapping[str, _Rule] = {
         f"{_DIFF_OPTIONS} {_LOG_OPTIONS}", f"{_DIFF_REFUSED} {_LOG_REFUSED}", digits=True
     ),
     "shortlog": _rule(
-        "-n -s -e -c -w=? --numbered --summary --email --committer --group= --format= "
-        f"{_LOG_OPTIONS}"
+        # Its own options last, where they win: -n and --committer take no value here, and
+        # --format takes one in the next word too.
+        f"{_LOG_OPTIONS} "
+        "-n -s -e -c -w=? --numbered --summary --email --committer --group= --format="
     ),
     "rev-parse": _rule(
         "-q --show-toplevel --abbrev-ref=? --short=? --verify --quiet --git-dir "
@@ -819,7 +824,7 @@ _GIT_SUBCOMMANDS: Mapping[str, _Rule] = {
     "blame": _rule(
         "-L= -l -t -s -e -w -p -M=? -C=? -c -b -f -n --root --show-stats --porcelain "
         "--line-porcelain --incremental --date= --show-name --show-number --show-email "
-        "--abbrev=? --first-parent --reverse= --ignore-rev= --ignore-revs-file=@ --color-lines "
+        "--abbrev=? --first-parent --reverse --ignore-rev= --ignore-revs-file=@ --color-lines "
         "--color-by-age --progress --no-progress --contents=@ -S=@ --score-debug"
     ),
     "grep": _rule(

@@ -49,13 +49,13 @@ from fsm_agent.core.permission_rules import (
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
 from fsm_agent.toolbox.paths import (
-    MAX_ENTERED_FOLDERS,
-    entered_folders,
     expand_home,
     holds_protected,
     is_protected,
     path_candidates,
+    repository_top,
     resolved_under,
+    word_bases,
 )
 
 if TYPE_CHECKING:
@@ -253,16 +253,10 @@ def shell_verdict(
         if matched is not None:
             return rule_verdict("deny", "1d", denying, f"{matched!r}")
     where = _where_words_point(analysis, place)
-    if where is None:
+    if isinstance(where, str):
         guarding = _file_rules(rules, FILE_TOOLS)
         if guarding:
-            return rule_verdict(
-                "ask",
-                "1f",
-                guarding[0],
-                f"the command may run in more than {MAX_ENTERED_FOLDERS} folders, so a"
-                " relative word may name any path;",
-            )
+            return rule_verdict("ask", "1f", guarding[0], f"{where}, so a word may name any path;")
         where = _Where(bases=[place.cwd], matching=_matching(place))  # safety check asks
     named = _path_rule(analysis, rules, RuleBehavior.DENY, where)
     if named is not None:
@@ -427,11 +421,11 @@ class _Where(NamedTuple):
     matching: dict[str, Any]
 
 
-def _where_words_point(analysis: CommandAnalysis, place: CallPlace) -> _Where | None:
-    """Where a command's relative words start from; None when it may be in more folders
-    than are followed (``paths.entered_folders``)."""
-    bases = entered_folders(analysis, place.cwd)
-    return None if bases is None else _Where(bases=bases, matching=_matching(place))
+def _where_words_point(analysis: CommandAnalysis, place: CallPlace) -> _Where | str:
+    """Where a command's relative words start from, or why that cannot be known
+    (``paths.word_bases``)."""
+    bases = word_bases(analysis, place.cwd)
+    return bases if isinstance(bases, str) else _Where(bases=bases, matching=_matching(place))
 
 
 def _matching(place: CallPlace) -> dict[str, Any]:
@@ -529,7 +523,7 @@ def _unnamed_read_rule(
     for part in analysis.parts:
         for word in _unnamed_reads(part):
             if word == REPOSITORY:
-                folders = {_repository(base).as_posix() for base in where.bases}
+                folders = {(repository_top(base) or base).as_posix() for base in where.bases}
             else:
                 folders = resolved.named(word)
             rule = _covering(family, folders, where.matching, under=True)
@@ -580,14 +574,6 @@ def _unnamed_reads(part: CommandPart) -> list[str]:
     computed += [r.target for r in part.redirects if r.expanded and r.operator.endswith("<")]
     folders += [computed_folder(word) for word in computed]
     return folders
-
-
-def _repository(base: Path) -> Path:
-    """The top of the git repository holding ``base`` (``base`` itself when there is none)."""
-    for folder in (base, *base.parents):
-        if (folder / ".git").exists():
-            return folder
-    return base
 
 
 class _Resolved:

@@ -52,6 +52,7 @@ from fsm_agent.toolbox.paths import (
     expand_home,
     is_protected,
     path_candidates,
+    word_bases,
 )
 from fsm_agent.toolbox.placed_files import placed_path
 from fsm_agent.toolbox.process_views import ProcessViews
@@ -209,20 +210,18 @@ def runs_git(part: CommandPart) -> bool:
 
 def _unfollowed(analysis: CommandAnalysis, cwd: Path) -> str | list[Path]:
     """Why the paths a command that is not read-only may change cannot be known, or else the
-    folders its relative words may start from (``paths.entered_folders``).
+    folders its relative words may start from (``paths.word_bases``).
 
     Where the parser could not read the command as Bash reads it (a parse error, control
     characters, a command past the size analysed), a part it missed may write anywhere:
     searching the text for protected names is no answer, since the shell joins
     ``~/.bash''rc`` into ``.bashrc``.
-    Where the command may be in more folders than are followed, a relative word may name any
-    path. Either way the safety check asks, bypass mode or not (SPEC §9.3 step 1g)."""
+    Where the command may be in more folders than are followed, or sets what ``~`` and
+    ``cd`` follow (``HOME``), a word may name any path. Either way the safety check asks,
+    bypass mode or not (SPEC §9.3 step 1g)."""
     if analysis.misread:
         return f"the command cannot be fully analysed ({analysis.problem})"
-    folders = entered_folders(analysis, cwd)
-    if folders is None:
-        return f"it may run in more than {MAX_ENTERED_FOLDERS} folders, more than are followed"
-    return folders
+    return word_bases(analysis, cwd)
 
 
 def _protected_path_named(
@@ -486,15 +485,18 @@ async def _start(
         raise
 
 
-_UNSET = ("CDPATH",)
+_UNSET = ("CDPATH", "OLDPWD")
 """Left out of the command's environment: with ``CDPATH`` set, ``cd src`` may leave the
-working folder, which the read-only judgement of ``cd src && cat x`` assumes it does not."""
+working folder, which the read-only judgement of ``cd src && cat x`` assumes it does not; an
+``OLDPWD`` inherited from the terminal that started us is where ``cd -`` and ``~-`` would
+lead (``cd - && rm -rf .config``), and the checks take those as a folder the command itself
+entered before (``paths.expand_home``)."""
 
 
 def _environment(*, read_only: bool) -> dict[str, str]:
-    """The command's environment: ours without ``CDPATH``, and ``PATH`` without its empty or
-    relative entries, which name the working folder: a file the agent wrote there (``./ls``,
-    ``./bash``) must never be what ``ls`` or the shell itself runs.
+    """The command's environment: ours without ``CDPATH`` and ``OLDPWD``, and ``PATH``
+    without its empty or relative entries, which name the working folder: a file the agent
+    wrote there (``./ls``, ``./bash``) must never be what ``ls`` or the shell itself runs.
 
     git is told to use a folder as a bare repository only when named (``--git-dir``): plain
     files the agent may write (``HEAD``, ``config``, ``refs/heads/x``, and

@@ -14,6 +14,7 @@ a symbolic link after the check cannot send the write elsewhere.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import stat
 from collections.abc import Sequence
@@ -98,12 +99,24 @@ def resolve_in_cwd(raw: str, ctx: ToolContext) -> Path:
 def expand_home(raw: str) -> Path:
     """``raw`` as a path with a leading ``~`` or ``~user`` expanded. The home folder of a user
     that does not exist (``~nobody0``) leaves the word as written, as the shell leaves it:
-    a name given by the model never makes a check raise."""
+    a name given by the model never makes a check raise.
+
+    ``~+`` is the folder the shell is in, ``~-`` the one it was in before (the command's
+    shell inherits no ``OLDPWD``) and ``~N``, ``~+N``, ``~-N`` a folder ``pushd`` kept: each
+    is a folder the command is in or entered, so the rest is given as a path relative to it
+    (``~-/.config`` is ``.config`` from each folder the command may be in)."""
+    stacked = _STACKED.match(raw)
+    if stacked is not None:
+        return Path(raw[stacked.end() :].lstrip("/") or ".")
     path = Path(raw)
     try:
         return path.expanduser()
     except RuntimeError:  # no such user, or no home folder to be found
         return path
+
+
+_STACKED = re.compile(r"~(?:[+-]\d*|\d+)(?=/|$)")
+"""A tilde prefix naming a folder of the shell's own: ``~+``, ``~-``, ``~2``, ``~+1``, ``~-0``."""
 
 
 def resolved_under(base: str, relative: str) -> str:
@@ -300,66 +313,136 @@ def entered_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path] | None:
     """The folders a command's relative words may start from: ``cwd``, and each folder a
     ``cd`` or ``pushd`` of the command enters, from each folder before it (``cd a && cd b``
     may be in ``a/b``, or in ``b`` when ``cd a`` failed or ran in a subshell). ``~`` is the
-    home folder, and so is ``cd`` alone. A ``CDPATH`` the command sets (the tool's shell has
-    none) gives a name not starting with ``.`` more folders to start from: ``CDPATH=~/.config
-    cd git`` enters ``~/.config/git``. A folder the shell computes may be each path its text
-    spells: ``cd $(printf %s ~/.config/git)`` enters ``~/.config/git``. A folder a wrapper
-    runs its command in (``env -C ~ rm -rf .config``, ``sudo -D DIR``, ``uv --directory DIR
-    run``, ``sudo -i``'s home) counts as one ``cd`` enters, where the wrapper stands.
+    home folder, and so is ``cd`` alone; ``cd -`` and ``pushd +1`` return to one of them. A
+    ``CDPATH`` the command sets (the tool's shell has none) gives a name not starting with
+    ``.`` more folders to start from: ``CDPATH=~/.config cd git`` enters ``~/.config/git``. A
+    folder a wrapper runs its command in (``env -C ~ rm -rf .config``, ``sudo -D DIR``, ``uv
+    --directory DIR run``, ``sudo -i``'s home) counts as one ``cd`` enters, where the wrapper
+    stands.
 
-    None when the command may be in more than :data:`MAX_ENTERED_FOLDERS` folders: keeping
-    only some of them would leave out the last ``cd`` (``cd a; cd b; …; cd ~; rm -rf
-    .config``), so a caller must take a relative word as one that may name any path."""
-    folders: list[Path] | None = [cwd]
+    None when they cannot be followed (:func:`word_bases` says why): past
+    :data:`MAX_ENTERED_FOLDERS` folders (keeping only some would leave out the last ``cd``:
+    ``cd a; cd b; …; cd ~; rm -rf .config``), or a folder the shell computes other than by
+    reading ``$HOME``, ``$PWD`` or ``$OLDPWD`` (``cd ${PWD%/*}``, ``cd $(dirname x)``). A
+    caller must then take a relative word as one that may name any path."""
+    followed = _followed_folders(analysis, cwd)
+    return None if isinstance(followed, str) else followed
+
+
+def _followed_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
+    """:func:`entered_folders`, or why they cannot be followed."""
+    folders: list[Path] | str = [cwd]
     searched = _cd_path(analysis)
     given = list(analysis.folders)
     for index, part in enumerate(analysis.parts):
-        while folders is not None and given and given[0][0] <= index:
+        while not isinstance(folders, str) and given and given[0][0] <= index:
             word = given.pop(0)[1]
             folders = _entering(folders, word, computed=bool(_COMPUTING.search(word)))
-        if folders is None:
-            return None
+        if isinstance(folders, str):
+            return folders
         if part.argv[:1] not in (("cd",), ("pushd",)):
             continue
-        words = [word for word in part.argv[1:] if word not in ("-L", "-P", "--")]
+        words = _cd_operands(part.argv[1:])
         if not words:
             folders = _entering(folders, "~", computed=False)
             continue
+        if words[0] == "-" or _ROTATION.fullmatch(words[0]) or _STACKED.fullmatch(words[0]):
+            continue  # ``cd -``, ``pushd +1``: a folder already among them (``expand_home``)
         starts = folders
         if searched and not words[0].startswith((".", "/", "~")):
             starts = [*folders, *(folder / entry for folder in folders for entry in searched)]
         folders = _entering(folders, words[0], computed=bool(part.expanded), starts=starts)
     for _index, word in given:  # a wrapper that runs no part (``env -C DIR`` alone)
-        if folders is None:
+        if isinstance(folders, str):
             break
         folders = _entering(folders, word, computed=bool(_COMPUTING.search(word)))
     return folders
 
 
+def _cd_operands(words: Sequence[str]) -> list[str]:
+    """The words of ``cd``/``pushd`` after their options (``-L``, ``-P``, ``-e``, ``-@``,
+    ``-n``, ``--``): a word of ``-`` and letters is an option, ``-`` alone and ``-N`` are not."""
+    index = 0
+    while index < len(words) and _CD_OPTION.fullmatch(words[index]):
+        index += 1
+        if words[index - 1] == "--":
+            break
+    return list(words[index:])
+
+
+_CD_OPTION = re.compile(r"--|-[A-Za-z@]+")
+
+
+def word_bases(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
+    """The folders a command's relative words start from (:func:`entered_folders`), or why
+    they cannot be known: the command may be in more folders than are followed, or it sets a
+    variable that decides where ``~``, ``cd`` or ``cd -`` lead (``HOME=/; rm -rf
+    ~/home/me/.config``, ``read HOME``, ``for HOME in``, ``((HOME=0))``, ``OLDPWD=…; cd -``,
+    ``DIRSTACK[1]=…``; any word naming one but a plain read, ``$HOME``, counts)."""
+    moved = _MOVES_PLACES.search(analysis.command)
+    if moved is not None:
+        name = moved.group("name") or moved.group("name2")
+        return f"it may set {name}, which decides where ~ and cd lead"
+    return _followed_folders(analysis, cwd)
+
+
+_ROTATION = re.compile(r"[+-]\d+")
+"""``pushd +1``, ``popd -0``: a turn of the folders ``pushd`` kept."""
+_MOVES_PLACES = re.compile(
+    r"(?<![\w$/.-])(?<!\$\{)(?P<name>HOME|PWD|OLDPWD|DIRSTACK)\b"
+    r"|\$\{(?P<name2>HOME|PWD|OLDPWD|DIRSTACK):?="
+)
+"""A word naming a variable that decides where ``~``, ``~+``, ``~-``, ``~N``, ``cd`` or
+``cd -`` lead, but for a plain read (``$HOME``, ``${HOME}``, ``${HOME%/}``); ``${HOME:=x}``
+sets it."""
+
+
 def _entering(
     folders: list[Path], word: str, *, computed: bool, starts: list[Path] | None = None
-) -> list[Path] | None:
+) -> list[Path] | str:
     """``folders`` and those a command entering ``word`` may be in, from each of ``starts``
-    (``folders`` unless given): the word's path, and when the shell ``computed`` it, each
-    path its text spells; None past :data:`MAX_ENTERED_FOLDERS`."""
-    targets = [expand_home(word)]
-    if computed:  # the shell computes it: the paths its text spells too ($HOME is ~)
-        spelled = [_QUOTING.sub("", token) for token in _SEPARATORS.split(_HOME.sub("~", word))]
-        targets += [expand_home(t) for t in spelled if "/" in t or t.startswith("~")]
-    # an absolute target: itself
-    entered = [folder / target for target in targets for folder in starts or folders]
+    (``folders`` unless given), or why they cannot be followed: the shell computes ``word``
+    (``computed``) otherwise than by reading ``$HOME``, ``$PWD`` or ``$OLDPWD``, or there
+    would be more than :data:`MAX_ENTERED_FOLDERS`."""
+    tops: list[Path] = []
+    if computed:
+        word = _PLAIN_READ.sub(lambda read: _READ_AS[read["name"] or read["braced"]], word)
+        top = _TOP.match(word)
+        if top is not None:  # the repository's top, or nothing (`cd ""`, `cd /..`) outside one
+            word = word[top.end() :].lstrip("/") or "."
+            tops = [repository_top(folder) or Path("/") for folder in starts or folders]
+        word = _DIRNAME.sub(lambda named: posixpath.dirname(named["path"]) or ".", word)
+        if _COMPUTING.search(word) or _GLOBBING.search(word):
+            return f"it enters a folder the shell computes, {word!r}"
+    target = expand_home(word)  # an absolute one: itself
+    entered = [folder / target for folder in tops or starts or folders]
     every = list(dict.fromkeys([*folders, *entered]))
-    return every if len(every) <= MAX_ENTERED_FOLDERS else None
+    if len(every) > MAX_ENTERED_FOLDERS:
+        return f"it may run in more than {MAX_ENTERED_FOLDERS} folders, more than are followed"
+    return every
 
 
-_HOME = re.compile(r"\$\{?HOME\b\}?")
+_PLAIN_READ = re.compile(r"\$(?:(?P<name>HOME|PWD|OLDPWD)\b|\{(?P<braced>HOME|PWD|OLDPWD)\})")
+"""A plain read of a variable naming a folder, which the shell gives as ``~``, ``~+``, ``~-``
+give it (``cd "$HOME/.config"``, ``cd $PWD/..``)."""
+_READ_AS = {"HOME": "~", "PWD": "~+", "OLDPWD": "~-"}
+_TOP = re.compile(r"\$\(git rev-parse --show-toplevel\)|`git rev-parse --show-toplevel`")
+"""The top of the repository a folder is in, as a command often enters it."""
+_DIRNAME = re.compile(r"\$\(dirname (?P<path>[^\s$`()'\"\\;&|<>*?\[{]+)\)")
+"""The folder of a path written out, as a command often enters it (``cd "$(dirname x/y)"``)."""
+
+
+def repository_top(folder: Path) -> Path | None:
+    """The top of the git repository holding ``folder``, or None outside one."""
+    for each in (folder, *folder.parents):
+        if (each / ".git").exists():
+            return each
+    return None
+
+
 _COMPUTING = re.compile(r"[$`]")
 """What makes a wrapper's folder one the shell computes (its text as the analysis keeps it)."""
-
-_SEPARATORS = re.compile(r"[\s;|&<>]+")
-_QUOTING = re.compile(r"[$(){}`\"']")
-"""What separates the paths a word the shell computes may spell, and what is left out of
-each (``$(echo ~/.config)/git`` spells ``~/.config/git``)."""
+_GLOBBING = re.compile(r"[*?\[{]")
 
 _DECLARING = frozenset({"export", "declare", "typeset", "local", "readonly"})
 

@@ -73,6 +73,10 @@ def judge(command: str, *, roots: tuple[str, ...] = ()) -> ReadOnlyVerdict:
         "git rev-parse --show-toplevel",
         "git ls-files -z",
         "git blame -L 1,10 a.py",
+        "git diff -U5 --unified=1",
+        "git log -p -U1 --format=%h --min-parents=2",
+        "git shortlog -n -s --format '%an'",
+        "git blame --reverse HEAD~3..HEAD a.py",
         "git --no-pager log -1",
         "git tag -l",
         "git remote -v",
@@ -115,6 +119,15 @@ def test_read_only_commands_are_allowed(command: str) -> None:
         ("git tag --format='%(signature)'", "checks signatures, running gpg"),
         # found: a placeholder's line-break or blank modifier hid it
         ("git log --format=%+GS", "checks signatures, running gpg"),
+        # found: a value git takes only joined to its option was taken from the next word, so
+        # the option there was not judged (each wrote, or emptied, the file named)
+        ("git diff -U --output=x", "git diff --output is not a read-only option"),
+        ("git log -p --unified --output=x", "git log --output is not a read-only option"),
+        ("git show --format --output=x", "git show --output is not a read-only option"),
+        ("git log --min-parents --output=x", "git log --output is not a read-only option"),
+        ("git shortlog -n --output=x", "git shortlog: --output is not an option we know"),
+        ("git shortlog --committer --output=x", "git shortlog: --output is not an option"),
+        ("git blame --reverse --output=x a.txt", "git blame: --output is not an option"),
         ("git show -s '--pretty=tformat:%-G?'", "checks signatures, running gpg"),
         ("git shortlog '--format=% GK'", "checks signatures, running gpg"),
         ("git tag -l --format='%(*signature)'", "checks signatures, running gpg"),

@@ -1,0 +1,140 @@
+"""Where ``~``, ``cd`` and ``cd -`` lead, as the command's shell decides it.
+
+Found in bypass mode, where a write to a protected path still asks: the checks expanded ``~``
+to the home folder and took ``cd -`` as a folder named ``-``, but the shell follows its own
+variables and folder stack. ``HOME=/; rm -rf ~/home/me/.config``, ``read HOME <<< /``,
+``HOME=/ bash -c '…'``, ``OLDPWD=~; cd - && rm -rf .config``, ``cd ~+/.. && rm -rf .config``
+(``~+`` is the folder the shell is in) and ``pushd ~; pushd -; rm -rf ~1/.config`` each
+deleted git's settings unasked; and ``cd -`` led where the terminal that started the library
+had been (an inherited ``OLDPWD``). Now ``~+``, ``~-`` and ``~N`` are taken from every folder
+the command may be in, the command's shell inherits no ``OLDPWD``, and a command naming
+``HOME``, ``PWD``, ``OLDPWD`` or ``DIRSTACK`` but to read it asks.
+
+``cd -e DIR`` entered a folder named ``-e``; and a folder the shell computes was taken as each
+path its text spells, which ``cd "$(printf '%s/.con%s' ~ fig)" && rm -rf git`` and ``cd
+"$(git rev-parse --show-toplevel)/.." && rm -rf .config`` beat. Now only the options are
+skipped, and a computed folder asks unless it reads ``$HOME``, ``$PWD`` or ``$OLDPWD``, is the
+repository's top or the folder of a path written out (``$(dirname src/a.py)``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_hostile_commands import decide
+from test_toolbox import call
+
+from fsm_agent import PermissionMode
+from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
+from fsm_agent.core.shell_commands import analyse_command
+from fsm_agent.toolbox import Bash
+from fsm_agent.toolbox.paths import expand_home, word_bases
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project (a repository) in a home folder holding git's settings."""
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".config" / "git" / "config").write_text("")
+    project = home / "project"
+    (project / "src").mkdir(parents=True)
+    (project / ".git").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return project
+
+
+ASKING = [
+    "HOME=/; rm -rf ~/{home}/.config",
+    "HOME=/ ; cd; rm -rf {home}/.config",
+    "HOME=/ bash -c 'rm -rf ~/{home}/.config'",
+    "HOME=/ eval 'rm -rf ~/{home}/.config'",
+    "export HOME=/; rm -rf ~/{home}/.config",
+    "read HOME <<< /; rm -rf ~/{home}/.config",
+    "printf -v HOME /; rm -rf ~/{home}/.config",
+    "for HOME in /; do rm -rf ~/{home}/.config; done",
+    "unset HOME; : ${{HOME:=/}}; rm -rf ~/{home}/.config",
+    "ln -s / 0; ((HOME=0)); rm -rf ~/{home}/.config",
+    "OLDPWD=~; cd - && rm -rf .config",
+    "PWD=~; rm -rf ~+/.config",
+    "DIRSTACK[0]=~; rm -rf ~0/.config",
+    "cd ~+/.. && rm -rf .config",
+    "cd .. ; cd project; cd ~- && rm -rf .config",
+    "pushd .. ; pushd project; rm -rf ~1/.config",
+    "pushd .. ; pushd project; pushd +1 && rm -rf .config",
+    "cd ..; cd -; rm -rf ~-/.config",
+    # cd's own options
+    "cd -e .. && rm -rf .config",
+    "cd -@ .. && rm -rf .config",
+    "cd -P -e -- .. && rm -rf .config",
+    # a folder the shell computes other than by reading $HOME, $PWD, $OLDPWD
+    "cd ${{PWD%/*}} && rm -rf .config",
+    "cd $(dirname $(pwd)) && rm -rf .config",
+    "cd \"$(printf '%s/.con%s' ~ fig)\" && rm -rf git",
+    'cd "$(git rev-parse --show-toplevel)/.." && rm -rf .config',
+    'cd "$(dirname ~/.config/git/config)" && echo x >> config',
+    "cd ~/.con* && rm -rf git",
+]
+
+
+@pytest.mark.parametrize("command", ASKING)
+def test_where_the_shell_leads_asks_in_bypass(command: str, work: Path) -> None:
+    home = str(work.parent).lstrip("/")
+    decided = decide(command.format(home=home), work, mode=PermissionMode.BYPASS)
+    assert decided.behavior is PermissionBehavior.DENY, decided.reason
+    assert decided.source is DecisionSource.NO_ONE_TO_ASK
+    assert "protected path" in decided.reason
+
+
+def test_a_path_rule_asks_when_home_is_set(work: Path) -> None:
+    decided = decide(
+        f"HOME={work}/..; rm -rf ~/project/src",
+        work,
+        mode=PermissionMode.BYPASS,
+        deny={"Edit(./src/**)"},
+    )
+    assert decided.behavior is PermissionBehavior.DENY
+    assert "Edit(./src/**)" in decided.reason
+    assert "it may set HOME" in decided.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'ls "$HOME" > listing.txt',
+        "echo ${HOME%/} $PWD ${OLDPWD:-none} > where.txt",
+        "cd src && cd - && rm -rf build",
+        "pushd src && popd && rm -rf build",
+        "cd ~+/src && rm -f a.o",
+        'cd "$(git rev-parse --show-toplevel)" && echo x > src/a.py',
+        'cd "$(dirname src/a.py)" && echo x > a.py',
+        'cd "$PWD/src" && rm -f a.o',
+    ],
+)
+def test_plain_reads_and_moves_still_run_in_bypass(command: str, work: Path) -> None:
+    decided = decide(command, work, mode=PermissionMode.BYPASS)
+    assert decided.behavior is PermissionBehavior.ALLOW, decided.reason
+
+
+def test_the_shell_folders_are_relative_words(work: Path) -> None:
+    assert expand_home("~+/x") == Path("x")
+    assert expand_home("~-") == Path()
+    assert expand_home("~12/a/b") == Path("a/b")
+    assert expand_home("~+3") == Path()
+    assert expand_home("~/x") == work.parent / "x"
+    assert expand_home("~+x") == Path("~+x")  # a user named `+x`, who is not there
+    bases = word_bases(analyse_command("cd src; cd -; pushd +1"), work)
+    assert bases == [work, work / "src"]
+    top = word_bases(analyse_command('cd src; cd "$(git rev-parse --show-toplevel)/x"'), work)
+    assert top == [work, work / "src", work / "x"]
+    assert isinstance(word_bases(analyse_command("read -r HOME"), work), str)
+
+
+def test_the_command_inherits_no_oldpwd(
+    work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cd -`` at the start of a command fails instead of leading where we were."""
+    monkeypatch.setenv("OLDPWD", str(tmp_path))
+    finished = call(Bash(), {"command": "cd - >/dev/null 2>&1; pwd"}, work)
+    assert finished.content.strip() == str(work)
