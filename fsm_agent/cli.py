@@ -444,6 +444,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     from fsm_agent.trace.replay import fork  # noqa: PLC0415
 
     point = fork(_trace_file(args.trace_file), args.at)
+    _refuse_ended(point, "fork")
     carry = _carries_rules(getattr(point.core, "session_permission_rules", ()), args)
     return _live(args, lambda agent: agent.continue_from(point, carry_session_rules=carry))
 
@@ -452,6 +453,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     from fsm_agent.trace.replay import resume  # noqa: PLC0415
 
     point = resume(_trace_file(args.trace_file))
+    _refuse_ended(point, "resume")
     for item in point.unsafe_to_rerun:
         verb = "will run again" if args.rerun else "is answered with an error, not re-run"
         print(shown(f"in flight at the crash: {item.effect} — {verb}"), file=sys.stderr)
@@ -461,6 +463,25 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         lambda agent: agent.continue_from(
             point, rerun=lambda _: args.rerun, carry_session_rules=carry
         ),
+    )
+
+
+def _refuse_ended(point: Any, command: str) -> None:
+    """Refuse to carry on a point that holds the run's ``end`` record: the run would only
+    be copied into a new trace, and ``ended: completed`` said as if something had run."""
+    ended = [record for record in point.records if record.get("record") == "end"]
+    if not ended:
+        return
+    how = f"the recorded run ended ({shown_on_one_line(str(ended[-1].get('terminal')))})"
+    if command == "fork":
+        raise CommandLineError(
+            f"--at {point.at_seq}: {how} by this seq, so there is nothing to carry on: fork "
+            "at an earlier seq (fsm-agent show TRACE numbers the records)"
+        )
+    raise CommandLineError(
+        f"{how}: there is nothing to resume (resume carries on a run that crashed). Fork it "
+        "at an earlier seq to take another path, or ask its conversation a new question with "
+        'fsm-agent run --resume TRACE "prompt"'
     )
 
 
@@ -671,9 +692,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     for path in files:
         try:
             events, transitions, ending = _replay_one(path, allow_truncated=args.allow_truncated)
-        except TraceError as exc:
+        except (TraceError, OSError) as exc:  # a file that cannot be read is one failed row
             failures += 1
-            if isinstance(exc, TraceDivergence):
+            if isinstance(exc, OSError):
+                text = f"{path}: {exc.strerror or exc}"
+            elif isinstance(exc, TraceDivergence):
                 text = format_divergence(_as_shown(exc, path))
             else:
                 text = str(exc)
@@ -775,8 +798,9 @@ def _list_traces(folder: Path) -> int:
     for path in files:
         try:
             trace = read_trace(path, allow_truncated=True)
-        except TraceError as exc:
-            print(shown(f"  {path.relative_to(folder)}  unreadable: {str(exc).splitlines()[0]}"))
+        except (TraceError, OSError) as exc:
+            why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+            print(shown(f"  {path.relative_to(folder)}  unreadable: {why.splitlines()[0]}"))
             continue
         started = trace.header.meta.get("started", "")
         ends = list(trace.of_kind("end"))
@@ -796,7 +820,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     from fsm_agent.trace.reader import read_trace  # noqa: PLC0415
     from fsm_agent.trace.replay import diff_traces, shown_divergence  # noqa: PLC0415
 
-    first, second = read_trace(_trace_file(args.a)), read_trace(_trace_file(args.b))
+    # A crashed run's trace (its last line cut off) is compared up to the cut, and said so.
+    first = read_trace(_trace_file(args.a), allow_truncated=True)
+    second = read_trace(_trace_file(args.b), allow_truncated=True)
+    for given, trace in ((args.a, first), (args.b, second)):
+        if trace.truncated:
+            print(shown(f"({given}: its last line is cut off; compared up to the cut)"))
     divergence = diff_traces(first, second)
     if divergence is None:
         print("the traces agree")

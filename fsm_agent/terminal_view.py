@@ -22,7 +22,12 @@ and a ``v`` answer that shows all of it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import os
+import shutil
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -98,6 +103,55 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+async def _asked_aside(question: Callable[[], PermissionAnswer]) -> PermissionAnswer:
+    """``question()``, run in a thread of its own and awaited.
+
+    Not in the loop's executor: a question whose run is cancelled (Ctrl-C while it waits)
+    stays blocked in ``input()``, and ``asyncio.run`` waits for the executor's threads before
+    it returns, so the command hung, showing nothing, until Enter was pressed for the
+    question and for its message. A daemon thread does not hold the command up; what it
+    reads once nobody waits is dropped.
+    """
+    loop = asyncio.get_running_loop()
+    answered: asyncio.Future[PermissionAnswer] = loop.create_future()
+
+    def deliver(settle: Callable[[], None]) -> None:
+        def settled() -> None:
+            if not answered.done():  # not cancelled meanwhile
+                settle()
+
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            loop.call_soon_threadsafe(settled)
+
+    def ask() -> None:
+        try:
+            answer = question()
+        except Exception as exc:  # handed to the awaiting task, raised there
+            deliver(functools.partial(answered.set_exception, exc))
+        else:
+            deliver(functools.partial(answered.set_result, answer))
+
+    threading.Thread(target=ask, name="fsm-agent-question", daemon=True).start()
+    return await answered
+
+
+def terminal_console() -> Console:
+    """A console on standard output, as wide and as tall as the terminal.
+
+    ``COLUMNS=0`` or ``LINES=0`` in the environment (a container or a script may set them
+    so) would be taken as the size: at width 0 every line prints as nothing, a permission
+    question's tool, input and reason among them, so the person would answer a question they
+    cannot see. A size of 0 is read as unset: the terminal's own, else 80 by 25.
+    """
+    width = height = None
+    size = shutil.get_terminal_size()  # reads COLUMNS and LINES only when they are above 0
+    if os.environ.get("COLUMNS", "").strip().isdigit() and int(os.environ["COLUMNS"]) < 1:
+        width = size.columns
+    if os.environ.get("LINES", "").strip().isdigit() and int(os.environ["LINES"]) < 1:
+        height = size.lines
+    return Console(highlight=False, width=width, height=height)
+
+
 class LiveView:
     """Prints a run's updates as they come; asks permission questions at the terminal.
 
@@ -118,7 +172,7 @@ class LiveView:
         read_line: Callable[[str], str] = input,
         secrets: Iterable[str] = (),
     ) -> None:
-        self.console = console if console is not None else Console(highlight=False)
+        self.console = console if console is not None else terminal_console()
         self._redactor = Redactor(secrets)
         self._secrets = tuple(secrets)
         self._holdback = StreamTextHoldback(self._redactor.spellings)
@@ -313,7 +367,7 @@ class LiveView:
                 self._status.stop()
             self._held = []
             try:
-                return await asyncio.to_thread(self._question, request)
+                return await _asked_aside(lambda: self._question(request))
             finally:
                 held, self._held = self._held, None
                 for out in held:

@@ -66,6 +66,7 @@ def judge_read_only(
     readable_roots: Sequence[str],
     home: str,
     resolve: Callable[[str], str] = posixpath.normpath,
+    shell_dirs: Sequence[str] = (),
 ) -> ReadOnlyVerdict:
     """Judge a command by allowlist.
 
@@ -77,13 +78,19 @@ def judge_read_only(
         resolve: turns an absolute path, ``..`` included, into the path it really names; the
             default removes ``..`` by the text alone; pass ``os.path.realpath`` so a symlink
             cannot lead outside (``link/../x`` is then beside where the link points).
+        shell_dirs: further folders (absolute) the shell may be in when the command starts
+            (the ``cd`` of an earlier part, judged apart); a path must be inside from each.
     """
     if analysis.problem is not None:
         return ReadOnlyVerdict(read_only=False, reason=f"cannot be analysed: {analysis.problem}")
     if not analysis.parts:
         return ReadOnlyVerdict(read_only=False, reason="there is no command to run")
     places = _Places(
-        cwd=cwd, shell_dirs=(cwd,), roots=tuple(readable_roots), home=home, resolve=resolve
+        cwd=cwd,
+        shell_dirs=tuple(dict.fromkeys((cwd, *shell_dirs))),
+        roots=tuple(readable_roots),
+        home=home,
+        resolve=resolve,
     )
     for part in analysis.parts:
         why = _refusal(part, places)

@@ -9,6 +9,7 @@ writer and no model machinery (issue 10, DESIGN §7).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -287,6 +288,7 @@ class Agent:
         self._response_clock: ResponseClock | None = None
         self.price = price
         _check_arguments(model, tools, trace)
+        _check_parts(config=config, hooks=hooks, permissions=permissions)
         # Server tools are declarations for the API; only local tools reach the core.
         self.tools = tuple(t for t in tools if not isinstance(t, ServerTool))
         self.server_tools = tuple(t for t in tools if isinstance(t, ServerTool))
@@ -624,8 +626,32 @@ def _check_arguments(model: object, tools: object, trace: object) -> None:
         )
     if isinstance(tools, str | bytes) or not isinstance(tools, Iterable):
         raise ConfigError(f"tools must be a list of tools (or []), not {type(tools).__name__}")
+    for index, item in enumerate(tools):
+        if isinstance(item, Tool | ServerTool):
+            continue
+        hint = ""
+        if inspect.iscoroutinefunction(item):
+            hint = f"; decorate {getattr(item, '__name__', 'it')} with @tool to make it one"
+        elif isinstance(item, str):
+            hint = "; give the tool object itself (Read(), not 'Read')"
+        name = getattr(item, "__name__", None) if callable(item) else None
+        what = f"{type(item).__name__} {name or repr(item)}"
+        raise ConfigError(f"tools[{index}] is not a tool: {what:.80}{hint}")
     if trace is not None and not isinstance(trace, str | os.PathLike | bool):
         raise ConfigError(f"trace must be a path, True, False or None, not {type(trace).__name__}")
+
+
+def _check_parts(*, config: object, hooks: object, permissions: object) -> None:
+    """Refuse, naming it, a part of ``Agent`` given as something else than its class (a dict
+    of its fields, the class itself): it would fail later with an error naming neither."""
+    for name, value, kind in (
+        ("config", config, LoopConfig),
+        ("hooks", hooks, Hooks),
+        ("permissions", permissions, PermissionPolicy),
+    ):
+        if value is not None and not isinstance(value, kind):
+            shown = "the class itself" if value is kind else type(value).__name__
+            raise ConfigError(f"{name} must be a {kind.__name__}(...) or None, not {shown}")
 
 
 def _settings(value: Settings | str | os.PathLike[str] | bool | None, cwd: Path) -> Settings:

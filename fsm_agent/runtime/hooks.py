@@ -14,13 +14,14 @@ message naming it, and blocks nothing.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from fsm_agent.core import texts
 from fsm_agent.core.kinds import HookDecision, HookEvent
+from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.hook_settings import matchers_from_settings
 from fsm_agent.runtime.hook_spec import (
     DEFAULT_TIMEOUT_S,
@@ -56,7 +57,14 @@ _CAN_BLOCK = frozenset(
 )
 
 
-def _entries(value: Sequence[HookEntry]) -> tuple[HookEntry, ...]:
+def _entries(value: Sequence[HookEntry] | HookEntry) -> tuple[HookEntry, ...]:
+    if isinstance(value, HookMatcher) or callable(value):
+        return (value,)  # a lone hook is one hook, as ``Hooks(stop=check)`` reads
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise ConfigError(
+            f"a hook event takes a list of callables and HookMatcher groups, not "
+            f"{type(value).__name__} {value!r:.40}"
+        )
     return tuple(value)
 
 

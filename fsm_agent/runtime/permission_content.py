@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
 
@@ -56,6 +56,7 @@ from fsm_agent.toolbox.paths import (
     repository_top,
     resolved_under,
     word_bases,
+    word_path,
 )
 
 if TYPE_CHECKING:
@@ -258,6 +259,9 @@ def shell_verdict(
         if guarding:
             return rule_verdict("ask", "1f", guarding[0], f"{where}, so a word may name any path;")
         where = _Where(bases=[place.cwd], matching=_matching(place))  # safety check asks
+        shell_dirs = None
+    else:
+        shell_dirs = where.bases
     named = _path_rule(analysis, rules, RuleBehavior.DENY, where)
     if named is not None:
         return rule_verdict("deny", "1d", named[0], f"{named[1]!r}")
@@ -328,9 +332,9 @@ def shell_verdict(
         allowing = _allowing_rule(part, rules)
         if allowing is not None:
             used = used or allowing
-        elif place.accept_edits and _accept_edits_allows(part, place):
+        elif place.accept_edits and _accept_edits_allows(part, place, shell_dirs):
             by_mode = True
-        elif not _read_only(part, place) or (git_refused and runs_git(part)):
+        elif not _read_only(part, place, shell_dirs) or (git_refused and runs_git(part)):
             refused.append(part)
     if refused:
         # A part with no program (`X=1`, `> f`) has no text a rule could name: "Bash()" would
@@ -545,7 +549,7 @@ def _unnamed_write_rule(
     from fsm_agent.toolbox.unnamed_writes import unnamed_writes  # noqa: PLC0415 - lazy
 
     for part in analysis.parts:
-        if not part.argv or _read_only(part, place):
+        if not part.argv or _read_only(part, place, where.bases):
             continue
         for base in where.bases:
             resolved = _Resolved([base])
@@ -649,17 +653,23 @@ def _git_refusal(analysis: CommandAnalysis, place: CallPlace) -> str | None:
     return git_refusal(analysis, place.cwd)
 
 
-def _read_only(part: CommandPart, place: CallPlace) -> bool:
-    """One part judged by the read-only allowlist, reading only where no question is needed."""
+def _read_only(part: CommandPart, place: CallPlace, shell_dirs: Sequence[Path] | None) -> bool:
+    """One part judged by the read-only allowlist, reading only where no question is needed
+    from each folder the shell may be in when it runs (``shell_dirs``, the command's
+    ``paths.entered_folders``; None when there are more than are followed): ``cd src && cat
+    l/x`` reads outside when ``src/l`` is a link leading out, though ``l/x`` is inside."""
     from fsm_agent.core.read_only_commands import judge_read_only  # noqa: PLC0415 - lazy
     from fsm_agent.core.shell_commands import CommandAnalysis  # noqa: PLC0415 - lazy
 
+    if shell_dirs is None:
+        return False
     verdict = judge_read_only(
         CommandAnalysis(command=part.text, parts=(part,)),
         cwd=place.cwd.as_posix(),
         readable_roots=[root.as_posix() for root in place.additional_directories],
         home=place.home.as_posix(),
         resolve=os.path.realpath,
+        shell_dirs=[folder.as_posix() for folder in shell_dirs],
     )
     return verdict.read_only
 
@@ -715,16 +725,24 @@ def _allowing_rule(part: CommandPart, rules: RuleSet) -> Rule | None:
     return None
 
 
-def _accept_edits_allows(part: CommandPart, place: CallPlace) -> bool:
-    """SPEC §9.3: acceptEdits runs simple file operations whose paths are all inside."""
-    if not part.argv or part.assignments or part.wrappers or part.expanded:
+def _accept_edits_allows(
+    part: CommandPart, place: CallPlace, shell_dirs: Sequence[Path] | None
+) -> bool:
+    """SPEC §9.3: acceptEdits runs simple file operations whose paths are all inside, from
+    each folder the shell may be in (``shell_dirs``; None when there are more than are
+    followed): after ``cd .venv/bin``, ``cp f python`` writes where the link ``python``
+    leads, out of the working folder, though ``python`` alone names a path inside."""
+    if not part.argv or part.assignments or part.wrappers or part.expanded or not shell_dirs:
         return False
     program, *args = part.argv
     accepted = ACCEPT_EDITS_COMMANDS.get(program)
     if accepted is None:
         return False
     for redirect in part.redirects:
-        if not (_quiet(redirect.operator, redirect.target) or _inside(redirect.target, place)):
+        if not (
+            _quiet(redirect.operator, redirect.target)
+            or _inside_from_each(redirect.target, place, shell_dirs)
+        ):
             return False
     operands: list[str] = []
     options_done = False
@@ -745,25 +763,61 @@ def _accept_edits_allows(part: CommandPart, place: CallPlace) -> bool:
     # What rm removes and what cp and mv carry along: a folder holding `.git` or a `.bashrc`
     # (`rm -rf .`, `cp -r template/. sub`) changes protected paths without naming one.
     carried = operands[:-1] if program in ("cp", "mv") else operands
-    if program in _TREE_COMMANDS and any(_holds_protected(raw, place) for raw in carried):
+    if program in _TREE_COMMANDS and any(
+        _holds_protected(raw, folder) for raw in carried for folder in shell_dirs
+    ):
         return False
-    return bool(operands) and all(_inside(operand, place) for operand in operands)
+    if program == "cp" and any(_copies_through_a_link(part, place, f) for f in shell_dirs):
+        return False
+    return bool(operands) and all(
+        _inside_from_each(operand, place, shell_dirs) for operand in operands
+    )
 
 
 _TREE_COMMANDS = frozenset({"rm", "rmdir", "cp", "mv"})
 
 
-def _holds_protected(raw: str, place: CallPlace) -> bool:
-    """Whether the folder ``raw`` names (not through a link) holds a protected path."""
+def _copies_through_a_link(part: CommandPart, place: CallPlace, folder: Path) -> bool:
+    """Whether ``cp`` may write through a link out of the working folder: it opens a file
+    already in the destination folder under a source's name and writes where that leads
+    (``cp src/python .venv/bin/`` overwrites the Python the environment's ``bin/python``
+    links to), and copies a folder into one already there, whose links it follows too."""
+    from fsm_agent.toolbox.placed_files import placed_sources  # noqa: PLC0415 - lazy
+
+    placed = placed_sources(part.argv, folder)
+    if placed is None:
+        return False  # the destination is the file itself, judged as its word
+    target, names = placed
+    if names is None:
+        return True  # names that cannot be known
+    destination = word_path(target, folder)
+    for name, may_be_folder in names:
+        landing = destination / name
+        if not _inside(landing.as_posix(), place, folder):
+            return True
+        if may_be_folder and holds_protected(landing, through_links=True):
+            return True  # a link in it leads out (or a protected name, which asks anyway)
+    return False
+
+
+def _holds_protected(raw: str, folder: Path) -> bool:
+    """Whether the folder ``raw`` names from ``folder`` (not through a link) holds a protected
+    path."""
     path = expand_home(raw)
-    return holds_protected(path if path.is_absolute() else place.cwd / path)
+    return holds_protected(path if path.is_absolute() else folder / path)
 
 
-def _inside(raw: str, place: CallPlace) -> bool:
+def _inside_from_each(raw: str, place: CallPlace, shell_dirs: Sequence[Path]) -> bool:
+    return all(_inside(raw, place, folder) for folder in shell_dirs)
+
+
+def _inside(raw: str, place: CallPlace, folder: Path) -> bool:
+    """Whether ``raw``, relative to ``folder``, is a path inside the working folder that is not
+    protected."""
     if not raw or (raw.startswith("~") and not raw.startswith("~/")):
         return False  # ~user paths, and the home folder itself, are not inside
     path = expand_home(raw)
-    literal = path if path.is_absolute() else place.cwd / path
+    literal = path if path.is_absolute() else folder / path
     # is_protected looks at the path as written and as resolved (a link named .git counts)
     return literal.resolve().is_relative_to(place.cwd) and not is_protected(literal)
 

@@ -45,6 +45,7 @@ from fsm_agent.core.permission_rules import (
     check_rule_tools,
     parse_rule,
 )
+from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.permission_content import (
     CallPlace,
     Verdict,
@@ -154,7 +155,7 @@ class CallFacts:
 def _parse_all(texts_: Iterable[str], behavior: RuleBehavior, source: RuleSource) -> list[Rule]:
     if isinstance(texts_, str):
         texts_ = [texts_]  # a lone string is one rule, not a set of letters
-    return [parse_rule(text, behavior, source) for text in texts_]
+    return [parse_rule(text, behavior, source) for text in sorted(texts_)]
 
 
 @attrs.frozen(kw_only=True)
@@ -176,7 +177,8 @@ class PermissionPolicy:
             bypass (SPEC §9.1).
 
     Raises:
-        ConfigError: a rule does not parse (the message names it, its source and why).
+        ConfigError: a rule does not parse (the message names it, its source and why), or
+            ``ask`` is not callable.
     """
 
     mode: PermissionMode = PermissionMode.DEFAULT
@@ -193,10 +195,16 @@ class PermissionPolicy:
     def __attrs_post_init__(self) -> None:
         parsed = [
             *self.rules,
-            *_parse_all(sorted(self.deny), RuleBehavior.DENY, RuleSource.CLI),
-            *_parse_all(sorted(self.ask_rules), RuleBehavior.ASK, RuleSource.CLI),
-            *_parse_all(sorted(self.allow), RuleBehavior.ALLOW, RuleSource.CLI),
+            *_parse_all(self.deny, RuleBehavior.DENY, RuleSource.CLI),
+            *_parse_all(self.ask_rules, RuleBehavior.ASK, RuleSource.CLI),
+            *_parse_all(self.allow, RuleBehavior.ALLOW, RuleSource.CLI),
         ]
+        if self.ask is not None and not callable(self.ask):
+            # ask=True reads as "ask me", but only a callable can answer.
+            raise ConfigError(
+                "ask must be a callable that answers a PermissionRequest (or None: no one to "
+                f"ask), not {type(self.ask).__name__} {self.ask!r:.40}"
+            )
         object.__setattr__(self, "rule_set", RuleSet.of(parsed))
 
     def with_settings(self, settings: Settings) -> PermissionPolicy:

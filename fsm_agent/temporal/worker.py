@@ -8,6 +8,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from fsm_agent.temporal.activities import AgentFactory, SessionActivities
+from fsm_agent.temporal.client import connect
 from fsm_agent.temporal.workflow import SessionWorkflow
 
 PASSED_THROUGH = (
@@ -70,8 +71,10 @@ async def run_worker(
     data_converter: DataConverter | None = None,
 ) -> None:
     """Connect to ``address`` and serve sessions until cancelled (``fsm-agent worker``);
-    ``data_converter``: as for :func:`~fsm_agent.temporal.client.connect`."""
-    client = await Client.connect(
-        address, namespace=namespace, data_converter=data_converter or DataConverter.default
-    )
+    ``data_converter``: as for :func:`~fsm_agent.temporal.client.connect`.
+
+    Raises:
+        ConfigError: nothing answers at ``address`` (as ``fsm-agent approve`` says it).
+    """
+    client = await connect(address, namespace=namespace, data_converter=data_converter)
     await session_worker(client, task_queue=task_queue, factory=factory).run()

@@ -18,12 +18,18 @@ import os
 import re
 import signal
 from pathlib import Path
+from typing import Final
 
 import attrs
 
 from fsm_agent.core.git_commands import configuration_written
 from fsm_agent.core.read_only_commands import OUTPUT_ONLY, ReadOnlyVerdict, judge_read_only
-from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, analyse_command
+from fsm_agent.core.shell_commands import (
+    CommandAnalysis,
+    CommandPart,
+    Redirect,
+    analyse_command,
+)
 from fsm_agent.runtime.tool import (
     SAFETY_CHECK,
     PermissionCheck,
@@ -144,6 +150,8 @@ class Bash(Tool[BashInput]):
                 return PermissionCheck(behavior="allow", message="read-only command")
             return PermissionCheck(behavior="ask", message=f"not read-only here: {refusal}")
         unfollowed = _unfollowed(analysis, ctx.cwd)
+        if isinstance(unfollowed, str) and not analysis.misread and _writes_nothing(analysis):
+            return PermissionCheck(behavior="ask", message=f"not read-only: {verdict.reason}")
         if isinstance(unfollowed, str):
             return PermissionCheck(
                 behavior="ask",
@@ -307,7 +315,7 @@ def _protected_path_named(
                 for folder in [Path("/")] if path.is_absolute() else folders:
                     if is_protected(folder / path):
                         return word
-                    if views.through(folder, path):
+                    if views.through(folder, path) and not _writes_nothing(analysis):
                         return f"{word} (through {_VIEWED}, which the command reads as its own)"
                     shadowed = search.shadowed(folder / path)
                     if shadowed is not None:
@@ -402,6 +410,29 @@ def _filled_indexes(parts: tuple[CommandPart, ...], position: int) -> tuple[int,
     ):
         return ()
     return part.fed
+
+
+def _writes_nothing(analysis: CommandAnalysis) -> bool:
+    """Whether every part of a command (all found) only reads, wherever its words lead, or
+    only moves the shell (``cd $DIR && ls``, ``cat /proc/self/cwd/x``), and no redirection
+    writes: then no protected path can change, wherever the command is."""
+    return all(
+        (part.argv[:1] in _MOVES or _only_reads(part))
+        and all(_writes_no_file(redirect) for redirect in part.redirects)
+        for part in analysis.parts
+    )
+
+
+def _writes_no_file(redirect: Redirect) -> bool:
+    """Whether a redirection reads, or writes only to ``/dev/null`` or a descriptor
+    (``2>&1``)."""
+    operator, target = redirect.operator.lstrip("0123456789"), redirect.target
+    if operator.startswith("<") and operator != "<>":
+        return True
+    return target == "/dev/null" or (operator == ">&" and (target.isdigit() or target == "-"))
+
+
+_MOVES: Final = frozenset({("cd",), ("pushd",), ("popd",)})
 
 
 def _only_reads(part: CommandPart) -> bool:

@@ -45,7 +45,13 @@ from fsm_agent.core.command_options import (
     parse_arguments,
 )
 from fsm_agent.toolbox.git_checkouts import checkout_folder
-from fsm_agent.toolbox.paths import is_folder, is_protected, path_candidates, word_path
+from fsm_agent.toolbox.paths import (
+    is_folder,
+    is_protected,
+    path_candidates,
+    protected_within,
+    word_path,
+)
 from fsm_agent.toolbox.startup_places import holds_place
 
 Names = list[tuple[str, bool]] | None
@@ -114,6 +120,18 @@ def placed_path(
     return found or _into_named_folder(argv[1:], cwd, protected)
 
 
+def _links_to_protected(source: str, cwd: Path) -> bool:
+    """Whether a link to ``source`` leads to a folder that is, may hold or holds a protected
+    path (``~``, ``..``, ``/``, a repository, ``~/.config``): a later command writes through
+    it under names that spell no protected path, and what the link leads to may change
+    between that command's check and its run (``mkdir h``, then ``rm -rf h/.config`` checked
+    while ``h`` is a folder, and a job left running makes ``h`` a link to ``~``)."""
+    path = word_path(source, cwd)
+    if holds_place(_parts(path)):
+        return True
+    return protected_within(Path(os.path.realpath(path))) is not False
+
+
 def _copied(
     placer: _Placer, args: Sequence[str], cwd: Path, protected: Callable[[Path], bool]
 ) -> str | None:
@@ -125,8 +143,14 @@ def _copied(
     )
     if linking:
         sources = operands if target is not None or len(operands) < 2 else operands[:-1]
+        # A symbolic link's relative target starts from the link's folder (`ln -s ../x d/y`).
+        named = target if target is not None else operands[-1] if len(operands) > 1 else None
+        starts = [cwd]
+        if named is not None:
+            link = word_path(named, cwd)
+            starts.append(link if target is not None or is_folder(link) else link.parent)
         for source in sources:
-            if holds_place(_parts(word_path(source, cwd))):
+            if any(_links_to_protected(source, start) for start in starts):
                 return f"{source} (a link to it lets a later word write what it holds)"
     if target is None:
         if len(operands) < 2:

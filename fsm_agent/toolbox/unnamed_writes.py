@@ -19,8 +19,11 @@ one of them, as it does for reads (``grep -r KEY .``):
 * the work tree git writes (``git checkout``, ``reset``, ``pull``, ``stash``... under
   ``--work-tree``, ``GIT_WORK_TREE`` or ``git -C``), and what ``git rm``, ``git mv`` and ``git
   clean`` delete or move (``git_checkouts``);
-* where ``find -delete`` starts (``.`` when it names none), and a folder a copy from
-  another place writes whole (``aws s3 sync s3://b .``: ``tree_transfers``);
+* where ``find -delete`` starts (``.`` when it names none), a folder a copy from
+  another place writes whole (``aws s3 sync s3://b .``: ``tree_transfers``), and the trees a
+  formatter or fixer rewrites in place (``black src``, ``prettier --write .``, ``cargo fmt``:
+  ``in_place_writers``), and a folder a long option names for output (``pip install
+  --target src``, ``tsc --outDir src``, ``--prefix``, ``--root``);
 * anywhere (``/``) for words a wrapper fills in (``xargs``, ``find -exec``);
 * the folder a word the shell computes may name a file under (``> "$f"``, ``src/*.py``);
   only a redirection's for a program that writes nothing but its output (``echo "$x"``).
@@ -40,6 +43,7 @@ from fsm_agent.core.shell_commands import CommandPart
 from fsm_agent.core.tree_transfers import received_trees
 from fsm_agent.toolbox.archive_members import extracts_archive
 from fsm_agent.toolbox.git_checkouts import checkout_folder, git_tree_writes
+from fsm_agent.toolbox.in_place_writers import rewritten_trees
 from fsm_agent.toolbox.patch_targets import applies_patch
 from fsm_agent.toolbox.placed_files import placed_sources
 from fsm_agent.toolbox.tree_writes import written_trees
@@ -94,6 +98,8 @@ def unnamed_writes(part: CommandPart, cwd: Path) -> UnnamedWrites:
     folders += received_trees(argv)
     if program == "find" and "-delete" in argv:
         folders += _find_starts(argv[1:])
+    folders += rewritten_trees(argv)
+    folders += _output_folders(argv[1:])
     if program not in OUTPUT_ONLY:  # echo "$x" writes nothing but its output
         if part.fed:
             folders.append("/")
@@ -128,6 +134,31 @@ def _destinations(args: Sequence[str]) -> list[str]:
         elif word in ("-e", "--extract") and index + 2 < len(args) and "zipfile" in args:
             found.append(args[index + 2])
     return found
+
+
+def _output_folders(args: Sequence[str]) -> list[str]:
+    """The values of long options that name a folder a program writes into: ``--target src``
+    (``pip install``), ``--prefix``, ``--root``, ``--outDir`` (``tsc``), ``--out-dir``,
+    ``--output-directory``, ``--target-dir`` (``cargo``), ``--destdir``... as ``--NAME=VALUE``
+    or ``--NAME VALUE`` (a next word that is not an option is taken as its value)."""
+    found: list[str] = []
+    for index, word in enumerate(args):
+        name, equals, value = word.partition("=")
+        if not _OUTPUT_OPTION.fullmatch(name):
+            continue
+        if equals:
+            found.append(value)
+        elif index + 1 < len(args) and not args[index + 1].startswith("-"):
+            found.append(args[index + 1])
+    return [value for value in found if value]
+
+
+_OUTPUT_OPTION: Final = re.compile(
+    r"--(?:prefix|root|target|dest|destination|out|output"
+    r"|[\w-]*(?:out|dest|target|install|build|cache|dist|root)[\w-]*(?:dir|directory|path))",
+    re.IGNORECASE,
+)
+"""A long option naming a folder a program writes into."""
 
 
 def _find_starts(args: Sequence[str]) -> list[str]:

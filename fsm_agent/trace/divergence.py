@@ -69,20 +69,70 @@ def recorded_as_shown(
     )
 
 
+WHOLE_RECORD = 2_000
+"""A record shown in a report up to this many characters long is shown whole."""
+
+AROUND_DIFFERENCE = 400
+"""Of two longer records, the characters shown on either side of where they first differ."""
+
+CONTEXT_RECORD = 300
+"""Of a longer record around the divergence, the characters shown from its start."""
+
+
+def _clipped(text: str, start: int, end: int) -> str:
+    """``text[start:end]``, saying how many characters were left out on either side."""
+    start, end = max(0, start), min(len(text), end)
+    before = f"[… {start:,} characters …]" if start > 0 else ""
+    after = f"[… {len(text) - end:,} characters …]" if end < len(text) else ""
+    return f"{before}{text[start:end]}{after}"
+
+
+def _common_prefix(first: str, second: str) -> int:
+    """How many characters ``first`` and ``second`` start with alike (in blocks: records
+    may be megabytes long)."""
+    shorter = min(len(first), len(second))
+    at, block = 0, 4096
+    while at < shorter and first[at : at + block] == second[at : at + block]:
+        at += block
+    at = min(at, shorter)
+    while at < shorter and first[at] == second[at]:
+        at += 1
+    return at
+
+
+def _compared(recorded: str, replayed: str) -> tuple[str, str]:
+    """The two records' texts as a report shows them: whole when short, else each around the
+    first character where they differ (a long text differing at its end stays readable)."""
+    if len(recorded) <= WHOLE_RECORD and len(replayed) <= WHOLE_RECORD:
+        return recorded, replayed
+    at = _common_prefix(recorded, replayed)
+    start, end = at - AROUND_DIFFERENCE, at + AROUND_DIFFERENCE
+    return _clipped(recorded, start, end), _clipped(replayed, start, end)
+
+
 def format_divergence(error: TraceDivergence) -> str:
-    """A short report: where, the first differing field, both records, and the context."""
+    """A short report: where, the first differing field, both records, and the context.
+
+    A record longer than ``WHOLE_RECORD`` characters is shown around the place where the two
+    first differ, and one of the context by its start, each with the count of characters
+    left out: a report on megabytes of text stays a few lines long.
+    """
     on_line = f" (line {error.line})" if error.line is not None else ""
     lines = [f"{error.source or 'trace'}: replay diverged at seq {error.seq}{on_line}"]
     if error.expected is not None and error.actual is not None:
         where = first_difference(error.expected, error.actual)
         lines.append(f"  first difference: {KEY_RULES_ONLY.text(str(where))}")  # keys too
-    lines.append(f"  recorded: {_json(error.expected)}")
-    lines.append(f"  replayed: {_json(error.actual)}")
+    recorded, replayed = _compared(_json(error.expected), _json(error.actual))
+    lines.append(f"  recorded: {recorded}")
+    lines.append(f"  replayed: {replayed}")
     if error.context:
         lines.append("  around it (recorded):")
         for record in error.context:
             marker = ">" if record.get("seq") == error.seq else " "
-            lines.append(f"   {marker} {_json(record)}")
+            text = _json(record)
+            if len(text) > WHOLE_RECORD:
+                text = _clipped(text, 0, CONTEXT_RECORD)
+            lines.append(f"   {marker} {text}")
     if error.redacted_before:
         lines.append(f"  {redaction_note(error.redacted_before)}")
     return "\n".join(lines)

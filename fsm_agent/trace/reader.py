@@ -132,13 +132,16 @@ def parse_line(content: bytes, number: int, complete: bool, source: str | None) 
         return orjson.loads(content)
     except orjson.JSONDecodeError as exc:
         if not complete:
-            raise TraceTruncated(
-                line=number,
-                path="$",
-                problem="the last line is cut off (no newline, not valid JSON); the writer "
-                "stopped mid-record — read it with allow_truncated=True to get what precedes it",
-                source=source,
-            ) from None
+            problem = (
+                "the last line is cut off (no newline, not valid JSON); the writer stopped "
+                "mid-record — read it with allow_truncated=True to get what precedes it"
+            )
+            if number == 1:  # nothing precedes it: allowing the cut cannot help
+                problem = (
+                    "the header, the only line, is cut off (no newline, not valid JSON); the "
+                    "writer stopped before the run's first record, so there is nothing to read"
+                )
+            raise TraceTruncated(line=number, path="$", problem=problem, source=source) from None
         problem = "empty line" if not content.strip() else f"invalid JSON ({exc})"
         raise TraceFormatError(line=number, path="$", problem=problem, source=source) from None
 

@@ -1115,10 +1115,16 @@ def _check_digest(header: TraceHeader, expected: str | None, source: str | None)
     digest = current_table_digest() if expected is None else expected
     if header.table_digest != digest:
         where = source or "trace"
+        import fsm_agent  # noqa: PLC0415 - the version, only for the message
+
+        recorded_by = header.library_version
         raise TableDigestMismatch(
-            f"{where}: recorded against machine tables {header.table_digest}, this fsm_agent "
-            f"has {digest}; the tables changed, so re-record the traces with "
-            f"`{RERECORD_COMMAND}` (and review the new transitions)"
+            f"{where}: recorded by fsm_agent {recorded_by} against machine tables "
+            f"{header.table_digest}; this fsm_agent ({fsm_agent.__version__}) has tables "
+            f"{digest}, so it cannot replay, fork or resume the run: the fsm_agent that "
+            f"recorded it can (`fsm-agent show` reads it with any). Traces this project "
+            f"records itself: re-record them with `{RERECORD_COMMAND}` and review the new "
+            "transitions"
         )
 
 

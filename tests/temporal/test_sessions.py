@@ -345,6 +345,18 @@ def test_approve_at_an_address_where_no_cluster_answers_names_it(
     assert "cannot reach a Temporal cluster at 127.0.0.1:1" in capsys.readouterr().err
 
 
+def test_worker_at_an_address_where_no_cluster_answers_names_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``fsm-agent worker`` against a closed port exits 1 with one line naming the address,
+    as ``approve`` does, not a traceback."""
+    status = cli.main(["worker", "--address", "127.0.0.1:1"])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "cannot reach a Temporal cluster at 127.0.0.1:1" in err
+    assert "Traceback" not in err
+
+
 def test_a_session_snips_through_the_worker_tool(temporal_address: str, tmp_path: Path) -> None:
     """With ``snip`` on, the worker's agent offers Snip; its request reaches the workflow's
     core through the call's result, the round leaves what is sent, and the trace replays."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fsm_agent import Agent, ConfigError, PermissionPolicy, tool
+from fsm_agent import Agent, ConfigError, LoopConfig, PermissionPolicy, tool
 from fsm_agent.runtime.models import ModelRequest
 
 
@@ -57,7 +57,39 @@ BAD_PARTS: dict[str, tuple[Callable[[Path], dict[str, Any]], str]] = {
         lambda _: {"tool_providers": [object()]},
         "provider",
     ),
+    "plain function among the tools": (
+        lambda _: {"tools": [echo, print]},
+        r"tools\[1\] is not a tool: builtin_function_or_method print",
+    ),
+    "async function not made a tool": (
+        lambda _: {"tools": [_undecorated]},
+        r"tools\[0\] is not a tool: .*decorate _undecorated with @tool",
+    ),
+    "tool named by its name": (
+        lambda _: {"tools": ["Read"]},
+        r"tools\[0\] is not a tool: str 'Read'",
+    ),
+    "config given as a dict": (
+        lambda _: {"config": {"max_turns": 2}},
+        r"config must be a LoopConfig\(...\) or None, not dict",
+    ),
+    "config given as the class": (
+        lambda _: {"config": LoopConfig},
+        r"config must be a LoopConfig\(...\) or None, not the class itself",
+    ),
+    "hooks given as a dict": (
+        lambda _: {"hooks": {"stop": []}},
+        r"hooks must be a Hooks\(...\) or None, not dict",
+    ),
+    "permissions given as a dict": (
+        lambda _: {"permissions": {"deny": ["Bash"]}},
+        r"permissions must be a PermissionPolicy\(...\) or None, not dict",
+    ),
 }
+
+
+async def _undecorated(text: str) -> str:
+    return text
 
 
 @pytest.mark.parametrize("case", sorted(BAD_PARTS))
@@ -66,4 +98,4 @@ def test_a_bad_part_is_refused_when_the_agent_is_built(case: str, tmp_path: Path
     not from the first run (the run machinery is loaded later, issue 10)."""
     arguments, message = BAD_PARTS[case]
     with pytest.raises(ConfigError, match=message):
-        Agent(model=SilentModel(), tools=[echo], trace=False, **arguments(tmp_path))
+        Agent(**{"model": SilentModel(), "tools": [echo], "trace": False, **arguments(tmp_path)})

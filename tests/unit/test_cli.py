@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from fsm_agent import Agent
 from fsm_agent.cli import main
+from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -172,3 +174,28 @@ def test_what_a_model_said_is_printed_spelled_out(
         assert "\x1b" not in text and "\u202e" not in text
     assert "done\\x1b[2J\\x1b[H\\u202e all good" in out
     assert "FAILED" in out
+
+
+def _long_reply_trace(path: Path, text: str) -> str:
+    """A trace of a run whose model answers ``text`` (written with the library)."""
+    model = ScriptedModel(parse_scenario({"steps": [{"content": [{"text": text}]}]}))
+    assert Agent(model=model, trace=path).run_sync("hi").terminal == "completed"
+    return str(path)
+
+
+def test_diff_of_records_megabytes_long_stays_a_few_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`diff` of traces whose records differ at the end of a long text shows each long
+    record around the first differing character, with the count of characters left out,
+    not whole (the report was as long as the records; `replay` prints the same report)."""
+    long = "y" * 300_000
+    a = _long_reply_trace(tmp_path / "a.jsonl", long + "ENDA")
+    b = _long_reply_trace(tmp_path / "b.jsonl", long + "ENDB")
+    capsys.readouterr()
+    assert main(["diff", a, b]) == 1
+    out = capsys.readouterr().out
+    assert len(out) < 20_000
+    assert "ENDA" in out
+    assert "ENDB" in out
+    assert "characters …]" in out

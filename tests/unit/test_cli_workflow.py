@@ -144,6 +144,29 @@ def test_fork_on_the_command_line_records_its_parent(
     assert main(["replay", "b.jsonl"]) == 0
 
 
+def test_resume_or_fork_of_a_run_that_ended_is_refused_writing_no_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """`resume` of a run that ended, and `fork --at` its end record, exit 2 with one line
+    saying the run ended and what to do instead, and write no trace (they copied the run
+    into a new trace and printed ``ended: completed``, as if something had been carried on)."""
+    monkeypatch.chdir(tmp_path)
+    answer = scenario(tmp_path, [{"content": [{"text": "one"}]}])
+    assert main(["run", "hi", "--model", answer, "--trace", "a.jsonl"]) == 0
+    records = len(read_trace(tmp_path / "a.jsonl").records)
+    capsys.readouterr()
+    argv = ["resume", "a.jsonl", "--model", answer, "--trace", "r.jsonl"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "the recorded run ended (completed): there is nothing to resume" in err
+    assert "fsm-agent run --resume" in err
+    argv = ["fork", "a.jsonl", "--at", str(records), "--model", answer, "--trace", "f.jsonl"]
+    assert main(argv) == 2
+    assert f"--at {records}: the recorded run ended (completed)" in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists()
+    assert not (tmp_path / "f.jsonl").exists()
+
+
 def test_truncated_traces_replay_resume_and_need_the_flag(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
@@ -216,3 +239,49 @@ def test_run_and_demo_given_a_trace_folder_ending_in_a_slash_write_into_it(
     assert (tmp_path / "runs").is_dir()
     assert len(list((tmp_path / "runs").glob("*.jsonl"))) == 2
     assert len(list((tmp_path / "demos").glob("*.jsonl"))) == 1
+
+
+def test_a_trace_that_cannot_be_opened_is_one_failed_row_of_a_folder(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """`replay` and `show` of a folder holding a trace that cannot be opened (a dangling
+    link, no read permission) report it on its row and go on with the others (the first
+    such file ended the command, leaving the table empty)."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "a.jsonl").symlink_to(folder / "gone.jsonl")
+    (folder / "b.jsonl").write_bytes((TRACES / "max_turns.jsonl").read_bytes())
+    assert main(["replay", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "a.jsonl       -            -  FAILED: " in out
+    assert "No such file or directory" in out
+    assert "1 replayed identically, 1 failed" in out
+    assert main(["show", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "a.jsonl  unreadable: No such file or directory" in out
+    assert "b.jsonl" in out
+
+
+def test_diff_compares_a_crashed_runs_trace_up_to_its_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """`diff` of a trace whose last line is cut off (a crashed run) compares what precedes
+    the cut and says so (it refused, pointing at a library argument the command does not
+    have); a trace cut inside its header is named as holding nothing to read."""
+    monkeypatch.chdir(tmp_path)
+    whole = (TRACES / "retry_then_success.jsonl").read_bytes()
+    lines = whole.splitlines(keepends=True)
+    (tmp_path / "whole.jsonl").write_bytes(whole)
+    (tmp_path / "cut.jsonl").write_bytes(b"".join(lines) + b'{"record":"ev')
+    assert main(["diff", "whole.jsonl", "cut.jsonl"]) == 0
+    out = capsys.readouterr().out
+    assert "(cut.jsonl: its last line is cut off; compared up to the cut)" in out
+    assert "the traces agree" in out
+    (tmp_path / "early.jsonl").write_bytes(b"".join(lines[:4]) + lines[4][:10])
+    assert main(["diff", "whole.jsonl", "early.jsonl"]) == 1
+    assert "first difference at seq" in capsys.readouterr().out
+    (tmp_path / "header.jsonl").write_bytes(lines[0][:30])
+    assert main(["show", "header.jsonl"]) == 1
+    err = capsys.readouterr().err
+    assert "the header, the only line, is cut off" in err
+    assert "allow_truncated" not in err

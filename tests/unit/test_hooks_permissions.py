@@ -16,6 +16,7 @@ from fsm_agent.core.events import (
     PermissionBehavior,
     PermissionDecided,
 )
+from fsm_agent.errors import ConfigError
 from fsm_agent.runtime.hooks import HookInput, Hooks
 from fsm_agent.runtime.permissions import (
     CallFacts,
@@ -325,6 +326,38 @@ def test_allow_rule_allows() -> None:
     assert decided.behavior is PermissionBehavior.ALLOW
     assert decided.source is DecisionSource.RULE
     assert "allow rule" in decided.reason
+
+
+def test_a_lone_string_is_one_rule_not_a_set_of_letters() -> None:
+    """``deny="Write"`` (a string where a set goes) denies Write, as ``deny={"Write"}`` does:
+    it is not read as the rules W, r, i, t and e."""
+    policy = PermissionPolicy(deny="Write", allow="Read", ask_rules="Edit")
+    assert [(rule.tool, rule.behavior.value) for rule in policy.rule_set.rules] == [
+        ("Write", "deny"),
+        ("Edit", "ask"),
+        ("Read", "allow"),
+    ]
+    assert decide(policy).behavior is PermissionBehavior.DENY
+
+
+@pytest.mark.parametrize("ask", [True, "y", 1])
+def test_an_ask_that_cannot_be_called_is_refused_when_the_policy_is_made(ask: Any) -> None:
+    """``ask=True`` reads as "ask me" but cannot answer: refused at once, naming ``ask``,
+    instead of failing the first question of a run."""
+    with pytest.raises(ConfigError, match=r"^ask must be a callable"):
+        PermissionPolicy(ask=ask)
+
+
+def test_a_lone_hook_is_one_hook_and_a_value_that_is_neither_is_refused() -> None:
+    """``Hooks(stop=check)`` registers ``check`` (as ``[check]`` would); a value that is
+    neither a hook nor a list of them is refused naming what a hook event takes."""
+
+    def check(_: HookInput) -> HookOutcome:
+        return HookOutcome(decision=HookDecision.DENY, decision_reason="lone")
+
+    assert run_hooks(Hooks(pre_tool_use=check)).decision is HookDecision.DENY
+    with pytest.raises(ConfigError, match="a hook event takes a list of callables"):
+        Hooks(stop=42)  # type: ignore[arg-type]
 
 
 def test_hook_allow_allows() -> None:

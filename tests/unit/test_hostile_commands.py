@@ -634,6 +634,89 @@ def test_accept_edits_still_runs_plain_file_operations(command: str, work: Path)
     assert decided.behavior is PermissionBehavior.ALLOW
 
 
+@pytest.fixture
+def linked(tmp_path: Path) -> Path:
+    """A working folder holding links that lead out of it, as a virtual environment's
+    ``bin/python`` does: ``.venv/bin/python`` to a file outside, ``src/l`` to a folder
+    outside."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "python3").write_text("")
+    work = tmp_path / "work"
+    (work / ".venv" / "bin").mkdir(parents=True)
+    (work / ".venv" / "bin" / "python").symlink_to(outside / "python3")
+    (work / "src").mkdir()
+    (work / "src" / "a.py").write_text("")
+    (work / "src" / "python").write_text("")
+    (work / "src" / "l").symlink_to(outside)
+    (work / "template" / "bin").mkdir(parents=True)
+    (work / "template" / "bin" / "python").write_text("")
+    return work
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd .venv/bin && cp {work}/src/a.py python",
+        "cd src && touch l/x",
+        "cd src && mkdir -p l/new",
+        "cd src && rm -rf l/python3",
+        "cd src; cp a.py l/",
+        "cd src && sed -i s/a/b/ l/python3",
+        "cd src && touch x > l/y",
+    ],
+)
+def test_accept_edits_judges_paths_from_where_cd_leads(command: str, linked: Path) -> None:
+    """Found: each path was judged from the working folder, where ``python`` and ``l/x`` are
+    inside, while after the ``cd`` they lead through a link out of it: the base Python was
+    overwritten and files outside written and deleted unasked in acceptEdits mode."""
+    decided = decide(command.format(work=linked), linked, mode=PermissionMode.ACCEPT_EDITS)
+    assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cp src/python .venv/bin/",
+        "cp src/python .venv/bin",
+        "cp -r template/bin .venv/",
+        "cp -a template/bin/. .venv/bin",
+    ],
+)
+def test_accept_edits_does_not_copy_through_a_link_out(command: str, linked: Path) -> None:
+    """Found: cp writes into a file already in the destination folder under the source's
+    name, through it when it is a link: ``cp src/python .venv/bin/`` overwrote the Python the
+    environment links to, outside the working folder, unasked in acceptEdits mode."""
+    decided = decide(command, linked, mode=PermissionMode.ACCEPT_EDITS)
+    assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
+
+
+@pytest.mark.parametrize("command", ["cd src && cat l/python3", "cd src; grep -r x l"])
+def test_a_read_after_cd_is_judged_from_where_cd_leads(command: str, linked: Path) -> None:
+    """Found: each part was judged read-only from the working folder, where ``l/python3`` is
+    inside, so a read through the link ``src/l`` out of it ran unasked in default mode."""
+    assert decide(command, linked).behavior is PermissionBehavior.DENY  # nobody to ask
+
+
+@pytest.mark.parametrize(
+    ("command", "mode"),
+    [
+        ("cd src && touch b.py && cp a.py c.py", PermissionMode.ACCEPT_EDITS),
+        ("cd src && mkdir -p new && rm -rf new", PermissionMode.ACCEPT_EDITS),
+        ("cd src && cat a.py", PermissionMode.DEFAULT),
+        ("cd src; touch b.py; cat a.py", PermissionMode.ACCEPT_EDITS),
+        ("cp src/a.py .venv/bin/", PermissionMode.ACCEPT_EDITS),
+        ("cp -r src backup && cp src/a.py src/b.py", PermissionMode.ACCEPT_EDITS),
+        ("mv src/python .venv/", PermissionMode.ACCEPT_EDITS),
+    ],
+)
+def test_paths_after_cd_that_stay_inside_still_run(
+    command: str, mode: PermissionMode, linked: Path
+) -> None:
+    """The control: the same operations on paths inside from every folder run."""
+    assert decide(command, linked, mode=mode).behavior is PermissionBehavior.ALLOW
+
+
 @pytest.mark.parametrize("command", ["X=1; make", "ls; > notes.txt", "LD_PRELOAD=x.so ls"])
 def test_allow_always_is_never_offered_the_whole_shell(command: str, work: Path) -> None:
     """A part with no program has no text; its rule would have been ``Bash()``, the whole tool

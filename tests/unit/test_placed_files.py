@@ -141,6 +141,8 @@ ORDINARY = [
     "install -m 755 src/a.py backup/",
     f"rsync -a {SITE}/ backup/",
     "ln -s ../src/a.py backup/",
+    "ln -s src lib",  # a folder holding nothing protected
+    "ln -sf src/a.py main.py",
     "ln -sf ~/.config/app/settings.json backup/",
     "git clone https://example.com/r.git",
     "git clone https://example.com/r.git backup/r",
@@ -201,3 +203,29 @@ def test_bypass_still_copies_a_file_or_into_an_existing_folder(work: Path, bare_
         "cp -r src backup/src2",
     ):
         assert not safety_question(command, work), command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ln -sfn ~ h",
+        "(sleep 5; ln -sfn ~ h) > /dev/null 2>&1 &",
+        "ln -s / root",
+        "ln -s repo r",
+        "mkdir x && ln -s ../repo x/y",
+        "ln -s -T ~/ h",
+    ],
+)
+def test_a_link_to_a_folder_holding_a_protected_path_asks(
+    command: str, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found in bypass mode: a link to a folder holding a protected path (the home folder, a
+    repository, the root) ran unasked. A later command writing through it is checked while
+    the link leads where it does; a job left running may change where it leads between that
+    check and the run (``mkdir h``, ``rm -rf h/.config`` checked, ``h`` made a link to ``~``)."""
+    home = work / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("")
+    (work / "repo" / ".git").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    assert safety_question(command, work)

@@ -138,3 +138,24 @@ def test_the_command_inherits_no_oldpwd(
     monkeypatch.setenv("OLDPWD", str(tmp_path))
     finished = call(Bash(), {"command": "cd - >/dev/null 2>&1; pwd"}, work)
     assert finished.content.strip() == str(work)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd $DIR && ls",
+        "cd ${PWD%/*} && cat notes.txt 2>&1 | head",
+        'cd "$(git rev-parse --git-dir)" && ls',
+    ],
+)
+def test_a_command_that_writes_nothing_runs_wherever_it_goes(command: str, work: Path) -> None:
+    """A folder the shell computes matters only to a command that writes: reading or moving
+    the shell changes no protected path."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS)
+    assert decided.behavior is PermissionBehavior.ALLOW, decided.reason
+
+
+@pytest.mark.parametrize("command", ["cd $DIR && ls > out.txt", "cd $DIR; ls >& out"])
+def test_a_redirection_in_an_unknown_folder_asks(command: str, work: Path) -> None:
+    decided = decide(command, work, mode=PermissionMode.BYPASS)
+    assert decided.behavior is PermissionBehavior.DENY, decided.reason

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import threading
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from fsm_agent.core.messages import (
@@ -345,3 +347,51 @@ def test_a_flood_of_progress_shows_the_last_lines_of_each_text() -> None:
         f"   … Bash: [{left_out} lines not shown]",
         *(f"   … Bash: {n}" for n in range(left_out + 1, 102)),
     ]
+
+
+def test_a_terminal_size_of_zero_in_the_environment_is_read_as_unset(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With ``COLUMNS=0`` and ``LINES=0`` the view prints at a usable width: the question
+    still shows the tool, its input and why (at width 0 it printed none of them, and only
+    the ``Allow?`` prompt was left)."""
+    monkeypatch.setenv("COLUMNS", "0")
+    monkeypatch.setenv("LINES", "0")
+    answers = ["n", ""]
+    view = LiveView(read_line=lambda prompt: answers.pop(0))
+    assert view.console.width >= 1
+    assert view.console.height >= 1
+    asyncio.run(view.ask(REQUEST))
+    out = capsys.readouterr().out
+    assert "Write" in out
+    assert "[notes].txt" in out
+    assert "writes need approval [y/N]" in out
+
+
+def test_a_question_cancelled_while_it_waits_does_not_hold_the_command_up() -> None:
+    """Ctrl-C while a question waits for its answer cancels the turn; ``asyncio.run``
+    then returns at once, though the line is never typed (the question ran in the loop's
+    executor, which ``asyncio.run`` waits for, so ``fsm-agent run`` hung until Enter was
+    pressed twice)."""
+    asked, typed = threading.Event(), threading.Event()
+
+    def read_line(prompt: str) -> str:
+        asked.set()
+        typed.wait()  # the person never answers (until the end of the test)
+        return "n"
+
+    view = LiveView(console=Console(file=io.StringIO(), force_terminal=False), read_line=read_line)
+
+    async def cancelled_while_asking() -> None:
+        question = asyncio.ensure_future(view.ask(REQUEST))
+        await asyncio.to_thread(asked.wait)
+        question.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await question
+
+    done = threading.Thread(target=asyncio.run, args=(cancelled_while_asking(),), daemon=True)
+    done.start()
+    done.join(timeout=30)  # generous: it returns at once, or never
+    still_waiting = done.is_alive()
+    typed.set()
+    assert not still_waiting

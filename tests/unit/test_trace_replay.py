@@ -171,11 +171,19 @@ def test_truncated_trace_does_not_replay(tmp_path: Path, good: Path) -> None:
 
 
 def test_table_digest_mismatch_names_the_rerecord_command(tmp_path: Path, good: Path) -> None:
-    """A trace recorded against other tables is refused before anything is fed."""
+    """A trace recorded against other tables is refused before anything is fed, naming the
+    version that recorded it and what still reads it (a user's trace from another version
+    was told only to run this project's re-recording script)."""
     records = lines_of(good)
     records[0]["table_digest"] = "0000000000000000"
-    with pytest.raises(TableDigestMismatch, match=r"python tools/record_traces\.py"):
+    records[0]["library_version"] = "0.0.9"
+    with pytest.raises(TableDigestMismatch) as refused:
         replay(write_lines(tmp_path / "old.jsonl", records))
+    message = str(refused.value)
+    assert "recorded by fsm_agent 0.0.9 against machine tables 0000000000000000" in message
+    assert "cannot replay, fork or resume the run" in message
+    assert "`fsm-agent show` reads it" in message
+    assert "python tools/record_traces.py" in message
 
 
 def test_redacted_secret_still_replays(tmp_path: Path) -> None:
