@@ -745,6 +745,7 @@ def _accept_edits_allows(
         ):
             return False
     operands: list[str] = []
+    options: set[str] = set()
     options_done = False
     for arg in args:
         if options_done or not arg.startswith("-") or arg == "-":
@@ -754,7 +755,16 @@ def _accept_edits_allows(
         elif arg.startswith("--"):
             if arg not in accepted:
                 return False
+            options.add(arg)
         elif not set(arg[1:]) <= accepted:
+            return False
+        else:
+            options.update(f"-{letter}" for letter in arg[1:])
+    if program in ("mkdir", "rmdir") and options & {"-p", "--parents"}:
+        # Each folder on the way is made or removed, as written: `mkdir -p ../x/../w/d` makes
+        # `../x`, and `rmdir -p` goes on removing up an absolute path, past the working folder.
+        up = any(".." in Path(operand).parts for operand in operands)
+        if up or (program == "rmdir" and any(o.startswith(("/", "~")) for o in operands)):
             return False
     if program == "sed":
         if not operands or _SED_SUBSTITUTION.fullmatch(operands[0]) is None:
