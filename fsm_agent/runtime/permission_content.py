@@ -619,8 +619,9 @@ def _shown(part: CommandPart) -> str:
 def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
     """What deny and ask rules are matched against for one part: its words; for a program
     named by its path (``/bin/rm x``), the same command by the program's name (``rm x``); for
-    git, the command without git's own options (``git -C . push`` is ``git push``), and for
-    git's dashed form the command as git spells it (``git-push`` is ``git push``)."""
+    git, the command without git's own options (``git -C . push`` is ``git push``), for
+    git's dashed form the command as git spells it (``git-push`` is ``git push``), and for
+    ``git send-pack`` and ``git http-push`` the same words after ``git push``."""
     from fsm_agent.core import git_commands  # noqa: PLC0415 - lazy
 
     program = part.argv[0]
@@ -635,7 +636,13 @@ def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
             argvs.append(("git", *rest))
         else:  # an option we do not know: each word that may be the command, as the command
             argvs += [("git", *words[i:]) for i in git_commands.command_starts(words) or ()]
+    # git's plumbing that pushes: a rule on `git push` names what it does too
+    argvs += [("git", "push", *argv[2:]) for argv in argvs if argv[:2] in _PUSHING]
     return tuple(dict.fromkeys(argvs))
+
+
+_PUSHING = frozenset({("git", "send-pack"), ("git", "http-push")})
+"""git commands that send commits to another repository as ``git push`` does."""
 
 
 def _git_refusal(analysis: CommandAnalysis, place: CallPlace) -> str | None:
@@ -738,6 +745,7 @@ def _accept_edits_allows(
         ):
             return False
     operands: list[str] = []
+    options: set[str] = set()
     options_done = False
     for arg in args:
         if options_done or not arg.startswith("-") or arg == "-":
@@ -747,7 +755,16 @@ def _accept_edits_allows(
         elif arg.startswith("--"):
             if arg not in accepted:
                 return False
+            options.add(arg)
         elif not set(arg[1:]) <= accepted:
+            return False
+        else:
+            options.update(f"-{letter}" for letter in arg[1:])
+    if program in ("mkdir", "rmdir") and options & {"-p", "--parents"}:
+        # Each folder on the way is made or removed, as written: `mkdir -p ../x/../w/d` makes
+        # `../x`, and `rmdir -p` goes on removing up an absolute path, past the working folder.
+        up = any(".." in Path(operand).parts for operand in operands)
+        if up or (program == "rmdir" and any(o.startswith(("/", "~")) for o in operands)):
             return False
     if program == "sed":
         if not operands or _SED_SUBSTITUTION.fullmatch(operands[0]) is None:

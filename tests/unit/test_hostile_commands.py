@@ -691,6 +691,25 @@ def test_accept_edits_does_not_copy_through_a_link_out(command: str, linked: Pat
     assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mkdir -p ../made/../work/src/d",
+        "mkdir --parents src/../../made/../work/d",
+        "rmdir -p {work}/src/d",
+        "rmdir -p ../work/src/d",
+    ],
+)
+def test_accept_edits_makes_and_removes_no_folder_on_the_way_out(
+    command: str, linked: Path
+) -> None:
+    """Found: ``mkdir -p`` makes each folder as written, ``../made`` too, and ``rmdir -p``
+    removes each one up an absolute path, the working folder and those above it when empty,
+    while only the last path was judged (inside); they ran unasked in acceptEdits mode."""
+    decided = decide(command.format(work=linked), linked, mode=PermissionMode.ACCEPT_EDITS)
+    assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
+
+
 @pytest.mark.parametrize("command", ["cd src && cat l/python3", "cd src; grep -r x l"])
 def test_a_read_after_cd_is_judged_from_where_cd_leads(command: str, linked: Path) -> None:
     """Found: each part was judged read-only from the working folder, where ``l/python3`` is
@@ -708,13 +727,16 @@ def test_a_read_after_cd_is_judged_from_where_cd_leads(command: str, linked: Pat
         ("cp src/a.py .venv/bin/", PermissionMode.ACCEPT_EDITS),
         ("cp -r src backup && cp src/a.py src/b.py", PermissionMode.ACCEPT_EDITS),
         ("mv src/python .venv/", PermissionMode.ACCEPT_EDITS),
+        ("mkdir -p src/d/e && rmdir -p src/d/e", PermissionMode.ACCEPT_EDITS),
+        ("mkdir -p {work}/src/d", PermissionMode.ACCEPT_EDITS),
     ],
 )
 def test_paths_after_cd_that_stay_inside_still_run(
     command: str, mode: PermissionMode, linked: Path
 ) -> None:
     """The control: the same operations on paths inside from every folder run."""
-    assert decide(command, linked, mode=mode).behavior is PermissionBehavior.ALLOW
+    decided = decide(command.format(work=linked), linked, mode=mode)
+    assert decided.behavior is PermissionBehavior.ALLOW
 
 
 @pytest.mark.parametrize("command", ["X=1; make", "ls; > notes.txt", "LD_PRELOAD=x.so ls"])
@@ -815,6 +837,28 @@ def test_a_git_option_we_do_not_know_still_shows_the_command_after_it(
     decided = decide(command, work, mode=PermissionMode.BYPASS, ask_rules={"Bash(git push:*)"})
     assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
     assert decided.rule == "Bash(git push:*)"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git send-pack origin main",
+        "git-send-pack ../other main",
+        "git -C . http-push https://example.com/repo.git main",
+        "/usr/bin/git send-pack --all ../other",
+    ],
+)
+def test_git_plumbing_that_pushes_meets_a_push_rule(command: str, work: Path) -> None:
+    """Found: with ``Bash(git push:*)`` denied, ``git send-pack`` and ``git http-push`` sent
+    commits to another repository in bypass mode; a rule naming ``git push`` names them too."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(git push:*)"})
+    assert decided.behavior is PermissionBehavior.DENY
+    assert decided.rule == "Bash(git push:*)"
+
+
+def test_a_program_not_git_is_no_push() -> None:
+    part = analyse_command("xgit send-pack origin main").parts[0]
+    assert ("git", "push", "origin", "main") not in permission_content._guarded_argvs(part)
 
 
 def test_a_git_option_we_do_not_know_costs_two_places_not_one_per_word(work: Path) -> None:

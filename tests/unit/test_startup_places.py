@@ -21,7 +21,7 @@ from test_hostile_commands import _plain_archives, safety_question
 from fsm_agent.core.shell_commands import analyse_command
 from fsm_agent.runtime.tool import SAFETY_CHECK, ToolContext
 from fsm_agent.toolbox import Write
-from fsm_agent.toolbox.paths import MAX_ENTERED_FOLDERS, entered_folders
+from fsm_agent.toolbox.paths import MAX_ENTERED_FOLDERS, entered_folders, names_protected
 from fsm_agent.toolbox.startup_places import holds_place, startup_place
 
 
@@ -70,12 +70,42 @@ def parts(path: str) -> list[str]:
         "/home/u/.config/emacs/init.el",
         "/home/u/.config/gdb/gdbinit",
         "/home/u/.config/hg/hgrc",
+        # Settings naming a program a tool runs, start-up code of interpreters, terminals,
+        # prompts and sessions (found: written unasked in bypass mode).
+        "/home/u/.config/direnv/direnvrc",
+        "/home/u/.config/starship.toml",
+        "/home/u/.config/kitty/kitty.conf",
+        "/home/u/.config/powershell/Microsoft.PowerShell_profile.ps1",
+        "/home/u/.config/Code/User/settings.json",
+        "/home/u/.julia/config/startup.jl",
+        "/home/u/.lein/profiles.clj",
+        "/home/u/.oh-my-zsh/custom/evil.zsh",
+        "/home/u/.gradle/gradle.properties",
     ],
 )
 def test_a_place_that_runs_code_later_is_one(path: str) -> None:
     assert startup_place(parts(path))
     # As a resolved path split on its separators (resolving makes ``//`` one).
     assert startup_place(os.path.realpath(path).lower().split(os.sep))  # noqa: PTH206 - as data_paths does
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/home/u/.npmrc",
+        "/w/.yarnrc.yml",
+        "/home/u/.bunfig.toml",
+        "/home/u/.direnvrc",
+        "/home/u/.wezterm.lua",
+        "/home/u/.jupyter/jupyter_server_config.py",
+        "/home/u/.Rprofile",
+        "/home/u/.sqliterc",
+        "/home/u/.psqlrc",
+        "/home/u/.xsessionrc",
+    ],
+)
+def test_a_start_up_name_is_protected_wherever_it_is(path: str) -> None:
+    assert names_protected(Path(path))
 
 
 @pytest.mark.parametrize(
@@ -98,6 +128,12 @@ def test_a_place_that_runs_code_later_is_one(path: str) -> None:
         "/home/u/.docker/contexts/meta/x.json",
         "/home/u/.cargo/registry/cache/x.crate",
         "/home/u/.gradle/caches/x.jar",
+        "/w/gradle.properties",  # a project's, as its build files are
+        "/w/package.json",
+        "/home/u/.config/Code/CachedData/x",
+        "/home/u/.julia/packages/X/src/x.jl",
+        "/home/u/.oh-my-zsh/themes/x.zsh-theme",
+        "/w/npmrc.md",
     ],
 )
 def test_a_lookalike_is_not(path: str) -> None:
@@ -212,6 +248,14 @@ ASKING = [
     "aws --profile p configure set profile.p.credential_process ./x",
     "kubectl config set-credentials u --exec-command=./x",
     "kubectl config set users.u.exec.command ./x",
+    # Settings and start-up code of other tools (found).
+    "echo script-shell=./x.sh >> ~/.npmrc",
+    "npm config set script-shell ./x.sh --location=user > ~/.npmrc",
+    "printf 'yarnPath: ./x.js' > ~/.yarnrc.yml",
+    "echo 'source ./x' >> ~/.config/direnv/direnvrc",
+    "cp x.toml ~/.config/starship.toml",
+    "tee -a ~/.Rprofile < x.R",
+    "mkdir -p ~/.jupyter && cp x.py ~/.jupyter/jupyter_server_config.py",
 ]
 
 
@@ -287,6 +331,71 @@ def test_the_write_tool_asks_for_a_place_in_a_home_working_folder(
     data = tool.parse_input({"file_path": path, "content": "x"})
     check = tool.check_permissions(data, ToolContext(cwd=tmp_path))
     assert (check.behavior, check.reason) == ("ask", SAFETY_CHECK)
+
+
+@pytest.fixture
+def dotfiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A dotfiles repository, the working folder, to which the home folder's settings link:
+    ``~/.gitconfig`` to its ``gitconfig``, ``~/.config`` to its ``config``."""
+    home = tmp_path / "home"
+    repository = home / "dotfiles"
+    (repository / "config" / "git").mkdir(parents=True)
+    (repository / "config" / "git" / "config").write_text("")
+    (repository / "gitconfig").write_text("")
+    (home / ".gitconfig").symlink_to(repository / "gitconfig")
+    (home / ".config").symlink_to(repository / "config")
+    monkeypatch.setenv("HOME", str(home))
+    return repository
+
+
+@pytest.mark.parametrize("path", ["gitconfig", "config/git/config"])
+def test_a_file_a_home_link_leads_to_is_the_place_it_names(path: str, dotfiles: Path) -> None:
+    """Found: in a dotfiles repository, the Write tool wrote ``gitconfig`` (git's global
+    settings, through ``~/.gitconfig``) unasked in acceptEdits mode, and ``git status`` then
+    ran the ``core.fsmonitor`` written there unasked."""
+    tool = Write()
+    data = tool.parse_input({"file_path": path, "content": "[core]\n\tfsmonitor = ./x\n"})
+    check = tool.check_permissions(data, ToolContext(cwd=dotfiles))
+    assert (check.behavior, check.reason) == ("ask", SAFETY_CHECK)
+    assert safety_question(f"cp README {path}", dotfiles)
+
+
+@pytest.mark.parametrize(
+    ("variable", "path"),
+    [
+        ("GIT_CONFIG_GLOBAL", "gitconfig"),
+        ("RIPGREP_CONFIG_PATH", "ripgreprc"),
+        ("XDG_CONFIG_HOME", "config"),
+    ],
+)
+def test_a_place_the_environment_moves_is_protected_where_it_is(
+    variable: str, path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found: with ``GIT_CONFIG_GLOBAL`` naming a file of the working folder, the Write tool
+    wrote git's settings there unasked in acceptEdits mode (``RIPGREP_CONFIG_PATH``'s file
+    gives rg a ``--pre`` program; ``XDG_CONFIG_HOME`` is ``~/.config``)."""
+    monkeypatch.setenv(variable, str(tmp_path / path))
+    written = "config/git/config" if variable == "XDG_CONFIG_HOME" else path
+    tool = Write()
+    data = tool.parse_input({"file_path": written, "content": "x"})
+    check = tool.check_permissions(data, ToolContext(cwd=tmp_path))
+    assert (check.behavior, check.reason) == ("ask", SAFETY_CHECK)
+
+
+def test_a_place_moved_to_dev_null_protects_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GIT_CONFIG_GLOBAL=/dev/null`` (no global settings) leaves ``> /dev/null`` alone."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    assert not safety_question("touch x > /dev/null", tmp_path)
+
+
+def test_other_files_of_a_linked_folder_are_not_places(dotfiles: Path) -> None:
+    """The control: a file of the repository no home link leads to is an ordinary file."""
+    tool = Write()
+    data = tool.parse_input({"file_path": "config/README.md", "content": "x"})
+    assert tool.check_permissions(data, ToolContext(cwd=dotfiles)).behavior == "passthrough"
+    assert not safety_question("cp config/a.md config/b.md", dotfiles)
 
 
 def test_the_write_tool_still_writes_weights_named_pth(tmp_path: Path) -> None:
