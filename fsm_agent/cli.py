@@ -506,7 +506,12 @@ def _session(agent: Any, args: argparse.Namespace) -> Any:
         folder = Path(args.trace)
     else:
         folder = Path(args.trace).parent
-    latest = latest_turn(folder)
+
+    def passed_over(file: Path, problem: Exception) -> None:
+        reason = str(problem).splitlines()[0]
+        print(shown(f"fsm-agent: --continue passes over {file}: {reason}"), file=sys.stderr)
+
+    latest = latest_turn(folder, passed_over=passed_over)
     if latest is None:
         raise CommandLineError(f"--continue: no earlier conversation in {folder}")
     return agent.session(resume=latest, full_transcript_every=every)
