@@ -670,6 +670,13 @@ def _cmd_runs(args: argparse.Namespace) -> int:
         model=args.model,
         limit=args.limit,
     )
+    if args.store is not None and "://" not in args.store and not Path(args.store).exists():
+        # Listing reads a store: a mistyped file name must not make an empty one and say
+        # "0 runs" as if the runs were gone.
+        raise CommandLineError(
+            f"--store {args.store}: no such run store (fsm-agent runs --store FILE import "
+            "PATH... makes one)"
+        )
     store = open_store(args.store)
     try:
         found = store.runs(query)
