@@ -13,6 +13,7 @@ a symbolic link after the check cannot send the write elsewhere.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -201,8 +202,83 @@ def is_link(path: Path) -> bool:
 
 
 def is_protected(path: Path) -> bool:
-    """Whether a write to ``path`` (as given, or after resolving symlinks) needs the user."""
-    return names_protected(path.absolute()) or names_protected(path.resolve())
+    """Whether a write to ``path`` (as given, or after resolving symlinks) needs the user; also
+    when a link of the home folder leads to it, the file the link's own path names
+    (``~/.gitconfig`` linked to a dotfiles repository's ``gitconfig``, ``~/.config`` to its
+    ``config``): the program reading that place reads it."""
+    resolved = path.resolve()
+    return (
+        names_protected(path.absolute())
+        or names_protected(resolved)
+        or any(names_protected(alias) for alias in _home_aliases(resolved))
+    )
+
+
+def _home_aliases(resolved: Path) -> list[Path]:
+    """The paths through a link in the home folder, or in its ``.config``, that name the
+    resolved path ``resolved``, and the places a program reads instead when the environment
+    names a file or folder elsewhere (``GIT_CONFIG_GLOBAL``, ``XDG_CONFIG_HOME``...)."""
+    return [
+        link / resolved.relative_to(target)
+        for link, target in (*_home_links(), *_named_places())
+        if resolved.is_relative_to(target)
+    ]
+
+
+_PLACES_NAMED_BY = {
+    "XDG_CONFIG_HOME": "~/.config",
+    "GIT_CONFIG_GLOBAL": "~/.gitconfig",
+    "GIT_CONFIG_SYSTEM": "/etc/gitconfig",
+    "RIPGREP_CONFIG_PATH": "~/.ripgreprc",
+}
+"""Variables of the environment commands run with that move a protected place elsewhere, and
+the place: git and ripgrep read their settings there, and most programs ``~/.config``."""
+
+
+def _named_places() -> list[tuple[Path, Path]]:
+    places = []
+    for name, place in _PLACES_NAMED_BY.items():
+        value = Path(os.environ.get(name, ""))
+        if not value.is_absolute():  # a relative one is not read as a place
+            continue
+        target = Path(os.path.realpath(value))
+        if target.parent != Path("/") and not target.is_relative_to("/dev"):
+            places.append((expand_home(place), target))  # not /dev/null, nor a system folder
+    return places
+
+
+def _home_links() -> tuple[tuple[Path, Path], ...]:
+    """Each link in the home folder and in its ``.config``, with where it leads; read again
+    when either folder changes (a link made or removed changes its folder's time)."""
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError):  # no home folder to be found
+        return ()
+    folders = (home, home / ".config")
+    return _links_in(tuple((str(folder), _changed_at(folder)) for folder in folders))
+
+
+def _changed_at(folder: Path) -> int | None:
+    try:
+        return folder.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=16)
+def _links_in(folders: tuple[tuple[str, int | None], ...]) -> tuple[tuple[Path, Path], ...]:
+    links: list[tuple[Path, Path]] = []
+    for folder, changed in folders:
+        if changed is None:
+            continue
+        try:
+            with os.scandir(folder) as listing:
+                entries = [entry for entry in listing if entry.is_symlink()]
+        except OSError:
+            continue
+        for entry in entries[:MAX_TREE_ENTRIES]:
+            links.append((Path(entry.path), Path(os.path.realpath(entry.path))))
+    return tuple(links)
 
 
 def names_protected(path: Path) -> bool:

@@ -691,6 +691,25 @@ def test_accept_edits_does_not_copy_through_a_link_out(command: str, linked: Pat
     assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mkdir -p ../made/../work/src/d",
+        "mkdir --parents src/../../made/../work/d",
+        "rmdir -p {work}/src/d",
+        "rmdir -p ../work/src/d",
+    ],
+)
+def test_accept_edits_makes_and_removes_no_folder_on_the_way_out(
+    command: str, linked: Path
+) -> None:
+    """Found: ``mkdir -p`` makes each folder as written, ``../made`` too, and ``rmdir -p``
+    removes each one up an absolute path, the working folder and those above it when empty,
+    while only the last path was judged (inside); they ran unasked in acceptEdits mode."""
+    decided = decide(command.format(work=linked), linked, mode=PermissionMode.ACCEPT_EDITS)
+    assert decided.behavior is PermissionBehavior.DENY  # nobody to ask
+
+
 @pytest.mark.parametrize("command", ["cd src && cat l/python3", "cd src; grep -r x l"])
 def test_a_read_after_cd_is_judged_from_where_cd_leads(command: str, linked: Path) -> None:
     """Found: each part was judged read-only from the working folder, where ``l/python3`` is
@@ -708,13 +727,16 @@ def test_a_read_after_cd_is_judged_from_where_cd_leads(command: str, linked: Pat
         ("cp src/a.py .venv/bin/", PermissionMode.ACCEPT_EDITS),
         ("cp -r src backup && cp src/a.py src/b.py", PermissionMode.ACCEPT_EDITS),
         ("mv src/python .venv/", PermissionMode.ACCEPT_EDITS),
+        ("mkdir -p src/d/e && rmdir -p src/d/e", PermissionMode.ACCEPT_EDITS),
+        ("mkdir -p {work}/src/d", PermissionMode.ACCEPT_EDITS),
     ],
 )
 def test_paths_after_cd_that_stay_inside_still_run(
     command: str, mode: PermissionMode, linked: Path
 ) -> None:
     """The control: the same operations on paths inside from every folder run."""
-    assert decide(command, linked, mode=mode).behavior is PermissionBehavior.ALLOW
+    decided = decide(command.format(work=linked), linked, mode=mode)
+    assert decided.behavior is PermissionBehavior.ALLOW
 
 
 @pytest.mark.parametrize("command", ["X=1; make", "ls; > notes.txt", "LD_PRELOAD=x.so ls"])

@@ -289,6 +289,71 @@ def test_the_write_tool_asks_for_a_place_in_a_home_working_folder(
     assert (check.behavior, check.reason) == ("ask", SAFETY_CHECK)
 
 
+@pytest.fixture
+def dotfiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A dotfiles repository, the working folder, to which the home folder's settings link:
+    ``~/.gitconfig`` to its ``gitconfig``, ``~/.config`` to its ``config``."""
+    home = tmp_path / "home"
+    repository = home / "dotfiles"
+    (repository / "config" / "git").mkdir(parents=True)
+    (repository / "config" / "git" / "config").write_text("")
+    (repository / "gitconfig").write_text("")
+    (home / ".gitconfig").symlink_to(repository / "gitconfig")
+    (home / ".config").symlink_to(repository / "config")
+    monkeypatch.setenv("HOME", str(home))
+    return repository
+
+
+@pytest.mark.parametrize("path", ["gitconfig", "config/git/config"])
+def test_a_file_a_home_link_leads_to_is_the_place_it_names(path: str, dotfiles: Path) -> None:
+    """Found: in a dotfiles repository, the Write tool wrote ``gitconfig`` (git's global
+    settings, through ``~/.gitconfig``) unasked in acceptEdits mode, and ``git status`` then
+    ran the ``core.fsmonitor`` written there unasked."""
+    tool = Write()
+    data = tool.parse_input({"file_path": path, "content": "[core]\n\tfsmonitor = ./x\n"})
+    check = tool.check_permissions(data, ToolContext(cwd=dotfiles))
+    assert (check.behavior, check.reason) == ("ask", SAFETY_CHECK)
+    assert safety_question(f"cp README {path}", dotfiles)
+
+
+@pytest.mark.parametrize(
+    ("variable", "path"),
+    [
+        ("GIT_CONFIG_GLOBAL", "gitconfig"),
+        ("RIPGREP_CONFIG_PATH", "ripgreprc"),
+        ("XDG_CONFIG_HOME", "config"),
+    ],
+)
+def test_a_place_the_environment_moves_is_protected_where_it_is(
+    variable: str, path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found: with ``GIT_CONFIG_GLOBAL`` naming a file of the working folder, the Write tool
+    wrote git's settings there unasked in acceptEdits mode (``RIPGREP_CONFIG_PATH``'s file
+    gives rg a ``--pre`` program; ``XDG_CONFIG_HOME`` is ``~/.config``)."""
+    monkeypatch.setenv(variable, str(tmp_path / path))
+    written = "config/git/config" if variable == "XDG_CONFIG_HOME" else path
+    tool = Write()
+    data = tool.parse_input({"file_path": written, "content": "x"})
+    check = tool.check_permissions(data, ToolContext(cwd=tmp_path))
+    assert (check.behavior, check.reason) == ("ask", SAFETY_CHECK)
+
+
+def test_a_place_moved_to_dev_null_protects_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GIT_CONFIG_GLOBAL=/dev/null`` (no global settings) leaves ``> /dev/null`` alone."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    assert not safety_question("touch x > /dev/null", tmp_path)
+
+
+def test_other_files_of_a_linked_folder_are_not_places(dotfiles: Path) -> None:
+    """The control: a file of the repository no home link leads to is an ordinary file."""
+    tool = Write()
+    data = tool.parse_input({"file_path": "config/README.md", "content": "x"})
+    assert tool.check_permissions(data, ToolContext(cwd=dotfiles)).behavior == "passthrough"
+    assert not safety_question("cp config/a.md config/b.md", dotfiles)
+
+
 def test_the_write_tool_still_writes_weights_named_pth(tmp_path: Path) -> None:
     tool = Write()
     data = tool.parse_input({"file_path": "models/model.pth", "content": "x"})
