@@ -649,10 +649,12 @@ _SED = _rule(
 )
 
 # One sed command of a printing script: an optional address or range, `!`, then the command.
+# A label or number is on the command's line: sed skips blanks before it, not a line break
+# (`t` then a line `e` is a branch to the end and a command running each line read).
 _SED_ADDRESS = r"(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n])*/[IM]*)"
 _SED_COMMAND = re.compile(
     rf"\s*(?:{_SED_ADDRESS}(?:\s*,\s*(?:{_SED_ADDRESS}|[+~]\d+))?)?\s*!?\s*"
-    r"(?P<command>[{}pPdDnNgGhHxz=lF]|[qQ]\s*\d*|l\s*\d+|[btT](?:\s*[^;}\s]+)?"
+    r"(?P<command>[{}pPdDnNgGhHxz=lF]|[qQ][ \t]*\d*|l[ \t]*\d+|[btT](?:[ \t]*[^;}\s]+)?"
     r"|(?P<s>s)(?P<d>[^\\\n])(?:\\.|(?!(?P=d))[^\\])*(?P=d)(?:\\.|(?!(?P=d))[^\\])*(?P=d)"
     r"(?P<flags>[a-zA-Z0-9]*)"
     r"|y(?P<yd>[^\\\n])(?:\\.|(?!(?P=yd))[^\\])*(?P=yd)(?:\\.|(?!(?P=yd))[^\\])*(?P=yd))"

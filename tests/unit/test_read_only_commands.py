@@ -297,6 +297,12 @@ def test_cd_inside_the_folder_is_followed(command: str, read_only: bool) -> None
         ("sed -e p -e ':a e rm x' a.txt", False),
         ("sed ':a;N;$!ba;s/\\n/ /g' a.txt", True),
         ("sed -n ':a p' a.txt", True),
+        # a label is on its command's line (found: `e` on the next line was read as the label
+        # of `t`, and ran each line of the file as a command)
+        ("sed -n 't\ne' a.txt", False),
+        ("sed 'T\ne' a.txt", False),
+        ("sed -n 's/a/b/;t \ne' a.txt", False),
+        ("sed -n 't\np' a.txt", True),
     ],
 )
 def test_sed_is_read_only_only_with_a_printing_script(command: str, read_only: bool) -> None:
