@@ -495,11 +495,12 @@ _COMMON_TEXT_TOOLS = {
         "--exclude-type= --total --help --version"
     ),
     "file": _rule(
-        "-b -c -E -h -i -k -l -L -N -n -p -r -s -S -0 -F= -e= -P= --brief --checking-printout "
+        "-b -c -E -h -i -k -l -L -N -n -r -s -S -0 -F= -e= -P= --brief --checking-printout "
         "--dereference --no-dereference --mime --mime-type --mime-encoding --keep-going --list "
-        "--no-pad --no-buffer --preserve-date --raw --special-files --no-sandbox --print0 "
+        "--no-pad --no-buffer --raw --special-files --no-sandbox --print0 "
         "--separator= --exclude= --extension --apple --parameter= --help --version",
-        "-C --compile -m= --magic-file= -f= --files-from= -z --uncompress -Z --uncompress-noreport",
+        "-C --compile -m= --magic-file= -f= --files-from= -z --uncompress -Z --uncompress-noreport "
+        "-p --preserve-date",  # sets each file's times back after reading it: a write
     ),
     "tree": _rule(
         "-a -d -f -x -L= -P= -I= -q -N -Q -p -u -g -s -h -D -F -v -t -c -U -r -i -A -S -n -C "
