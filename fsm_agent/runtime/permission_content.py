@@ -619,8 +619,9 @@ def _shown(part: CommandPart) -> str:
 def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
     """What deny and ask rules are matched against for one part: its words; for a program
     named by its path (``/bin/rm x``), the same command by the program's name (``rm x``); for
-    git, the command without git's own options (``git -C . push`` is ``git push``), and for
-    git's dashed form the command as git spells it (``git-push`` is ``git push``)."""
+    git, the command without git's own options (``git -C . push`` is ``git push``), for
+    git's dashed form the command as git spells it (``git-push`` is ``git push``), and for
+    ``git send-pack`` and ``git http-push`` the same words after ``git push``."""
     from fsm_agent.core import git_commands  # noqa: PLC0415 - lazy
 
     program = part.argv[0]
@@ -635,7 +636,13 @@ def _guarded_argvs(part: CommandPart) -> tuple[tuple[str, ...], ...]:
             argvs.append(("git", *rest))
         else:  # an option we do not know: each word that may be the command, as the command
             argvs += [("git", *words[i:]) for i in git_commands.command_starts(words) or ()]
+    # git's plumbing that pushes: a rule on `git push` names what it does too
+    argvs += [("git", "push", *argv[2:]) for argv in argvs if argv[:2] in _PUSHING]
     return tuple(dict.fromkeys(argvs))
+
+
+_PUSHING = frozenset({("git", "send-pack"), ("git", "http-push")})
+"""git commands that send commits to another repository as ``git push`` does."""
 
 
 def _git_refusal(analysis: CommandAnalysis, place: CallPlace) -> str | None:

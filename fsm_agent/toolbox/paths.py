@@ -409,6 +409,8 @@ def _followed_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
     """:func:`entered_folders`, or why they cannot be followed."""
     folders: list[Path] | str = [cwd]
     searched = _cd_path(analysis)
+    if isinstance(searched, str):
+        return searched
     given = list(analysis.folders)
     for index, part in enumerate(analysis.parts):
         while not isinstance(folders, str) and given and given[0][0] <= index:
@@ -425,7 +427,7 @@ def _followed_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
         if words[0] == "-" or _ROTATION.fullmatch(words[0]) or _STACKED.fullmatch(words[0]):
             continue  # ``cd -``, ``pushd +1``: a folder already among them (``expand_home``)
         starts = folders
-        if searched and not words[0].startswith((".", "/", "~")):
+        if searched and not _BESIDE_CDPATH.match(words[0]):
             starts = [*folders, *(folder / entry for folder in folders for entry in searched)]
         folders = _entering(folders, words[0], computed=bool(part.expanded), starts=starts)
     for _index, word in given:  # a wrapper that runs no part (``env -C DIR`` alone)
@@ -457,7 +459,7 @@ def word_bases(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
     ``DIRSTACK[1]=…``; any word naming one but a plain read, ``$HOME``, counts)."""
     moved = _MOVES_PLACES.search(analysis.command)
     if moved is not None:
-        name = moved.group("name") or moved.group("name2")
+        name = moved["name"] or moved["name2"] or "CDPATH"
         return f"it may set {name}, which decides where ~ and cd lead"
     return _followed_folders(analysis, cwd)
 
@@ -466,11 +468,13 @@ _ROTATION = re.compile(r"[+-]\d+")
 """``pushd +1``, ``popd -0``: a turn of the folders ``pushd`` kept."""
 _MOVES_PLACES = re.compile(
     r"(?<![\w$/.-])(?<!\$\{)(?P<name>HOME|PWD|OLDPWD|DIRSTACK)\b"
-    r"|\$\{(?P<name2>HOME|PWD|OLDPWD|DIRSTACK):?="
+    r"|\$\{(?P<name2>HOME|PWD|OLDPWD|DIRSTACK|CDPATH):?="
+    r"|(?<![\w$/.-])(?<!\$\{)CDPATH\b(?!=)"
 )
 """A word naming a variable that decides where ``~``, ``~+``, ``~-``, ``~N``, ``cd`` or
 ``cd -`` lead, but for a plain read (``$HOME``, ``${HOME}``, ``${HOME%/}``); ``${HOME:=x}``
-sets it."""
+sets it. ``CDPATH=DIR`` is followed (:func:`_cd_path`); ``read CDPATH``, ``CDPATH+=DIR`` and
+``for CDPATH in`` are not."""
 
 
 def _entering(
@@ -523,9 +527,15 @@ _GLOBBING = re.compile(r"[*?\[{]")
 _DECLARING = frozenset({"export", "declare", "typeset", "local", "readonly"})
 
 
-def _cd_path(analysis: CommandAnalysis) -> list[Path]:
+_BESIDE_CDPATH = re.compile(r"[/~]|\.\.?(?:/|$)")
+"""A ``cd`` operand ``CDPATH`` is not searched for: an absolute path, ``~``, ``.``, ``..``,
+``./x``, ``../x`` (a name merely beginning with a dot, ``.config``, is searched for)."""
+
+
+def _cd_path(analysis: CommandAnalysis) -> list[Path] | str:
     """The folders of every ``CDPATH`` the command sets (``CDPATH=DIR cd x``, ``export
-    CDPATH=DIR``), ``~`` expanded."""
+    CDPATH=DIR``), ``~`` expanded; or why they cannot be known (a value the shell
+    computes)."""
     values = [
         word.partition("=")[2]
         for part in analysis.parts
@@ -535,6 +545,9 @@ def _cd_path(analysis: CommandAnalysis) -> list[Path]:
         )
         if word.startswith("CDPATH=")
     ]
+    computed = next((value for value in values if _COMPUTING.search(value)), None)
+    if computed is not None:
+        return f"it sets CDPATH to a value the shell computes, {computed!r}"
     return [expand_home(entry) for value in values for entry in value.split(":") if entry]
 
 

@@ -47,16 +47,27 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-STARTUP_DIRS: Final = frozenset({".ssh", ".bashrc.d", ".vim", ".emacs.d", ".ipython", ".hg"})
-"""Folder names protected wherever they are, beside SPEC §9.3's."""
+STARTUP_DIRS: Final = frozenset(
+    {".ssh", ".bashrc.d", ".vim", ".emacs.d", ".ipython", ".hg"} | {".jupyter", ".hammerspoon"}
+)
+"""Folder names protected wherever they are, beside SPEC §9.3's (Jupyter's settings are Python
+it runs at start-up, Hammerspoon's Lua)."""
 
 STARTUP_FILES: Final = frozenset(
     {".vimrc", ".gvimrc", ".exrc", ".emacs", ".tmux.conf", ".gdbinit", ".lldbinit", ".pdbrc"}
-    | {".hgrc"}
+    | {".hgrc", ".screenrc", ".wezterm.lua", ".direnvrc"}
+    | {".npmrc", ".yarnrc", ".yarnrc.yml", ".bunfig.toml"}
+    | {".rprofile", ".renviron", ".irbrc", ".pryrc", ".sqliterc", ".psqlrc", ".perldb"}
+    | {".xinitrc", ".xprofile", ".xsession", ".xsessionrc"}
 )
-"""File names protected wherever they are, beside SPEC §9.3's: an editor's, a terminal
-multiplexer's or a debugger's start-up commands (``:!``, ``run-shell``, ``shell``, pdb's
-Python lines), and Mercurial's settings (whose ``[hooks]`` run commands, as ``.git/hooks``)."""
+"""File names protected wherever they are, beside SPEC §9.3's: an editor's, a terminal's, a
+terminal multiplexer's or a debugger's start-up commands (``:!``, ``run-shell``, ``shell``,
+pdb's Python lines, WezTerm's Lua), what ``direnv`` sources before every ``.envrc``,
+Mercurial's settings (whose ``[hooks]`` run commands, as ``.git/hooks``), a package
+manager's settings that name the program it runs (npm's ``script-shell`` and
+``node-options``, Yarn's ``yarnPath``, Bun's ``preload``), an interpreter's or a database
+shell's start-up code (R, Ruby, SQLite's and psql's ``.shell``/``\\!``, the Perl debugger),
+and what an X session runs at login. Compared in lower case (``.Rprofile``)."""
 
 _SYSTEM_PLACES: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
     "etc": (
@@ -106,6 +117,14 @@ _CONFIG_PLACES: Final = (
     ("systemd",),
     ("autostart",),
     ("environment.d",),
+    ("direnv",),  # direnvrc, sourced before every .envrc
+    ("starship.toml",),  # a prompt's custom modules run a command at every prompt
+    ("kitty",),  # a terminal's settings: the shell it starts, its start-up session
+    ("wezterm",),
+    ("alacritty",),
+    ("powershell",),  # profile.ps1, run by every pwsh
+    ("nushell",),  # config.nu, env.nu
+    ("code", "user"),  # an editor's user settings: the interpreters and tasks it runs
 )
 _LIBRARY_PLACES: Final = (("launchagents",), ("launchdaemons",))
 _PLACES_WITHIN: Final = {
@@ -116,8 +135,12 @@ _PLACES_WITHIN: Final = {
     ".kube": (("config",),),  # an exec credential plugin
     ".docker": (("config.json",),),  # credsStore, credHelpers: docker-credential-NAME
     ".cargo": (("config.toml",), ("config",)),  # build.rustc-wrapper, a project's too
-    ".gradle": (("init.d",), ("init.gradle",), ("init.gradle.kts",)),  # run by every build
+    # run by every build; gradle.properties gives its JVM an agent (-javaagent)
+    ".gradle": (("init.d",), ("init.gradle",), ("init.gradle.kts",), ("gradle.properties",)),
     ".gnupg": (("gpg-agent.conf",), ("gpg.conf",)),  # pinentry-program
+    ".julia": (("config",),),  # startup.jl
+    ".lein": (("profiles.clj",),),  # Clojure run by every lein
+    ".oh-my-zsh": (("custom",),),  # sourced by every zsh
 }
 """Places under a folder of these names wherever it is: the path, or any path under it.
 ``.config`` is XDG's, ``Library`` macOS's (where ``launchd`` finds the jobs it starts); the

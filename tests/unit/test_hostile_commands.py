@@ -839,6 +839,28 @@ def test_a_git_option_we_do_not_know_still_shows_the_command_after_it(
     assert decided.rule == "Bash(git push:*)"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git send-pack origin main",
+        "git-send-pack ../other main",
+        "git -C . http-push https://example.com/repo.git main",
+        "/usr/bin/git send-pack --all ../other",
+    ],
+)
+def test_git_plumbing_that_pushes_meets_a_push_rule(command: str, work: Path) -> None:
+    """Found: with ``Bash(git push:*)`` denied, ``git send-pack`` and ``git http-push`` sent
+    commits to another repository in bypass mode; a rule naming ``git push`` names them too."""
+    decided = decide(command, work, mode=PermissionMode.BYPASS, deny={"Bash(git push:*)"})
+    assert decided.behavior is PermissionBehavior.DENY
+    assert decided.rule == "Bash(git push:*)"
+
+
+def test_a_program_not_git_is_no_push() -> None:
+    part = analyse_command("xgit send-pack origin main").parts[0]
+    assert ("git", "push", "origin", "main") not in permission_content._guarded_argvs(part)
+
+
 def test_a_git_option_we_do_not_know_costs_two_places_not_one_per_word(work: Path) -> None:
     """Found: ``git --frob`` and 4,000 words took two minutes under 41 deny rules, every later
     word tried as git's command (a copy of the rest of the line each, matched against every

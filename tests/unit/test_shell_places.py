@@ -8,7 +8,9 @@ variables and folder stack. ``HOME=/; rm -rf ~/home/me/.config``, ``read HOME <<
 deleted git's settings unasked; and ``cd -`` led where the terminal that started the library
 had been (an inherited ``OLDPWD``). Now ``~+``, ``~-`` and ``~N`` are taken from every folder
 the command may be in, the command's shell inherits no ``OLDPWD``, and a command naming
-``HOME``, ``PWD``, ``OLDPWD`` or ``DIRSTACK`` but to read it asks.
+``HOME``, ``PWD``, ``OLDPWD`` or ``DIRSTACK`` but to read it asks, as does a ``CDPATH``
+the command reads in or computes (one it spells out is followed, and a name beginning with a
+dot, ``cd .config``, is searched for in it as Bash does).
 
 ``cd -e DIR`` entered a folder named ``-e``; and a folder the shell computes was taken as each
 path its text spells, which ``cd "$(printf '%s/.con%s' ~ fig)" && rm -rf git`` and ``cd
@@ -75,6 +77,13 @@ ASKING = [
     'cd "$(git rev-parse --show-toplevel)/.." && rm -rf .config',
     'cd "$(dirname ~/.config/git/config)" && echo x >> config',
     "cd ~/.con* && rm -rf git",
+    # CDPATH: a name beginning with a dot is searched for, a computed or read value is not
+    # known (found)
+    "CDPATH=.. cd .config && rm -rf git",
+    "CDPATH=~ cd .config; echo x >> git/config",
+    'CDPATH="$(printf %s ~/.con)fig" cd git && echo x >> config',
+    "read CDPATH <<< ~/.config; cd git; echo x >> config",
+    "CDPATH+=:~/.config; cd git && echo x >> config",
 ]
 
 
@@ -110,6 +119,7 @@ def test_a_path_rule_asks_when_home_is_set(work: Path) -> None:
         'cd "$(git rev-parse --show-toplevel)" && echo x > src/a.py',
         'cd "$(dirname src/a.py)" && echo x > a.py',
         'cd "$PWD/src" && rm -f a.o',
+        "CDPATH=~/work cd ./src && rm -f a.o",  # ./ is never searched for
     ],
 )
 def test_plain_reads_and_moves_still_run_in_bypass(command: str, work: Path) -> None:

@@ -21,7 +21,7 @@ from test_hostile_commands import _plain_archives, safety_question
 from fsm_agent.core.shell_commands import analyse_command
 from fsm_agent.runtime.tool import SAFETY_CHECK, ToolContext
 from fsm_agent.toolbox import Write
-from fsm_agent.toolbox.paths import MAX_ENTERED_FOLDERS, entered_folders
+from fsm_agent.toolbox.paths import MAX_ENTERED_FOLDERS, entered_folders, names_protected
 from fsm_agent.toolbox.startup_places import holds_place, startup_place
 
 
@@ -70,12 +70,42 @@ def parts(path: str) -> list[str]:
         "/home/u/.config/emacs/init.el",
         "/home/u/.config/gdb/gdbinit",
         "/home/u/.config/hg/hgrc",
+        # Settings naming a program a tool runs, start-up code of interpreters, terminals,
+        # prompts and sessions (found: written unasked in bypass mode).
+        "/home/u/.config/direnv/direnvrc",
+        "/home/u/.config/starship.toml",
+        "/home/u/.config/kitty/kitty.conf",
+        "/home/u/.config/powershell/Microsoft.PowerShell_profile.ps1",
+        "/home/u/.config/Code/User/settings.json",
+        "/home/u/.julia/config/startup.jl",
+        "/home/u/.lein/profiles.clj",
+        "/home/u/.oh-my-zsh/custom/evil.zsh",
+        "/home/u/.gradle/gradle.properties",
     ],
 )
 def test_a_place_that_runs_code_later_is_one(path: str) -> None:
     assert startup_place(parts(path))
     # As a resolved path split on its separators (resolving makes ``//`` one).
     assert startup_place(os.path.realpath(path).lower().split(os.sep))  # noqa: PTH206 - as data_paths does
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/home/u/.npmrc",
+        "/w/.yarnrc.yml",
+        "/home/u/.bunfig.toml",
+        "/home/u/.direnvrc",
+        "/home/u/.wezterm.lua",
+        "/home/u/.jupyter/jupyter_server_config.py",
+        "/home/u/.Rprofile",
+        "/home/u/.sqliterc",
+        "/home/u/.psqlrc",
+        "/home/u/.xsessionrc",
+    ],
+)
+def test_a_start_up_name_is_protected_wherever_it_is(path: str) -> None:
+    assert names_protected(Path(path))
 
 
 @pytest.mark.parametrize(
@@ -98,6 +128,12 @@ def test_a_place_that_runs_code_later_is_one(path: str) -> None:
         "/home/u/.docker/contexts/meta/x.json",
         "/home/u/.cargo/registry/cache/x.crate",
         "/home/u/.gradle/caches/x.jar",
+        "/w/gradle.properties",  # a project's, as its build files are
+        "/w/package.json",
+        "/home/u/.config/Code/CachedData/x",
+        "/home/u/.julia/packages/X/src/x.jl",
+        "/home/u/.oh-my-zsh/themes/x.zsh-theme",
+        "/w/npmrc.md",
     ],
 )
 def test_a_lookalike_is_not(path: str) -> None:
@@ -212,6 +248,14 @@ ASKING = [
     "aws --profile p configure set profile.p.credential_process ./x",
     "kubectl config set-credentials u --exec-command=./x",
     "kubectl config set users.u.exec.command ./x",
+    # Settings and start-up code of other tools (found).
+    "echo script-shell=./x.sh >> ~/.npmrc",
+    "npm config set script-shell ./x.sh --location=user > ~/.npmrc",
+    "printf 'yarnPath: ./x.js' > ~/.yarnrc.yml",
+    "echo 'source ./x' >> ~/.config/direnv/direnvrc",
+    "cp x.toml ~/.config/starship.toml",
+    "tee -a ~/.Rprofile < x.R",
+    "mkdir -p ~/.jupyter && cp x.py ~/.jupyter/jupyter_server_config.py",
 ]
 
 
