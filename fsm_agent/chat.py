@@ -40,7 +40,7 @@ class ChatInput:
 
     def __init__(self, *, queue_while_working: bool, stream: TextIO | None = None) -> None:
         self.queue_while_working = queue_while_working
-        self.stream = stream if stream is not None else sys.stdin
+        self.stream: TextIO | None = stream if stream is not None else sys.stdin
         self.working: Session | None = None  # the session whose turn is running
         self._prompts: asyncio.Queue[str | None] = asyncio.Queue()
         self._answers: queue.Queue[str | None] = queue.Queue()
@@ -54,9 +54,12 @@ class ChatInput:
 
     def _read(self) -> None:
         assert self._loop is not None
-        for line in self.stream:
-            self._loop.call_soon_threadsafe(self._route, line.rstrip("\n"))
-        self._loop.call_soon_threadsafe(self._route, None)
+        try:
+            if self.stream is not None:  # None: standard input is closed, so it ends at once
+                for line in self.stream:
+                    self._loop.call_soon_threadsafe(self._route, line.rstrip("\n"))
+        finally:  # a reader that fails still ends the input: nothing waits for ever
+            self._loop.call_soon_threadsafe(self._route, None)
 
     def _route(self, line: str | None) -> None:
         if line is None:  # end of input: nobody answers, nothing more to ask

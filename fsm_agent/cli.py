@@ -10,11 +10,14 @@ bad trace), never a traceback.
 from __future__ import annotations
 
 import argparse
+import atexit
+import codecs
 import contextlib
+import io
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,36 @@ class CommandLineError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
+    status = _main(argv)
+    if argv is None and _temporal_bridge_loaded():
+        # The Temporal SDK's bridge keeps threads of its own that, when the interpreter is
+        # torn down, can abort it ("Fatal Python error: PyGILState_Release", exit 134) about
+        # one time in three, after any command that reached a cluster or failed to: the
+        # program ends here instead, with its own status. Only as the program (no argv
+        # given), never when called from Python.
+        _exit_now(status)
+    return status
+
+
+def _temporal_bridge_loaded() -> bool:
+    return "temporalio.bridge.temporal_sdk_bridge" in sys.modules
+
+
+def _exit_now(status: int) -> None:
+    """End the process with ``status`` without tearing the interpreter down: what is to be
+    done at exit (the run store's writes, telemetry's last spans) and the output written
+    first."""
+    with contextlib.suppress(Exception):  # each handler's own failure is reported by it
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed or broken stream: nothing to keep
+            if stream is not None:
+                stream.flush()
+    os._exit(status)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    _tolerant_streams()
     parser = _parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
@@ -70,6 +103,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_crash_report(exc, args.hidden), file=sys.stderr)
         return EXIT_FAILED
     return result
+
+
+def _tolerant_streams() -> None:
+    """Standard streams that never fail on a character. With an encoding that is not UTF-8
+    (``PYTHONIOENCODING=ascii``, a latin-1 locale, ``LC_ALL=C`` with Python's UTF-8 mode off)
+    the first arrow printed raised UnicodeEncodeError, mid-run, and a typed "é" stopped the
+    chat's input reader, so the chat waited for ever. Output spells what the encoding lacks
+    as backslash escapes; input keeps bytes it cannot decode as escapes, as UTF-8 mode does
+    (a prompt carries them as text, see ``as_messages``)."""
+    for stream, errors in (
+        (sys.stdout, "backslashreplace"),
+        (sys.stderr, "backslashreplace"),
+        (sys.stdin, "surrogateescape"),
+    ):
+        if not isinstance(stream, io.TextIOWrapper) or stream.errors == errors:
+            continue
+        # surrogateescape writes back only the bytes read in: an arrow still fails.
+        narrow = codecs.lookup(stream.encoding).name != "utf-8" and errors != "surrogateescape"
+        if stream.errors == "strict" or narrow:
+            with contextlib.suppress(ValueError, OSError):  # already read from, or closed
+                stream.reconfigure(errors=errors)
 
 
 def _crash_report(exc: Exception, hidden: Sequence[str]) -> str:
@@ -115,7 +169,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     fork.add_argument("trace_file", type=Path, help="the recorded trace (.jsonl)")
     fork.add_argument(
-        "--at", type=int, required=True, metavar="SEQ", help="the seq to replay up to"
+        "--at", type=_at_least(1), required=True, metavar="SEQ", help="the seq to replay up to"
     )
     _live_options(fork)
     _carry_option(fork)
@@ -186,6 +240,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum`` (a usage error otherwise,
+    exit status 2, as for any malformed option)."""
+
+    def number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {minimum} or more, got {value}")
+        return value
+
+    return number
+
+
 def _carry_option(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--keep-session-rules",
@@ -203,7 +273,7 @@ def _live_options(command: argparse.ArgumentParser) -> None:
         help="a Claude model name, or scripted:FILE to play a scenario file",
     )
     command.add_argument(
-        "--max-turns", type=int, default=None, help="end the run after this many turns"
+        "--max-turns", type=_at_least(1), default=None, help="end the run after this many turns"
     )
     command.add_argument(
         "--trace",
@@ -257,7 +327,7 @@ def _conversation_options(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--full-transcript-every",
-        type=int,
+        type=_at_least(1),
         default=None,
         metavar="N",
         help="write the whole transcript into a turn's trace once in N turns (default 32); "
@@ -282,7 +352,9 @@ def _runs_parser(commands: Any) -> None:
     runs.add_argument("--denied", action="store_true", help="runs in which a call was denied")
     runs.add_argument("--since", default=None, help="runs started at or after this ISO time")
     runs.add_argument("--model", default=None, help="runs of this model")
-    runs.add_argument("--limit", type=int, default=None, help="at most this many, newest first")
+    runs.add_argument(
+        "--limit", type=_at_least(0), default=None, help="at most this many, newest first"
+    )
     runs.add_argument("--json", action="store_true", help="one JSON object per line")
     runs.set_defaults(handler=_cmd_runs)
     actions = runs.add_subparsers(title="actions")
@@ -579,12 +651,17 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     from fsm_agent.store.opening import open_store  # noqa: PLC0415
     from fsm_agent.store.query import RunQuery, TransitionCount, parse_since  # noqa: PLC0415
 
+    try:  # a malformed filter is a usage error, as argparse's own are
+        transitions = tuple(TransitionCount.parse(text) for text in args.transition)
+        since = parse_since(args.since) if args.since is not None else None
+    except FsmAgentError as exc:
+        raise CommandLineError(str(exc)) from exc
     query = RunQuery(
         terminal=args.terminal,
-        transitions=tuple(TransitionCount.parse(text) for text in args.transition),
+        transitions=transitions,
         tool=args.tool,
         denied=args.denied,
-        since=parse_since(args.since) if args.since is not None else None,
+        since=since,
         model=args.model,
         limit=args.limit,
     )

@@ -435,5 +435,6 @@ class LiveView:
 
 
 def stdin_is_terminal() -> bool:
-    """Whether someone can be asked (standard input is a terminal)."""
-    return sys.stdin.isatty()
+    """Whether someone can be asked (standard input is a terminal; with none at all, closed
+    as ``<&-`` leaves it, nobody can be)."""
+    return sys.stdin is not None and sys.stdin.isatty()

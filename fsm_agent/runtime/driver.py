@@ -491,6 +491,8 @@ class _Run:
         for effect in later:
             stale = isinstance(effect, fx.RunToolStep) and effect.call_id in self.cancelled_calls
             if not stale and self.core.terminal is None:
+                if isinstance(effect, fx.CallModel) and effect.attempt == 1:
+                    self.turns += 1  # a request sent now, its request_sent in the recording
                 self._perform(effect)
         return updates
 

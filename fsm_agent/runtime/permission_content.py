@@ -514,17 +514,26 @@ def _unnamed_read_rule(
 
     ``grep -r KEY .``, ``rg KEY`` and ``git grep KEY`` read every file under a folder; a
     program given names by ``xargs`` or ``find -exec`` reads what its input names; a word the
-    shell computes (``cat .en?``, ``cat "$f"``) may name any file. Such a read asks (SPEC §9.3
-    step 1f, even in bypass mode) when a rule covering ``Read`` may match under the folder:
-    whether the file is there is not known before the command runs.
+    shell computes (``cat .en?``, ``cat "$f"``) may name any file; and a program that loads
+    the ``.env`` files where it runs (``python3 -m dotenv list``, ``docker compose config``,
+    ``bun``: ``toolbox.env_file_loaders``) reads those. Such a read asks (SPEC §9.3 step 1f,
+    even in bypass mode) when a rule covering ``Read`` may match under the folder (or match
+    the files): whether the file is there is not known before the command runs.
     """
     from fsm_agent.core.read_only_commands import REPOSITORY  # noqa: PLC0415 - lazy
 
     family = _file_rules(rules, READ_FILE_TOOLS)
     if not family:
         return None
+    from fsm_agent.toolbox.env_file_loaders import env_files, loads_env_files  # noqa: PLC0415 - lazy
+
     resolved = _Resolved(where.bases)
     for part in analysis.parts:
+        if part.argv and loads_env_files(part.argv):
+            loaded = {str(path) for base in where.bases for path in env_files(base)}
+            rule = _covering(family, loaded, where.matching, under=False)
+            if rule is not None:
+                return rule, _shown(part)
         for word in _unnamed_reads(part):
             if word == REPOSITORY:
                 folders = {(repository_top(base) or base).as_posix() for base in where.bases}

@@ -160,8 +160,7 @@ def load_settings(
     ]
     for extra in extra_files if sources is None else ():
         path = Path(extra)
-        if not path.is_file():
-            raise ConfigError(f"settings file {path} does not exist")
+        _require_file(path)
         found.append((RuleSource.FLAG, path))
     settings = Settings()
     for source, path in found:
@@ -177,9 +176,15 @@ def load_settings_file(
 ) -> Settings:
     """One settings file, as flag settings (``--settings FILE``)."""
     file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"settings file {file} does not exist")
+    _require_file(file)
     return _from_object(_read_json(file), RuleSource.FLAG, file, Path(cwd or Path.cwd()).resolve())
+
+
+def _require_file(path: Path) -> None:
+    """Refuse a settings file that is not one, saying whether it is a folder or missing."""
+    if not path.is_file():
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise ConfigError(f"settings file {path} {what}")
 
 
 def _read_json(path: Path) -> Any:

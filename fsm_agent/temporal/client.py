@@ -136,8 +136,9 @@ async def connect(
         return await Client.connect(
             address, namespace=namespace, data_converter=data_converter or DataConverter.default
         )
-    except RuntimeError as exc:  # the SDK's bridge reports a failed connection so
-        raise ConfigError(f"cannot reach a Temporal cluster at {address}: {exc}") from exc
+    except (RuntimeError, ValueError) as exc:  # the SDK's bridge reports a failed
+        # connection as a RuntimeError, an address it cannot parse as a ValueError
+        raise ConfigError(f"cannot reach a Temporal cluster at {address!r}: {exc}") from exc
 
 
 async def answer_permission(

@@ -19,7 +19,7 @@ from typing import Final
 import attrs
 
 from fsm_agent.core.command_options import ParsedArguments, loose_table, parse_arguments
-from fsm_agent.toolbox.paths import word_path
+from fsm_agent.toolbox.paths import repository_top, word_path
 
 _GLOBALS: Final = attrs.evolve(
     loose_table("Cc", long_values="git-dir work-tree namespace exec-path config-env"),
@@ -113,10 +113,12 @@ def _work_tree(parsed: ParsedArguments, assignments: Sequence[str]) -> str | Non
 
 
 def git_tree_writes(args: Sequence[str], cwd: Path) -> tuple[Path, ...]:
-    """The paths under which ``git`` given ``args`` (run in ``cwd``) deletes or moves files:
-    what ``git rm`` removes (``--cached`` leaves the files), what ``git mv`` moves and where,
-    and what ``git clean`` may delete (its paths, else the folder it runs in; ``-n`` only
-    lists)."""
+    """The paths under which ``git`` given ``args`` (run in ``cwd``) deletes, moves or writes
+    files: what ``git rm`` removes (``--cached`` leaves the files), what ``git mv`` moves and
+    where, what ``git clean`` may delete (its paths, else the folder it runs in; ``-n`` only
+    lists), the work tree ``git submodule update`` checks submodules out in (where each goes
+    is in ``.gitmodules``), and the folder ``git format-patch -o DIR`` writes its patches
+    in."""
     read = _command(args, cwd)
     if read is None:
         return ()
@@ -133,4 +135,23 @@ def git_tree_writes(args: Sequence[str], cwd: Path) -> tuple[Path, ...]:
         and not any(option[1:2] != "-" and "n" in option[1:] for option in options)
     ):
         return tuple(word_path(word, cwd) for word in words) or (cwd,)
+    if command == "submodule" and "update" in words:
+        return (repository_top(cwd) or cwd,)
+    if command == "format-patch":
+        return tuple(word_path(folder, cwd) for folder in _output_directory(rest))
     return ()
+
+
+def _output_directory(args: Sequence[str]) -> list[str]:
+    """The folders ``git format-patch`` is told to write in (``-o DIR``, ``-oDIR``,
+    ``--output-directory[=]DIR``)."""
+    found: list[str] = []
+    for index, word in enumerate(args):
+        following = args[index + 1] if index + 1 < len(args) else ""
+        if word in ("-o", "--output-directory") and following:
+            found.append(following)
+        elif word.startswith("--output-directory="):
+            found.append(word.partition("=")[2])
+        elif word.startswith("-o") and len(word) > 2 and word[1] != "-":
+            found.append(word[2:])
+    return found

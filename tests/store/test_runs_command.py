@@ -39,9 +39,10 @@ def test_table_lists_runs_and_their_count(
 def test_bad_filter_and_missing_folder_are_clear_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A bad --transition and an import of a missing folder fail with one-line messages."""
+    """A bad --transition and an import of a missing folder fail with one-line messages,
+    both usage errors (exit 2)."""
     store = str(tmp_path / "index.sqlite3")
-    assert main(["runs", "--store", store, "--transition", "next_turn:0"]) == 1
+    assert main(["runs", "--store", store, "--transition", "next_turn:0"]) == 2
     assert "MIN must be a whole number" in capsys.readouterr().err
     assert main(["runs", "--store", store, "import", str(tmp_path / "nowhere")]) == 2
     assert "no such trace file or folder" in capsys.readouterr().err

@@ -4,7 +4,10 @@ a Stop hook, the trace, Temporal's own Replayer, a worker killed mid-call, many 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
+import os
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -342,7 +345,30 @@ def test_approve_at_an_address_where_no_cluster_answers_names_it(
     """``fsm-agent approve`` against a closed port exits 1 naming the address."""
     status = cli.main(["approve", "s", "toolu_1", "allow", "--address", "127.0.0.1:1"])
     assert status == 1
-    assert "cannot reach a Temporal cluster at 127.0.0.1:1" in capsys.readouterr().err
+    assert "cannot reach a Temporal cluster at '127.0.0.1:1'" in capsys.readouterr().err
+
+
+def test_a_temporal_command_run_as_the_program_skips_the_interpreter_teardown(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fsm-agent approve` run as the program (no argv given) ends through ``os._exit``
+    with its status, once the exit handlers have run: the Temporal SDK's bridge threads
+    aborted the interpreter's teardown about one time in three ("Fatal Python error:
+    PyGILState_Release", exit 134 where 1 was due)."""
+    steps: list[object] = []
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: steps.append("exit handlers"))
+
+    def leave(status: int) -> None:
+        steps.append(status)
+        raise SystemExit(status)
+
+    monkeypatch.setattr(os, "_exit", leave)
+    argv = ["fsm-agent", "approve", "s", "toolu_1", "allow", "--address", "127.0.0.1:1"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit):
+        cli.main()
+    assert steps == ["exit handlers", 1]
+    assert "cannot reach a Temporal cluster at '127.0.0.1:1'" in capsys.readouterr().err
 
 
 def test_worker_at_an_address_where_no_cluster_answers_names_it(
@@ -353,7 +379,11 @@ def test_worker_at_an_address_where_no_cluster_answers_names_it(
     status = cli.main(["worker", "--address", "127.0.0.1:1"])
     assert status == 1
     err = capsys.readouterr().err
-    assert "cannot reach a Temporal cluster at 127.0.0.1:1" in err
+    assert "cannot reach a Temporal cluster at '127.0.0.1:1'" in err
+    assert "Traceback" not in err
+    assert cli.main(["worker", "--address", ""]) == 1  # the SDK's ValueError: no host
+    err = capsys.readouterr().err
+    assert "cannot reach a Temporal cluster at '': invalid target URL" in err
     assert "Traceback" not in err
 
 

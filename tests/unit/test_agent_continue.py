@@ -245,3 +245,20 @@ def test_rerun_runs_a_call_whose_input_holds_nothing_redacted(tmp_path: Path) ->
     result, _ = drain(agent, resume(killed), rerun=lambda _item: True)
     assert result.terminal == "completed"
     assert log == ["k", "k"]
+
+
+def test_a_request_the_recording_left_unsent_counts_as_a_turn(tmp_path: Path) -> None:
+    """Forked just after a request was sent, the continuation sends it to its own model and
+    counts it in ``turns`` (its ``request_sent`` is in the replayed part, so the continuation
+    reported ``turns: 0`` though it had asked the model)."""
+    trace = record(tmp_path)
+    second_request = [
+        record_.seq
+        for record_ in read_trace(trace).records
+        if record_.data.get("effect", {}).get("type") == "CallModel"
+    ][1]
+    answer = {"steps": [{"content": [{"text": "Forked answer."}]}]}
+    agent = Agent(model=scripted(answer), tools=default_tools(), cwd=tmp_path, trace=False)
+    result, _ = drain(agent, fork(trace, second_request))
+    assert result.text == "Forked answer."
+    assert result.turns == 1

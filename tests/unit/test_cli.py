@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -199,3 +201,41 @@ def test_diff_of_records_megabytes_long_stays_a_few_lines(
     assert "ENDA" in out
     assert "ENDB" in out
     assert "characters …]" in out
+
+
+def _ascii_stream(data: bytes = b"") -> io.TextIOWrapper:
+    """A standard stream in ASCII, strict, as PYTHONIOENCODING=ascii makes it."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="ascii", errors="strict", write_through=True)
+
+
+def test_an_output_encoding_without_the_arrows_gets_them_as_escapes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With standard output in ASCII (PYTHONIOENCODING=ascii, a latin-1 locale, LC_ALL=C
+    with UTF-8 mode off) `show` prints what ASCII lacks as backslash escapes (the first
+    arrow raised UnicodeEncodeError; during `run`, mid-run)."""
+    stdout = _ascii_stream()
+    monkeypatch.setattr(sys, "stdout", stdout)
+    assert main(["show", str(ROOT / "traces" / "max_turns.jsonl")]) == 0
+    assert isinstance(stdout.buffer, io.BytesIO)
+    assert b"phase idle \\u2192 session_start_hooks" in stdout.buffer.getvalue()
+
+
+def test_a_chat_line_its_input_encoding_cannot_decode_is_asked_with_escapes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A piped line holding bytes an ASCII standard input cannot decode is asked, its bytes
+    as escapes, and the chat ends with its input (the reader died on UnicodeDecodeError and
+    the chat waited for ever: the join below would time out)."""
+    monkeypatch.setattr(sys, "stdin", _ascii_stream("h\u00e9llo\n".encode()))
+    monkeypatch.setattr(sys, "stdout", _ascii_stream())
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"steps": [{"content": [{"text": "hi"}]}]}), "utf-8")
+    argv = ["chat", "--model", f"scripted:{scenario}", "--trace", f"{tmp_path}/traces/"]
+    statuses: list[int] = []
+    chat = threading.Thread(target=lambda: statuses.append(main(argv)), daemon=True)
+    chat.start()
+    chat.join(timeout=60)  # generous: it ends at once, or never
+    assert statuses == [0]
+    (trace,) = (tmp_path / "traces").glob("*.jsonl")
+    assert "h\\\\udcc3\\\\udca9llo" in trace.read_text(encoding="utf-8")

@@ -288,3 +288,18 @@ def test_a_permission_question_in_a_chat_takes_the_next_line(tmp_path: Path) -> 
     script = [(b"> ", b"write the file\n"), (b"Allow?", b"y\n"), (b"done", b"")]
     _chat_at_a_terminal(tmp_path, model, script)
     assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "hi\n"
+
+
+def test_with_standard_input_closed_chat_ends_and_run_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """With standard input closed (``<&-``: ``sys.stdin`` is None) nobody can be asked:
+    `chat` ends with no prompt and `run` runs, the mode deciding (both crashed on
+    ``sys.stdin.isatty()``)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdin", None)
+    model = scenario(tmp_path, [says("answer")])
+    assert main(["chat", "--model", model, "--trace", f"{tmp_path}/traces/"]) == 0
+    assert "no prompt was given" in capsys.readouterr().out
+    assert main(["run", "hi", "--model", model, "--trace", f"{tmp_path}/traces/"]) == 0
+    assert "ended: completed" in capsys.readouterr().out

@@ -49,3 +49,12 @@ def test_run_with_a_malformed_settings_file_names_file_and_key(
     assert "bad.json: $.permissions.allow: expected an array of strings" in err
     assert "Traceback" not in err
     assert (folder / "canary.txt").exists()
+
+
+def test_a_folder_given_as_settings_file_is_named_a_folder(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--settings FOLDER` says the path is a folder, not that it does not exist."""
+    (folder / "conf").mkdir()
+    assert main(["run", "go", "--model", "scripted:scenario.json", "--settings", "conf"]) == 1
+    assert "settings file conf is a folder, not a file" in capsys.readouterr().err

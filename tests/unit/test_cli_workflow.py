@@ -285,3 +285,34 @@ def test_diff_compares_a_crashed_runs_trace_up_to_its_cut(
     err = capsys.readouterr().err
     assert "the header, the only line, is cut off" in err
     assert "allow_truncated" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "hi", "--max-turns", "0"], "argument --max-turns: expected 1 or more, got 0"),
+        (
+            ["chat", "--full-transcript-every", "-2"],
+            "argument --full-transcript-every: expected 1 or more, got -2",
+        ),
+        (["fork", "t.jsonl", "--at", "0"], "argument --at: expected 1 or more, got 0"),
+        (["runs", "--limit", "-1"], "argument --limit: expected 0 or more, got -1"),
+        (["runs", "--since", "yesterday"], "--since 'yesterday': expected an ISO date"),
+        (["runs", "--transition", "next_turn:x"], "MIN must be a whole number"),
+    ],
+)
+def test_an_option_value_out_of_range_is_a_usage_error(
+    argv: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """A number or filter an option cannot take exits 2 with one line naming the option, as
+    argparse does for a malformed one (they exited 1, as if a run had failed)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FSM_AGENT_STORE", str(tmp_path / "store.sqlite3"))
+    try:
+        status = main(argv)
+    except SystemExit as exit_:  # argparse's own refusal
+        status = exit_.code
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+    assert status == 2

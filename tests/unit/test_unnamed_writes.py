@@ -75,6 +75,12 @@ def work(tmp_path: Path) -> Path:
         "git -C src rm a.py",
         "git mv src old",
         "git clean -fdx",
+        # found: ran unasked in bypass mode
+        "git submodule update --init",
+        "git -C src submodule update",
+        "git format-patch -o src HEAD~1",
+        "git format-patch --output-directory=src HEAD~1",
+        "git format-patch -osrc HEAD~1",
         "find . -name a.py -exec sed -i s/x/y/ {} +",
         "find . -delete",
         "git ls-files | xargs sed -i s/x/y/",
@@ -105,6 +111,8 @@ def test_an_edit_rule_covers_a_write_no_word_names(command: str, work: Path) -> 
         "git mv a.txt b.txt",
         "git clean -n",
         "git clean -fd build",
+        "git format-patch -o build HEAD~1",
+        "git submodule status",
     ],
 )
 def test_writes_elsewhere_still_run(command: str, work: Path) -> None:
