@@ -67,6 +67,7 @@ def judge_read_only(
     home: str,
     resolve: Callable[[str], str] = posixpath.normpath,
     shell_dirs: Sequence[str] = (),
+    resolve_under: Callable[[str, str], str] | None = None,
 ) -> ReadOnlyVerdict:
     """Judge a command by allowlist.
 
@@ -80,6 +81,9 @@ def judge_read_only(
             cannot lead outside (``link/../x`` is then beside where the link points).
         shell_dirs: further folders (absolute) the shell may be in when the command starts
             (the ``cd`` of an earlier part, judged apart); a path must be inside from each.
+        resolve_under: given a folder ``resolve`` gave and a relative path, what ``resolve``
+            gives for the two joined, looking up only the path's own names (a long command
+            judged from many folders otherwise looks each folder up again for every word).
     """
     if analysis.problem is not None:
         return ReadOnlyVerdict(read_only=False, reason=f"cannot be analysed: {analysis.problem}")
@@ -91,6 +95,7 @@ def judge_read_only(
         roots=tuple(readable_roots),
         home=home,
         resolve=resolve,
+        resolve_under=resolve_under,
     )
     for part in analysis.parts:
         why = _refusal(part, places)
@@ -115,12 +120,27 @@ class _Places:
     roots: tuple[str, ...]
     home: str
     resolve: Callable[[str], str]
+    resolve_under: Callable[[str, str], str] | None = None
     allowed: tuple[str, ...] = attrs.field(init=False)
     """The working folder and the readable roots, resolved (once: every word is judged)."""
+    resolved_dirs: tuple[str, ...] = attrs.field(init=False)
+    """``shell_dirs`` resolved, once."""
 
     @allowed.default
     def _resolved_roots(self) -> tuple[str, ...]:
         return tuple(self.resolve(posixpath.normpath(root)) for root in (self.cwd, *self.roots))
+
+    @resolved_dirs.default
+    def _resolved_dirs(self) -> tuple[str, ...]:
+        return tuple(self.resolve(folder) for folder in self.shell_dirs)
+
+    def _from(self, index: int, path: str) -> str:
+        """``path`` from the ``index``-th folder the shell may be in, resolved: by
+        ``resolve_under`` from the folder resolved once, when given."""
+        if self.resolve_under is not None and not path.startswith("/"):
+            return self.resolve_under(self.resolved_dirs[index], path)
+        # Not normalised first: `link/../x` is beside where the link points, not `x`.
+        return self.resolve(posixpath.join(self.shell_dirs[index], path))
 
     def entered(self, target: str) -> tuple[_Places, str | None]:
         """These places after ``cd target`` (already judged to stay inside)."""
@@ -141,9 +161,8 @@ class _Places:
             path = self.home + path[1:]
         elif path.startswith("~"):
             return True  # another user's home
-        for base in self.shell_dirs:
-            # Not normalised first: `link/../x` is beside where the link points, not `x`.
-            full = self.resolve(posixpath.join(base, path))
+        for index in range(len(self.shell_dirs)):
+            full = self._from(index, path)
             if not any(_within(full, root) for root in self.allowed):
                 return True
         return False

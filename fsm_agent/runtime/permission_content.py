@@ -678,6 +678,7 @@ def _read_only(part: CommandPart, place: CallPlace, shell_dirs: Sequence[Path] |
         readable_roots=[root.as_posix() for root in place.additional_directories],
         home=place.home.as_posix(),
         resolve=os.path.realpath,
+        resolve_under=resolved_under,
         shell_dirs=[folder.as_posix() for folder in shell_dirs],
     )
     return verdict.read_only

@@ -58,6 +58,7 @@ from fsm_agent.toolbox.paths import (
     expand_home,
     is_protected,
     path_candidates,
+    resolved_under,
     word_bases,
 )
 from fsm_agent.toolbox.placed_files import placed_path
@@ -217,6 +218,12 @@ def runs_git(part: CommandPart) -> bool:
     return bool(part.argv) and part.argv[0].rsplit("/", 1)[-1] == "git"
 
 
+MAX_JUDGED_PATHS = 4_096
+"""Words times the folders they may start from that the protected-path check judges; each
+costs some file-system lookups, and past this a command would take seconds to judge (five
+``cd``s and 2,600 words took ten), so it asks instead."""
+
+
 def _unfollowed(analysis: CommandAnalysis, cwd: Path) -> str | list[Path]:
     """Why the paths a command that is not read-only may change cannot be known, or else the
     folders its relative words may start from (``paths.word_bases``).
@@ -271,6 +278,12 @@ def _protected_path_named(
     def runs_later(path: Path) -> bool:
         return is_protected(path) or search.shadowed(path) is not None
 
+    words_named = sum(len(part.argv) + len(part.redirects) for part in analysis.parts)
+    if words_named * len(folders) > MAX_JUDGED_PATHS:
+        return (
+            f"any path ({words_named} words from {len(folders)} folders are more than the"
+            f" {MAX_JUDGED_PATHS} paths judged)"
+        )
     for position, part in enumerate(analysis.parts):
         computed = _computed_paths(part)
         if computed:
@@ -458,6 +471,7 @@ def _judge(
         readable_roots=readable_roots,
         home=str(Path.home()),
         resolve=os.path.realpath,
+        resolve_under=resolved_under,
     )
 
 

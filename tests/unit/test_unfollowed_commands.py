@@ -22,6 +22,7 @@ from test_hostile_commands import decide
 from fsm_agent import PermissionMode
 from fsm_agent.core.kinds import DecisionSource, PermissionBehavior
 from fsm_agent.core.shell_commands import MAX_COMMAND_BYTES, analyse_command
+from fsm_agent.toolbox.bash import MAX_JUDGED_PATHS
 from fsm_agent.toolbox.paths import MAX_ENTERED_FOLDERS, entered_folders, resolved_under
 
 PADDING = "true " + "x" * MAX_COMMAND_BYTES
@@ -126,3 +127,16 @@ def test_resolved_under_is_realpath_from_a_resolved_folder(tmp_path: Path) -> No
         for relative in relatives:
             expected = os.path.realpath(base / relative)
             assert resolved_under(resolved, relative) == expected, (base, relative)
+
+
+def test_more_paths_than_are_judged_ask(work: Path) -> None:
+    """Found: five ``cd``s and a 2,600-word command took ten seconds to judge, each word
+    looked up from each of 32 folders. Past MAX_JUDGED_PATHS words times folders the safety
+    check asks without looking."""
+    words = " ".join(f"f{index}" for index in range(MAX_JUDGED_PATHS // 32 + 1))
+    decided = decide(f"{FIVE_CDS}touch {words}", work, mode=PermissionMode.BYPASS)
+    assert decided.behavior is PermissionBehavior.DENY
+    assert f"the {MAX_JUDGED_PATHS} paths judged" in decided.reason
+    fewer = " ".join(f"f{index}" for index in range(5))
+    allowed = decide(f"{FIVE_CDS}touch {fewer}", work, mode=PermissionMode.BYPASS)
+    assert allowed.behavior is PermissionBehavior.ALLOW, allowed.reason
