@@ -506,7 +506,12 @@ def _session(agent: Any, args: argparse.Namespace) -> Any:
         folder = Path(args.trace)
     else:
         folder = Path(args.trace).parent
-    latest = latest_turn(folder)
+
+    def passed_over(file: Path, problem: Exception) -> None:
+        reason = str(problem).splitlines()[0]
+        print(shown(f"fsm-agent: --continue passes over {file}: {reason}"), file=sys.stderr)
+
+    latest = latest_turn(folder, passed_over=passed_over)
     if latest is None:
         raise CommandLineError(f"--continue: no earlier conversation in {folder}")
     return agent.session(resume=latest, full_transcript_every=every)
@@ -665,6 +670,13 @@ def _cmd_runs(args: argparse.Namespace) -> int:
         model=args.model,
         limit=args.limit,
     )
+    if args.store is not None and "://" not in args.store and not Path(args.store).exists():
+        # Listing reads a store: a mistyped file name must not make an empty one and say
+        # "0 runs" as if the runs were gone.
+        raise CommandLineError(
+            f"--store {args.store}: no such run store (fsm-agent runs --store FILE import "
+            "PATH... makes one)"
+        )
     store = open_store(args.store)
     try:
         found = store.runs(query)

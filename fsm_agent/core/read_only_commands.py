@@ -514,11 +514,12 @@ _COMMON_TEXT_TOOLS = {
         "--exclude-type= --total --help --version"
     ),
     "file": _rule(
-        "-b -c -E -h -i -k -l -L -N -n -p -r -s -S -0 -F= -e= -P= --brief --checking-printout "
+        "-b -c -E -h -i -k -l -L -N -n -r -s -S -0 -F= -e= -P= --brief --checking-printout "
         "--dereference --no-dereference --mime --mime-type --mime-encoding --keep-going --list "
-        "--no-pad --no-buffer --preserve-date --raw --special-files --no-sandbox --print0 "
+        "--no-pad --no-buffer --raw --special-files --no-sandbox --print0 "
         "--separator= --exclude= --extension --apple --parameter= --help --version",
-        "-C --compile -m= --magic-file= -f= --files-from= -z --uncompress -Z --uncompress-noreport",
+        "-C --compile -m= --magic-file= -f= --files-from= -z --uncompress -Z --uncompress-noreport "
+        "-p --preserve-date",  # sets each file's times back after reading it: a write
     ),
     "tree": _rule(
         "-a -d -f -x -L= -P= -I= -q -N -Q -p -u -g -s -h -D -F -v -t -c -U -r -i -A -S -n -C "
@@ -668,10 +669,12 @@ _SED = _rule(
 )
 
 # One sed command of a printing script: an optional address or range, `!`, then the command.
+# A label or number is on the command's line: sed skips blanks before it, not a line break
+# (`t` then a line `e` is a branch to the end and a command running each line read).
 _SED_ADDRESS = r"(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n])*/[IM]*)"
 _SED_COMMAND = re.compile(
     rf"\s*(?:{_SED_ADDRESS}(?:\s*,\s*(?:{_SED_ADDRESS}|[+~]\d+))?)?\s*!?\s*"
-    r"(?P<command>[{}pPdDnNgGhHxz=lF]|[qQ]\s*\d*|l\s*\d+|[btT](?:\s*[^;}\s]+)?"
+    r"(?P<command>[{}pPdDnNgGhHxz=lF]|[qQ][ \t]*\d*|l[ \t]*\d+|[btT](?:[ \t]*[^;}\s]+)?"
     r"|(?P<s>s)(?P<d>[^\\\n])(?:\\.|(?!(?P=d))[^\\])*(?P=d)(?:\\.|(?!(?P=d))[^\\])*(?P=d)"
     r"(?P<flags>[a-zA-Z0-9]*)"
     r"|y(?P<yd>[^\\\n])(?:\\.|(?!(?P=yd))[^\\])*(?P=yd)(?:\\.|(?!(?P=yd))[^\\])*(?P=yd))"

@@ -434,7 +434,8 @@ def _as_output(tool: Tool[Any], value: object) -> ToolOutput:
     if isinstance(value, str):
         return ToolOutput(content=value)
     raise TypeError(
-        f"tool {tool.name!r} returned {type(value).__name__}; call() must return a ToolOutput"
+        f"tool {tool.name!r} returned {type(value).__name__}; a tool returns its result as "
+        "text (str) or a ToolOutput"
     )
 
 

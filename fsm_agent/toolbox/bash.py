@@ -64,6 +64,7 @@ from fsm_agent.toolbox.paths import (
 from fsm_agent.toolbox.placed_files import placed_path
 from fsm_agent.toolbox.process_views import ProcessViews
 from fsm_agent.toolbox.scheduled_commands import scheduled_by
+from fsm_agent.toolbox.startup_writers import startup_writer
 from fsm_agent.toolbox.tool_settings import setting_kept
 from fsm_agent.toolbox.tree_writes import reached_tree, received_tree
 
@@ -266,7 +267,8 @@ def _protected_path_named(
     (:mod:`~fsm_agent.toolbox.patch_targets`) or an archive holds
     (:mod:`~fsm_agent.toolbox.archive_members`), and a word leading through a process's own
     folder under ``/proc`` (:mod:`~fsm_agent.toolbox.process_views`), which this process
-    would read as its own.
+    would read as its own, and a program that writes the shell's start-up files itself
+    (``conda init``: :mod:`~fsm_agent.toolbox.startup_writers`).
     """
     cwd = Path(os.path.realpath(ctx.cwd))
     search = SearchPath(os.environ.get("PATH", os.defpath))
@@ -299,6 +301,9 @@ def _protected_path_named(
             placed = placed_path(part.argv, folder, runs_later, part.assignments)
             if placed is not None:
                 return f"{placed} (the file takes that name there)"
+        writer = startup_writer(part.argv)
+        if writer is not None:
+            return f"the shell's start-up files ({writer} writes them)"
         scheduler = scheduled_by(part)
         if scheduler is not None:
             return f"{scheduler}'s jobs (code kept to run later)"

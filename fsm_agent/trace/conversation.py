@@ -11,7 +11,7 @@ functions read it to walk a conversation.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,19 +51,27 @@ def previous_turn(path: Path, meta: Mapping[str, Any]) -> Path | None:
     return earlier if earlier.is_file() else None
 
 
-def latest_turn(folder: str | os.PathLike[str]) -> Path | None:
+def latest_turn(
+    folder: str | os.PathLike[str],
+    *,
+    passed_over: Callable[[Path, TraceError], None] | None = None,
+) -> Path | None:
     """The most recently written trace file of ``folder`` that a conversation can go on from
     (``run --continue``), or None.
 
     Skipped: a file whose header cannot be read (a run killed as its file was created leaves
-    it empty) and a subagent's trace (the conversation is its parent's).
+    it empty) and a subagent's trace (the conversation is its parent's). ``passed_over`` is
+    told of each file skipped as unreadable that is not empty: the turns it held, if any,
+    are not in the conversation carried on.
     """
     files = list(trace_files([folder])) if Path(folder).is_dir() else []
     files.sort(key=lambda file: (file.stat().st_mtime_ns, file.name), reverse=True)
     for file in files:
         try:
             meta = header_meta(file)
-        except TraceError:
+        except TraceError as exc:
+            if passed_over is not None and file.stat().st_size > 0:
+                passed_over(file, exc)
             continue
         if "subagent_of" not in meta:  # a child's header (runtime.subagent_link)
             return file

@@ -121,3 +121,14 @@ def test_runs_get_unique_ids_that_name_their_trace_and_stand_for_it(
     assert main(["show", ids[1]]) == 0
     assert main(["replay", ids[0]]) == 0
     assert "1 replayed identically, 0 failed" in capsys.readouterr().out
+
+
+def test_listing_a_store_file_that_does_not_exist_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`runs --store FILE` with no such file exits 2 naming it and makes no store (a typo
+    made an empty store and printed "0 runs", as if the runs were gone)."""
+    missing = tmp_path / "indx.sqlite3"
+    assert main(["runs", "--store", str(missing)]) == 2
+    assert f"--store {missing}: no such run store" in capsys.readouterr().err
+    assert not missing.exists()

@@ -1,4 +1,5 @@
-"""Fixtures for the unit tests: hook scripts written into the test's own folder."""
+"""Fixtures for the unit tests: hook scripts written into the test's own folder, and a
+project in a home folder holding git's settings (the place a hostile command goes for)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,16 @@ def hook_script(tmp_path: Path) -> HookScript:
         return f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
 
     return write
+
+
+@pytest.fixture
+def home_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project with a ``src`` folder in a home folder (``HOME``) holding git's settings,
+    ``~/.config/git/config``; the project's path."""
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".config" / "git" / "config").write_text("")
+    project = home / "project"
+    (project / "src").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    return project

@@ -303,3 +303,26 @@ def test_with_standard_input_closed_chat_ends_and_run_runs(
     assert "no prompt was given" in capsys.readouterr().out
     assert main(["run", "hi", "--model", model, "--trace", f"{tmp_path}/traces/"]) == 0
     assert "ended: completed" in capsys.readouterr().out
+
+
+def test_run_continue_names_a_newer_trace_it_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """A newer trace that is not empty but cannot be read is passed over by ``run
+    --continue`` saying so on stderr, naming the file and why (the turns it may hold are not
+    in the conversation carried on; it was passed over without a word)."""
+    monkeypatch.chdir(tmp_path)
+    folder = f"{tmp_path}/traces/"
+    assert main(["run", "one", "--model", scenario(tmp_path, [says("1")]), "--trace", folder]) == 0
+    (first,) = trace_files([tmp_path / "traces"])
+    (tmp_path / "traces" / "zz-damaged.jsonl").write_bytes(b"not a trace\n")
+    (tmp_path / "traces" / "zz-killed.jsonl").write_bytes(b"")
+    capsys.readouterr()
+    model = scenario(tmp_path, [says("2")])
+    assert main(["run", "two", "--continue", "--model", model, "--trace", folder]) == 0
+    err = capsys.readouterr().err
+    assert "--continue passes over" in err
+    assert "zz-damaged.jsonl: line 1: $: invalid JSON" in err
+    assert "zz-killed" not in err
+    newest = max(trace_files([tmp_path / "traces"]), key=lambda p: p.stat().st_mtime_ns)
+    assert header_meta(newest)["previous"] == first.name

@@ -19,17 +19,13 @@ from fsm_agent.toolbox.process_views import through_process_view
 
 
 @pytest.fixture
-def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project in a home folder holding git's settings; this process is elsewhere."""
-    home = tmp_path / "home"
-    (home / ".config" / "git").mkdir(parents=True)
-    (home / ".config" / "git" / "config").write_text("")
-    project = home / "project"
-    (project / "src").mkdir(parents=True)
+def work(home_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project in a home folder holding git's settings, with a link to this process's
+    folder; this process is elsewhere."""
+    project = home_project
     (project / "here").symlink_to("/proc/self/cwd")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(elsewhere)
     return project
 

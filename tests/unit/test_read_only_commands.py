@@ -153,6 +153,9 @@ def test_read_only_commands_are_allowed(command: str) -> None:
         ("rg --pre=sh x", "rg --pre is not a read-only option"),
         ("rg -z x", "rg -z is not a read-only option"),
         ("tree -o out", "tree -o is not a read-only option"),
+        # found: it sets the times of each file it read back, a write the nanoseconds show
+        ("file -p a.txt", "file -p is not a read-only option"),
+        ("file --preserve-date a.txt", "file --preserve-date is not a read-only option"),
         ("date -s 2020-01-01", "date -s is not a read-only option"),
         ("date 0101", "sets the clock"),
         ("printf -v x y", "printf -v assigns a shell variable"),
@@ -297,6 +300,12 @@ def test_cd_inside_the_folder_is_followed(command: str, read_only: bool) -> None
         ("sed -e p -e ':a e rm x' a.txt", False),
         ("sed ':a;N;$!ba;s/\\n/ /g' a.txt", True),
         ("sed -n ':a p' a.txt", True),
+        # a label is on its command's line (found: `e` on the next line was read as the label
+        # of `t`, and ran each line of the file as a command)
+        ("sed -n 't\ne' a.txt", False),
+        ("sed 'T\ne' a.txt", False),
+        ("sed -n 's/a/b/;t \ne' a.txt", False),
+        ("sed -n 't\np' a.txt", True),
     ],
 )
 def test_sed_is_read_only_only_with_a_printing_script(command: str, read_only: bool) -> None:

@@ -35,16 +35,10 @@ from fsm_agent.toolbox.paths import expand_home, word_bases
 
 
 @pytest.fixture
-def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def work(home_project: Path) -> Path:
     """A project (a repository) in a home folder holding git's settings."""
-    home = tmp_path / "home"
-    (home / ".config" / "git").mkdir(parents=True)
-    (home / ".config" / "git" / "config").write_text("")
-    project = home / "project"
-    (project / "src").mkdir(parents=True)
-    (project / ".git").mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    return project
+    (home_project / ".git").mkdir()
+    return home_project
 
 
 ASKING = [

@@ -248,6 +248,15 @@ ASKING = [
     "aws --profile p configure set profile.p.credential_process ./x",
     "kubectl config set-credentials u --exec-command=./x",
     "kubectl config set users.u.exec.command ./x",
+    # A program writing the shell's start-up files itself (found).
+    "conda init bash",
+    "conda init --all",
+    "~/miniconda3/bin/conda init zsh",
+    "micromamba shell init -s bash",
+    "pipx ensurepath",
+    "uv tool update-shell",
+    "sh rustup-init.sh -y && rustup-init -y",
+    "pnpm setup",
     # Settings and start-up code of other tools (found).
     "echo script-shell=./x.sh >> ~/.npmrc",
     "npm config set script-shell ./x.sh --location=user > ~/.npmrc",
@@ -265,6 +274,11 @@ def test_bypass_asks_before_code_is_left_to_run_later(command: str, work: Path) 
 
 
 ORDINARY = [
+    "conda init --dry-run bash",
+    "rustup-init -y --no-modify-path",
+    "conda shell.bash hook",
+    "pipx install black",
+    "uv tool install ruff",
     "cp model.pth checkpoints/",
     "cp src/a.py src/b.py",
     "cp -r src backup/",

@@ -372,10 +372,13 @@ def test_run_call_exception_becomes_error_result() -> None:
 
 
 def test_run_call_wrong_return_type_is_an_error() -> None:
-    """A call returning neither ToolOutput nor str is reported, not raised."""
+    """A call returning neither ToolOutput nor str is reported, not raised, naming both
+    (the report named ToolOutput alone, though a @tool function returns text)."""
     result = call(Scripted(42))
     assert result.is_error
-    assert "returned int" in str(result.content)
+    assert "returned int; a tool returns its result as text (str) or a ToolOutput" in str(
+        result.content
+    )
 
 
 @pytest.mark.parametrize("content", ["", "  \n", (), (TextBlock(text=""),)])
