@@ -456,12 +456,22 @@ def word_bases(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
     they cannot be known: the command may be in more folders than are followed, or it sets a
     variable that decides where ``~``, ``cd`` or ``cd -`` lead (``HOME=/; rm -rf
     ~/home/me/.config``, ``read HOME``, ``for HOME in``, ``((HOME=0))``, ``OLDPWD=…; cd -``,
-    ``DIRSTACK[1]=…``; any word naming one but a plain read, ``$HOME``, counts)."""
-    moved = _MOVES_PLACES.search(analysis.command)
+    ``DIRSTACK[1]=…``; any word naming one but a plain read, ``$HOME``, counts) where the
+    command then uses ``~`` or ``cd``."""
+    moved = _MOVES_PLACES.search(analysis.command) if _follows_places(analysis) else None
     if moved is not None:
         name = moved["name"] or moved["name2"] or "CDPATH"
         return f"it may set {name}, which decides where ~ and cd lead"
     return _followed_folders(analysis, cwd)
+
+
+def _follows_places(analysis: CommandAnalysis) -> bool:
+    """Whether the command goes where those variables lead: a ``~`` anywhere in it (its own
+    words, a script it gives a shell), or a ``cd``, ``pushd`` or ``popd``. One that does not
+    (``echo "PWD: $PWD" > log``) is judged the same whatever they hold."""
+    return "~" in analysis.command or any(
+        part.argv[:1] in (("cd",), ("pushd",), ("popd",)) for part in analysis.parts
+    )
 
 
 _ROTATION = re.compile(r"[+-]\d+")
