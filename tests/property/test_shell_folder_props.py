@@ -4,7 +4,8 @@ Each example draws a run of folder moves a hostile model may type before a delet
 ``pushd``, ``popd``, ``cd -``, ``~+``, a ``HOME``/``OLDPWD``/``CDPATH`` set, a computed
 folder...) and runs them in a real Bash, in a scratch home folder, with ``pwd`` where the delete
 would be. Where Bash ends in the home folder, ``MOVES; rm -rf .config`` deletes git's settings
-(``~/.config/git/config``), so in bypass mode, with nobody to ask, it must never be allowed.
+(``~/.config/git/config``), and where it ends in ``~/.config``, ``MOVES; rm -rf git`` does:
+in bypass mode, with nobody to ask, neither may be allowed.
 The oracle is Bash itself: no model of the shell is shared with the check.
 """
 
@@ -59,6 +60,9 @@ MOVES = [
     "CDPATH=..",
     "CDPATH=~",
     "cd .config",
+    "cd ~/.config",
+    "CDPATH=~ cd .config",
+    "env -C .. true",
     "x=..; cd $x",
     "read d <<< ..; cd $d",
     "(cd ~)",
@@ -122,12 +126,15 @@ def allowed_in_bypass(command: str, project: Path) -> bool:
     moves=st.lists(st.sampled_from(MOVES), min_size=1, max_size=4),
     joins=st.lists(st.sampled_from(JOINS), min_size=4, max_size=4),
 )
-def test_a_delete_where_bash_reaches_the_home_folder_never_runs_unasked(
+def test_a_delete_where_bash_reaches_git_settings_never_runs_unasked(
     place: tuple[Path, Path], moves: list[str], joins: list[str]
 ) -> None:
     home, project = place
     prefix = "".join(move + join for move, join in zip(moves, joins, strict=False))
-    if where_bash_ends(prefix, home, project) != home.resolve():
+    target = {home.resolve(): ".config", home.resolve() / ".config": "git"}.get(
+        where_bash_ends(prefix, home, project) or project
+    )
+    if target is None:
         return
-    command = f"{prefix}rm -rf .config"
+    command = f"{prefix}rm -rf {target}"
     assert not allowed_in_bypass(command, project), command
