@@ -71,13 +71,21 @@ REWRITERS: Final[dict[tuple[str, ...], frozenset[str]]] = {
 """Each program (with its subcommand) that rewrites files under its operands, and the options
 one of which it needs to write (none: it always does)."""
 
+_CHECKING: Final = frozenset(
+    {"--check", "--check-only", "--diff", "-check", "--dry-run", "--verify-no-changes"}
+    | {"--check-formatted"}
+)
+"""Options that make a formatter report what it would change and write nothing (``black
+--check``, ``ruff format --diff``, ``cargo fmt --check``, ``terraform fmt -check``); long
+ones only (``black -l 100`` sets the line length)."""
 _PYTHONS: Final = ("python", "python3")
 
 
 def rewritten_trees(argv: Sequence[str]) -> list[str]:
     """The trees (as written) a part rewrites in place, when its program is one of
-    :data:`REWRITERS` told to write: its words that are not options, ``.`` when there are
-    none (``./...``, Go's "every package under", is its folder). Empty for anything else."""
+    :data:`REWRITERS` told to write (and, for one that always writes, not told only to
+    check): its words that are not options, ``.`` when there are none (``./...``, Go's
+    "every package under", is its folder). Empty for anything else."""
     words = [argv[0].rsplit("/", 1)[-1], *argv[1:]] if argv else []
     if len(words) > 2 and _is_python(words[0]) and words[1] == "-m":
         words = words[2:]  # python3 -m black: black
@@ -87,6 +95,8 @@ def rewritten_trees(argv: Sequence[str]) -> list[str]:
             args = words[size:]
             if needs and not any(_given(option, args) for option in needs):
                 return []
+            if not needs and any(arg.partition("=")[0] in _CHECKING for arg in args):
+                return []  # always writes, unless told only to check
             operands = [_tree(word) for word in args if not word.startswith("-")]
             return operands or ["."]
     return []

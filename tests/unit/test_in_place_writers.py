@@ -45,6 +45,7 @@ REWRITING = [
     "shfmt -w .",
     "gzip -r src",
     "cd src && black .",
+    "black -l 100 src",
 ]
 
 
@@ -67,6 +68,12 @@ def test_a_formatter_asks_under_an_edit_rule_in_bypass(command: str, work: Path)
     "command",
     [
         "prettier --check src",
+        "black --check src",
+        "pipx run black --diff .",
+        "ruff format --check",
+        "cargo fmt --check",
+        "terraform fmt -check",
+        "isort --check-only src",
         "eslint src",
         "gofmt -l src",
         "ruff check src",
