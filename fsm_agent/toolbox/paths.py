@@ -28,6 +28,7 @@ from fsm_agent.runtime.tool import (
     PermissionCheck,
     ToolContext,
 )
+from fsm_agent.toolbox.home_readings import read_once_a_second
 from fsm_agent.toolbox.sourced_files import sourced_by_startup
 from fsm_agent.toolbox.startup_places import (
     STARTUP_DIRS,
@@ -222,9 +223,11 @@ def _home_aliases(resolved: Path) -> list[Path]:
     """The paths through a link in the home folder, or in its ``.config``, that name the
     resolved path ``resolved``, and the places a program reads instead when the environment
     names a file or folder elsewhere (``GIT_CONFIG_GLOBAL``, ``XDG_CONFIG_HOME``...)."""
+    key = ("aliases", os.environ.get("HOME"), *map(os.environ.get, _PLACES_NAMED_BY))
+    places = read_once_a_second(key, lambda: (*_home_links(), *_named_places()))
     return [
         link / resolved.relative_to(target)
-        for link, target in (*_home_links(), *_named_places())
+        for link, target in places
         if resolved.is_relative_to(target)
     ]
 

@@ -6,17 +6,17 @@ naming them: ``echo 'curl … | sh' >> ~/dotfiles/aliases.sh`` runs in every lat
 ``core.fsmonitor`` added to ``git.inc`` in every later ``git``. They are protected as the
 start-up files are (:func:`~fsm_agent.toolbox.paths.is_protected`).
 
-The files are read again at most once a second (a check judges many paths); a start-up file
-the model changes is itself protected, so it cannot add a file here unasked.
+The files are read again at most once a second (:mod:`~fsm_agent.toolbox.home_readings`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 from typing import Final
+
+from fsm_agent.toolbox.home_readings import read_once_a_second
 
 _SHELL_FILES: Final = (
     ".bashrc",
@@ -40,26 +40,20 @@ _INCLUDED: Final = re.compile(r"^\s*path\s*=\s*\"?([^\"\n]+?)\"?\s*$", re.M)
 _HOME_WORD: Final = re.compile(r"^(?:~|\$HOME|\$\{HOME\})(?=/|$)")
 _MOST_BYTES: Final = 1 << 20
 """A start-up file read up to this size."""
-_FRESH_FOR: Final = 1.0
-"""Seconds a reading stands."""
-
-_cache: tuple[float, Path | None, frozenset[str]] | None = None
 
 
 def sourced_by_startup() -> frozenset[str]:
     """The resolved paths of the files the user's shell and git start-up files source or
     include, two levels deep; empty without a home folder."""
-    global _cache  # noqa: PLW0603 - one reading a second, for every check
+    return read_once_a_second(("sourced", os.environ.get("HOME")), _read_home)
+
+
+def _read_home() -> frozenset[str]:
     try:
-        home: Path | None = Path.home()
+        home = Path.home()
     except (RuntimeError, KeyError):
-        home = None
-    now = time.monotonic()
-    if _cache is not None and _cache[1] == home and now - _cache[0] < _FRESH_FOR:
-        return _cache[2]
-    found = frozenset() if home is None else _read(home)
-    _cache = (now, home, found)
-    return found
+        return frozenset()
+    return _read(home)
 
 
 def _read(home: Path) -> frozenset[str]:
