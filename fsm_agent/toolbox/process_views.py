@@ -1,4 +1,5 @@
-"""Paths through a process's own view of the file system: ``/proc/PID/cwd`` and ``/proc/PID/root``.
+"""Paths through a process's own view of the file system: ``/proc/PID/cwd``, ``/proc/PID/root``
+and the folders it holds open, ``/proc/PID/fd/N``.
 
 ``/proc/self/cwd`` is a link to the working folder of whichever process reads it. The
 permission checks resolve a command's words in this process, whose working folder is not the
@@ -6,7 +7,10 @@ command's (an ``Agent`` given a ``cwd``, a worker serving many sessions): ``rm -
 /proc/self/cwd/../.config`` was judged as a path beside this process's folder and ran beside
 the command's. A path through such a link, spelled so or reached through a link made earlier
 (``ln -s /proc/self/cwd here``), is one whose target the checks cannot know, as a path the
-shell computes is.
+shell computes is. So is a path leading on through a file the process holds open
+(``/proc/self/fd/3/.config``, ``/dev/fd/3/x``, ``/dev/stdin/x``): a folder the command opened
+(``exec 3<~``, ``< ~``) is entered so, as ``cd`` would enter it. The open file itself
+(``> /dev/stderr``) is no folder to enter and is judged where it was opened.
 """
 
 from __future__ import annotations
@@ -20,14 +24,18 @@ _VIEW: Final = re.compile(r"/proc/[^/]+(?:/task/[^/]+)?/(?:cwd|root)")
 """A process's working folder or root, as the kernel shows it (``self``, ``thread-self`` or
 a process number; a thread's under ``task``)."""
 
+_HELD_OPEN: Final = re.compile(r"/proc/[^/]+(?:/task/[^/]+)?/fd/[^/]+")
+"""A file a process holds open, as the kernel shows it: a link to whatever it opened."""
+
 _MOST_LINKS: Final = 40
 """Links followed in one path before it counts as unknowable (Linux gives up at 40)."""
 
 
 def through_process_view(base: str, relative: str) -> bool:
     """Whether resolving ``relative`` from the resolved folder ``base`` (``/`` for an
-    absolute path) goes through a process's working folder or root under ``/proc``, as
-    written or by a symbolic link on the way; too many links count as such a path too,
+    absolute path) goes through a process's working folder or root under ``/proc``, or on
+    through a file it holds open (``/proc/self/fd/3/x``), as written or by a symbolic link on
+    the way; too many links count as such a path too,
     since where they lead is not known."""
     pending = [name for name in relative.split("/") if name not in ("", ".")]
     current = base.rstrip("/")  # "" stands for the root
@@ -38,7 +46,7 @@ def through_process_view(base: str, relative: str) -> bool:
             current = current.rpartition("/")[0]
             continue
         current = f"{current}/{name}"
-        if _VIEW.fullmatch(current):
+        if _VIEW.fullmatch(current) or (pending and _HELD_OPEN.fullmatch(current)):
             return True
         try:
             target = os.readlink(current)  # noqa: PTH115 - a string path, walked by hand
