@@ -456,12 +456,27 @@ def word_bases(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
     they cannot be known: the command may be in more folders than are followed, or it sets a
     variable that decides where ``~``, ``cd`` or ``cd -`` lead (``HOME=/; rm -rf
     ~/home/me/.config``, ``read HOME``, ``for HOME in``, ``((HOME=0))``, ``OLDPWD=…; cd -``,
-    ``DIRSTACK[1]=…``; any word naming one but a plain read, ``$HOME``, counts)."""
-    moved = _MOVES_PLACES.search(analysis.command)
-    if moved is not None:
-        name = moved["name"] or moved["name2"] or "CDPATH"
-        return f"it may set {name}, which decides where ~ and cd lead"
+    ``DIRSTACK[1]=…``; any word naming one but a plain read, ``$HOME``, counts, in the text
+    or once the shell has removed its quotes: ``read H""OME``, ``declare "HO"ME=…``), or it
+    may turn on ``cdable_vars``, with which ``cd NAME`` enters the folder the variable
+    ``NAME`` holds when no folder has that name (``h=~; cd h``)."""
+    # Each word as the shell passes it, quotes removed, so that no text search is beaten
+    # by ``H""OME``; the text too, for the words no part holds (``${HOME:=/}``).
+    words = (word for part in analysis.parts for word in (*part.assignments, *part.argv))
+    for text in (analysis.command, *words):
+        moved = _MOVES_PLACES.search(text)
+        if moved is not None:
+            name = moved["name"] or moved["name2"] or "CDPATH"
+            return f"it may set {name}, which decides where ~ and cd lead"
+        if _VARIABLE_FOLDERS.search(text) is not None:
+            return "it may turn on cdable_vars, with which cd enters the folder a variable holds"
     return _followed_folders(analysis, cwd)
+
+
+_VARIABLE_FOLDERS = re.compile(r"cdable_vars|BASHOPTS")
+"""The shell option that makes ``cd NAME`` enter ``$NAME``, by name or in the variable a
+child shell takes its options from (``shopt -s cdable_vars``, ``bash -O cdable_vars``,
+``env BASHOPTS=cdable_vars bash``)."""
 
 
 _ROTATION = re.compile(r"[+-]\d+")

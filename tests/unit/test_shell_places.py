@@ -12,6 +12,10 @@ the command may be in, the command's shell inherits no ``OLDPWD``, and a command
 the command reads in or computes (one it spells out is followed, and a name beginning with a
 dot, ``cd .config``, is searched for in it as Bash does).
 
+So do ``read H""OME``, ``declare "HO"ME=…`` (the shell removes the quotes before it reads the
+name) and ``shopt -s cdable_vars`` (then ``h=~; cd h`` enters the home folder): each deleted
+git's settings unasked in bypass mode.
+
 ``cd -e DIR`` entered a folder named ``-e``; and a folder the shell computes was taken as each
 path its text spells, which ``cd "$(printf '%s/.con%s' ~ fig)" && rm -rf git`` and ``cd
 "$(git rev-parse --show-toplevel)/.." && rm -rf .config`` beat. Now only the options are
@@ -78,6 +82,15 @@ ASKING = [
     'CDPATH="$(printf %s ~/.con)fig" cd git && echo x >> config',
     "read CDPATH <<< ~/.config; cd git; echo x >> config",
     "CDPATH+=:~/.config; cd git && echo x >> config",
+    # a name the shell reads once its quotes are removed (found)
+    'read H""OME <<< ~/.config; cd; rm -rf git',
+    'declare "HO"ME=~/.config; cd; rm -rf git',
+    "printf -v H''OME %s ~/.config; cd; rm -rf git",
+    # cdable_vars: cd NAME enters $NAME when no folder is named so (found)
+    "shopt -s cdable_vars; h=~; cd h; rm -rf .config",
+    "shopt -s cdable_v''ars; h=~/.config; cd h && rm -rf git",
+    "bash -O cdable_vars -c 'h=~; cd h; rm -rf .config'",
+    "env BASHOPTS=cdable_vars bash -c 'h=~; cd h; rm -rf .config'",
 ]
 
 
