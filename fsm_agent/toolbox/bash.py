@@ -373,8 +373,21 @@ def _computed_paths(part: CommandPart) -> list[str]:
         if redirect.expanded and ">" in redirect.operator
     ]
     if part.argv and part.argv[0] not in OUTPUT_ONLY and not _only_reads(part):
-        targets += [part.argv[index] for index in part.expanded if index > 0]
+        targets += [
+            part.argv[index]
+            for index in part.expanded
+            if index > 0 and not _sets_search_path(part, index)
+        ]
     return targets
+
+
+_DECLARING: Final = frozenset({"export", "declare", "typeset", "local", "readonly"})
+
+
+def _sets_search_path(part: CommandPart, index: int) -> bool:
+    """Whether ``part.argv[index]`` gives ``PATH`` a value (``export PATH=$HOME/bin:$PATH``):
+    where programs are looked up, no file written, whatever the shell computes."""
+    return part.argv[0] in _DECLARING and part.argv[index].startswith("PATH=")
 
 
 def _filled_paths(parts: tuple[CommandPart, ...], position: int, cwd: Path) -> str | None:

@@ -1112,6 +1112,21 @@ def test_bypass_asks_before_a_write_to_a_path_the_shell_computes(command: str, w
 
 @pytest.mark.parametrize(
     "command",
+    [
+        "export PATH=$HOME/.local/bin:$PATH",
+        'export PATH="$PWD/node_modules/.bin:$PATH" && ls',
+        "declare -x PATH=$HOME/bin:$PATH",
+    ],
+)
+def test_bypass_runs_a_search_path_the_shell_computes(command: str, work: Path) -> None:
+    """A ``PATH`` given a value the shell computes names where programs are looked up, not a
+    file written (found: ``export PATH=$HOME/.local/bin:$PATH`` asked in bypass mode, its
+    word taken for a path that may be ``.bashrc``)."""
+    assert not safety_question(command, work)
+
+
+@pytest.mark.parametrize(
+    "command",
     ["echo $HOME > out.txt", "printf '%s' $x > out.txt", "cat src/*.py > out.txt", "cat < $F"],
 )
 def test_bypass_still_runs_a_write_to_a_literal_path(command: str, work: Path) -> None:
