@@ -43,12 +43,27 @@ def conversation_turns(path: str | os.PathLike[str]) -> list[Path]:
 
 def previous_turn(path: Path, meta: Mapping[str, Any]) -> Path | None:
     """The trace of the turn before the one at ``path`` (whose header holds ``meta``), when
-    it names one and the folder holds it."""
+    it names one and the folder holds it.
+
+    A file of that name holding a turn of another session is not it: a later run given the
+    same ``--trace FILE`` wrote over the turn, which is gone (the walk stops there, as at a
+    missing turn). A file whose header cannot be read is returned, for its reader to report.
+    """
     previous = meta.get("previous")
     if not isinstance(previous, str) or not previous:
         return None
     earlier = path.parent / Path(previous).name
-    return earlier if earlier.is_file() else None
+    if not earlier.is_file():
+        return None
+    session = meta.get("session")
+    if isinstance(session, str) and session:
+        try:
+            theirs = header_meta(earlier).get("session")
+        except TraceError:
+            return earlier
+        if theirs != session:
+            return None
+    return earlier
 
 
 def latest_turn(

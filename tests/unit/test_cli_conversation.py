@@ -326,3 +326,25 @@ def test_run_continue_names_a_newer_trace_it_cannot_read(
     assert "zz-killed" not in err
     newest = max(trace_files([tmp_path / "traces"]), key=lambda p: p.stat().st_mtime_ns)
     assert header_meta(newest)["previous"] == first.name
+
+
+def test_a_turn_written_over_by_another_session_is_not_taken_for_the_turn_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """When a later run given the same ``--trace FILE`` writes over a conversation's first
+    turn, `replay` of the second turn does not replay the other session's run as its turn
+    before (it did, and said both replayed identically)."""
+    monkeypatch.chdir(tmp_path)
+    model = scenario(tmp_path, [says("1"), says("2")])
+    assert main(["run", "one", "--model", model, "--trace", "t.jsonl"]) == 0
+    assert main(["run", "two", "--continue", "--model", model, "--trace", "t.jsonl"]) == 0
+    assert main(["run", "other", "--model", model, "--trace", "t.jsonl"]) == 0
+    assert (
+        header_meta(tmp_path / "t.jsonl")["session"]
+        != header_meta(tmp_path / "t.turn2.jsonl")["session"]
+    )
+    capsys.readouterr()
+    assert main(["replay", "t.turn2.jsonl"]) == 0
+    out = capsys.readouterr().out
+    assert "1 replayed identically, 0 failed" in out
+    assert conversation_turns(tmp_path / "t.turn2.jsonl") == [tmp_path / "t.turn2.jsonl"]
