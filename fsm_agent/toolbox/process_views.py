@@ -31,12 +31,13 @@ _MOST_LINKS: Final = 40
 """Links followed in one path before it counts as unknowable (Linux gives up at 40)."""
 
 
-def through_process_view(base: str, relative: str) -> bool:
+def through_process_view(base: str, relative: str, *, entered: bool = False) -> bool:
     """Whether resolving ``relative`` from the resolved folder ``base`` (``/`` for an
     absolute path) goes through a process's working folder or root under ``/proc``, or on
     through a file it holds open (``/proc/self/fd/3/x``), as written or by a symbolic link on
     the way; too many links count as such a path too,
-    since where they lead is not known."""
+    since where they lead is not known. With ``entered``, ``relative`` is a folder gone
+    into (``cd /dev/fd/3``), so an open file it ends on counts as one gone through."""
     pending = [name for name in relative.split("/") if name not in ("", ".")]
     current = base.rstrip("/")  # "" stands for the root
     links = 0
@@ -46,7 +47,8 @@ def through_process_view(base: str, relative: str) -> bool:
             current = current.rpartition("/")[0]
             continue
         current = f"{current}/{name}"
-        if _VIEW.fullmatch(current) or (pending and _HELD_OPEN.fullmatch(current)):
+        onward = bool(pending) or entered
+        if _VIEW.fullmatch(current) or (onward and _HELD_OPEN.fullmatch(current)):
             return True
         try:
             target = os.readlink(current)  # noqa: PTH115 - a string path, walked by hand
@@ -72,7 +74,7 @@ class ProcessViews:
         if path.is_absolute():
             return through_process_view("/", path.as_posix())
         if folder not in self._folders:
-            inside = through_process_view("/", folder.as_posix())
+            inside = through_process_view("/", folder.as_posix(), entered=True)
             self._folders[folder] = None if inside else os.path.realpath(folder)
         resolved = self._folders[folder]
         return resolved is None or through_process_view(resolved, path.as_posix())

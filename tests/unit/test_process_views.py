@@ -6,7 +6,7 @@ denied, ``rm -rf /proc/self/cwd/src`` deleted the folder the rule guards. The ch
 ``/proc/self/cwd`` as this process's folder; the command's shell reads it as its own. So with
 a folder the command holds open: ``exec 3<~; rm -rf /dev/fd/3/.config`` and ``rm -rf
 /dev/stdin/.config < ~`` deleted git's settings unasked, and with ``Read(./.env)`` denied
-``cat /dev/fd/3/.env 3<.`` printed it.
+``cat /dev/fd/3/.env 3<.`` printed it; so did ``cd /dev/fd/3 3<~ && rm -rf .config``.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ ASKING = [
     "rm -rf /proc/self/fd/3/.config 3<~",
     "rm -rf /dev/stdin/.config < ~",
     "cd ~ && exec 3<. && cd / && rm -rf /proc/thread-self/fd/3/.config",
+    "cd /dev/fd/3 3<~ && rm -rf .config",  # entered: cd follows the link
+    "exec 3<~; cd /proc/self/fd/3; rm -rf .config",
 ]
 
 
