@@ -459,7 +459,8 @@ def word_bases(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
     ``DIRSTACK[1]=…``; any word naming one but a plain read, ``$HOME``, counts, in the text
     or once the shell has removed its quotes: ``read H""OME``, ``declare "HO"ME=…``), or it
     may turn on ``cdable_vars``, with which ``cd NAME`` enters the folder the variable
-    ``NAME`` holds when no folder has that name (``h=~; cd h``)."""
+    ``NAME`` holds when no folder has that name (``h=~; cd h``), or define an alias a later
+    line may run for ``cd``."""
     # Each word as the shell passes it, quotes removed, so that no text search is beaten
     # by ``H""OME``; the text too, for the words no part holds (``${HOME:=/}``).
     words = (word for part in analysis.parts for word in (*part.assignments, *part.argv))
@@ -468,15 +469,20 @@ def word_bases(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
         if moved is not None:
             name = moved["name"] or moved["name2"] or "CDPATH"
             return f"it may set {name}, which decides where ~ and cd lead"
-        if _VARIABLE_FOLDERS.search(text) is not None:
-            return "it may turn on cdable_vars, with which cd enters the folder a variable holds"
+        other = _OTHER_CD.search(text)
+        if other is not None:
+            return f"it names {other[0]}, with which cd may be spelled otherwise"
+    if any(part.argv[:1] == ("alias",) for part in analysis.parts):
+        return "it defines an alias, which a later line may run for cd"
     return _followed_folders(analysis, cwd)
 
 
-_VARIABLE_FOLDERS = re.compile(r"cdable_vars|BASHOPTS")
-"""The shell option that makes ``cd NAME`` enter ``$NAME``, by name or in the variable a
-child shell takes its options from (``shopt -s cdable_vars``, ``bash -O cdable_vars``,
-``env BASHOPTS=cdable_vars bash``)."""
+_OTHER_CD = re.compile(r"cdable_vars|expand_aliases|BASHOPTS|BASH_ALIASES")
+"""What lets a command enter a folder no ``cd`` word names: the shell option that makes ``cd
+NAME`` enter ``$NAME`` (``shopt -s cdable_vars``, ``bash -O cdable_vars``, or the variable a
+child shell takes its options from, ``BASHOPTS``), and an alias, which a later line may use
+for ``cd`` (``alias go=cd``, ``BASH_ALIASES[go]=cd``, with ``expand_aliases`` or in an
+interactive ``bash -i``)."""
 
 
 _ROTATION = re.compile(r"[+-]\d+")

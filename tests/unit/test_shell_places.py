@@ -13,8 +13,9 @@ the command reads in or computes (one it spells out is followed, and a name begi
 dot, ``cd .config``, is searched for in it as Bash does).
 
 So do ``read H""OME``, ``declare "HO"ME=…`` (the shell removes the quotes before it reads the
-name) and ``shopt -s cdable_vars`` (then ``h=~; cd h`` enters the home folder): each deleted
-git's settings unasked in bypass mode.
+name), ``shopt -s cdable_vars`` (then ``h=~; cd h`` enters the home folder) and an alias a
+later line runs for ``cd`` (``alias go=cd``): each deleted git's settings unasked in bypass
+mode.
 
 ``cd -e DIR`` entered a folder named ``-e``; and a folder the shell computes was taken as each
 path its text spells, which ``cd "$(printf '%s/.con%s' ~ fig)" && rm -rf git`` and ``cd
@@ -91,6 +92,10 @@ ASKING = [
     "shopt -s cdable_v''ars; h=~/.config; cd h && rm -rf git",
     "bash -O cdable_vars -c 'h=~; cd h; rm -rf .config'",
     "env BASHOPTS=cdable_vars bash -c 'h=~; cd h; rm -rf .config'",
+    # an alias a later line runs for cd (found)
+    "shopt -s expand_aliases\nalias go=cd\ngo ~\nrm -rf .config",
+    "bash -ic 'alias go=cd\ngo ~\nrm -rf .config'",
+    "shopt -s expand_aliases; BASH_ALIASES[go]=cd\ngo ~\nrm -rf .config",
 ]
 
 
@@ -127,6 +132,7 @@ def test_a_path_rule_asks_when_home_is_set(work: Path) -> None:
         'cd "$(dirname src/a.py)" && echo x > a.py',
         'cd "$PWD/src" && rm -f a.o',
         "CDPATH=~/work cd ./src && rm -f a.o",  # ./ is never searched for
+        'echo "alias ll=ls -l" >> notes.txt',  # naming an alias defines none
     ],
 )
 def test_plain_reads_and_moves_still_run_in_bypass(command: str, work: Path) -> None:
