@@ -126,11 +126,14 @@ def worker_command(args: argparse.Namespace) -> int:
 
     factory = load_factory(args.factory)
     converter = _data_converter(args)
-    print(
-        f"fsm-agent worker: serving task queue {args.task_queue!r} at {args.address}",
-        file=sys.stderr,
-        flush=True,
-    )
+
+    def serving() -> None:  # said once the cluster answered, not before
+        print(
+            f"fsm-agent worker: serving task queue {args.task_queue!r} at {args.address}",
+            file=sys.stderr,
+            flush=True,
+        )
+
     asyncio.run(
         run_worker(
             args.address,
@@ -138,6 +141,7 @@ def worker_command(args: argparse.Namespace) -> int:
             factory=factory,
             namespace=args.namespace,
             data_converter=converter,
+            on_connected=serving,
         )
     )
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.worker import Worker
@@ -69,12 +71,16 @@ async def run_worker(
     factory: AgentFactory,
     namespace: str = "default",
     data_converter: DataConverter | None = None,
+    on_connected: Callable[[], None] | None = None,
 ) -> None:
     """Connect to ``address`` and serve sessions until cancelled (``fsm-agent worker``);
-    ``data_converter``: as for :func:`~fsm_agent.temporal.client.connect`.
+    ``data_converter``: as for :func:`~fsm_agent.temporal.client.connect`; ``on_connected``
+    is called once the cluster has answered, before serving.
 
     Raises:
         ConfigError: nothing answers at ``address`` (as ``fsm-agent approve`` says it).
     """
     client = await connect(address, namespace=namespace, data_converter=data_converter)
+    if on_connected is not None:
+        on_connected()
     await session_worker(client, task_queue=task_queue, factory=factory).run()

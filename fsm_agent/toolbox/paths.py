@@ -457,15 +457,16 @@ def word_bases(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
     variable that decides where ``~``, ``cd`` or ``cd -`` lead (``HOME=/; rm -rf
     ~/home/me/.config``, ``read HOME``, ``for HOME in``, ``((HOME=0))``, ``OLDPWD=…; cd -``,
     ``DIRSTACK[1]=…``; any word naming one but a plain read, ``$HOME``, counts, in the text
-    or once the shell has removed its quotes: ``read H""OME``, ``declare "HO"ME=…``), or it
-    may turn on ``cdable_vars``, with which ``cd NAME`` enters the folder the variable
-    ``NAME`` holds when no folder has that name (``h=~; cd h``), or define an alias a later
-    line may run for ``cd``."""
+    or once the shell has removed its quotes: ``read H""OME``, ``declare "HO"ME=…``) where
+    the command then uses ``~`` or ``cd``; or it may turn on ``cdable_vars``, with which ``cd
+    NAME`` enters the folder the variable ``NAME`` holds when no folder has that name (``h=~;
+    cd h``), or define an alias a later line may run for ``cd``."""
     # Each word as the shell passes it, quotes removed, so that no text search is beaten
     # by ``H""OME``; the text too, for the words no part holds (``${HOME:=/}``).
     words = (word for part in analysis.parts for word in (*part.assignments, *part.argv))
+    follows = _follows_places(analysis)
     for text in (analysis.command, *words):
-        moved = _MOVES_PLACES.search(text)
+        moved = _MOVES_PLACES.search(text) if follows else None
         if moved is not None:
             name = moved["name"] or moved["name2"] or "CDPATH"
             return f"it may set {name}, which decides where ~ and cd lead"
@@ -483,6 +484,15 @@ NAME`` enter ``$NAME`` (``shopt -s cdable_vars``, ``bash -O cdable_vars``, or th
 child shell takes its options from, ``BASHOPTS``), and an alias, which a later line may use
 for ``cd`` (``alias go=cd``, ``BASH_ALIASES[go]=cd``, with ``expand_aliases`` or in an
 interactive ``bash -i``)."""
+
+
+def _follows_places(analysis: CommandAnalysis) -> bool:
+    """Whether the command goes where those variables lead: a ``~`` anywhere in it (its own
+    words, a script it gives a shell), or a ``cd``, ``pushd`` or ``popd``. One that does not
+    (``echo "PWD: $PWD" > log``) is judged the same whatever they hold."""
+    return "~" in analysis.command or any(
+        part.argv[:1] in (("cd",), ("pushd",), ("popd",)) for part in analysis.parts
+    )
 
 
 _ROTATION = re.compile(r"[+-]\d+")

@@ -380,6 +380,7 @@ def test_worker_at_an_address_where_no_cluster_answers_names_it(
     assert status == 1
     err = capsys.readouterr().err
     assert "cannot reach a Temporal cluster at '127.0.0.1:1'" in err
+    assert "serving" not in err  # said only once the cluster answers
     assert "Traceback" not in err
     assert cli.main(["worker", "--address", ""]) == 1  # the SDK's ValueError: no host
     err = capsys.readouterr().err

@@ -131,6 +131,11 @@ def test_a_path_rule_asks_when_home_is_set(work: Path) -> None:
         'cd "$(git rev-parse --show-toplevel)" && echo x > src/a.py',
         'cd "$(dirname src/a.py)" && echo x > a.py',
         'cd "$PWD/src" && rm -f a.o',
+        # naming one of those variables matters only where ~ or cd follows it
+        'echo "PWD: $PWD" > log.txt',
+        'printf "PWD=%s\\n" "$PWD" >> debug.log',
+        "cat > notes.md <<'EOF'\nSet HOME first\nEOF",
+        "HOME=/tmp/h npm ci",
         "CDPATH=~/work cd ./src && rm -f a.o",  # ./ is never searched for
         'echo "alias ll=ls -l" >> notes.txt',  # naming an alias defines none
     ],
@@ -151,7 +156,8 @@ def test_the_shell_folders_are_relative_words(work: Path) -> None:
     assert bases == [work, work / "src"]
     top = word_bases(analyse_command('cd src; cd "$(git rev-parse --show-toplevel)/x"'), work)
     assert top == [work, work / "src", work / "x"]
-    assert isinstance(word_bases(analyse_command("read -r HOME"), work), str)
+    assert isinstance(word_bases(analyse_command("read -r HOME; cd"), work), str)
+    assert not isinstance(word_bases(analyse_command("read -r HOME"), work), str)
 
 
 def test_the_command_inherits_no_oldpwd(
