@@ -376,18 +376,27 @@ def _computed_paths(part: CommandPart) -> list[str]:
         targets += [
             part.argv[index]
             for index in part.expanded
-            if index > 0 and not _sets_search_path(part, index)
+            if index > 0 and not _declares_no_path(part, index)
         ]
     return targets
 
 
 _DECLARING: Final = frozenset({"export", "declare", "typeset", "local", "readonly"})
+_PLAIN_DECLARATION: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=[^$`*?\[{]*", re.DOTALL)
+"""``NAME=VALUE`` with a value the shell takes as written (a ``~`` in it is judged as a path
+among the command's words)."""
 
 
-def _sets_search_path(part: CommandPart, index: int) -> bool:
-    """Whether ``part.argv[index]`` gives ``PATH`` a value (``export PATH=$HOME/bin:$PATH``):
-    where programs are looked up, no file written, whatever the shell computes."""
-    return part.argv[0] in _DECLARING and part.argv[index].startswith("PATH=")
+def _declares_no_path(part: CommandPart, index: int) -> bool:
+    """Whether ``part.argv[index]`` is a variable ``export`` (or ``declare``...) sets without
+    the shell computing a path there: a value taken as written (``export
+    NODE_ENV=production``; the analysis counts the word as computed since such a builtin
+    reads ``NAME[SUBSCRIPT]``, but no subscript is there), or a value of ``PATH`` (``export
+    PATH=$HOME/bin:$PATH``), where programs are looked up, no file written."""
+    word = part.argv[index]
+    return part.argv[0] in _DECLARING and (
+        word.startswith("PATH=") or _PLAIN_DECLARATION.fullmatch(word) is not None
+    )
 
 
 def _filled_paths(parts: tuple[CommandPart, ...], position: int, cwd: Path) -> str | None:
