@@ -62,7 +62,7 @@ from fsm_agent.toolbox.paths import (
     word_bases,
 )
 from fsm_agent.toolbox.placed_files import placed_path
-from fsm_agent.toolbox.process_views import ProcessViews
+from fsm_agent.toolbox.process_views import ProcessViews, makes_links
 from fsm_agent.toolbox.scheduled_commands import scheduled_by
 from fsm_agent.toolbox.startup_writers import startup_writer
 from fsm_agent.toolbox.tool_settings import setting_kept
@@ -333,7 +333,8 @@ def _protected_path_named(
                 for folder in [Path("/")] if path.is_absolute() else folders:
                     if is_protected(folder / path):
                         return word
-                    if views.through(folder, path) and not _writes_nothing(analysis):
+                    through = views.through(folder, path, entered=makes_links(part.argv))
+                    if through and not _writes_nothing(analysis):
                         return f"{word} (through {_VIEWED}, which the command reads as its own)"
                     shadowed = search.shadowed(folder / path)
                     if shadowed is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -69,12 +70,20 @@ class ProcessViews:
     def __init__(self) -> None:
         self._folders: dict[Path, str | None] = {}
 
-    def through(self, folder: Path, path: Path) -> bool:
-        """Whether ``path`` (absolute, or relative to ``folder``) leads through one."""
+    def through(self, folder: Path, path: Path, *, entered: bool = False) -> bool:
+        """Whether ``path`` (absolute, or relative to ``folder``) leads through one; with
+        ``entered``, ending on an open file counts (:func:`through_process_view`)."""
         if path.is_absolute():
-            return through_process_view("/", path.as_posix())
+            return through_process_view("/", path.as_posix(), entered=entered)
         if folder not in self._folders:
             inside = through_process_view("/", folder.as_posix(), entered=True)
             self._folders[folder] = None if inside else os.path.realpath(folder)
         resolved = self._folders[folder]
-        return resolved is None or through_process_view(resolved, path.as_posix())
+        return resolved is None or through_process_view(resolved, path.as_posix(), entered=entered)
+
+
+def makes_links(argv: Sequence[str]) -> bool:
+    """Whether a part run as ``argv`` makes links (``ln``), whose targets a later word goes
+    through as a folder: ``ln -s /dev/fd/3 x`` makes ``x/.config`` lead into the folder a
+    later program holds open as its descriptor 3."""
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] == "ln"

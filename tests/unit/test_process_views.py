@@ -49,6 +49,7 @@ ASKING = [
     "cd ~ && exec 3<. && cd / && rm -rf /proc/thread-self/fd/3/.config",
     "cd /dev/fd/3 3<~ && rm -rf .config",  # entered: cd follows the link
     "exec 3<~; cd /proc/self/fd/3; rm -rf .config",
+    "ln -s /dev/fd/3 x; rm -rf x/.config 3<~",  # a link made to one (found)
 ]
 
 
@@ -68,6 +69,7 @@ def test_a_path_through_a_process_view_asks_in_bypass(command: str, work: Path) 
         ("cat here/src/.env", "Read(./src/.env)"),
         ("cat /dev/fd/3/src/.env 3<.", "Read(./src/.env)"),
         ("cat /dev/stdin/src/.env < .", "Read(./src/.env)"),
+        ("ln -s /dev/fd/3 x; cat x/src/.env 3<.", "Read(./src/.env)"),
     ],
 )
 def test_a_path_rule_asks_for_a_path_through_a_process_view(
