@@ -74,29 +74,27 @@ REWRITERS: Final[dict[tuple[str, ...], frozenset[str]]] = {
 """Each program (with its subcommand) that rewrites files under its operands, and the options
 one of which it needs to write (none: it always does)."""
 
-_ONLY_REPORTING: Final[dict[tuple[str, ...], frozenset[str]]] = {
-    ("black",): frozenset({"--check", "--diff"}),
-    ("isort",): frozenset({"--check", "--check-only", "-c", "--diff"}),
-    ("ruff", "format"): frozenset({"--check", "--diff"}),
+_CHECKING: Final = frozenset(
+    {"--check", "--check-only", "--diff", "-check", "--dry-run", "--verify-no-changes"}
+    | {"--check-formatted"}
+)
+"""Options that make a formatter report what it would change and write nothing (``black
+--check``, ``ruff format --diff``, ``cargo fmt --check``, ``terraform fmt -check``); long
+ones only (``black -l 100`` sets the line length)."""
+_REPORTING_FIXERS: Final[dict[tuple[str, ...], frozenset[str]]] = {
     ("ruff", "check"): frozenset({"--diff"}),
-    ("deno", "fmt"): frozenset({"--check"}),
-    ("cargo", "fmt"): frozenset({"--check"}),
-    ("rustfmt",): frozenset({"--check"}),
-    ("mix", "format"): frozenset({"--check-formatted"}),
-    ("stylua",): frozenset({"--check"}),
-    ("dotnet", "format"): frozenset({"--verify-no-changes"}),
 }
-"""Options with which a program of :data:`REWRITERS` that always rewrites only reports what it
-would change (``ruff format --diff``, ``black --check``), each given as a word of its own."""
+"""Options with which a program of :data:`REWRITERS` told to fix only shows the fixes
+(``ruff check --fix --diff``)."""
 
 _PYTHONS: Final = ("python", "python3")
 
 
 def rewritten_trees(argv: Sequence[str]) -> list[str]:
     """The trees (as written) a part rewrites in place, when its program is one of
-    :data:`REWRITERS` told to write (and not only to report: ``--check``, ``--diff``): its
-    words that are not options, ``.`` when there are none (``./...``, Go's "every package
-    under", is its folder). Empty for anything else."""
+    :data:`REWRITERS` told to write (and not told only to check: ``--check``, ``--diff``):
+    its words that are not options, ``.`` when there are none (``./...``, Go's "every
+    package under", is its folder). Empty for anything else."""
     words = [argv[0].rsplit("/", 1)[-1], *argv[1:]] if argv else []
     if len(words) > 2 and _is_python(words[0]) and words[1] == "-m":
         words = words[2:]  # python3 -m black: black
@@ -107,7 +105,9 @@ def rewritten_trees(argv: Sequence[str]) -> list[str]:
             continue
         if needs and not any(_given(option, args) for option in needs):
             continue
-        if not _ONLY_REPORTING.get(program, _ALWAYS).isdisjoint(args):
+        if not needs and any(arg.partition("=")[0] in _CHECKING for arg in args):
+            continue  # always writes, unless told only to check
+        if not _REPORTING_FIXERS.get(program, _ALWAYS).isdisjoint(args):
             continue
         operands = [_tree(word) for word in args if not word.startswith("-")]
         trees += operands or ["."]

@@ -28,6 +28,7 @@ from fsm_agent.runtime.tool import (
     PermissionCheck,
     ToolContext,
 )
+from fsm_agent.toolbox.sourced_files import sourced_by_startup
 from fsm_agent.toolbox.startup_places import (
     STARTUP_DIRS,
     STARTUP_FILES,
@@ -205,12 +206,15 @@ def is_protected(path: Path) -> bool:
     """Whether a write to ``path`` (as given, or after resolving symlinks) needs the user; also
     when a link of the home folder leads to it, the file the link's own path names
     (``~/.gitconfig`` linked to a dotfiles repository's ``gitconfig``, ``~/.config`` to its
-    ``config``): the program reading that place reads it."""
+    ``config``): the program reading that place reads it; and a file the user's shell or git
+    start-up files source or include (``source ~/dotfiles/aliases.sh`` in ``.bashrc``:
+    :mod:`~fsm_agent.toolbox.sourced_files`)."""
     resolved = path.resolve()
     return (
         names_protected(path.absolute())
         or names_protected(resolved)
         or any(names_protected(alias) for alias in _home_aliases(resolved))
+        or str(resolved) in sourced_by_startup()
     )
 
 

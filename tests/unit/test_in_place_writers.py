@@ -6,8 +6,8 @@ black .``, ``cargo fmt``, ``go fmt ./...`` and ``gzip -r src`` rewrote the files
 unasked: no word of them names a file there (``src`` is a folder, or none is named and the
 program works where it runs). Each now asks, as ``rm -rf src`` does. So do ``ruff --config
 x.toml format`` and ``cargo +nightly fmt``, whose subcommand follows the program's own options
-(found: they ran); and ``ruff format --diff`` and ``black --check``, which write nothing, run
-(found: they asked).
+(found: they ran); and ``ruff format --diff``, ``black --check`` and ``ruff check --fix
+--diff``, which write nothing, run (found: they asked).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ REWRITING = [
     "shfmt -w .",
     "gzip -r src",
     "cd src && black .",
+    "black -l 100 src",
     # a subcommand after the program's own options (found)
     "ruff --config pyproject.toml format",
     "ruff -q format src",
@@ -75,19 +76,20 @@ def test_a_formatter_asks_under_an_edit_rule_in_bypass(command: str, work: Path)
     "command",
     [
         "prettier --check src",
+        "black --check src",
+        "pipx run black --diff .",
+        "ruff format --check",
+        "cargo fmt --check",
+        "terraform fmt -check",
+        "isort --check-only src",
         "eslint src",
         "gofmt -l src",
         "ruff check src",
         "cargo clippy",
         "gzip -k notes.txt",
-        # only reporting what would change (found: each asked)
         "ruff format --diff",
-        "ruff format --check src",
-        "ruff check --fix --diff .",
-        "black --check .",
+        "ruff check --fix --diff .",  # shows the fixes (found: it asked)
         "python3 -m black --diff src",
-        "isort --check-only src",
-        "cargo fmt --check",
         "cargo +nightly fmt -- --check",
     ],
 )
