@@ -469,16 +469,20 @@ def _process_view_rule(
     family = _file_rules(rules, FILE_TOOLS)
     if not family:
         return None
-    from fsm_agent.toolbox.process_views import ProcessViews  # noqa: PLC0415 - lazy, see above
+    from fsm_agent.toolbox.process_views import (  # noqa: PLC0415 - lazy, see above
+        ProcessViews,
+        makes_links,
+    )
 
     views = ProcessViews()
     for part in analysis.parts:
+        linking = makes_links(part.argv)
         for word in (*part.argv[1:], *(redirect.target for redirect in part.redirects)):
             for candidate in path_candidates(word):
                 if "\0" in candidate:
                     continue
                 path = expand_home(candidate)
-                if any(views.through(base, path) for base in where.bases):
+                if any(views.through(base, path, entered=linking) for base in where.bases):
                     return family[0], word
     return None
 

@@ -62,7 +62,7 @@ from fsm_agent.toolbox.paths import (
     word_bases,
 )
 from fsm_agent.toolbox.placed_files import placed_path
-from fsm_agent.toolbox.process_views import ProcessViews
+from fsm_agent.toolbox.process_views import ProcessViews, makes_links
 from fsm_agent.toolbox.scheduled_commands import scheduled_by
 from fsm_agent.toolbox.startup_writers import startup_writer
 from fsm_agent.toolbox.tool_settings import setting_kept
@@ -333,7 +333,8 @@ def _protected_path_named(
                 for folder in [Path("/")] if path.is_absolute() else folders:
                     if is_protected(folder / path):
                         return word
-                    if views.through(folder, path) and not _writes_nothing(analysis):
+                    through = views.through(folder, path, entered=makes_links(part.argv))
+                    if through and not _writes_nothing(analysis):
                         return f"{word} (through {_VIEWED}, which the command reads as its own)"
                     shadowed = search.shadowed(folder / path)
                     if shadowed is not None:
@@ -373,8 +374,30 @@ def _computed_paths(part: CommandPart) -> list[str]:
         if redirect.expanded and ">" in redirect.operator
     ]
     if part.argv and part.argv[0] not in OUTPUT_ONLY and not _only_reads(part):
-        targets += [part.argv[index] for index in part.expanded if index > 0]
+        targets += [
+            part.argv[index]
+            for index in part.expanded
+            if index > 0 and not _declares_no_path(part, index)
+        ]
     return targets
+
+
+_DECLARING: Final = frozenset({"export", "declare", "typeset", "local", "readonly"})
+_PLAIN_DECLARATION: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=[^$`*?\[{]*", re.DOTALL)
+"""``NAME=VALUE`` with a value the shell takes as written (a ``~`` in it is judged as a path
+among the command's words)."""
+
+
+def _declares_no_path(part: CommandPart, index: int) -> bool:
+    """Whether ``part.argv[index]`` is a variable ``export`` (or ``declare``...) sets without
+    the shell computing a path there: a value taken as written (``export
+    NODE_ENV=production``; the analysis counts the word as computed since such a builtin
+    reads ``NAME[SUBSCRIPT]``, but no subscript is there), or a value of ``PATH`` (``export
+    PATH=$HOME/bin:$PATH``), where programs are looked up, no file written."""
+    word = part.argv[index]
+    return part.argv[0] in _DECLARING and (
+        word.startswith("PATH=") or _PLAIN_DECLARATION.fullmatch(word) is not None
+    )
 
 
 def _filled_paths(parts: tuple[CommandPart, ...], position: int, cwd: Path) -> str | None:

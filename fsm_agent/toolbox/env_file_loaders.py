@@ -6,7 +6,8 @@ the same secrets and name no file: each loads ``.env`` (and ``.env.local`` and t
 from where it runs, or from the project it finds there. For the Read rules
 (``permission_content``) such a part reads files under the folder it runs in, as ``grep -r
 KEY .`` does, and asks where a rule may cover one. A script that starts such a program
-(``npm run dev`` running ``next dev``) is not seen, as no script's code is.
+(``npm run dev`` running ``next dev``) is not seen, as no script's code is. A subcommand
+counts after the program's own options too (``docker --context x compose config``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,14 @@ def loads_env_files(argv: Sequence[str]) -> bool:
     words = [argv[0].rsplit("/", 1)[-1], *argv[1:]] if argv else []
     if len(words) > 2 and words[1] == "-m" and words[0].rstrip("0123456789.") in _PYTHONS:
         words = words[2:]  # python3 -m dotenv
-    return any(tuple(words[:size]) in _LOADERS for size in (1, 2))
+    if not words:
+        return False
+    # A subcommand may follow the program's own options (``docker --context x compose``):
+    # it is looked for anywhere after the name, which errs on the side that asks.
+    return any(
+        words[0] == program and (not subcommand or subcommand[0] in words[1:])
+        for program, *subcommand in _LOADERS
+    )
 
 
 _NAMES: Final = (

@@ -10,7 +10,10 @@ that option they print, and write nothing. ``gzip -r`` and ``zstd -r`` count too
 compressed file beside each one under the tree (``gzip`` in its place).
 
 A program given by module (``python3 -m black src``) counts as the program; wrappers that
-run a program by name (``npx``, ``uvx``, ``poetry run``) are read through by the analysis.
+run a program by name (``npx``, ``uvx``, ``poetry run``) are read through by the analysis. A
+subcommand counts after the program's own options too (``ruff --config x.toml format``,
+``cargo +nightly fmt``); an option that makes the program only report what it would change
+(``ruff format --diff``, ``black --check``) leaves it writing nothing.
 """
 
 from __future__ import annotations
@@ -78,28 +81,55 @@ _CHECKING: Final = frozenset(
 """Options that make a formatter report what it would change and write nothing (``black
 --check``, ``ruff format --diff``, ``cargo fmt --check``, ``terraform fmt -check``); long
 ones only (``black -l 100`` sets the line length)."""
+_REPORTING_FIXERS: Final[dict[tuple[str, ...], frozenset[str]]] = {
+    ("ruff", "check"): frozenset({"--diff"}),
+}
+"""Options with which a program of :data:`REWRITERS` told to fix only shows the fixes
+(``ruff check --fix --diff``)."""
+
 _PYTHONS: Final = ("python", "python3")
 
 
 def rewritten_trees(argv: Sequence[str]) -> list[str]:
     """The trees (as written) a part rewrites in place, when its program is one of
-    :data:`REWRITERS` told to write (and, for one that always writes, not told only to
-    check): its words that are not options, ``.`` when there are none (``./...``, Go's
-    "every package under", is its folder). Empty for anything else."""
+    :data:`REWRITERS` told to write (and not told only to check: ``--check``, ``--diff``):
+    its words that are not options, ``.`` when there are none (``./...``, Go's "every
+    package under", is its folder). Empty for anything else."""
     words = [argv[0].rsplit("/", 1)[-1], *argv[1:]] if argv else []
     if len(words) > 2 and _is_python(words[0]) and words[1] == "-m":
         words = words[2:]  # python3 -m black: black
-    for size in (3, 2, 1):
-        needs = REWRITERS.get(tuple(words[:size]))
-        if needs is not None:
-            args = words[size:]
-            if needs and not any(_given(option, args) for option in needs):
-                return []
-            if not needs and any(arg.partition("=")[0] in _CHECKING for arg in args):
-                return []  # always writes, unless told only to check
-            operands = [_tree(word) for word in args if not word.startswith("-")]
-            return operands or ["."]
-    return []
+    trees: list[str] = []
+    for program, needs in REWRITERS.items():
+        args = _after(program, words)
+        if args is None:
+            continue
+        if needs and not any(_given(option, args) for option in needs):
+            continue
+        if not needs and any(arg.partition("=")[0] in _CHECKING for arg in args):
+            continue  # always writes, unless told only to check
+        if not _REPORTING_FIXERS.get(program, _ALWAYS).isdisjoint(args):
+            continue
+        operands = [_tree(word) for word in args if not word.startswith("-")]
+        trees += operands or ["."]
+    return list(dict.fromkeys(trees))
+
+
+def _after(program: tuple[str, ...], words: Sequence[str]) -> list[str] | None:
+    """The words after ``program`` (a name and its subcommand) in ``words``, or None when
+    ``words`` does not run it. The subcommand may come after options of the program's own
+    (``ruff --config x.toml format``, ``cargo +nightly fmt``): it is looked for anywhere
+    after the name, so a word merely spelled so counts too, which errs on the side that
+    asks."""
+    name, subcommand = program[0], list(program[1:])
+    if not words or words[0] != name:
+        return None
+    if not subcommand:
+        return list(words[1:])
+    size = len(subcommand)
+    for start in range(1, len(words) - size + 1):
+        if list(words[start : start + size]) == subcommand:
+            return list(words[start + size :])
+    return None
 
 
 def _is_python(program: str) -> bool:

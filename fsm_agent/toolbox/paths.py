@@ -463,13 +463,34 @@ def word_bases(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
     they cannot be known: the command may be in more folders than are followed, or it sets a
     variable that decides where ``~``, ``cd`` or ``cd -`` lead (``HOME=/; rm -rf
     ~/home/me/.config``, ``read HOME``, ``for HOME in``, ``((HOME=0))``, ``OLDPWD=…; cd -``,
-    ``DIRSTACK[1]=…``; any word naming one but a plain read, ``$HOME``, counts) where the
-    command then uses ``~`` or ``cd``."""
-    moved = _MOVES_PLACES.search(analysis.command) if _follows_places(analysis) else None
-    if moved is not None:
-        name = moved["name"] or moved["name2"] or "CDPATH"
-        return f"it may set {name}, which decides where ~ and cd lead"
+    ``DIRSTACK[1]=…``; any word naming one but a plain read, ``$HOME``, counts, in the text
+    or once the shell has removed its quotes: ``read H""OME``, ``declare "HO"ME=…``) where
+    the command then uses ``~`` or ``cd``; or it may turn on ``cdable_vars``, with which ``cd
+    NAME`` enters the folder the variable ``NAME`` holds when no folder has that name (``h=~;
+    cd h``), or define an alias a later line may run for ``cd``."""
+    # Each word as the shell passes it, quotes removed, so that no text search is beaten
+    # by ``H""OME``; the text too, for the words no part holds (``${HOME:=/}``).
+    words = (word for part in analysis.parts for word in (*part.assignments, *part.argv))
+    follows = _follows_places(analysis)
+    for text in (analysis.command, *words):
+        moved = _MOVES_PLACES.search(text) if follows else None
+        if moved is not None:
+            name = moved["name"] or moved["name2"] or "CDPATH"
+            return f"it may set {name}, which decides where ~ and cd lead"
+        other = _OTHER_CD.search(text)
+        if other is not None:
+            return f"it names {other[0]}, with which cd may be spelled otherwise"
+    if any(part.argv[:1] == ("alias",) for part in analysis.parts):
+        return "it defines an alias, which a later line may run for cd"
     return _followed_folders(analysis, cwd)
+
+
+_OTHER_CD = re.compile(r"cdable_vars|expand_aliases|BASHOPTS|BASH_ALIASES")
+"""What lets a command enter a folder no ``cd`` word names: the shell option that makes ``cd
+NAME`` enter ``$NAME`` (``shopt -s cdable_vars``, ``bash -O cdable_vars``, or the variable a
+child shell takes its options from, ``BASHOPTS``), and an alias, which a later line may use
+for ``cd`` (``alias go=cd``, ``BASH_ALIASES[go]=cd``, with ``expand_aliases`` or in an
+interactive ``bash -i``)."""
 
 
 def _follows_places(analysis: CommandAnalysis) -> bool:

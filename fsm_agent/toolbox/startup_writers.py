@@ -6,7 +6,8 @@
 path no word of the command names, and one that runs code in every later shell. The Bash
 safety check asks for them as for ``echo … >> ~/.bashrc`` (SPEC §9.3 step 1g). What only
 prints the lines for the user to add (``pyenv init``, ``conda shell.bash hook``, ``starship
-init``) runs.
+init``) runs. The subcommand counts after the program's own options too (``uv -q tool
+update-shell``), and a program run as a module (``python3 -m conda init``) as the program.
 """
 
 from __future__ import annotations
@@ -33,11 +34,27 @@ def startup_writer(argv: Sequence[str]) -> str | None:
     """The program and subcommand of ``argv`` when it writes the user's start-up files (as
     shown), or None."""
     words = [argv[0].rsplit("/", 1)[-1], *argv[1:]] if argv else []
-    for size in (3, 2, 1):
-        key = tuple(words[:size])
-        spared = _WRITERS.get(key)
-        if spared is not None:
-            if spared & set(words[size:]):
-                return None
+    if len(words) > 2 and words[1] == "-m" and words[0].rstrip("0123456789.") in _PYTHONS:
+        words = words[2:]  # python3 -m conda init
+    for key, spared in _WRITERS.items():
+        after = _after(key, words)
+        if after is not None and not spared & set(after):
             return " ".join(key)
+    return None
+
+
+_PYTHONS: Final = ("python", "python3")
+
+
+def _after(key: tuple[str, ...], words: Sequence[str]) -> list[str] | None:
+    """The words after the program and subcommand ``key`` in ``words``, or None when
+    ``words`` does not run it. The subcommand may follow the program's own options (``uv -q
+    tool update-shell``, ``micromamba -r DIR shell init``): it is looked for anywhere after
+    the name, which errs on the side that asks."""
+    if not words or words[0] != key[0]:
+        return None
+    size = len(key) - 1
+    for start in range(1, len(words) - size + 1):
+        if tuple(words[start : start + size]) == key[1:]:
+            return list(words[start + size :])
     return None

@@ -2,7 +2,8 @@
 
 Found in bypass mode with ``Read(./.env)`` denied: ``python3 -m dotenv list`` printed the
 secrets unasked (``cat .env`` was denied): it names no file, and loads ``.env`` from the folder
-it runs in, as ``docker compose``, ``bun``, ``pipenv run`` and ``next`` do.
+it runs in, as ``docker compose``, ``bun``, ``pipenv run`` and ``next`` do; so did ``docker
+--context default compose config``, its subcommand after the program's own options.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def work(tmp_path: Path) -> Path:
         "pipenv run env",
         "npx next build",
         "cd app && cd .. && flask run",
+        # the subcommand after the program's own options (found: they ran)
+        "docker --context default compose config",
+        "docker -l error compose config",
+        "pipenv --python 3.11 run env",
     ],
 )
 def test_a_program_loading_env_files_asks_under_a_read_rule(command: str, work: Path) -> None:
@@ -59,6 +64,7 @@ def test_which_programs_load_them(work: Path) -> None:
     assert loads_env_files(("python3.12", "-m", "dotenv", "list"))
     assert loads_env_files(("/usr/bin/docker", "compose", "ps"))
     assert not loads_env_files(("docker", "ps"))
+    assert loads_env_files(("docker", "--context", "x", "compose", "config"))
     assert not loads_env_files(("pipenv", "install"))
     assert not loads_env_files(())
     assert work / ".env.staging" in env_files(work)

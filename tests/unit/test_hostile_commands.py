@@ -1112,6 +1112,35 @@ def test_bypass_asks_before_a_write_to_a_path_the_shell_computes(command: str, w
 
 @pytest.mark.parametrize(
     "command",
+    [
+        "export PATH=$HOME/.local/bin:$PATH",
+        'export PATH="$PWD/node_modules/.bin:$PATH" && ls',
+        "declare -x PATH=$HOME/bin:$PATH",
+        "export NODE_ENV=production && ls",
+        "export A=b C+='d e'",
+        "local -r MODE=fast",
+    ],
+)
+def test_bypass_runs_a_variable_declared(command: str, work: Path) -> None:
+    """A variable ``export`` sets to a value taken as written, or a ``PATH`` given a value the
+    shell computes, names no file written (found: ``export NODE_ENV=production`` and ``export
+    PATH=$HOME/.local/bin:$PATH`` asked in bypass mode, each word taken for a path the shell
+    computes, which may be ``.bashrc``)."""
+    assert not safety_question(command, work)
+
+
+@pytest.mark.parametrize(
+    "command", ["export A=$X", "export A=.bash*", "export A[$i]=x", "export X=~/.bashrc"]
+)
+def test_bypass_asks_for_a_variable_declared_as_a_path_the_shell_computes(
+    command: str, work: Path
+) -> None:
+    """The control: a value the shell computes, a subscript, or a protected path named."""
+    assert safety_question(command, work)
+
+
+@pytest.mark.parametrize(
+    "command",
     ["echo $HOME > out.txt", "printf '%s' $x > out.txt", "cat src/*.py > out.txt", "cat < $F"],
 )
 def test_bypass_still_runs_a_write_to_a_literal_path(command: str, work: Path) -> None:

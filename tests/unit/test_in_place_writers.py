@@ -4,7 +4,10 @@ Found in bypass mode with ``Edit(./src/**)`` denied: ``black src``, ``isort src`
 --write src``, ``eslint --fix src``, ``gofmt -w src``, ``ruff check --fix .``, ``python3 -m
 black .``, ``cargo fmt``, ``go fmt ./...`` and ``gzip -r src`` rewrote the files under ``src``
 unasked: no word of them names a file there (``src`` is a folder, or none is named and the
-program works where it runs). Each now asks, as ``rm -rf src`` does.
+program works where it runs). Each now asks, as ``rm -rf src`` does. So do ``ruff --config
+x.toml format`` and ``cargo +nightly fmt``, whose subcommand follows the program's own options
+(found: they ran); and ``ruff format --diff``, ``black --check`` and ``ruff check --fix
+--diff``, which write nothing, run (found: they asked).
 """
 
 from __future__ import annotations
@@ -46,6 +49,11 @@ REWRITING = [
     "gzip -r src",
     "cd src && black .",
     "black -l 100 src",
+    # a subcommand after the program's own options (found)
+    "ruff --config pyproject.toml format",
+    "ruff -q format src",
+    "ruff --isolated check --fix",
+    "cargo +nightly fmt",
 ]
 
 
@@ -79,6 +87,10 @@ def test_a_formatter_asks_under_an_edit_rule_in_bypass(command: str, work: Path)
         "ruff check src",
         "cargo clippy",
         "gzip -k notes.txt",
+        "ruff format --diff",
+        "ruff check --fix --diff .",  # shows the fixes (found: it asked)
+        "python3 -m black --diff src",
+        "cargo +nightly fmt -- --check",
     ],
 )
 def test_a_formatter_told_only_to_check_runs(command: str, work: Path) -> None:
@@ -101,6 +113,9 @@ def test_the_trees_a_formatter_rewrites() -> None:
     assert rewritten_trees(("python3", "-m", "black", "src")) == ["src"]
     assert rewritten_trees(("pythonx", "-m", "black", "src")) == []
     assert rewritten_trees(("cat", "src")) == []
+    assert rewritten_trees(("ruff", "--config", "x.toml", "format", "src")) == ["src"]
+    assert rewritten_trees(("ruff", "format", "--diff", "src")) == []
+    assert rewritten_trees(("biome", "check", "--write", "format")) == ["format"]
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,10 @@
 Found in bypass mode with an ``Agent`` whose folder is not this process's: ``rm -rf
 /proc/self/cwd/../.config`` deleted git's settings unasked, and with ``Edit(./src/**)``
 denied, ``rm -rf /proc/self/cwd/src`` deleted the folder the rule guards. The checks read
-``/proc/self/cwd`` as this process's folder; the command's shell reads it as its own.
+``/proc/self/cwd`` as this process's folder; the command's shell reads it as its own. So with
+a folder the command holds open: ``exec 3<~; rm -rf /dev/fd/3/.config`` and ``rm -rf
+/dev/stdin/.config < ~`` deleted git's settings unasked, and with ``Read(./.env)`` denied
+``cat /dev/fd/3/.env 3<.`` printed it; so did ``cd /dev/fd/3 3<~ && rm -rf .config``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,14 @@ ASKING = [
     "rm -rf here/../.config",  # a link made earlier
     "chmod -R 777 /proc/self/root/../proc/self/cwd/..",
     "echo x >> /proc/self/cwd/../.profile",
+    # on through a folder the command holds open (found)
+    "exec 3<~; rm -rf /dev/fd/3/.config",
+    "rm -rf /proc/self/fd/3/.config 3<~",
+    "rm -rf /dev/stdin/.config < ~",
+    "cd ~ && exec 3<. && cd / && rm -rf /proc/thread-self/fd/3/.config",
+    "cd /dev/fd/3 3<~ && rm -rf .config",  # entered: cd follows the link
+    "exec 3<~; cd /proc/self/fd/3; rm -rf .config",
+    "ln -s /dev/fd/3 x; rm -rf x/.config 3<~",  # a link made to one (found)
 ]
 
 
@@ -56,6 +67,9 @@ def test_a_path_through_a_process_view_asks_in_bypass(command: str, work: Path) 
         ("rm -rf /proc/self/cwd/src", "Edit(./src/**)"),
         ("cat /proc/self/cwd/src/.env", "Read(./src/.env)"),
         ("cat here/src/.env", "Read(./src/.env)"),
+        ("cat /dev/fd/3/src/.env 3<.", "Read(./src/.env)"),
+        ("cat /dev/stdin/src/.env < .", "Read(./src/.env)"),
+        ("ln -s /dev/fd/3 x; cat x/src/.env 3<.", "Read(./src/.env)"),
     ],
 )
 def test_a_path_rule_asks_for_a_path_through_a_process_view(
@@ -92,5 +106,8 @@ def test_through_process_view(tmp_path: Path) -> None:
     assert through_process_view(base, "loop/x")  # where it leads is not known
     assert not through_process_view("/", "proc/self/status")
     assert not through_process_view("/", "dev/stderr")
+    assert through_process_view("/", "dev/stdin/x")  # the folder it may have opened
+    assert through_process_view("/", "proc/self/fd/3/..")
+    assert not through_process_view("/", "proc/self/fd/3")
     assert not through_process_view(base, "x/../y")
     assert not through_process_view("/", "proc/self/cwdx")

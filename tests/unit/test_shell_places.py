@@ -12,6 +12,11 @@ the command may be in, the command's shell inherits no ``OLDPWD``, and a command
 the command reads in or computes (one it spells out is followed, and a name beginning with a
 dot, ``cd .config``, is searched for in it as Bash does).
 
+So do ``read H""OME``, ``declare "HO"ME=…`` (the shell removes the quotes before it reads the
+name), ``shopt -s cdable_vars`` (then ``h=~; cd h`` enters the home folder) and an alias a
+later line runs for ``cd`` (``alias go=cd``): each deleted git's settings unasked in bypass
+mode.
+
 ``cd -e DIR`` entered a folder named ``-e``; and a folder the shell computes was taken as each
 path its text spells, which ``cd "$(printf '%s/.con%s' ~ fig)" && rm -rf git`` and ``cd
 "$(git rev-parse --show-toplevel)/.." && rm -rf .config`` beat. Now only the options are
@@ -78,6 +83,19 @@ ASKING = [
     'CDPATH="$(printf %s ~/.con)fig" cd git && echo x >> config',
     "read CDPATH <<< ~/.config; cd git; echo x >> config",
     "CDPATH+=:~/.config; cd git && echo x >> config",
+    # a name the shell reads once its quotes are removed (found)
+    'read H""OME <<< ~/.config; cd; rm -rf git',
+    'declare "HO"ME=~/.config; cd; rm -rf git',
+    "printf -v H''OME %s ~/.config; cd; rm -rf git",
+    # cdable_vars: cd NAME enters $NAME when no folder is named so (found)
+    "shopt -s cdable_vars; h=~; cd h; rm -rf .config",
+    "shopt -s cdable_v''ars; h=~/.config; cd h && rm -rf git",
+    "bash -O cdable_vars -c 'h=~; cd h; rm -rf .config'",
+    "env BASHOPTS=cdable_vars bash -c 'h=~; cd h; rm -rf .config'",
+    # an alias a later line runs for cd (found)
+    "shopt -s expand_aliases\nalias go=cd\ngo ~\nrm -rf .config",
+    "bash -ic 'alias go=cd\ngo ~\nrm -rf .config'",
+    "shopt -s expand_aliases; BASH_ALIASES[go]=cd\ngo ~\nrm -rf .config",
 ]
 
 
@@ -119,6 +137,7 @@ def test_a_path_rule_asks_when_home_is_set(work: Path) -> None:
         "cat > notes.md <<'EOF'\nSet HOME first\nEOF",
         "HOME=/tmp/h npm ci",
         "CDPATH=~/work cd ./src && rm -f a.o",  # ./ is never searched for
+        'echo "alias ll=ls -l" >> notes.txt',  # naming an alias defines none
     ],
 )
 def test_plain_reads_and_moves_still_run_in_bypass(command: str, work: Path) -> None:

@@ -257,6 +257,10 @@ ASKING = [
     "uv tool update-shell",
     "sh rustup-init.sh -y && rustup-init -y",
     "pnpm setup",
+    # ... with the program's own options before its subcommand, or run as a module (found)
+    "uv -q tool update-shell",
+    "micromamba -r ~/mm shell init -s bash",
+    "python3 -m conda init bash",
     # Settings and start-up code of other tools (found).
     "echo script-shell=./x.sh >> ~/.npmrc",
     "npm config set script-shell ./x.sh --location=user > ~/.npmrc",
