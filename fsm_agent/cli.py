@@ -802,7 +802,24 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
             export_trace(path)
     print(f"\n{len(files) - failures} replayed identically, {failures} failed")
+    if args.export_spans and not _spans_exported():
+        return EXIT_FAILED
     return EXIT_FAILED if failures else EXIT_OK
+
+
+def _spans_exported() -> bool:
+    """Whether the spans ``replay --export-spans`` handed over reached the collector: each
+    flushed in time and none refused (the SDK only logs a failure); says so on stderr when
+    not."""
+    from fsm_agent.telemetry.config import failed_span_exports, flush_telemetry  # noqa: PLC0415
+
+    flushed = flush_telemetry()
+    failed = failed_span_exports()
+    if flushed and not failed:
+        return True
+    why = f"{failed} spans were refused or never answered" if failed else "the export timed out"
+    print(f"spans not exported: {why} (OTEL_EXPORTER_OTLP_ENDPOINT)", file=sys.stderr)
+    return False
 
 
 def _with_earlier_turns(given: list[Path], files: list[Path]) -> list[Path]:

@@ -218,8 +218,44 @@ def _make_provider(exporters: list[str], telemetry: Telemetry, env: Mapping[str,
             exporter = OTLPSpanExporter(
                 endpoint=None if endpoint is None else endpoint.rstrip("/") + "/v1/traces"
             )
-        provider.add_span_processor(BatchSpanProcessor(exporter))
+        provider.add_span_processor(BatchSpanProcessor(_counting(exporter)))
     return provider
+
+
+_failed_spans = [0]
+"""Spans the providers made from the environment failed to export (a list: one count,
+changed in the exporters' own threads)."""
+
+
+def failed_span_exports() -> int:
+    """How many spans the exporters made from the environment have failed to hand over
+    (the collector refused them, or never answered) since this process started."""
+    return _failed_spans[0]
+
+
+def _counting(exporter: Any) -> Any:
+    """``exporter``, counting the spans it fails to export (:func:`failed_span_exports`):
+    the SDK only logs such a failure, and a command exporting spans must be able to say so."""
+    from opentelemetry.sdk.trace.export import (  # noqa: PLC0415 - loaded with the provider
+        SpanExporter,
+        SpanExportResult,
+    )
+
+    class Counting(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            result: SpanExportResult = exporter.export(spans)
+            if result is not SpanExportResult.SUCCESS:
+                _failed_spans[0] += len(spans)
+            return result
+
+        def shutdown(self) -> None:
+            exporter.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30_000) -> bool:
+            flushed: bool = exporter.force_flush(timeout_millis)
+            return flushed
+
+    return Counting()
 
 
 def flush_telemetry(timeout_s: float = 30.0) -> bool:

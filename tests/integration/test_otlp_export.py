@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,11 +36,12 @@ ServeFn = Callable[[Any], FakeAnthropicServer]  # the ``serve`` fixture (conftes
 
 
 class CollectorStub(ThreadingHTTPServer):
-    """Answers every POST with 200 and keeps (path, body)."""
+    """Answers every POST with ``status`` (200) and keeps (path, body)."""
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.requests: list[tuple[str, bytes]] = []
+        self.status = 200  # what every POST is answered with
 
     @property
     def url(self) -> str:
@@ -51,7 +55,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = gzip.decompress(body)
         assert isinstance(self.server, CollectorStub)
         self.server.requests.append((self.path, body))
-        self.send_response(200)
+        self.send_response(self.server.status)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -112,3 +116,26 @@ def test_spans_are_exported_over_otlp_http_to_the_collector_the_environment_name
     assert attributes["gen_ai.response.model"].string_value == MODEL
     reasons = attributes["gen_ai.response.finish_reasons"].array_value.values
     assert [reason.string_value for reason in reasons] == ["end_turn"]
+
+
+@pytest.mark.parametrize(("status", "exit_code"), [(200, 0), (400, 1)])
+def test_replay_export_spans_says_whether_the_collector_took_them(
+    collector: CollectorStub, status: int, exit_code: int
+) -> None:
+    """Found: ``fsm-agent replay --export-spans`` exited 0 and said nothing when the collector
+    refused every span (or none listened): the SDK only logs the failure."""
+    collector.status = status
+    trace = Path(__file__).parents[2] / "traces" / "max_turns.jsonl"
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url}
+    env.pop("OTEL_SDK_DISABLED", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "fsm_agent", "replay", "--export-spans", str(trace)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == exit_code, done.stderr
+    assert collector.requests  # the spans were sent either way
+    assert ("spans not exported" in done.stderr) is (status != 200)
