@@ -642,7 +642,7 @@ def linked(tmp_path: Path) -> Path:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "python3").write_text("")
-    work = tmp_path / "work"
+    work = tmp_path / "project"
     (work / ".venv" / "bin").mkdir(parents=True)
     (work / ".venv" / "bin" / "python").symlink_to(outside / "python3")
     (work / "src").mkdir()
@@ -694,10 +694,10 @@ def test_accept_edits_does_not_copy_through_a_link_out(command: str, linked: Pat
 @pytest.mark.parametrize(
     "command",
     [
-        "mkdir -p ../made/../work/src/d",
-        "mkdir --parents src/../../made/../work/d",
+        "mkdir -p ../made/../project/src/d",
+        "mkdir --parents src/../../made/../project/d",
         "rmdir -p {work}/src/d",
-        "rmdir -p ../work/src/d",
+        "rmdir -p ../project/src/d",
     ],
 )
 def test_accept_edits_makes_and_removes_no_folder_on_the_way_out(
