@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from fsm_agent.toolbox.program_words import program_words, words_after
+
 _LOADERS: Final = frozenset(
     {
         ("dotenv",),  # python-dotenv's command: list, get, run
@@ -40,22 +42,12 @@ _LOADERS: Final = frozenset(
     }
 )
 """Each program (with the subcommand that loads, where only one does)."""
-_PYTHONS: Final = ("python", "python3")
 
 
 def loads_env_files(argv: Sequence[str]) -> bool:
     """Whether a part run as ``argv`` loads the ``.env`` files where it runs."""
-    words = [argv[0].rsplit("/", 1)[-1], *argv[1:]] if argv else []
-    if len(words) > 2 and words[1] == "-m" and words[0].rstrip("0123456789.") in _PYTHONS:
-        words = words[2:]  # python3 -m dotenv
-    if not words:
-        return False
-    # A subcommand may follow the program's own options (``docker --context x compose``):
-    # it is looked for anywhere after the name, which errs on the side that asks.
-    return any(
-        words[0] == program and (not subcommand or subcommand[0] in words[1:])
-        for program, *subcommand in _LOADERS
-    )
+    words = program_words(argv)
+    return any(words_after(loader, words) is not None for loader in _LOADERS)
 
 
 _NAMES: Final = (

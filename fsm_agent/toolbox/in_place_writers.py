@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from fsm_agent.toolbox.program_words import program_words, words_after
+
 _ALWAYS: Final = frozenset[str]()
 
 REWRITERS: Final[dict[tuple[str, ...], frozenset[str]]] = {
@@ -87,20 +89,16 @@ _REPORTING_FIXERS: Final[dict[tuple[str, ...], frozenset[str]]] = {
 """Options with which a program of :data:`REWRITERS` told to fix only shows the fixes
 (``ruff check --fix --diff``)."""
 
-_PYTHONS: Final = ("python", "python3")
-
 
 def rewritten_trees(argv: Sequence[str]) -> list[str]:
     """The trees (as written) a part rewrites in place, when its program is one of
     :data:`REWRITERS` told to write (and not told only to check: ``--check``, ``--diff``):
     its words that are not options, ``.`` when there are none (``./...``, Go's "every
     package under", is its folder). Empty for anything else."""
-    words = [argv[0].rsplit("/", 1)[-1], *argv[1:]] if argv else []
-    if len(words) > 2 and _is_python(words[0]) and words[1] == "-m":
-        words = words[2:]  # python3 -m black: black
+    words = program_words(argv)
     trees: list[str] = []
     for program, needs in REWRITERS.items():
-        args = _after(program, words)
+        args = words_after(program, words)
         if args is None:
             continue
         if needs and not any(_given(option, args) for option in needs):
@@ -112,29 +110,6 @@ def rewritten_trees(argv: Sequence[str]) -> list[str]:
         operands = [_tree(word) for word in args if not word.startswith("-")]
         trees += operands or ["."]
     return list(dict.fromkeys(trees))
-
-
-def _after(program: tuple[str, ...], words: Sequence[str]) -> list[str] | None:
-    """The words after ``program`` (a name and its subcommand) in ``words``, or None when
-    ``words`` does not run it. The subcommand may come after options of the program's own
-    (``ruff --config x.toml format``, ``cargo +nightly fmt``): it is looked for anywhere
-    after the name, so a word merely spelled so counts too, which errs on the side that
-    asks."""
-    name, subcommand = program[0], list(program[1:])
-    if not words or words[0] != name:
-        return None
-    if not subcommand:
-        return list(words[1:])
-    size = len(subcommand)
-    for start in range(1, len(words) - size + 1):
-        if list(words[start : start + size]) == subcommand:
-            return list(words[start + size :])
-    return None
-
-
-def _is_python(program: str) -> bool:
-    """``python``, ``python3``, ``python3.12``."""
-    return program.startswith(_PYTHONS) and program.rstrip("0123456789.") in _PYTHONS
 
 
 def _given(option: str, args: Sequence[str]) -> bool:

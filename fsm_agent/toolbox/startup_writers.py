@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from fsm_agent.toolbox.program_words import program_words, words_after
+
 _WRITERS: Final[dict[tuple[str, ...], frozenset[str]]] = {
     ("conda", "init"): frozenset({"--dry-run", "-d", "--reverse"}),
     ("mamba", "init"): frozenset({"--dry-run", "-d", "--reverse"}),
@@ -33,28 +35,9 @@ it write none (``--dry-run``, ``--no-modify-path``)."""
 def startup_writer(argv: Sequence[str]) -> str | None:
     """The program and subcommand of ``argv`` when it writes the user's start-up files (as
     shown), or None."""
-    words = [argv[0].rsplit("/", 1)[-1], *argv[1:]] if argv else []
-    if len(words) > 2 and words[1] == "-m" and words[0].rstrip("0123456789.") in _PYTHONS:
-        words = words[2:]  # python3 -m conda init
+    words = program_words(argv)
     for key, spared in _WRITERS.items():
-        after = _after(key, words)
+        after = words_after(key, words)
         if after is not None and not spared & set(after):
             return " ".join(key)
-    return None
-
-
-_PYTHONS: Final = ("python", "python3")
-
-
-def _after(key: tuple[str, ...], words: Sequence[str]) -> list[str] | None:
-    """The words after the program and subcommand ``key`` in ``words``, or None when
-    ``words`` does not run it. The subcommand may follow the program's own options (``uv -q
-    tool update-shell``, ``micromamba -r DIR shell init``): it is looked for anywhere after
-    the name, which errs on the side that asks."""
-    if not words or words[0] != key[0]:
-        return None
-    size = len(key) - 1
-    for start in range(1, len(words) - size + 1):
-        if tuple(words[start : start + size]) == key[1:]:
-            return list(words[start + size :])
     return None
