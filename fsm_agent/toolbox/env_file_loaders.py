@@ -12,11 +12,13 @@ counts after the program's own options too (``docker --context x compose config`
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from fsm_agent.toolbox.paths import MAX_TREE_ENTRIES
 from fsm_agent.toolbox.program_words import program_words, words_after
 
 _LOADERS: Final = frozenset(
@@ -70,7 +72,8 @@ def env_files(folder: Path) -> list[Path]:
     found = [folder / name for name in _NAMES]
     try:
         with os.scandir(folder) as listing:
-            found += [folder / entry.name for entry in listing if entry.name.startswith(".env")]
+            entries = itertools.islice(listing, MAX_TREE_ENTRIES)  # a huge folder: its start
+            found += [folder / entry.name for entry in entries if entry.name.startswith(".env")]
     except OSError:
         pass  # a folder not there yet, or not readable: the usual names stand
     return list(dict.fromkeys(found))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Final
 
@@ -40,6 +41,8 @@ _INCLUDED: Final = re.compile(r"^\s*path\s*=\s*\"?([^\"\n]+?)\"?\s*$", re.M)
 _HOME_WORD: Final = re.compile(r"^(?:~|\$HOME|\$\{HOME\})(?=/|$)")
 _MOST_BYTES: Final = 1 << 20
 """A start-up file read up to this size."""
+_MOST_FILES: Final = 64
+"""Files read in all (a ``.bashrc`` may source a great many)."""
 
 
 def sourced_by_startup() -> frozenset[str]:
@@ -60,13 +63,13 @@ def _read(home: Path) -> frozenset[str]:
     found: set[str] = set()
     pending = [(home / name, _SOURCED, 2) for name in _SHELL_FILES]
     pending += [(home / name, _INCLUDED, 2) for name in _GIT_FILES]
-    while pending:
+    read = 0
+    while pending and read < _MOST_FILES:
         path, pattern, depth = pending.pop()
-        try:
-            with path.open(encoding="utf-8", errors="replace") as file:
-                text = file.read(_MOST_BYTES)
-        except OSError:
+        text = _text(path)
+        if text is None:
             continue
+        read += 1
         for match in pattern.finditer(text):
             named = _path(match.group(match.lastindex or 1), home, path.parent)
             if named is None or named in found:
@@ -75,6 +78,19 @@ def _read(home: Path) -> frozenset[str]:
             if depth > 1:
                 pending.append((Path(named), pattern, depth - 1))
     return frozenset(found)
+
+
+def _text(path: Path) -> str | None:
+    """The start of a regular file's text; None for anything else: a missing file, a folder,
+    and a named pipe or device (``source /dev/stdin``), which reading would wait on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return file.read(_MOST_BYTES).decode("utf-8", errors="replace")
 
 
 def _path(word: str, home: Path, folder: Path) -> str | None:

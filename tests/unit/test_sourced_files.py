@@ -8,6 +8,8 @@ them: code for every later shell and every later ``git``.
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,22 @@ def test_other_files_beside_them_run(home: Path) -> None:
     decided = decide("echo x > ~/dotfiles/notes.md", home / "project", mode=PermissionMode.BYPASS)
     assert decided.behavior is PermissionBehavior.ALLOW, decided.reason
     assert not any("computed" in path for path in sourced_by_startup())
+
+
+def test_a_named_pipe_sourced_is_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``.bashrc`` sourcing a named pipe (or ``/dev/stdin``): reading it would wait for a
+    writer forever, and every permission check with it. Only regular files are read; the pipe
+    itself is still a path the start-up files name."""
+    home = tmp_path / "pipe-home"
+    home.mkdir()
+    os.mkfifo(home / "fifo")
+    (home / ".bashrc").write_text("source ~/fifo\n. /dev/stdin\n")
+    monkeypatch.setenv("HOME", str(home))
+    found: list[frozenset[str]] = []
+    reader = threading.Thread(target=lambda: found.append(sourced_by_startup()), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert found, "reading the start-up files waited on a pipe"
+    assert str(home / "fifo") in found[0]
