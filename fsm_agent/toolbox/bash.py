@@ -53,6 +53,7 @@ from fsm_agent.toolbox.git_reads import git_read_refusal
 from fsm_agent.toolbox.patch_targets import patch_refusal
 from fsm_agent.toolbox.path_shadowing import SearchPath
 from fsm_agent.toolbox.paths import (
+    FOLDER_MOVES,
     MAX_ENTERED_FOLDERS,
     entered_folders,
     expand_home,
@@ -458,7 +459,7 @@ def _writes_nothing(analysis: CommandAnalysis) -> bool:
     only moves the shell (``cd $DIR && ls``, ``cat /proc/self/cwd/x``), and no redirection
     writes: then no protected path can change, wherever the command is."""
     return all(
-        (part.argv[:1] in _MOVES or _only_reads(part))
+        (part.argv[:1] in FOLDER_MOVES or _only_reads(part))
         and all(_writes_no_file(redirect) for redirect in part.redirects)
         for part in analysis.parts
     )
@@ -471,9 +472,6 @@ def _writes_no_file(redirect: Redirect) -> bool:
     if operator.startswith("<") and operator != "<>":
         return True
     return target == "/dev/null" or (operator == ">&" and (target.isdigit() or target == "-"))
-
-
-_MOVES: Final = frozenset({("cd",), ("pushd",), ("popd",)})
 
 
 def _only_reads(part: CommandPart) -> bool:

@@ -20,7 +20,7 @@ import re
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from fsm_agent.runtime.tool import (
     OUTSIDE_WORKING_FOLDER,
@@ -497,10 +497,11 @@ def _follows_places(analysis: CommandAnalysis) -> bool:
     """Whether the command goes where those variables lead: a ``~`` anywhere in it (its own
     words, a script it gives a shell), or a ``cd``, ``pushd`` or ``popd``. One that does not
     (``echo "PWD: $PWD" > log``) is judged the same whatever they hold."""
-    return "~" in analysis.command or any(
-        part.argv[:1] in (("cd",), ("pushd",), ("popd",)) for part in analysis.parts
-    )
+    return "~" in analysis.command or any(part.argv[:1] in FOLDER_MOVES for part in analysis.parts)
 
+
+FOLDER_MOVES: Final = frozenset({("cd",), ("pushd",), ("popd",)})
+"""The programs of a part that changes the shell's folder (as ``argv[:1]``)."""
 
 _ROTATION = re.compile(r"[+-]\d+")
 """``pushd +1``, ``popd -0``: a turn of the folders ``pushd`` kept."""
