@@ -154,6 +154,17 @@ class TraceFileBusy(TraceFileRefused):
     why = "another run is writing this trace file"
 
 
+class TraceFileHoldsRun(TraceFileRefused):
+    """A run was given a trace file that holds an earlier run's trace (``--trace run.jsonl``
+    given twice, a resume told to write over the trace it resumes); it was left as it was, so
+    the earlier run can still be read, replayed and resumed. ``path`` names the file."""
+
+    why = (
+        "this file holds an earlier run's trace, so it was not overwritten (delete it first "
+        "to reuse its name)"
+    )
+
+
 class NotATraceFile(TraceFileRefused):
     """A run was given a trace file that holds something else (``--trace notes.txt``); it
     was left as it was. ``path`` names the file."""

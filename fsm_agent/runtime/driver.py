@@ -252,6 +252,7 @@ class _Run:
                     meta=meta,
                     clock=agent.clock,
                     transcript=memo.transcript if memo is not None else None,
+                    overwrite=False,  # an earlier run's record is never lost to a new one
                 )
         self.feeder: AgentCore | TracingCore = (
             TracingCore(self.core, self.writer) if self.writer is not None else self.core

@@ -9,7 +9,10 @@ writers apart, not other programs. Where there is no ``flock`` (Windows), the fi
 as it always was.
 
 Only a trace is emptied: a file that holds anything else (``--trace notes.txt``, a slip of
-the finger or of tab completion) is refused before a byte of it changes.
+the finger or of tab completion) is refused before a byte of it changes. A run's writer keeps
+an earlier run's trace as well (``overwrite=False``): the same ``--trace run.jsonl`` given
+twice, or a resume told to write over the trace it resumes, would otherwise lose the record
+of what that run did, and with it the way to resume it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import IO, Final
 
 import orjson
 
-from fsm_agent.errors import NotATraceFile, TraceFileBusy
+from fsm_agent.errors import NotATraceFile, TraceFileBusy, TraceFileHoldsRun
 
 try:
     import fcntl
@@ -29,15 +32,22 @@ except ImportError:  # pragma: no cover - not on POSIX
     fcntl = None  # type: ignore[assignment]
 
 
-def open_exclusive(path: str | os.PathLike[str]) -> IO[bytes]:
+def open_exclusive(path: str | os.PathLike[str], *, overwrite: bool = True) -> IO[bytes]:
     """``path`` created or emptied and opened for unbuffered writing, locked for this writer.
+
+    Args:
+        path: the trace file.
+        overwrite: whether a trace with a whole header line (an earlier run's) is emptied;
+            False refuses it. A file cut off in its header, or empty, is emptied either way:
+            its run was killed before it recorded anything.
 
     Raises:
         TraceFileBusy: another writer (another run, in this process or another) holds it.
         NotATraceFile: it holds something that is not a trace (:func:`holds_a_trace`).
+        TraceFileHoldsRun: with ``overwrite=False``, it holds an earlier run's trace.
     """
     if fcntl is None:  # pragma: no cover - not on POSIX
-        _refuse_unless_a_trace(path)
+        _refuse_unless_a_trace(path, overwrite=overwrite)
         return Path(path).open("wb", buffering=0)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
     try:
@@ -49,7 +59,7 @@ def open_exclusive(path: str | os.PathLike[str]) -> IO[bytes]:
         os.close(fd)
         raise
     try:
-        _refuse_unless_a_trace(path)
+        _refuse_unless_a_trace(path, overwrite=overwrite)
     except BaseException:
         os.close(fd)
         raise
@@ -94,8 +104,23 @@ def holds_a_trace(path: str | os.PathLike[str]) -> bool:
     return type(data) is dict and data.get("record", data.get("kind")) == "header"
 
 
-def _refuse_unless_a_trace(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`NotATraceFile` when ``path`` exists as a file holding something else."""
+def _refuse_unless_a_trace(path: str | os.PathLike[str], *, overwrite: bool) -> None:
+    """Raise :class:`NotATraceFile` when ``path`` exists as a file holding something else,
+    and without ``overwrite`` :class:`TraceFileHoldsRun` when it holds a run's header."""
     with contextlib.suppress(FileNotFoundError):
-        if Path(path).is_file() and not holds_a_trace(path):
+        if not Path(path).is_file():
+            return
+        if not holds_a_trace(path):
             raise NotATraceFile(path=os.fspath(path))
+        if not overwrite and _has_whole_first_line(path):
+            raise TraceFileHoldsRun(path=os.fspath(path))
+
+
+def _has_whole_first_line(path: str | os.PathLike[str]) -> bool:
+    """Whether the file's first line (a trace's header, :func:`holds_a_trace` found) ends in
+    a newline: the run got as far as recording its header."""
+    with Path(path).open("rb") as file:
+        while chunk := file.read(_FIRST_LINE_READ):
+            if b"\n" in chunk:
+                return True
+    return False

@@ -310,6 +310,7 @@ def _writer_with_prefix(
         meta=meta,
         table_digest=header.table_digest,
         clock=clock,
+        overwrite=False,  # never the trace it continues, nor any other run's
     )
     for line in records.as_lines(prefix):
         writer.write_record(line)

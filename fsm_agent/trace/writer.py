@@ -243,10 +243,14 @@ class TraceWriter:
         transcript: the serialized transcript of the conversation's last turn (a session
             keeps one over its turns), so that a ``TurnStarted`` record serializes only the
             messages the turn added.
+        overwrite: with a path, whether a file holding an earlier run's trace is emptied
+            (True) or refused (False, as a run's writer does: ``TraceFileHoldsRun``).
 
     Raises:
         TraceFileBusy: another writer is writing the file ``target`` names (nothing of it is
             touched).
+        TraceFileHoldsRun: with ``overwrite=False``, the file holds an earlier run's trace
+            (nothing of it is touched).
         UsageError: from a ``write_*`` call whose record holds something that is not JSON.
         TraceWriteFailed: from a ``write_*`` call the file refused (a full disk, say): the
             file is cut back to its last whole record where it can be, and every later
@@ -266,6 +270,7 @@ class TraceWriter:
         next_seq: int | None = None,
         started: float | None = None,
         transcript: TranscriptJson | None = None,
+        overwrite: bool = True,
     ) -> None:
         self._clock = clock
         self._transcript = transcript if transcript is not None else TranscriptJson()
@@ -281,7 +286,7 @@ class TraceWriter:
             self._name: str | None = os.fspath(target)
             # One writer at a time: a second run given the same file is refused before it
             # truncates what the first writes (:mod:`~fsm_agent.trace.exclusive_file`).
-            self._file: IO[bytes] = open_exclusive(target)
+            self._file: IO[bytes] = open_exclusive(target, overwrite=overwrite)
             self._owns_file = True
             self._cuttable = True
         else:

@@ -1,5 +1,5 @@
 """One writer per trace file: a second run given the same file is refused, and loses nothing;
-nor does a run given a file that holds something other than a trace.
+nor does a run given a file that holds something other than a trace, or an earlier run's trace.
 
 Without the lock, the second writer truncated the file while the first went on writing at its
 own offset, so neither trace survived.
@@ -18,11 +18,20 @@ import pytest
 
 from fsm_agent.cli import main
 from fsm_agent.core.config import LoopConfig
-from fsm_agent.errors import NotATraceFile, TraceFileBusy
+from fsm_agent.errors import NotATraceFile, TraceFileBusy, TraceFileHoldsRun
+from fsm_agent.runtime.agent import Agent
+from fsm_agent.testing.scenario import ScriptedModel, parse_scenario
 from fsm_agent.trace.writer import TraceWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "fsm_agent" / "scenarios" / "text_reply.json"
+
+
+def replies(*texts: str) -> ScriptedModel:
+    """A scripted model answering each request with the next text."""
+    return ScriptedModel(parse_scenario({"steps": [{"content": [{"text": t}]} for t in texts]}))
+
+
 HOLDER = """
 import sys, time
 from fsm_agent.core.config import LoopConfig
@@ -137,3 +146,56 @@ def test_the_command_line_refuses_a_file_that_is_not_a_trace(
     assert "README.md: this file holds something that is not a trace" in err
     assert "Traceback" not in err
     assert (tmp_path / "README.md").read_text(encoding="utf-8") == "# my project\n"
+
+
+def test_a_run_keeps_an_earlier_runs_trace(tmp_path: Path) -> None:
+    """Found: a second run given the same trace file (the same command run again, an agent run
+    twice) emptied it, and the record of the first run, the only way to replay or resume it,
+    was gone."""
+    path = tmp_path / "t.jsonl"
+    agent = Agent(model=replies("one", "two", "three"), trace=path)
+    assert agent.run_sync("first").terminal == "completed"
+    first = path.read_bytes()
+    with pytest.raises(TraceFileHoldsRun, match="holds an earlier run's trace"):
+        agent.run_sync("second")
+    assert path.read_bytes() == first
+    path.unlink()  # deleted, the name is free again
+    assert agent.run_sync("third").terminal == "completed"
+    assert path.read_bytes() != first
+
+
+@pytest.mark.parametrize("cut", ["empty", "half a header"])
+def test_a_run_writes_over_a_trace_cut_off_in_its_header(tmp_path: Path, cut: str) -> None:
+    """A run killed before its header was whole recorded nothing: its file is free."""
+    path = tmp_path / "t.jsonl"
+    TraceWriter(path, config=LoopConfig(model="first")).close()
+    header = path.read_bytes()
+    path.write_bytes(b"" if cut == "empty" else header[: len(header) // 2])
+    agent = Agent(model=replies("hi"), trace=path)
+    assert agent.run_sync("go").terminal == "completed"
+    assert path.read_bytes().count(b"\n") > 2
+
+
+def test_the_command_line_keeps_an_earlier_runs_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--trace`` given the file of an earlier run, or of the run being forked or resumed,
+    fails before anything runs; the earlier trace is as it was."""
+    monkeypatch.chdir(tmp_path)
+    model = f"scripted:{SCENARIO}"
+    assert main(["run", "hi", "--model", model, "--trace", "t.jsonl"]) == 0
+    first = (tmp_path / "t.jsonl").read_bytes()
+    capsys.readouterr()
+    for argv in (
+        ["run", "again", "--model", model, "--trace", "t.jsonl"],
+        ["fork", "t.jsonl", "--at", "3", "--model", model, "--trace", "t.jsonl"],
+    ):
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert "t.jsonl: this file holds an earlier run's trace" in err
+        assert "Traceback" not in err
+        assert (tmp_path / "t.jsonl").read_bytes() == first
+    # A conversation's next turn goes beside it, as before.
+    assert main(["run", "more", "--model", model, "--resume", "t.jsonl", "--trace", "t.jsonl"]) == 0
+    assert (tmp_path / "t.jsonl").read_bytes() == first
+    assert (tmp_path / "t.turn2.jsonl").is_file()

@@ -15,6 +15,7 @@ what the event line of schema 2 would have lost a few µs earlier).
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,7 @@ def check_same_as_schema_2(tmp_path: Path, lines: list[bytes], older: list[bytes
 def test_a_run_cut_at_any_line_resumes_and_continues(tmp_path: Path, steps: Any) -> None:
     """Cut after any line (or mid-line), a recorded run resumes, continues to completed, the
     continued trace replays, and no call marked as possibly run is run again."""
+    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # each example's files its own
     original = tmp_path / "original.jsonl"
     log: list[str] = []
     agent = Agent(

@@ -108,10 +108,13 @@ def test_a_slow_store_does_not_hold_the_run_up(tmp_path: Path) -> None:
 def test_a_run_indexed_late_is_the_run_that_ended_even_if_its_trace_file_is_reused(
     tmp_path: Path,
 ) -> None:
-    """Two runs into one trace file while the store is stuck: each is indexed as it ended."""
+    """Two runs into one trace file (the first's deleted to reuse its name) while the store
+    is stuck: each is indexed as it ended."""
     store = StalledStore()
     try:
-        first = read_header(run_agent(tmp_path, store)).meta["run_id"]
+        trace = run_agent(tmp_path, store)
+        first = read_header(trace).meta["run_id"]
+        trace.unlink()
         second = read_header(run_agent(tmp_path, store)).meta["run_id"]
     finally:
         store.release.set()

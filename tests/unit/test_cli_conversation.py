@@ -332,12 +332,15 @@ def test_a_turn_written_over_by_another_session_is_not_taken_for_the_turn_before
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     """When a later run given the same ``--trace FILE`` writes over a conversation's first
-    turn, `replay` of the second turn does not replay the other session's run as its turn
-    before (it did, and said both replayed identically)."""
+    turn (deleted to reuse its name: a run never writes over a trace), `replay` of the second
+    turn does not replay the other session's run as its turn before (it did, and said both
+    replayed identically)."""
     monkeypatch.chdir(tmp_path)
     model = scenario(tmp_path, [says("1"), says("2")])
     assert main(["run", "one", "--model", model, "--trace", "t.jsonl"]) == 0
     assert main(["run", "two", "--continue", "--model", model, "--trace", "t.jsonl"]) == 0
+    assert main(["run", "other", "--model", model, "--trace", "t.jsonl"]) == 1  # refused
+    (tmp_path / "t.jsonl").unlink()
     assert main(["run", "other", "--model", model, "--trace", "t.jsonl"]) == 0
     assert (
         header_meta(tmp_path / "t.jsonl")["session"]

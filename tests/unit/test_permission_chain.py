@@ -86,7 +86,7 @@ def run_calls(work: Path, calls: list[Call], **options: Any) -> Outcome:
         model=model,
         tools=[Read(), Glob(), Grep(), Edit(), Write(), Bash()],
         config=LoopConfig(model="scripted"),
-        trace=work.parent / "trace.jsonl",
+        trace=f"{work.parent / 'traces'}/",  # a file of its own for each run
         cwd=work,
         **options,
     )
