@@ -135,6 +135,9 @@ class CommandAnalysis:
         folders: the folders wrappers run their commands in (``env -C DIR``, ``sudo -D DIR``,
             ``uv --directory DIR``; ``~USER`` for a login shell's home), as written, each
             with the index in ``parts`` of the first part it runs, in source order.
+        globs: the words of ``parts`` the shell computes by pathname expansion alone
+            (``*.egg-info``, ``src/*.py``), each with its pattern (quoted characters escaped
+            with a backslash); a word two patterns spell (``'*'*`` and ``*'*'``) is left out.
     """
 
     command: str
@@ -143,6 +146,7 @@ class CommandAnalysis:
     whole: bool = True
     misread: bool = False
     folders: tuple[tuple[int, str], ...] = ()
+    globs: tuple[tuple[str, str], ...] = ()
 
 
 @functools.lru_cache(maxsize=16)
@@ -190,6 +194,7 @@ def analyse_command(command: str) -> CommandAnalysis:
         whole=whole,
         misread=reader.misread,
         folders=tuple(reader.folders),
+        globs=tuple((word, glob) for word, glob in reader.globs.items() if glob is not None),
     )
 
 
@@ -213,6 +218,11 @@ def _parse(text: str) -> Node:
 class _Word:
     value: str
     expanded: bool
+    glob: str | None = None
+    """The pattern, when pathname expansion is all the shell computes of the word, its
+    quoted ``*?[]``, blanks and backslashes escaped with a backslash: ``"a b"*.py`` gives
+    ``a\\ b*.py``, and ``'*'*`` a pattern whose first star is escaped (``'*'.py`` is no
+    pattern at all)."""
 
 
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
@@ -264,6 +274,9 @@ def _command_in_subscript(text: str) -> bool:
 
 
 _QUOTED = "\0"  # stands for a quoted character when looking for globs and braces
+_GLOB_SPECIAL = re.compile(r"[\\*?\[\]\s]")
+"""The quoted characters a glob word's pattern escapes (:attr:`_Word.glob`): what a pattern
+reads otherwise, and blanks, which cannot be unquoted in one word of Bash's."""
 _ESCAPES_TO_CHECK = (
     (b"\\\n", continuation_misread),
     (b"\\ ", escaped_blank_misread),
@@ -278,6 +291,8 @@ class _Reader:
 
     def __init__(self) -> None:
         self.parts: list[CommandPart] = []
+        self.globs: dict[str, str | None] = {}
+        """Each glob word's pattern, by the word; None for a word two patterns spell."""
         self.problems: list[str] = []
         self.sources: list[bytes] = []  # the text of each script being walked, innermost last
         self.exports = False  # a part exports variables (`export X=1`, `set -a`)
@@ -510,6 +525,7 @@ class _Reader:
             else:
                 self._walk(child, wrappers, (), depth)  # substitutions inside the words
         words = [_word(*group) for group in groups]
+        self._note_globs(words)
         if groups and _text(groups[0][0]) in _RESERVED_WORDS:
             # Bash would have read a compound command here; tree-sitter misread it.
             self._misread(f"the parser misread the reserved word {_text(groups[0][0])}")
@@ -524,6 +540,14 @@ class _Reader:
             depth=depth,
         )
 
+    def _note_globs(self, words: Sequence[_Word]) -> None:
+        """Keep the patterns of the glob words among ``words`` (:attr:`globs`)."""
+        for word in words:
+            if word.glob is not None:
+                known = self.globs.setdefault(word.value, word.glob)
+                if known != word.glob:
+                    self.globs[word.value] = None
+
     def _keyword_command(
         self, node: Node, wrappers: tuple[str, ...], redirects: tuple[Redirect, ...], depth: int
     ) -> None:
@@ -534,6 +558,7 @@ class _Reader:
             words = [w for child in rest for w in _test_words(child)]
         else:
             words = [_word(child) for child in rest]
+        self._note_globs(words)
         self._add(
             argv=(keyword, *(w.value for w in words)),
             expanded=tuple(i + 1 for i, w in enumerate(words) if w.expanded),
@@ -867,8 +892,15 @@ def _word(*nodes: Node) -> _Word:
         expanded = _pieces(node, pieces) or expanded
     value = "".join(text for text, _ in pieces)
     pattern = "".join(_QUOTED * len(text) if quoted else text for text, quoted in pieces)
-    if _GLOB.search(pattern) or _BRACES.search(pattern):
-        expanded = True
+    if _BRACES.search(pattern):
+        return _Word(value, expanded=True)
+    if _GLOB.search(pattern):
+        if expanded:
+            return _Word(value, expanded=True)
+        glob = "".join(
+            _GLOB_SPECIAL.sub(r"\\\g<0>", text) if quoted else text for text, quoted in pieces
+        )
+        return _Word(value, expanded=True, glob=glob)
     return _Word(value, expanded=expanded)
 
 

@@ -50,6 +50,7 @@ from fsm_agent.toolbox.found_paths import (
     writes_unnamed,
 )
 from fsm_agent.toolbox.git_reads import git_read_refusal
+from fsm_agent.toolbox.glob_matches import glob_matches, matching_as_written
 from fsm_agent.toolbox.patch_targets import patch_refusal
 from fsm_agent.toolbox.path_shadowing import SearchPath
 from fsm_agent.toolbox.paths import (
@@ -62,7 +63,7 @@ from fsm_agent.toolbox.paths import (
     resolved_under,
     word_bases,
 )
-from fsm_agent.toolbox.placed_files import placed_path
+from fsm_agent.toolbox.placed_files import placed_path, places_into_last
 from fsm_agent.toolbox.process_views import ProcessViews, makes_links
 from fsm_agent.toolbox.scheduled_commands import scheduled_by
 from fsm_agent.toolbox.startup_writers import startup_writer
@@ -285,7 +286,9 @@ def _protected_path_named(
             f"any path ({words_named} words from {len(folders)} folders are more than the"
             f" {MAX_JUDGED_PATHS} paths judged)"
         )
-    for position, part in enumerate(analysis.parts):
+    globs_matched = len(folders) == 1 and bool(analysis.globs) and matching_as_written(analysis)
+    for position, original in enumerate(analysis.parts):
+        part = _with_globs_matched(original, analysis, folders[0]) if globs_matched else original
         computed = _computed_paths(part)
         if computed:
             return f"{computed[0]} (a path the shell computes)"
@@ -363,6 +366,34 @@ def _unjudged_text(analysis: CommandAnalysis) -> str:
             word = re.escape(part.argv[1])
             text = re.sub(rf"(?<![^\s'\"]){word}(?![^\s'\";&|)])", " ", text)
     return text
+
+
+def _with_globs_matched(part: CommandPart, analysis: CommandAnalysis, folder: Path) -> CommandPart:
+    """``part`` with each glob word (``analysis.globs``) replaced by the paths it matches now
+    in ``folder``, the one folder the command can be in (:mod:`~fsm_agent.toolbox.glob_matches`),
+    or left as written when it matches none, as Bash does. A word whose matches cannot be
+    told stays computed, and so does a last word matching more than one path for a program
+    that puts its other operands into its last (``mv *.txt``): Bash sorts by the locale,
+    and which path comes last would be a guess."""
+    if not part.expanded or part.fed or part.found_paths:
+        return part
+    patterns = dict(analysis.globs)
+    computed = frozenset(part.expanded)
+    last = len(part.argv) - 1
+    argv: list[str] = []
+    expanded: list[int] = []
+    for index, word in enumerate(part.argv):
+        pattern = patterns.get(word) if index in computed and index > 0 else None
+        matches = glob_matches(pattern, folder) if pattern is not None else None
+        if matches is not None and index == last and len(matches) > 1:
+            matches = None if places_into_last(part.argv) else matches
+        if matches is None:
+            if index in computed:
+                expanded.append(len(argv))
+            argv.append(word)
+        else:
+            argv += matches or [word]
+    return attrs.evolve(part, argv=tuple(argv), text=" ".join(argv), expanded=tuple(expanded))
 
 
 def _computed_paths(part: CommandPart) -> list[str]:

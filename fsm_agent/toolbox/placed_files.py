@@ -189,6 +189,12 @@ def _source_names(placer: _Placer, source: str, cwd: Path) -> Names:
     return _local_names(source, word_path(source, cwd), placer.contents_slash)
 
 
+def places_into_last(argv: Sequence[str]) -> bool:
+    """Whether the program of ``argv`` may put its other operands into its last one (``cp``,
+    ``mv``, ``ln``, ``install``, ``rsync``, ``scp``): which word comes last matters."""
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] in _PLACERS
+
+
 def placed_sources(argv: Sequence[str], cwd: Path) -> tuple[str, Names] | None:
     """For a program that copies, moves or links its sources into a folder (``cp``, ``mv``,
     ``ln``, ``install``, ``rsync``, ``scp``), that folder as written and the names the sources

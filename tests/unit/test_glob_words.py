@@ -1,0 +1,120 @@
+"""A glob word is judged by the paths it matches, as Bash expands it (SPEC §9.3 step 1g).
+
+Found: in bypass mode ``rm -rf build dist *.egg-info`` and ``sed -i s/foo/bar/g src/*.py``
+asked a safety question, a glob word counting as a path the shell computes, which may be any
+path. Bash replaces the word by the existing paths it matches (a name beginning with ``.``
+only for a pattern written with one), so the check judges those paths.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_hostile_commands import safety_question
+
+from fsm_agent.toolbox.glob_matches import MAX_MATCHES
+
+
+@pytest.fixture
+def project(home_project: Path) -> Path:
+    """The home folder's project, a repository with sources, a build and a package's
+    metadata; the home folder holds git's settings and a ``.bashrc``."""
+    (home_project / ".git" / "hooks").mkdir(parents=True)
+    for name in ("src/a.py", "src/b.py", "build/out.o", "dist/x.whl", "x.egg-info/PKG-INFO"):
+        (home_project / name).parent.mkdir(parents=True, exist_ok=True)
+        (home_project / name).write_text("")
+    (home_project.parent / ".bashrc").write_text("")
+    return home_project
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf build dist *.egg-info",
+        "sed -i 's/foo/bar/g' src/*.py",
+        "rm -f src/*.pyc build/*",
+        "chmod -R a+r *",
+        "rm -rf *",  # the repository is .git, which no bare * matches
+        "rm -rf ?it src/[ab].py",
+        "touch src/[!a].py",
+        "rm -rf [.]git",  # a bracket never matches a leading dot
+        "cp src/*.py build/",
+        "cp build/out.o none/*",  # no match: the word is left as written
+        "mv src/* ~/.config/git/",  # a.py and b.py are no names git reads there
+        "mv dist/* build",
+        "rm -f ~/*.log",
+        "bash -c 'rm -rf *.egg-info'",
+    ],
+)
+def test_bypass_runs_a_glob_matching_no_protected_path(command: str, project: Path) -> None:
+    assert not safety_question(command, project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf .*",
+        "rm -rf .g*",
+        "rm -rf .[g]it",
+        "rm -rf \\.g?t",
+        "rm -rf '.'git*",
+        "rm -rf */../.git",
+        "rm -rf ~/.c*",
+        "rm -rf ~/.c*/git",
+        "sed -i s/a/b/ ~/.bash*",
+        "truncate -s0 ~/.b*",
+        "chmod -R 777 ../*",  # the project holds .git
+        "rm -rf ~/*",  # likewise
+        "cp src/a.py ~/.c*/git/config",
+        "shopt -s dotglob; rm -rf *",
+        "bash -O dotglob -c 'rm -rf *'",
+        "GLOBIGNORE=x; rm -rf *",
+        "rm [ [x]/../.git/config",  # read by the parser as one word; Bash reads two
+    ],
+)
+def test_bypass_asks_for_a_glob_matching_a_protected_path(command: str, project: Path) -> None:
+    assert safety_question(command, project)
+
+
+def test_a_glob_naming_a_start_up_file_asks_only_where_there_is_one(project: Path) -> None:
+    """``~/.[b]ashrc`` is ``.bashrc`` where there is one; elsewhere the word is left as
+    written, and names a file of that odd name."""
+    assert safety_question("ln -sf /tmp/x ~/.[b]ashrc", project)
+    (project.parent / ".bashrc").unlink()
+    assert not safety_question("ln -sf /tmp/x ~/.[b]ashrc", project)
+
+
+def test_a_glob_placing_a_file_under_a_protected_name_asks(project: Path) -> None:
+    (project / "src" / "config").write_text("")
+    assert safety_question("mv src/* ~/.config/git/", project)
+
+
+def test_a_shell_given_a_start_up_script_may_match_otherwise(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``BASH_ENV`` names a script ``bash -c`` runs first, which may ``shopt -s dotglob``."""
+    assert not safety_question("rm -rf *", project)
+    monkeypatch.setenv("BASH_ENV", str(project / "env.sh"))
+    assert safety_question("rm -rf *", project)
+
+
+def test_which_match_comes_last_is_not_guessed_for_a_program_that_places(project: Path) -> None:
+    """Bash sorts by the locale: ``cp f src/*`` with two matches copies into the last."""
+    (project / "src" / "b.py").unlink()
+    assert not safety_question("cp build/out.o src/*", project)
+    (project / "src" / "b.py").write_text("")
+    assert safety_question("cp build/out.o src/*", project)
+    assert not safety_question("rm build/out.o src/*", project)  # rm: the order is no matter
+
+
+def test_a_glob_matching_too_many_paths_asks(project: Path) -> None:
+    for number in range(MAX_MATCHES + 1):
+        (project / "build" / f"{number}.o").write_text("")
+    assert safety_question("rm build/*.o", project)
+    assert not safety_question("rm build/1*.o", project)
+
+
+def test_a_glob_after_cd_asks(project: Path) -> None:
+    """The control: where the shell may be in several folders, a glob may start from any."""
+    assert safety_question("cd src; rm -f *.py", project)
