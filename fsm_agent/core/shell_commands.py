@@ -138,6 +138,8 @@ class CommandAnalysis:
         globs: the words of ``parts`` the shell computes by pathname expansion alone
             (``*.egg-info``, ``src/*.py``), each with its pattern (quoted characters escaped
             with a backslash); a word two patterns spell (``'*'*`` and ``*'*'``) is left out.
+        homes: the words of ``parts`` whose only computed piece is ``$HOME`` read at their
+            start (``"$HOME/.cache"``), each with the path that follows it (``/.cache``).
     """
 
     command: str
@@ -147,6 +149,7 @@ class CommandAnalysis:
     misread: bool = False
     folders: tuple[tuple[int, str], ...] = ()
     globs: tuple[tuple[str, str], ...] = ()
+    homes: tuple[tuple[str, str], ...] = ()
 
 
 @functools.lru_cache(maxsize=16)
@@ -195,6 +198,7 @@ def analyse_command(command: str) -> CommandAnalysis:
         misread=reader.misread,
         folders=tuple(reader.folders),
         globs=tuple((word, glob) for word, glob in reader.globs.items() if glob is not None),
+        homes=tuple(reader.homes.items()),
     )
 
 
@@ -218,6 +222,10 @@ def _parse(text: str) -> Node:
 class _Word:
     value: str
     expanded: bool
+    home: str | None = None
+    """What follows ``$HOME`` (or ``${HOME}``), when reading it at the start is all the shell
+    computes of the word (``"$HOME/.cache"``, ``${HOME}/bin``): the rest of a path, spelled by
+    plain characters only."""
     glob: str | None = None
     """The pattern, when pathname expansion is all the shell computes of the word, its
     quoted ``*?[]``, blanks and backslashes escaped with a backslash: ``"a b"*.py`` gives
@@ -274,6 +282,9 @@ def _command_in_subscript(text: str) -> bool:
 
 
 _QUOTED = "\0"  # stands for a quoted character when looking for globs and braces
+_HOME_WORD = re.compile(r"\$(?:HOME|\{HOME\})(?P<rest>(?:/[\w.@+,:=%-]*)*)")
+"""A word that reads ``$HOME`` and adds plain path characters, as written with its double
+quotes taken out (a word with any other quoting, expansion or pattern is not one)."""
 _GLOB_SPECIAL = re.compile(r"[\\*?\[\]\s]")
 """The quoted characters a glob word's pattern escapes (:attr:`_Word.glob`): what a pattern
 reads otherwise, and blanks, which cannot be unquoted in one word of Bash's."""
@@ -293,6 +304,8 @@ class _Reader:
         self.parts: list[CommandPart] = []
         self.globs: dict[str, str | None] = {}
         """Each glob word's pattern, by the word; None for a word two patterns spell."""
+        self.homes: dict[str, str] = {}
+        """What follows ``$HOME`` in each word that reads it at its start, by the word."""
         self.problems: list[str] = []
         self.sources: list[bytes] = []  # the text of each script being walked, innermost last
         self.exports = False  # a part exports variables (`export X=1`, `set -a`)
@@ -541,8 +554,11 @@ class _Reader:
         )
 
     def _note_globs(self, words: Sequence[_Word]) -> None:
-        """Keep the patterns of the glob words among ``words`` (:attr:`globs`)."""
+        """Keep the patterns of the glob words among ``words`` (:attr:`globs`), and what
+        follows ``$HOME`` in the words reading it (:attr:`homes`)."""
         for word in words:
+            if word.home is not None:
+                self.homes[word.value] = word.home
             if word.glob is not None:
                 known = self.globs.setdefault(word.value, word.glob)
                 if known != word.glob:
@@ -891,6 +907,10 @@ def _word(*nodes: Node) -> _Word:
     for node in nodes:
         expanded = _pieces(node, pieces) or expanded
     value = "".join(text for text, _ in pieces)
+    if expanded:
+        home = _HOME_WORD.fullmatch("".join(_text(node) for node in nodes).replace('"', ""))
+        if home is not None:
+            return _Word(value, expanded=True, home=home["rest"])
     pattern = "".join(_QUOTED * len(text) if quoted else text for text, quoted in pieces)
     if _BRACES.search(pattern):
         return _Word(value, expanded=True)

@@ -60,6 +60,7 @@ from fsm_agent.toolbox.paths import (
     expand_home,
     is_protected,
     path_candidates,
+    places_set,
     resolved_under,
     word_bases,
 )
@@ -286,9 +287,9 @@ def _protected_path_named(
             f"any path ({words_named} words from {len(folders)} folders are more than the"
             f" {MAX_JUDGED_PATHS} paths judged)"
         )
-    globs_matched = len(folders) == 1 and bool(analysis.globs) and matching_as_written(analysis)
+    known = _KnownWords.of(analysis, folders)
     for position, original in enumerate(analysis.parts):
-        part = _with_globs_matched(original, analysis, folders[0]) if globs_matched else original
+        part = known.put_in(original)
         computed = _computed_paths(part)
         if computed:
             return f"{computed[0]} (a path the shell computes)"
@@ -368,32 +369,69 @@ def _unjudged_text(analysis: CommandAnalysis) -> str:
     return text
 
 
-def _with_globs_matched(part: CommandPart, analysis: CommandAnalysis, folder: Path) -> CommandPart:
-    """``part`` with each glob word (``analysis.globs``) replaced by the paths it matches now
-    in ``folder``, the one folder the command can be in (:mod:`~fsm_agent.toolbox.glob_matches`),
-    or left as written when it matches none, as Bash does. A word whose matches cannot be
-    told stays computed, and so does a last word matching more than one path for a program
-    that puts its other operands into its last (``mv *.txt``): Bash sorts by the locale,
-    and which path comes last would be a guess."""
-    if not part.expanded or part.fed or part.found_paths:
-        return part
-    patterns = dict(analysis.globs)
-    computed = frozenset(part.expanded)
-    last = len(part.argv) - 1
-    argv: list[str] = []
-    expanded: list[int] = []
-    for index, word in enumerate(part.argv):
-        pattern = patterns.get(word) if index in computed and index > 0 else None
-        matches = glob_matches(pattern, folder) if pattern is not None else None
-        if matches is not None and index == last and len(matches) > 1:
-            matches = None if places_into_last(part.argv) else matches
-        if matches is None:
-            if index in computed:
-                expanded.append(len(argv))
-            argv.append(word)
-        else:
-            argv += matches or [word]
-    return attrs.evolve(part, argv=tuple(argv), text=" ".join(argv), expanded=tuple(expanded))
+@attrs.frozen
+class _KnownWords:
+    """The words the shell computes that the check can tell before the command runs: a glob
+    matched in the one folder the command can be in (:mod:`~fsm_agent.toolbox.glob_matches`),
+    and ``$HOME`` read at the start of a word, as the command's shell reads it (the home
+    folder the tool's shell inherits), where the command sets no ``HOME`` and no wrapper may
+    give it another."""
+
+    patterns: dict[str, str]
+    folder: Path | None
+    homes: dict[str, str]
+    home: str | None
+
+    @classmethod
+    def of(cls, analysis: CommandAnalysis, folders: list[Path]) -> _KnownWords:
+        """What can be told of ``analysis``'s words, its relative words starting from
+        ``folders``."""
+        matched = len(folders) == 1 and bool(analysis.globs) and matching_as_written(analysis)
+        home = os.environ.get("HOME") or None
+        if home is not None and places_set(analysis):
+            home = None
+        return cls(
+            patterns=dict(analysis.globs) if matched else {},
+            folder=folders[0] if matched else None,
+            homes=dict(analysis.homes) if home is not None else {},
+            home=home,
+        )
+
+    def put_in(self, part: CommandPart) -> CommandPart:
+        """``part`` with each word that can be told replaced by what the shell makes of it
+        (a glob matching no path left as written, as Bash does). A word that cannot be told
+        stays computed, and so does a last word matching more than one path for a program
+        that puts its other operands into its last (``mv *.txt``): Bash sorts by the locale,
+        and which path comes last would be a guess."""
+        if not part.expanded or part.fed or part.found_paths:
+            return part
+        if not self.patterns and not (self.homes and not part.wrappers):
+            return part
+        computed = frozenset(part.expanded)
+        last = len(part.argv) - 1
+        argv: list[str] = []
+        expanded: list[int] = []
+        for index, word in enumerate(part.argv):
+            told = self._told(part, index, word) if index in computed and index > 0 else None
+            if told is not None and index == last and len(told) > 1:
+                told = None if places_into_last(part.argv) else told
+            if told is None:
+                if index in computed:
+                    expanded.append(len(argv))
+                argv.append(word)
+            else:
+                argv += told or [word]
+        return attrs.evolve(part, argv=tuple(argv), text=" ".join(argv), expanded=tuple(expanded))
+
+    def _told(self, part: CommandPart, index: int, word: str) -> list[str] | None:
+        """The words ``part.argv[index]`` becomes, when it can be told."""
+        rest = self.homes.get(word)
+        if rest is not None and self.home is not None and not part.wrappers:
+            return [self.home + rest]
+        pattern = self.patterns.get(word)
+        if pattern is not None and self.folder is not None:
+            return glob_matches(pattern, self.folder)
+        return None
 
 
 def _computed_paths(part: CommandPart) -> list[str]:

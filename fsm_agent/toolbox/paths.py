@@ -493,6 +493,12 @@ for ``cd`` (``alias go=cd``, ``BASH_ALIASES[go]=cd``, with ``expand_aliases`` or
 interactive ``bash -i``)."""
 
 
+def places_set(analysis: CommandAnalysis) -> bool:
+    """Whether the command may set a variable deciding where ``~`` and ``cd`` lead (``HOME``,
+    ``PWD``, ``OLDPWD``, ``DIRSTACK``, ``CDPATH``), other than by a plain read of it."""
+    return _MOVES_PLACES.search(analysis.command) is not None
+
+
 def _follows_places(analysis: CommandAnalysis) -> bool:
     """Whether the command goes where those variables lead: a ``~`` anywhere in it (its own
     words, a script it gives a shell), or a ``cd``, ``pushd`` or ``popd``. One that does not

@@ -1,9 +1,12 @@
-"""A glob word is judged by the paths it matches, as Bash expands it (SPEC §9.3 step 1g).
+"""Words the shell computes that the check can tell beforehand (SPEC §9.3 step 1g): a glob
+word is judged by the paths it matches, as Bash expands it, and a word reading ``$HOME`` at its
+start by the path it spells.
 
-Found: in bypass mode ``rm -rf build dist *.egg-info`` and ``sed -i s/foo/bar/g src/*.py``
-asked a safety question, a glob word counting as a path the shell computes, which may be any
-path. Bash replaces the word by the existing paths it matches (a name beginning with ``.``
-only for a pattern written with one), so the check judges those paths.
+Found: in bypass mode ``rm -rf build dist *.egg-info``, ``sed -i s/foo/bar/g src/*.py`` and
+``rm -rf "$HOME/.cache/pip"`` asked a safety question, such a word counting as a path the shell
+computes, which may be any path. Bash replaces a glob by the existing paths it matches (a name
+beginning with ``.`` only for a pattern written with one), and ``$HOME`` by the home folder the
+command's shell inherits; the check judges those paths.
 """
 
 from __future__ import annotations
@@ -118,3 +121,43 @@ def test_a_glob_matching_too_many_paths_asks(project: Path) -> None:
 def test_a_glob_after_cd_asks(project: Path) -> None:
     """The control: where the shell may be in several folders, a glob may start from any."""
     assert safety_question("cd src; rm -f *.py", project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf $HOME/.cache/pip",
+        'rm -rf "$HOME/.cache"',
+        'mkdir -p "${HOME}/projects/new"',
+        "chmod 700 $HOME/.local",
+        'rm -rf "$HOME/.cache" build/*',
+    ],
+)
+def test_bypass_runs_a_word_reading_home_that_names_no_protected_path(
+    command: str, project: Path
+) -> None:
+    assert not safety_question(command, project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'rm "$HOME"/.bashrc',
+        "rm -rf ${HOME}/.config",
+        "rm -rf $HOME/.config/git",
+        "rm -rf $HOME/project/../.config",
+        'cp src/a.py "$HOME/.profile"',
+        "chmod -R 700 $HOME",  # it holds git's settings
+        "echo x >> $HOME/.bashrc",  # a redirection's target stays computed
+        # the command sets HOME, or something else may run with another
+        "HOME=/tmp rm -rf $HOME/.config",
+        "read HOME; rm -rf $HOME/.config",
+        "sudo rm -rf $HOME/.config",
+        "bash -c 'rm -rf $HOME/.config'",
+        # more than $HOME computed
+        "rm -rf $HOME/$X",
+        "rm -rf ${HOME%/*}/home/.config",
+    ],
+)
+def test_bypass_asks_for_a_word_reading_home_that_may_name_one(command: str, project: Path) -> None:
+    assert safety_question(command, project)
