@@ -289,6 +289,9 @@ def _protected_path_named(
         )
     known = _KnownWords.of(analysis, folders)
     for position, original in enumerate(analysis.parts):
+        if original.argv and 0 in original.expanded:
+            # `X="rm -rf $HOME/.config"; $X`, `set -- rm …; "$@"`: any command, as `eval "$X"`
+            return f"whatever {original.argv[0]} runs (a program the shell computes)"
         part = known.put_in(original)
         computed = _computed_paths(part)
         if computed:
@@ -407,6 +410,8 @@ class _KnownWords:
             return part
         if not self.patterns and not (self.homes and not part.wrappers):
             return part
+        if part.argv[0] in OUTPUT_ONLY or _only_reads(part):
+            return part  # its computed words are no paths it writes (_computed_paths)
         computed = frozenset(part.expanded)
         last = len(part.argv) - 1
         argv: list[str] = []

@@ -1112,6 +1112,24 @@ def test_bypass_asks_before_a_write_to_a_path_the_shell_computes(command: str, w
 @pytest.mark.parametrize(
     "command",
     [
+        'X="rm -rf $HOME/.config"; $X',
+        'set -- rm -rf ~/.config; "$@"',
+        'a=(rm -rf ~/.config); "${a[@]}"',
+        "$(echo rm) -rf ~/.config",
+        'f() { "$@"; }; f rm -rf ~/.config',
+        "${CMD:-rm} -rf ~/.config",
+        "$X",
+    ],
+)
+def test_bypass_asks_before_running_a_program_the_shell_computes(command: str, work: Path) -> None:
+    """Found: each ran unasked in bypass mode, deleting git's settings: the program and its
+    words came from a variable, which no check reads, while ``eval "$X"`` asked."""
+    assert safety_question(command, work)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
         "export PATH=$HOME/.local/bin:$PATH",
         'export PATH="$PWD/node_modules/.bin:$PATH" && ls',
         "declare -x PATH=$HOME/bin:$PATH",
