@@ -29,7 +29,7 @@ from typing import Final
 from fsm_agent.core.shell_commands import CommandAnalysis
 from fsm_agent.toolbox.paths import MAX_TREE_ENTRIES, expand_home
 
-__all__ = ["MAX_MATCHES", "glob_matches", "matching_as_written"]
+__all__ = ["MAX_MATCHES", "glob_matches", "matching_as_written", "name_pattern"]
 
 MAX_MATCHES: Final = 256
 """Paths a glob word may match and still be judged path by path."""
@@ -98,7 +98,7 @@ def _next_matches(found: list[tuple[str, Path]], component: str) -> list[tuple[s
     if not _is_pattern(component):
         name = _unescaped(component)
         return [(_joined(text, name), path / name) for text, path in found]
-    matcher = _component_regex(component)
+    matcher = name_pattern(component)
     if matcher is None:
         return None
     dotted = component.startswith((".", "\\."))
@@ -161,9 +161,10 @@ def _unescaped(component: str) -> str:
     return re.sub(r"\\(.)", r"\1", component, flags=re.DOTALL)
 
 
-def _component_regex(component: str) -> re.Pattern[str] | None:
-    """The regular expression of one component of a glob, or None for what this module
-    does not match as Bash would (a character class, an equivalence class)."""
+def name_pattern(component: str, *, ignore_case: bool = False) -> re.Pattern[str] | None:
+    """The regular expression of one component of a glob (a name's pattern, as ``fnmatch``
+    reads it: a backslash escapes), or None for what this module does not match as Bash would
+    (a character class, an equivalence class). A leading ``.`` is the caller's to require."""
     out: list[str] = []
     index = 0
     while index < len(component):
@@ -190,7 +191,7 @@ def _component_regex(component: str) -> re.Pattern[str] | None:
         else:
             out.append(re.escape(char))
             index += 1
-    return re.compile("".join(out), re.DOTALL)
+    return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if ignore_case else 0))
 
 
 def _bracket(component: str, start: int) -> tuple[str | None, int] | None:

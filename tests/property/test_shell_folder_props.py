@@ -11,7 +11,6 @@ The oracle is Bash itself: no model of the shell is shared with the check.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
@@ -19,15 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bypass_decisions import allowed_in_bypass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from fsm_agent.core.effects import AskPermission
-from fsm_agent.core.events import PermissionBehavior
-from fsm_agent.runtime.permissions import CallFacts, PermissionMode, PermissionPolicy
-from fsm_agent.runtime.tool import ToolContext
-from fsm_agent.toolbox import Bash
-from fsm_agent.toolbox.bash import BashInput
 
 MOVES = [
     "cd a",
@@ -109,18 +102,6 @@ def where_bash_ends(moves: str, home: Path, project: Path) -> Path | None:
     return Path(lines[-1]) if done.returncode == 0 and lines else None
 
 
-def allowed_in_bypass(command: str, project: Path) -> bool:
-    tool = Bash()
-    check = tool.check_permissions(BashInput(command=command), ToolContext(cwd=project))
-    effect = AskPermission(
-        effect_id="e1", call_id="c1", tool_name="Bash", input={"command": command}
-    )
-    facts = CallFacts(tool=tool, cwd=project.resolve(), home=project.parent)
-    policy = PermissionPolicy(mode=PermissionMode.BYPASS)
-    decided = asyncio.run(policy.decide(effect, check, facts))
-    return decided.behavior is PermissionBehavior.ALLOW
-
-
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     moves=st.lists(st.sampled_from(MOVES), min_size=1, max_size=4),
@@ -137,4 +118,4 @@ def test_a_delete_where_bash_reaches_git_settings_never_runs_unasked(
     if target is None:
         return
     command = f"{prefix}rm -rf {target}"
-    assert not allowed_in_bypass(command, project), command
+    assert not allowed_in_bypass(command, project, project.parent), command

@@ -28,7 +28,6 @@ WRITES_FOUND_PATHS = [
     "find . -name config -exec cp payload {} \\;",
     "find . -type f -exec sed -i s/a/b/ {} +",
     "find . -type f -exec chmod +x {} +",
-    "find . -name '*.pyc' -exec rm {} +",
     "find . -delete",
     "find . -execdir rm {} +",
     "find . -okdir rm {} \\;",
@@ -45,14 +44,14 @@ WRITES_FOUND_PATHS = [
     "xargs git -c core.pager=cat rm",
     # no start point: GNU find starts at `.`
     "find -delete",
-    "find -name '*.pyc' -exec rm {} +",
-    "find -P -O2 -name x -delete",
+    "find -name config -exec rm {} +",
+    "find -P -O2 -name x -o -name y -delete",
     "find -- . -delete",
     # start points that lead where a protected path is, or may be
     "find src/.. -delete",
     "find ../work -delete",
     "find ~ -name x -delete",
-    "find linked -name x -exec rm {} +",
+    "find linked -name 'to-*' -exec rm {} +",
     "find git-link -delete",
     "find src-with-link -exec cp payload {} \\;",
     "cd src && find .. -delete",
@@ -66,6 +65,27 @@ WRITES_FOUND_PATHS = [
     "find src -name .bashr -exec cp payload {}c \\;",
     "find . -exec true \\; -exec rm {} +",
     "find src -exec xargs rm \\;",
+]
+
+# What an expression finds where the start point holds protected paths: a protected path, a
+# folder holding one, a link to one, or anything, as far as the check can tell.
+FINDS_PROTECTED = [
+    "find . -name config -delete",
+    "find . -iname CONFIG -exec rm {} +",
+    "find . -type d -name hooks -exec rm -rf {} +",
+    "find . -name '.*' -exec rm -rf {} +",
+    "find . -name '.g?t' -exec rm -rf {} +",
+    "find . -name 'pre-*' -delete",  # .git/hooks/pre-commit
+    "find . -name x -o -name config -delete",
+    "find . ! -name '*.py' -delete",
+    "find . \\( -name '*.pyc' \\) -delete",
+    "find . -name '*' -newer src/a.py -delete",  # other tests only find less: not counted
+    'find . -name "$X" -delete',  # a pattern the shell computes: anything
+    "find . -name . -exec rm -rf {} +",  # the start point itself
+    "find src/.. -name work -exec rm -rf {} +",
+    "find . -name '[[:alpha:]]*' -delete",  # a class: not matched here
+    "find . -name 'x*' -exec sed -i s/a/b/ {} +",  # x is a link to .git/config
+    "find . -type l -exec sed -i s/a/b/ {} +",
 ]
 
 # Start points that name a protected path or are computed: they asked before, and still do.
@@ -106,6 +126,15 @@ RUN_IN_BYPASS = [
     "cd src && find sub -delete",
     "find . -name '*.py' -exec echo {} +",
     "find . -ls",
+    # the expression keeps the repository's files out of what it finds
+    "find . -name '*.pyc' -delete",
+    "find . -name '*.pyc' -exec rm {} +",
+    "find -name '*.pyc' -exec rm {} +",
+    "find . -type d -name __pycache__ -exec rm -rf {} +",
+    "find . -iname '*.PYC' -type f -delete",
+    "find . -name '*.py' -exec sed -i s/a/b/ {} +",
+    "find . -name '*.py' -a -type f -print -exec chmod -x {} +",
+    "find linked -name x -exec rm {} +",  # to-git, a link, is not followed nor found
 ]
 
 
@@ -114,6 +143,8 @@ def work(tmp_path: Path) -> Path:
     """A working folder holding a repository, a source tree and some links."""
     work = tmp_path / "work"
     (work / ".git" / "hooks").mkdir(parents=True)
+    (work / ".git" / "config").write_text("")
+    (work / ".git" / "hooks" / "pre-commit").write_text("")
     (work / "src" / "sub").mkdir(parents=True)
     (work / "src" / "a.py").write_text("")
     (work / "src" / "sub" / "b.py").write_text("")
@@ -143,7 +174,9 @@ def _asked_by_safety_check(command: str, cwd: Path, **policy: Any) -> None:
     assert "protected path" in decided.reason
 
 
-@pytest.mark.parametrize("command", WRITES_FOUND_PATHS + NAMED_OR_COMPUTED_START_POINTS)
+@pytest.mark.parametrize(
+    "command", WRITES_FOUND_PATHS + FINDS_PROTECTED + NAMED_OR_COMPUTED_START_POINTS
+)
 def test_found_or_read_paths_that_may_be_protected_ask_in_bypass(command: str, work: Path) -> None:
     """The words xargs gives a writing program and the paths a find that may reach a protected
     path fills in or deletes ask, bypass or not (nobody to ask here)."""
