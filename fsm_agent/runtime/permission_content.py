@@ -48,6 +48,7 @@ from fsm_agent.core.permission_rules import (
     shell_rule_matches,
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
+from fsm_agent.toolbox.known_words import KnownWords
 from fsm_agent.toolbox.paths import (
     expand_home,
     holds_protected,
@@ -322,6 +323,8 @@ def shell_verdict(
     by_mode = False
     refused: list[CommandPart] = []
     git_refused = _git_refusal(analysis, place)
+    # acceptEdits judges a glob by what it matches (`sed -i s/a/b/ src/*.py`); a rule, as written.
+    known = KnownWords.of(analysis, list(shell_dirs)) if place.accept_edits and shell_dirs else None
     for part in analysis.parts:
         if part.argv and part.argv[0] in TRANSPARENT_WRAPPERS and _plain(part):
             continue
@@ -332,7 +335,7 @@ def shell_verdict(
         allowing = _allowing_rule(part, rules)
         if allowing is not None:
             used = used or allowing
-        elif place.accept_edits and _accept_edits_allows(part, place, shell_dirs):
+        elif known is not None and _accept_edits_allows(known.put_in(part), place, shell_dirs):
             by_mode = True
         elif not _read_only(part, place, shell_dirs) or (git_refused and runs_git(part)):
             refused.append(part)

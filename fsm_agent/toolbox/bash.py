@@ -50,7 +50,7 @@ from fsm_agent.toolbox.found_paths import (
     writes_unnamed,
 )
 from fsm_agent.toolbox.git_reads import git_read_refusal
-from fsm_agent.toolbox.glob_matches import glob_matches, matching_as_written
+from fsm_agent.toolbox.known_words import KnownWords
 from fsm_agent.toolbox.patch_targets import patch_refusal
 from fsm_agent.toolbox.path_shadowing import SearchPath
 from fsm_agent.toolbox.paths import (
@@ -60,11 +60,10 @@ from fsm_agent.toolbox.paths import (
     expand_home,
     is_protected,
     path_candidates,
-    places_set,
     resolved_under,
     word_bases,
 )
-from fsm_agent.toolbox.placed_files import placed_path, places_into_last
+from fsm_agent.toolbox.placed_files import placed_path
 from fsm_agent.toolbox.process_views import ProcessViews, makes_links
 from fsm_agent.toolbox.scheduled_commands import scheduled_by
 from fsm_agent.toolbox.startup_writers import startup_writer
@@ -287,12 +286,16 @@ def _protected_path_named(
             f"any path ({words_named} words from {len(folders)} folders are more than the"
             f" {MAX_JUDGED_PATHS} paths judged)"
         )
-    known = _KnownWords.of(analysis, folders)
+    known = KnownWords.of(analysis, folders)
     for position, original in enumerate(analysis.parts):
         if original.argv and 0 in original.expanded:
             # `X="rm -rf $HOME/.config"; $X`, `set -- rm …; "$@"`: any command, as `eval "$X"`
             return f"whatever {original.argv[0]} runs (a program the shell computes)"
-        part = known.put_in(original)
+        # The computed words of a program that only prints or reads are no paths it writes.
+        only_shows = bool(original.argv) and (
+            original.argv[0] in OUTPUT_ONLY or _only_reads(original)
+        )
+        part = original if only_shows else known.put_in(original)
         computed = _computed_paths(part)
         if computed:
             return f"{computed[0]} (a path the shell computes)"
@@ -370,73 +373,6 @@ def _unjudged_text(analysis: CommandAnalysis) -> str:
             word = re.escape(part.argv[1])
             text = re.sub(rf"(?<![^\s'\"]){word}(?![^\s'\";&|)])", " ", text)
     return text
-
-
-@attrs.frozen
-class _KnownWords:
-    """The words the shell computes that the check can tell before the command runs: a glob
-    matched in the one folder the command can be in (:mod:`~fsm_agent.toolbox.glob_matches`),
-    and ``$HOME`` read at the start of a word, as the command's shell reads it (the home
-    folder the tool's shell inherits), where the command sets no ``HOME`` and no wrapper may
-    give it another."""
-
-    patterns: dict[str, str]
-    folder: Path | None
-    homes: dict[str, str]
-    home: str | None
-
-    @classmethod
-    def of(cls, analysis: CommandAnalysis, folders: list[Path]) -> _KnownWords:
-        """What can be told of ``analysis``'s words, its relative words starting from
-        ``folders``."""
-        matched = len(folders) == 1 and bool(analysis.globs) and matching_as_written(analysis)
-        home = os.environ.get("HOME") or None
-        if home is not None and places_set(analysis):
-            home = None
-        return cls(
-            patterns=dict(analysis.globs) if matched else {},
-            folder=folders[0] if matched else None,
-            homes=dict(analysis.homes) if home is not None else {},
-            home=home,
-        )
-
-    def put_in(self, part: CommandPart) -> CommandPart:
-        """``part`` with each word that can be told replaced by what the shell makes of it
-        (a glob matching no path left as written, as Bash does). A word that cannot be told
-        stays computed, and so does a last word matching more than one path for a program
-        that puts its other operands into its last (``mv *.txt``): Bash sorts by the locale,
-        and which path comes last would be a guess."""
-        if not part.expanded or part.fed or part.found_paths:
-            return part
-        if not self.patterns and not (self.homes and not part.wrappers):
-            return part
-        if part.argv[0] in OUTPUT_ONLY or _only_reads(part):
-            return part  # its computed words are no paths it writes (_computed_paths)
-        computed = frozenset(part.expanded)
-        last = len(part.argv) - 1
-        argv: list[str] = []
-        expanded: list[int] = []
-        for index, word in enumerate(part.argv):
-            told = self._told(part, index, word) if index in computed and index > 0 else None
-            if told is not None and index == last and len(told) > 1:
-                told = None if places_into_last(part.argv) else told
-            if told is None:
-                if index in computed:
-                    expanded.append(len(argv))
-                argv.append(word)
-            else:
-                argv += told or [word]
-        return attrs.evolve(part, argv=tuple(argv), text=" ".join(argv), expanded=tuple(expanded))
-
-    def _told(self, part: CommandPart, index: int, word: str) -> list[str] | None:
-        """The words ``part.argv[index]`` becomes, when it can be told."""
-        rest = self.homes.get(word)
-        if rest is not None and self.home is not None and not part.wrappers:
-            return [self.home + rest]
-        pattern = self.patterns.get(word)
-        if pattern is not None and self.folder is not None:
-            return glob_matches(pattern, self.folder)
-        return None
 
 
 def _computed_paths(part: CommandPart) -> list[str]:

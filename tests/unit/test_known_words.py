@@ -4,7 +4,8 @@ start by the path it spells.
 
 Found: in bypass mode ``rm -rf build dist *.egg-info``, ``sed -i s/foo/bar/g src/*.py`` and
 ``rm -rf "$HOME/.cache/pip"`` asked a safety question, such a word counting as a path the shell
-computes, which may be any path. Bash replaces a glob by the existing paths it matches (a name
+computes, which may be any path; in acceptEdits the first two asked as well, while ``sed -i
+s/foo/bar/g src/a.py`` ran. Bash replaces a glob by the existing paths it matches (a name
 beginning with ``.`` only for a pattern written with one), and ``$HOME`` by the home folder the
 command's shell inherits; the check judges those paths.
 """
@@ -14,8 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_commands import safety_question
+from test_hostile_commands import decide, safety_question
 
+from fsm_agent.core.kinds import PermissionBehavior
+from fsm_agent.runtime.permissions import PermissionMode
 from fsm_agent.toolbox.glob_matches import MAX_MATCHES
 
 
@@ -24,6 +27,7 @@ def project(home_project: Path) -> Path:
     """The home folder's project, a repository with sources, a build and a package's
     metadata; the home folder holds git's settings and a ``.bashrc``."""
     (home_project / ".git" / "hooks").mkdir(parents=True)
+    (home_project / ".git" / "config").write_text("")
     for name in ("src/a.py", "src/b.py", "build/out.o", "dist/x.whl", "x.egg-info/PKG-INFO"):
         (home_project / name).parent.mkdir(parents=True, exist_ok=True)
         (home_project / name).write_text("")
@@ -161,3 +165,42 @@ def test_bypass_runs_a_word_reading_home_that_names_no_protected_path(
 )
 def test_bypass_asks_for_a_word_reading_home_that_may_name_one(command: str, project: Path) -> None:
     assert safety_question(command, project)
+
+
+def accepted(command: str, cwd: Path) -> bool:
+    """Whether acceptEdits runs ``command`` with nobody to ask."""
+    decided = decide(command, cwd, mode=PermissionMode.ACCEPT_EDITS)
+    return decided.behavior is PermissionBehavior.ALLOW
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sed -i 's/foo/bar/g' src/*.py",
+        "rm -rf build dist *.egg-info",
+        "mkdir -p out && cp src/*.py out/",
+        "mv dist/* build",
+        "rm -f src/[ab].py",
+    ],
+)
+def test_accept_edits_runs_a_glob_matching_files_inside(command: str, project: Path) -> None:
+    assert accepted(command, project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf .*",  # . and .. too, in a Bash before 5.2
+        "rm -rf ../*",  # outside the working folder
+        "cp src/* ../",
+        "sed -i s/a/b/ .g*/config",
+        "rm -rf *",  # a folder of the project holds a repository
+        "cd src && rm -f *.py",  # more than one folder the shell may be in
+        "cp build/out.o src/*",  # which match comes last is a guess
+        "rm -rf $HOME/.cache",  # outside
+    ],
+)
+def test_accept_edits_asks_for_a_glob_reaching_further(command: str, project: Path) -> None:
+    if command == "rm -rf *":
+        (project / "vendor" / ".git").mkdir(parents=True)  # a folder holding a repository
+    assert not accepted(command, project)

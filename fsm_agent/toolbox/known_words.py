@@ -1,0 +1,87 @@
+"""The words a command's shell computes that can be told before it runs (SPEC §9.3 step 1g).
+
+A word the shell computes may name any path, so the permission checks count it as one that
+may be protected, or outside the working folder. Two kinds are told beforehand: a glob,
+matched in the one folder the command can be in as Bash would match it
+(:mod:`~fsm_agent.toolbox.glob_matches`), and ``$HOME`` read at the start of a word, the home
+folder the tool's shell inherits. A part with such words put in is judged as the command that
+names each path would be: ``rm -rf build *.egg-info`` and ``rm -rf "$HOME/.cache/pip"`` run in
+bypass mode, and ``sed -i s/a/b/ src/*.py`` in acceptEdits.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import attrs
+
+from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
+from fsm_agent.toolbox.glob_matches import glob_matches, matching_as_written
+from fsm_agent.toolbox.paths import places_set
+from fsm_agent.toolbox.placed_files import places_into_last
+
+__all__ = ["KnownWords"]
+
+
+@attrs.frozen
+class KnownWords:
+    """What can be told of a command's computed words: its globs, where the command can be in
+    one folder only and leaves the shell's matching as it is, and its words reading ``$HOME``,
+    where it sets no ``HOME`` (and, for each part, no wrapper may give it another)."""
+
+    patterns: dict[str, str]
+    folder: Path | None
+    homes: dict[str, str]
+    home: str | None
+
+    @classmethod
+    def of(cls, analysis: CommandAnalysis, folders: list[Path]) -> KnownWords:
+        """What can be told of ``analysis``'s words, its relative words starting from
+        ``folders``."""
+        matched = len(folders) == 1 and bool(analysis.globs) and matching_as_written(analysis)
+        home = os.environ.get("HOME") or None
+        if home is not None and places_set(analysis):
+            home = None
+        return cls(
+            patterns=dict(analysis.globs) if matched else {},
+            folder=folders[0] if matched else None,
+            homes=dict(analysis.homes) if home is not None else {},
+            home=home,
+        )
+
+    def put_in(self, part: CommandPart) -> CommandPart:
+        """``part`` with each word that can be told replaced by what the shell makes of it
+        (a glob matching no path left as written, as Bash does). A word that cannot be told
+        stays computed, and so does a last word matching more than one path for a program
+        that puts its other operands into its last (``mv *.txt``): Bash sorts by the locale,
+        and which path comes last would be a guess."""
+        if not part.expanded or part.fed or part.found_paths:
+            return part
+        if not self.patterns and not (self.homes and not part.wrappers):
+            return part
+        computed = frozenset(part.expanded)
+        last = len(part.argv) - 1
+        argv: list[str] = []
+        expanded: list[int] = []
+        for index, word in enumerate(part.argv):
+            told = self._told(part, index, word) if index in computed and index > 0 else None
+            if told is not None and index == last and len(told) > 1:
+                told = None if places_into_last(part.argv) else told
+            if told is None:
+                if index in computed:
+                    expanded.append(len(argv))
+                argv.append(word)
+            else:
+                argv += told or [word]
+        return attrs.evolve(part, argv=tuple(argv), text=" ".join(argv), expanded=tuple(expanded))
+
+    def _told(self, part: CommandPart, index: int, word: str) -> list[str] | None:
+        """The words ``part.argv[index]`` becomes, when it can be told."""
+        rest = self.homes.get(word)
+        if rest is not None and self.home is not None and not part.wrappers:
+            return [self.home + rest]
+        pattern = self.patterns.get(word)
+        if pattern is not None and self.folder is not None:
+            return glob_matches(pattern, self.folder)
+        return None
