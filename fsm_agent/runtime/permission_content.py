@@ -48,7 +48,6 @@ from fsm_agent.core.permission_rules import (
     shell_rule_matches,
 )
 from fsm_agent.runtime.tool import SAFETY_CHECK, PermissionCheck
-from fsm_agent.toolbox.known_words import KnownWords
 from fsm_agent.toolbox.paths import (
     expand_home,
     holds_protected,
@@ -324,7 +323,11 @@ def shell_verdict(
     refused: list[CommandPart] = []
     git_refused = _git_refusal(analysis, place)
     # acceptEdits judges a glob by what it matches (`sed -i s/a/b/ src/*.py`); a rule, as written.
-    known = KnownWords.of(analysis, list(shell_dirs)) if place.accept_edits and shell_dirs else None
+    known = None
+    if place.accept_edits and shell_dirs:
+        from fsm_agent.toolbox.known_words import KnownWords  # noqa: PLC0415 - the parser's
+
+        known = KnownWords.of(analysis, list(shell_dirs))
     for part in analysis.parts:
         if part.argv and part.argv[0] in TRANSPARENT_WRAPPERS and _plain(part):
             continue
