@@ -537,6 +537,7 @@ def _entering(
             word = word[top.end() :].lstrip("/") or "."
             tops = [repository_top(folder) or Path("/") for folder in starts or folders]
         word = _DIRNAME.sub(lambda named: posixpath.dirname(named["path"]) or ".", word)
+        word = _FRESH_FOLDER.sub(lambda _made: _fresh_folder(), word)
         if _COMPUTING.search(word) or _GLOBBING.search(word):
             return f"it enters a folder the shell computes, {word!r}"
     target = expand_home(word)  # an absolute one: itself
@@ -555,6 +556,21 @@ _TOP = re.compile(r"\$\(git rev-parse --show-toplevel\)|`git rev-parse --show-to
 """The top of the repository a folder is in, as a command often enters it."""
 _DIRNAME = re.compile(r"\$\(dirname (?P<path>[^\s$`()'\"\\;&|<>*?\[{]+)\)")
 """The folder of a path written out, as a command often enters it (``cd "$(dirname x/y)"``)."""
+
+
+_FRESH_FOLDER = re.compile(r"\$\(mktemp -d\)|`mktemp -d`")
+"""A new, empty folder ``mktemp`` makes where the command's shell keeps temporary files
+(``cd "$(mktemp -d)" && git clone URL``)."""
+
+
+def _fresh_folder() -> str:
+    """A name for the folder ``mktemp -d`` makes: in ``TMPDIR`` (the tool's shell inherits
+    it) or ``/tmp``, under a name no path has yet; a ``$`` (a folder not followed) where
+    ``TMPDIR`` is not an absolute path."""
+    temporary = os.environ.get("TMPDIR") or "/tmp"
+    if not os.path.isabs(temporary):
+        return "$TMPDIR"
+    return posixpath.join(temporary, "tmp.XXXXXXXXXX")
 
 
 def repository_top(folder: Path) -> Path | None:

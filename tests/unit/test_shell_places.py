@@ -21,7 +21,8 @@ mode.
 path its text spells, which ``cd "$(printf '%s/.con%s' ~ fig)" && rm -rf git`` and ``cd
 "$(git rev-parse --show-toplevel)/.." && rm -rf .config`` beat. Now only the options are
 skipped, and a computed folder asks unless it reads ``$HOME``, ``$PWD`` or ``$OLDPWD``, is the
-repository's top or the folder of a path written out (``$(dirname src/a.py)``).
+repository's top, the folder of a path written out (``$(dirname src/a.py)``) or a new one
+``mktemp -d`` makes in ``TMPDIR``.
 """
 
 from __future__ import annotations
@@ -130,6 +131,8 @@ def test_a_path_rule_asks_when_home_is_set(work: Path) -> None:
         "cd ~+/src && rm -f a.o",
         'cd "$(git rev-parse --show-toplevel)" && echo x > src/a.py',
         'cd "$(dirname src/a.py)" && echo x > a.py',
+        'cd "$(mktemp -d)" && git clone https://example.com/x.git && rm -rf x/docs',
+        "cd `mktemp -d`; echo x > a.txt",
         'cd "$PWD/src" && rm -f a.o',
         # naming one of those variables matters only where ~ or cd follows it
         'echo "PWD: $PWD" > log.txt',
@@ -188,3 +191,35 @@ def test_a_command_that_writes_nothing_runs_wherever_it_goes(command: str, work:
 def test_a_redirection_in_an_unknown_folder_asks(command: str, work: Path) -> None:
     decided = decide(command, work, mode=PermissionMode.BYPASS)
     assert decided.behavior is PermissionBehavior.DENY, decided.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'cd "$(mktemp -d)/.." && rm -rf {tmp}',  # the folder temporary files are kept in
+        'cd "$(mktemp -d ~/x.XXXX)" && rm -rf ../.config',  # a folder made elsewhere
+        'cd "$(mktemp -d)" && cd ~ && rm -rf .config',
+        'cd "$(mktemp)/.." && rm -rf .config',  # a file's name, not a folder made
+    ],
+)
+def test_a_folder_mktemp_makes_is_a_new_one_in_tmpdir(
+    command: str, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cd "$(mktemp -d)"`` enters a new, empty folder in ``TMPDIR``: found asking in
+    bypass mode, as any folder the shell computes; where ``TMPDIR`` holds a protected path,
+    a command leaving the new folder for it asks."""
+    temporary = work.parent / "tmp"
+    (temporary / ".git").mkdir(parents=True)  # the folder holds a repository
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    decided = decide(command.format(tmp=temporary), work, mode=PermissionMode.BYPASS)
+    assert decided.behavior is not PermissionBehavior.ALLOW, decided.reason
+
+
+def test_a_tmpdir_that_is_no_absolute_path_is_not_followed(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", "tmp")
+    assert isinstance(word_bases(analyse_command('cd "$(mktemp -d)"; ls'), work), str)
+    monkeypatch.setenv("TMPDIR", str(work.parent))
+    bases = word_bases(analyse_command('cd "$(mktemp -d)"; ls'), work)
+    assert bases == [work, work.parent / "tmp.XXXXXXXXXX"]
