@@ -568,7 +568,7 @@ def _fresh_folder() -> str:
     it) or ``/tmp``, under a name no path has yet; a ``$`` (a folder not followed) where
     ``TMPDIR`` is not an absolute path."""
     temporary = os.environ.get("TMPDIR") or "/tmp"
-    if not os.path.isabs(temporary):
+    if not Path(temporary).is_absolute():
         return "$TMPDIR"
     return posixpath.join(temporary, "tmp.XXXXXXXXXX")
 
