@@ -139,7 +139,8 @@ class CommandAnalysis:
             (``*.egg-info``, ``src/*.py``), each with its pattern (quoted characters escaped
             with a backslash); a word two patterns spell (``'*'*`` and ``*'*'``) is left out.
         homes: the words of ``parts`` whose only computed piece is ``$HOME`` read at their
-            start (``"$HOME/.cache"``), each with the path that follows it (``/.cache``).
+            start, or after an option's name (``"$HOME/.cache"``, ``--prefix=$HOME/.local``),
+            each with what comes before and after it (``("", "/.cache")``).
         reads: the words of ``parts`` that read one variable whole, in double quotes
             (``"$f"``), each with the variable's name.
         loops: the variables ``for`` loops set, each with the words it takes in turn (and
@@ -156,7 +157,7 @@ class CommandAnalysis:
     misread: bool = False
     folders: tuple[tuple[int, str], ...] = ()
     globs: tuple[tuple[str, str], ...] = ()
-    homes: tuple[tuple[str, str], ...] = ()
+    homes: tuple[tuple[str, tuple[str, str]], ...] = ()
     reads: tuple[tuple[str, str], ...] = ()
     loops: tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...] = ()
 
@@ -257,10 +258,11 @@ class _Word:
     expanded: bool
     variable: str | None = None
     """The variable a word reads whole, quoted (``"$f"``, ``"${f}"``): its value, unsplit."""
-    home: str | None = None
-    """What follows ``$HOME`` (or ``${HOME}``), when reading it at the start is all the shell
-    computes of the word (``"$HOME/.cache"``, ``${HOME}/bin``): the rest of a path, spelled by
-    plain characters only."""
+    home: tuple[str, str] | None = None
+    """What comes before and after ``$HOME`` (or ``${HOME}``), when reading it at the start,
+    or after an option's name, is all the shell computes of the word (``"$HOME/.cache"``,
+    ``${HOME}/bin``, ``--prefix=$HOME/.local``): the rest of a path, spelled by plain
+    characters only."""
     glob: str | None = None
     """The pattern, when pathname expansion is all the shell computes of the word, its
     quoted ``*?[]``, blanks and backslashes escaped with a backslash: ``"a b"*.py`` gives
@@ -319,7 +321,9 @@ def _command_in_subscript(text: str) -> bool:
 _QUOTED = "\0"  # stands for a quoted character when looking for globs and braces
 _QUOTED_READ = re.compile(r'"\$(?:(?P<name>[A-Za-z_]\w*)|\{(?P<braced>[A-Za-z_]\w*)\})"')
 """A word that is one variable read whole, in double quotes (``"$f"``, ``"${f}"``)."""
-_HOME_WORD = re.compile(r"\$(?:HOME|\{HOME\})(?P<rest>(?:/[\w.@+,:=%-]*)*)")
+_HOME_WORD = re.compile(
+    r"(?P<before>-{0,2}[A-Za-z_][\w-]*=)?\$(?:HOME|\{HOME\})(?P<rest>(?:/[\w.@+,:=%-]*)*)"
+)
 """A word that reads ``$HOME`` and adds plain path characters, as written with its double
 quotes taken out (a word with any other quoting, expansion or pattern is not one)."""
 _GLOB_SPECIAL = re.compile(r"[\\*?\[\]\s]")
@@ -341,7 +345,7 @@ class _Reader:
         self.parts: list[CommandPart] = []
         self.globs: dict[str, str | None] = {}
         """Each glob word's pattern, by the word; None for a word two patterns spell."""
-        self.homes: dict[str, str] = {}
+        self.homes: dict[str, tuple[str, str]] = {}
         """What follows ``$HOME`` in each word that reads it at its start, by the word."""
         self.reads: dict[str, str] = {}
         """The variable each word reading one whole, quoted, reads, by the word."""
@@ -978,7 +982,7 @@ def _word(*nodes: Node) -> _Word:
         source = "".join(_text(node) for node in nodes)
         home = _HOME_WORD.fullmatch(source.replace('"', ""))
         if home is not None:
-            return _Word(value, expanded=True, home=home["rest"])
+            return _Word(value, expanded=True, home=(home["before"] or "", home["rest"]))
         read = _QUOTED_READ.fullmatch(source)
         if read is not None:
             return _Word(value, expanded=True, variable=read["name"] or read["braced"])

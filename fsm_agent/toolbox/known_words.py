@@ -34,7 +34,7 @@ class KnownWords:
 
     patterns: dict[str, str]
     folder: Path | None
-    homes: dict[str, str]
+    homes: dict[str, tuple[str, str]]
     home: str | None
     reads: dict[str, str] = attrs.field(factory=dict)
     loops: dict[str, tuple[tuple[str, str | None], ...]] = attrs.field(factory=dict)
@@ -88,9 +88,9 @@ class KnownWords:
         name = self.reads.get(word)
         if name is not None and name in self.loops:
             return self._looped(self.loops[name])
-        rest = self.homes.get(word)
-        if rest is not None and self.home is not None and not part.wrappers:
-            return [self.home + rest]
+        around = self.homes.get(word)
+        if around is not None and self.home is not None and not part.wrappers:
+            return [around[0] + self.home + around[1]]
         pattern = self.patterns.get(word)
         if pattern is not None and self.folder is not None:
             return glob_matches(pattern, self.folder)

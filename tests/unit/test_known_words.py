@@ -135,6 +135,7 @@ def test_a_glob_after_cd_asks(project: Path) -> None:
         'mkdir -p "${HOME}/projects/new"',
         "chmod 700 $HOME/.local",
         'rm -rf "$HOME/.cache" build/*',
+        "./configure --prefix=$HOME/.local",
     ],
 )
 def test_bypass_runs_a_word_reading_home_that_names_no_protected_path(
@@ -152,6 +153,8 @@ def test_bypass_runs_a_word_reading_home_that_names_no_protected_path(
         "rm -rf $HOME/project/../.config",
         'cp src/a.py "$HOME/.profile"',
         "chmod -R 700 $HOME",  # it holds git's settings
+        "cp src/a.py --target-directory=$HOME/.config/git/config",
+        "tar -xf x.tar --directory=$HOME",
         "echo x >> $HOME/.bashrc",  # a redirection's target stays computed
         # the command sets HOME, or something else may run with another
         "HOME=/tmp rm -rf $HOME/.config",
