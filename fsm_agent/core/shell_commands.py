@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
@@ -139,7 +139,15 @@ class CommandAnalysis:
             (``*.egg-info``, ``src/*.py``), each with its pattern (quoted characters escaped
             with a backslash); a word two patterns spell (``'*'*`` and ``*'*'``) is left out.
         homes: the words of ``parts`` whose only computed piece is ``$HOME`` read at their
-            start (``"$HOME/.cache"``), each with the path that follows it (``/.cache``).
+            start, or after an option's name (``"$HOME/.cache"``, ``--prefix=$HOME/.local``),
+            each with what comes before and after it (``("", "/.cache")``).
+        reads: the words of ``parts`` that read one variable whole, in double quotes
+            (``"$f"``), each with the variable's name.
+        loops: the variables ``for`` loops set, each with the words it takes in turn (and
+            each word's pattern when it is a glob), for a variable nothing else in the command
+            may set: its name written nowhere but in its loop and in plain reads (``$f``,
+            ``${f}``), and no part that sets variables it is not told (``read``, ``printf
+            -v``, ``declare``, ``eval``, ``source``...).
     """
 
     command: str
@@ -149,7 +157,9 @@ class CommandAnalysis:
     misread: bool = False
     folders: tuple[tuple[int, str], ...] = ()
     globs: tuple[tuple[str, str], ...] = ()
-    homes: tuple[tuple[str, str], ...] = ()
+    homes: tuple[tuple[str, tuple[str, str]], ...] = ()
+    reads: tuple[tuple[str, str], ...] = ()
+    loops: tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...] = ()
 
 
 @functools.lru_cache(maxsize=16)
@@ -199,7 +209,31 @@ def analyse_command(command: str) -> CommandAnalysis:
         folders=tuple(reader.folders),
         globs=tuple((word, glob) for word, glob in reader.globs.items() if glob is not None),
         homes=tuple(reader.homes.items()),
+        reads=tuple(reader.reads.items()),
+        loops=tuple(
+            (name, words)
+            for name, words in reader.loops.items()
+            if words is not None and _only_looped(name, command, reader.parts)
+        ),
     )
+
+
+_SETS_NAMED: Final = frozenset(
+    {"read", "printf", "mapfile", "readarray", "declare", "typeset", "local", "export",
+     "readonly", "eval", "getopts", "let", "unset", "source", ".", "set", "shift"}
+)  # fmt: skip
+"""Programs that may set a variable whose name the command does not write (``printf -v "$n"``,
+``read``, a script ``source`` runs): a loop's variable may then be set by one of them."""
+
+
+def _only_looped(name: str, command: str, parts: Sequence[CommandPart]) -> bool:
+    """Whether the variable ``name`` is set by its ``for`` loop alone: its name written once
+    but in plain reads and option letters (``-f``), no ``${name:=…}``, no arithmetic (which
+    sets a variable by its bare name: ``f++``), and no part of :data:`_SETS_NAMED`."""
+    if "((" in command or any(part.argv and part.argv[0] in _SETS_NAMED for part in parts):
+        return False
+    bare = re.findall(rf"(?<![\w$-])(?<!\$\{{){re.escape(name)}(?!\w)", command)
+    return len(bare) == 1 and not re.search(rf"\$\{{{re.escape(name)}:?[=?+-]", command)
 
 
 @functools.cache
@@ -222,10 +256,13 @@ def _parse(text: str) -> Node:
 class _Word:
     value: str
     expanded: bool
-    home: str | None = None
-    """What follows ``$HOME`` (or ``${HOME}``), when reading it at the start is all the shell
-    computes of the word (``"$HOME/.cache"``, ``${HOME}/bin``): the rest of a path, spelled by
-    plain characters only."""
+    variable: str | None = None
+    """The variable a word reads whole, quoted (``"$f"``, ``"${f}"``): its value, unsplit."""
+    home: tuple[str, str] | None = None
+    """What comes before and after ``$HOME`` (or ``${HOME}``), when reading it at the start,
+    or after an option's name, is all the shell computes of the word (``"$HOME/.cache"``,
+    ``${HOME}/bin``, ``--prefix=$HOME/.local``): the rest of a path, spelled by plain
+    characters only."""
     glob: str | None = None
     """The pattern, when pathname expansion is all the shell computes of the word, its
     quoted ``*?[]``, blanks and backslashes escaped with a backslash: ``"a b"*.py`` gives
@@ -282,7 +319,11 @@ def _command_in_subscript(text: str) -> bool:
 
 
 _QUOTED = "\0"  # stands for a quoted character when looking for globs and braces
-_HOME_WORD = re.compile(r"\$(?:HOME|\{HOME\})(?P<rest>(?:/[\w.@+,:=%-]*)*)")
+_QUOTED_READ = re.compile(r'"\$(?:(?P<name>[A-Za-z_]\w*)|\{(?P<braced>[A-Za-z_]\w*)\})"')
+"""A word that is one variable read whole, in double quotes (``"$f"``, ``"${f}"``)."""
+_HOME_WORD = re.compile(
+    r"(?P<before>-{0,2}[A-Za-z_][\w-]*=)?\$(?:HOME|\{HOME\})(?P<rest>(?:/[\w.@+,:=%-]*)*)"
+)
 """A word that reads ``$HOME`` and adds plain path characters, as written with its double
 quotes taken out (a word with any other quoting, expansion or pattern is not one)."""
 _GLOB_SPECIAL = re.compile(r"[\\*?\[\]\s]")
@@ -304,8 +345,14 @@ class _Reader:
         self.parts: list[CommandPart] = []
         self.globs: dict[str, str | None] = {}
         """Each glob word's pattern, by the word; None for a word two patterns spell."""
-        self.homes: dict[str, str] = {}
+        self.homes: dict[str, tuple[str, str]] = {}
         """What follows ``$HOME`` in each word that reads it at its start, by the word."""
+        self.reads: dict[str, str] = {}
+        """The variable each word reading one whole, quoted, reads, by the word."""
+        self.loops: dict[str, tuple[tuple[str, str | None], ...] | None] = {}
+        """The words each ``for`` loop's variable takes, by its name (each with its pattern
+        when it is a glob); None for a name looped over words the shell computes otherwise,
+        or over two lists."""
         self.problems: list[str] = []
         self.sources: list[bytes] = []  # the text of each script being walked, innermost last
         self.exports = False  # a part exports variables (`export X=1`, `set -a`)
@@ -429,6 +476,8 @@ class _Reader:
         elif kind in ("for_statement", "select_statement"):
             variable = node.child_by_field_name("variable")
             name = _text(variable) if variable is not None else "?"
+            if kind == "for_statement":
+                self._note_loop(name, node)
             self._add(
                 argv=(), expanded=(), assignments=(f"{name}=",), redirects=redirects,
                 wrappers=wrappers, depth=depth,
@@ -553,10 +602,32 @@ class _Reader:
             depth=depth,
         )
 
+    def _note_loop(self, name: str, node: Node) -> None:
+        """Keep the words a ``for`` loop's variable takes (:attr:`loops`), when each is plain
+        or a glob; a loop with no ``in`` takes the script's arguments, which no one knows."""
+        children = list(node.children)
+        starts = [i for i, child in enumerate(children) if child.type == "in"]
+        listed: list[tuple[str, str | None]] | None = None
+        if starts:
+            listed = []
+            for child in children[starts[0] + 1 :]:
+                if child.type in (";", "do_group", "\n") or not child.is_named:
+                    break
+                word = _word(child)
+                if word.expanded and word.glob is None:
+                    listed = None
+                    break
+                listed.append((word.value, word.glob))
+        known = self.loops.get(name, ())
+        taken = tuple(listed) if listed is not None else None
+        self.loops[name] = taken if name not in self.loops or known == taken else None
+
     def _note_globs(self, words: Sequence[_Word]) -> None:
         """Keep the patterns of the glob words among ``words`` (:attr:`globs`), and what
         follows ``$HOME`` in the words reading it (:attr:`homes`)."""
         for word in words:
+            if word.variable is not None:
+                self.reads[word.value] = word.variable
             if word.home is not None:
                 self.homes[word.value] = word.home
             if word.glob is not None:
@@ -908,9 +979,13 @@ def _word(*nodes: Node) -> _Word:
         expanded = _pieces(node, pieces) or expanded
     value = "".join(text for text, _ in pieces)
     if expanded:
-        home = _HOME_WORD.fullmatch("".join(_text(node) for node in nodes).replace('"', ""))
+        source = "".join(_text(node) for node in nodes)
+        home = _HOME_WORD.fullmatch(source.replace('"', ""))
         if home is not None:
-            return _Word(value, expanded=True, home=home["rest"])
+            return _Word(value, expanded=True, home=(home["before"] or "", home["rest"]))
+        read = _QUOTED_READ.fullmatch(source)
+        if read is not None:
+            return _Word(value, expanded=True, variable=read["name"] or read["braced"])
     pattern = "".join(_QUOTED * len(text) if quoted else text for text, quoted in pieces)
     if _BRACES.search(pattern):
         return _Word(value, expanded=True)

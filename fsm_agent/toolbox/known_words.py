@@ -4,9 +4,11 @@ A word the shell computes may name any path, so the permission checks count it a
 may be protected, or outside the working folder. Two kinds are told beforehand: a glob,
 matched in the one folder the command can be in as Bash would match it
 (:mod:`~fsm_agent.toolbox.glob_matches`), and ``$HOME`` read at the start of a word, the home
-folder the tool's shell inherits. A part with such words put in is judged as the command that
-names each path would be: ``rm -rf build *.egg-info`` and ``rm -rf "$HOME/.cache/pip"`` run in
-bypass mode, and ``sed -i s/a/b/ src/*.py`` in acceptEdits.
+folder the tool's shell inherits, and a ``for`` loop's variable read whole (``"$f"``), the
+words its loop gives it (those globs matched too). A part with such words put in is judged as
+the command that names each path would be: ``rm -rf build *.egg-info``, ``rm -rf
+"$HOME/.cache/pip"`` and ``for f in src/*.pyc; do rm "$f"; done`` run in bypass mode, and
+``sed -i s/a/b/ src/*.py`` in acceptEdits.
 """
 
 from __future__ import annotations
@@ -32,14 +34,16 @@ class KnownWords:
 
     patterns: dict[str, str]
     folder: Path | None
-    homes: dict[str, str]
+    homes: dict[str, tuple[str, str]]
     home: str | None
+    reads: dict[str, str] = attrs.field(factory=dict)
+    loops: dict[str, tuple[tuple[str, str | None], ...]] = attrs.field(factory=dict)
 
     @classmethod
     def of(cls, analysis: CommandAnalysis, folders: list[Path]) -> KnownWords:
         """What can be told of ``analysis``'s words, its relative words starting from
         ``folders``."""
-        matched = len(folders) == 1 and bool(analysis.globs) and matching_as_written(analysis)
+        matched = len(folders) == 1 and matching_as_written(analysis)
         home = os.environ.get("HOME") or None
         if home is not None and places_set(analysis):
             home = None
@@ -48,6 +52,9 @@ class KnownWords:
             folder=folders[0] if matched else None,
             homes=dict(analysis.homes) if home is not None else {},
             home=home,
+            reads=dict(analysis.reads),
+            # A read before the loop gets what the environment gives the name, if anything.
+            loops={name: words for name, words in analysis.loops if name not in os.environ},
         )
 
     def put_in(self, part: CommandPart) -> CommandPart:
@@ -58,7 +65,7 @@ class KnownWords:
         and which path comes last would be a guess."""
         if not part.expanded or part.fed or part.found_paths:
             return part
-        if not self.patterns and not (self.homes and not part.wrappers):
+        if not self.patterns and not self.loops and not (self.homes and not part.wrappers):
             return part
         computed = frozenset(part.expanded)
         last = len(part.argv) - 1
@@ -78,10 +85,28 @@ class KnownWords:
 
     def _told(self, part: CommandPart, index: int, word: str) -> list[str] | None:
         """The words ``part.argv[index]`` becomes, when it can be told."""
-        rest = self.homes.get(word)
-        if rest is not None and self.home is not None and not part.wrappers:
-            return [self.home + rest]
+        name = self.reads.get(word)
+        if name is not None and name in self.loops:
+            return self._looped(self.loops[name])
+        around = self.homes.get(word)
+        if around is not None and self.home is not None and not part.wrappers:
+            return [around[0] + self.home + around[1]]
         pattern = self.patterns.get(word)
         if pattern is not None and self.folder is not None:
             return glob_matches(pattern, self.folder)
         return None
+
+    def _looped(self, words: tuple[tuple[str, str | None], ...]) -> list[str] | None:
+        """Every word a loop's variable takes: its list, each glob matched."""
+        taken: list[str] = []
+        for value, pattern in words:
+            if pattern is None:
+                taken.append(value)
+                continue
+            if self.folder is None:
+                return None
+            matches = glob_matches(pattern, self.folder)
+            if matches is None:
+                return None
+            taken += matches or [value]
+        return taken

@@ -135,6 +135,7 @@ def test_a_glob_after_cd_asks(project: Path) -> None:
         'mkdir -p "${HOME}/projects/new"',
         "chmod 700 $HOME/.local",
         'rm -rf "$HOME/.cache" build/*',
+        "./configure --prefix=$HOME/.local",
     ],
 )
 def test_bypass_runs_a_word_reading_home_that_names_no_protected_path(
@@ -152,6 +153,8 @@ def test_bypass_runs_a_word_reading_home_that_names_no_protected_path(
         "rm -rf $HOME/project/../.config",
         'cp src/a.py "$HOME/.profile"',
         "chmod -R 700 $HOME",  # it holds git's settings
+        "cp src/a.py --target-directory=$HOME/.config/git/config",
+        "tar -xf x.tar --directory=$HOME",
         "echo x >> $HOME/.bashrc",  # a redirection's target stays computed
         # the command sets HOME, or something else may run with another
         "HOME=/tmp rm -rf $HOME/.config",
@@ -204,3 +207,53 @@ def test_accept_edits_asks_for_a_glob_reaching_further(command: str, project: Pa
     if command == "rm -rf *":
         (project / "vendor" / ".git").mkdir(parents=True)  # a folder holding a repository
     assert not accepted(command, project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'for f in src/*.py; do sed -i s/a/b/ "$f"; done',
+        'for f in build dist; do rm -rf "$f"; done',
+        'for f in src/*.pyc; do rm -f "${f}"; done',
+        'for f in *.egg-info; do echo "$f"; rm -rf "$f"; done',
+    ],
+)
+def test_bypass_runs_a_loop_over_paths_naming_no_protected_one(command: str, project: Path) -> None:
+    assert not safety_question(command, project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'for f in .*; do rm -rf "$f"; done',
+        'for f in ~/.bashrc; do sed -i s/a/b/ "$f"; done',
+        'for f in ~/.config; do rm -rf "$f"; done',
+        'for d in ../*; do rm -rf "$d"; done',  # the project holds .git
+        # the variable set otherwise too, or read otherwise
+        'for f in src; do f=~/.config; rm -rf "$f"; done',
+        'for f in src; do read f; rm -rf "$f"; done',
+        'for f in src; do printf -v f %s ~/.config; rm -rf "$f"; done',
+        'for f in src; do rm -rf "${f:=~/.config}"; done',
+        'for f in src; do : $((f=1)); rm -rf "$f"; done',
+        "for f in src; do rm -rf $f; done",  # unquoted: split and matched again
+        'for f in src; do rm -rf "$f/../.."; done',
+        'for f in $DIRS; do rm -rf "$f"; done',
+        'for f; do rm -rf "$f"; done',  # the script's arguments
+        'for f in src; do :; done; for f in ~/.config; do rm -rf "$f"; done',
+        'cd src; for f in ../*; do rm -rf "$f"; done',
+    ],
+)
+def test_bypass_asks_for_a_loop_that_may_reach_a_protected_path(
+    command: str, project: Path
+) -> None:
+    assert safety_question(command, project)
+
+
+def test_a_loop_variable_the_environment_sets_is_not_taken_for_the_loop(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read before its loop, the variable holds what the environment gives it."""
+    command = 'rm -rf "$f"; for f in build; do :; done'
+    assert not safety_question(command, project)
+    monkeypatch.setenv("f", str(project.parent / ".config"))
+    assert safety_question(command, project)
