@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -148,6 +148,9 @@ class CommandAnalysis:
             may set: its name written nowhere but in its loop and in plain reads (``$f``,
             ``${f}``), and no part that sets variables it is not told (``read``, ``printf
             -v``, ``declare``, ``eval``, ``source``...).
+        settings: the variables the command sets in one assignment of its own (not one a
+            program is run with, ``X=1 cmd``) and nowhere else, as for ``loops``, to plain
+            text or to a new folder ``mktemp -d`` makes (``$(mktemp -d)``), each with that.
     """
 
     command: str
@@ -160,6 +163,7 @@ class CommandAnalysis:
     homes: tuple[tuple[str, tuple[str, str]], ...] = ()
     reads: tuple[tuple[str, str], ...] = ()
     loops: tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...] = ()
+    settings: tuple[tuple[str, str], ...] = ()
 
 
 @functools.lru_cache(maxsize=16)
@@ -213,8 +217,9 @@ def analyse_command(command: str) -> CommandAnalysis:
         loops=tuple(
             (name, words)
             for name, words in reader.loops.items()
-            if words is not None and _only_looped(name, command, reader.parts)
+            if words is not None and _set_once(name, command, reader.parts)
         ),
+        settings=_settings(command, reader.parts, reader.loops),
     )
 
 
@@ -226,14 +231,56 @@ _SETS_NAMED: Final = frozenset(
 ``read``, a script ``source`` runs): a loop's variable may then be set by one of them."""
 
 
-def _only_looped(name: str, command: str, parts: Sequence[CommandPart]) -> bool:
-    """Whether the variable ``name`` is set by its ``for`` loop alone: its name written once
-    but in plain reads and option letters (``-f``), no ``${name:=…}``, no arithmetic (which
-    sets a variable by its bare name: ``f++``), and no part of :data:`_SETS_NAMED`."""
+def _set_once(name: str, command: str, parts: Sequence[CommandPart]) -> bool:
+    """Whether the variable ``name`` is set in one place alone (its ``for`` loop, or one
+    assignment): its name written once but in plain reads and option letters (``-f``), no
+    ``${name:=…}``, no arithmetic (which sets a variable by its bare name: ``f++``), and no
+    part of :data:`_SETS_NAMED`."""
     if "((" in command or any(part.argv and part.argv[0] in _SETS_NAMED for part in parts):
         return False
     bare = re.findall(rf"(?<![\w$-])(?<!\$\{{){re.escape(name)}(?!\w)", command)
     return len(bare) == 1 and not re.search(rf"\$\{{{re.escape(name)}:?[=?+-]", command)
+
+
+_SET_VALUE: Final = re.compile(
+    r"(?P<name>[A-Za-z_]\w*)="
+    r"(?P<value>[\w./@+,:%-]*|\"[\w./@+,:% -]*\"|'[\w./@+,:% -]*'"
+    r"|(?P<fresh>\$\(mktemp -d\)|\"\$\(mktemp -d\)\"|`mktemp -d`|\"`mktemp -d`\"))"
+)
+"""An assignment whose value is plain text, quoted or not, or a new folder ``mktemp -d``
+makes (kept as ``$(mktemp -d)``)."""
+_SHELL_SETTINGS: Final = frozenset(
+    {"HOME", "PWD", "OLDPWD", "CDPATH", "DIRSTACK", "IFS", "PATH", "GLOBIGNORE", "BASH_ENV",
+     "ENV", "SHELLOPTS", "BASHOPTS"}
+)  # fmt: skip
+"""Variables that change what the shell does, not only what a read of them gives."""
+
+
+def _settings(
+    command: str, parts: Sequence[CommandPart], loops: Mapping[str, object]
+) -> tuple[tuple[str, str], ...]:
+    """The variables the command sets once, alone (not for a program it runs), to a value
+    :data:`_SET_VALUE` reads, and nowhere else (:func:`_set_once`)."""
+    found: dict[str, str | None] = {}
+    for part in parts:
+        if part.argv:
+            continue  # `X=1 cmd`: X is cmd's, and the shell's reads give the old value
+        for text in part.assignments:
+            setting = _SET_VALUE.fullmatch(text)
+            if setting is None:
+                found[re.split(r"[^\w]", text, maxsplit=1)[0]] = None
+                continue
+            value = "$(mktemp -d)" if setting["fresh"] else setting["value"].strip("'\"")
+            name = setting["name"]
+            found[name] = value if found.get(name, value) == value else None
+    return tuple(
+        (name, value)
+        for name, value in found.items()
+        if value is not None
+        and name not in _SHELL_SETTINGS
+        and name not in loops
+        and _set_once(name, command, parts)
+    )
 
 
 @functools.cache

@@ -1,14 +1,15 @@
 """The words a command's shell computes that can be told before it runs (SPEC §9.3 step 1g).
 
 A word the shell computes may name any path, so the permission checks count it as one that
-may be protected, or outside the working folder. Two kinds are told beforehand: a glob,
-matched in the one folder the command can be in as Bash would match it
-(:mod:`~fsm_agent.toolbox.glob_matches`), and ``$HOME`` read at the start of a word, the home
-folder the tool's shell inherits, and a ``for`` loop's variable read whole (``"$f"``), the
-words its loop gives it (those globs matched too). A part with such words put in is judged as
-the command that names each path would be: ``rm -rf build *.egg-info``, ``rm -rf
-"$HOME/.cache/pip"`` and ``for f in src/*.pyc; do rm "$f"; done`` run in bypass mode, and
-``sed -i s/a/b/ src/*.py`` in acceptEdits.
+may be protected, or outside the working folder. Some are told beforehand: a glob, matched in
+the one folder the command can be in as Bash would match it
+(:mod:`~fsm_agent.toolbox.glob_matches`); ``$HOME`` read at the start of a word, the home
+folder the tool's shell inherits; and a variable read whole (``"$f"``) that a ``for`` loop
+gives the words of its list (globs matched too), or one assignment of the command gives plain
+text or the new folder ``mktemp -d`` makes. A part with such words put in is judged as the
+command that names each path would be: ``rm -rf build *.egg-info``, ``rm -rf
+"$HOME/.cache/pip"``, ``for f in src/*.pyc; do rm "$f"; done`` and ``d=$(mktemp -d); …; rm
+-rf "$d"`` run in bypass mode, and ``sed -i s/a/b/ src/*.py`` in acceptEdits.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import attrs
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
 from fsm_agent.toolbox.glob_matches import glob_matches, matching_as_written
-from fsm_agent.toolbox.paths import places_set
+from fsm_agent.toolbox.paths import fresh_folder, places_set
 from fsm_agent.toolbox.placed_files import places_into_last
 
 __all__ = ["KnownWords"]
@@ -38,6 +39,7 @@ class KnownWords:
     home: str | None
     reads: dict[str, str] = attrs.field(factory=dict)
     loops: dict[str, tuple[tuple[str, str | None], ...]] = attrs.field(factory=dict)
+    settings: dict[str, str] = attrs.field(factory=dict)
 
     @classmethod
     def of(cls, analysis: CommandAnalysis, folders: list[Path]) -> KnownWords:
@@ -55,6 +57,7 @@ class KnownWords:
             reads=dict(analysis.reads),
             # A read before the loop gets what the environment gives the name, if anything.
             loops={name: words for name, words in analysis.loops if name not in os.environ},
+            settings={name: value for name, value in analysis.settings if name not in os.environ},
         )
 
     def put_in(self, part: CommandPart) -> CommandPart:
@@ -65,7 +68,8 @@ class KnownWords:
         and which path comes last would be a guess."""
         if not part.expanded or part.fed or part.found_paths:
             return part
-        if not self.patterns and not self.loops and not (self.homes and not part.wrappers):
+        told_anywhere = self.loops or self.settings
+        if not self.patterns and not told_anywhere and not (self.homes and not part.wrappers):
             return part
         computed = frozenset(part.expanded)
         last = len(part.argv) - 1
@@ -88,6 +92,11 @@ class KnownWords:
         name = self.reads.get(word)
         if name is not None and name in self.loops:
             return self._looped(self.loops[name])
+        if name is not None and name in self.settings:
+            value = self.settings[name]
+            if value == "$(mktemp -d)":
+                value = fresh_folder()
+            return None if value.startswith("$") else [value]
         around = self.homes.get(word)
         if around is not None and self.home is not None and not part.wrappers:
             return [around[0] + self.home + around[1]]

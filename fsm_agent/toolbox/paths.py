@@ -364,9 +364,15 @@ _CLUSTER_LETTERS = 4
 
 
 def word_path(word: str, cwd: Path) -> Path:
-    """The path a shell word names when the shell is in ``cwd`` (``~`` expanded)."""
+    """The path a shell word names when the shell is in ``cwd`` (``~`` expanded). From the
+    folder ``mktemp -d`` makes (:func:`fresh_folder`), a real folder not there yet, ``..`` is
+    taken as the command's shell will take it, to the folder it is made in."""
     path = expand_home(word)
-    return path if path.is_absolute() else cwd / path
+    if path.is_absolute():
+        return path
+    if cwd.name == _FRESH_NAME and ".." in path.parts:
+        return Path(posixpath.normpath(cwd / path))
+    return cwd / path
 
 
 def path_candidates(word: str) -> tuple[str, ...]:
@@ -419,6 +425,8 @@ def _followed_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
     if isinstance(searched, str):
         return searched
     given = list(analysis.folders)
+    reads = dict(analysis.reads)
+    settings = {n: v for n, v in analysis.settings if n not in os.environ}
     for index, part in enumerate(analysis.parts):
         while not isinstance(folders, str) and given and given[0][0] <= index:
             word = given.pop(0)[1]
@@ -433,10 +441,14 @@ def _followed_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
             continue
         if words[0] == "-" or _ROTATION.fullmatch(words[0]) or _STACKED.fullmatch(words[0]):
             continue  # ``cd -``, ``pushd +1``: a folder already among them (``expand_home``)
+        word, computed = words[0], bool(part.expanded)
+        value = settings.get(reads.get(word, ""))
+        if value is not None:  # `d=$(mktemp -d); cd "$d"`: the value the command sets
+            word, computed = value, bool(_COMPUTING.search(value))
         starts = folders
-        if searched and not _BESIDE_CDPATH.match(words[0]):
+        if searched and not _BESIDE_CDPATH.match(word):
             starts = [*folders, *(folder / entry for folder in folders for entry in searched)]
-        folders = _entering(folders, words[0], computed=bool(part.expanded), starts=starts)
+        folders = _entering(folders, word, computed=computed, starts=starts)
     for _index, word in given:  # a wrapper that runs no part (``env -C DIR`` alone)
         if isinstance(folders, str):
             break
@@ -537,7 +549,7 @@ def _entering(
             word = word[top.end() :].lstrip("/") or "."
             tops = [repository_top(folder) or Path("/") for folder in starts or folders]
         word = _DIRNAME.sub(lambda named: posixpath.dirname(named["path"]) or ".", word)
-        word = _FRESH_FOLDER.sub(lambda _made: _fresh_folder(), word)
+        word = _FRESH_FOLDER.sub(lambda _made: fresh_folder(), word)
         if _COMPUTING.search(word) or _GLOBBING.search(word):
             return f"it enters a folder the shell computes, {word!r}"
     target = expand_home(word)  # an absolute one: itself
@@ -563,14 +575,18 @@ _FRESH_FOLDER = re.compile(r"\$\(mktemp -d\)|`mktemp -d`")
 (``cd "$(mktemp -d)" && git clone URL``)."""
 
 
-def _fresh_folder() -> str:
+def fresh_folder() -> str:
     """A name for the folder ``mktemp -d`` makes: in ``TMPDIR`` (the tool's shell inherits
     it) or ``/tmp``, under a name no path has yet; a ``$`` (a folder not followed) where
     ``TMPDIR`` is not an absolute path."""
     temporary = os.environ.get("TMPDIR") or "/tmp"
     if not Path(temporary).is_absolute():
         return "$TMPDIR"
-    return posixpath.join(temporary, "tmp.XXXXXXXXXX")
+    return posixpath.join(temporary, _FRESH_NAME)
+
+
+_FRESH_NAME: Final = "tmp.XXXXXXXXXX"
+"""The name :func:`fresh_folder` gives the folder ``mktemp -d`` makes (its template's)."""
 
 
 def repository_top(folder: Path) -> Path | None:

@@ -257,3 +257,49 @@ def test_a_loop_variable_the_environment_sets_is_not_taken_for_the_loop(
     assert not safety_question(command, project)
     monkeypatch.setenv("f", str(project.parent / ".config"))
     assert safety_question(command, project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'tmp=$(mktemp -d); cd "$tmp"; git clone https://example.com/x.git; rm -rf "$tmp"',
+        'tmp="$(mktemp -d)" && cd "$tmp" && touch a',
+        'd=build; rm -rf "$d"',
+        'out="dist"; rm -rf "${out}"',
+    ],
+)
+def test_bypass_runs_a_variable_the_command_sets_once_to_no_protected_path(
+    command: str, project: Path
+) -> None:
+    assert not safety_question(command, project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'd=~/.config; rm -rf "$d"',  # ~ is expanded in an assignment: not taken as text
+        'd="$HOME/.config"; rm -rf "$d"',
+        'd=build; d=../; rm -rf "$d"',
+        'd=build; read d; rm -rf "$d"',
+        'd=build; export d=..; rm -rf "$d"',
+        'd=build; : ${d:=x}; rm -rf "$d"',
+        'd=..; rm -rf "$d"',  # the project's folder holds .git
+        'cd "$d"; rm -rf .config',  # set by nothing in the command: the environment's
+        't=$(mktemp -d ~/x.XXXX); cd "$t"; rm -rf ../.config',  # made where the home is
+        "d=build; env d=.. bash -c 'rm -rf \"$d\"'",  # set again, for the inner shell
+    ],
+)
+def test_bypass_asks_for_a_variable_set_otherwise_or_to_a_protected_path(
+    command: str, project: Path
+) -> None:
+    assert safety_question(command, project)
+
+
+def test_a_new_folder_is_made_where_tmpdir_says(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    command = 'tmp=$(mktemp -d); cd "$tmp"; rm -rf ../git'
+    monkeypatch.setenv("TMPDIR", str(project / "build"))
+    assert not safety_question(command, project)
+    monkeypatch.setenv("TMPDIR", str(project.parent / ".config"))
+    assert safety_question(command, project)  # ~/.config/git: git's settings
