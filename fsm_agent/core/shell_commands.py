@@ -141,8 +141,9 @@ class CommandAnalysis:
         homes: the words of ``parts`` whose only computed piece is ``$HOME`` read at their
             start, or after an option's name (``"$HOME/.cache"``, ``--prefix=$HOME/.local``),
             each with what comes before and after it (``("", "/.cache")``).
-        reads: the words of ``parts`` that read one variable whole, in double quotes
-            (``"$f"``), each with the variable's name.
+        reads: the words of ``parts`` that begin with one variable read whole, in double
+            quotes, and go on with plain path characters alone (``"$f"``, ``"$f.bak"``,
+            ``"${tmp}/x"``), each with the variable's name and what follows it.
         loops: the variables ``for`` loops set, each with the words it takes in turn (and
             each word's pattern when it is a glob), for a variable nothing else in the command
             may set: its name written nowhere but in its loop and in plain reads (``$f``,
@@ -161,7 +162,7 @@ class CommandAnalysis:
     folders: tuple[tuple[int, str], ...] = ()
     globs: tuple[tuple[str, str], ...] = ()
     homes: tuple[tuple[str, tuple[str, str]], ...] = ()
-    reads: tuple[tuple[str, str], ...] = ()
+    reads: tuple[tuple[str, tuple[str, str]], ...] = ()
     loops: tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...] = ()
     settings: tuple[tuple[str, str], ...] = ()
 
@@ -211,9 +212,13 @@ def analyse_command(command: str) -> CommandAnalysis:
         whole=whole,
         misread=reader.misread,
         folders=tuple(reader.folders),
-        globs=tuple((word, glob) for word, glob in reader.globs.items() if glob is not None),
-        homes=tuple(reader.homes.items()),
-        reads=tuple(reader.reads.items()),
+        globs=tuple(
+            (word, glob)
+            for word, glob in reader.globs.items()
+            if glob is not None and word not in reader.unclear
+        ),
+        homes=tuple((w, home) for w, home in reader.homes.items() if w not in reader.unclear),
+        reads=tuple((w, read) for w, read in reader.reads.items() if w not in reader.unclear),
         loops=tuple(
             (name, words)
             for name, words in reader.loops.items()
@@ -303,8 +308,9 @@ def _parse(text: str) -> Node:
 class _Word:
     value: str
     expanded: bool
-    variable: str | None = None
-    """The variable a word reads whole, quoted (``"$f"``, ``"${f}"``): its value, unsplit."""
+    variable: tuple[str, str] | None = None
+    """The variable a word begins with, read whole in double quotes (its value unsplit), and
+    the plain path characters after it (``"$f"``, ``"${f}"``, ``"$f.bak"``, ``"$d"/x``)."""
     home: tuple[str, str] | None = None
     """What comes before and after ``$HOME`` (or ``${HOME}``), when reading it at the start,
     or after an option's name, is all the shell computes of the word (``"$HOME/.cache"``,
@@ -366,7 +372,10 @@ def _command_in_subscript(text: str) -> bool:
 
 
 _QUOTED = "\0"  # stands for a quoted character when looking for globs and braces
-_QUOTED_READ = re.compile(r'"\$(?:(?P<name>[A-Za-z_]\w*)|\{(?P<braced>[A-Za-z_]\w*)\})"')
+_QUOTED_READ = re.compile(
+    r'"\$(?:(?P<name>[A-Za-z_]\w*)|\{(?P<braced>[A-Za-z_]\w*)\})'
+    r'(?P<inside>[\w./@+,:% -]*)"(?P<after>[\w./@+,:%-]*)'
+)
 """A word that is one variable read whole, in double quotes (``"$f"``, ``"${f}"``)."""
 _HOME_WORD = re.compile(
     r"(?P<before>-{0,2}[A-Za-z_][\w-]*=)?\$(?:HOME|\{HOME\})(?P<rest>(?:/[\w.@+,:=%-]*)*)"
@@ -391,11 +400,17 @@ class _Reader:
     def __init__(self) -> None:
         self.parts: list[CommandPart] = []
         self.globs: dict[str, str | None] = {}
-        """Each glob word's pattern, by the word; None for a word two patterns spell."""
+        """Each glob word's pattern, by the word (see :attr:`unclear`)."""
+        self.kinds: dict[str, tuple[object, ...]] = {}
+        """What each computed word's text first stood for (a read, ``$HOME``, a pattern)."""
+        self.unclear: set[str] = set()
+        """The texts of computed words that stand for two things (``'*'*`` and ``*'*'``,
+        ``$f`` and ``"$f"``): none of them is told."""
         self.homes: dict[str, tuple[str, str]] = {}
         """What follows ``$HOME`` in each word that reads it at its start, by the word."""
-        self.reads: dict[str, str] = {}
-        """The variable each word reading one whole, quoted, reads, by the word."""
+        self.reads: dict[str, tuple[str, str]] = {}
+        """The variable each word begins with, read whole and quoted, and what follows it, by
+        the word."""
         self.loops: dict[str, tuple[tuple[str, str | None], ...] | None] = {}
         """The words each ``for`` loop's variable takes, by its name (each with its pattern
         when it is a glob); None for a name looped over words the shell computes otherwise,
@@ -673,14 +688,18 @@ class _Reader:
         """Keep the patterns of the glob words among ``words`` (:attr:`globs`), and what
         follows ``$HOME`` in the words reading it (:attr:`homes`)."""
         for word in words:
+            if not word.expanded:
+                continue
+            kind = (word.variable, word.home, word.glob)
+            if self.kinds.setdefault(word.value, kind) != kind:
+                # `rm $f "$f"`: one text, read two ways (unquoted, $f is split and matched)
+                self.unclear.add(word.value)
             if word.variable is not None:
                 self.reads[word.value] = word.variable
             if word.home is not None:
                 self.homes[word.value] = word.home
             if word.glob is not None:
-                known = self.globs.setdefault(word.value, word.glob)
-                if known != word.glob:
-                    self.globs[word.value] = None
+                self.globs[word.value] = word.glob
 
     def _keyword_command(
         self, node: Node, wrappers: tuple[str, ...], redirects: tuple[Redirect, ...], depth: int
@@ -1032,7 +1051,8 @@ def _word(*nodes: Node) -> _Word:
             return _Word(value, expanded=True, home=(home["before"] or "", home["rest"]))
         read = _QUOTED_READ.fullmatch(source)
         if read is not None:
-            return _Word(value, expanded=True, variable=read["name"] or read["braced"])
+            name, rest = read["name"] or read["braced"], read["inside"] + read["after"]
+            return _Word(value, expanded=True, variable=(name, rest))
     pattern = "".join(_QUOTED * len(text) if quoted else text for text, quoted in pieces)
     if _BRACES.search(pattern):
         return _Word(value, expanded=True)

@@ -37,7 +37,7 @@ class KnownWords:
     folder: Path | None
     homes: dict[str, tuple[str, str]]
     home: str | None
-    reads: dict[str, str] = attrs.field(factory=dict)
+    reads: dict[str, tuple[str, str]] = attrs.field(factory=dict)
     loops: dict[str, tuple[tuple[str, str | None], ...]] = attrs.field(factory=dict)
     settings: dict[str, str] = attrs.field(factory=dict)
 
@@ -89,14 +89,15 @@ class KnownWords:
 
     def _told(self, part: CommandPart, index: int, word: str) -> list[str] | None:
         """The words ``part.argv[index]`` becomes, when it can be told."""
-        name = self.reads.get(word)
-        if name is not None and name in self.loops:
-            return self._looped(self.loops[name])
-        if name is not None and name in self.settings:
+        name, rest = self.reads.get(word, ("", ""))
+        if name in self.loops:
+            looped = self._looped(self.loops[name])
+            return None if looped is None else [value + rest for value in looped]
+        if name in self.settings:
             value = self.settings[name]
             if value == "$(mktemp -d)":
                 value = fresh_folder()
-            return None if value.startswith("$") else [value]
+            return None if value.startswith("$") else [value + rest]
         around = self.homes.get(word)
         if around is not None and self.home is not None and not part.wrappers:
             return [around[0] + self.home + around[1]]

@@ -442,9 +442,10 @@ def _followed_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
         if words[0] == "-" or _ROTATION.fullmatch(words[0]) or _STACKED.fullmatch(words[0]):
             continue  # ``cd -``, ``pushd +1``: a folder already among them (``expand_home``)
         word, computed = words[0], bool(part.expanded)
-        value = settings.get(reads.get(word, ""))
-        if value is not None:  # `d=$(mktemp -d); cd "$d"`: the value the command sets
-            word, computed = value, bool(_COMPUTING.search(value))
+        name, rest = reads.get(word, ("", ""))
+        value = settings.get(name)
+        if value is not None:  # `d=$(mktemp -d); cd "$d/x"`: the value the command sets
+            word, computed = value + rest, bool(_COMPUTING.search(value))
         starts = folders
         if searched and not _BESIDE_CDPATH.match(word):
             starts = [*folders, *(folder / entry for folder in folders for entry in searched)]

@@ -303,3 +303,29 @@ def test_a_new_folder_is_made_where_tmpdir_says(
     assert not safety_question(command, project)
     monkeypatch.setenv("TMPDIR", str(project.parent / ".config"))
     assert safety_question(command, project)  # ~/.config/git: git's settings
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'tmp=$(mktemp -d); cp src/a.py "$tmp/"; rm -rf "$tmp"',
+        'for f in src/*.py; do sed -i.bak s/a/b/ "$f" && rm -f "$f.bak"; done',
+        'out=build; rm -rf "$out/cache" "${out}"/x.o',
+    ],
+)
+def test_bypass_runs_a_read_followed_by_a_plain_path(command: str, project: Path) -> None:
+    assert not safety_question(command, project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'd=..; rm -rf "$d/.git"',
+        'for f in src; do cp src/a.py "$f/../../.bashrc"; done',
+        'd=..; rm -rf "$d"/.config',
+        # one text read two ways: unquoted, the loop's word is split into two paths
+        'for f in "x {home}/.bashrc"; do rm $f "$f"; done',
+    ],
+)
+def test_bypass_asks_for_a_read_leading_to_a_protected_path(command: str, project: Path) -> None:
+    assert safety_question(command.format(home=project.parent), project)
