@@ -272,14 +272,8 @@ def _protected_path_named(
     would read as its own, and a program that writes the shell's start-up files itself
     (``conda init``: :mod:`~fsm_agent.toolbox.startup_writers`).
     """
-    cwd = Path(os.path.realpath(ctx.cwd))
     search = SearchPath(os.environ.get("PATH", os.defpath))
-
     views = ProcessViews()
-
-    def runs_later(path: Path) -> bool:
-        return is_protected(path) or search.shadowed(path) is not None
-
     words_named = sum(len(part.argv) + len(part.redirects) for part in analysis.parts)
     if words_named * len(folders) > MAX_JUDGED_PATHS:
         return (
@@ -295,61 +289,13 @@ def _protected_path_named(
         only_shows = bool(original.argv) and (
             original.argv[0] in OUTPUT_ONLY or _only_reads(original)
         )
-        part = original if only_shows else known.put_in(original)
-        computed = _computed_paths(part)
-        if computed:
-            return f"{computed[0]} (a path the shell computes)"
-        filled = _filled_paths(analysis.parts, position, cwd)
-        if filled is not None:
-            return filled
-        for folder in folders:  # a word relative to where the shell may be
-            tree = reached_tree(part.argv, folder)
-            if tree is not None:
-                return f"{tree} (it holds one)"
-            received = received_tree(part.argv, folder)
-            if received is not None:
-                return f"{received} (what a copy from elsewhere writes there)"
-            placed = placed_path(part.argv, folder, runs_later, part.assignments)
-            if placed is not None:
-                return f"{placed} (the file takes that name there)"
-        writer = startup_writer(part.argv)
-        if writer is not None:
-            return f"the shell's start-up files ({writer} writes them)"
-        scheduler = scheduled_by(part)
-        if scheduler is not None:
-            return f"{scheduler}'s jobs (code kept to run later)"
-        setting = setting_kept(part)
-        if setting is not None:
-            return f"{setting} (a setting naming a program the tool runs later)"
-        configuration = (
-            configuration_written(part.argv[1:], part.assignments) if runs_git(part) else None
-        )
-        if configuration is not None:
-            return f"{configuration} (git writes its configuration there)"
-        written = patch_refusal(part, analysis, ctx.cwd, folders) or archive_refusal(
-            part, analysis, ctx.cwd, folders
-        )
-        if written is not None:
-            return written
-        in_code = protected_name_in_code(part, analysis)
-        if in_code is not None:
-            return f"{in_code} (named in the code the command gives {part.argv[0]})"
-        # The script ``source`` (or ``.``) runs is read, not written: ``source .venv/bin/activate``
-        # and ``source ~/.bashrc`` write neither.
-        first = 2 if part.argv and part.argv[0] in _SOURCING else 1
-        words = (*part.argv[first:], *(redirect.target for redirect in part.redirects))
-        for word in words:
-            for candidate in path_candidates(word):
-                path = expand_home(candidate)
-                for folder in [Path("/")] if path.is_absolute() else folders:
-                    if is_protected(folder / path):
-                        return word
-                    through = views.through(folder, path, entered=makes_links(part.argv))
-                    if through and not _writes_nothing(analysis):
-                        return f"{word} (through {_VIEWED}, which the command reads as its own)"
-                    shadowed = search.shadowed(folder / path)
-                    if shadowed is not None:
-                        return f"{word} (the shell would run it in place of {shadowed})"
+        runs = [original] if only_shows else known.each_run(original)
+        for part in runs:
+            refusal = _part_refusal(
+                part, position, analysis=analysis, ctx=ctx, folders=folders, lookups=(search, views)
+            )
+            if refusal is not None:
+                return refusal
     if analysis.problem is not None:
         # Every part was found (not ``misread``) and each word judged above; the text is
         # searched for what no word holds (a here-document), without the script a `source`
@@ -357,6 +303,82 @@ def _protected_path_named(
         found = PROTECTED_NAME.search(_unjudged_text(analysis))
         if found is not None:
             return found.group(0)
+    return None
+
+
+def _part_refusal(
+    part: CommandPart,
+    position: int,
+    *,
+    analysis: CommandAnalysis,
+    ctx: ToolContext,
+    folders: list[Path],
+    lookups: tuple[SearchPath, ProcessViews],
+) -> str | None:
+    """The first protected path ``part`` (``analysis.parts[position]``, its words told as
+    far as they can be: :mod:`~fsm_agent.toolbox.known_words`) may write, or None; the rest
+    of :func:`_protected_path_named`, whose ``lookups`` (where the shell finds programs,
+    the views under ``/proc``) it shares."""
+    cwd = Path(os.path.realpath(ctx.cwd))
+    search, views = lookups
+
+    def runs_later(path: Path) -> bool:
+        return is_protected(path) or search.shadowed(path) is not None
+
+    computed = _computed_paths(part)
+    if computed:
+        return f"{computed[0]} (a path the shell computes)"
+    filled = _filled_paths(analysis.parts, position, cwd)
+    if filled is not None:
+        return filled
+    for folder in folders:  # a word relative to where the shell may be
+        tree = reached_tree(part.argv, folder)
+        if tree is not None:
+            return f"{tree} (it holds one)"
+        received = received_tree(part.argv, folder)
+        if received is not None:
+            return f"{received} (what a copy from elsewhere writes there)"
+        placed = placed_path(part.argv, folder, runs_later, part.assignments)
+        if placed is not None:
+            return f"{placed} (the file takes that name there)"
+    writer = startup_writer(part.argv)
+    if writer is not None:
+        return f"the shell's start-up files ({writer} writes them)"
+    scheduler = scheduled_by(part)
+    if scheduler is not None:
+        return f"{scheduler}'s jobs (code kept to run later)"
+    setting = setting_kept(part)
+    if setting is not None:
+        return f"{setting} (a setting naming a program the tool runs later)"
+    configuration = (
+        configuration_written(part.argv[1:], part.assignments) if runs_git(part) else None
+    )
+    if configuration is not None:
+        return f"{configuration} (git writes its configuration there)"
+    written = patch_refusal(part, analysis, ctx.cwd, folders) or archive_refusal(
+        part, analysis, ctx.cwd, folders
+    )
+    if written is not None:
+        return written
+    in_code = protected_name_in_code(part, analysis)
+    if in_code is not None:
+        return f"{in_code} (named in the code the command gives {part.argv[0]})"
+    # The script ``source`` (or ``.``) runs is read, not written: ``source .venv/bin/activate``
+    # and ``source ~/.bashrc`` write neither.
+    first = 2 if part.argv and part.argv[0] in _SOURCING else 1
+    words = (*part.argv[first:], *(redirect.target for redirect in part.redirects))
+    for word in words:
+        for candidate in path_candidates(word):
+            path = expand_home(candidate)
+            for folder in [Path("/")] if path.is_absolute() else folders:
+                if is_protected(folder / path):
+                    return word
+                through = views.through(folder, path, entered=makes_links(part.argv))
+                if through and not _writes_nothing(analysis):
+                    return f"{word} (through {_VIEWED}, which the command reads as its own)"
+                shadowed = search.shadowed(folder / path)
+                if shadowed is not None:
+                    return f"{word} (the shell would run it in place of {shadowed})"
     return None
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import attrs
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
-from fsm_agent.toolbox.glob_matches import glob_matches, matching_as_written
+from fsm_agent.toolbox.glob_matches import MAX_MATCHES, glob_matches, matching_as_written
 from fsm_agent.toolbox.paths import fresh_folder, places_set
 from fsm_agent.toolbox.placed_files import places_into_last
 
@@ -86,6 +86,25 @@ class KnownWords:
             else:
                 argv += told or [word]
         return attrs.evolve(part, argv=tuple(argv), text=" ".join(argv), expanded=tuple(expanded))
+
+    def each_run(self, part: CommandPart) -> list[CommandPart]:
+        """``part`` with its words told (:meth:`put_in`), once for each word a loop's
+        variable it reads takes: the loop runs it that many times (``for f in *.py; do cp
+        "$f" "$f.bak"; done`` copies each file to its own name, not all into the last), at
+        most :data:`~fsm_agent.toolbox.glob_matches.MAX_MATCHES` of them; else once, every
+        word in."""
+        names = {self.reads[word][0] for word in part.argv if word in self.reads}
+        looped = [name for name in names if name in self.loops]
+        if len(looped) != 1:
+            return [self.put_in(part)]
+        name = looped[0]
+        values = self._looped(self.loops[name])
+        if values is None or not values or len(values) > MAX_MATCHES:
+            return [self.put_in(part)]
+        return [
+            attrs.evolve(self, loops={**self.loops, name: ((value, None),)}).put_in(part)
+            for value in dict.fromkeys(values)
+        ]
 
     def _told(self, part: CommandPart, index: int, word: str) -> list[str] | None:
         """The words ``part.argv[index]`` becomes, when it can be told."""

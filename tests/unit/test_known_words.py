@@ -329,3 +329,12 @@ def test_bypass_runs_a_read_followed_by_a_plain_path(command: str, project: Path
 )
 def test_bypass_asks_for_a_read_leading_to_a_protected_path(command: str, project: Path) -> None:
     assert safety_question(command.format(home=project.parent), project)
+
+
+def test_a_loop_runs_its_body_once_for_each_word(project: Path) -> None:
+    """``cp "$f" "$f.bak"`` over two files copies each to its own name: judged once per
+    word, not as one ``cp`` of every file into the last name (which asked)."""
+    assert not safety_question('for f in src/*.py; do cp "$f" "$f.bak"; done', project)
+    assert not safety_question('for d in src build; do cp build/out.o "$d"; done', project)
+    assert safety_question('for d in src ~/.config/git; do cp src/config "$d"; done', project)
+    assert safety_question('for f in src ~; do cp src/a.py "$f/.bashrc"; done', project)
