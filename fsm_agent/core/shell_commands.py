@@ -222,7 +222,9 @@ def analyse_command(command: str) -> CommandAnalysis:
         loops=tuple(
             (name, words)
             for name, words in reader.loops.items()
-            if words is not None and _set_once(name, command, reader.parts)
+            if words is not None
+            and name not in _SHELL_SETTINGS
+            and _set_once(name, command, reader.parts)
         ),
         settings=_settings(command, reader.parts, reader.loops),
     )

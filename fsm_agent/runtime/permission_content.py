@@ -338,7 +338,10 @@ def shell_verdict(
         allowing = _allowing_rule(part, rules)
         if allowing is not None:
             used = used or allowing
-        elif known is not None and _accept_edits_allows(known.put_in(part), place, shell_dirs):
+        elif known is not None and (
+            known.sets_only_told(part)
+            or _accept_edits_allows(known.put_in(part), place, shell_dirs)
+        ):
             by_mode = True
         elif not _read_only(part, place, shell_dirs) or (git_refused and runs_git(part)):
             refused.append(part)

@@ -87,6 +87,17 @@ class KnownWords:
                 argv += told or [word]
         return attrs.evolve(part, argv=tuple(argv), text=" ".join(argv), expanded=tuple(expanded))
 
+    def sets_only_told(self, part: CommandPart) -> bool:
+        """Whether ``part`` only sets variables whose every read is told (a loop's, or one
+        assignment's: ``for f in …``, ``d=build``), which changes nothing else."""
+        names = [text.partition("=")[0] for text in part.assignments]
+        return (
+            not part.argv
+            and not part.redirects
+            and bool(names)
+            and all(name in self.loops or name in self.settings for name in names)
+        )
+
     def each_run(self, part: CommandPart) -> list[CommandPart]:
         """``part`` with its words told (:meth:`put_in`), once for each word a loop's
         variable it reads takes: the loop runs it that many times (``for f in *.py; do cp

@@ -184,6 +184,8 @@ def accepted(command: str, cwd: Path) -> bool:
         "mkdir -p out && cp src/*.py out/",
         "mv dist/* build",
         "rm -f src/[ab].py",
+        'for f in src/*.py; do sed -i s/a/b/ "$f"; done',  # the loop's f= changes nothing else
+        'out=build; rm -rf "$out"',
     ],
 )
 def test_accept_edits_runs_a_glob_matching_files_inside(command: str, project: Path) -> None:
@@ -201,6 +203,10 @@ def test_accept_edits_runs_a_glob_matching_files_inside(command: str, project: P
         "cd src && rm -f *.py",  # more than one folder the shell may be in
         "cp build/out.o src/*",  # which match comes last is a guess
         "rm -rf $HOME/.cache",  # outside
+        'for f in src ../x; do rm -rf "$f"; done',
+        "d=build; rm -rf $d",  # unquoted: split and matched again
+        "PATH=/tmp; rm -rf build",  # a variable that changes what runs
+        "for PATH in /tmp; do rm -rf build; done",
     ],
 )
 def test_accept_edits_asks_for_a_glob_reaching_further(command: str, project: Path) -> None:
