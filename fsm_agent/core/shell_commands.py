@@ -759,6 +759,7 @@ class _Reader:
                 self._misread(f"words after the redirection {_text(node)!r}")
             operator = "".join(_text(child) for child in node.children if child != destination)
             target = _word(destination) if destination is not None else _Word("", expanded=False)
+            self._note_globs([target])
             return [Redirect(operator=operator, target=target.value, expanded=target.expanded)]
         if node.type == "herestring_redirect":
             body = node.children[-1]

@@ -289,7 +289,7 @@ def _protected_path_named(
         only_shows = bool(original.argv) and (
             original.argv[0] in OUTPUT_ONLY or _only_reads(original)
         )
-        runs = [original] if only_shows else known.each_run(original)
+        runs = known.each_run(original, words=not only_shows)
         for part in runs:
             refusal = _part_refusal(
                 part, position, analysis=analysis, ctx=ctx, folders=folders, lookups=(search, views)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import attrs
 
-from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart
+from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, Redirect
 from fsm_agent.toolbox.glob_matches import MAX_MATCHES, glob_matches, matching_as_written
 from fsm_agent.toolbox.paths import fresh_folder, places_set
 from fsm_agent.toolbox.placed_files import places_into_last
@@ -62,21 +62,24 @@ class KnownWords:
 
     def put_in(self, part: CommandPart) -> CommandPart:
         """``part`` with each word that can be told replaced by what the shell makes of it
-        (a glob matching no path left as written, as Bash does). A word that cannot be told
-        stays computed, and so does a last word matching more than one path for a program
-        that puts its other operands into its last (``mv *.txt``): Bash sorts by the locale,
-        and which path comes last would be a guess."""
-        if not part.expanded or part.fed or part.found_paths:
+        (a glob matching no path left as written, as Bash does), its redirection targets too
+        where one path is told (Bash refuses a glob target matching more). A word that cannot
+        be told stays computed, and so does a last word matching more than one path for a
+        program that puts its other operands into its last (``mv *.txt``): Bash sorts by the
+        locale, and which path comes last would be a guess."""
+        if part.fed or part.found_paths:
             return part
-        told_anywhere = self.loops or self.settings
-        if not self.patterns and not told_anywhere and not (self.homes and not part.wrappers):
+        if not (self.patterns or self.loops or self.settings or self.homes):
             return part
+        redirects = self.redirects_told(part).redirects
+        if not part.expanded:
+            return attrs.evolve(part, redirects=redirects)
         computed = frozenset(part.expanded)
         last = len(part.argv) - 1
         argv: list[str] = []
         expanded: list[int] = []
         for index, word in enumerate(part.argv):
-            told = self._told(part, index, word) if index in computed and index > 0 else None
+            told = self._told(part, word) if index in computed and index > 0 else None
             if told is not None and index == last and len(told) > 1:
                 told = None if places_into_last(part.argv) else told
             if told is None:
@@ -85,7 +88,31 @@ class KnownWords:
                 argv.append(word)
             else:
                 argv += told or [word]
-        return attrs.evolve(part, argv=tuple(argv), text=" ".join(argv), expanded=tuple(expanded))
+        return attrs.evolve(
+            part,
+            argv=tuple(argv),
+            text=" ".join(argv),
+            expanded=tuple(expanded),
+            redirects=redirects,
+        )
+
+    def redirects_told(self, part: CommandPart) -> CommandPart:
+        """``part`` with its redirection targets told (its words as they are: those of a
+        program that only prints are no paths it writes, but its redirections are)."""
+        if not any(redirect.expanded for redirect in part.redirects):
+            return part
+        told = tuple(self._redirect_told(part, redirect) for redirect in part.redirects)
+        return attrs.evolve(part, redirects=told)
+
+    def _redirect_told(self, part: CommandPart, redirect: Redirect) -> Redirect:
+        """``redirect`` with its target told, where the shell computes it and one path (or a
+        glob matching none, the target as written) can be told."""
+        if not redirect.expanded or redirect.operator.endswith(("<<", "&")):
+            return redirect
+        told = self._told(part, redirect.target)
+        if told is None or len(told) > 1:
+            return redirect
+        return attrs.evolve(redirect, target=told[0] if told else redirect.target, expanded=False)
 
     def sets_only_told(self, part: CommandPart) -> bool:
         """Whether ``part`` only sets variables whose every read is told (a loop's, or one
@@ -98,27 +125,31 @@ class KnownWords:
             and all(name in self.loops or name in self.settings for name in names)
         )
 
-    def each_run(self, part: CommandPart) -> list[CommandPart]:
-        """``part`` with its words told (:meth:`put_in`), once for each word a loop's
-        variable it reads takes: the loop runs it that many times (``for f in *.py; do cp
-        "$f" "$f.bak"; done`` copies each file to its own name, not all into the last), at
-        most :data:`~fsm_agent.toolbox.glob_matches.MAX_MATCHES` of them; else once, every
-        word in."""
-        names = {self.reads[word][0] for word in part.argv if word in self.reads}
+    def each_run(self, part: CommandPart, *, words: bool = True) -> list[CommandPart]:
+        """``part`` with its words told (:meth:`put_in`; with ``words=False`` its
+        redirections alone, :meth:`redirects_told`), once for each word a loop's variable it
+        reads takes: the loop runs it that many times (``for f in *.py; do cp "$f"
+        "$f.bak"; done`` copies each file to its own name, not all into the last), at most
+        :data:`~fsm_agent.toolbox.glob_matches.MAX_MATCHES` of them; else once, every word
+        in."""
+        tell = self.put_in if words else self.redirects_told
+        targets = [redirect.target for redirect in part.redirects if redirect.expanded]
+        names = {self.reads[word][0] for word in (*part.argv, *targets) if word in self.reads}
         looped = [name for name in names if name in self.loops]
         if len(looped) != 1:
-            return [self.put_in(part)]
+            return [tell(part)]
         name = looped[0]
         values = self._looped(self.loops[name])
         if values is None or not values or len(values) > MAX_MATCHES:
-            return [self.put_in(part)]
-        return [
-            attrs.evolve(self, loops={**self.loops, name: ((value, None),)}).put_in(part)
-            for value in dict.fromkeys(values)
-        ]
+            return [tell(part)]
+        runs = []
+        for value in dict.fromkeys(values):
+            once = attrs.evolve(self, loops={**self.loops, name: ((value, None),)})
+            runs.append(once.put_in(part) if words else once.redirects_told(part))
+        return runs
 
-    def _told(self, part: CommandPart, index: int, word: str) -> list[str] | None:
-        """The words ``part.argv[index]`` becomes, when it can be told."""
+    def _told(self, part: CommandPart, word: str) -> list[str] | None:
+        """The words ``word``, of ``part``, becomes, when it can be told."""
         name, rest = self.reads.get(word, ("", ""))
         if name in self.loops:
             looped = self._looped(self.loops[name])

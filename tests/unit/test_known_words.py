@@ -344,3 +344,37 @@ def test_a_loop_runs_its_body_once_for_each_word(project: Path) -> None:
     assert not safety_question('for d in src build; do cp build/out.o "$d"; done', project)
     assert safety_question('for d in src ~/.config/git; do cp src/config "$d"; done', project)
     assert safety_question('for f in src ~; do cp src/a.py "$f/.bashrc"; done', project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'for f in src/*.py; do sort "$f" > "$f.sorted"; done',
+        'tmp=$(mktemp -d); echo x > "$tmp/out.txt"',
+        'echo x >> "$HOME/.cache/x.log"',
+        "echo x > build/*.o",  # one match: written
+        "echo x > *.none",  # none: a file of that name
+        'd=build; cat src/a.py > "$d/a.txt"',
+    ],
+)
+def test_bypass_runs_a_redirection_to_a_told_path(command: str, project: Path) -> None:
+    assert not safety_question(command, project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'echo x >> "$HOME/.bashrc"',
+        "echo x > .g*/config",
+        "> .gi?/config",
+        "echo x > src/*.py",  # two matches: Bash refuses, but which is not told
+        'd=..; echo x > "$d/.git/config"',
+        'for f in src ~; do echo x > "$f/.bashrc"; done',
+        "echo x > $F",
+        "echo x > ~/.bash*",
+    ],
+)
+def test_bypass_asks_for_a_redirection_that_may_reach_a_protected_path(
+    command: str, project: Path
+) -> None:
+    assert safety_question(command, project)
