@@ -134,7 +134,8 @@ class KnownWords:
         in."""
         tell = self.put_in if words else self.redirects_told
         targets = [redirect.target for redirect in part.redirects if redirect.expanded]
-        names = {self.reads[word][0] for word in (*part.argv, *targets) if word in self.reads}
+        outer = () if part.wrappers else (*part.argv, *targets)
+        names = {self.reads[word][0] for word in outer if word in self.reads}
         looped = [name for name in names if name in self.loops]
         if len(looped) != 1:
             return [tell(part)]
@@ -150,7 +151,8 @@ class KnownWords:
 
     def _told(self, part: CommandPart, word: str) -> list[str] | None:
         """The words ``word``, of ``part``, becomes, when it can be told."""
-        name, rest = self.reads.get(word, ("", ""))
+        # A script a wrapper's shell parses (`bash -c '… "$d" …'`) reads its own variables.
+        name, rest = self.reads.get(word, ("", "")) if not part.wrappers else ("", "")
         if name in self.loops:
             looped = self._looped(self.loops[name])
             return None if looped is None else [value + rest for value in looped]

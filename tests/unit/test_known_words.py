@@ -293,12 +293,15 @@ def test_bypass_runs_a_variable_the_command_sets_once_to_no_protected_path(
         'cd "$d"; rm -rf .config',  # set by nothing in the command: the environment's
         't=$(mktemp -d ~/x.XXXX); cd "$t"; rm -rf ../.config',  # made where the home is
         "d=build; env d=.. bash -c 'rm -rf \"$d\"'",  # set again, for the inner shell
+        # the inner shell's d is its own (empty here): the word is "/…/.config"
+        "d=build; bash -c 'rm -rf \"$d{home}/.config\"'",
+        "for d in build; do sh -c 'rm -rf \"$d{home}/.config\"'; done",
     ],
 )
 def test_bypass_asks_for_a_variable_set_otherwise_or_to_a_protected_path(
     command: str, project: Path
 ) -> None:
-    assert safety_question(command, project)
+    assert safety_question(command.replace("{home}", str(project.parent)), project)
 
 
 def test_a_new_folder_is_made_where_tmpdir_says(
