@@ -223,7 +223,7 @@ def analyse_command(command: str) -> CommandAnalysis:
             (name, words)
             for name, words in reader.loops.items()
             if words is not None
-            and name not in _SHELL_SETTINGS
+            and not _shell_owned(name)
             and _set_once(name, command, reader.parts)
         ),
         settings=_settings(command, reader.parts, reader.loops),
@@ -258,9 +258,20 @@ _SET_VALUE: Final = re.compile(
 makes (kept as ``$(mktemp -d)``)."""
 _SHELL_SETTINGS: Final = frozenset(
     {"HOME", "PWD", "OLDPWD", "CDPATH", "DIRSTACK", "IFS", "PATH", "GLOBIGNORE", "BASH_ENV",
-     "ENV", "SHELLOPTS", "BASHOPTS"}
+     "ENV", "SHELLOPTS", "BASHOPTS", "TMPDIR", "_", "REPLY", "RANDOM", "SRANDOM", "SECONDS",
+     "EPOCHSECONDS", "EPOCHREALTIME", "LINENO", "PPID", "UID", "EUID", "GROUPS", "FUNCNAME",
+     "PIPESTATUS", "OPTARG", "OPTIND", "MAPFILE", "COPROC", "HISTCMD", "COLUMNS", "LINES",
+     "SHLVL", "HOSTNAME"}
 )  # fmt: skip
-"""Variables that change what the shell does, not only what a read of them gives."""
+"""Variables that change what the shell does, not only what a read of them gives, or whose
+read the shell itself gives (``$_`` is the last command's last word, ``$RANDOM`` a number):
+no assignment or loop tells them. Every ``BASH_*`` name is one too (``BASH_REMATCH``)."""
+
+
+def _shell_owned(name: str) -> bool:
+    """Whether the shell gives ``name`` a meaning or a value of its own (:data:`_SHELL_SETTINGS`,
+    ``BASH_*``, ``COMP_*``)."""
+    return name in _SHELL_SETTINGS or name.startswith(("BASH", "COMP_"))
 
 
 def _settings(
@@ -284,7 +295,7 @@ def _settings(
         (name, value)
         for name, value in found.items()
         if value is not None
-        and name not in _SHELL_SETTINGS
+        and not _shell_owned(name)
         and name not in loops
         and _set_once(name, command, parts)
     )

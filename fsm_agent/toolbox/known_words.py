@@ -21,7 +21,7 @@ import attrs
 
 from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, Redirect
 from fsm_agent.toolbox.glob_matches import MAX_MATCHES, glob_matches, matching_as_written
-from fsm_agent.toolbox.paths import fresh_folder, places_set
+from fsm_agent.toolbox.paths import fresh_folder, places_set, sets_tmpdir
 from fsm_agent.toolbox.placed_files import places_into_last
 
 __all__ = ["KnownWords"]
@@ -57,7 +57,12 @@ class KnownWords:
             reads=dict(analysis.reads),
             # A read before the loop gets what the environment gives the name, if anything.
             loops={name: words for name, words in analysis.loops if name not in os.environ},
-            settings={name: value for name, value in analysis.settings if name not in os.environ},
+            settings={
+                name: value
+                for name, value in analysis.settings
+                if name not in os.environ
+                and not (value == "$(mktemp -d)" and sets_tmpdir(analysis.command))
+            },
         )
 
     def put_in(self, part: CommandPart) -> CommandPart:

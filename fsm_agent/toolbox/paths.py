@@ -426,6 +426,7 @@ def _followed_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
         return searched
     given = list(analysis.folders)
     reads = dict(analysis.reads)
+    fresh = not sets_tmpdir(analysis.command)
     settings = {n: v for n, v in analysis.settings if n not in os.environ}
     for index, part in enumerate(analysis.parts):
         while not isinstance(folders, str) and given and given[0][0] <= index:
@@ -449,7 +450,7 @@ def _followed_folders(analysis: CommandAnalysis, cwd: Path) -> list[Path] | str:
         starts = folders
         if searched and not _BESIDE_CDPATH.match(word):
             starts = [*folders, *(folder / entry for folder in folders for entry in searched)]
-        folders = _entering(folders, word, computed=computed, starts=starts)
+        folders = _entering(folders, word, computed=computed, starts=starts, fresh=fresh)
     for _index, word in given:  # a wrapper that runs no part (``env -C DIR`` alone)
         if isinstance(folders, str):
             break
@@ -536,10 +537,16 @@ sets it. ``CDPATH=DIR`` is followed (:func:`_cd_path`); ``read CDPATH``, ``CDPAT
 
 
 def _entering(
-    folders: list[Path], word: str, *, computed: bool, starts: list[Path] | None = None
+    folders: list[Path],
+    word: str,
+    *,
+    computed: bool,
+    starts: list[Path] | None = None,
+    fresh: bool = True,
 ) -> list[Path] | str:
     """``folders`` and those a command entering ``word`` may be in, from each of ``starts``
-    (``folders`` unless given), or why they cannot be followed: the shell computes ``word``
+    (``folders`` unless given; ``fresh``: whether the folder ``mktemp -d`` makes is known,
+    the command setting no ``TMPDIR``), or why they cannot be followed: the shell computes ``word``
     (``computed``) otherwise than by reading ``$HOME``, ``$PWD`` or ``$OLDPWD``, or there
     would be more than :data:`MAX_ENTERED_FOLDERS`."""
     tops: list[Path] = []
@@ -550,7 +557,8 @@ def _entering(
             word = word[top.end() :].lstrip("/") or "."
             tops = [repository_top(folder) or Path("/") for folder in starts or folders]
         word = _DIRNAME.sub(lambda named: posixpath.dirname(named["path"]) or ".", word)
-        word = _FRESH_FOLDER.sub(lambda _made: fresh_folder(), word)
+        if fresh:
+            word = _FRESH_FOLDER.sub(lambda _made: fresh_folder(), word)
         if _COMPUTING.search(word) or _GLOBBING.search(word):
             return f"it enters a folder the shell computes, {word!r}"
     target = expand_home(word)  # an absolute one: itself
@@ -574,6 +582,17 @@ _DIRNAME = re.compile(r"\$\(dirname (?P<path>[^\s$`()'\"\\;&|<>*?\[{]+)\)")
 _FRESH_FOLDER = re.compile(r"\$\(mktemp -d\)|`mktemp -d`")
 """A new, empty folder ``mktemp`` makes where the command's shell keeps temporary files
 (``cd "$(mktemp -d)" && git clone URL``)."""
+
+
+_TMPDIR_SET: Final = re.compile(r"(?<![\w$])(?<!\$\{)TMPDIR\b|\$\{TMPDIR:?=")
+"""A word naming ``TMPDIR`` but for a plain read: the command may set where ``mktemp`` makes
+its folder (``export TMPDIR=~/.config``, ``read TMPDIR``, ``${TMPDIR:=…}``)."""
+
+
+def sets_tmpdir(command: str) -> bool:
+    """Whether ``command`` may set ``TMPDIR``: then the folder ``mktemp -d`` makes is not
+    known (:func:`fresh_folder` names it from the environment the tool's shell inherits)."""
+    return _TMPDIR_SET.search(command) is not None
 
 
 def fresh_folder() -> str:

@@ -381,3 +381,24 @@ def test_bypass_asks_for_a_redirection_that_may_reach_a_protected_path(
     command: str, project: Path
 ) -> None:
     assert safety_question(command, project)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # where mktemp makes its folder is the command's TMPDIR
+        'export TMPDIR={home}/.config; cd "$(mktemp -d)"; rm -rf ../git',
+        'TMPDIR={home}/.config; t=$(mktemp -d); cd "$t"; rm -rf ../git',
+        'read TMPDIR <<< {home}/.config; cd "$(mktemp -d)"; rm -rf ../git',
+        # names the shell gives values of its own
+        'BASH_REMATCH=build; [[ {home}/.config =~ .* ]]; rm -rf "$BASH_REMATCH"',
+        '_=build; ls {home}/.config; rm -rf "$_"',
+        'for _ in build; do ls {home}/.config; rm -rf "$_"; done',
+    ],
+)
+def test_bypass_asks_where_the_shell_gives_a_name_its_own_value(
+    command: str, project: Path
+) -> None:
+    """Found: the first two ran unasked, deleting git's settings: mktemp made its folder in
+    the TMPDIR the command set, not the one the check read from the environment."""
+    assert safety_question(command.replace("{home}", str(project.parent)), project)
