@@ -13,10 +13,11 @@ Matching is Bash's default, read to match more rather than less where Bash versi
 a name beginning with ``.`` only for a component written with a leading ``.``, which may also
 give ``.`` and ``..`` (Bash before 5.2 gives them). A word this cannot match as Bash would
 stays computed: ``**`` (``globstar`` reads it otherwise), a character class (``[[:alpha:]]``),
-more than :data:`MAX_MATCHES` paths, a folder of more than
-:data:`~fsm_agent.toolbox.paths.MAX_TREE_ENTRIES` entries on the way, and any word of a
-command that may change how the shell matches (``shopt``, ``set``, ``GLOBIGNORE``, or an
-environment naming a start-up script or shell options: :func:`matching_as_written`).
+more than :data:`MAX_MATCHES` paths, more than
+:data:`~fsm_agent.toolbox.paths.MAX_TREE_ENTRIES` entries listed on the way (all its folders
+together), and any word of a command that may change how the shell matches (``shopt``,
+``set``, ``GLOBIGNORE``, or an environment naming a start-up script or shell options:
+:func:`matching_as_written`).
 """
 
 from __future__ import annotations
@@ -77,9 +78,10 @@ def glob_matches(pattern: str, folder: Path) -> list[str] | None:
         found = [("/", Path("/"))]
     else:
         found, rest = [("", folder)], components
+    budget = [MAX_TREE_ENTRIES]  # entries listed for the whole word, not per folder
     for component in rest:
-        matched = _next_matches(found, component)
-        if matched is None or len(matched) > MAX_MATCHES:
+        matched = _next_matches(found, component, budget)
+        if matched is None:
             return None
         found = matched
     # A component after the last pattern is taken as written: only what exists is a match,
@@ -91,9 +93,13 @@ def glob_matches(pattern: str, folder: Path) -> list[str] | None:
     ]
 
 
-def _next_matches(found: list[tuple[str, Path]], component: str) -> list[tuple[str, Path]] | None:
+def _next_matches(
+    found: list[tuple[str, Path]], component: str, budget: list[int]
+) -> list[tuple[str, Path]] | None:
     """Each of ``found`` (a word and the path it names) followed by ``component``: by its
-    text when it is no pattern, else by each entry of the folder it names that matches."""
+    text when it is no pattern, else by each entry of the folder it names that matches; None
+    past :data:`MAX_MATCHES` paths, or once ``budget`` (entries still to list) runs out
+    (``*/*/*`` over a tree of many folders)."""
     joined: list[tuple[str, Path]] = []
     if not _is_pattern(component):
         name = _unescaped(component)
@@ -103,7 +109,7 @@ def _next_matches(found: list[tuple[str, Path]], component: str) -> list[tuple[s
         return None
     dotted = component.startswith((".", "\\."))
     for text, path in found:
-        names = _entries(path)
+        names = _entries(path, budget)
         if names is None:
             return None
         if dotted:
@@ -114,6 +120,8 @@ def _next_matches(found: list[tuple[str, Path]], component: str) -> list[tuple[s
             if matcher.fullmatch(name) and (dotted or not name.startswith("."))
         ]
         joined += [(_joined(text, name), path / name) for name in sorted(kept)]
+        if len(joined) > MAX_MATCHES:
+            return None
     return joined
 
 
@@ -124,15 +132,17 @@ def _joined(text: str, name: str) -> str:
     return f"{text}{name}" if text.endswith("/") else f"{text}/{name}"
 
 
-def _entries(path: Path) -> list[str] | None:
-    """The names in the folder ``path`` (none when it is not a folder one can list); None
-    when it has more than :data:`~fsm_agent.toolbox.paths.MAX_TREE_ENTRIES`."""
+def _entries(path: Path, budget: list[int]) -> list[str] | None:
+    """The names in the folder ``path`` (none when it is not a folder one can list), each
+    taken from ``budget``; None when it runs out (the word's folders together hold more than
+    :data:`~fsm_agent.toolbox.paths.MAX_TREE_ENTRIES` entries)."""
     names: list[str] = []
     try:
         with os.scandir(path) as entries:
             for entry in entries:
                 names.append(entry.name)
-                if len(names) > MAX_TREE_ENTRIES:
+                budget[0] -= 1
+                if budget[0] < 0:
                     return None
     except OSError:  # not a folder, gone, unreadable: Bash matches nothing there either
         return []

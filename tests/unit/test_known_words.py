@@ -122,6 +122,20 @@ def test_a_glob_matching_too_many_paths_asks(project: Path) -> None:
     assert not safety_question("rm build/1*.o", project)
 
 
+def test_a_glob_listing_too_many_entries_in_all_its_folders_asks(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``*/*`` lists every folder it passes: their entries together are bounded, not each
+    folder's alone (a tree of many folders would be listed whole on every check)."""
+    for folder in ("a", "b", "c"):
+        for number in range(5):
+            (project / "build" / folder / f"{number}.o").parent.mkdir(parents=True, exist_ok=True)
+            (project / "build" / folder / f"{number}.o").write_text("")
+    monkeypatch.setattr("fsm_agent.toolbox.glob_matches.MAX_TREE_ENTRIES", 12)
+    assert not safety_question("rm build/a/*.o", project)  # 5 entries
+    assert safety_question("rm build/*/*.o", project)  # 4 + 15 entries
+
+
 def test_a_glob_after_cd_asks(project: Path) -> None:
     """The control: where the shell may be in several folders, a glob may start from any."""
     assert safety_question("cd src; rm -f *.py", project)
