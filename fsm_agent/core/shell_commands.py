@@ -249,6 +249,9 @@ def _set_once(name: str, command: str, parts: Sequence[CommandPart]) -> bool:
     return len(bare) == 1 and not re.search(rf"\$\{{{re.escape(name)}:?[=?+-]", command)
 
 
+MADE_FOLDER: Final = "$(mktemp -d)"
+"""The value :attr:`CommandAnalysis.settings` gives a variable set to the new folder ``mktemp
+-d`` makes (however its substitution was spelled)."""
 _SET_VALUE: Final = re.compile(
     r"(?P<name>[A-Za-z_]\w*)="
     r"(?P<value>[\w./@+,:%-]*|\"[\w./@+,:% -]*\"|'[\w./@+,:% -]*'"
@@ -288,7 +291,7 @@ def _settings(
             if setting is None:
                 found[re.split(r"[^\w]", text, maxsplit=1)[0]] = None
                 continue
-            value = "$(mktemp -d)" if setting["fresh"] else setting["value"].strip("'\"")
+            value = MADE_FOLDER if setting["fresh"] else setting["value"].strip("'\"")
             name = setting["name"]
             found[name] = value if found.get(name, value) == value else None
     return tuple(

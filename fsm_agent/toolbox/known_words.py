@@ -19,7 +19,7 @@ from pathlib import Path
 
 import attrs
 
-from fsm_agent.core.shell_commands import CommandAnalysis, CommandPart, Redirect
+from fsm_agent.core.shell_commands import MADE_FOLDER, CommandAnalysis, CommandPart, Redirect
 from fsm_agent.toolbox.glob_matches import MAX_MATCHES, glob_matches, matching_as_written
 from fsm_agent.toolbox.paths import fresh_folder, places_set, sets_tmpdir
 from fsm_agent.toolbox.placed_files import places_into_last
@@ -29,9 +29,11 @@ __all__ = ["KnownWords"]
 
 @attrs.frozen
 class KnownWords:
-    """What can be told of a command's computed words: its globs, where the command can be in
-    one folder only and leaves the shell's matching as it is, and its words reading ``$HOME``,
-    where it sets no ``HOME`` (and, for each part, no wrapper may give it another)."""
+    """What can be told of a command's computed words (see the module's text): its globs,
+    where the command can be in one folder only and leaves the shell's matching as it is; its
+    words reading ``$HOME``, where it sets no ``HOME``; its loops' and one-time assignments'
+    variables, read whole, where nothing else sets them. Words a wrapper's shell parses are
+    told globs alone. A glob is matched once per check (:attr:`matched`)."""
 
     patterns: dict[str, str]
     folder: Path | None
@@ -40,6 +42,8 @@ class KnownWords:
     reads: dict[str, tuple[str, str]] = attrs.field(factory=dict)
     loops: dict[str, tuple[tuple[str, str | None], ...]] = attrs.field(factory=dict)
     settings: dict[str, str] = attrs.field(factory=dict)
+    matched: dict[str, list[str] | None] = attrs.field(factory=dict, eq=False)
+    """The matches of each pattern matched so far (:meth:`each_run` shares it)."""
 
     @classmethod
     def of(cls, analysis: CommandAnalysis, folders: list[Path]) -> KnownWords:
@@ -61,7 +65,7 @@ class KnownWords:
                 name: value
                 for name, value in analysis.settings
                 if name not in os.environ
-                and not (value == "$(mktemp -d)" and sets_tmpdir(analysis.command))
+                and not (value == MADE_FOLDER and sets_tmpdir(analysis.command))
             },
         )
 
@@ -163,16 +167,24 @@ class KnownWords:
             return None if looped is None else [value + rest for value in looped]
         if name in self.settings:
             value = self.settings[name]
-            if value == "$(mktemp -d)":
+            if value == MADE_FOLDER:
                 value = fresh_folder()
             return None if value.startswith("$") else [value + rest]
         around = self.homes.get(word)
         if around is not None and self.home is not None and not part.wrappers:
             return [around[0] + self.home + around[1]]
         pattern = self.patterns.get(word)
-        if pattern is not None and self.folder is not None:
-            return glob_matches(pattern, self.folder)
-        return None
+        return self._matches(pattern) if pattern is not None else None
+
+    def _matches(self, pattern: str) -> list[str] | None:
+        """:func:`~fsm_agent.toolbox.glob_matches.glob_matches` in :attr:`folder`, once per
+        pattern; None without the one folder."""
+        if self.folder is None:
+            return None
+        if pattern not in self.matched:
+            self.matched[pattern] = glob_matches(pattern, self.folder)
+        found = self.matched[pattern]
+        return None if found is None else list(found)
 
     def _looped(self, words: tuple[tuple[str, str | None], ...]) -> list[str] | None:
         """Every word a loop's variable takes: its list, each glob matched."""
@@ -181,9 +193,7 @@ class KnownWords:
             if pattern is None:
                 taken.append(value)
                 continue
-            if self.folder is None:
-                return None
-            matches = glob_matches(pattern, self.folder)
+            matches = self._matches(pattern)
             if matches is None:
                 return None
             taken += matches or [value]
