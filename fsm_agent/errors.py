@@ -160,8 +160,9 @@ class TraceFileHoldsRun(TraceFileRefused):
     the earlier run can still be read, replayed and resumed. ``path`` names the file."""
 
     why = (
-        "this file holds an earlier run's trace, so it was not overwritten (delete it first "
-        "to reuse its name)"
+        "this file holds an earlier run's trace, so it was not overwritten (a run that did "
+        "not finish, killed say, carries on with `fsm-agent resume FILE`; delete the file "
+        "first to reuse its name)"
     )
 
 

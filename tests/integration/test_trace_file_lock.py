@@ -199,3 +199,16 @@ def test_the_command_line_keeps_an_earlier_runs_trace(
     assert main(["run", "more", "--model", model, "--resume", "t.jsonl", "--trace", "t.jsonl"]) == 0
     assert (tmp_path / "t.jsonl").read_bytes() == first
     assert (tmp_path / "t.turn2.jsonl").is_file()
+
+
+def test_the_trace_of_a_killed_run_is_kept_for_its_resume(tmp_path: Path) -> None:
+    """A run killed midway (its trace cut after some records) and started again with the same
+    file: the cut trace is what ``resume`` needs, so it is kept, and the error says so."""
+    path = tmp_path / "t.jsonl"
+    assert Agent(model=replies("one"), trace=path).run_sync("first").terminal == "completed"
+    lines = path.read_bytes().splitlines(keepends=True)
+    cut = b"".join(lines[: len(lines) // 2])
+    path.write_bytes(cut)  # as kill -9 leaves it: whole lines, no end record
+    with pytest.raises(TraceFileHoldsRun, match="fsm-agent resume FILE"):
+        Agent(model=replies("two"), trace=path).run_sync("again")
+    assert path.read_bytes() == cut
